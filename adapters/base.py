@@ -1,0 +1,68 @@
+"""The adapter interface: one per config format.
+
+An adapter answers two questions: is this file mine (:meth:`Adapter.sniff`), and what does it
+say (:meth:`Adapter.load`). Loading never executes anything from the file: no shell, no eval,
+safe YAML only.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Callable, ClassVar
+
+from trainlint.diagnostics import Diagnostic
+from trainlint.document import Document
+from trainlint.sources import SourceText, read_source
+from trainlint.spec import TrainingSpec
+
+# sniff() scores
+NOT_MINE = 0
+BY_NAME = 20
+"""The name looks like this format's (ds_config*.json) but the content says nothing either way."""
+BY_CONTENT = 60
+"""The content has keys or flags that only this format uses."""
+CERTAIN = 100
+
+
+@dataclass
+class LoadContext:
+    """What an adapter may use besides the file itself."""
+
+    extra_paths: list[str] = field(default_factory=list)
+    """Further files of the same run, merged after the main one (NeoX takes several YAMLs)."""
+    read: Callable[[str], SourceText] = read_source
+    """How to read a referenced file (a --deepspeed_config JSON): same limits, same errors."""
+    environment: dict[str, str] = field(default_factory=dict)
+    """Variables the user declared for static resolution of launch scripts (never os.environ)."""
+
+
+@dataclass
+class LoadResult:
+    format: str
+    documents: list[Document] = field(default_factory=list)
+    specs: list[TrainingSpec] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+
+class Adapter(ABC):
+    """A config format. Subclasses set ``name`` and implement ``sniff`` and ``load``."""
+
+    name: ClassVar[str]
+    """The format name used in output: ``deepspeed``, ``megatron``, ``neox``."""
+    extensions: ClassVar[tuple[str, ...]] = ()
+    """File suffixes worth sniffing when walking a directory (``.json``)."""
+
+    @abstractmethod
+    def sniff(self, path: str, text: str) -> int:
+        """How sure this adapter is that the file is its format: 0 (not mine) to 100.
+
+        Content decides first (``BY_CONTENT`` or more), the file name only breaks ties
+        (``BY_NAME``). Must be cheap and must never raise on garbage."""
+
+    @abstractmethod
+    def load(self, source: SourceText, context: LoadContext) -> LoadResult:
+        """Parse, check against the schema, and build one TrainingSpec per run in the file.
+
+        Problems with the input are returned as TL0xx diagnostics at their position; the
+        method raises only on a bug in trainlint (the engine reports that as TL999)."""

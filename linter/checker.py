@@ -1,0 +1,150 @@
+"""Reading files into specs: detection, loading, and containment of trainlint's own bugs.
+
+This is the input half of the engine (``trainlint check`` before rules exist, and what the
+rule engine, the estimator and the language server build on). A bug while handling one file
+becomes a TL999 diagnostic for that file; the other files are still checked.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from trainlint.adapters.base import Adapter, LoadContext, NOT_MINE
+from trainlint.diagnostics import Diagnostic
+from trainlint.discovery import iter_files
+from trainlint.document import Document
+from trainlint.input_codes import input_diagnostic
+from trainlint.sources import SourceText, UnreadableSource, read_source
+from trainlint.spec import TrainingSpec
+
+
+@dataclass
+class FileResult:
+    path: str
+    format: str | None
+    """The adapter that claimed the file, or None when no adapter did (skipped)."""
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    specs: list[TrainingSpec] = field(default_factory=list)
+    documents: list[Document] = field(default_factory=list)
+    run: list[str] = field(default_factory=list)
+    """For a multi-file run (NeoX): every file of it, the first being ``path``."""
+
+    @property
+    def internal_error(self) -> bool:
+        return any(d.code == "TL999" for d in self.diagnostics)
+
+
+def detect(adapters: Sequence[Adapter], path: str, text: str) -> Adapter | None:
+    """The adapter with the highest sniff score; ties go to the earlier adapter."""
+    best, best_score = None, NOT_MINE
+    for adapter in adapters:
+        try:
+            score = adapter.sniff(path, text)
+        except Exception:  # a sniffer must not take the whole run down
+            score = NOT_MINE
+        if score > best_score:
+            best, best_score = adapter, score
+    return best
+
+
+def check_source(
+    source: SourceText,
+    adapters: Sequence[Adapter],
+    context: LoadContext | None = None,
+    *,
+    force_format: str | None = None,
+) -> FileResult:
+    """Detect and load one text (a file on disk or an editor buffer)."""
+    context = context or LoadContext()
+    try:
+        if force_format:
+            adapter = next((a for a in adapters if a.name == force_format), None)
+        else:
+            adapter = detect(adapters, source.path, source.text)
+        if adapter is None:
+            return FileResult(source.path, None)
+        loaded = adapter.load(source, context)
+        diagnostics = [d if d.path else _with_path(d, source.path) for d in loaded.diagnostics]
+        return FileResult(source.path, adapter.name, diagnostics, loaded.specs, loaded.documents,
+                          [source.path, *context.extra_paths] if context.extra_paths else [])
+    except RecursionError:
+        return _internal(source.path, "input nested too deeply for trainlint (RecursionError)", None)
+    except Exception as exc:  # noqa: BLE001 - contained and reported as TL999
+        return _internal(source.path, f"{type(exc).__name__}: {exc}", exc)
+
+
+def check_file(
+    path: str,
+    adapters: Sequence[Adapter],
+    context: LoadContext | None = None,
+    *,
+    explicit: bool = True,
+) -> FileResult:
+    try:
+        source = read_source(path)
+    except UnreadableSource as unreadable:
+        # A file met while walking a directory that cannot be read is not necessarily a
+        # config: report it only when the user named it.
+        if not explicit and unreadable.diagnostic.code == "TL001" and "binary" in unreadable.diagnostic.message:
+            return FileResult(path, None)
+        return FileResult(path, None, [_with_path(unreadable.diagnostic, path)])
+    except Exception as exc:  # noqa: BLE001
+        return _internal(path, f"{type(exc).__name__}: {exc}", exc)
+    return check_source(source, adapters, context)
+
+
+def check_paths(
+    paths: Iterable[str],
+    adapters: Sequence[Adapter],
+    *,
+    runs: Sequence[Sequence[str]] = (),
+    environment: dict[str, str] | None = None,
+) -> list[FileResult]:
+    """Check files and directories. ``runs`` lists multi-file runs (NeoX: several YAMLs for one
+    run, merged in order); their files are checked together, once, as the run."""
+    environment = environment or {}
+    suffixes = {s for a in adapters for s in a.extensions}
+    in_run: dict[str, Sequence[str]] = {}
+    for run in runs:
+        for member in run:
+            in_run[_key(member)] = run
+    results: list[FileResult] = []
+    done: set[str] = set()
+    for run in runs:
+        context = LoadContext(extra_paths=list(run[1:]), environment=environment)
+        results.append(check_file(run[0], adapters, context))
+        done.update(_key(p) for p in run)
+    for path, explicit in iter_files(paths, suffixes):
+        key = _key(path)
+        if key in done:
+            continue
+        done.add(key)
+        results.append(check_file(path, adapters, LoadContext(environment=environment), explicit=explicit))
+    return results
+
+
+def _key(path: str) -> str:
+    try:
+        return str(Path(path).resolve())
+    except OSError:
+        return path
+
+
+def _with_path(diagnostic: Diagnostic, path: str) -> Diagnostic:
+    from dataclasses import replace
+
+    return replace(diagnostic, path=path)
+
+
+def _internal(path: str, reason: str, exc: BaseException | None) -> FileResult:
+    where = ""
+    if exc is not None:
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if "trainlint" in f.filename or "/linter/" in f.filename or "/adapters/" in f.filename]
+        if frames:
+            last = frames[-1]
+            where = f" (in {Path(last.filename).name}:{last.lineno})"
+    reason = reason.splitlines()[0] if reason else "unknown error"
+    return FileResult(path, None, [input_diagnostic("TL999", f"internal error: {reason}{where}", path=path)])

@@ -1,0 +1,20 @@
+"""``path:line:col: CODE message``, one line per diagnostic, then a summary."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from trainlint.checker import FileResult
+from trainlint.output import file_entries, summary_line
+
+
+def render(results: Sequence[FileResult], *, show_summary: bool = True) -> str:
+    lines = []
+    for entry in file_entries(results):
+        for d in entry.diagnostics:
+            lines.append(f"{entry.path}:{d.line}:{d.column}: {d.code} {d.message}")
+            if d.fix:
+                lines.append(f"    fix: {d.fix}")
+    if show_summary:
+        lines.append(summary_line(results))
+    return "\n".join(lines) + ("\n" if lines else "")

@@ -1,0 +1,63 @@
+"""Source positions: 1-based line and column, end exclusive, in code points.
+
+Every adapter turns its parser's positions into a :class:`Span`; everything downstream
+(rules, reporters, the language server) works with spans only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A region of a file.
+
+    ``line``/``column`` are 1-based and point at the first character; ``end_line``/
+    ``end_column`` point one past the last character (so a 3-character token at column 5
+    has ``end_column`` 8). Columns count Unicode code points, not bytes.
+    """
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+
+    @classmethod
+    def point(cls, line: int, column: int) -> "Span":
+        return cls(line, column, line, column + 1)
+
+    def __str__(self) -> str:
+        return f"{self.line}:{self.column}"
+
+
+FILE_START = Span(1, 1, 1, 1)
+
+
+class LineIndex:
+    """Turns character offsets of a text into 1-based (line, column) pairs."""
+
+    def __init__(self, text: str) -> None:
+        self._starts = [0]
+        find = text.find
+        pos = find("\n")
+        while pos != -1:
+            self._starts.append(pos + 1)
+            pos = find("\n", pos + 1)
+        self._length = len(text)
+
+    def position(self, offset: int) -> tuple[int, int]:
+        from bisect import bisect_right
+
+        offset = max(0, min(offset, self._length))
+        row = bisect_right(self._starts, offset) - 1
+        return row + 1, offset - self._starts[row] + 1
+
+    def span(self, start: int, end: int) -> Span:
+        line, column = self.position(start)
+        end_line, end_column = self.position(end)
+        return Span(line, column, end_line, end_column)
+
+    @property
+    def line_count(self) -> int:
+        return len(self._starts)

@@ -1,0 +1,87 @@
+"""Where a value came from.
+
+Every value in a :class:`~trainlint.spec.TrainingSpec` is a :class:`Value`: the value itself
+and its :class:`Provenance`. Rules point at spec fields; the engine turns the provenance into
+a file position, so no rule ever computes a line number.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any, Generic, TypeVar
+
+from trainlint.positions import Span
+
+T = TypeVar("T")
+
+
+class Origin(str, Enum):
+    FILE = "file"                     # written in a config file or launch script
+    DEFAULT = "default"               # the framework's own default, read from its sources
+    DERIVED = "derived"               # computed from other values (DP from world size, ...)
+    PROJECT_CONFIG = "project-config" # [tool.trainlint] / .trainlint.toml
+    CLI = "cli"                       # a trainlint command-line flag
+    ASSUMED = "assumed"               # trainlint's own assumption, always reported as such
+
+
+@dataclass(frozen=True)
+class Provenance:
+    origin: Origin
+    path: str | None = None
+    span: Span | None = None
+    key: str | None = None
+    """How the value was spelled at its source: ``zero_optimization.stage``, ``--num-layers``."""
+    note: str = ""
+    """Free text: which default ("Megatron-LM default"), or how it was derived."""
+    inputs: tuple["Provenance", ...] = field(default_factory=tuple)
+    """For derived values: the provenances of the values it was computed from."""
+
+    def describe(self) -> str:
+        if self.origin is Origin.FILE:
+            where = f"{self.path}:{self.span}" if self.span else (self.path or "file")
+            return f"{self.key} at {where}" if self.key else where
+        if self.origin is Origin.DERIVED:
+            return f"derived: {self.note}" if self.note else "derived"
+        label = self.origin.value.replace("-", " ")
+        return f"{label}: {self.note}" if self.note else label
+
+
+@dataclass(frozen=True)
+class Value(Generic[T]):
+    """A value with its provenance."""
+
+    value: T
+    provenance: Provenance
+
+    @property
+    def span(self) -> Span | None:
+        return self.provenance.span
+
+
+def from_file(value: Any, path: str | None, span: Span | None, key: str) -> Value:
+    return Value(value, Provenance(Origin.FILE, path=path, span=span, key=key))
+
+
+def default(value: Any, note: str) -> Value:
+    return Value(value, Provenance(Origin.DEFAULT, note=note))
+
+
+def derived(value: Any, note: str, *inputs: Value | None) -> Value:
+    return Value(
+        value,
+        Provenance(Origin.DERIVED, note=note, inputs=tuple(v.provenance for v in inputs if v is not None)),
+    )
+
+
+def first_span(value: Value | None) -> tuple[str | None, Span | None]:
+    """The most useful file position for a value: its own, or that of the first input that has one."""
+    if value is None:
+        return None, None
+    stack = [value.provenance]
+    while stack:
+        prov = stack.pop(0)
+        if prov.span is not None:
+            return prov.path, prov.span
+        stack.extend(prov.inputs)
+    return None, None

@@ -1,0 +1,153 @@
+"""Check a Document against a JSON Schema and report at the right positions.
+
+jsonschema finds the problems; this module turns each into a TL0xx diagnostic:
+unknown keys (TL004, with "did you mean", also when the key belongs in another section),
+wrong types (TL005), values outside choices or ranges (TL006). Pointers the adapter marked
+unresolved ("auto", placeholders) are skipped: they are reported once, as TL007.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Iterator
+
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.document import Document, pointer
+from trainlint.input_codes import input_diagnostic
+from trainlint.suggest import did_you_mean
+
+_JSON_TYPES = {
+    dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null",
+}
+
+
+def _type_name(value: Any) -> str:
+    return _JSON_TYPES.get(type(value), type(value).__name__)
+
+
+_VALIDATORS: dict[int, tuple[dict, Any]] = {}
+
+
+def _get_validator(schema: dict):
+    # Schemas come from load_schema(), which caches them, so identity is a good key; the
+    # schema is kept alongside so its id cannot be reused by another object.
+    cached = _VALIDATORS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        from jsonschema import Draft202012Validator  # imported late: it is slow to import
+
+        cached = (schema, Draft202012Validator(schema))
+        _VALIDATORS[id(schema)] = cached
+    return cached[1]
+
+
+@lru_cache(maxsize=8)
+def _key_index_cached(schema_id: int) -> dict[str, list[str]]:
+    return _key_index(_VALIDATORS[schema_id][0])
+
+
+def _key_index(schema: dict) -> dict[str, list[str]]:
+    """Every property name anywhere in the schema -> the pointers of the sections that define it."""
+    index: dict[str, list[str]] = {}
+
+    def walk(node: dict, path: list[str]) -> None:
+        for name, sub in (node.get("properties") or {}).items():
+            index.setdefault(name, []).append(".".join(path))
+            if isinstance(sub, dict):
+                walk(sub, path + [name])
+
+    walk(schema, [])
+    return index
+
+
+def _unknown_keys(error, doc: Document, schema: dict) -> Iterator[Diagnostic]:
+    sub = error.schema
+    known = list((sub.get("properties") or {}).keys())
+    instance = error.instance if isinstance(error.instance, dict) else {}
+    severity = Severity(sub.get("x-unknown-key-severity", "error"))
+    base = list(error.absolute_path)
+    index = _key_index_cached(id(schema))
+    where = "`" + ".".join(str(p) for p in base) + "`" if base else "the top level"
+    for key in instance:
+        if key in known:
+            continue
+        ptr = pointer(base + [key])
+        if ptr in doc.unresolved:
+            continue
+        suggestion = did_you_mean(key, known)
+        if suggestion:
+            tail = f"; did you mean `{suggestion[0]}`?"
+        elif key in index:
+            places = sorted(set(index[key]))
+            tail = "; " + " or ".join("it belongs at the top level" if not p else f"it belongs in `{p}`" for p in places)
+        else:
+            tail = ""
+        effect = "ignored by the framework" if severity is not Severity.ERROR else "the framework refuses it"
+        yield input_diagnostic(
+            "TL004",
+            f"unknown key `{key}` in {where} ({effect}){tail}",
+            doc.locate_key(ptr),
+            path=doc.path,
+            severity=severity,
+        )
+
+
+def _describe_expected(sub: dict) -> str:
+    expected = sub.get("type")
+    if isinstance(expected, list):
+        return " or ".join(expected)
+    return str(expected)
+
+
+def check_document(doc: Document, schema: dict) -> list[Diagnostic]:
+    """All schema problems of ``doc``, one diagnostic each, sorted by position."""
+    validator = _get_validator(schema)
+    out: list[Diagnostic] = []
+    seen: set[str] = set()
+    errors = sorted(validator.iter_errors(doc.data), key=lambda e: (e.validator != "type", list(map(str, e.absolute_path))))
+    for error in errors:
+        ptr = pointer(error.absolute_path)
+        if any(ptr == u or ptr.startswith(u + "/") for u in doc.unresolved):
+            continue
+        keyword = error.validator
+        # One finding per value: a wrong type makes the enum or range check redundant.
+        if keyword != "additionalProperties":
+            if ptr in seen:
+                continue
+            seen.add(ptr)
+        name = str(error.absolute_path[-1]) if error.absolute_path else "the document"
+        if keyword == "additionalProperties":
+            out.extend(_unknown_keys(error, doc, schema))
+        elif keyword == "type":
+            out.append(input_diagnostic(
+                "TL005",
+                f"`{name}` must be {_describe_expected(error.schema)}, got {_type_name(error.instance)} {_short(error.instance)}",
+                doc.locate(ptr), path=doc.path))
+        elif keyword in ("enum", "const"):
+            choices = error.schema.get("enum") or [error.schema.get("const")]
+            out.append(input_diagnostic(
+                "TL006",
+                f"`{name}` is {_short(error.instance)}; expected one of {', '.join(_short(c) for c in choices)}",
+                doc.locate(ptr), path=doc.path))
+        elif keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+                         "minLength", "maxLength", "minItems", "maxItems", "pattern"):
+            out.append(input_diagnostic(
+                "TL006", f"`{name}` is {_short(error.instance)}: {error.message}", doc.locate(ptr), path=doc.path))
+        elif keyword == "required":
+            out.append(input_diagnostic("TL006", error.message, doc.locate_key(ptr), path=doc.path))
+        elif keyword in ("anyOf", "oneOf"):
+            out.append(input_diagnostic(
+                "TL005", f"`{name}` has an unexpected value {_short(error.instance)}", doc.locate(ptr), path=doc.path))
+        else:
+            out.append(input_diagnostic("TL006", f"`{name}`: {error.message}", doc.locate(ptr), path=doc.path))
+    out.sort(key=lambda d: (d.span, d.code))
+    return out
+
+
+def _short(value: Any) -> str:
+    import json
+
+    try:
+        text = json.dumps(value)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."

@@ -1,0 +1,77 @@
+"""Reading a file as text, safely: size limit, binary detection, encodings.
+
+A config is data. It is read, never executed; a file that cannot be read as text gets one
+TL001 diagnostic and nothing else.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+from pathlib import Path
+
+from trainlint.diagnostics import Diagnostic
+from trainlint.input_codes import input_diagnostic
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+"""Larger files are not configs anyone writes by hand; they are skipped with TL001."""
+
+
+@dataclass(frozen=True)
+class SourceText:
+    path: str
+    text: str
+
+
+class UnreadableSource(Exception):
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.message)
+        self.diagnostic = diagnostic
+
+
+def decode(data: bytes, path: str) -> str:
+    """Bytes to text: UTF-8 (with or without BOM), or UTF-16/32 with a BOM. Raises UnreadableSource."""
+    if data.startswith(codecs.BOM_UTF32_LE) or data.startswith(codecs.BOM_UTF32_BE):
+        encoding = "utf-32"
+    elif data.startswith(codecs.BOM_UTF16_LE) or data.startswith(codecs.BOM_UTF16_BE):
+        encoding = "utf-16"
+    else:
+        encoding = "utf-8-sig"
+        if b"\x00" in data[:8192]:
+            raise UnreadableSource(input_diagnostic("TL001", "binary file (NUL bytes): not a config", path=path))
+    try:
+        text = data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        from trainlint.positions import Span
+
+        raise UnreadableSource(
+            input_diagnostic(
+                "TL001",
+                f"not valid {encoding.replace('-sig', '').upper()} text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
+                Span.point(line, 1),
+                path=path,
+            )
+        ) from None
+    # Normalise newlines so that every adapter counts lines the same way.
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_source(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> SourceText:
+    """Read a file as text or raise UnreadableSource with a TL001 diagnostic."""
+    name = str(path)
+    try:
+        p = Path(path)
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise UnreadableSource(
+                input_diagnostic("TL001", f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit for a config",
+                                 path=name)
+            )
+        with open(p, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except UnreadableSource:
+        raise
+    except OSError as exc:
+        raise UnreadableSource(input_diagnostic("TL001", f"cannot read file: {exc.strerror or exc}", path=name)) from None
+    return SourceText(name, decode(data, name))

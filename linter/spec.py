@@ -1,0 +1,181 @@
+"""TrainingSpec: the framework-neutral description of one training run.
+
+Adapters fill it from DeepSpeed JSON, Megatron-LM arguments or GPT-NeoX YAML; the estimator
+and the rules read only this. Every field is ``Value | None``: ``None`` means nothing says
+(not the file, not a framework default, not the project config), and the consumers must
+say so rather than guess.
+
+Conventions (the same whatever the framework calls them):
+
+* ``parallel.tensor`` is Megatron's tensor-model-parallel size, NeoX's ``model_parallel_size``.
+* ``parallel.pipeline`` is the number of pipeline stages; ``parallel.pipeline_engine`` says
+  whether DeepSpeed's PipelineEngine is engaged (NeoX engages it for ``pipe_parallel_size >= 1``).
+* ``parallel.data`` is the data-parallel degree, world / (TP x PP x CP) in Megatron.
+* ``batch.global_batch`` is samples per optimizer step over all replicas.
+* ``precision.dtype`` is the compute dtype (``fp32``, ``fp16``, ``bf16``); FP8 is ``precision.fp8``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterator
+
+from trainlint.provenance import Value
+
+FRAMEWORKS = ("deepspeed", "megatron", "neox")
+
+
+@dataclass
+class ModelSpec:
+    architecture: Value | None = None        # gpt | bert | t5 | mamba | hybrid | other
+    num_layers: Value | None = None
+    hidden_size: Value | None = None
+    num_attention_heads: Value | None = None
+    num_kv_heads: Value | None = None        # GQA / MQA groups; equals heads without GQA
+    kv_channels: Value | None = None         # head dimension
+    ffn_hidden_size: Value | None = None
+    gated_mlp: Value | None = None           # SwiGLU / GeGLU: three FFN matrices
+    vocab_size: Value | None = None
+    seq_length: Value | None = None
+    max_position_embeddings: Value | None = None
+    tied_embeddings: Value | None = None
+    num_experts: Value | None = None         # None or 1: dense
+    moe_top_k: Value | None = None
+    moe_ffn_hidden_size: Value | None = None
+    param_count: Value | None = None         # given by the config or derived
+
+
+@dataclass
+class ParallelSpec:
+    tensor: Value | None = None
+    pipeline: Value | None = None
+    virtual_pipeline: Value | None = None    # model chunks per pipeline rank (interleaving)
+    context: Value | None = None
+    expert: Value | None = None
+    expert_tensor: Value | None = None
+    data: Value | None = None
+    sequence_parallel: Value | None = None
+    zero_stage: Value | None = None          # DeepSpeed ZeRO 0..3
+    distributed_optimizer: Value | None = None  # Megatron --use-distributed-optimizer
+    offload_optimizer: Value | None = None   # none | cpu | nvme
+    offload_params: Value | None = None      # none | cpu | nvme
+    pipeline_engine: Value | None = None     # DeepSpeed PipelineEngine engaged
+
+
+@dataclass
+class BatchSpec:
+    micro_batch: Value | None = None
+    grad_accum: Value | None = None
+    global_batch: Value | None = None
+
+
+@dataclass
+class PrecisionSpec:
+    dtype: Value | None = None               # fp32 | fp16 | bf16
+    fp16_enabled: Value | None = None        # as written, for conflict checks
+    bf16_enabled: Value | None = None
+    fp8: Value | None = None                 # None | e4m3 | hybrid | ...
+    grad_accum_dtype: Value | None = None    # fp32 main grads (Megatron) or as DeepSpeed's data_types
+    optimizer: Value | None = None           # adam | adamw | sgd | lamb | onebitadam | adafactor | ...
+
+
+@dataclass
+class MemorySpec:
+    recompute: Value | None = None           # none | selective | full
+    recompute_method: Value | None = None    # uniform | block
+    recompute_num_layers: Value | None = None
+    flash_attention: Value | None = None
+    partition_activations: Value | None = None
+    cpu_checkpointing: Value | None = None
+
+
+@dataclass
+class ClusterSpec:
+    gpu: Value | None = None                 # a GPU catalog id
+    gpus_per_node: Value | None = None
+    nodes: Value | None = None
+    world_size: Value | None = None
+
+
+@dataclass
+class RunSpec:
+    train_iters: Value | None = None
+    train_samples: Value | None = None
+
+
+SECTIONS = ("model", "parallel", "batch", "precision", "memory", "cluster", "run")
+
+
+@dataclass
+class TrainingSpec:
+    framework: str
+    path: str
+    label: str = ""
+    """Which run in the file this is, e.g. "pretrain_gpt.py at line 42" (several per script)."""
+    sources: list[str] = field(default_factory=list)
+    """Every file merged into this spec (NeoX multi-file runs, --deepspeed_config JSONs)."""
+    model: ModelSpec = field(default_factory=ModelSpec)
+    parallel: ParallelSpec = field(default_factory=ParallelSpec)
+    batch: BatchSpec = field(default_factory=BatchSpec)
+    precision: PrecisionSpec = field(default_factory=PrecisionSpec)
+    memory: MemorySpec = field(default_factory=MemorySpec)
+    cluster: ClusterSpec = field(default_factory=ClusterSpec)
+    run: RunSpec = field(default_factory=RunSpec)
+    settings: dict[str, Value] = field(default_factory=dict)
+    """Framework-specific settings that launch-time checks need but that have no common
+    meaning, keyed by the framework's own name (``zero_optimization.overlap_comm``,
+    ``--recompute-activations``)."""
+
+    def get(self, dotted: str) -> Value | None:
+        """``spec.get("parallel.tensor")``."""
+        section, _, name = dotted.partition(".")
+        return getattr(getattr(self, section), name)
+
+    def set(self, dotted: str, value: Value | None) -> None:
+        section, _, name = dotted.partition(".")
+        obj = getattr(self, section)
+        if not hasattr(obj, name):
+            raise AttributeError(f"TrainingSpec has no field {dotted!r}")
+        setattr(obj, name, value)
+
+    def value(self, dotted: str, fallback: Any = None) -> Any:
+        """The bare value of a field, or ``fallback`` when nothing says."""
+        entry = self.get(dotted)
+        return fallback if entry is None else entry.value
+
+    def items(self) -> Iterator[tuple[str, Value]]:
+        """Every set field as (``section.name``, Value)."""
+        for section in SECTIONS:
+            obj = getattr(self, section)
+            for f in fields(obj):
+                entry = getattr(obj, f.name)
+                if entry is not None:
+                    yield f"{section}.{f.name}", entry
+
+    def to_dict(self) -> dict:
+        """A JSON-able view (values plus where they came from), matching schemas/spec.schema.json."""
+        out: dict[str, Any] = {"framework": self.framework, "path": self.path, "label": self.label,
+                               "sources": list(self.sources)}
+        for section in SECTIONS:
+            obj = getattr(self, section)
+            out[section] = {}
+            for f in fields(obj):
+                entry = getattr(obj, f.name)
+                if entry is not None:
+                    out[section][f.name] = _value_dict(entry)
+        out["settings"] = {k: _value_dict(v) for k, v in self.settings.items()}
+        return out
+
+
+def _value_dict(entry: Value) -> dict:
+    prov = entry.provenance
+    data: dict[str, Any] = {"value": entry.value, "origin": prov.origin.value}
+    if prov.path:
+        data["path"] = prov.path
+    if prov.span:
+        data["line"], data["column"] = prov.span.line, prov.span.column
+    if prov.key:
+        data["key"] = prov.key
+    if prov.note:
+        data["note"] = prov.note
+    return data

@@ -1,0 +1,30 @@
+"""JSON Schemas shipped with trainlint, loaded from package data.
+
+``deepspeed``  the DeepSpeed config JSON (top level and every section)
+``neox``       a GPT-NeoX run config (NeoX keys plus the DeepSpeed keys NeoX embeds)
+``megatron``   the Megatron-LM argument set, keyed by argparse destination
+``spec``       trainlint's own TrainingSpec, as ``TrainingSpec.to_dict()`` writes it
+
+Custom annotations (ignored by jsonschema, read by trainlint):
+
+``x-unknown-key-severity``  on an object schema: severity of an unknown key there
+                             (``error`` unless stated; DeepSpeed's top level is ``warning``)
+``x-deprecated``            on a property: why, and what replaces it
+``x-source``                where the facts were read (repository, path, commit)
+"""
+
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from importlib import resources
+
+SCHEMA_NAMES = ("deepspeed", "neox", "megatron", "spec")
+
+
+@lru_cache(maxsize=None)
+def load_schema(name: str) -> dict:
+    if name not in SCHEMA_NAMES:
+        raise KeyError(f"no schema named {name!r}; known: {', '.join(SCHEMA_NAMES)}")
+    text = resources.files(__name__).joinpath(f"{name}.schema.json").read_text(encoding="utf-8")
+    return json.loads(text)
