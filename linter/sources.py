@@ -53,6 +53,8 @@ def decode(data: bytes, path: str) -> str:
                 path=path,
             )
         ) from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
     # Normalise newlines so that every adapter counts lines the same way.
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
