@@ -1,0 +1,576 @@
+"""GPU catalog and model presets shipped with trainlint, and reading a local HF config.json.
+
+The data lives in ``trainlint/data/gpus.json`` and ``trainlint/data/models.json``; every figure
+there carries its source. This module only types it, resolves names the way people write them
+("H100", "NVIDIA A100-SXM4-80GB", "meta-llama/Llama-2-7b-hf"), and counts parameters from the
+architecture so an estimate never has to trust a nominal "7B".
+
+Nothing here downloads anything: ``read_hf_config`` reads a file already on disk.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from trainlint.suggest import did_you_mean
+
+__all__ = [
+    "CatalogError",
+    "GPU",
+    "MLAConfig",
+    "ModelPreset",
+    "ParamCount",
+    "count_parameters",
+    "describe_param_error",
+    "find_gpu",
+    "find_model_preset",
+    "gpu_from_dict",
+    "gpu_references",
+    "load_gpus",
+    "load_model_presets",
+    "name_collisions",
+    "model_preset_from_dict",
+    "read_hf_config",
+]
+
+DTYPES = ("bf16", "fp16", "fp8", "tf32", "fp32")
+
+# Names that are really ambiguous: guessing would silently halve or double the memory.
+_AMBIGUOUS_GPU_NAMES: dict[str, tuple[str, ...]] = {
+    "a100": ("a100-40gb", "a100-80gb"),
+    "nvidiaa100": ("a100-40gb", "a100-80gb"),
+}
+
+
+class CatalogError(ValueError):
+    """Unknown or ambiguous catalog name, or an unreadable / incomplete HF config.
+
+    ``suggestions`` holds did-you-mean candidates so callers can turn this into a diagnostic.
+    """
+
+    def __init__(self, message: str, suggestions: Iterable[str] = ()) -> None:
+        super().__init__(message)
+        self.suggestions: tuple[str, ...] = tuple(suggestions)
+
+
+# --------------------------------------------------------------------------- dataclasses
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator. Throughputs are dense peaks in TFLOP/s (see gpus.json `conventions`)."""
+
+    id: str
+    name: str
+    vendor: str
+    architecture: str
+    form_factor: str
+    memory_gb: float
+    memory_gib: float | None
+    bf16_tflops: float | None
+    fp16_tflops: float | None
+    fp8_tflops: float | None
+    tf32_tflops: float | None
+    fp32_tflops: float | None
+    hbm_bandwidth_tbps: float | None
+    intra_node_bw_gbps: float | None  # per GPU, one direction
+    inter_node_bw_gbps: float | None  # per GPU, one direction, for inter_node_system
+    gpus_per_node: int | None
+    supports_bf16: bool
+    supports_fp8: bool
+    intra_node_link: str | None = None
+    inter_node_system: str | None = None
+    peak_tflops_sparse: Mapping[str, float] = field(default_factory=dict)
+    aliases: tuple[str, ...] = ()
+    sources: Mapping[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    def peak_tflops(self, dtype: str) -> float | None:
+        """Dense peak for ``bf16``/``fp16``/``fp8``/``tf32``/``fp32`` (None if unsupported)."""
+        key = dtype.lower().replace("bfloat16", "bf16").replace("float16", "fp16")
+        if key not in DTYPES:
+            raise CatalogError(f"unknown data type {dtype!r}; expected one of {', '.join(DTYPES)}")
+        value: float | None = getattr(self, f"{key}_tflops")
+        return value
+
+    @property
+    def memory_bytes(self) -> float:
+        """Device memory the driver reports (falls back to the marketed figure read as GiB)."""
+        gib = self.memory_gib if self.memory_gib is not None else self.memory_gb
+        return gib * 2**30
+
+
+@dataclass(frozen=True)
+class MLAConfig:
+    """DeepSeek multi-head latent attention dimensions."""
+
+    q_lora_rank: int | None
+    kv_lora_rank: int
+    qk_nope_head_dim: int
+    qk_rope_head_dim: int
+    v_head_dim: int
+
+
+@dataclass(frozen=True)
+class ParamCount:
+    total: int
+    active: int  # per token: MoE counts only the routed top-k + shared experts
+    embedding: int  # input embedding + untied output layer + learned positions
+
+    @property
+    def non_embedding(self) -> int:
+        return self.total - self.embedding
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    """Architecture facts of a decoder-only transformer."""
+
+    id: str
+    name: str
+    num_layers: int
+    hidden_size: int
+    num_attention_heads: int
+    num_kv_heads: int
+    ffn_hidden_size: int
+    vocab_size: int
+    gated_mlp: bool = True
+    max_position_embeddings: int | None = None
+    seq_length: int | None = None
+    tied_embeddings: bool = False
+    head_dim: int | None = None
+    activation: str = "silu"
+    norm: str = "rmsnorm"  # rmsnorm | layernorm (layernorm has a bias)
+    position_embedding: str = "rope"
+    learned_position_embeddings: bool = False
+    attention_bias: str = "none"  # none | qkv | all
+    mlp_bias: bool = False
+    parallel_residual: bool = False
+    num_experts: int | None = None
+    moe_top_k: int | None = None
+    moe_ffn_hidden_size: int | None = None
+    num_shared_experts: int = 0
+    first_dense_layers: int = 0
+    router_bias: bool = False
+    mla: MLAConfig | None = None
+    family: str | None = None
+    hf_repo: str | None = None
+    published_params: float | None = None
+    published_active_params: float | None = None
+    published_params_source: str | None = None
+    source: str | None = None
+    aliases: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.num_experts and self.num_experts > 1)
+
+    def params(self) -> ParamCount:
+        return count_parameters(self)
+
+
+# --------------------------------------------------------------------------- parameter count
+
+
+def _q_and_kv_dims(m: ModelPreset) -> tuple[int, int]:
+    """Width of the query and of each of K/V projections.
+
+    Without an explicit head_dim the query projection is hidden_size wide; this matters for
+    GPT-3 XL whose Table 2.1 heads x d_head (24 x 128) does not equal d_model (2048).
+    """
+    if m.head_dim is not None:
+        return m.num_attention_heads * m.head_dim, m.num_kv_heads * m.head_dim
+    return m.hidden_size, m.hidden_size * m.num_kv_heads // m.num_attention_heads
+
+
+def _attention_params(m: ModelPreset) -> int:
+    h = m.hidden_size
+    if m.mla is not None:
+        return _mla_params(m, m.mla)
+    q, kv = _q_and_kv_dims(m)
+    weights = h * q + 2 * h * kv + q * h
+    bias = {"none": 0, "qkv": q + 2 * kv, "all": q + 2 * kv + h}.get(m.attention_bias)
+    if bias is None:
+        raise CatalogError(f"{m.id}: attention_bias must be none, qkv or all, not {m.attention_bias!r}")
+    return weights + bias
+
+
+def _mla_params(m: ModelPreset, a: MLAConfig) -> int:
+    h, n = m.hidden_size, m.num_attention_heads
+    qk_head = a.qk_nope_head_dim + a.qk_rope_head_dim
+    if a.q_lora_rank:
+        # down-projection, its RMSNorm, up-projection to all heads
+        q = h * a.q_lora_rank + a.q_lora_rank + a.q_lora_rank * n * qk_head
+    else:
+        q = h * n * qk_head
+    # joint KV down-projection (+ the shared rotary key), its RMSNorm, up-projection to K_nope and V
+    kv = h * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank
+    kv += a.kv_lora_rank * n * (a.qk_nope_head_dim + a.v_head_dim)
+    out = n * a.v_head_dim * h
+    return q + kv + out
+
+
+def _mlp_params(h: int, f: int, gated: bool, bias: bool) -> int:
+    if gated:
+        return 3 * h * f + ((2 * f + h) if bias else 0)
+    return 2 * h * f + ((f + h) if bias else 0)
+
+
+def _norm_params(m: ModelPreset) -> int:
+    return 2 * m.hidden_size if m.norm == "layernorm" else m.hidden_size
+
+
+def count_parameters(m: ModelPreset) -> ParamCount:
+    """Parameters from the architecture: embeddings, attention (GQA / MLA), MLP or MoE, norms."""
+    h = m.hidden_size
+    attn = _attention_params(m)
+    norms = 2 * _norm_params(m)  # pre-attention and pre-MLP norm (NeoX parallel residual too)
+    dense_mlp = _mlp_params(h, m.ffn_hidden_size, m.gated_mlp, m.mlp_bias)
+    dense_layer = attn + norms + dense_mlp
+
+    if m.is_moe:
+        n_moe = m.num_layers - m.first_dense_layers
+        n_dense = m.first_dense_layers
+        f_e = m.moe_ffn_hidden_size or m.ffn_hidden_size
+        expert = _mlp_params(h, f_e, m.gated_mlp, m.mlp_bias)
+        experts_total = (m.num_experts or 0) + m.num_shared_experts
+        router = h * (m.num_experts or 0) + ((m.num_experts or 0) if m.router_bias else 0)
+        moe_layer = attn + norms + router + experts_total * expert
+        top_k = m.moe_top_k or 1
+        inactive_per_layer = ((m.num_experts or 0) - top_k) * expert
+    else:
+        n_moe, n_dense, moe_layer, inactive_per_layer = 0, m.num_layers, 0, 0
+
+    embedding = m.vocab_size * h
+    if not m.tied_embeddings:
+        embedding += m.vocab_size * h
+    if m.learned_position_embeddings:
+        embedding += (m.max_position_embeddings or m.seq_length or 0) * h
+
+    total = embedding + n_dense * dense_layer + n_moe * moe_layer + _norm_params(m)
+    active = total - n_moe * inactive_per_layer
+    return ParamCount(total=total, active=active, embedding=embedding)
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def _read_package_json(name: str) -> dict[str, Any]:
+    text = resources.files("trainlint.data").joinpath(name).read_text(encoding="utf-8")
+    data: dict[str, Any] = json.loads(text)
+    return data
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)
+
+
+def gpu_from_dict(gid: str, d: Mapping[str, Any]) -> GPU:
+    """Build a GPU from a catalog entry (also for plugins adding their own hardware)."""
+    return GPU(
+        id=gid,
+        name=d["name"],
+        vendor=d.get("vendor", ""),
+        architecture=d.get("architecture", ""),
+        form_factor=d.get("form_factor", ""),
+        memory_gb=float(d["memory_gb"]),
+        memory_gib=_opt_float(d.get("memory_gib")),
+        bf16_tflops=_opt_float(d.get("bf16_tflops")),
+        fp16_tflops=_opt_float(d.get("fp16_tflops")),
+        fp8_tflops=_opt_float(d.get("fp8_tflops")),
+        tf32_tflops=_opt_float(d.get("tf32_tflops")),
+        fp32_tflops=_opt_float(d.get("fp32_tflops")),
+        hbm_bandwidth_tbps=_opt_float(d.get("hbm_bandwidth_tbps")),
+        intra_node_bw_gbps=_opt_float(d.get("intra_node_bw_gbps")),
+        inter_node_bw_gbps=_opt_float(d.get("inter_node_bw_gbps")),
+        gpus_per_node=d.get("gpus_per_node"),
+        supports_bf16=bool(d.get("supports_bf16", d.get("bf16_tflops") is not None)),
+        supports_fp8=bool(d.get("supports_fp8", d.get("fp8_tflops") is not None)),
+        intra_node_link=d.get("intra_node_link"),
+        inter_node_system=d.get("inter_node_system"),
+        peak_tflops_sparse={k: float(v) for k, v in (d.get("peak_tflops_sparse") or {}).items()},
+        aliases=tuple(d.get("aliases", ())),
+        sources=dict(d.get("sources", {})),
+        notes=tuple(d.get("notes", ())),
+    )
+
+
+def model_preset_from_dict(pid: str, d: Mapping[str, Any]) -> ModelPreset:
+    """Build a ModelPreset from a models.json entry (also for plugins adding presets)."""
+    mla = d.get("mla")
+    return ModelPreset(
+        id=pid,
+        name=d.get("name", pid),
+        num_layers=int(d["num_layers"]),
+        hidden_size=int(d["hidden_size"]),
+        num_attention_heads=int(d["num_attention_heads"]),
+        num_kv_heads=int(d.get("num_kv_heads") or d["num_attention_heads"]),
+        ffn_hidden_size=int(d["ffn_hidden_size"]),
+        vocab_size=int(d["vocab_size"]),
+        gated_mlp=bool(d.get("gated_mlp", True)),
+        max_position_embeddings=d.get("max_position_embeddings"),
+        seq_length=d.get("seq_length"),
+        tied_embeddings=bool(d.get("tied_embeddings", False)),
+        head_dim=d.get("head_dim"),
+        activation=d.get("activation", "silu"),
+        norm=d.get("norm", "rmsnorm"),
+        position_embedding=d.get("position_embedding", "rope"),
+        learned_position_embeddings=bool(d.get("learned_position_embeddings", False)),
+        attention_bias=d.get("attention_bias", "none"),
+        mlp_bias=bool(d.get("mlp_bias", False)),
+        parallel_residual=bool(d.get("parallel_residual", False)),
+        num_experts=d.get("num_experts"),
+        moe_top_k=d.get("moe_top_k"),
+        moe_ffn_hidden_size=d.get("moe_ffn_hidden_size"),
+        num_shared_experts=int(d.get("num_shared_experts") or 0),
+        first_dense_layers=int(d.get("first_dense_layers") or 0),
+        router_bias=bool(d.get("router_bias", False)),
+        mla=MLAConfig(**mla) if mla else None,
+        family=d.get("family"),
+        hf_repo=d.get("hf_repo"),
+        published_params=_opt_float(d.get("published_params")),
+        published_active_params=_opt_float(d.get("published_active_params")),
+        published_params_source=d.get("published_params_source"),
+        source=d.get("source"),
+        aliases=tuple(d.get("aliases", ())),
+        notes=tuple(d.get("notes", ())),
+    )
+
+
+@lru_cache(maxsize=1)
+def _gpus() -> dict[str, GPU]:
+    raw = _read_package_json("gpus.json")["gpus"]
+    return {gid: gpu_from_dict(gid, entry) for gid, entry in raw.items()}
+
+
+@lru_cache(maxsize=1)
+def _presets() -> dict[str, ModelPreset]:
+    raw = _read_package_json("models.json")["presets"]
+    return {pid: model_preset_from_dict(pid, entry) for pid, entry in raw.items()}
+
+
+def load_gpus() -> dict[str, GPU]:
+    """The shipped GPU catalog by id (a fresh dict: callers may add entries)."""
+    return dict(_gpus())
+
+
+def load_model_presets() -> dict[str, ModelPreset]:
+    """The shipped model presets by id (a fresh dict: callers may add entries)."""
+    return dict(_presets())
+
+
+def gpu_references() -> dict[str, dict[str, str]]:
+    """Reference key -> {title, url} for the citations in the GPUs' ``sources`` maps."""
+    refs: dict[str, dict[str, str]] = _read_package_json("gpus.json")["references"]
+    return refs
+
+
+# --------------------------------------------------------------------------- name lookup
+
+
+def _norm(name: str) -> str:
+    """Compare names without case, spaces, dashes, underscores or slashes.
+
+    Dots stay: "gpt3-1.3b" and "gpt3-13b" are different models.
+    """
+    return re.sub(r"[^a-z0-9.]", "", name.lower())
+
+
+def _name_variants(name: str) -> list[str]:
+    """The name, then without an org/ prefix, then without a trailing -hf."""
+    out = [name.strip()]
+    base = out[0].rsplit("/", 1)[-1]
+    if base != out[0]:
+        out.append(base)
+    for item in list(out):
+        stripped = re.sub(r"[-_]hf$", "", item, flags=re.IGNORECASE)
+        if stripped != item:
+            out.append(stripped)
+    return out
+
+
+def _index(entries: Mapping[str, Any]) -> dict[str, str]:
+    """Normalized name -> id. The first entry wins; tests keep the shipped names collision-free."""
+    index: dict[str, str] = {}
+    for key, entry in entries.items():
+        for name in (key, entry.name, *entry.aliases):
+            index.setdefault(_norm(name), key)
+    return index
+
+
+def name_collisions(entries: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """(normalized name, id, other id) for names that resolve to two entries."""
+    seen: dict[str, str] = {}
+    clashes: list[tuple[str, str, str]] = []
+    for key, entry in entries.items():
+        for name in (key, entry.name, *entry.aliases):
+            norm = _norm(name)
+            if seen.setdefault(norm, key) != key:
+                clashes.append((norm, seen[norm], key))
+    return clashes
+
+
+def _lookup(name: str, entries: Mapping[str, Any], kind: str, ambiguous: Mapping[str, tuple[str, ...]]) -> str:
+    if name in entries:
+        return name
+    index = _index(entries)
+    for variant in _name_variants(name):
+        norm = _norm(variant)
+        if norm in ambiguous:
+            choices = ambiguous[norm]
+            raise CatalogError(
+                f"{kind} {name!r} is ambiguous: say which one ({', '.join(choices)})", choices
+            )
+        if norm in index:
+            return index[norm]
+    candidates = list(entries) + [a for e in entries.values() for a in e.aliases]
+    found = did_you_mean(name, candidates, limit=3)
+    ids = list(dict.fromkeys(index[_norm(c)] for c in found))
+    hint = f" (did you mean {', '.join(f'`{i}`' for i in ids)}?)" if ids else ""
+    raise CatalogError(f"unknown {kind} {name!r}{hint}; known: {', '.join(sorted(entries))}", ids)
+
+
+def find_gpu(name: str, gpus: Mapping[str, GPU] | None = None) -> GPU:
+    """Resolve "H100", "h100-80gb", "NVIDIA A100-SXM4-80GB" ... to a catalog GPU."""
+    table = gpus if gpus is not None else _gpus()
+    return table[_lookup(name, table, "GPU", _AMBIGUOUS_GPU_NAMES)]
+
+
+def find_model_preset(name: str, presets: Mapping[str, ModelPreset] | None = None) -> ModelPreset:
+    """Resolve "llama2-7b", "Llama-2-7b", "meta-llama/Llama-2-7b-hf" ... to a preset."""
+    table = presets if presets is not None else _presets()
+    return table[_lookup(name, table, "model preset", {})]
+
+
+# --------------------------------------------------------------------------- HF config.json
+
+# HF default of tie_word_embeddings per model_type when the key is absent (the *Config class
+# defaults in transformers; PretrainedConfig itself defaults to True).
+_TIED_DEFAULT = {"gpt2": True, "gpt_neox": False, "llama": False, "mistral": False,
+                 "mixtral": False, "qwen2": False, "qwen2_moe": False, "deepseek_v3": False,
+                 "deepseek_v2": False}
+_GATED_ACTS = {"silu", "swiglu", "swish"}
+
+
+def _require(cfg: Mapping[str, Any], path: str, *keys: str) -> int:
+    for key in keys:
+        value = cfg.get(key)
+        if value is not None:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise CatalogError(f"{path}: `{key}` must be an integer, got {value!r}")
+            return value
+    raise CatalogError(f"{path}: missing `{keys[0]}` (needed to describe the model)")
+
+
+def _load_config_file(path: str | Path) -> tuple[Path, dict[str, Any]]:
+    p = Path(path)
+    if p.is_dir():
+        p = p / "config.json"
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CatalogError(f"cannot read Hugging Face config {str(p)!r}: {exc.strerror or exc}") from None
+    try:
+        cfg = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CatalogError(f"{p}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg})") from None
+    if not isinstance(cfg, dict):
+        raise CatalogError(f"{p}: expected a JSON object")
+    # Multimodal wrappers keep the language model under text_config.
+    if "text_config" in cfg and isinstance(cfg["text_config"], dict) and "hidden_size" not in cfg:
+        cfg = {**cfg["text_config"], "model_type": cfg["text_config"].get("model_type", cfg.get("model_type"))}
+    return p, cfg
+
+
+def read_hf_config(path: str | Path) -> ModelPreset:
+    """A ModelPreset from a LOCAL Hugging Face ``config.json`` (file or model directory).
+
+    Understands the llama / mistral / mixtral / qwen2 / gpt_neox / gpt2 / deepseek_v3 field
+    names. Never downloads: a hub id that is not a local path raises CatalogError.
+    """
+    p, cfg = _load_config_file(path)
+    where = str(p)
+    model_type = str(cfg.get("model_type", "")).lower()
+    act = str(cfg.get("hidden_act", cfg.get("activation_function", "gelu"))).lower()
+
+    if model_type == "gpt2" or ("n_embd" in cfg and "hidden_size" not in cfg):
+        h = _require(cfg, where, "n_embd")
+        heads = _require(cfg, where, "n_head")
+        n_pos = cfg.get("n_positions") or cfg.get("n_ctx")
+        return ModelPreset(
+            id=f"hf:{p.parent.name or p.stem}", name=cfg.get("_name_or_path") or p.parent.name or "gpt2",
+            num_layers=_require(cfg, where, "n_layer"), hidden_size=h, num_attention_heads=heads,
+            num_kv_heads=heads, ffn_hidden_size=cfg.get("n_inner") or 4 * h,
+            vocab_size=_require(cfg, where, "vocab_size"), gated_mlp=False,
+            max_position_embeddings=n_pos, seq_length=n_pos,
+            tied_embeddings=bool(cfg.get("tie_word_embeddings", True)), activation=act,
+            norm="layernorm", position_embedding="learned", learned_position_embeddings=True,
+            attention_bias="all", mlp_bias=True, family="gpt2", source=f"local HF config {where}",
+        )
+
+    h = _require(cfg, where, "hidden_size", "d_model")
+    heads = _require(cfg, where, "num_attention_heads", "n_head")
+    kv = cfg.get("num_key_value_heads") or heads
+    num_experts = cfg.get("num_local_experts") or cfg.get("n_routed_experts") or cfg.get("num_experts")
+    gated = act in _GATED_ACTS or bool(cfg.get("gated_mlp"))
+    is_neox = model_type == "gpt_neox"
+    mla = None
+    if cfg.get("kv_lora_rank"):
+        mla = MLAConfig(
+            q_lora_rank=cfg.get("q_lora_rank"), kv_lora_rank=int(cfg["kv_lora_rank"]),
+            qk_nope_head_dim=int(cfg.get("qk_nope_head_dim", 128)),
+            qk_rope_head_dim=int(cfg.get("qk_rope_head_dim", 64)), v_head_dim=int(cfg.get("v_head_dim", 128)),
+        )
+    if is_neox:
+        attention_bias = "all"
+    elif model_type.startswith("qwen2"):
+        attention_bias = "qkv"  # Qwen2 always has q/k/v biases and no o_proj bias
+    else:
+        attention_bias = "all" if cfg.get("attention_bias") else "none"
+    head_dim = cfg.get("head_dim")
+    if head_dim is not None and head_dim * heads == h:
+        head_dim = None  # redundant: keep the default so counts do not depend on it
+    tied = cfg.get("tie_word_embeddings")
+    if tied is None:
+        tied = _TIED_DEFAULT.get(model_type, True)
+    max_pos = cfg.get("max_position_embeddings")
+    uses_layernorm = is_neox or ("layer_norm_eps" in cfg and "rms_norm_eps" not in cfg)
+    norm = "layernorm" if uses_layernorm else "rmsnorm"
+    # every model_type we know besides gpt2 (handled above) uses rotary embeddings
+    rotary = is_neox or model_type in _TIED_DEFAULT or "rope_theta" in cfg or "rotary_emb_base" in cfg
+    position = "rope" if rotary else "unknown"
+    return ModelPreset(
+        id=f"hf:{p.parent.name or p.stem}",
+        name=cfg.get("_name_or_path") or p.parent.name or model_type or "hf-model",
+        num_layers=_require(cfg, where, "num_hidden_layers", "n_layer", "num_layers"),
+        hidden_size=h, num_attention_heads=heads, num_kv_heads=int(kv),
+        ffn_hidden_size=_require(cfg, where, "intermediate_size", "ffn_hidden_size", "n_inner"),
+        vocab_size=_require(cfg, where, "vocab_size"), gated_mlp=gated,
+        max_position_embeddings=max_pos, seq_length=max_pos, tied_embeddings=bool(tied),
+        head_dim=head_dim, activation=act,
+        norm=norm, position_embedding=position,
+        attention_bias=attention_bias, mlp_bias=bool(cfg.get("mlp_bias", is_neox)),
+        parallel_residual=bool(cfg.get("use_parallel_residual", False)),
+        num_experts=num_experts, moe_top_k=cfg.get("num_experts_per_tok") if num_experts else None,
+        moe_ffn_hidden_size=(cfg.get("moe_intermediate_size") or cfg.get("intermediate_size")) if num_experts else None,
+        num_shared_experts=int(cfg.get("n_shared_experts") or 0),
+        first_dense_layers=int(cfg.get("first_k_dense_replace") or 0),
+        router_bias=model_type == "deepseek_v3", mla=mla, family=model_type or None,
+        source=f"local HF config {where}",
+    )
+
+
+def describe_param_error(m: ModelPreset) -> str:
+    """"computed vs published" in one line, for reports and test failures."""
+    c = count_parameters(m)
+    if not m.published_params:
+        return f"{m.id}: computed {c.total:,} (no published count)"
+    err = (c.total - m.published_params) / m.published_params
+    return f"{m.id}: published {m.published_params:,.0f}, computed {c.total:,} ({err:+.2%})"
