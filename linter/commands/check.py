@@ -1,0 +1,75 @@
+"""``trainlint check PATH...``: read configs, report what is wrong, exit 0/1/2."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    check = sub.add_parser("check", help="check config files and directories",
+                           description="Check config files; directories are searched recursively.")
+    check.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or directories (default: .)")
+    check.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    check.add_argument("--exit-zero", action="store_true",
+                       help="exit 0 even when errors are found (2 still means trainlint failed)")
+    check.add_argument("--run", action="append", default=[], metavar="FILE,FILE...",
+                       help="files that form one run, merged in order (NeoX: deepy.py train.py a.yml b.yml); repeatable")
+    check.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                       help="value of a launch-script variable for static resolution "
+                            "(never read from the real environment); repeatable")
+    check.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
+    check.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    check.add_argument("--no-summary", action="store_true", help="text output: no summary line")
+    check.set_defaults(func=run)
+
+
+def parse_env(items: list[str]) -> dict[str, str]:
+    """``["TP=4"]`` -> ``{"TP": "4"}``; raises ValueError on a malformed item."""
+    environment: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.isidentifier():
+            raise ValueError(f"--env expects NAME=VALUE, got {item!r}")
+        environment[name] = value
+    return environment
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainlint.adapters import builtin_adapters
+    from trainlint.checker import check_paths
+    from trainlint.config import ConfigError, discover
+
+    missing = [p for p in args.paths if not Path(p).exists()]
+    runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
+    missing += [p for run in runs for p in run if not Path(p).is_file()]
+    if missing:
+        print(f"trainlint: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        environment = parse_env(args.env)
+        project = discover(Path(args.paths[0] if args.paths else "."), args.config, args.isolated)
+    except (ValueError, ConfigError) as exc:
+        print(f"trainlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    runs = project.runs + runs
+    environment = {**project.environment, **environment}
+
+    results = check_paths(args.paths, builtin_adapters(), runs=runs, environment=environment)
+
+    if args.format == "json":
+        from trainlint.output.json_format import render
+        sys.stdout.write(render(results))
+    else:
+        from trainlint.output.text import render
+        sys.stdout.write(render(results, show_summary=not args.no_summary))
+
+    if any(r.internal_error for r in results):
+        return EXIT_ERROR
+    if args.exit_zero:
+        return EXIT_CLEAN
+    has_error = any(d.severity.value == "error" for r in results for d in r.diagnostics)
+    return EXIT_FINDINGS if has_error else EXIT_CLEAN
