@@ -1,0 +1,484 @@
+"""DeepSpeed config JSON (``ds_config.json``).
+
+DeepSpeed reads its config with hjson and refuses duplicate keys (deepspeed/runtime/config.py);
+:mod:`trainlint.adapters.json_tree` reads it the same way with positions. This adapter reports
+what the reader found (TL002/TL003/TL007/TL010), the Hugging Face ``"auto"`` values (TL007),
+deprecated keys (TL008), the schema check (TL004/5/6), and builds one TrainingSpec.
+
+Other adapters read a referenced DeepSpeed JSON (Megatron's ``--deepspeed_config``) with
+:func:`load_deepspeed_config`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import PurePath
+from typing import Any, Iterator
+
+from trainlint.adapters.base import BY_CONTENT, BY_NAME, CERTAIN, NOT_MINE, Adapter, LoadContext, LoadResult
+from trainlint.adapters.json_tree import parse
+from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.document import Document, pointer_parts
+from trainlint.input_codes import input_diagnostic
+from trainlint.positions import FILE_START
+from trainlint.provenance import Value, default, derived, from_file
+from trainlint.schema_check import check_document
+from trainlint.schemas import load_schema
+from trainlint.sources import SourceText
+from trainlint.spec import TrainingSpec
+
+FORMAT = "deepspeed"
+AUTO_REASON = "\"auto\": set at launch by the Hugging Face Trainer / Accelerate from TrainingArguments"
+
+# Where "auto" is one of DeepSpeed's own values, not a Hugging Face placeholder.
+NATIVE_AUTO = {
+    "/pipeline/stages",
+    "/zero_optimization/zenflow/select_strategy",
+    "/zero_optimization/zenflow/select_interval",
+    "/zero_optimization/zenflow/update_interval",
+    "/expert_parallel/score_apply",
+    "/expert_parallel/combine_impl",
+    "/expert_parallel/score_func",
+    "/expert_parallel/top_k",
+    "/expert_parallel/routed_scaling_factor",
+}
+
+# Deprecated keys that DeepSpeed maps onto a replacement; giving both is an error
+# ("Cannot provide deprecated parameter ... and replacing parameter ... together",
+# deepspeed/runtime/config_utils.py).
+REPLACED_BY = {
+    "/zero_optimization/cpu_offload": ("/zero_optimization/offload_optimizer",),
+    "/zero_optimization/cpu_offload_param": ("/zero_optimization/offload_param",),
+    "/zero_optimization/stage3_gather_fp16_weights_on_model_save": (
+        "/zero_optimization/gather_16bit_weights_on_model_save",
+        "/zero_optimization/stage3_gather_16bit_weights_on_model_save",
+    ),
+}
+
+# pydantic aliases of DeepSpeedZeroConfig (populate_by_name=True accepts both spellings).
+ZERO_ALIASES = ("prefetch_bucket_size", "param_persistence_threshold", "model_persistence_threshold",
+                "max_live_parameters", "max_reuse_distance", "gather_16bit_weights_on_model_save",
+                "module_granularity_threshold", "use_all_reduce_for_fetch_params", "allgather_sequential")
+
+ZERO_DEFAULT = "DeepSpeed default (deepspeed/runtime/zero/config.py)"
+OFFLOAD_DEFAULT = "DeepSpeed default: no offload (deepspeed/runtime/zero/config.py)"
+PRECISION_DEFAULT = "DeepSpeed default (deepspeed/runtime/precision_config.py)"
+ACTCKPT_DEFAULT = "DeepSpeed default (deepspeed/runtime/activation_checkpointing/config.py)"
+
+# ---------------------------------------------------------------------------------- sniffing
+
+# Top-level keys only DeepSpeed configs use.
+DS_STRONG = frozenset({
+    "train_micro_batch_size_per_gpu", "train_batch_size", "zero_optimization", "zero_allow_untested_optimizer",
+    "zero_force_ds_cpu_optimizer", "wall_clock_breakdown", "steps_per_print", "activation_checkpointing",
+    "flops_profiler", "comms_logger", "compression_training", "data_efficiency", "prescale_gradients",
+    "gradient_predivide_factor", "sparse_gradients", "bfloat16", "elasticity", "autotuning",
+    "progressive_layer_drop", "aio", "hybrid_engine", "memory_breakdown", "dump_state",
+    "communication_data_type", "csv_monitor", "quantize_training", "managed_gradient_accumulation",
+})
+# Keys DeepSpeed uses that other JSONs use too.
+DS_WEAK = frozenset({
+    "fp16", "bf16", "optimizer", "scheduler", "gradient_accumulation_steps", "gradient_clipping", "amp",
+    "tensorboard", "wandb", "comet", "pipeline", "checkpoint", "data_types", "sparse_attention",
+    "curriculum_learning", "compile", "tensor_parallel", "expert_parallel", "torch_autocast", "timers",
+})
+# GPT-NeoX configs written as JSON carry DeepSpeed keys too; these say "NeoX" (either spelling).
+NEOX_KEYS = frozenset({
+    "num_layers", "hidden_size", "num_attention_heads", "seq_length", "max_position_embeddings",
+    "pipe_parallel_size", "model_parallel_size", "attention_config", "pos_emb", "norm", "vocab_file",
+    "merge_file", "data_path", "train_data_paths", "train_iters", "lr_decay_iters", "lr_decay_style",
+    "tokenizer_type", "scaled_upper_triang_masked_softmax_fusion", "bias_gelu_fusion", "no_weight_tying",
+    "gpt_j_residual", "output_layer_parallelism", "init_method", "output_layer_init_method",
+    "make_vocab_size_divisible_by", "checkpoint_activations", "partition_activations",
+    "synchronize_each_layer", "save", "load", "launcher", "deepspeed_mpi",
+})
+# Other well-known JSON files.
+FOREIGN_KEYS = frozenset({
+    "model_type", "architectures", "_name_or_path", "transformers_version",     # HF config.json
+    "dependencies", "devDependencies", "scripts", "compilerOptions",              # package.json, tsconfig
+    "$schema", "cells", "nbformat", "recipe", "per_device_train_batch_size",      # notebooks, HF args
+    "version_info", "tokenizer_class",
+})
+_NAME = re.compile(r"(^ds_config.*|.*deepspeed.*|^ds_z(ero)?.*|.*_ds_config.*)\.json$", re.IGNORECASE)
+_QUOTED_KEY = re.compile(r'"([^"\\\n]{1,100})"\s*:')
+_SNIFF_PARSE_LIMIT = 512 * 1024
+
+
+def _normal(key: str) -> str:
+    return key.strip().replace("-", "_")
+
+
+def _top_level_keys(text: str) -> list[str] | None:
+    """Top-level keys (parsing small files for real), or every quoted key when parsing fails."""
+    if len(text) <= _SNIFF_PARSE_LIMIT:
+        tree = parse(text)
+        if tree.ok:
+            return list(tree.value) if isinstance(tree.value, dict) else None
+    return _QUOTED_KEY.findall(text[:65536])
+
+
+def sniff_score(path: str, text: str) -> int:
+    start = text.lstrip()
+    while start.startswith(("//", "#", "/*")):  # hjson comments before the object
+        end = start.find("*/") + 2 if start.startswith("/*") else start.find("\n")
+        if end <= 1:
+            return NOT_MINE
+        start = start[end:].lstrip()
+    if not start.startswith("{"):
+        return NOT_MINE
+    keys = _top_level_keys(text)
+    if keys is None:
+        return NOT_MINE
+    normal = {_normal(k) for k in keys}
+    if any("-" in k for k in keys) or normal & NEOX_KEYS:
+        return NOT_MINE  # GPT-NeoX (hyphenated keys or model keys): the NeoX adapter's
+    if normal & FOREIGN_KEYS:
+        return NOT_MINE
+    strong = normal & DS_STRONG
+    weak = normal & DS_WEAK
+    known = len(strong) + len(weak)
+    unknown = len(normal) - known
+    by_name = bool(_NAME.match(PurePath(path).name))
+    if strong or ("gradient_accumulation_steps" in weak and len(weak) >= 2):
+        if unknown > 4 and unknown > known:
+            return BY_NAME if by_name else NOT_MINE  # mostly someone else's keys
+        score = BY_CONTENT + 5 * min(known, 6) + (5 if by_name else 0)
+        return min(score, CERTAIN - 5)
+    if by_name and unknown <= known + 2:
+        return BY_NAME + 5 * min(len(weak), 3)
+    return NOT_MINE
+
+
+# ---------------------------------------------------------------------------------- loading
+
+
+def load_deepspeed_config(source: SourceText) -> LoadResult:
+    """Read one DeepSpeed JSON: diagnostics, its Document and one TrainingSpec.
+
+    Used by :class:`DeepSpeedAdapter` and by adapters that reference a DeepSpeed JSON
+    (Megatron-DeepSpeed's ``--deepspeed_config``). Never raises on bad input."""
+    path = source.path
+    tree = parse(source.text)
+    diagnostics = tree.diagnostics(path)
+    result = LoadResult(FORMAT, diagnostics=diagnostics)
+    if not tree.ok:
+        return result
+    if not isinstance(tree.value, dict):
+        kind = "an array" if isinstance(tree.value, list) else f"a {type(tree.value).__name__}"
+        diagnostics.append(input_diagnostic(
+            "TL005", f"a DeepSpeed config must be a JSON object, got {kind}",
+            tree.value_spans.get("", FILE_START), path=path))
+        return result
+
+    doc = Document(path, FORMAT, source.text, tree.value, dict(tree.key_spans), dict(tree.value_spans),
+                   dict(tree.unresolved))
+    diagnostics.extend(_auto_values(doc))
+    schema = load_schema("deepspeed")
+    diagnostics.extend(_deprecations(doc, schema))
+    diagnostics.extend(_alias_conflicts(doc))
+    diagnostics.extend(check_document(doc, schema))
+    result.documents.append(doc)
+    result.specs.append(build_spec(doc))
+    result.diagnostics = sorted(diagnostics, key=lambda d: (d.span, d.code, d.message))
+    return result
+
+
+def _walk(data: Any) -> Iterator[tuple[list[str], Any]]:
+    """Every (path parts, value) of a tree, parents before children; iterative."""
+    stack: list[tuple[list[str], Any]] = [([], data)]
+    while stack:
+        parts, node = stack.pop()
+        yield parts, node
+        if isinstance(node, dict):
+            stack.extend((parts + [str(k)], v) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((parts + [str(i)], v) for i, v in reversed(list(enumerate(node))))
+
+
+def _ptr(parts: list[str]) -> str:
+    return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def _dotted(ptr: str) -> str:
+    return ".".join(pointer_parts(ptr))
+
+
+def _auto_values(doc: Document) -> list[Diagnostic]:
+    out = []
+    for parts, node in _walk(doc.data):
+        if node != "auto" or not isinstance(node, str):
+            continue
+        ptr = _ptr(parts)
+        if ptr in NATIVE_AUTO:
+            continue
+        doc.unresolved[ptr] = AUTO_REASON
+        out.append(input_diagnostic(
+            "TL007",
+            f"`{_dotted(ptr)}` is \"auto\": set at launch by the Hugging Face Trainer / Accelerate from "
+            "TrainingArguments; trainlint does not guess it",
+            doc.locate(ptr), path=doc.path))
+    return out
+
+
+def _schema_at(schema: dict, parts: list[str]) -> dict | None:
+    node: Any = schema
+    for part in parts:
+        props = node.get("properties") if isinstance(node, dict) else None
+        if not props or part not in props:
+            return None
+        node = props[part]
+    return node if isinstance(node, dict) else None
+
+
+def _deprecations(doc: Document, schema: dict) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    data = doc.data
+    for parts, _node in _walk(data):
+        if not parts or not isinstance(doc.get(_ptr(parts[:-1])), dict):
+            continue
+        sub = _schema_at(schema, parts)
+        if sub is None or "x-deprecated" not in sub:
+            continue
+        ptr = _ptr(parts)
+        note = sub["x-deprecated"]
+        severity = None
+        related: tuple[Related, ...] = ()
+        tail = ""
+        for replacement in REPLACED_BY.get(ptr, ()):
+            if doc.get(replacement) is not None or replacement in doc.key_spans:
+                severity = Severity.ERROR
+                tail = (f"; `{_dotted(replacement)}` is given too, and DeepSpeed refuses both together "
+                        "(\"Cannot provide deprecated parameter ... and replacing parameter ... together\")")
+                related = (Related(f"`{_dotted(replacement)}` here", doc.locate_key(replacement), doc.path),)
+                break
+        if ptr == "/bfloat16" and "bf16" in data:
+            tail = "; `bf16` is given too, so DeepSpeed ignores `bfloat16`"
+            related = (Related("`bf16` here", doc.locate_key("/bf16"), doc.path),)
+        out.append(input_diagnostic("TL008", f"`{_dotted(ptr)}` is {note}{tail}", doc.locate_key(ptr),
+                                    path=doc.path, severity=severity, related=related))
+    zero = data.get("zero_optimization")
+    if isinstance(zero, bool):
+        out.append(input_diagnostic(
+            "TL008",
+            f"`zero_optimization: {str(zero).lower()}` is the deprecated boolean form (true means stage 1); "
+            "write `\"zero_optimization\": {\"stage\": N}`",
+            doc.locate("/zero_optimization"), path=doc.path))
+    return out
+
+
+def _alias_conflicts(doc: Document) -> list[Diagnostic]:
+    zero = doc.data.get("zero_optimization")
+    if not isinstance(zero, dict):
+        return []
+    out = []
+    for name in ZERO_ALIASES:
+        alias = "stage3_" + name
+        if name in zero and alias in zero:
+            a, b = f"/zero_optimization/{name}", f"/zero_optimization/{alias}"
+            first, second = sorted([a, b], key=lambda p: doc.locate_key(p))
+            out.append(input_diagnostic(
+                "TL011",
+                f"`zero_optimization.{name}` and its alias `{alias}` are both given; DeepSpeed uses only one of them",
+                doc.locate_key(second), path=doc.path,
+                related=(Related("the other spelling", doc.locate_key(first), doc.path),)))
+    return out
+
+
+# ---------------------------------------------------------------------------------- spec
+
+
+class _Reader:
+    """Reads values from the document with provenance; unresolved values read as missing."""
+
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+
+    def has(self, ptr: str) -> bool:
+        return ptr in self.doc.key_spans or (ptr == "" and self.doc.data is not None)
+
+    def raw(self, ptr: str) -> Any:
+        return self.doc.get(ptr)
+
+    def known(self, ptr: str) -> bool:
+        return self.has(ptr) and not any(ptr == u or ptr.startswith(u + "/") for u in self.doc.unresolved)
+
+    def value(self, ptr: str, convert=None) -> Value | None:
+        if not self.known(ptr):
+            return None
+        raw = self.doc.get(ptr)
+        if convert is not None:
+            raw = convert(raw)
+            if raw is None:
+                return None
+        return from_file(raw, self.doc.path, self.doc.locate(ptr), _dotted(ptr))
+
+
+def _as_int(raw: Any) -> int | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
+        return int(raw)
+    return None
+
+
+def _as_bool(raw: Any) -> bool | None:
+    return raw if isinstance(raw, bool) else None
+
+
+def _as_str(raw: Any) -> str | None:
+    return raw if isinstance(raw, str) else None
+
+
+def _lower(raw: Any) -> str | None:
+    return raw.lower() if isinstance(raw, str) else None
+
+
+def build_spec(doc: Document) -> TrainingSpec:
+    spec = TrainingSpec(framework=FORMAT, path=doc.path, sources=[doc.path])
+    r = _Reader(doc)
+    _batch(spec, r)
+    _parallel(spec, r)
+    _precision(spec, r)
+    _memory(spec, r)
+    _model(spec, r)
+    _settings(spec, doc)
+    return spec
+
+
+def _batch(spec: TrainingSpec, r: _Reader) -> None:
+    tbs = r.value("/train_batch_size", _as_int)
+    mbs = r.value("/train_micro_batch_size_per_gpu", _as_int)
+    gas = r.value("/gradient_accumulation_steps", _as_int)
+    spec.batch.global_batch, spec.batch.micro_batch, spec.batch.grad_accum = tbs, mbs, gas
+    # DeepSpeed derives the missing member of the triple from the data-parallel size, which a
+    # JSON does not give (DeepSpeedConfig._set_batch_related_parameters). Only two cases are
+    # exact without it: a lone train_batch_size or a lone micro batch means GAS = 1.
+    unresolved_gas = r.has("/gradient_accumulation_steps")
+    if gas is None and not unresolved_gas and (tbs is None) != (mbs is None):
+        given = "train_batch_size" if tbs is not None else "train_micro_batch_size_per_gpu"
+        spec.batch.grad_accum = derived(
+            1, f"DeepSpeed sets gradient_accumulation_steps = 1 when only {given} of the batch triple is given "
+               "(deepspeed/runtime/config.py)", tbs or mbs)
+    if tbs is not None and mbs is not None and gas is not None and mbs.value > 0 and gas.value > 0:
+        per_replica = mbs.value * gas.value
+        if tbs.value % per_replica == 0 and tbs.value >= per_replica:
+            spec.parallel.data = derived(
+                tbs.value // per_replica,
+                "data-parallel size implied by train_batch_size / (train_micro_batch_size_per_gpu x "
+                "gradient_accumulation_steps)", tbs, mbs, gas)
+
+
+def _parallel(spec: TrainingSpec, r: _Reader) -> None:
+    zero = r.raw("/zero_optimization")
+    if isinstance(zero, dict):
+        stage = r.value("/zero_optimization/stage", _as_int)
+        if stage is None and not r.has("/zero_optimization/stage"):
+            stage = default(0, ZERO_DEFAULT)
+        spec.parallel.zero_stage = stage
+    elif isinstance(zero, bool):
+        spec.parallel.zero_stage = derived(
+            1 if zero else 0, "deprecated boolean form of zero_optimization (true means stage 1)",
+            r.value("/zero_optimization"))
+    elif not r.has("/zero_optimization"):
+        spec.parallel.zero_stage = default(0, ZERO_DEFAULT)
+    spec.parallel.offload_optimizer = _offload(r, "offload_optimizer", "cpu_offload")
+    spec.parallel.offload_params = _offload(r, "offload_param", "cpu_offload_param")
+
+    stages = r.value("/pipeline/stages", _as_int)
+    if stages is not None:
+        spec.parallel.pipeline = stages
+    autotp = r.value("/tensor_parallel/autotp_size", _as_int)
+    if autotp is not None:
+        spec.parallel.tensor = autotp if autotp.value > 0 else derived(
+            1, "tensor_parallel.autotp_size 0 disables AutoTP training", autotp)
+    if r.raw("/expert_parallel/enabled") is True:
+        size = r.value("/expert_parallel/autoep_size", _as_int)
+        spec.parallel.expert = size or default(1, "DeepSpeed default autoep_size (deepspeed/module_inject/auto_ep_config.py)")
+
+
+def _offload(r: _Reader, section: str, legacy: str) -> Value | None:
+    base = f"/zero_optimization/{section}"
+    raw = r.raw(base)
+    if isinstance(raw, dict):
+        if not r.has(base + "/device"):
+            return default("none", "DeepSpeed default device (deepspeed/runtime/zero/offload_config.py)")
+        return r.value(base + "/device", _lower)
+    if r.has(base) and raw is not None:
+        return None  # "auto" or a wrong type: unknown
+    old_ptr = f"/zero_optimization/{legacy}"
+    old = r.value(old_ptr, _as_bool)
+    if old is not None and old.value:
+        return derived("cpu", f"legacy zero_optimization.{legacy}: true means device cpu", old)
+    if r.has(old_ptr) and old is None:
+        return None
+    if not r.has("/zero_optimization") or isinstance(r.raw("/zero_optimization"), (dict, bool)):
+        return default("none", OFFLOAD_DEFAULT)
+    return None
+
+
+def _enabled(r: _Reader, section: str) -> Value | None:
+    """``<section>.enabled`` as written, DeepSpeed's default False when absent, None when unknown."""
+    if not r.has(f"/{section}/enabled"):
+        return default(False, PRECISION_DEFAULT)
+    return r.value(f"/{section}/enabled", _as_bool)
+
+
+def _precision(spec: TrainingSpec, r: _Reader) -> None:
+    p = spec.precision
+    p.fp16_enabled = _enabled(r, "fp16")
+    bf16_section = "bf16" if r.has("/bf16") or not r.has("/bfloat16") else "bfloat16"
+    p.bf16_enabled = _enabled(r, bf16_section)
+    amp = r.value("/amp/enabled", _as_bool)
+    fp16, bf16 = p.fp16_enabled, p.bf16_enabled
+    if bf16 is not None and bf16.value:
+        p.dtype = derived("bf16", f"{bf16_section}.enabled is true", bf16)
+    elif fp16 is not None and fp16.value:
+        p.dtype = derived("fp16", "fp16.enabled is true", fp16)
+    elif amp is not None and amp.value:
+        p.dtype = derived("fp16", "apex AMP (amp.enabled) trains in mixed fp16", amp)
+    elif bf16 is not None and fp16 is not None:
+        p.dtype = derived("fp32", "neither fp16 nor bf16 is enabled", fp16, bf16)
+    p.grad_accum_dtype = r.value("/data_types/grad_accum_dtype", _lower)
+    p.optimizer = r.value("/optimizer/type", _lower)
+
+
+def _memory(spec: TrainingSpec, r: _Reader) -> None:
+    for name in ("partition_activations", "cpu_checkpointing"):
+        ptr = f"/activation_checkpointing/{name}"
+        value = r.value(ptr, _as_bool) if r.has(ptr) else default(False, ACTCKPT_DEFAULT)
+        setattr(spec.memory, name, value)
+
+
+def _model(spec: TrainingSpec, r: _Reader) -> None:
+    spec.model.vocab_size = r.value("/vocabulary_size", _as_int)
+    # The autotuner's model_info is the only model description a DeepSpeed JSON carries.
+    spec.model.param_count = r.value("/autotuning/model_info/num_params", _as_int)
+    spec.model.hidden_size = r.value("/autotuning/model_info/hidden_size", _as_int)
+    spec.model.num_layers = r.value("/autotuning/model_info/num_layers", _as_int)
+
+
+def _settings(spec: TrainingSpec, doc: Document) -> None:
+    """Every leaf by its dotted path (arrays and empty objects count as leaves)."""
+    for parts, node in _walk(doc.data):
+        if not parts:
+            continue
+        if isinstance(node, dict) and node:
+            continue
+        if isinstance(doc.get(_ptr(parts[:-1])), list):
+            continue  # inside an array: the array itself is the leaf
+        ptr = _ptr(parts)
+        spec.settings[".".join(parts)] = from_file(node, doc.path, doc.locate(ptr), ".".join(parts))
+
+
+class DeepSpeedAdapter(Adapter):
+    name = FORMAT
+    extensions = (".json",)
+
+    def sniff(self, path: str, text: str) -> int:
+        return sniff_score(path, text)
+
+    def load(self, source: SourceText, context: LoadContext) -> LoadResult:
+        return load_deepspeed_config(source)

@@ -1,0 +1,595 @@
+"""A position-tracking reader for JSON as DeepSpeed reads it.
+
+DeepSpeed opens its config with ``hjson.load(..., object_pairs_hook=dict_raise_error_on_duplicate_keys)``
+(deepspeed/runtime/config.py), so it accepts more than JSON: comments (``//``, ``#``, ``/* */``),
+trailing commas, a line break instead of a comma, unquoted keys, single-quoted strings and
+quoteless strings (``"train_batch_size": GB_SIZE`` reads as the string ``"GB_SIZE,"``). The
+Hugging Face integration and most tools read the same file with ``json.load``, which accepts none
+of that. This reader accepts what hjson accepts in practice, records every non-portable use
+(reported as TL010), every bare placeholder (TL007) and every duplicate key (TL003; DeepSpeed
+raises "Duplicate keys in DeepSpeed config"), and stops at the first real syntax error (TL002)
+with its exact position.
+
+Values follow ``json.loads``: ``2e8`` and ``1.0`` are floats, ``5`` is an int. The reader is
+iterative (an explicit stack, never recursion) and nests at most :data:`MAX_DEPTH` levels, so
+hostile input such as 100 000 ``[`` gives a TL002, not a RecursionError; regular expressions do
+the per-token work, so time is linear in the input.
+
+Why not the ``json`` module or PyYAML: ``json`` gives positions only for errors and keeps only
+the last duplicate; PyYAML reads ``1e-5`` as a string and rejects tabs (research: anchors-linter
+§3.1).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.input_codes import input_diagnostic
+from trainlint.positions import LineIndex, Span
+
+MAX_DEPTH = 100
+"""Deeper input is refused (TL002). Real configs nest fewer than 10 levels; jsonschema and the
+rest of trainlint recurse over the tree, so the limit keeps them far from Python's stack limit."""
+
+# Token patterns. Strings allow raw control characters (hjson does; reported separately).
+_STRING_DQ = re.compile(r'"(?:[^"\\\n]|\\.)*"', re.DOTALL)
+_STRING_SQ = re.compile(r"'(?:[^'\\\n]|\\.)*'", re.DOTALL)
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_NUMBERISH = re.compile(r"[-+]?[0-9.][0-9A-Za-z.+\-]*")
+_WS = re.compile(r"[ \t\r\n\ufeff]+")
+_SKIP_START = frozenset(" \t\r\n\ufeff#/")
+_LITERALS = {"true": True, "false": False, "null": None}
+_NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_PLACEHOLDER = re.compile(
+    r"_*[A-Z][A-Z0-9_]*"                 # GB_SIZE, LTD_ENABLED, CONFIG_CL_MIN (upper case, as sed targets)
+    r"|[A-Za-z0-9]*[A-Z][A-Za-z0-9]*_[A-Za-z0-9_]*"  # CL_1st_MIN, QuantW_FORWARD
+    r"|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?"   # $MB or ${MB}
+    r"|\{\{.*\}\}|<[^<>\s]+>"           # {{ mb }}, <MB>
+)
+_PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
+_KEY_BARE = re.compile(r"[^\s,:\[\]{}\"']+")
+_QUOTELESS_END = re.compile(r"[,\]}\n]")
+_CONTROL = re.compile(r"[\x00-\x1f]")
+
+# Kinds of non-portable (hjson-only) syntax, with how the message names them.
+EXTENSION_LABELS = {
+    "comment": "comments",
+    "trailing-comma": "trailing commas",
+    "missing-comma": "members separated by a line break without a comma",
+    "unquoted-key": "unquoted keys",
+    "quoteless-string": "unquoted strings",
+    "single-quoted-string": "single-quoted strings",
+    "multiline-string": "''' multi-line strings",
+    "control-character": "raw control characters (such as tabs) inside strings",
+}
+
+
+@dataclass(frozen=True)
+class Extension:
+    """One use of syntax that hjson accepts and JSON does not."""
+
+    kind: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Duplicate:
+    pointer: str
+    key: str
+    first: Span
+    second: Span
+
+
+@dataclass(frozen=True)
+class Placeholder:
+    """A bare word where a value belongs (``GB_SIZE``), filled in by a script before launch."""
+
+    pointer: str
+    token: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class Quoteless:
+    """A bare word hjson reads as a string. hjson reads to the end of the line, comma and
+    comment included, so ``"device": cpu,`` is the string ``"cpu,"`` for DeepSpeed."""
+
+    pointer: str
+    token: str
+    hjson_value: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    pointer: str
+    token: str
+    span: Span
+
+
+@dataclass(frozen=True)
+class SyntaxProblem:
+    message: str
+    span: Span
+
+
+@dataclass
+class JsonTree:
+    """The result of :func:`parse`: the value and where everything is."""
+
+    text: str
+    value: Any = None
+    key_spans: dict[str, Span] = field(default_factory=dict)
+    value_spans: dict[str, Span] = field(default_factory=dict)
+    extensions: list[Extension] = field(default_factory=list)
+    placeholders: list[Placeholder] = field(default_factory=list)
+    duplicates: list[Duplicate] = field(default_factory=list)
+    nonfinite: list[NonFinite] = field(default_factory=list)
+    quoteless: list[Quoteless] = field(default_factory=list)
+    error: SyntaxProblem | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def unresolved(self) -> dict[str, str]:
+        """Pointers whose value is a placeholder, with the reason (for Document.unresolved)."""
+        return {p.pointer: f"template placeholder {p.token}" for p in self.placeholders}
+
+    def diagnostics(self, path: str | None = None) -> list[Diagnostic]:
+        """TL002, TL003, TL007 (placeholders), TL010 (one per kind) and non-finite numbers."""
+        out: list[Diagnostic] = []
+        if self.error is not None:
+            out.append(input_diagnostic("TL002", self.error.message, self.error.span, path=path))
+        for dup in self.duplicates:
+            out.append(input_diagnostic(
+                "TL003",
+                f"duplicate key \"{dup.key}\" (first at line {dup.first.line}); DeepSpeed refuses the file "
+                "(\"Duplicate keys in DeepSpeed config\"), json.load would silently keep the last one",
+                dup.second, path=path,
+                related=(Related(f"first \"{dup.key}\" here", dup.first, path),)))
+        for ph in self.placeholders:
+            out.append(input_diagnostic(
+                "TL007",
+                f"template placeholder {ph.token}, filled by a script before launch (the file is not "
+                "JSON until then); its value is not checked",
+                ph.span, path=path))
+        for nf in self.nonfinite:
+            out.append(input_diagnostic(
+                "TL010",
+                f"{nf.token} is not a JSON number: json.load reads it as a float, hjson (DeepSpeed) as the "
+                f"string \"{nf.token}\"",
+                nf.span, path=path, severity=Severity.WARNING))
+        for q in self.quoteless:
+            if q.token in _PYTHON_WORDS:
+                out.append(input_diagnostic(
+                    "TL010",
+                    f"{q.token} is Python, not JSON: hjson (DeepSpeed) reads it as the string "
+                    f"{json.dumps(q.hjson_value)} and json.load refuses it; write {_PYTHON_WORDS[q.token]}",
+                    q.span, path=path, severity=Severity.WARNING))
+            elif q.hjson_value != q.token:
+                out.append(input_diagnostic(
+                    "TL010",
+                    f"unquoted string {q.token}: hjson (DeepSpeed) reads an unquoted string to the end of the "
+                    f"line, so the value is {json.dumps(q.hjson_value)}; json.load refuses it. Write "
+                    f"{json.dumps(q.token)}",
+                    q.span, path=path, severity=Severity.WARNING))
+        out.extend(self._extension_diagnostics(path))
+        return out
+
+    def _extension_diagnostics(self, path: str | None) -> list[Diagnostic]:
+        # One finding per kind, at its first use: a commented file should not get 40 findings.
+        firsts: dict[str, Extension] = {}
+        counts: dict[str, int] = {}
+        for ext in self.extensions:
+            firsts.setdefault(ext.kind, ext)
+            counts[ext.kind] = counts.get(ext.kind, 0) + 1
+        out = []
+        for kind, ext in firsts.items():
+            n = counts[kind]
+            more = f" ({n} in this file)" if n > 1 else ""
+            out.append(input_diagnostic(
+                "TL010",
+                f"{EXTENSION_LABELS[kind]}{more}: accepted by DeepSpeed (hjson) but not by json.load, "
+                "the Hugging Face Trainer or most tools",
+                ext.span, path=path))
+        return out
+
+
+class _Frame:
+    __slots__ = ("container", "is_object", "pointer", "start", "state", "key", "key_span", "key_start",
+                 "comma_at", "label")
+
+    def __init__(self, container: Any, is_object: bool, pointer: str, start: int, label: str) -> None:
+        self.container = container
+        self.is_object = is_object
+        self.pointer = pointer
+        self.start = start
+        self.state = "key" if is_object else "value-or-end"
+        self.key: str | None = None
+        self.key_span: Span | None = None
+        self.key_start = 0
+        self.comma_at = -1
+        self.label = label  # how messages name this container: "the value of \"zero_optimization\""
+
+
+class _SyntaxError(Exception):
+    def __init__(self, message: str, offset: int, end: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.offset = offset
+        self.end = end
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+def _show(ch: str) -> str:
+    if ch == "\n":
+        return "a line break"
+    if ch == "\t":
+        return "a tab"
+    return repr(ch) if ch.isprintable() else f"U+{ord(ch):04X}"
+
+
+class _Parser:
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.n = len(text)
+        self.index = LineIndex(text)
+        self.tree = JsonTree(text)
+        self.stack: list[_Frame] = []
+        self.crossed_newline = False
+        # Positions are asked for in (nearly) increasing order: a forward cursor that counts
+        # line breaks with str.count is much cheaper than a bisect per position.
+        self._cursor = 0
+        self._cursor_line = 1
+        self._cursor_line_start = 0
+
+    # -- helpers ---------------------------------------------------------------------------
+    def position(self, offset: int) -> tuple[int, int]:
+        if offset < self._cursor:
+            return self.index.position(offset)
+        offset = min(offset, self.n)
+        text = self.text
+        breaks = text.count("\n", self._cursor, offset)
+        if breaks:
+            self._cursor_line += breaks
+            self._cursor_line_start = text.rfind("\n", self._cursor, offset) + 1
+        self._cursor = offset
+        return self._cursor_line, offset - self._cursor_line_start + 1
+
+    def span(self, start: int, end: int) -> Span:
+        line, column = self.position(start)
+        end_line, end_column = self.position(end)
+        return Span(line, column, end_line, end_column)
+
+    def ext(self, kind: str, start: int, end: int) -> None:
+        self.tree.extensions.append(Extension(kind, self.span(start, end)))
+
+    def skip(self, i: int) -> int:
+        """Skip whitespace and comments; note whether a line break was crossed."""
+        text, n = self.text, self.n
+        self.crossed_newline = False
+        if i < n and text[i] not in _SKIP_START:
+            return i  # the common case: the next token starts right here
+        while i < n:
+            m = _WS.match(text, i)
+            if m:
+                if "\n" in m.group():
+                    self.crossed_newline = True
+                i = m.end()
+                continue
+            c = text[i]
+            if c == "#" or text.startswith("//", i):
+                end = text.find("\n", i)
+                end = n if end == -1 else end
+                self.ext("comment", i, end)
+                i = end
+                continue
+            if text.startswith("/*", i):
+                end = text.find("*/", i + 2)
+                if end == -1:
+                    raise _SyntaxError("unterminated /* comment (no closing */)", i, i + 2)
+                if "\n" in text[i:end]:
+                    self.crossed_newline = True
+                self.ext("comment", i, end + 2)
+                i = end + 2
+                continue
+            break
+        return i
+
+    # -- values ----------------------------------------------------------------------------
+    def put(self, value: Any, ptr: str, start: int, end: int) -> None:
+        """Store a value in the current container and record its span."""
+        frame = self.stack[-1] if self.stack else None
+        if frame is None:
+            self.tree.value = value
+        elif frame.is_object:
+            frame.container[frame.key] = value
+        else:
+            frame.container.append(value)
+        self.tree.value_spans[ptr] = self.span(start, end)
+
+    def child_pointer(self) -> str:
+        frame = self.stack[-1] if self.stack else None
+        if frame is None:
+            return ""
+        if frame.is_object:
+            return frame.pointer + "/" + _escape(frame.key or "")
+        return frame.pointer + "/" + str(len(frame.container))
+
+    def value(self, i: int) -> int:
+        """Read one value at ``i`` (after whitespace). Containers are pushed, not descended into."""
+        text, n = self.text, self.n
+        if i >= n:
+            where = self.describe_expectation()
+            raise _SyntaxError(f"unexpected end of file: expected {where}", n)
+        c = text[i]
+        ptr = self.child_pointer()
+        if c in "{[":
+            if len(self.stack) >= MAX_DEPTH:
+                raise _SyntaxError(f"nesting too deep (more than {MAX_DEPTH} levels of objects and arrays)", i)
+            container: Any = {} if c == "{" else []
+            label = self.container_label(ptr)
+            self.put(container, ptr, i, i + 1)
+            self.stack.append(_Frame(container, c == "{", ptr, i, label))
+            return i + 1
+        if c == '"':
+            s, end = self.string(i)
+            self.put(s, ptr, i, end)
+            return end
+        if c == "'":
+            s, end = self.single_quoted(i)
+            self.put(s, ptr, i, end)
+            return end
+        if c == "-" and text.startswith("-Infinity", i):
+            return self.nonfinite(i, "-Infinity", ptr)
+        if c == "-" or c.isdigit() or c in "+.":
+            m = _NUMBER.match(text, i)
+            rough = _NUMBERISH.match(text, i)
+            if m and (rough is None or rough.end() <= m.end()):
+                token = m.group()
+                number: Any = float(token) if any(ch in token for ch in ".eE") else int(token)
+                self.put(number, ptr, i, m.end())
+                return m.end()
+            token = rough.group() if rough else c
+            raise _SyntaxError(f"invalid number {token!r} (JSON numbers look like 3, -0.5, 1e-5, 2.0E8)",
+                               i, i + len(token))
+        if c in ",:]}":
+            raise _SyntaxError(f"expected {self.describe_expectation()}, found {_show(c)}", i)
+        for word, lit in _LITERALS.items():
+            if text.startswith(word, i) and not self.word_continues(i + len(word)):
+                self.put(lit, ptr, i, i + len(word))
+                return i + len(word)
+        return self.quoteless(i, ptr)
+
+    def describe_expectation(self) -> str:
+        frame = self.stack[-1] if self.stack else None
+        if frame is None:
+            return "a value"
+        if frame.is_object:
+            return f"a value for \"{frame.key}\""
+        return f"a value in {frame.label}"
+
+    def container_label(self, ptr: str) -> str:
+        frame = self.stack[-1] if self.stack else None
+        if frame is None:
+            return "the top-level array"
+        if frame.is_object:
+            return f"\"{frame.key}\""
+        return f"element {len(frame.container)} of {frame.label}"
+
+    def word_continues(self, j: int) -> bool:
+        if j >= self.n:
+            return False
+        ch = self.text[j]
+        return ch.isalnum() or ch in "_$-."
+
+    def string(self, i: int) -> tuple[str, int]:
+        m = _STRING_DQ.match(self.text, i)
+        if m is None:
+            nl = self.text.find("\n", i)
+            end = self.n if nl == -1 else nl
+            raise _SyntaxError("unterminated string (no closing \" on this line)", i, end)
+        raw = m.group()
+        if "\\" not in raw and not _CONTROL.search(raw):
+            return raw[1:-1], m.end()  # no escapes: the text is the value
+        if _CONTROL.search(raw):
+            self.ext("control-character", i, m.end())
+        try:
+            value = json.loads(raw, strict=False)
+        except json.JSONDecodeError as exc:
+            raise _SyntaxError(f"invalid escape in string: {exc.msg}", i + exc.pos, i + exc.pos + 2) from None
+        return value, m.end()
+
+    def single_quoted(self, i: int) -> tuple[str, int]:
+        text = self.text
+        if text.startswith("'''", i):
+            end = text.find("'''", i + 3)
+            if end == -1:
+                raise _SyntaxError("unterminated ''' string", i, i + 3)
+            self.ext("multiline-string", i, end + 3)
+            return text[i + 3:end].strip("\n"), end + 3
+        m = _STRING_SQ.match(text, i)
+        if m is None:
+            raise _SyntaxError("unterminated string (no closing ' on this line)", i, i + 1)
+        self.ext("single-quoted-string", i, m.end())
+        inner = m.group()[1:-1].replace('\\\'', "'").replace('"', '\\"')
+        try:
+            return json.loads('"' + inner + '"', strict=False), m.end()
+        except json.JSONDecodeError as exc:
+            raise _SyntaxError(f"invalid escape in string: {exc.msg}", i + exc.pos, i + exc.pos + 2) from None
+
+    def nonfinite(self, i: int, token: str, ptr: str) -> int:
+        end = i + len(token)
+        self.put(_NONFINITE[token], ptr, i, end)
+        self.tree.nonfinite.append(NonFinite(ptr, token, self.span(i, end)))
+        return end
+
+    def quoteless(self, i: int, ptr: str) -> int:
+        """A bare word: hjson reads it as a string (to the end of the line)."""
+        m = _QUOTELESS_END.search(self.text, i)
+        end = self.n if m is None else m.start()
+        # Stop before a comment that follows the word on the same line.
+        for marker in ("//", "#", "/*"):
+            k = self.text.find(marker, i, end)
+            if k != -1:
+                end = k
+        token = self.text[i:end].rstrip()
+        end = i + len(token)
+        if token in _NONFINITE:
+            return self.nonfinite(i, token, ptr)
+        self.put(token, ptr, i, end)
+        if _PLACEHOLDER.fullmatch(token) and token not in _PYTHON_WORDS:
+            self.tree.placeholders.append(Placeholder(ptr, token, self.span(i, end)))
+            return end
+        eol = self.text.find("\n", i)
+        hjson_value = self.text[i:self.n if eol == -1 else eol].rstrip()
+        self.tree.quoteless.append(Quoteless(ptr, token, hjson_value, self.span(i, end)))
+        if hjson_value == token and token not in _PYTHON_WORDS:  # one aggregated TL010 for these
+            self.ext("quoteless-string", i, end)
+        return end
+
+    # -- object keys -----------------------------------------------------------------------
+    def key(self, frame: _Frame, i: int) -> int:
+        text = self.text
+        c = text[i]
+        if c == '"':
+            k, end = self.string(i)
+        elif c == "'":
+            k, end = self.single_quoted(i)
+        else:
+            m = _KEY_BARE.match(text, i)
+            if m is None:
+                raise _SyntaxError(f"expected a key in double quotes or '}}', found {_show(c)}", i)
+            k, end = m.group(), m.end()
+            self.ext("unquoted-key", i, end)
+        frame.key = k
+        frame.key_start = i
+        frame.key_span = self.span(i, end)
+        ptr = frame.pointer + "/" + _escape(k)
+        if k in frame.container:
+            first = self.tree.key_spans.get(ptr, frame.key_span)
+            self.tree.duplicates.append(Duplicate(ptr, k, first, frame.key_span))
+            self.forget(ptr)
+            del frame.container[k]  # the later value wins, as with json.load
+        self.tree.key_spans[ptr] = frame.key_span
+        return end
+
+    def forget(self, ptr: str) -> None:
+        """Drop positions under a key that is given again (rare: only on duplicates)."""
+        prefix = ptr + "/"
+        for table in (self.tree.key_spans, self.tree.value_spans):
+            for p in [p for p in table if p == ptr or p.startswith(prefix)]:
+                del table[p]
+        self.tree.placeholders = [p for p in self.tree.placeholders
+                                  if not (p.pointer == ptr or p.pointer.startswith(prefix))]
+        self.tree.nonfinite = [p for p in self.tree.nonfinite
+                               if not (p.pointer == ptr or p.pointer.startswith(prefix))]
+        self.tree.quoteless = [p for p in self.tree.quoteless
+                               if not (p.pointer == ptr or p.pointer.startswith(prefix))]
+
+    # -- driver ----------------------------------------------------------------------------
+    def close(self, i: int) -> int:
+        frame = self.stack.pop()
+        if frame.comma_at >= 0:
+            self.ext("trailing-comma", frame.comma_at, frame.comma_at + 1)
+        self.tree.value_spans[frame.pointer] = self.span(frame.start, i + 1)
+        return i + 1
+
+    def run(self) -> None:
+        text, n = self.text, self.n
+        i = self.skip(0)
+        if i >= n:
+            raise _SyntaxError("empty document: expected a JSON object", 0)
+        i = self.value(i)
+        while self.stack:
+            frame = self.stack[-1]
+            i = self.skip(i)
+            newline_before = self.crossed_newline
+            if i >= n:
+                opener = self.span(frame.start, frame.start + 1)
+                closer = "}" if frame.is_object else "]"
+                raise _SyntaxError(
+                    f"unexpected end of file: '{text[frame.start]}' opened at line {opener.line} column "
+                    f"{opener.column} is not closed with '{closer}'", n)
+            c = text[i]
+            if frame.is_object:
+                if frame.state == "key":
+                    if c == "}":
+                        i = self.close(i)
+                        continue
+                    if c == ",":
+                        raise _SyntaxError(f"unexpected ',': expected a key in double quotes or '}}'", i)
+                    i = self.key(frame, i)
+                    frame.state = "colon"
+                elif frame.state == "colon":
+                    if c != ":":
+                        raise _SyntaxError(f"expected ':' after the key \"{frame.key}\", found {_show(c)}", i)
+                    i += 1
+                    frame.state = "value"
+                elif frame.state == "value":
+                    frame.state = "after"
+                    frame.comma_at = -1
+                    i = self.value(i)
+                else:  # after a member
+                    if c == ",":
+                        frame.comma_at = i
+                        frame.state = "key"
+                        i += 1
+                    elif c == "}":
+                        i = self.close(i)
+                    elif newline_before and c not in ":]":
+                        self.ext("missing-comma", i, i + 1)
+                        frame.state = "key"
+                    else:
+                        raise _SyntaxError(
+                            f"expected ',' or '}}' after the value of \"{frame.key}\", found {_show(c)}", i)
+            else:
+                if frame.state == "value-or-end":
+                    if c == "]":
+                        i = self.close(i)
+                        continue
+                    if c == ",":
+                        raise _SyntaxError(f"unexpected ',': expected a value or ']' in {frame.label}", i)
+                    frame.state = "after"
+                    frame.comma_at = -1
+                    i = self.value(i)
+                else:
+                    if c == ",":
+                        frame.comma_at = i
+                        frame.state = "value-or-end"
+                        i += 1
+                    elif c == "]":
+                        i = self.close(i)
+                    elif newline_before and c not in ":}":
+                        self.ext("missing-comma", i, i + 1)
+                        frame.state = "value-or-end"
+                    else:
+                        what = f"element {len(frame.container) - 1} of {frame.label}"
+                        raise _SyntaxError(f"expected ',' or ']' after {what}, found {_show(c)}", i)
+        i = self.skip(i)
+        if i < n:
+            raise _SyntaxError(f"unexpected {_show(text[i])} after the end of the document", i)
+
+
+def parse(text: str) -> JsonTree:
+    """Parse ``text`` (already decoded, BOM stripped). Never raises on bad input."""
+    parser = _Parser(text)
+    try:
+        parser.run()
+    except _SyntaxError as problem:
+        end = problem.end if problem.end is not None else min(problem.offset + 1, len(text))
+        span = parser.span(problem.offset, max(end, problem.offset))
+        if span.end_line == span.line and span.end_column <= span.column:
+            span = Span.point(span.line, span.column)
+        parser.tree.error = SyntaxProblem(problem.message, span)
+    return parser.tree
