@@ -21,6 +21,18 @@ class ConfigError(Exception):
     """A project config trainlint cannot use; the CLI exits 2 with this message."""
 
 
+KNOWN_KEYS = {
+    # input and runs
+    "runs", "env", "plugins",
+    # rule selection and configuration
+    "select", "extend-select", "ignore", "per-file-ignores", "severity", "rules",
+    # estimation context (read by trainlint.estimator.context)
+    "gpu", "nodes", "gpus-per-node", "model", "gpus",
+    # planning limits and prices
+    "max-days", "max-cost", "price-per-gpu-hour", "prices",
+}
+
+
 @dataclass
 class ProjectConfig:
     path: str | None = None
@@ -29,6 +41,19 @@ class ProjectConfig:
     environment: dict[str, str] = field(default_factory=dict)
     """Values for shell variables of launch scripts (``TP = "4"``), for static resolution."""
     raw: dict[str, Any] = field(default_factory=dict)
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    severity: dict[str, str] = field(default_factory=dict)
+    """Code or name -> error | warning | info."""
+    rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Code or name -> {option: value}, from [tool.trainlint.rules.<code-or-name>]."""
+    plugins: list[str] = field(default_factory=list)
+
+    @property
+    def root(self) -> str | None:
+        return str(Path(self.path).parent) if self.path else None
 
 
 def find_config(start: Path) -> Path | None:
@@ -66,12 +91,58 @@ def load_config(path: Path) -> ProjectConfig:
     environment = section.get("env", {})
     if not isinstance(environment, dict) or not all(isinstance(v, (str, int)) for v in environment.values()):
         raise ConfigError(f"{path}: `env` must be a table of strings, e.g. env = {{ TP = \"4\" }}")
+    unknown = sorted(set(section) - KNOWN_KEYS)
+    if unknown:
+        from trainlint.suggest import hint
+
+        raise ConfigError(f"{path}: unknown setting `{unknown[0]}`{hint(unknown[0], KNOWN_KEYS)}")
     return ProjectConfig(
         path=str(path),
         runs=[[str(base / p) for p in run] for run in runs],
         environment={str(k): str(v) for k, v in environment.items()},
         raw=section,
+        select=_selectors(section, "select", path) if "select" in section else None,
+        extend_select=_selectors(section, "extend-select", path),
+        ignore=_selectors(section, "ignore", path),
+        per_file_ignores=_per_file_ignores(section, path),
+        severity=_severities(section, path),
+        rule_options=_rule_options(section, path),
+        plugins=_string_list(section, "plugins", path),
     )
+
+
+def _string_list(section: dict, key: str, path: Path) -> list[str]:
+    value = section.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: `{key}` must be a list of strings")
+    return value
+
+
+def _selectors(section: dict, key: str, path: Path) -> list[str]:
+    return _string_list(section, key, path)
+
+
+def _per_file_ignores(section: dict, path: Path) -> dict[str, list[str]]:
+    value = section.get("per-file-ignores", {})
+    if not isinstance(value, dict) or not all(
+            isinstance(v, list) and all(isinstance(c, str) for c in v) for v in value.values()):
+        raise ConfigError(f"{path}: `per-file-ignores` must map globs to lists of codes, "
+                          "e.g. \"configs/legacy/*.json\" = [\"TL004\"]")
+    return value
+
+
+def _severities(section: dict, path: Path) -> dict[str, str]:
+    value = section.get("severity", {})
+    if not isinstance(value, dict) or not all(v in ("error", "warning", "info") for v in value.values()):
+        raise ConfigError(f"{path}: `severity` must map codes to \"error\", \"warning\" or \"info\"")
+    return value
+
+
+def _rule_options(section: dict, path: Path) -> dict[str, dict[str, Any]]:
+    value = section.get("rules", {})
+    if not isinstance(value, dict) or not all(isinstance(v, dict) for v in value.values()):
+        raise ConfigError(f"{path}: `rules` must be tables of options, e.g. [tool.trainlint.rules.TL201]")
+    return value
 
 
 def discover(start: Path, explicit: str | None = None, isolated: bool = False) -> ProjectConfig:

@@ -53,6 +53,8 @@ _CODES = [
               "arguments behind it are not checked."),
     InputCode("TL013", "missing-file", Severity.WARNING,
               "A file the config refers to (a --deepspeed_config JSON, a NeoX config) does not exist."),
+    InputCode("TL998", "plugin-error", Severity.ERROR,
+              "A plugin could not be loaded, or one of its rules failed; the other rules still ran."),
     InputCode("TL999", "internal-error", Severity.ERROR,
               "trainlint itself failed on this file; please report it."),
 ]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
 
+from trainlint.positions import Span
 from trainlint.provenance import Value
 
 FRAMEWORKS = ("deepspeed", "megatron", "neox")
@@ -114,6 +115,9 @@ class TrainingSpec:
     """Which run in the file this is, e.g. "pretrain_gpt.py at line 42" (several per script)."""
     sources: list[str] = field(default_factory=list)
     """Every file merged into this spec (NeoX multi-file runs, --deepspeed_config JSONs)."""
+    anchor: Span | None = None
+    """Where the run is declared (the launch command of a script); findings about values that
+    no file sets (framework defaults) point here. None: the start of ``path``."""
     model: ModelSpec = field(default_factory=ModelSpec)
     parallel: ParallelSpec = field(default_factory=ParallelSpec)
     batch: BatchSpec = field(default_factory=BatchSpec)

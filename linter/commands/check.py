@@ -24,7 +24,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
     check.add_argument("--isolated", action="store_true", help="ignore every project config file")
     check.add_argument("--no-summary", action="store_true", help="text output: no summary line")
+    add_selection_arguments(check)
     check.set_defaults(func=run)
+
+
+def _selectors(text: str) -> list[str]:
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--select", type=_selectors, metavar="CODES",
+                        help="report only these codes, prefixes or rule names (comma-separated; ALL for every rule); "
+                             "replaces the project config's select")
+    parser.add_argument("--extend-select", type=_selectors, default=[], metavar="CODES",
+                        help="add to the selected codes")
+    parser.add_argument("--ignore", type=_selectors, default=[], metavar="CODES", help="codes not to report")
 
 
 def parse_env(items: list[str]) -> dict[str, str]:
@@ -39,9 +53,11 @@ def parse_env(items: list[str]) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainlint.adapters import builtin_adapters
     from trainlint.checker import check_paths
     from trainlint.config import ConfigError, discover
+    from trainlint.engine import check_settings, lint, plugin_failures, settings_from
+    from trainlint.plugins import create_host
+    from trainlint.registry import build_registry
 
     missing = [p for p in args.paths if not Path(p).exists()]
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
@@ -52,13 +68,18 @@ def run(args: argparse.Namespace) -> int:
     try:
         environment = parse_env(args.env)
         project = discover(Path(args.paths[0] if args.paths else "."), args.config, args.isolated)
+        host = create_host(project.plugins, Path(project.root) if project.root else None)
+        registry = build_registry(host)
+        settings = settings_from(project, select=args.select, extend_select=args.extend_select, ignore=args.ignore)
+        check_settings(registry, settings)
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     runs = project.runs + runs
     environment = {**project.environment, **environment}
 
-    results = check_paths(args.paths, builtin_adapters(), runs=runs, environment=environment)
+    results = check_paths(args.paths, registry.adapters, runs=runs, environment=environment)
+    results = plugin_failures(registry, project) + lint(results, registry, settings)
 
     if args.format == "json":
         from trainlint.output.json_format import render
@@ -67,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         from trainlint.output.text import render
         sys.stdout.write(render(results, show_summary=not args.no_summary))
 
-    if any(r.internal_error for r in results):
+    if any(d.code in ("TL998", "TL999") for r in results for d in r.diagnostics):
         return EXIT_ERROR
     if args.exit_zero:
         return EXIT_CLEAN

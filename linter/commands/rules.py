@@ -1,0 +1,83 @@
+"""``trainlint rules`` (the list) and ``trainlint explain CODE`` (one rule's documentation)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    rules = sub.add_parser("rules", help="list every rule: code, name, severity, summary")
+    rules.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    rules.add_argument("--config", metavar="FILE", help="project config (for its local plugins)")
+    rules.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    rules.set_defaults(func=run_rules)
+    explain = sub.add_parser("explain", help="show the documentation of a rule")
+    explain.add_argument("code", metavar="CODE", help="a code (TL110) or rule name (zero-pipeline-conflict)")
+    explain.add_argument("--config", metavar="FILE", help="project config (for its local plugins)")
+    explain.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    explain.set_defaults(func=run_explain)
+
+
+def _registry(args: argparse.Namespace):
+    from trainlint.config import discover
+    from trainlint.plugins import create_host
+    from trainlint.registry import build_registry
+
+    project = discover(Path("."), args.config, args.isolated)
+    return build_registry(create_host(project.plugins, Path(project.root) if project.root else None))
+
+
+def run_rules(args: argparse.Namespace) -> int:
+    from trainlint.config import ConfigError
+    from trainlint.input_codes import INPUT_CODES
+    from trainlint.rules.docs import render_markdown
+
+    try:
+        registry = _registry(args)
+    except ConfigError as exc:
+        print(f"trainlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    rows = [(c.code, c.name, c.severity.value, c.summary, "trainlint") for c in INPUT_CODES.values()]
+    rows += [(r.code, r.name, r.default_severity.value, r.summary, r.plugin) for r in registry.rules.values()]
+    if args.format == "markdown":
+        sys.stdout.write(render_markdown(registry))
+    elif args.format == "json":
+        json.dump([dict(zip(("code", "name", "severity", "summary", "plugin"), row)) for row in rows], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        width = max(len(r[1]) for r in rows)
+        for code, name, severity, summary, plugin in rows:
+            origin = "" if plugin in ("trainlint", "trainlint.builtin") else f"  [{plugin}]"
+            print(f"{code}  {name:<{width}}  {severity:<7}  {summary}{origin}")
+    for failure in registry.failures:
+        print(f"trainlint: warning: plugin `{failure.plugin}`: {failure.reason}", file=sys.stderr)
+    return EXIT_CLEAN
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    from trainlint.config import ConfigError
+    from trainlint.input_codes import INPUT_CODES
+    from trainlint.rules.docs import explain, explain_input_code
+    from trainlint.suggest import hint
+
+    try:
+        registry = _registry(args)
+    except ConfigError as exc:
+        print(f"trainlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    wanted = args.code.strip()
+    if wanted.upper() in INPUT_CODES:
+        sys.stdout.write(explain_input_code(wanted.upper()))
+        return EXIT_CLEAN
+    for rule in registry.rules.values():
+        if wanted.upper() == rule.code or wanted == rule.name:
+            sys.stdout.write(explain(rule))
+            return EXIT_CLEAN
+    known = [*INPUT_CODES, *registry.rules, *(r.name for r in registry.rules.values())]
+    print(f"trainlint: error: no rule {wanted!r}{hint(wanted, known)}", file=sys.stderr)
+    return EXIT_ERROR

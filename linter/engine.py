@@ -1,0 +1,178 @@
+"""The rule engine: run the selected rules on every spec of every file, place their findings,
+and apply severities, selection and inline suppressions to everything reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from trainlint.checker import FileResult
+from trainlint.config import ConfigError, ProjectConfig
+from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.input_codes import input_diagnostic
+from trainlint.positions import FILE_START, Span
+from trainlint.provenance import Value, first_span
+from trainlint.registry import Registry
+from trainlint.rules import Finding, Rule, RuleContext, Target
+from trainlint.selection import Selection
+from trainlint.spec import TrainingSpec
+from trainlint.suggest import hint
+from trainlint.suppressions import Suppressions, parse_suppressions
+
+
+@dataclass
+class LintSettings:
+    selection: Selection = field(default_factory=Selection)
+    severity: dict[str, str] = field(default_factory=dict)
+    rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    project: ProjectConfig | None = None
+    estimate: Callable[[TrainingSpec], Any] | None = None
+    """Makes the estimate a rule sees; None (or a None result) when no estimate can be made."""
+
+
+def settings_from(project: ProjectConfig, *, select: list[str] | None = None, extend_select: Sequence[str] = (),
+                  ignore: Sequence[str] = ()) -> LintSettings:
+    """CLI selectors over the project config, as ruff: ``--select`` replaces, the others add."""
+    selection = Selection(
+        select=list(select) if select is not None else (project.select if project.select is not None else ["ALL"]),
+        extend_select=[*project.extend_select, *extend_select],
+        ignore=[*project.ignore, *ignore],
+        per_file_ignores=dict(project.per_file_ignores),
+        root=project.root,
+    )
+    return LintSettings(selection, dict(project.severity), dict(project.rule_options), project)
+
+
+def resolve_options(rule: type[Rule], configured: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The rule's option defaults overlaid with the project config's values (by code or name)."""
+    options = {name: opt.default for name, opt in rule.options.items()}
+    for key in (rule.code, rule.name):
+        for name, value in configured.get(key, {}).items():
+            if name not in rule.options:
+                raise ConfigError(f"rule {rule.code} ({rule.name}) has no option `{name}`{hint(name, rule.options)}")
+            options[name] = value
+    return options
+
+
+def check_settings(registry: Registry, settings: LintSettings) -> None:
+    """Fail early (exit 2) on settings that name rules or options that do not exist."""
+    from trainlint.input_codes import INPUT_CODES
+
+    names = {r.name for r in registry.rules.values()} | {c.name for c in INPUT_CODES.values()}
+    codes = set(registry.rules) | set(INPUT_CODES)
+    for key in [*settings.severity, *settings.rule_options]:
+        if key not in codes and key not in names:
+            raise ConfigError(f"no rule named `{key}`{hint(key, codes | names)}")
+    for rule in registry.rules.values():
+        resolve_options(rule, settings.rule_options)
+
+
+def lint(results: Sequence[FileResult], registry: Registry, settings: LintSettings) -> list[FileResult]:
+    """Rules over every spec, then severities, selection and suppressions over every diagnostic."""
+    rules = [(r, resolve_options(r, settings.rule_options)) for r in registry.rules.values()]
+    out = []
+    text_cache: dict[str, Suppressions] = {}
+    for result in results:
+        diagnostics = list(result.diagnostics)
+        for spec in result.specs:
+            diagnostics.extend(_run_rules(spec, rules, settings))
+        kept = []
+        for diag in diagnostics:
+            diag = _apply_severity(diag, settings.severity)
+            path = diag.path or result.path
+            if not settings.selection.enabled(diag.code, diag.name, path):
+                continue
+            if _suppressed(diag, path, result, text_cache):
+                continue
+            kept.append(diag)
+        out.append(replace(result, diagnostics=kept))
+    return out
+
+
+def plugin_failures(registry: Registry, project: ProjectConfig | None) -> list[FileResult]:
+    """One TL998 per plugin that could not be loaded, located at the project config."""
+    if not registry.failures:
+        return []
+    path = (project.path if project and project.path else "<plugins>")
+    return [FileResult(path, None, [input_diagnostic("TL998", f"plugin `{f.plugin}`: {f.reason}", path=path)
+                                    for f in registry.failures])]
+
+
+def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    estimate_made = False
+    estimate = None
+    for rule, options in rules:
+        if rule.frameworks and spec.framework not in rule.frameworks:
+            continue
+        if not settings.selection.enabled(rule.code, rule.name, spec.path):
+            continue
+        if getattr(rule, "needs_estimate", False) and not estimate_made:
+            estimate_made = True
+            estimate = settings.estimate(spec) if settings.estimate else None
+        ctx = RuleContext(options=options, estimate=estimate, project=settings.project)
+        try:
+            for finding in rule().check(spec, ctx):
+                out.append(_place(rule, finding, spec))
+        except Exception as exc:  # noqa: BLE001 - one failing rule must not stop the others
+            path, span = spec.path, spec.anchor or FILE_START
+            out.append(input_diagnostic(
+                "TL998", f"rule {rule.code} ({rule.name}) from plugin `{rule.plugin}` failed: {type(exc).__name__}: {exc}",
+                span, path=path))
+    return out
+
+
+def locate(spec: TrainingSpec, target: Target) -> tuple[str, Span, Value | None]:
+    """Where a finding's target is written; defaults and unknown targets fall back to the run's anchor."""
+    value: Value | None = None
+    if isinstance(target, Value):
+        value = target
+    elif isinstance(target, str):
+        if target.startswith("settings:"):
+            value = spec.settings.get(target[len("settings:"):])
+        else:
+            value = spec.get(target)
+    path, span = first_span(value)
+    if span is None:
+        return spec.path, spec.anchor or FILE_START, value
+    return path or spec.path, span, value
+
+
+def _place(rule: type[Rule], finding: Finding, spec: TrainingSpec) -> Diagnostic:
+    path, span, _ = locate(spec, finding.at)
+    related = []
+    for target, note in finding.also:
+        other_path, other_span, _ = locate(spec, target)
+        if (other_path, other_span) != (path, span):
+            related.append(Related(note, other_span, other_path))
+    return Diagnostic(
+        code=rule.code,
+        name=rule.name,
+        severity=finding.severity or rule.default_severity,
+        message=finding.message,
+        span=span,
+        path=path,
+        fix=finding.fix,
+        related=tuple(related),
+    )
+
+
+def _apply_severity(diag: Diagnostic, overrides: dict[str, str]) -> Diagnostic:
+    level = overrides.get(diag.code) or overrides.get(diag.name)
+    if level and diag.code not in ("TL998", "TL999"):
+        return replace(diag, severity=Severity(level))
+    return diag
+
+
+def _suppressed(diag: Diagnostic, path: str, result: FileResult, cache: dict[str, Suppressions]) -> bool:
+    if path not in cache:
+        text = next((d.text for d in result.documents if d.path == path), None)
+        if text is None:
+            try:
+                text = Path(path).read_text(encoding="utf-8", errors="replace") if Path(path).is_file() else ""
+            except OSError:
+                text = ""
+        cache[path] = parse_suppressions(text) if not path.endswith(".json") else Suppressions()
+    return cache[path].suppressed(diag.code, diag.name, diag.span.line)

@@ -1,0 +1,98 @@
+"""The plugin host: pluggy manager with trainlint's hookspecs, its built-ins, entry-point
+plugins and local plugin files named in the project config.
+
+Built-in rules and adapters are plugins too (:mod:`trainlint.builtin`), registered through
+the same hooks a team's plugin implements. Plugins are loaded one at a time: one that fails
+to import is recorded (and reported as TL998 with its name) and the others still load.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Sequence
+
+import pluggy
+
+from trainlint import hookspecs
+
+ENTRY_POINT_GROUP = "trainlint"
+BUILTIN_PLUGINS = ("trainlint.builtin",)
+
+
+@dataclass
+class PluginFailure:
+    plugin: str
+    reason: str
+
+
+@dataclass
+class PluginHost:
+    manager: pluggy.PluginManager
+    failures: list[PluginFailure] = field(default_factory=list)
+
+    @property
+    def hook(self) -> Any:
+        return self.manager.hook
+
+
+def create_host(local_plugins: Sequence[str] = (), base_dir: Path | None = None, *,
+                entry_points: bool = True) -> PluginHost:
+    manager = pluggy.PluginManager("trainlint")
+    manager.add_hookspecs(hookspecs)
+    host = PluginHost(manager)
+    for name in BUILTIN_PLUGINS:
+        manager.register(importlib.import_module(name), name=name)
+    if entry_points:
+        _load_entry_points(host)
+    for item in local_plugins:
+        _load_local(host, item, base_dir or Path.cwd())
+    return host
+
+
+def _load_entry_points(host: PluginHost) -> None:
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if host.manager.has_plugin(ep.name):
+            continue
+        try:
+            plugin = ep.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not stop the others
+            host.failures.append(PluginFailure(ep.name, f"cannot load entry point {ep.value}: {type(exc).__name__}: {exc}"))
+            continue
+        _register(host, plugin, ep.name)
+
+
+def _load_local(host: PluginHost, item: str, base_dir: Path) -> None:
+    """``tools/lint_rules.py`` (a file, relative to the project config) or ``pkg.module``."""
+    try:
+        if item.endswith(".py") or "/" in item or "\\" in item:
+            path = (base_dir / item).resolve()
+            if not path.is_file():
+                host.failures.append(PluginFailure(item, f"plugin file not found: {path}"))
+                return
+            module_name = f"trainlint_local_plugin_{path.stem}_{abs(hash(str(path))) % 10**8}"
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            if spec is None or spec.loader is None:
+                host.failures.append(PluginFailure(item, "not a Python module"))
+                return
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(item)
+    except Exception as exc:  # noqa: BLE001
+        host.failures.append(PluginFailure(item, f"cannot import: {type(exc).__name__}: {exc}"))
+        return
+    _register(host, module, item)
+
+
+def _register(host: PluginHost, plugin: Any, name: str) -> None:
+    try:
+        host.manager.register(plugin, name=name)
+    except Exception as exc:  # noqa: BLE001 - e.g. a hookimpl with an unknown argument
+        host.failures.append(PluginFailure(name, f"cannot register: {type(exc).__name__}: {exc}"))

@@ -1,0 +1,88 @@
+"""Rules: the checks that run on a TrainingSpec (and its estimate) and yield findings.
+
+A rule is a class with a stable ``code``, a kebab-case ``name``, a ``default_severity``, a
+one-line ``summary``, its documentation as the class docstring (ruff's headings: What it does /
+Why is this bad? / Example / Fix / References) and ``options`` with defaults. ``check()`` yields
+:class:`Finding` objects that point at spec fields or raw settings; the engine turns them into
+positioned diagnostics, so a rule never computes a line number.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Iterator, Union
+
+from trainlint.diagnostics import Severity
+from trainlint.provenance import Value
+from trainlint.spec import TrainingSpec
+
+CODE_PATTERN = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
+NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
+
+Target = Union[str, Value, None]
+"""Where a finding points: a spec field (``"parallel.tensor"``), a raw setting
+(``"settings:zero_optimization.stage"``), a Value, or None (the run itself)."""
+
+
+@dataclass(frozen=True)
+class Option:
+    default: Any
+    help: str
+
+
+@dataclass
+class Finding:
+    message: str
+    at: Target = None
+    """The most useful place to point at."""
+    also: tuple[tuple[Target, str], ...] = ()
+    """Other places that contributed, each with a short note ("micro batch set here")."""
+    fix: str | None = None
+    severity: Severity | None = None
+    """Overrides the rule's severity for this finding (a rule that warns or errs by degree)."""
+
+
+@dataclass
+class RuleContext:
+    """What a rule may use besides the spec."""
+
+    options: dict[str, Any] = field(default_factory=dict)
+    estimate: Any = None
+    """The estimator's result for this spec, when one could be made (None otherwise)."""
+    project: Any = None
+
+
+class Rule:
+    code: ClassVar[str]
+    name: ClassVar[str]
+    default_severity: ClassVar[Severity] = Severity.ERROR
+    summary: ClassVar[str]
+    frameworks: ClassVar[tuple[str, ...]] = ()
+    """Frameworks the rule applies to; empty means all."""
+    options: ClassVar[dict[str, Option]] = {}
+    plugin: ClassVar[str] = "trainlint"
+    """Set by the registry: which plugin provided the rule."""
+
+    def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    @classmethod
+    def documentation(cls) -> str:
+        import inspect
+
+        return inspect.cleandoc(cls.__doc__ or cls.summary)
+
+    @classmethod
+    def validate(cls) -> list[str]:
+        """Problems with the rule's declaration (empty when it is well-formed)."""
+        problems = []
+        if not CODE_PATTERN.match(getattr(cls, "code", "")):
+            problems.append(f"code {getattr(cls, 'code', None)!r} is not 1-3 capitals and 3 digits")
+        if not NAME_PATTERN.match(getattr(cls, "name", "")):
+            problems.append(f"name {getattr(cls, 'name', None)!r} is not kebab-case")
+        if not getattr(cls, "summary", ""):
+            problems.append("summary is missing")
+        if not isinstance(getattr(cls, "default_severity", None), Severity):
+            problems.append("default_severity is not a Severity")
+        return problems

@@ -1,0 +1,88 @@
+"""Inline suppression comments in YAML and shell configs.
+
+    lr: 6e-4  # trainlint: disable=TL009          this line
+    # trainlint: disable-next-line=TL201,TL301    the next line
+    # trainlint: disable=TL004                    from here on (own line) ...
+    # trainlint: enable=TL004                     ... until here
+    # trainlint: disable-file                     the whole file (optionally =CODES)
+
+Codes may be codes, prefixes or rule names; no codes means every code. JSON has no comments:
+use ``per-file-ignores`` there. TL998 and TL999 are never suppressed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from trainlint.selection import UNSUPPRESSIBLE, _specificity
+
+_DIRECTIVE = re.compile(
+    r"#\s*trainlint:\s*(?P<kind>disable-next-line|disable-line|disable-file|disable|enable)"
+    r"(?:\s*=\s*(?P<codes>[A-Za-z0-9_,\s-]+?))?\s*$"
+)
+
+
+@dataclass
+class Suppressions:
+    file_codes: list[str] | None = None
+    """Codes disabled for the whole file; [] means all codes."""
+    lines: dict[int, list[str]] = field(default_factory=dict)
+    """Line -> codes disabled on it ([] = all)."""
+    ranges: list[tuple[int, int, list[str]]] = field(default_factory=list)
+
+    def suppressed(self, code: str, name: str, line: int) -> bool:
+        if code in UNSUPPRESSIBLE:
+            return False
+
+        def hit(codes: list[str]) -> bool:
+            return not codes or any(_specificity(c, code, name) > 0 for c in codes)
+
+        if self.file_codes is not None and hit(self.file_codes):
+            return True
+        if line in self.lines and hit(self.lines[line]):
+            return True
+        return any(start <= line <= end and hit(codes) for start, end, codes in self.ranges)
+
+
+def _codes(raw: str | None) -> list[str]:
+    return [c.strip() for c in (raw or "").split(",") if c.strip()]
+
+
+def parse_suppressions(text: str) -> Suppressions:
+    """Find directives in ``#`` comments. Cheap when the file has none."""
+    result = Suppressions()
+    if "trainlint:" not in text:
+        return result
+    open_ranges: dict[str, int] = {}
+    lines = text.split("\n")
+    for number, line in enumerate(lines, start=1):
+        hash_at = line.find("#")
+        if hash_at < 0 or "trainlint:" not in line:
+            continue
+        match = _DIRECTIVE.search(line, hash_at)
+        if not match:
+            continue
+        kind, codes = match.group("kind"), _codes(match.group("codes"))
+        own_line = not line[:match.start()].strip()
+        if kind == "disable-file":
+            result.file_codes = (result.file_codes or []) + codes if codes else []
+        elif kind == "disable-next-line":
+            result.lines.setdefault(number + 1, []).extend(codes)
+            if not codes:
+                result.lines[number + 1] = []
+        elif kind == "disable-line" or (kind == "disable" and not own_line):
+            result.lines.setdefault(number, []).extend(codes)
+            if not codes:
+                result.lines[number] = []
+        elif kind == "disable":
+            for code in codes or ["*"]:
+                open_ranges.setdefault(code, number)
+        elif kind == "enable":
+            for code in codes or list(open_ranges):
+                start = open_ranges.pop(code, None)
+                if start is not None:
+                    result.ranges.append((start, number, [] if code == "*" else [code]))
+    for code, start in open_ranges.items():
+        result.ranges.append((start, len(lines), [] if code == "*" else [code]))
+    return result

@@ -1,0 +1,94 @@
+"""``trainlint check`` end to end: output formats, exit codes, skipping, containment."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainlint.cli import main
+
+from conftest import EXAMPLES
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_examples_are_clean_and_each_format_is_claimed(capsys):
+    code, out, _ = run(capsys, "check", "--isolated", "--format", "json", str(EXAMPLES))
+    data = json.loads(out)
+    formats = {Path(f["path"]).name: f["format"] for f in data["files"]}
+    assert set(formats.values()) >= {"deepspeed", "megatron", "neox"}
+    errors = [d for f in data["files"] for d in f["diagnostics"] if d["severity"] == "error"]
+    assert errors == [] and code == 0
+
+
+def test_json_output_shape(tmp_path, capsys):
+    bad = tmp_path / "ds_config.json"
+    bad.write_text('{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2,}\n  "fp16": {}\n}\n')
+    code, out, _ = run(capsys, "check", "--isolated", "--format", "json", str(bad))
+    (entry,) = json.loads(out)["files"]
+    assert entry["format"] == "deepspeed"
+    diag = next(d for d in entry["diagnostics"] if d["code"] == "TL002")
+    assert set(diag) >= {"code", "name", "severity", "message", "line", "column", "end_line", "end_column"}
+    assert (diag["line"], diag["name"], diag["severity"]) == (4, "syntax-error", "error")
+    assert code == 1
+
+
+def test_text_output_and_exit_zero(tmp_path, capsys):
+    bad = tmp_path / "ds_config.json"
+    bad.write_text('{"train_batch_size": 8, "zero_optimization": {"stage": "two"}}')
+    code, out, _ = run(capsys, "check", "--isolated", str(bad))
+    assert code == 1
+    first = out.splitlines()[0]
+    assert first.startswith(f"{bad}:1:") and " TL005 " in first
+    assert out.splitlines()[-1].startswith("Found ")
+    code, _, _ = run(capsys, "check", "--isolated", "--exit-zero", str(bad))
+    assert code == 0
+
+
+def test_unclaimed_files_are_skipped_silently(tmp_path, capsys):
+    (tmp_path / "package.json").write_text('{"name": "x", "version": "1.0.0"}')
+    (tmp_path / "ci.yml").write_text("on: push\njobs: {}\n")
+    (tmp_path / "build.sh").write_text("#!/bin/sh\nmake all\n")
+    code, out, _ = run(capsys, "check", "--isolated", "--format", "json", str(tmp_path))
+    files = json.loads(out)["files"]
+    assert all(f["format"] is None and f["diagnostics"] == [] for f in files) and code == 0
+
+
+def test_binary_file_named_explicitly_gets_tl001(tmp_path, capsys):
+    blob = tmp_path / "ds_config.json"
+    blob.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    code, out, _ = run(capsys, "check", "--isolated", str(blob))
+    assert " TL001 " in out and code == 1
+
+
+def test_usage_errors_exit_2(tmp_path, capsys):
+    code, _, err = run(capsys, "check", str(tmp_path / "nope.json"))
+    assert code == 2 and "no such file" in err
+    code, _, err = run(capsys, "check", "--env", "not an assignment", str(tmp_path))
+    assert code == 2
+    with pytest.raises(SystemExit) as info:
+        main(["check", "--format", "xml"])
+    assert info.value.code == 2
+
+
+def test_bad_project_config_exits_2(tmp_path, capsys):
+    (tmp_path / ".trainlint.toml").write_text("runs = 'not a list'\n")
+    (tmp_path / "ds_config.json").write_text('{"train_batch_size": 8}')
+    code, _, err = run(capsys, "check", str(tmp_path))
+    assert code == 2 and "`runs` must be a list" in err
+    (tmp_path / ".trainlint.toml").write_text("runs = [[\n")
+    code, _, err = run(capsys, "check", str(tmp_path))
+    assert code == 2 and "invalid TOML" in err
+
+
+def test_python_dash_m_and_console_script_agree():
+    out = subprocess.run([sys.executable, "-m", "trainlint", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.startswith("trainlint ")
