@@ -31,7 +31,7 @@ def test_examples_are_clean_and_each_format_is_claimed(capsys):
 
 def test_json_output_shape(tmp_path, capsys):
     bad = tmp_path / "ds_config.json"
-    bad.write_text('{\n  "train_batch_size": 8,\n  "zero_optimization": {"stage": 2,}\n  "fp16": {}\n}\n')
+    bad.write_text('{\n  "train_batch_size": 8,\n  "fp16": {},\n  "zero_optimization": {"stage": }\n}\n')
     code, out, _ = run(capsys, "check", "--isolated", "--format", "json", str(bad))
     (entry,) = json.loads(out)["files"]
     assert entry["format"] == "deepspeed"

@@ -1,0 +1,665 @@
+"""GPT-NeoX run configs: one or several YAML files (JSON files too: NeoX reads them with PyYAML).
+
+What NeoX does with them (megatron/neox_arguments/arguments.py, ``NeoXArgs.from_ymls``):
+
+* each file is read with ``yaml.load`` (YAML 1.1 typing: ``6e-4`` is a *string*);
+* top-level keys are merged in file order after replacing ``-`` by ``_``; a key *as written*
+  that is already in the merged config raises "Conf file X has the following duplicate keys
+  with previously loaded file" -- also inside one file, when ``num-layers`` is followed by
+  ``num_layers``. Because the check compares the key as written with the normalised keys, a
+  hyphenated key never trips it: ``num-layers`` given twice silently keeps the later value;
+* two files with the same base name are refused (checkpoint saving would clash);
+* ``NeoXArgs(**config)`` refuses unknown keys (TypeError), then ``validate_types`` compares
+  types exactly (int allowed for float, Literal values case-insensitive, None always allowed,
+  ``"auto"`` allowed when ``autotuning`` is set).
+
+This adapter reports each of those at the key as written, checks every file against
+``schemas/neox.schema.json`` and builds one TrainingSpec for the merged run, every value
+with the provenance of the file that set it, or NeoX's own default.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterator
+
+from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
+from trainlint.adapters.yaml_tree import YamlTree, parse_yaml
+from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.document import Document, pointer_parts
+from trainlint.input_codes import input_diagnostic
+from trainlint.positions import FILE_START, Span
+from trainlint.provenance import Value, default, derived, from_file
+from trainlint.sources import SourceText, UnreadableSource
+from trainlint.spec import TrainingSpec
+
+STRONG = 90
+"""Several keys only NeoX uses: sure enough to win over the DeepSpeed adapter on a NeoX .json
+(autotuning configs carry zero_optimization and batch keys too)."""
+
+NEOX_ARGS_PY = "megatron/neox_arguments/neox_args.py"
+DEEPSPEED_ARGS_PY = "megatron/neox_arguments/deepspeed_args.py"
+ARGUMENTS_PY = "megatron/neox_arguments/arguments.py"
+
+# Keys of DeepSpeed's own config JSON (deepspeed/runtime/constants.py): a file made only of these
+# is a DeepSpeed config, not a NeoX one, even though NeoX accepts them too.
+_DEEPSPEED_CLASSES = {"NeoXArgsDeepspeedConfig"}
+# NeoX keys that other formats use at the top level as well (HF config.json, generic YAML):
+# they never decide on their own that a file is NeoX's.
+_GENERIC = {
+    "save", "load", "seed", "log_dir", "comment", "account", "include", "exclude", "world_size", "rank",
+    "local_rank", "hidden_size", "num_attention_heads", "max_position_embeddings", "seq_length",
+    "intermediate_size", "vocab_size", "activation", "lr", "weight_decay", "precision", "use_wandb",
+    "wandb_project", "wandb_group", "wandb_team", "wandb_host", "iteration", "do_train", "do_valid", "do_test",
+    "user_script", "train_iters", "attention_dropout", "hidden_dropout", "num_workers", "tokenizer_type",
+    "is_pipe_parallel", "temperature", "top_k", "top_p", "num_samples", "recompute", "eval_interval", "eval_iters",
+    "log_interval", "keep_last_n_checkpoints", "train_epochs", "batch_size", "clip_grad", "checkpoint",
+    "adam_beta1", "adam_beta2", "adam_eps", "master_port", "master_addr", "num_nodes", "num_gpus",
+}
+# Files that are certainly something else, recognised by their top-level keys.
+_FOREIGN_KEYS = [
+    ({"MODEL_ARGS"}, "a Megatron-LM functional-test YAML (MODEL_ARGS of --flags)"),
+    ({"ENV_VARS"}, "a Megatron-LM functional-test YAML"),
+    ({"compute_environment"}, "an accelerate config"),
+    ({"distributed_type"}, "an accelerate config"),
+    ({"jobs", "on"}, "a GitHub workflow"),
+    ({"services"}, "a docker-compose file"),
+    ({"apiVersion", "kind"}, "a Kubernetes manifest"),
+    ({"architectures"}, "a Hugging Face model config"),
+    ({"model_type"}, "a Hugging Face model config"),
+    ({"language_model"}, "a Megatron-LM YAML config"),
+]
+# Keys NeoX used to accept (found in older configs): NeoX now refuses them like any unknown key,
+# but the message can say what happened. From `git log -S` on neox_args.py at ea7aefd.
+_REMOVED = {
+    "save_interval": "renamed `checkpoint_factor` (gpt-neox #737)",
+    "moe_type": "removed with the DeepSpeed MoE integration (gpt-neox #1210, dMoE); MoE is configured with moe_num_experts",
+    "moe_token_dropping": "removed with the DeepSpeed MoE integration (gpt-neox #1210)",
+    "enable_expert_tensor_parallelism": "removed with the DeepSpeed MoE integration (gpt-neox #1210)",
+    "moe_expert_parallel_size": "removed with the DeepSpeed MoE integration (gpt-neox #1210)",
+    "sparsity": "removed in 2021; sparse attention is chosen in attention_config",
+}
+_GATED = {"swiglu", "geglu", "reglu", "glu", "bilinear"}
+_PRECISION = {"fp16": "fp16", "fp32": "fp32", "bfloat16": "bf16"}
+_SNIFF_BYTES = 256 * 1024
+
+
+@lru_cache(maxsize=1)
+def _schema() -> dict:
+    from trainlint.schemas import load_schema
+
+    return load_schema("neox")
+
+
+@lru_cache(maxsize=1)
+def _strong_keys() -> frozenset[str]:
+    props = _schema()["properties"]
+    return frozenset(k for k, p in props.items() if p.get("x-neox-class") not in _DEEPSPEED_CLASSES
+                     and k not in _GENERIC)
+
+
+@lru_cache(maxsize=1)
+def _precheck() -> re.Pattern:
+    # Any NeoX-only key, in either spelling, written as a key: `"num-layers":`, `num_layers :`.
+    words = sorted(_strong_keys(), key=len, reverse=True)
+    alternation = "|".join(re.escape(w).replace("_", "[-_]") for w in words)
+    return re.compile(r"""(?:^|[\s{,"'])(?:""" + alternation + r""")["']?\s*:""", re.MULTILINE)
+
+
+def _default_note(key: str) -> str:
+    prop = _schema()["properties"].get(key, {})
+    where = DEEPSPEED_ARGS_PY if prop.get("x-neox-class", "").startswith("NeoXArgsDeepspeed") else NEOX_ARGS_PY
+    return f"GPT-NeoX default ({where})"
+
+
+@dataclass
+class _Entry:
+    """One top-level key of the merged config, with where it was written."""
+
+    key: str           # normalised (underscores)
+    written: str       # as in the file
+    value: Any
+    path: str
+    key_span: Span
+    value_span: Span | None
+    raw_pointer: str   # pointer of the key as written in its file's tree
+    tree: YamlTree
+
+
+def _escape(key: str) -> str:
+    return key.replace("~", "~0").replace("/", "~1")
+
+
+class NeoXAdapter(Adapter):
+    name = "neox"
+    extensions = (".yml", ".yaml", ".json")
+
+    # -- sniff ------------------------------------------------------------------------------
+    def sniff(self, path: str, text: str) -> int:
+        try:
+            return self._sniff(text)
+        except Exception:  # sniff must never raise on garbage
+            return NOT_MINE
+
+    def _sniff(self, text: str) -> int:
+        head = text[:_SNIFF_BYTES]
+        if not _precheck().search(head):
+            return NOT_MINE
+        tree = parse_yaml(text)
+        if not tree.ok:
+            # A NeoX config with a syntax error is still NeoX's: decide on the text alone.
+            found = {m.group().strip(" \t\n{,\"':").replace("-", "_") for m in _precheck().finditer(head)}
+            return BY_CONTENT if len(found) >= 2 else NOT_MINE
+        if not isinstance(tree.data, dict) or not tree.data:
+            return NOT_MINE
+        keys = [k for k in tree.data if isinstance(k, str)]
+        top = set(keys)
+        for marker, _why in _FOREIGN_KEYS:
+            if marker <= top:
+                return NOT_MINE
+        if any(k.startswith("--") for k in keys):
+            return NOT_MINE
+        normalised = [k.replace("-", "_") for k in keys]
+        props = _schema()["properties"]
+        known = sum(1 for k in normalised if k in props)
+        strong = sum(1 for k in normalised if k in _strong_keys())
+        if strong == 0 or known < 0.5 * len(normalised):
+            return NOT_MINE
+        return STRONG if strong >= 2 else BY_CONTENT
+
+    # -- load -------------------------------------------------------------------------------
+    def load(self, source: SourceText, context: LoadContext) -> LoadResult:
+        result = LoadResult(format=self.name)
+        sources = [source]
+        for extra in context.extra_paths:
+            try:
+                sources.append(context.read(extra))
+            except UnreadableSource as exc:
+                result.diagnostics.append(exc.diagnostic)
+        merged: dict[str, _Entry] = {}
+        basenames: dict[str, str] = {}
+        per_file: list[tuple[SourceText, YamlTree, Document]] = []
+        for src in sources:
+            tree = parse_yaml(src.text, src.path)
+            result.diagnostics.extend(tree.diagnostics)
+            if not tree.ok:
+                continue
+            if not isinstance(tree.data, dict):
+                got = "nothing (the file is empty)" if tree.empty else type(tree.data).__name__
+                result.diagnostics.append(input_diagnostic(
+                    "TL005", f"a NeoX config must be a mapping of keys to values at the top level, got {got}; "
+                             "NeoX fails on it (conf.items())", tree.value_spans.get("", FILE_START), path=src.path))
+                continue
+            self._check_basename(src.path, basenames, result.diagnostics)
+            doc = self._merge_file(src, tree, merged, result.diagnostics)
+            result.documents.append(doc)
+            per_file.append((src, tree, doc))
+        autotuning = "autotuning" in merged and merged["autotuning"].value is not None
+        for src, tree, doc in per_file:
+            result.diagnostics.extend(self._check_file(doc, tree, src.path, autotuning))
+        spec = _SpecBuilder(merged, source.path, [s.path for s in sources]).build()
+        result.specs.append(spec)
+        order = {s.path: i for i, s in enumerate(sources)}
+        result.diagnostics.sort(key=lambda d: (order.get(d.path or "", len(order)), d.span, d.code))
+        return result
+
+    @staticmethod
+    def _check_basename(path: str, seen: dict[str, str], out: list[Diagnostic]) -> None:
+        name = os.path.basename(path)
+        if name in seen:
+            out.append(input_diagnostic(
+                "TL006", f"two config files named {name} ({seen[name]} and {path}); NeoX refuses this: \"At least "
+                         "two config files have the same filename\" (it saves them side by side with checkpoints)",
+                FILE_START, path=path, related=(Related("the other file", FILE_START, seen[name]),)))
+        else:
+            seen[name] = path
+
+    def _merge_file(self, src: SourceText, tree: YamlTree, merged: dict[str, _Entry],
+                    out: list[Diagnostic]) -> Document:
+        """Merge one file's top-level keys as from_ymls does; return the file's normalised Document."""
+        data: dict[str, Any] = {}
+        rename: dict[str, str] = {}  # raw top-level pointer -> normalised pointer
+        for raw_key, value in tree.data.items():
+            raw_ptr = "/" + _escape(str(raw_key) if not isinstance(raw_key, str) else raw_key)
+            key_span = tree.key_spans.get(raw_ptr, FILE_START)
+            if not isinstance(raw_key, str):
+                out.append(input_diagnostic(
+                    "TL005", f"the key {raw_key!r} is read by YAML as a {type(raw_key).__name__}, not a string; NeoX "
+                             "fails on it (it calls key.replace); quote it", key_span, path=src.path))
+                continue
+            key = raw_key.replace("-", "_")
+            entry = _Entry(key, raw_key, value, src.path, key_span, tree.value_spans.get(raw_ptr), raw_ptr, tree)
+            previous = merged.get(key)
+            if previous is not None:
+                out.append(self._repeat_diagnostic(previous, entry, raw_key in merged))
+            merged[key] = entry
+            data[key] = value
+            rename[raw_ptr] = "/" + _escape(key)
+        return self._document(src, tree, data, rename)
+
+    @staticmethod
+    def _repeat_diagnostic(previous: _Entry, entry: _Entry, refused: bool) -> Diagnostic:
+        same_file = previous.path == entry.path
+        related = (Related(f"`{previous.written}` first given here", previous.key_span, previous.path),)
+        where = f"line {previous.key_span.line}" if same_file else f"{previous.path}:{previous.key_span.line}"
+        if refused:
+            # NeoX raises ValueError: the key as written is already in the merged config.
+            message = (f"`{entry.written}` is already set (as `{previous.written}` at {where}); NeoX refuses the config: "
+                       f"\"Conf file {os.path.basename(entry.path)} has the following duplicate keys with previously "
+                       f"loaded file: {entry.written}\"")
+            code = "TL011" if same_file and previous.written != entry.written else "TL003"
+            return input_diagnostic(code, message, entry.key_span, path=entry.path, severity=Severity.ERROR,
+                                    related=related)
+        spelled = "spelled differently" if previous.written != entry.written else "again"
+        return input_diagnostic(
+            "TL011",
+            f"`{entry.written}` sets `{entry.key}` {spelled} (first `{previous.written}` at {where}); NeoX replaces "
+            "- with _ and silently keeps this later value", entry.key_span, path=entry.path, related=related)
+
+    @staticmethod
+    def _document(src: SourceText, tree: YamlTree, data: dict, rename: dict[str, str]) -> Document:
+        def moved(ptr: str) -> str | None:
+            if not ptr:
+                return ""
+            head, sep, rest = ptr[1:].partition("/")
+            new = rename.get("/" + head)
+            return None if new is None else new + (sep + rest if sep else "")
+
+        key_spans: dict[str, Span] = {}
+        value_spans: dict[str, Span] = {}
+        for table, target in ((tree.key_spans, key_spans), (tree.value_spans, value_spans)):
+            for ptr, span in table.items():
+                new = moved(ptr)
+                if new is not None:
+                    target[new] = span
+        return Document(src.path, "neox", src.text, data, key_spans, value_spans)
+
+    # -- checks -----------------------------------------------------------------------------
+    def _check_file(self, doc: Document, tree: YamlTree, path: str, autotuning: bool) -> list[Diagnostic]:
+        from trainlint.schema_check import check_document
+
+        props = _schema()["properties"]
+        out: list[Diagnostic] = []
+        unresolved: dict[str, str] = {}
+        for sci in tree.sci_strings:
+            parts = pointer_parts(sci.pointer)
+            if not parts:
+                continue
+            key = parts[0].replace("-", "_")
+            ptr = "/" + "/".join(_escape(p) for p in [key] + parts[1:])
+            unresolved[ptr] = "YAML 1.1 scientific-notation string (TL009)"
+            diag = self._sci_diagnostic(sci, key, parts, props, path)
+            if diag is not None:
+                out.append(diag)
+        for key in doc.data:
+            if key in _REMOVED and key not in props:
+                unresolved["/" + _escape(key)] = "removed option (TL008)"
+                out.append(input_diagnostic(
+                    "TL008", f"`{key}` is no longer a GPT-NeoX option: {_REMOVED[key]}; NeoX refuses the config "
+                             "(unexpected keyword argument)", doc.locate_key("/" + _escape(key)), path=path,
+                    severity=Severity.ERROR))
+        out.extend(self._zero_stage_check(doc, path, autotuning, unresolved))
+        if autotuning:
+            for ptr, value in _walk(doc.data, ""):
+                if value == "auto":
+                    unresolved[ptr] = "\"auto\", filled in by DeepSpeed autotuning"
+                    out.append(input_diagnostic(
+                        "TL007", f"`{ptr[1:].replace('/', '.')}` is \"auto\": DeepSpeed autotuning fills it in at launch; "
+                                 "its value is not checked", doc.locate(ptr), path=path))
+        check_doc = Document(doc.path, doc.format, doc.text, _canonical_literals(doc.data, props),
+                             doc.key_spans, doc.value_spans, unresolved)
+        out.extend(check_document(check_doc, _schema()))
+        out.extend(self._exact_integer_check(check_doc, props, path))
+        return out
+
+    @staticmethod
+    def _zero_stage_check(doc: Document, path: str, autotuning: bool, unresolved: dict[str, str]) -> Iterator[Diagnostic]:
+        zero = doc.data.get("zero_optimization")
+        if not isinstance(zero, dict) or "stage" not in zero:
+            return
+        stage = zero["stage"]
+        if type(stage) is int and stage in (0, 1, 2, 3):
+            return
+        ptr = "/zero_optimization/stage"
+        unresolved[ptr] = "ZeRO stage for autotuning"
+        if autotuning:
+            yield input_diagnostic(
+                "TL007", f"zero_optimization.stage is {stage!r}: DeepSpeed autotuning picks the stage; it is not checked",
+                doc.locate(ptr), path=path)
+        else:
+            yield input_diagnostic(
+                "TL006", f"zero_optimization.stage is {stage!r}; NeoX: \"Zero Stage must be an integer unless you are "
+                         "doing autotuning\" (0, 1, 2 or 3)", doc.locate(ptr), path=path)
+
+    @staticmethod
+    def _sci_diagnostic(sci, key: str, parts: list[str], props: dict, path: str) -> Diagnostic | None:
+        written = ".".join(parts)
+        fix = sci.suggestion
+        base = (f"`{written}: {sci.text}` is the string \"{sci.text}\", not a number: PyYAML (YAML 1.1) reads "
+                f"scientific notation as a float only with a dot and a signed exponent (gpt-neox issue 171). "
+                f"Write {fix}")
+        prop = props.get(key)
+        if len(parts) == 1:
+            types = _types(prop) if prop is not None else set()
+            if prop is not None and not types & {"number", "integer"}:
+                return None  # a string-valued key: the string may be meant
+            return input_diagnostic("TL009", base + "; NeoX's type check refuses the config",
+                                    sci.span, path=path, fix=fix)
+        if key in ("optimizer", "scheduler"):
+            return input_diagnostic("TL009", base + f"; NeoX passes `{key}` params to the optimizer as they are",
+                                    sci.span, path=path, fix=fix)
+        return input_diagnostic("TL009", base + f"; `{key}` is passed to DeepSpeed, which may refuse or misread it",
+                                sci.span, path=path, fix=fix, severity=Severity.WARNING)
+
+    @staticmethod
+    def _exact_integer_check(doc: Document, props: dict, path: str) -> Iterator[Diagnostic]:
+        # jsonschema accepts 24.0 as an integer; NeoX's validate_types compares type() exactly.
+        for key, value in (doc.data or {}).items():
+            prop = props.get(key)
+            if prop is None or not isinstance(value, float) or "/" + _escape(key) in doc.unresolved:
+                continue
+            types = _types(prop)
+            if "integer" in types and "number" not in types:
+                yield input_diagnostic(
+                    "TL005", f"`{key}` must be integer, got number {value!r}; NeoX compares types exactly "
+                             f"(write {int(value) if value.is_integer() else value})",
+                    doc.locate("/" + _escape(key)), path=path)
+
+
+def _types(prop: dict | None) -> set[str]:
+    if not prop:
+        return set()
+    t = prop.get("type")
+    if isinstance(t, str):
+        return {t}
+    if isinstance(t, list):
+        return set(t)
+    found: set[str] = set()
+    for sub in prop.get("anyOf", []):
+        found |= _types(sub)
+    if "enum" in prop:
+        found |= {"string"} if any(isinstance(v, str) for v in prop["enum"]) else set()
+    return found
+
+
+def _canonical_literals(data: dict, props: dict) -> dict:
+    """NeoX compares Literal values case-insensitively: give the schema the canonical spelling."""
+    out = dict(data)
+    for key, value in data.items():
+        choices = (props.get(key) or {}).get("enum")
+        if choices and isinstance(value, str) and value not in choices:
+            for choice in choices:
+                if isinstance(choice, str) and choice.lower() == value.lower():
+                    out[key] = choice
+                    break
+    return out
+
+
+def _walk(node: Any, ptr: str) -> Iterator[tuple[str, Any]]:
+    stack = [(ptr, node)]
+    while stack:
+        p, n = stack.pop()
+        yield p, n
+        if isinstance(n, dict):
+            stack.extend((p + "/" + _escape(str(k)), v) for k, v in n.items())
+        elif isinstance(n, list):
+            stack.extend((p + "/" + str(i), v) for i, v in enumerate(n))
+
+
+def _number(value: Any) -> Any:
+    """A YAML 1.1 scientific-notation string as the number the author meant (TL009 is reported)."""
+    if isinstance(value, str):
+        try:
+            number = float(value)
+        except ValueError:
+            return value
+        return int(number) if number.is_integer() and "." not in value else number
+    return value
+
+
+class _SpecBuilder:
+    """The merged config -> one TrainingSpec, NeoX defaults where the files say nothing."""
+
+    def __init__(self, merged: dict[str, _Entry], path: str, sources: list[str]) -> None:
+        self.m = merged
+        self.spec = TrainingSpec(framework="neox", path=path, sources=sources)
+
+    # -- values -----------------------------------------------------------------------------
+    def file(self, key: str) -> Value | None:
+        entry = self.m.get(key)
+        if entry is None:
+            return None
+        return from_file(_number(entry.value), entry.path, entry.value_span or entry.key_span, entry.written)
+
+    def get(self, key: str) -> Value | None:
+        """The file's value, else NeoX's default (None when the default is None)."""
+        found = self.file(key)
+        if found is not None:
+            return found
+        prop = _schema()["properties"].get(key, {})
+        if prop.get("default") is None:
+            return None
+        return default(prop["default"], _default_note(key))
+
+    def nested(self, key: str, *parts: str) -> Value | None:
+        entry = self.m.get(key)
+        node = entry.value if entry is not None else None
+        for part in parts:
+            if not isinstance(node, dict) or part not in node:
+                return None
+            node = node[part]
+        ptr = entry.raw_pointer + "".join("/" + _escape(p) for p in parts)
+        span = entry.tree.value_spans.get(ptr) or entry.tree.key_spans.get(ptr) or entry.key_span
+        return from_file(_number(node), entry.path, span, ".".join([entry.written, *parts]))
+
+    @staticmethod
+    def bare(value: Value | None, fallback: Any = None) -> Any:
+        return fallback if value is None else value.value
+
+    # -- build ------------------------------------------------------------------------------
+    def build(self) -> TrainingSpec:
+        self.model()
+        self.parallel()
+        self.batch()
+        self.precision()
+        self.memory()
+        self.cluster()
+        self.settings()
+        return self.spec
+
+    def model(self) -> None:
+        s = self.spec
+        attention = self.file("attention_config")
+        kinds = _attention_kinds(self.bare(attention))
+        if kinds:
+            arch = ("mamba" if kinds == {"mamba"} else "other" if kinds == {"rwkv"} or kinds == {"gmlp"}
+                    else "hybrid" if kinds & {"mamba", "rwkv"} else "gpt")
+            s.model.architecture = derived(arch, "from the attention types in attention_config", attention)
+        else:
+            s.model.architecture = default("gpt", "GPT-NeoX trains decoder-only GPT models (attention_config default: global)")
+        for name in ("num_layers", "hidden_size", "num_attention_heads", "seq_length", "max_position_embeddings"):
+            setattr(s.model, name, self.get(name))
+        heads = s.model.num_attention_heads
+        s.model.num_kv_heads = self.file("num_kv_heads") or (
+            derived(heads.value, "num_kv_heads not set: multi-head attention (one KV head per query head)", heads)
+            if heads is not None else None)
+        hidden = s.model.hidden_size
+        if hidden is not None and heads is not None and isinstance(heads.value, int) and heads.value > 0 \
+                and isinstance(hidden.value, int) and hidden.value % heads.value == 0:
+            s.model.kv_channels = derived(hidden.value // heads.value, "hidden_size / num_attention_heads", hidden, heads)
+        activation = self.get("activation")
+        act = str(self.bare(activation, "gelu")).lower()
+        s.model.gated_mlp = (derived(act in _GATED, f"activation {act} is {'gated' if act in _GATED else 'not gated'}",
+                                     activation) if activation is not None else None)
+        s.model.ffn_hidden_size = self.ffn(act in _GATED, activation)
+        no_tying = self.get("no_weight_tying")
+        if no_tying is not None:
+            s.model.tied_embeddings = derived(not bool(no_tying.value), "not no_weight_tying", no_tying)
+        s.model.num_experts = self.get("moe_num_experts")
+        s.model.moe_top_k = self.get("moe_top_k")
+        padded = self.file("padded_vocab_size")
+        if padded is not None:
+            s.model.vocab_size = padded
+
+    def ffn(self, gated: bool, activation: Value | None) -> Value | None:
+        """The FFN width as ParallelMLP builds it (megatron/model/transformer.py): intermediate_size,
+        else expansion_factor x h, else 4h; gated activations take 2/3 of it, split in two; rounded
+        up to mlp_multiple_of."""
+        hidden = self.spec.model.hidden_size
+        size, factor = self.file("intermediate_size"), self.file("expansion_factor")
+        multiple = self.get("mlp_multiple_of")
+        mult = self.bare(multiple, 1)
+        if not isinstance(mult, int) or mult < 1:
+            return None
+        if size is not None and isinstance(size.value, int) and size.value > 0:
+            base, source, how = size.value, size, "intermediate_size"
+        elif factor is not None and isinstance(factor.value, (int, float)) and isinstance(self.bare(hidden), int):
+            base, source, how = int(factor.value * hidden.value), factor, "expansion_factor x hidden_size"
+        elif hidden is not None and isinstance(hidden.value, int):
+            base, source, how = 4 * hidden.value, hidden, "4 x hidden_size (NeoX default)"
+        else:
+            return None
+        width = int(base * 2 / 3) // 2 if gated else base
+        width = mult * ((width + mult - 1) // mult)
+        note = f"{how}" + (", x 2/3 and halved for the gated activation" if gated else "") + \
+            (f", rounded up to mlp_multiple_of {mult}" if mult > 1 else "") + " (ParallelMLP, megatron/model/transformer.py)"
+        return derived(width, note, source, activation, multiple)
+
+    def parallel(self) -> None:
+        p = self.spec.parallel
+        p.tensor = self.get("model_parallel_size")
+        pp = self.get("pipe_parallel_size")
+        pp_value = self.bare(pp, 0)
+        if isinstance(pp_value, int):
+            p.pipeline = pp if pp_value >= 1 else derived(
+                1, "pipe_parallel_size 0: no pipeline, one stage (NeoX clamps it to 1)", pp)
+            p.pipeline_engine = derived(
+                pp_value >= 1, "NeoX wraps the model in DeepSpeed's PipelineEngine when pipe_parallel_size >= 1 "
+                               f"(is_pipe_parallel, {ARGUMENTS_PY})", pp)
+        p.sequence_parallel = self.get("sequence_parallel")
+        stage = self.nested("zero_optimization", "stage")
+        if stage is not None and not (type(stage.value) is int and 0 <= stage.value <= 3):
+            stage = None  # autotuning candidates or a bad value (reported): nothing to say
+        if stage is None and "zero_optimization" not in self.m:
+            stage = default(0, f"GPT-NeoX default (ZERO_DEFAULTS, {ARGUMENTS_PY})")
+        p.zero_stage = stage
+        p.offload_optimizer = self.offload("offload_optimizer", legacy="cpu_offload")
+        p.offload_params = self.offload("offload_param")
+        world = self.file("global_num_gpus")
+        if world is not None and isinstance(world.value, int) and isinstance(self.bare(p.tensor), int) \
+                and isinstance(self.bare(p.pipeline), int):
+            tp, stages = max(p.tensor.value, 1), max(p.pipeline.value, 1)
+            if world.value % (tp * stages) == 0:
+                p.data = derived(world.value // (tp * stages),
+                                 "global_num_gpus / pipeline stages / model_parallel_size", world, p.pipeline, p.tensor)
+
+    def offload(self, section: str, legacy: str | None = None) -> Value | None:
+        device = self.nested("zero_optimization", section, "device")
+        if device is not None:
+            return device
+        if legacy is not None:
+            flag = self.nested("zero_optimization", legacy)
+            if flag is not None:
+                return derived("cpu" if flag.value is True else "none", f"zero_optimization.{legacy} (old spelling)", flag)
+        return default("none", "DeepSpeed default: no offload (zero_optimization.{section}.device none)".format(section=section))
+
+    def batch(self) -> None:
+        b = self.spec.batch
+        b.micro_batch = self.file("train_micro_batch_size_per_gpu")
+        b.grad_accum = self.get("gradient_accumulation_steps")
+        b.global_batch = self.file("train_batch_size")
+
+    def precision(self) -> None:
+        pr = self.spec.precision
+        fp16_on = self.nested("fp16", "enabled")
+        bf16_on = self.nested("bf16", "enabled")
+        pr.fp16_enabled, pr.bf16_enabled = fp16_on, bf16_on
+        written = self.file("precision")
+        fp16_type = self.nested("fp16", "type")
+        if written is not None and isinstance(written.value, str) and written.value.lower() in _PRECISION:
+            pr.dtype = derived(_PRECISION[written.value.lower()], "the precision key", written)
+        elif fp16_on is not None and fp16_on.value is True:
+            is_bf16 = fp16_type is not None and str(fp16_type.value).lower() in ("bfloat16", "bf16")
+            pr.dtype = derived("bf16" if is_bf16 else "fp16",
+                               "fp16.enabled with fp16.type bfloat16 (DeeperSpeed trains in bf16)" if is_bf16
+                               else "fp16.enabled (NeoX sets precision fp16)", fp16_on, fp16_type)
+        elif bf16_on is not None and bf16_on.value is True:
+            pr.dtype = derived("bf16", "bf16.enabled (NeoX sets precision bfloat16)", bf16_on)
+        else:
+            pr.dtype = default("fp32", f"GPT-NeoX: precision fp32 when neither precision nor fp16/bf16 is set ({ARGUMENTS_PY})")
+        pr.grad_accum_dtype = self.nested("data_types", "grad_accum_dtype")
+        fp8 = self.file("te_fp8_format")
+        if fp8 is not None and any(self.bare(self.file(k)) for k in ("te_columnparallel", "te_rowparallel",
+                                                                         "te_layernorm_mlp", "te_mha")):
+            pr.fp8 = fp8
+        kind = self.nested("optimizer", "type")
+        if kind is not None:
+            pr.optimizer = derived(str(kind.value).lower(), "optimizer.type, lower case", kind)
+        elif "optimizer" not in self.m:
+            pr.optimizer = default("adam", f"GPT-NeoX default optimizer Adam (OPT_DEFAULT, {ARGUMENTS_PY})")
+
+    def memory(self) -> None:
+        mem = self.spec.memory
+        ckpt = self.get("checkpoint_activations")
+        if ckpt is not None:
+            on = bool(ckpt.value)
+            mem.recompute = derived("full" if on else "none", "checkpoint_activations", ckpt)
+            if on:
+                mem.recompute_num_layers = self.get("checkpoint_num_layers")
+        mem.partition_activations = self.get("partition_activations")
+        mem.cpu_checkpointing = self.get("checkpoint_in_cpu")
+        attention = self.file("attention_config")
+        kinds = _attention_kinds(self.bare(attention))
+        if attention is not None:
+            mem.flash_attention = derived("flash" in kinds, "attention_config names flash", attention)
+        else:
+            mem.flash_attention = default(False, f"GPT-NeoX default attention_config: global ({NEOX_ARGS_PY})")
+
+    def cluster(self) -> None:
+        c = self.spec.cluster
+        c.world_size = self.file("global_num_gpus")
+        c.gpus_per_node = self.file("num_gpus")
+        nodes = self.file("num_nodes")
+        if nodes is not None and isinstance(nodes.value, int) and nodes.value > 0:
+            c.nodes = nodes
+        self.spec.run.train_iters = self.file("train_iters")
+
+    def settings(self) -> None:
+        props = _schema()["properties"]
+        for key, entry in self.m.items():
+            self.spec.settings[key] = from_file(entry.value, entry.path, entry.value_span or entry.key_span, entry.written)
+            if isinstance(entry.value, dict) and props.get(key, {}).get("x-neox-class") == "NeoXArgsDeepspeedConfig":
+                for dotted, ptr, value in _leaves(entry.value, key, entry.raw_pointer):
+                    span = entry.tree.value_spans.get(ptr) or entry.key_span
+                    written = entry.written + dotted[len(key):]
+                    self.spec.settings[dotted] = from_file(value, entry.path, span, written)
+
+
+def _leaves(node: dict, dotted: str, ptr: str) -> Iterator[tuple[str, str, Any]]:
+    stack = [(node, dotted, ptr)]
+    while stack:
+        current, name, p = stack.pop()
+        for k, v in current.items():
+            child = (f"{name}.{k}", f"{p}/{_escape(str(k))}")
+            if isinstance(v, dict) and v:
+                stack.append((v, *child))
+            else:
+                yield child[0], child[1], v
+
+
+def _attention_kinds(config: Any) -> set[str]:
+    """attention_config is [[["flash", "global"], 12], ...] or [[["flash"], "all"]]: the type names used."""
+    kinds: set[str] = set()
+    if not isinstance(config, list):
+        return kinds
+    for item in config:
+        if isinstance(item, list) and item:
+            names = item[0]
+            if isinstance(names, list):
+                kinds.update(str(n).lower() for n in names)
+            elif isinstance(names, str):
+                kinds.add(names.lower())
+    return kinds

@@ -1,0 +1,74 @@
+"""Golden cases for every rule, in the manner of sqlfluff's YAML rule cases and yamllint's
+(line, column) assertions. One YAML file per rule code under tests/rules/cases/:
+
+    rule: TL110
+    cases:
+      - name: neox-zero2-with-pipeline-engine
+        format: neox                 # which adapter the case exercises
+        files:                       # written into a temporary directory
+          run.yml: |
+            pipe_parallel_size: 1
+            zero_optimization: {stage: 2}
+        check: run.yml               # default: the first file
+        args: ["--env", "TP=4"]      # extra `trainlint check` arguments (optional)
+        expect:                      # (code, line, column) of the rule's findings; [] = passes
+          - [TL110, 2, 29]
+
+Only the findings of the case's own rule are compared, so a case need not be clean otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainlint.cli import main
+from trainlint.plugins import create_host
+from trainlint.registry import build_registry
+
+CASES_DIR = Path(__file__).resolve().parent / "cases"
+
+
+def _load_cases() -> list[tuple[str, dict]]:
+    out = []
+    for path in sorted(CASES_DIR.glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        for case in data["cases"]:
+            out.append((data["rule"], case))
+    return out
+
+
+CASES = _load_cases()
+
+
+@pytest.mark.parametrize("rule, case", CASES, ids=[f"{r}-{c['name']}" for r, c in CASES])
+def test_golden_case(rule: str, case: dict, tmp_path: Path, capsys) -> None:
+    for name, text in case["files"].items():
+        target = tmp_path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    check = tmp_path / case.get("check", next(iter(case["files"])))
+    args = [a.replace("{dir}", str(tmp_path)) for a in case.get("args", [])]
+    code = main(["check", "--isolated", "--format", "json", "--select", rule, *args, str(check)])
+    output = capsys.readouterr().out
+    assert code in (0, 1), output
+    found = sorted((d["code"], d["line"], d["column"])
+                   for f in json.loads(output)["files"] for d in f["diagnostics"] if d["code"] == rule)
+    expected = sorted(tuple(e) for e in case["expect"])
+    assert found == expected, json.dumps(json.loads(output), indent=1)
+
+
+def test_every_rule_has_a_failing_and_a_passing_case_per_format() -> None:
+    registry = build_registry(create_host(entry_points=False))
+    missing = []
+    for code, rule in registry.rules.items():
+        for framework in rule.frameworks or ("deepspeed", "megatron", "neox"):
+            cases = [c for r, c in CASES if r == code and c.get("format") == framework]
+            if not any(c["expect"] for c in cases):
+                missing.append(f"{code} {framework}: no failing case")
+            if not any(not c["expect"] for c in cases):
+                missing.append(f"{code} {framework}: no passing case")
+    assert not missing, "\n".join(missing)
