@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+import importlib
+
+RULE_MODULES = (
+    "trainlint.rules.launch.cross_framework",
+    "trainlint.rules.launch.deepspeed_rules",
+    "trainlint.rules.launch.megatron_rules",
+    "trainlint.rules.launch.neox_rules",
+)
+
 
 def builtin_rules() -> list[type]:
-    return []
+    rules: list[type] = []
+    for name in RULE_MODULES:
+        rules.extend(importlib.import_module(name).RULES)
+    return rules

@@ -1,0 +1,5 @@
+"""cross_framework."""
+
+from __future__ import annotations
+
+RULES: list[type] = []

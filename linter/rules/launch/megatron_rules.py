@@ -1,0 +1,5 @@
+"""megatron_rules."""
+
+from __future__ import annotations
+
+RULES: list[type] = []
