@@ -1,0 +1,490 @@
+"""The Megatron-LM adapter: launch scripts, argument lists and MODEL_ARGS YAML files.
+
+What it reads, statically (nothing is executed):
+
+* **shell launch scripts** (``.sh``, ``.slurm``, ``.sbatch``): every command that runs a Megatron
+  entry point, directly or through ``torchrun``, ``python -m torch.distributed.launch|run``,
+  ``deepspeed``, ``srun`` or ``mpirun`` (also ``eval "$run_cmd"`` and ``"${cmd[@]}"``), becomes one
+  TrainingSpec labelled ``pretrain_gpt.py at line N``. A script that only defines flag variables
+  (``MODEL_ARGS="--num-layers 36 ..."``) gives one spec from those variables. See
+  :mod:`.shell` for how variables, branches, loops, ``source`` and ``eval`` are followed.
+* **MODEL_ARGS YAML** (Megatron's functional-test ``model_config.yaml`` and the moe-modelzoo
+  model configs): ``--flag: value``, ``true`` for a bare flag, ``false`` for a flag left out,
+  ``${VAR}`` placeholders unresolved.
+* **an argv list** (:func:`load_argv`), for ``trainlint run -- <cmd>``.
+
+Dialects. Each invocation is read as one of three argument sets: current Megatron-LM (the
+default), ``megatron-deepspeed`` (when DeepSpeed's flags are present, e.g. ``--deepspeed``,
+``--deepspeed_config``, ``--zero-stage``, or the script lives in a Megatron-DeepSpeed tree), or
+``legacy`` (old Megatron-LM copies such as v1.1.5: ``pretrain_gpt2.py`` or a ``Megatron-LM-v1.x``
+tree). Flags that current Megatron-LM removed or refuses (``--checkpoint-activations``,
+``--batch-size``, ``--model-parallel-size``) are TL008 errors only in the current dialect; in the
+others they are valid and mean what they meant there.
+
+``--deepspeed_config file.json`` is read (relative to the script, then its parent folders, or
+from a here-document the script writes) and merged into the same spec, with the JSON's own
+positions; a missing file is TL013.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
+from trainlint.diagnostics import Diagnostic
+from trainlint.document import Document, pointer
+from trainlint.input_codes import input_diagnostic
+from trainlint.positions import FILE_START, LineIndex, Span
+from trainlint.provenance import Origin
+from trainlint.sources import SourceText, UnreadableSource
+from trainlint.spec import TrainingSpec
+
+from trainlint.adapters.megatron.flags import (
+    CURRENT,
+    DEEPSPEED,
+    LEGACY,
+    ArgReader,
+    ParsedArgs,
+    flag_table,
+)
+from trainlint.adapters.megatron.launch import DISTINCTIVE, Invocation, find_invocation
+from trainlint.adapters.megatron.shell import FileText, ShellResult, evaluate
+from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder
+from trainlint.adapters.megatron.words import Field, Loc, Seg
+
+FORMAT = "megatron"
+
+_SNIFF_FLAGS = re.compile(
+    r"--(?:tensor-model-parallel-size|pipeline-model-parallel-size|num-layers|micro-batch-size|global-batch-size|"
+    r"seq-length|max-position-embeddings|num-attention-heads|hidden-size|model-parallel-size|lr-decay-style|"
+    r"train-iters|train-samples|tokenizer-type|use-distributed-optimizer|recompute-granularity|"
+    r"checkpoint-activations|distributed-backend|make-vocab-size-divisible-by|ffn-hidden-size|"
+    r"num-query-groups|context-parallel-size|expert-model-parallel-size|lr-warmup-fraction)\b")
+_SNIFF_ENTRY = re.compile(r"\bpretrain_[A-Za-z0-9_]+\.py\b|\btasks/(?:[a-z_]+/)?main\.py\b|\btrain_rl\.py\b|"
+                          r"(?:multimodal|mimo)/train\.py\b")
+_SNIFF_YAML = re.compile(r"^MODEL_ARGS:[ \t]*(?:#.*)?$", re.M)
+_YAML_FLAG_KEY = re.compile(r"^[ \t]+[\"']?--[A-Za-z]", re.M)
+_DS_FLAGS = ("--deepspeed", "--deepspeed_config", "--deepspeed-config", "--deepscale", "--deepscale_config",
+             "--zero-stage", "--deepspeed-activation-checkpointing", "--no-pipeline-parallel", "--zero-reduce-scatter",
+             "--zero-contigious-gradients", "--cpu-optimizer", "--partition-activations")
+
+
+class MegatronAdapter(Adapter):
+    name = FORMAT
+    extensions = (".sh", ".bash", ".slurm", ".sbatch", ".yaml", ".yml")
+
+    def sniff(self, path: str, text: str) -> int:
+        head = text[:262144]
+        lower = path.lower()
+        if lower.endswith((".yaml", ".yml")) or _SNIFF_YAML.search(head):
+            if _SNIFF_YAML.search(head) and _YAML_FLAG_KEY.search(head):
+                return BY_CONTENT + 10
+            return NOT_MINE
+        if lower.endswith(".json"):
+            return NOT_MINE
+        flags = set(_SNIFF_FLAGS.findall(head))
+        entry = _SNIFF_ENTRY.search(head) is not None
+        if entry and flags:
+            return BY_CONTENT + 20
+        if len(flags) >= 3:
+            return BY_CONTENT + 10
+        if entry or len(flags) >= 2:
+            return BY_CONTENT
+        return NOT_MINE
+
+    def load(self, source: SourceText, context: LoadContext) -> LoadResult:
+        if source.path.lower().endswith((".yaml", ".yml")) or (
+                _SNIFF_YAML.search(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
+            return load_yaml(source, context)
+        return load_script(source, context)
+
+
+# ------------------------------------------------------------------------------ shell scripts
+
+
+@dataclass
+class _Spans:
+    """Turns a Loc into (path, Span) for every file the evaluation read."""
+
+    files: dict[str, FileText]
+    extra: dict[str, LineIndex] = field(default_factory=dict)
+
+    def __call__(self, loc: Loc | None) -> tuple[str | None, Span | None]:
+        if loc is None:
+            return None, None
+        ft = self.files.get(loc.path)
+        index = ft.index if ft is not None else self.extra.get(loc.path)
+        if index is None:
+            return loc.path, None
+        return loc.path, index.span(loc.start, loc.end)
+
+
+def load_script(source: SourceText, context: LoadContext) -> LoadResult:
+    result = LoadResult(FORMAT)
+    shell = evaluate(source, context.read, context.environment)
+    result.diagnostics.extend(shell.diagnostics)
+    spans = _Spans(shell.files)
+    invocations: list[Invocation] = []
+    for command in shell.commands:
+        inv = find_invocation(command)
+        if inv is not None:
+            invocations.append(inv)
+    seen_sites: set[tuple] = set()
+    for inv in invocations:
+        key = (inv.command.loc, tuple(f.site for f in inv.args[:3]))
+        if key in seen_sites:
+            continue
+        seen_sites.add(key)
+        _, span = spans(inv.command.loc)
+        entry_name = inv.entry_path.rsplit("/", 1)[-1]
+        label = f"{entry_name} at line {span.line if span else 1}"
+        if inv.command.loc.path != source.path:
+            label += f" of {inv.command.loc.path}"
+        if inv.command.in_loop is not None:
+            result.diagnostics.append(input_diagnostic(
+                "TL012", "this training command is inside a loop; trainlint reads it once, with the loop "
+                "variable unknown", spans(inv.command.in_loop)[1] or FILE_START, path=inv.command.in_loop.path))
+        dialect = _dialect(inv.args, inv.entry_path, source.path, inv.launchers)
+        build = BuildContext(source.path, label, dialect, inv.entry_path, spans, dict(inv.world),
+                             inv.all_local_gpus, list(inv.launchers))
+        if "visible" not in build.world and "CUDA_VISIBLE_DEVICES" in inv.command.prefix and inv.all_local_gpus:
+            vis = inv.command.prefix["CUDA_VISIBLE_DEVICES"]
+            if vis.text is not None:
+                build.world["gpus_per_node"] = _count_field(vis)
+        _one_spec(result, source, context, shell, spans, inv.args, build)
+    if not result.specs:
+        _variables_spec(result, source, context, shell, spans)
+    result.diagnostics = _dedupe(result.diagnostics)
+    return result
+
+
+def _count_field(f: Field) -> Field:
+    count = len([x for x in (f.text or "").split(",") if x.strip()])
+    return Field((Seg(str(count), f.value_loc, False),), f.site)
+
+
+def _dialect(args: list[Field], entry: str | None, path: str, launchers: list[str]) -> str:
+    texts = {(a.text or "").split("=", 1)[0] for a in args}
+    where = f"{path}/{entry or ''}".replace("\\", "/")
+    if re.search(r"Megatron-LM-v1\.|/megatron/Megatron-LM/|DeepSpeed-Domino", where) or (
+            entry or "").endswith("pretrain_gpt2.py"):
+        return LEGACY
+    if texts & set(_DS_FLAGS) or "Megatron-DeepSpeed" in where or re.search(r"(^|/)megatron-deepspeed/", where, re.I):
+        return DEEPSPEED
+    return CURRENT
+
+
+def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shell: ShellResult | None,
+              spans: _Spans, args: list[Field], build: BuildContext) -> TrainingSpec:
+    reader = ArgReader(flag_table(), spans, build.dialect, build.entry, source.path)
+    parsed = reader.read(args)
+    result.diagnostics.extend(parsed.diagnostics)
+    spec = SpecBuilder(parsed, build).build()
+    _merge_deepspeed(result, spec, parsed, source, context, shell, spans)
+    result.specs.append(spec)
+    result.documents.append(_document(source, parsed, spans))
+    return spec
+
+
+def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans) -> Document:
+    data: dict[str, Any] = {}
+    key_spans: dict[str, Span] = {}
+    value_spans: dict[str, Span] = {}
+    unresolved: dict[str, str] = {}
+    for dest, s in parsed.settings.items():
+        ptr = pointer([dest])
+        data[dest] = s.value
+        path, span = spans(s.flag_field.value_loc)
+        if span is not None and path == source.path:
+            key_spans[ptr] = span
+        vpath, vspan = spans(s.value_loc)
+        if vspan is not None and vpath == source.path:
+            value_spans[ptr] = vspan
+        if s.unresolved:
+            unresolved[ptr] = s.unresolved
+    return Document(source.path, FORMAT, source.text, data, key_spans, value_spans, unresolved)
+
+
+def _variables_spec(result: LoadResult, source: SourceText, context: LoadContext, shell: ShellResult,
+                    spans: _Spans) -> None:
+    """No invocation: a spec from the variables that hold Megatron flags (modelopt conf/*.sh)."""
+    table = flag_table()
+    candidates: list[tuple[str, list[Field], set]] = []
+    seen: set[str] = set()
+    for a in shell.assignments:
+        if a.loc.path != source.path or a.name in seen:
+            continue
+        value = shell.env.values.get(a.name)
+        if value is None:
+            continue
+        fields = _fields_of(value)
+        flags = [f for f in fields if f.text and f.text.startswith("--")]
+        known = [f for f in flags if f.text.split("=", 1)[0] in table.by_flag]
+        distinctive = [f for f in flags if f.text.split("=", 1)[0] in DISTINCTIVE]
+        if len(known) < 2 or not distinctive:
+            continue
+        seen.add(a.name)
+        candidates.append((a.name, fields, {f.value_loc for f in flags}))
+    chosen = []
+    for name, fields, locs in candidates:
+        if any(other is not locs and locs <= other_locs and (locs != other_locs or j < i)
+               for j, (_n, _f, other_locs) in enumerate(candidates)
+               for i in [candidates.index((name, fields, locs))] for other in [other_locs]):
+            continue
+        chosen.append((name, fields))
+    if not chosen:
+        return
+    args: list[Field] = []
+    for _name, fields in chosen:
+        args.extend(fields)
+    label = " + ".join(name for name, _ in chosen)
+    from trainlint.adapters.megatron.shell import Command
+
+    # A variable holding a whole command (`CMD="python -m ... ${ARGS}"`, run by eval or srun bash -c).
+    if any((f.text or f.known_tail).endswith(".py") for f in args):
+        site = args[0].site or Loc(source.path, 0, 0)
+        inv = find_invocation(Command(args, site), distinctive_needed=1)
+        if inv is not None:
+            entry_name = inv.entry_path.rsplit("/", 1)[-1]
+            build = BuildContext(source.path, f"{entry_name} in {label}",
+                                 _dialect(inv.args, inv.entry_path, source.path, inv.launchers), inv.entry_path,
+                                 spans, dict(inv.world), inv.all_local_gpus, list(inv.launchers))
+            _one_spec(result, source, context, shell, spans, inv.args, build)
+            return
+    build = BuildContext(source.path, label, _dialect(args, None, source.path, []), None, spans)
+    _one_spec(result, source, context, shell, spans, args, build)
+
+
+def _fields_of(value) -> list[Field]:
+    from trainlint.adapters.megatron.words import Piece, split_pieces
+
+    if value.is_array:
+        pieces = [Piece(list(f.segs), split=True, field_break_before=i > 0) for i, f in enumerate(value.as_fields())]
+    else:
+        pieces = [Piece(list(value.as_scalar()), split=True)]
+    return split_pieces(pieces, value.assigned_at, value.uncertain)
+
+
+# ------------------------------------------------------------------------- DeepSpeed JSON
+
+
+def _merge_deepspeed(result: LoadResult, spec: TrainingSpec, parsed: ParsedArgs, source: SourceText,
+                     context: LoadContext, shell: ShellResult | None, spans: _Spans) -> None:
+    setting = parsed.settings.get("deepspeed_config") or parsed.settings.get("deepscale_config")
+    if setting is None or not setting.value_fields:
+        return
+    field_ = setting.value_fields[0]
+    written = field_.text
+    vpath, vspan = spans(setting.value_loc)
+    if written is None:
+        return  # already reported as TL007
+    ds_source = None
+    if shell is not None:
+        ds_source = _virtual_json(written, shell, source)
+    if ds_source is None:
+        base = os.path.dirname(source.path)
+        tried = []
+        candidates = [written] if os.path.isabs(written) else []
+        d = base
+        for _ in range(4):
+            if not os.path.isabs(written):
+                candidates.append(os.path.normpath(os.path.join(d, written)))
+            d = os.path.dirname(d) if d else d
+        for cand in candidates:
+            tried.append(cand)
+            try:
+                ds_source = context.read(cand)
+                break
+            except UnreadableSource as exc:
+                if "cannot read file" not in exc.diagnostic.message:
+                    result.diagnostics.append(exc.diagnostic)
+                    return
+                continue
+            except OSError:
+                continue
+    if ds_source is None:
+        result.diagnostics.append(input_diagnostic(
+            "TL013", f"DeepSpeed config `{written}` not found (looked relative to the script and its parent "
+            "folders); its ZeRO, precision and batch settings are not checked", vspan or FILE_START,
+            path=vpath or source.path))
+        return
+    try:
+        from trainlint.adapters.deepspeed import load_deepspeed_config
+    except ImportError:  # the DeepSpeed adapter is not installed: nothing to merge
+        return
+    loaded = load_deepspeed_config(ds_source)
+    result.diagnostics.extend(loaded.diagnostics)
+    result.documents.extend(loaded.documents)
+    if ds_source.path not in spec.sources:
+        spec.sources.append(ds_source.path)
+    if not loaded.specs:
+        return
+    ds = loaded.specs[0]
+    _merge_spec(spec, ds)
+
+
+# Fields the DeepSpeed JSON decides when it is present (the engine reads them from the JSON).
+_JSON_WINS = {"parallel.zero_stage", "parallel.offload_optimizer", "parallel.offload_params",
+              "memory.partition_activations", "memory.cpu_checkpointing"}
+
+
+def _merge_spec(spec: TrainingSpec, ds: TrainingSpec) -> None:
+    for dotted, value in ds.items():
+        if dotted.startswith("cluster."):
+            continue
+        current = spec.get(dotted)
+        if current is not None:
+            spec.settings[f"deepspeed:{dotted}"] = value
+        if dotted in _JSON_WINS or current is None or current.provenance.origin in (Origin.DEFAULT, Origin.DERIVED):
+            if current is not None and current.provenance.origin is Origin.FILE and dotted not in _JSON_WINS:
+                continue
+            spec.set(dotted, value)
+    for key, value in ds.settings.items():
+        spec.settings.setdefault(f"deepspeed:{key}", value)
+
+
+def _virtual_json(written: str, shell: ShellResult, source: SourceText) -> SourceText | None:
+    """A DeepSpeed JSON the script writes itself with ``cat <<EOF > file``: its text, placed at the
+    same line and column as in the script so that positions point into the here-document."""
+    entry = shell.virtual_files.get(written)
+    if entry is None:
+        norm = os.path.normpath(written)
+        for key, value in shell.virtual_files.items():
+            if os.path.normpath(key) == norm:
+                entry = value
+                break
+    if entry is None:
+        return None
+    body, loc = entry
+    ft = shell.files.get(loc.path)
+    if ft is None:
+        return None
+    line, column = ft.index.position(loc.start)
+    parts = []
+    for seg in body.segs:
+        if seg.unknown is not None:
+            raw = ft.text[seg.loc.start:seg.loc.end] if seg.loc is not None and seg.loc.path == loc.path else "null"
+            parts.append(raw)
+        else:
+            parts.append(seg.text)
+    text = "\n" * (line - 1) + " " * (column - 1) + "".join(parts)
+    return SourceText(loc.path, text)
+
+
+# ---------------------------------------------------------------------------- argv lists
+
+
+def load_argv(argv: list[str], path: str = "<argv>", context: LoadContext | None = None) -> LoadResult:
+    """Check a command line given as a list of words (``trainlint run -- torchrun ... pretrain_gpt.py ...``).
+
+    Positions refer to the words joined by single spaces on one line."""
+    context = context or LoadContext()
+    text = " ".join(argv)
+    ft = FileText.of(path, text)
+    spans = _Spans({path: ft})
+    fields = []
+    pos = 0
+    for word in argv:
+        loc = Loc(path, pos, pos + len(word))
+        fields.append(Field((Seg(word, loc, True),), loc))
+        pos += len(word) + 1
+    from trainlint.adapters.megatron.shell import Command
+
+    result = LoadResult(FORMAT)
+    source = SourceText(path, text)
+    inv = find_invocation(Command(fields, Loc(path, 0, len(text))), distinctive_needed=1) if fields else None
+    if inv is not None:
+        entry_name = inv.entry_path.rsplit("/", 1)[-1]
+        build = BuildContext(path, entry_name, _dialect(inv.args, inv.entry_path, path, inv.launchers),
+                             inv.entry_path, spans, dict(inv.world), inv.all_local_gpus, list(inv.launchers))
+        _one_spec(result, source, context, None, spans, inv.args, build)
+    else:
+        start = 0
+        while start < len(fields) and not (fields[start].text or "").startswith("-"):
+            start += 1
+        build = BuildContext(path, "argv", _dialect(fields[start:], None, path, []), None, spans)
+        _one_spec(result, source, context, None, spans, fields[start:], build)
+    result.diagnostics = _dedupe(result.diagnostics)
+    return result
+
+
+# --------------------------------------------------------------------------- YAML MODEL_ARGS
+
+_PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*(?::?-[^}]*)?\}?")
+
+
+def load_yaml(source: SourceText, context: LoadContext) -> LoadResult:
+    from trainlint.adapters.yaml_tree import parse_yaml
+
+    result = LoadResult(FORMAT)
+    tree = parse_yaml(source.text, source.path)
+    result.diagnostics.extend(tree.diagnostics)
+    if not tree.ok or not isinstance(tree.data, dict):
+        if tree.ok:
+            result.diagnostics.append(input_diagnostic("TL005", "a Megatron MODEL_ARGS file must be a YAML mapping",
+                                                       FILE_START, path=source.path))
+        return result
+    args = tree.data.get("MODEL_ARGS")
+    if not isinstance(args, dict):
+        span = tree.key_spans.get("/MODEL_ARGS", FILE_START)
+        result.diagnostics.append(input_diagnostic(
+            "TL005", "`MODEL_ARGS` must be a mapping of `--flag: value`", span, path=source.path))
+        return result
+    starts = [0] + [i + 1 for i, ch in enumerate(source.text) if ch == "\n"]
+
+    def to_loc(span: Span | None) -> Loc | None:
+        if span is None:
+            return None
+        a = starts[span.line - 1] + span.column - 1 if span.line - 1 < len(starts) else len(source.text)
+        b = starts[span.end_line - 1] + span.end_column - 1 if span.end_line - 1 < len(starts) else len(source.text)
+        return Loc(source.path, a, b)
+
+    ft = FileText.of(source.path, source.text)
+    spans = _Spans({source.path: ft})
+    fields: list[Field] = []
+    for key, value in args.items():
+        ptr = pointer(["MODEL_ARGS", key])
+        kloc = to_loc(tree.key_spans.get(ptr))
+        vloc = to_loc(tree.value_spans.get(ptr))
+        key_text = str(key)
+        if value is False:
+            continue  # the launcher leaves the flag out
+        fields.append(Field((Seg(key_text, kloc, kloc is not None and source.text[kloc.start:kloc.end] == key_text),), kloc))
+        if value is True or value is None:
+            continue
+        items = value if isinstance(value, list) else [value]
+        if isinstance(value, str) and value.startswith("[") and value.endswith("]") and "$" not in value:
+            # "[1024 768 512]": the launcher passes a list; read it as the words it becomes.
+            items = [w for w in re.split(r"[\s,]+", value[1:-1]) if w]
+        for k, item in enumerate(items):
+            iloc = to_loc(tree.value_spans.get(ptr + f"/{k}")) if isinstance(value, list) else vloc
+            raw = source.text[iloc.start:iloc.end] if iloc is not None else None
+            text = item if isinstance(item, str) else (raw.strip().strip("'\"") if raw and not isinstance(item, (dict, list)) else str(item))
+            if isinstance(item, bool):
+                text = "true" if item else "false"
+            if "$" in text and _PLACEHOLDER.search(text):
+                names = ", ".join(m.group(0) for m in _PLACEHOLDER.finditer(text))
+                seg = Seg("", iloc, False, f"{names} (a placeholder the launcher fills with envsubst)")
+            else:
+                exact = iloc is not None and source.text[iloc.start:iloc.end] == text
+                seg = Seg(text, iloc, exact)
+            fields.append(Field((seg,), iloc))
+    build = BuildContext(source.path, "MODEL_ARGS", _dialect(fields, None, source.path, []), None, spans)
+    _one_spec(result, source, context, None, spans, fields, build)
+    result.diagnostics = _dedupe(result.diagnostics)
+    return result
+
+
+def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
+    seen = set()
+    out = []
+    for d in diags:
+        key = (d.code, d.path, d.span, d.message)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append(d)
+    return sorted(out, key=lambda d: (d.path or "", d.span, d.code, d.message))

@@ -1,0 +1,526 @@
+"""The Megatron argument table (from schemas/megatron.schema.json) and an argparse-like reader.
+
+The reader follows argparse as Megatron configures it (``allow_abbrev=False``): option strings
+match exactly, so ``--num_layers`` is an error in Megatron even though everyone understands it;
+trainlint reports it (TL004, with the right spelling) and still reads the value so the rest of the
+checks can run. ``--flag=value`` is accepted, a repeated flag keeps the last value (TL011).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable
+
+from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.input_codes import input_diagnostic
+from trainlint.positions import Span
+from trainlint.schemas import load_schema
+from trainlint.suggest import did_you_mean
+
+from trainlint.adapters.megatron.words import Field, Loc, Seg
+
+CURRENT = "megatron-lm"
+DEEPSPEED = "megatron-deepspeed"
+LEGACY = "legacy"
+
+
+@dataclass(frozen=True)
+class FlagInfo:
+    flag: str
+    dest: str
+    action: str            # store | store_true | store_false | store_const | append | count
+    types: tuple[str, ...]  # JSON types of one value (without null)
+    nargs: Any = None
+    enum: tuple | None = None
+    default: Any = None
+    const: Any = None
+    dialects: frozenset[str] | None = None   # None: current Megatron-LM (and so every dialect)
+    entry_points: tuple[str, ...] | None = None
+    deprecated: dict | None = None
+    overrides: tuple = ()
+    """(dialect, types or None, enum or None): how another dialect types the same flag."""
+
+    def for_dialect(self, dialect: str) -> "FlagInfo":
+        for name, types, enum, has_enum in self.overrides:
+            if name == dialect:
+                from dataclasses import replace
+
+                return replace(self, types=tuple(types) if types else self.types,
+                               enum=(tuple(enum) if enum else None) if has_enum else self.enum)
+        return self
+
+    @property
+    def takes_value(self) -> bool:
+        return self.action in ("store", "append")
+
+
+@dataclass
+class FlagTable:
+    by_flag: dict[str, list[FlagInfo]]
+    by_norm: dict[str, list[str]]
+    all_flags: list[str]
+
+    def candidates(self, flag: str) -> list[FlagInfo]:
+        return self.by_flag.get(flag, [])
+
+    def normalised(self, flag: str) -> list[str]:
+        return self.by_norm.get(_norm(flag), [])
+
+
+def _norm(flag: str) -> str:
+    return flag.lstrip("-").replace("_", "-").lower()
+
+
+def _types_of(prop: dict) -> tuple[str, ...]:
+    t = prop.get("type", "string")
+    types = t if isinstance(t, list) else [t]
+    if "array" in types:
+        items = prop.get("items", {}).get("type", "string")
+        types = items if isinstance(items, list) else [items]
+    return tuple(x for x in types if x not in ("null", "array"))
+
+
+@lru_cache(maxsize=1)
+def flag_table() -> FlagTable:
+    schema = load_schema("megatron")
+    by_flag: dict[str, list[FlagInfo]] = {}
+    for dest, prop in schema["properties"].items():
+        real_dest = dest.split("@", 1)[0]
+        action = prop.get("x-action", "store")
+        negative = set(prop.get("x-negative-flags", []))
+        enum = prop.get("enum") or (prop.get("items") or {}).get("enum")
+        enum_t = tuple(e for e in enum if e is not None) if enum else None
+        dialects = frozenset(prop["x-dialect"]) if "x-dialect" in prop else None
+        eps = tuple(prop["x-entry-points"]) if "x-entry-points" in prop else None
+        overrides = tuple((d, tuple(o.get("type") or ()), tuple(o.get("enum") or ()), "enum" in o)
+                          for d, o in (prop.get("x-dialect-overrides") or {}).items())
+        for flag in prop.get("x-flags", []):
+            act = action
+            if action == "boolean_optional":
+                act = "store_false" if flag in negative else "store_true"
+            elif flag in negative:
+                act = "store_false" if action == "store_true" else "store_true"
+            info = FlagInfo(flag, real_dest, act, _types_of(prop), prop.get("x-nargs"), enum_t,
+                            prop.get("default"), None, dialects, eps, prop.get("x-deprecated"), overrides)
+            by_flag.setdefault(flag, []).append(info)
+        for flag, entry in (prop.get("x-legacy-flags") or {}).items():
+            act = entry.get("x-action", "store")
+            info = FlagInfo(flag, real_dest, act, _types_of(prop) if act in ("store", "append") else ("boolean",),
+                            None, None, None, None, frozenset(entry.get("x-dialect", [])), None,
+                            entry.get("x-deprecated"))
+            by_flag.setdefault(flag, []).append(info)
+    by_norm: dict[str, list[str]] = {}
+    for flag in by_flag:
+        by_norm.setdefault(_norm(flag), []).append(flag)
+    return FlagTable(by_flag, by_norm, sorted(by_flag))
+
+
+# Entry points whose arguments are exactly Megatron's own (plus what x-entry-points lists for them):
+# an unknown flag there is an error. Other scripts may add arguments of their own.
+CORE_ENTRY_POINTS = (
+    "pretrain_gpt.py", "pretrain_bert.py", "pretrain_t5.py", "pretrain_mamba.py", "pretrain_hybrid.py",
+    "pretrain_retro.py", "pretrain_ict.py", "pretrain_vision_classify.py", "pretrain_vision_classification.py",
+    "pretrain_vision_dino.py", "pretrain_vision_inpaint.py", "pretrain_vlm.py", "pretrain_gpt2.py",
+    "train_rl.py",
+)
+
+
+def entry_matches(entry: str | None, patterns: tuple[str, ...]) -> bool:
+    if not entry:
+        return False
+    path = entry.replace("\\", "/")
+    return any(path == p or path.endswith("/" + p) or (("/" not in p) and path.rsplit("/", 1)[-1] == p)
+               for p in patterns)
+
+
+def is_core_entry(entry: str | None) -> bool:
+    if not entry:
+        return False
+    return entry.replace("\\", "/").rsplit("/", 1)[-1] in CORE_ENTRY_POINTS
+
+
+@dataclass
+class Setting:
+    """One argument as given: the flag, its value (converted) and where both are written."""
+
+    info: FlagInfo
+    flag_text: str
+    flag_field: Field
+    value: Any
+    value_fields: list[Field] = field(default_factory=list)
+    value_loc: Loc | None = None
+    unresolved: str | None = None
+    invalid: bool = False
+    inline: bool = False
+
+
+@dataclass
+class ParsedArgs:
+    settings: dict[str, Setting] = field(default_factory=dict)
+    """By destination; the last occurrence wins."""
+    order: list[Setting] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    unknown_flags: list[str] = field(default_factory=list)
+    passthrough: list[Field] = field(default_factory=list)
+    """Fields whose content is unknown (``$@``, ``${EXTRA_ARGS}`` from the environment)."""
+
+
+def _looks_like_flag(text: str) -> bool:
+    if not text.startswith("-") or text == "-" or text == "--":
+        return False
+    try:
+        float(text)
+        return False  # a negative number is a value
+    except ValueError:
+        return True
+
+
+def _is_value_field(f: Field) -> bool:
+    t = f.text
+    if t is None:
+        return not (f.segs and f.segs[0].unknown is None and f.segs[0].text.startswith("--"))
+    return not _looks_like_flag(t)
+
+
+class ArgReader:
+    """Reads a Megatron argument list the way argparse would, reporting at source positions."""
+
+    def __init__(self, table: FlagTable, span_of: Callable[[Loc | None], tuple[str | None, Span | None]],
+                 dialect: str, entry: str | None, default_path: str) -> None:
+        self.table = table
+        self.span_of = span_of
+        self.dialect = dialect
+        self.entry = entry
+        self.default_path = default_path
+        self.out = ParsedArgs()
+        self._reported_unknown: set[tuple] = set()
+
+    # -------------------------------------------------------------- helpers
+
+    def _diag(self, code: str, message: str, loc: Loc | None, severity: Severity | None = None,
+              related: tuple[Related, ...] = (), fix: str | None = None) -> None:
+        path, span = self.span_of(loc)
+        self.out.diagnostics.append(input_diagnostic(code, message, span or Span(1, 1, 1, 1),
+                                                     path=path or self.default_path, severity=severity,
+                                                     related=related, fix=fix))
+
+    def _related(self, message: str, loc: Loc | None) -> tuple[Related, ...]:
+        path, span = self.span_of(loc)
+        if span is None:
+            return ()
+        return (Related(message, span, path),)
+
+    def _choose(self, flag: str) -> FlagInfo | None:
+        cands = self.table.candidates(flag)
+        if not cands:
+            return None
+        if len(cands) == 1:
+            return cands[0]
+        for c in cands:
+            if c.entry_points and entry_matches(self.entry, c.entry_points):
+                return c
+        for c in cands:
+            if c.entry_points is None and (c.dialects is None or self.dialect in c.dialects):
+                return c
+        if not is_core_entry(self.entry):
+            for c in cands:
+                if c.entry_points:
+                    return c  # an argument some entry point adds: the script may be one of them
+        return cands[0]
+
+    # ---------------------------------------------------------------- main
+
+    def read(self, fields: list[Field]) -> ParsedArgs:
+        i = 0
+        n = len(fields)
+        while i < n:
+            f = fields[i]
+            text = f.text
+            if text is None:
+                i += 1
+                self._unknown_word(f)
+                continue
+            if not _looks_like_flag(text):
+                j = i
+                while j < n and fields[j].text is not None and not _looks_like_flag(fields[j].text):
+                    j += 1
+                self._strays(fields, i, j)
+                i = j
+                continue
+            # A quoted "--flag value" element (a bash array element) is split like the shell would.
+            if " " in text.strip() and text.startswith("--"):
+                parts = _split_field(f)
+                fields = fields[:i] + parts + fields[i + 1:]
+                n = len(fields)
+                continue
+            name, eq, inline = text.partition("=") if text.startswith("--") else (text, "", "")
+            info = self._choose(name)
+            spelled = name
+            if info is None:
+                alt = [a for a in self.table.normalised(name) if a != name]
+                if alt:
+                    info = self._choose(alt[0])
+                    self._diag("TL004", f"unknown flag `{name}`: Megatron's argparse matches option strings exactly; "
+                               f"did you mean `{alt[0]}`?", f.value_loc, severity=Severity.ERROR, fix=alt[0])
+                else:
+                    i = self._unknown_flag(fields, i, name, bool(eq))
+                    continue
+            i = self._known(fields, i, info, spelled, f, inline if eq else None)
+        return self.out
+
+    def _unknown_severity(self) -> Severity:
+        if self.entry is None or is_core_entry(self.entry):
+            return Severity.ERROR
+        return Severity.WARNING
+
+    def _strays(self, fields: list[Field], i: int, j: int) -> None:
+        """Words that are not flags where argparse expects one: one finding for the run of them."""
+        words = [fields[k].text or "" for k in range(i, j)]
+        locs = [fields[k].value_loc for k in range(i, j)]
+        loc = _cover(locs) or locs[0]
+        shown = " ".join(_short(w) for w in words[:4]) + (" ..." if len(words) > 4 else "")
+        hint = ""
+        prev = self.out.order[-1] if self.out.order else None
+        if prev is not None and prev.value_fields:
+            last = prev.value_fields[-1]
+            if last.site is not None and fields[i].site == last.site and last.site != last.value_loc:
+                hint = (f"; they come from the same word as the value of `{prev.flag_text}`: an unquoted expansion "
+                        "split it (quote the expansion, e.g. \"${ARGS[@]}\")")
+            elif last.value_loc and fields[i].value_loc and last.value_loc.path == fields[i].value_loc.path \
+                    and any(s.loc == last.segs[0].loc for s in fields[i].segs if last.segs):
+                hint = f"; word splitting cut the value of `{prev.flag_text}` into several words"
+        n_words = "argument" if len(words) == 1 else f"{len(words)} arguments"
+        self._diag("TL004", f"unexpected {n_words} `{shown}`: Megatron's argparse exits with \"unrecognized "
+                   f"arguments\"{hint}", loc, severity=self._unknown_severity())
+
+    def _unknown_word(self, f: Field) -> None:
+        first = f.segs[0] if f.segs else None
+        if first is not None and first.unknown is None and first.text.startswith("--"):
+            reason = f.unknowns[0].unknown
+            key = ("flagname", f.site)
+            if key not in self._reported_unknown:
+                self._reported_unknown.add(key)
+                self._diag("TL007", f"flag name `{_short(f.partial_text)}` is built from {reason}; trainlint cannot "
+                           "check it", f.value_loc)
+            self.out.passthrough.append(f)
+            return
+        reason = f.unknowns[0].unknown if f.unknowns else "unknown"
+        key = ("pass", reason, f.unknowns[0].loc if f.unknowns else None)
+        self.out.passthrough.append(f)
+        if key in self._reported_unknown:
+            return
+        self._reported_unknown.add(key)
+        loc = f.unknowns[0].loc if f.unknowns and f.unknowns[0].loc else f.site
+        self._diag("TL007", f"arguments from {reason} are only known at launch; the flags in them are not checked",
+                   loc, related=self._related("passed here", f.site) if f.site != loc else ())
+
+    def _unknown_flag(self, fields: list[Field], i: int, name: str, inline: bool) -> int:
+        f = fields[i]
+        suggestion = did_you_mean(name, self.table.all_flags)
+        tail = f" (did you mean `{suggestion[0]}`?)" if suggestion else ""
+        severity = self._unknown_severity()
+        extra = "" if severity is Severity.ERROR else f"; {self.entry} may add it with its own argument provider"
+        self._diag("TL004", f"unknown flag `{name}`{tail}: Megatron's argparse exits with \"unrecognized arguments\"{extra}",
+                   f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None)
+        self.out.unknown_flags.append(name)
+        i += 1
+        if not inline:
+            while i < len(fields) and _is_value_field(fields[i]):
+                i += 1
+        return i
+
+    def _known(self, fields: list[Field], i: int, info: FlagInfo, spelled: str, f: Field, inline: str | None) -> int:
+        flag_loc = f.value_loc
+        self._dialect_checks(info, spelled, flag_loc)
+        i += 1
+        value_fields: list[Field] = []
+        if info.takes_value:
+            nargs = info.nargs
+            if inline is not None:
+                value_fields = [_inline_field(f, len(spelled) + 1)]
+            elif nargs in (None, "?", 1):
+                if i < len(fields) and (_is_value_field(fields[i]) or fields[i].text is None):
+                    value_fields = [fields[i]]
+                    i += 1
+                elif nargs != "?":
+                    self._diag("TL005", f"`{spelled}` expects a value (argparse: expected one argument)", flag_loc)
+                    return i
+            else:
+                limit = nargs if isinstance(nargs, int) else None
+                while i < len(fields) and _is_value_field(fields[i]) and (limit is None or len(value_fields) < limit):
+                    value_fields.append(fields[i])
+                    i += 1
+                if (nargs == "+" and not value_fields) or (isinstance(limit, int) and len(value_fields) < limit):
+                    want = "at least one value" if nargs == "+" else f"{limit} values"
+                    self._diag("TL005", f"`{spelled}` expects {want}", flag_loc)
+                    return i
+        elif inline is not None:
+            self._diag("TL005", f"`{spelled}` takes no value (argparse: ignored explicit argument '{inline}')", flag_loc)
+        setting = self._convert(info, spelled, f, value_fields, inline is not None)
+        previous = self.out.settings.get(info.dest)
+        if previous is not None and info.action != "append":
+            first_path, first_span = self.span_of(previous.flag_field.value_loc)
+            where = f"line {first_span.line}" if first_span else "earlier"
+            if first_path and first_path != self.span_of(flag_loc)[0]:
+                where += f" of {first_path}"
+            self._diag("TL011", f"`{spelled}` is given twice (first at {where}); the last one wins",
+                       flag_loc, related=self._related(f"first `{previous.flag_text}` here", previous.flag_field.value_loc))
+        if previous is not None and info.action == "append" and isinstance(previous.value, list):
+            setting.value = previous.value + (setting.value if isinstance(setting.value, list) else [setting.value])
+        self.out.settings[info.dest] = setting
+        self.out.order.append(setting)
+        return i
+
+    def _dialect_checks(self, info: FlagInfo, spelled: str, loc: Loc | None) -> None:
+        if info.entry_points is not None and not entry_matches(self.entry, info.entry_points) and is_core_entry(self.entry):
+            owners = ", ".join(info.entry_points[:4])
+            self._diag("TL004", f"`{spelled}` is not an argument of {self.entry.rsplit('/', 1)[-1]}; only {owners} "
+                       "add it", loc, severity=Severity.ERROR)
+            return
+        if self.dialect != CURRENT:
+            return  # flags of Megatron-DeepSpeed and older copies are valid there
+        dep = info.deprecated
+        if dep is None:
+            return
+        status = dep.get("status", "deprecated")
+        replacement = dep.get("replacement")
+        message = dep.get("message", "")
+        severity = Severity.WARNING if status == "deprecated" else Severity.ERROR
+        what = {"removed": "was removed from Megatron-LM", "exits": "makes Megatron-LM exit at start-up",
+                "error": "makes Megatron-LM fail at start-up", "deprecated": "is deprecated"}.get(status, "is deprecated")
+        use = f"; use `{replacement}`" if replacement else ""
+        dialect_note = ""
+        if info.dialects:
+            dialect_note = f" (it exists in {', '.join(sorted(info.dialects))} scripts)"
+        self._diag("TL008", f"`{spelled}` {what}{use}{dialect_note}. Megatron: \"{message}\"", loc, severity=severity,
+                   fix=replacement)
+
+    def _convert(self, info: FlagInfo, spelled: str, flag_field: Field, values: list[Field], inline: bool) -> Setting:
+        setting = Setting(info, spelled, flag_field, None, values, inline=inline)
+        if not info.takes_value:
+            if info.action == "store_true":
+                setting.value = True
+            elif info.action == "store_false":
+                setting.value = False
+            elif info.action == "count":
+                setting.value = 1
+            else:
+                setting.value = True
+            setting.value_loc = flag_field.value_loc
+            return setting
+        converted = []
+        for vf in values:
+            if vf.text is None:
+                reason = vf.unknowns[0].unknown if vf.unknowns else "unknown"
+                setting.unresolved = reason
+                loc = vf.unknowns[0].loc if vf.unknowns and vf.unknowns[0].loc else vf.site
+                key = (info.dest, loc)
+                if key not in self._reported_unknown:
+                    self._reported_unknown.add(key)
+                    self._diag("TL007", f"`{spelled}` takes its value from {reason}, known only at launch; trainlint "
+                               "leaves it unset", loc,
+                               related=self._related(f"`{spelled}` here", flag_field.value_loc) if loc != flag_field.value_loc else ())
+                converted.append(None)
+                continue
+            typed = info.for_dialect(self.dialect)
+            value, error = _convert_one(vf.text, typed)
+            if error:
+                setting.invalid = True
+                self._diag("TL005" if error == "type" else "TL006", _value_message(spelled, vf.text, typed, error),
+                           vf.value_loc, related=self._related(f"`{spelled}` here", flag_field.value_loc)
+                           if vf.value_loc != flag_field.value_loc else ())
+                converted.append(None)
+                continue
+            converted.append(value)
+        if setting.unresolved or setting.invalid:
+            setting.value = None
+        elif info.nargs in (None, "?", 1) or info.action == "append" and info.nargs is None:
+            setting.value = converted[0] if converted else info.const
+        else:
+            setting.value = converted
+        if info.action == "append" and setting.value is not None and not isinstance(setting.value, list):
+            setting.value = [setting.value]
+        if len(values) == 1:
+            setting.value_loc = values[0].value_loc
+        elif values:
+            setting.value_loc = _cover([v.value_loc for v in values]) or values[0].value_loc
+        return setting
+
+
+def _cover(locs: list[Loc | None]) -> Loc | None:
+    real = [l for l in locs if l is not None]
+    if not real or len({l.path for l in real}) != 1:
+        return None
+    return Loc(real[0].path, min(l.start for l in real), max(l.end for l in real))
+
+
+def _convert_one(text: str, info: FlagInfo) -> tuple[Any, str | None]:
+    types = info.types or ("string",)
+    value: Any = text
+    ok = False
+    for t in types:
+        if t == "integer":
+            try:
+                value = int(text)
+                ok = True
+                break
+            except ValueError:
+                continue
+        elif t == "number":
+            try:
+                value = float(text)
+                ok = True
+                break
+            except ValueError:
+                continue
+        elif t == "boolean":
+            value = bool(text)  # argparse type=bool: any non-empty string is True
+            ok = True
+            break
+        else:
+            value = text
+            ok = True
+            break
+    if not ok:
+        return None, "type"
+    if info.enum is not None and value not in info.enum:
+        return value, "choice"
+    return value, None
+
+
+def _value_message(flag: str, text: str, info: FlagInfo, error: str) -> str:
+    if error == "type":
+        kind = {"integer": "an integer", "number": "a number"}.get(info.types[0] if info.types else "", "a value")
+        return f"`{flag}` expects {kind}, got `{_short(text)}` (argparse: invalid {info.types[0] if info.types else ''} value)"
+    choices = ", ".join(str(c) for c in (info.enum or ())[:12])
+    hint = did_you_mean(text, [str(c) for c in info.enum or ()])
+    tail = f"; did you mean `{hint[0]}`?" if hint else ""
+    return f"`{flag}` is `{_short(text)}`; expected one of {choices}{tail}"
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _inline_field(f: Field, cut: int) -> Field:
+    """The value part of ``--flag=value`` as its own field with its own position."""
+    segs: list[Seg] = []
+    pos = 0
+    for s in f.segs:
+        length = len(s.text) if s.unknown is None else 0
+        if pos + length <= cut and s.unknown is None:
+            pos += length
+            continue
+        if s.unknown is None and pos < cut:
+            segs.append(s.piece(cut - pos, length))
+        else:
+            segs.append(s)
+        pos += length
+    return Field(tuple(segs), f.site, f.uncertain)
+
+
+def _split_field(f: Field) -> list[Field]:
+    from trainlint.adapters.megatron.words import Piece, split_pieces
+
+    return split_pieces([Piece(list(f.segs), split=True)], f.site, f.uncertain)

@@ -1,0 +1,1412 @@
+"""A static evaluator for the bash that launch scripts are written in.
+
+It walks the tree-sitter-bash syntax tree, keeps shell variables (scalars and arrays) with the
+place every character was written, expands words the way bash would (quotes, ``${VAR:-x}``,
+``$((...))``, ``"${A[@]}"``, word splitting) and records every simple command with its expanded
+arguments. It never runs anything: command substitutions, ``$1``, ``$@`` and variables the script
+does not set stay *unknown* (with the reason), and the caller reports them.
+
+Policies (documented in the adapter's docstring too):
+
+* ``if``/``case``: a condition that can be decided from known values picks its branch; when it
+  cannot be decided, the first branch whose condition is not known to be false is followed for
+  the values, and assignments in it are marked *uncertain*. Commands in the other branches are
+  still collected (on a copy of the variables), so every training invocation is found.
+* loops: the body is evaluated once, with the loop variable unknown.
+* functions: evaluated where they are called; a function never called is evaluated once at the
+  end, on a copy of the variables, to find invocations in it.
+* ``source``/``.``: the file is read (never run) relative to the script and evaluated in place.
+* ``eval``: a string known statically is split into words and treated as a command; quotes inside
+  it are removed and a pipe or redirection ends the command (an approximation of bash's second
+  parse); an unknown string is reported (TL012).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Callable, Iterable
+
+from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.input_codes import input_diagnostic
+from trainlint.positions import LineIndex, Span
+from trainlint.sources import SourceText, UnreadableSource
+
+from trainlint.adapters.megatron.words import (
+    EnvMap,
+    Field,
+    Loc,
+    Piece,
+    Seg,
+    VarValue,
+    join_segs,
+    split_pieces,
+)
+
+_PARSER = None
+
+
+def _parser():
+    global _PARSER
+    if _PARSER is None:
+        import tree_sitter_bash
+        from tree_sitter import Language, Parser
+
+        _PARSER = Parser(Language(tree_sitter_bash.language()))
+    return _PARSER
+
+
+MAX_SOURCE_DEPTH = 4
+_PLACEHOLDER = re.compile(r"(?:(?<==)|(?<=[ \t\"]))(<[A-Za-z][A-Za-z0-9_./,:()'-]* [A-Za-z0-9 _./,:()'-]*>|<[A-Z][A-Z0-9_]{2,}>)", re.M)
+
+
+def _quote_states(text: str, offsets: list[int]) -> list[str | None]:
+    """For each offset: inside double quotes ("dq"), single quotes ("sq"), a comment ("#") or not (None)."""
+    targets = sorted(set(offsets))
+    found: dict[int, str | None] = {}
+    state: str | None = None
+    i, n, t = 0, len(text), 0
+    prev = "\n"
+    while i < n and t < len(targets):
+        if i == targets[t]:
+            found[i] = state
+            t += 1
+            continue
+        ch = text[i]
+        if state is None:
+            if ch == "\\":
+                i += 2
+                prev = "x"
+                continue
+            if ch == "'":
+                state = "sq"
+            elif ch == '"':
+                state = "dq"
+            elif ch == "#" and prev in " \t\n;":
+                state = "#"
+        elif state == "dq":
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == '"':
+                state = None
+        elif state == "sq":
+            if ch == "'":
+                state = None
+        elif state == "#" and ch == "\n":
+            state = None
+        prev = ch
+        i += 1
+    return [found.get(o, state) for o in offsets]
+MAX_CALL_DEPTH = 8
+MAX_COMMANDS = 20000
+
+
+@dataclass
+class FileText:
+    """A parsed file: its text, a byte->character map and line index for spans."""
+
+    path: str
+    text: str
+    data: bytes
+    index: LineIndex
+    _char_of_byte: list[int] | None = None
+    placeholders: dict[int, int] = field(default_factory=dict)
+    """``<Specify path>`` placeholders of example scripts (start -> end offsets): not valid bash; they are
+    parsed as if quoted and their value is unknown."""
+    quoted_placeholders: dict[int, int] = field(default_factory=dict)
+    """The same inside double quotes (``options="--save <PATH TO DIR>"``): unknown pieces of the string."""
+
+    @classmethod
+    def of(cls, path: str, text: str) -> "FileText":
+        placeholders: dict[int, int] = {}
+        quoted: dict[int, int] = {}
+        parse_text = text
+        if "<" in text:
+            matches = [(m.start(1), m.end(1)) for m in _PLACEHOLDER.finditer(text)]
+            if matches:
+                states = _quote_states(text, [a for a, _ in matches])
+                chars = list(text)
+                for (start, end), state in zip(matches, states):
+                    if state == "dq":
+                        quoted[start] = end
+                    elif state is None:
+                        placeholders[start] = end
+                        chars[start] = '"'
+                        chars[end - 1] = '"'
+                if placeholders:
+                    parse_text = "".join(chars)
+        data = parse_text.encode("utf-8", errors="surrogatepass")
+        ft = cls(path, text, data, LineIndex(text), None, placeholders, quoted)
+        if len(data) != len(text):
+            table = [0] * (len(data) + 1)
+            b = 0
+            for i, ch in enumerate(text):
+                width = len(ch.encode("utf-8", errors="surrogatepass"))
+                for k in range(width):
+                    table[b + k] = i
+                b += width
+            table[b] = len(text)
+            ft._char_of_byte = table
+        return ft
+
+    def char(self, byte_offset: int) -> int:
+        if self._char_of_byte is None:
+            return byte_offset
+        return self._char_of_byte[min(byte_offset, len(self._char_of_byte) - 1)]
+
+
+@dataclass
+class Command:
+    """One simple command after expansion."""
+
+    fields: list[Field]
+    loc: Loc
+    prefix: dict[str, Field] = field(default_factory=dict)
+    """Assignments written before the command (``NCCL_DEBUG=INFO torchrun ...``)."""
+    in_loop: Loc | None = None
+    via_eval: bool = False
+    uncertain: bool = False
+
+
+@dataclass
+class Assignment:
+    name: str
+    value: VarValue
+    loc: Loc
+
+
+@dataclass
+class ShellResult:
+    commands: list[Command]
+    assignments: list[Assignment]
+    env: EnvMap
+    diagnostics: list[Diagnostic]
+    files: dict[str, FileText]
+    virtual_files: dict[str, tuple[Field, Loc]]
+    """Files the script writes with a here-document (``cat <<EOF > ds_config.json``), by path as
+    written: the expanded body and where it is."""
+
+    def span(self, loc: Loc | None) -> Span | None:
+        if loc is None:
+            return None
+        ft = self.files.get(loc.path)
+        if ft is None:
+            return None
+        return ft.index.span(loc.start, loc.end)
+
+
+_SPECIAL_UNKNOWN = {
+    "@": "$@ (the script's arguments)",
+    "*": "$* (the script's arguments)",
+    "#": "$# (the number of arguments)",
+    "?": "$? (an exit status)",
+    "$": "$$ (the shell's process id)",
+    "!": "$! (a process id)",
+    "-": "$- (shell options)",
+    "0": "$0 (the script's path)",
+    "_": "$_ (the last argument)",
+}
+
+_STOP_WORDS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>>", "&>", "&>>", "2>&1", "1>&2", ">&2", "|&"}
+
+
+class Unresolvable(Exception):
+    pass
+
+
+class ShellEvaluator:
+    def __init__(
+        self,
+        root: SourceText,
+        read: Callable[[str], SourceText],
+        environment: dict[str, str] | None = None,
+    ) -> None:
+        self.root_path = root.path
+        self.read = read
+        self.environment = dict(environment or {})
+        self.files: dict[str, FileText] = {}
+        self.env = EnvMap()
+        self.commands: list[Command] = []
+        self.assignments: list[Assignment] = []
+        self.diagnostics: list[Diagnostic] = []
+        self.functions: dict[str, tuple[object, FileText]] = {}
+        self.called: set[str] = set()
+        self.virtual_files: dict[str, tuple[Field, Loc]] = {}
+        self._root = root
+        self._source_stack: list[str] = []
+        self._call_depth = 0
+        self._uncertain = 0
+        self._quiet = 0
+        self._loop: Loc | None = None
+
+    # ----------------------------------------------------------------- entry
+
+    def run(self) -> ShellResult:
+        self._eval_file(self._root, None)
+        # Functions that are defined but never called may still hold the training command.
+        for name, (body, ft) in list(self.functions.items()):
+            if name in self.called:
+                continue
+            saved = self.env
+            self.env = self.env.copy()
+            self._quiet += 1
+            try:
+                self._call_depth += 1
+                self._stmt(body, ft)
+            finally:
+                self._call_depth -= 1
+                self._quiet -= 1
+                self.env = saved
+        return ShellResult(self.commands, self.assignments, self.env, self.diagnostics, self.files,
+                           self.virtual_files)
+
+    def _eval_file(self, source: SourceText, at: Loc | None) -> None:
+        ft = FileText.of(source.path, source.text)
+        self.files[source.path] = ft
+        tree = _parser().parse(ft.data)
+        root = tree.root_node
+        if root.has_error:
+            self._report_errors(root, ft)
+        self._source_stack.append(os.path.abspath(source.path))
+        try:
+            self._block(root.children, ft)
+        finally:
+            self._source_stack.pop()
+
+    # ----------------------------------------------------------- diagnostics
+
+    def _loc(self, node, ft: FileText) -> Loc:
+        return Loc(ft.path, ft.char(node.start_byte), ft.char(node.end_byte))
+
+    def _span(self, loc: Loc) -> Span:
+        return self.files[loc.path].index.span(loc.start, loc.end)
+
+    def _diag(self, code: str, message: str, loc: Loc, severity: Severity | None = None) -> None:
+        if self._quiet:
+            return
+        self.diagnostics.append(input_diagnostic(code, message, self._span(loc), path=loc.path, severity=severity))
+
+    def _report_errors(self, root, ft: FileText) -> None:
+        found = []
+        stack = [root]
+        while stack and len(found) < 5:
+            node = stack.pop()
+            if node.type == "ERROR" or node.is_missing:
+                found.append(node)
+                continue
+            if node.has_error:
+                stack.extend(reversed(node.children))
+        for node in found:
+            loc = self._loc(node, ft)
+            if node.is_missing:
+                loc = Loc(ft.path, loc.start, loc.start)
+                what = f"missing `{node.type}`"
+            else:
+                snippet = ft.text[loc.start:loc.end].split("\n", 1)[0][:40]
+                what = f"cannot parse `{snippet}`"
+            # tree-sitter-bash may also fail on valid but unusual bash: a warning, not an error.
+            end = loc.end if loc.end > loc.start else loc.start + 1
+            self.diagnostics.append(input_diagnostic(
+                "TL002", f"shell syntax: {what}; the arguments in this part are not checked",
+                ft.index.span(loc.start, min(end, loc.start + max(1, len(ft.text[loc.start:end].split("\n", 1)[0])))),
+                path=ft.path, severity=Severity.WARNING))
+
+    # ----------------------------------------------------------- statements
+
+    def _block(self, nodes: Iterable, ft: FileText) -> None:
+        for node in nodes:
+            if len(self.commands) > MAX_COMMANDS:
+                return
+            self._stmt(node, ft)
+
+    def _stmt(self, node, ft: FileText) -> None:
+        kind = node.type
+        if kind in ("comment", ";", "&", ";;", "\n") or not node.is_named:
+            return
+        handler = _STATEMENTS.get(kind)
+        if handler is not None:
+            handler(self, node, ft)
+            return
+        if kind == "ERROR":
+            # Evaluate what tree-sitter could recognise inside the unparseable part.
+            self._block(node.named_children, ft)
+            return
+        # Anything else (test commands, arithmetic commands, ...) has no effect on values.
+
+    def _program(self, node, ft: FileText) -> None:
+        self._block(node.children, ft)
+
+    def _compound(self, node, ft: FileText) -> None:
+        self._block(node.named_children, ft)
+
+    def _subshell(self, node, ft: FileText) -> None:
+        saved = self.env
+        self.env = self.env.copy()
+        try:
+            self._block(node.named_children, ft)
+        finally:
+            self.env = saved
+
+    def _list(self, node, ft: FileText) -> None:
+        self._block(node.named_children, ft)
+
+    def _negated(self, node, ft: FileText) -> None:
+        self._block(node.named_children, ft)
+
+    def _redirected(self, node, ft: FileText) -> None:
+        body = node.child_by_field_name("body")
+        heredoc = None
+        target = None
+        for child in node.children:
+            if child.type == "heredoc_redirect":
+                heredoc = child
+                for sub in child.named_children:
+                    if sub.type == "file_redirect":
+                        target = sub
+            elif child.type == "file_redirect" and child.child_by_field_name("destination") is not None:
+                op = child.children[0].text.decode("utf-8", "replace") if child.children else ""
+                if op in (">", ">>", ">|"):
+                    target = target or child
+        if body is not None:
+            self._stmt(body, ft)
+        if heredoc is not None and target is not None:
+            self._capture_heredoc(heredoc, target, ft)
+
+    def _capture_heredoc(self, heredoc, target, ft: FileText) -> None:
+        dest = target.child_by_field_name("destination")
+        if dest is None:
+            return
+        fields = self._word_fields(dest, ft)
+        if len(fields) != 1 or fields[0].text is None:
+            return
+        body = next((c for c in heredoc.children if c.type == "heredoc_body"), None)
+        if body is None:
+            return
+        start_tok = next((c for c in heredoc.children if c.type == "heredoc_start"), None)
+        quoted = start_tok is not None and any(q in start_tok.text.decode("utf-8", "replace") for q in "'\"\\")
+        loc = self._loc(body, ft)
+        if quoted:
+            segs: list[Seg] = [Seg(ft.text[loc.start:loc.end], loc, True)]
+        else:
+            segs = []
+            pos = body.start_byte
+            for child in body.children:
+                if child.start_byte > pos:
+                    segs.append(self._raw_seg(ft, pos, child.start_byte))
+                if child.type in ("simple_expansion", "expansion", "command_substitution", "arithmetic_expansion"):
+                    for piece in self._expansion_pieces(child, ft, quoted=True):
+                        segs.extend(piece.segs)
+                elif child.type == "heredoc_content":
+                    segs.append(self._raw_seg(ft, child.start_byte, child.end_byte))
+                else:
+                    segs.append(self._raw_seg(ft, child.start_byte, child.end_byte))
+                pos = child.end_byte
+            if pos < body.end_byte:
+                segs.append(self._raw_seg(ft, pos, body.end_byte))
+        self.virtual_files[fields[0].text] = (Field(tuple(join_segs(segs)), loc), loc)
+
+    def _raw_seg(self, ft: FileText, start_byte: int, end_byte: int) -> Seg:
+        start, end = ft.char(start_byte), ft.char(end_byte)
+        return Seg(ft.text[start:end], Loc(ft.path, start, end), True)
+
+    def _pipeline(self, node, ft: FileText) -> None:
+        self._block(node.named_children, ft)
+
+    def _function_def(self, node, ft: FileText) -> None:
+        name = node.child_by_field_name("name")
+        body = node.child_by_field_name("body")
+        if name is not None and body is not None:
+            self.functions[name.text.decode("utf-8", "replace")] = (body, ft)
+
+    def _assignments(self, node, ft: FileText) -> None:
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                self._assign(child, ft)
+
+    def _declaration(self, node, ft: FileText) -> None:
+        keyword = node.children[0].text.decode("utf-8", "replace") if node.children else ""
+        options = ""
+        for child in node.named_children:
+            if child.type == "word" and child.text.startswith(b"-"):
+                options += child.text.decode("utf-8", "replace")
+        for child in node.named_children:
+            if child.type == "variable_assignment":
+                if "A" in options:
+                    nm = child.child_by_field_name("name")
+                    if nm is not None:
+                        self._set(nm.text.decode("utf-8", "replace"),
+                                  VarValue(scalar=(Seg("", None, False, "an associative array"),)), self._loc(child, ft))
+                    continue
+                self._assign(child, ft)
+            elif child.type == "variable_name" and keyword in ("local", "declare", "typeset"):
+                name = child.text.decode("utf-8", "replace")
+                if name not in self.env.values:
+                    self.env.values[name] = VarValue(scalar=(), assigned_at=self._loc(child, ft))
+
+    def _if(self, node, ft: FileText) -> None:
+        branches: list[tuple[list, list]] = []
+        else_body: list | None = None
+        conds: list = []
+        body: list = []
+        seen_then = False
+        for child in node.children:
+            kind = child.type
+            if kind == "then":
+                seen_then = True
+            elif kind == "elif_clause":
+                sub_conds: list = []
+                sub_body: list = []
+                sub_then = False
+                for sub in child.children:
+                    if sub.type == "then":
+                        sub_then = True
+                    elif sub.is_named and sub.type != "comment":
+                        (sub_body if sub_then else sub_conds).append(sub)
+                branches.append((sub_conds, sub_body))
+            elif kind == "else_clause":
+                else_body = [c for c in child.named_children if c.type != "comment"]
+            elif child.is_named and kind != "comment":
+                (body if seen_then else conds).append(child)
+        branches.insert(0, (conds, body))
+        self._branches(node, ft, branches, else_body)
+
+    def _branches(self, node, ft: FileText, branches: list[tuple[list, list]], else_body: list | None) -> None:
+        chosen: int | None = None
+        certain = True
+        for idx, (conds, _body) in enumerate(branches):
+            verdict = self._condition(conds, ft)
+            if verdict is True:
+                chosen = idx
+                break
+            if verdict is None:
+                chosen, certain = idx, False
+                break
+        all_bodies = [b for _, b in branches] + ([else_body] if else_body is not None else [])
+        if chosen is None:
+            chosen = len(branches) if else_body is not None else None
+        if not certain and any(self._assigns_in(b) for b in all_bodies):
+            first_line = self._span(self._loc(node, ft)).line
+            taken = all_bodies[chosen] if chosen is not None and chosen < len(all_bodies) else []
+            where = f" (line {self._span(self._loc(taken[0], ft)).line})" if taken else ""
+            self._diag("TL012", f"the condition at line {first_line} is not known statically; trainlint follows "
+                       f"its first possible branch{where} for the values assigned in it",
+                       self._loc(node.children[0], ft))
+        for idx, body in enumerate(all_bodies):
+            if body is None:
+                continue
+            if idx == chosen:
+                if not certain:
+                    self._uncertain += 1
+                try:
+                    self._block(body, ft)
+                finally:
+                    if not certain:
+                        self._uncertain -= 1
+            else:
+                saved = self.env
+                self.env = self.env.copy()
+                self._quiet += 1
+                try:
+                    self._block(body, ft)
+                finally:
+                    self._quiet -= 1
+                    self.env = saved
+
+    def _assigns_in(self, nodes: list | None) -> bool:
+        if not nodes:
+            return False
+        stack = list(nodes)
+        while stack:
+            n = stack.pop()
+            if n.type in ("variable_assignment", "variable_assignments"):
+                return True
+            stack.extend(n.named_children)
+        return False
+
+    def _case(self, node, ft: FileText) -> None:
+        value_node = node.child_by_field_name("value")
+        value = self._string_of(value_node, ft) if value_node is not None else None
+        items = [c for c in node.named_children if c.type == "case_item"]
+        branches: list[tuple[list, list]] = []
+        chosen: int | None = None
+        certain = True
+        for idx, item in enumerate(items):
+            patterns = []
+            body = []
+            seen_paren = False
+            for i, child in enumerate(item.children):
+                fname = item.field_name_for_child(i)
+                if fname == "value" and not seen_paren:
+                    patterns.append(child)
+                elif child.type == ")":
+                    seen_paren = True
+                elif seen_paren and child.is_named and fname != "termination":
+                    body.append(child)
+            branches.append((patterns, body))
+            if chosen is None:
+                if value is None:
+                    chosen, certain = idx, False
+                else:
+                    for pat in patterns:
+                        ptext = self._string_of(pat, ft)
+                        if ptext is None:
+                            chosen, certain = idx, False
+                            break
+                        if fnmatch.fnmatchcase(value, ptext):
+                            chosen = idx
+                            break
+        if not certain and any(self._assigns_in(b) for _, b in branches):
+            self._diag("TL012", "the `case` value is not known statically; trainlint follows its first branch "
+                       "for the values assigned in it", self._loc(node.children[0], ft))
+        for idx, (_p, body) in enumerate(branches):
+            if idx == chosen:
+                if not certain:
+                    self._uncertain += 1
+                try:
+                    self._block(body, ft)
+                finally:
+                    if not certain:
+                        self._uncertain -= 1
+            else:
+                saved = self.env
+                self.env = self.env.copy()
+                self._quiet += 1
+                try:
+                    self._block(body, ft)
+                finally:
+                    self._quiet -= 1
+                    self.env = saved
+
+    def _loop_stmt(self, node, ft: FileText) -> None:
+        var = node.child_by_field_name("variable")
+        loc = self._loc(node, ft)
+        if var is not None:
+            name = var.text.decode("utf-8", "replace")
+            self._set(name, VarValue(scalar=(Seg("", self._loc(var, ft), False, f"${name} (a loop variable)"),)),
+                      self._loc(var, ft), record=False)
+        body = node.child_by_field_name("body")
+        saved_loop = self._loop
+        self._loop = self._loop or Loc(loc.path, loc.start, self._loc(node.children[0], ft).end)
+        self._uncertain += 1
+        try:
+            if body is not None:
+                self._block(body.named_children, ft)
+        finally:
+            self._uncertain -= 1
+            self._loop = saved_loop
+
+    # ------------------------------------------------------------ conditions
+
+    def _condition(self, conds: list, ft: FileText) -> bool | None:
+        nodes = [c for c in conds if c.is_named and c.type != "comment"]
+        if not nodes:
+            return None
+        return self._cond_node(nodes[-1], ft)
+
+    def _cond_node(self, node, ft: FileText) -> bool | None:
+        kind = node.type
+        if kind == "test_command":
+            inner = [c for c in node.named_children]
+            if len(inner) != 1:
+                return None
+            return self._test_expr(inner[0], ft)
+        if kind == "command":
+            name = node.child_by_field_name("name")
+            text = name.text.decode("utf-8", "replace") if name is not None else ""
+            if text in ("true", ":"):
+                return True
+            if text == "false":
+                return False
+            if text in ("[", "test"):
+                return None
+            return None
+        if kind == "negated_command":
+            inner = node.named_children
+            value = self._cond_node(inner[0], ft) if inner else None
+            return None if value is None else not value
+        if kind == "list":
+            parts = node.children
+            if len(parts) == 3:
+                left = self._cond_node(parts[0], ft)
+                right = self._cond_node(parts[2], ft)
+                op = parts[1].type
+                return _tri(op, left, right)
+            return None
+        if kind == "redirected_statement":
+            body = node.child_by_field_name("body")
+            return self._cond_node(body, ft) if body is not None else None
+        return None
+
+    def _test_expr(self, node, ft: FileText) -> bool | None:
+        kind = node.type
+        if kind == "parenthesized_expression":
+            inner = node.named_children
+            return self._test_expr(inner[0], ft) if inner else None
+        if kind == "unary_expression":
+            op_node = node.children[0]
+            op = op_node.text.decode("utf-8", "replace")
+            operand = node.named_children[-1] if node.named_children else None
+            if op == "!":
+                v = self._test_expr(operand, ft) if operand is not None else None
+                return None if v is None else not v
+            value = self._string_of(operand, ft) if operand is not None else None
+            if op == "-z":
+                return None if value is None else value == ""
+            if op == "-n":
+                return None if value is None else value != ""
+            return None
+        if kind == "binary_expression":
+            left = node.child_by_field_name("left")
+            right = node.child_by_field_name("right")
+            op_node = node.child_by_field_name("operator")
+            if op_node is None:
+                ops = [c for c in node.children if not c.is_named]
+                op_node = ops[0] if ops else None
+            op = op_node.text.decode("utf-8", "replace") if op_node is not None else ""
+            if op in ("&&", "||", "-a", "-o"):
+                lv = self._test_expr(left, ft) if left is not None else None
+                rv = self._test_expr(right, ft) if right is not None else None
+                return _tri("&&" if op in ("&&", "-a") else "||", lv, rv)
+            lv = self._string_of(left, ft) if left is not None else None
+            rv = self._string_of(right, ft) if right is not None else None
+            if lv is None or rv is None:
+                return None
+            if op in ("==", "="):
+                return fnmatch.fnmatchcase(lv, rv)
+            if op == "!=":
+                return not fnmatch.fnmatchcase(lv, rv)
+            if op in ("-eq", "-ne", "-gt", "-lt", "-ge", "-le"):
+                try:
+                    a, b = int(lv), int(rv)
+                except ValueError:
+                    return None
+                return {"-eq": a == b, "-ne": a != b, "-gt": a > b, "-lt": a < b, "-ge": a >= b, "-le": a <= b}[op]
+            return None
+        value = self._string_of(node, ft)
+        if value is None:
+            return None
+        return value != ""
+
+    def _string_of(self, node, ft: FileText) -> str | None:
+        """The value of a word as one string (no splitting), or None when not known."""
+        if node is None:
+            return None
+        if node.type in ("extglob_pattern", "regex"):
+            return node.text.decode("utf-8", "replace")
+        pieces = self._pieces(node, ft, quoted=True)
+        segs = [s for p in pieces for s in p.segs]
+        if any(s.unknown is not None for s in segs):
+            return None
+        return "".join(s.text for s in segs)
+
+    # ------------------------------------------------------------ assignment
+
+    def _set(self, name: str, value: VarValue, loc: Loc, record: bool = True) -> None:
+        if self._uncertain:
+            from dataclasses import replace as _replace
+
+            value.uncertain = True
+            if value.array is not None:
+                value.array = [Field(tuple(_replace(g, uncertain=True) for g in f.segs), f.site, True)
+                               for f in value.array]
+            if value.scalar is not None:
+                value.scalar = tuple(_replace(g, uncertain=True) for g in value.scalar)
+        value.assigned_at = value.assigned_at or loc
+        self.env.values[name] = value
+        if record and not self._quiet:
+            self.assignments.append(Assignment(name, value, loc))
+
+    def _assign(self, node, ft: FileText, apply: bool = True) -> tuple[str, VarValue] | None:
+        name_node = node.child_by_field_name("name")
+        value_node = node.child_by_field_name("value")
+        if name_node is None:
+            return None
+        append = any(c.type == "+=" for c in node.children)
+        loc = self._loc(node, ft)
+        index: int | None = None
+        if name_node.type == "subscript":
+            base = name_node.child_by_field_name("name")
+            idx_node = name_node.child_by_field_name("index")
+            name = base.text.decode("utf-8", "replace") if base is not None else name_node.text.decode()
+            idx_text = self._string_of(idx_node, ft) if idx_node is not None else None
+            try:
+                index = int(idx_text) if idx_text is not None else None
+            except ValueError:
+                index = None
+            if index is None:
+                self._set(name, VarValue(scalar=(Seg("", loc, False, f"${name} (an array element with an unknown index)"),)), loc)
+                return None
+        else:
+            name = name_node.text.decode("utf-8", "replace")
+        old = self.env.values.get(name)
+        if value_node is None:
+            new = VarValue(scalar=())
+        elif value_node.type == "array":
+            elements: list[Field] = []
+            for child in value_node.named_children:
+                if child.type == "comment":
+                    continue
+                elements.extend(self._word_fields(child, ft))
+            if append and old is not None:
+                base = old.as_fields() if old.is_array else ([Field(old.scalar or (), old.assigned_at)] if old.scalar else [])
+                new = VarValue(array=base + elements)
+            else:
+                new = VarValue(array=elements)
+        else:
+            pieces = self._pieces(value_node, ft, quoted=True)
+            segs = tuple(join_segs([s for p in pieces for s in p.segs]))
+            if index is not None:
+                arr = old.as_fields() if old is not None and old.is_array else (
+                    [Field(old.scalar or (), old.assigned_at)] if old is not None and old.scalar else [])
+                while len(arr) <= index:
+                    arr.append(Field((), loc))
+                arr[index] = Field(segs, self._loc(value_node, ft))
+                new = VarValue(array=arr)
+            elif append and old is not None:
+                if old.is_array:
+                    arr = old.as_fields()
+                    if arr:
+                        arr[0] = Field(arr[0].segs + segs, arr[0].site)
+                    else:
+                        arr = [Field(segs, loc)]
+                    new = VarValue(array=arr)
+                else:
+                    new = VarValue(scalar=tuple(old.scalar or ()) + segs)
+            else:
+                new = VarValue(scalar=segs)
+        if apply:
+            self._set(name, new, loc)
+        return name, new
+
+    # --------------------------------------------------------------- command
+
+    def _command(self, node, ft: FileText) -> None:
+        prefix: dict[str, Field] = {}
+        words = []
+        name_node = node.child_by_field_name("name")
+        for i, child in enumerate(node.children):
+            fname = node.field_name_for_child(i)
+            if child.type == "variable_assignment" and name_node is not None and child.start_byte < name_node.start_byte:
+                result = self._assign(child, ft, apply=False)
+                if result is not None:
+                    nm, value = result
+                    prefix[nm] = Field(value.as_scalar(), self._loc(child, ft))
+            elif fname in ("name", "argument"):
+                words.append(child)
+            elif child.type in ("herestring_redirect", "file_redirect"):
+                continue
+        if name_node is None:
+            # Only assignments: they apply to the shell itself.
+            for child in node.children:
+                if child.type == "variable_assignment":
+                    self._assign(child, ft)
+            return
+        fields: list[Field] = []
+        for w in words:
+            fields.extend(self._word_fields(w, ft))
+        if not fields:
+            return
+        loc = self._loc(node, ft)
+        self._dispatch(fields, loc, prefix, ft, node)
+
+    def _dispatch(self, fields: list[Field], loc: Loc, prefix: dict[str, Field], ft: FileText, node=None,
+                  via_eval: bool = False) -> None:
+        head = fields[0].text
+        args = fields[1:]
+        if head in ("source", "."):
+            if args:
+                self._source(args[0], loc)
+            return
+        if head == "eval":
+            self._eval(args, loc, prefix)
+            return
+        if head == "export" or head == "readonly":
+            return
+        if head == "unset":
+            for a in args:
+                if a.text and not a.text.startswith("-"):
+                    self.env.values.pop(a.text, None)
+            return
+        if head == "read":
+            for a in args:
+                t = a.text
+                if t and not t.startswith("-") and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", t):
+                    self._set(t, VarValue(scalar=(Seg("", a.site, False, f"${t} (read at run time)"),)), loc)
+            return
+        if head in self.functions and self._call_depth < MAX_CALL_DEPTH:
+            self.called.add(head)
+            body, fft = self.functions[head]
+            self._call_depth += 1
+            try:
+                self._stmt(body, fft)
+            finally:
+                self._call_depth -= 1
+            return
+        self.commands.append(Command(fields, loc, prefix, self._loop, via_eval, bool(self._uncertain)))
+
+    def _source(self, target: Field, loc: Loc) -> None:
+        base = os.path.dirname(self.root_path)
+        here = os.path.dirname(loc.path)
+        candidates: list[str] = []
+        text = target.text
+        if text is not None:
+            if os.path.isabs(text):
+                candidates.append(text)
+            else:
+                candidates += [os.path.join(here, text), os.path.join(base, text)]
+        else:
+            tail = target.known_tail.lstrip("/")
+            if tail:
+                d = here
+                for _ in range(4):
+                    candidates.append(os.path.join(d, tail))
+                    d = os.path.dirname(d)
+        if len(self._source_stack) > MAX_SOURCE_DEPTH:
+            self._diag("TL012", "`source` nested too deeply; not followed", loc)
+            return
+        for cand in candidates:
+            norm = os.path.normpath(cand)
+            if os.path.abspath(norm) in self._source_stack:
+                return
+            try:
+                source = self.read(norm)
+            except UnreadableSource:
+                continue
+            except OSError:
+                continue
+            self._eval_file(source, loc)
+            return
+        where = target.value_loc or loc
+        if text is not None:
+            self._diag("TL013", f"sourced file `{text}` not found (looked in {', '.join(sorted(set(os.path.dirname(c) or '.' for c in candidates)))}); "
+                       "the variables it sets are unknown", where)
+        else:
+            self._diag("TL012", f"`source {target.partial_text}`: the path is not known statically; the variables it "
+                       "sets are unknown", where)
+
+    def _eval(self, args: list[Field], loc: Loc, prefix: dict[str, Field]) -> None:
+        if not args:
+            return
+        # Re-split the string (bash parses it again) and stop at pipes and redirections.
+        pieces: list[Piece] = []
+        for i, a in enumerate(args):
+            pieces.append(Piece(list(a.segs), split=True, field_break_before=i > 0))
+        fields = split_pieces(pieces, loc)
+        out: list[Field] = []
+        for f in fields:
+            t = f.text
+            if t is not None and (t in _STOP_WORDS or t.startswith(("2>", "1>", ">", "&>")) or t.startswith("|")):
+                break
+            out.append(_dequote(f))
+        if not out or out[0].text is None:
+            what = args[0].partial_text[:40]
+            self._diag("TL012", f"`eval` of a string that is not known statically (`{what}`); the arguments behind it "
+                       "are not checked", loc)
+            return
+        self._dispatch(out, loc, prefix, self.files[loc.path], via_eval=True)
+
+    # ----------------------------------------------------------------- words
+
+    def _word_fields(self, node, ft: FileText) -> list[Field]:
+        pieces = self._pieces(node, ft, quoted=False)
+        return split_pieces(pieces, self._loc(node, ft), bool(self._uncertain))
+
+    def _pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
+        kind = node.type
+        if kind == "command_name":
+            out_name: list[Piece] = []
+            for child in node.children:
+                out_name.extend(self._pieces(child, ft, quoted))
+            return out_name
+        if kind in ("word", "number"):
+            return [Piece([self._literal(node, ft, unquoted=not quoted)], split=False)]
+        if kind == "raw_string":
+            loc = self._loc(node, ft)
+            inner = Loc(ft.path, loc.start + 1, max(loc.start + 1, loc.end - 1))
+            return [Piece([Seg(ft.text[inner.start:inner.end], inner, True)], split=False)]
+        if kind == "ansi_c_string":
+            loc = self._loc(node, ft)
+            raw = ft.text[loc.start + 2:loc.end - 1]
+            try:
+                value = raw.encode("latin-1", "backslashreplace").decode("unicode_escape")
+            except UnicodeDecodeError:
+                value = raw
+            return [Piece([Seg(value, loc, value == raw)], split=False)]
+        if kind in ("string", "translated_string"):
+            loc = self._loc(node, ft)
+            if ft.placeholders.get(loc.start) == loc.end:
+                text = ft.text[loc.start:loc.end]
+                return [Piece([Seg("", loc, False, f"`{text}` (a placeholder to fill in)")], split=False)]
+            out: list[Piece] = []
+            prev_end = None
+            for child in node.children:
+                if prev_end is not None and child.start_byte > prev_end:
+                    # Text tree-sitter leaves between two expansions (spaces, `\` + newline).
+                    gap = Loc(ft.path, ft.char(prev_end), ft.char(child.start_byte))
+                    out.append(Piece([self._dq_text(ft, gap)], split=False))
+                prev_end = child.end_byte
+                if child.type == "string_content":
+                    out.append(Piece(self._dq_pieces(child, ft), split=False))
+                elif child.type in ('"', '$"', "$"):
+                    continue
+                elif child.is_named:
+                    # tree-sitter-bash may start an expansion node with the text before its `$`
+                    # (`" \<newline>    ${B}"`): keep that text.
+                    raw = child.text
+                    lead = raw.find(b"$") if child.type in ("expansion", "simple_expansion") else 0
+                    if lead > 0:
+                        start = ft.char(child.start_byte)
+                        gap = Loc(ft.path, start, ft.char(child.start_byte + lead))
+                        out.append(Piece([self._dq_text(ft, gap)], split=False))
+                    out.extend(self._expansion_pieces(child, ft, quoted=True))
+            if not out:
+                out.append(Piece([], split=False))
+            return out
+        if kind == "concatenation":
+            out = []
+            for child in node.children:
+                out.extend(self._pieces(child, ft, quoted))
+            return out
+        if kind in ("simple_expansion", "expansion", "command_substitution", "arithmetic_expansion",
+                    "process_substitution"):
+            return self._expansion_pieces(node, ft, quoted)
+        if kind == "brace_expression":
+            return [Piece([Seg("", self._loc(node, ft), False, f"`{node.text.decode('utf-8', 'replace')}` (a brace expansion)")], split=False)]
+        # Anything else: its text as written.
+        loc = self._loc(node, ft)
+        return [Piece([Seg(ft.text[loc.start:loc.end], loc, True)], split=False)]
+
+    def _literal(self, node, ft: FileText, unquoted: bool) -> Seg:
+        loc = self._loc(node, ft)
+        raw = ft.text[loc.start:loc.end]
+        if "\\" not in raw:
+            return Seg(raw, loc, True)
+        out = []
+        i = 0
+        while i < len(raw):
+            ch = raw[i]
+            if ch == "\\" and i + 1 < len(raw):
+                nxt = raw[i + 1]
+                if nxt == "\n":
+                    i += 2
+                    continue
+                out.append(nxt)
+                i += 2
+                continue
+            out.append(ch)
+            i += 1
+        return Seg("".join(out), loc, False)
+
+    def _dq_pieces(self, node, ft: FileText) -> list[Seg]:
+        loc = self._loc(node, ft)
+        inside = [(a, b) for a, b in ft.quoted_placeholders.items() if loc.start <= a and b <= loc.end]
+        if not inside:
+            return [self._dq_content(node, ft)]
+        out: list[Seg] = []
+        pos = loc.start
+        for a, b in sorted(inside):
+            if a > pos:
+                out.append(self._dq_text(ft, Loc(ft.path, pos, a)))
+            out.append(Seg("", Loc(ft.path, a, b), False, f"`{ft.text[a:b]}` (a placeholder to fill in)"))
+            pos = b
+        if pos < loc.end:
+            out.append(self._dq_text(ft, Loc(ft.path, pos, loc.end)))
+        return out
+
+    def _dq_content(self, node, ft: FileText) -> Seg:
+        return self._dq_text(ft, self._loc(node, ft))
+
+    def _dq_text(self, ft: FileText, loc: Loc) -> Seg:
+        raw = ft.text[loc.start:loc.end]
+        if "\\" not in raw:
+            return Seg(raw, loc, True)
+        out = []
+        i = 0
+        while i < len(raw):
+            ch = raw[i]
+            if ch == "\\" and i + 1 < len(raw) and raw[i + 1] in '"\\$`\n':
+                if raw[i + 1] != "\n":
+                    out.append(raw[i + 1])
+                i += 2
+                continue
+            out.append(ch)
+            i += 1
+        return Seg("".join(out), loc, False)
+
+    def _expansion_pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
+        loc = self._loc(node, ft)
+        kind = node.type
+        split = not quoted
+        if kind == "command_substitution":
+            text = ft.text[loc.start:loc.end].replace("\n", " ")
+            short = text if len(text) <= 40 else text[:37] + "..."
+            return [Piece([Seg("", loc, False, f"`{short}` (a command substitution)")], split=False)]
+        if kind == "process_substitution":
+            return [Piece([Seg("", loc, False, "a process substitution")], split=False)]
+        if kind == "arithmetic_expansion":
+            inner = [c for c in node.named_children]
+            try:
+                if len(inner) != 1:
+                    raise Unresolvable("arithmetic")
+                value = self._arith(inner[0], ft)
+            except Unresolvable as exc:
+                text = ft.text[loc.start:loc.end]
+                return [Piece([Seg("", loc, False, f"`{text}` ({exc})")], split=False)]
+            except ZeroDivisionError:
+                return [Piece([Seg("", loc, False, "a division by zero")], split=False)]
+            return [Piece([Seg(str(value), loc, False)], split=split)]
+        if kind == "simple_expansion":
+            name_node = node.named_children[0] if node.named_children else None
+            if name_node is None:
+                return [Piece([Seg("$", loc, True)], split=False)]
+            name = name_node.text.decode("utf-8", "replace")
+            return self._var_pieces(name, None, loc, quoted)
+        # ${...}
+        return self._braced(node, ft, loc, quoted)
+
+    def _var_pieces(self, name: str, index: str | None, loc: Loc, quoted: bool) -> list[Piece]:
+        value = self._lookup(name, loc)
+        split = not quoted
+        if isinstance(value, Seg):
+            return [Piece([value], split=split)]
+        if index in ("@", "*") and value.is_array:
+            elements = value.as_fields()
+            if index == "*" and quoted:
+                segs: list[Seg] = []
+                for i, el in enumerate(elements):
+                    if i:
+                        segs.append(Seg(" ", None, False))
+                    segs.extend(el.segs)
+                return [Piece(segs, split=False)]
+            return [Piece(list(el.segs), split=split, field_break_before=i > 0) for i, el in enumerate(elements)] or [
+                Piece([], split=True)]
+        if index is not None and index not in ("@", "*"):
+            try:
+                i = int(index)
+            except ValueError:
+                return [Piece([Seg("", loc, False, f"${{{name}[{index}]}}")], split=False)]
+            elements = value.as_fields()
+            if 0 <= i < len(elements):
+                return [Piece(list(elements[i].segs), split=split)]
+            return [Piece([], split=split)]
+        return [Piece(list(value.as_scalar()), split=split)]
+
+    def _lookup(self, name: str, loc: Loc) -> VarValue | Seg:
+        if name in _SPECIAL_UNKNOWN:
+            return Seg("", loc, False, _SPECIAL_UNKNOWN[name])
+        if name.isdigit():
+            return Seg("", loc, False, f"${name} (a positional parameter)" if len(name) == 1 else f"${{{name}}} (a positional parameter)")
+        if name in self.env.values:
+            return self.env.values[name]
+        if name in self.environment:
+            return VarValue(scalar=(Seg(self.environment[name], None, False, None, env=name),))
+        return Seg("", loc, False, f"${name} (not set in the script)")
+
+    def _is_set(self, name: str) -> bool | None:
+        if name in _SPECIAL_UNKNOWN or name.isdigit():
+            return None
+        if name in self.env.values:
+            v = self.env.values[name]
+            segs = v.as_scalar()
+            if any(s.unknown for s in segs):
+                return None
+            return True
+        if name in self.environment:
+            return True
+        return False
+
+    def _braced(self, node, ft: FileText, loc: Loc, quoted: bool) -> list[Piece]:
+        children = [c for c in node.children if c.type not in ("${", "}")]
+        length = False
+        indirect = False
+        name: str | None = None
+        index: str | None = None
+        ops: list[tuple[str, list]] = []
+        for child in children:
+            if name is None:
+                if child.type == "#" or (not child.is_named and child.text == b"#"):
+                    length = True
+                    continue
+                if not child.is_named and child.text == b"!":
+                    indirect = True
+                    continue
+                if child.type in ("variable_name", "special_variable_name"):
+                    name = child.text.decode("utf-8", "replace")
+                    continue
+                if child.type == "subscript":
+                    base = child.child_by_field_name("name")
+                    idx = child.child_by_field_name("index")
+                    name = base.text.decode("utf-8", "replace") if base is not None else "?"
+                    index = self._string_of(idx, ft) if idx is not None else None
+                    if index is None:
+                        index = "?"
+                    continue
+                if child.type == "word" and child.text.isdigit():
+                    name = child.text.decode()
+                    continue
+            if not child.is_named:
+                ops.append((child.text.decode("utf-8", "replace"), []))
+            elif ops:
+                ops[-1][1].append(child)
+            else:
+                ops.append(("?", [child]))
+        if name is None or indirect:
+            text = ft.text[loc.start:loc.end]
+            return [Piece([Seg("", loc, False, f"`{text}`")], split=False)]
+        if length:
+            value = self._lookup(name, loc)
+            if isinstance(value, Seg):
+                return [Piece([value], split=False)]
+            if index in ("@", "*"):
+                return [Piece([Seg(str(len(value.as_fields())), loc, False)], split=False)]
+            segs = value.as_scalar()
+            if any(s.unknown for s in segs):
+                return [Piece([Seg("", loc, False, f"${{#{name}}}")], split=False)]
+            return [Piece([Seg(str(len("".join(s.text for s in segs))), loc, False)], split=False)]
+        base = self._var_pieces(name, index, loc, quoted)
+        if not ops:
+            return base
+        op, operand = ops[0]
+        if len(ops) > 1 and op in ("/", "//", "/#", "/%", ":"):
+            operand = [n for _, ns in ops for n in ns]
+        if op in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
+            is_set = self._is_set(name)
+            base_segs = [s for p in base for s in p.segs]
+            empty = not any(s.text for s in base_segs) and not any(s.unknown for s in base_segs)
+            if op.startswith(":"):
+                use_default = is_set is False or (is_set is True and empty)
+            else:
+                use_default = is_set is False
+            if name.isdigit() or name in ("@", "*"):
+                use_default = True  # positional parameters: the script's own default is the value it documents
+            default_pieces = self._operand_pieces(operand, ft, quoted)
+            if op in (":-", "-"):
+                return default_pieces if use_default else base
+            if op in (":=", "="):
+                if use_default:
+                    segs = tuple(join_segs([s for p in default_pieces for s in p.segs]))
+                    self._set(name, VarValue(scalar=segs), loc)
+                    return default_pieces
+                return base
+            if op in (":+", "+"):
+                if is_set is None:
+                    return [Piece([Seg("", loc, False, f"${{{name}{op}...}}")], split=False)]
+                return default_pieces if not use_default else []
+            return base
+        value = "".join(s.text for p in base for s in p.segs) if all(
+            s.unknown is None for p in base for s in p.segs) else None
+        if value is None:
+            return base if op in ("^^", ",,", "^", ",") else [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
+        result = self._string_op(op, operand, value, ft)
+        if result is None:
+            return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
+        return [Piece([Seg(result, loc, False)], split=not quoted)]
+
+    def _operand_pieces(self, operand: list, ft: FileText, quoted: bool) -> list[Piece]:
+        out: list[Piece] = []
+        for n in operand:
+            out.extend(self._pieces(n, ft, quoted))
+        return out
+
+    def _string_op(self, op: str, operand: list, value: str, ft: FileText) -> str | None:
+        texts = [self._string_of(n, ft) for n in operand]
+        if any(t is None for t in texts):
+            return None
+        arg = "".join(t or "" for t in texts)
+        if op in ("^^",):
+            return value.upper()
+        if op in (",,",):
+            return value.lower()
+        if op == "^":
+            return value[:1].upper() + value[1:]
+        if op == ",":
+            return value[:1].lower() + value[1:]
+        if op in ("#", "##"):
+            rng = range(len(value) + 1) if op == "#" else range(len(value), -1, -1)
+            for i in rng:
+                if fnmatch.fnmatchcase(value[:i], arg):
+                    return value[i:]
+            return value
+        if op in ("%", "%%"):
+            rng = range(len(value), -1, -1) if op == "%" else range(len(value) + 1)
+            for i in rng:
+                if fnmatch.fnmatchcase(value[i:], arg):
+                    return value[:i]
+            return value
+        if op in ("/", "//"):
+            pattern, _, repl = arg.partition("/")
+            if not texts:
+                return None
+            # tree-sitter splits pattern and replacement into separate operand nodes
+            if len(texts) >= 2:
+                pattern, repl = texts[0] or "", "".join(t or "" for t in texts[1:])
+            if any(c in pattern for c in "*?["):
+                return None
+            if not pattern:
+                return value
+            return value.replace(pattern, repl) if op == "//" else value.replace(pattern, repl, 1)
+        if op == ":":
+            parts = [t for t in texts]
+            try:
+                nums = [int(p) for p in parts if p is not None and p.strip() != ""]
+            except ValueError:
+                return None
+            if not nums:
+                return None
+            off = nums[0]
+            if len(nums) > 1:
+                return value[off:off + nums[1]] if nums[1] >= 0 else value[off:nums[1]]
+            return value[off:]
+        return None
+
+    # ------------------------------------------------------------ arithmetic
+
+    def _arith(self, node, ft: FileText) -> int:
+        kind = node.type
+        if kind == "number":
+            text = node.text.decode("utf-8", "replace")
+            try:
+                return int(text, 0) if not re.fullmatch(r"0\d+", text) else int(text, 8)
+            except ValueError:
+                raise Unresolvable(f"`{text}` is not an integer")
+        if kind in ("variable_name", "word"):
+            name = node.text.decode("utf-8", "replace")
+            if kind == "word" and re.fullmatch(r"-?\d+", name):
+                return int(name)
+            return self._arith_var(name, self._loc(node, ft))
+        if kind in ("simple_expansion", "expansion"):
+            pieces = self._expansion_pieces(node, ft, quoted=True)
+            segs = [s for p in pieces for s in p.segs]
+            unknown = [s for s in segs if s.unknown]
+            if unknown:
+                raise Unresolvable(unknown[0].unknown or "unknown")
+            text = "".join(s.text for s in segs).strip()
+            return self._arith_text(text)
+        if kind == "parenthesized_expression":
+            inner = node.named_children
+            if len(inner) != 1:
+                raise Unresolvable("arithmetic")
+            return self._arith(inner[0], ft)
+        if kind == "unary_expression":
+            op = node.children[0].text.decode("utf-8", "replace")
+            value = self._arith(node.named_children[-1], ft)
+            if op == "-":
+                return -value
+            if op == "+":
+                return value
+            if op == "!":
+                return int(not value)
+            raise Unresolvable(f"operator {op}")
+        if kind == "binary_expression":
+            left = node.child_by_field_name("left")
+            right = node.child_by_field_name("right")
+            op_node = node.child_by_field_name("operator")
+            if left is None or right is None or op_node is None:
+                raise Unresolvable("arithmetic")
+            op = op_node.text.decode("utf-8", "replace")
+            a = self._arith(left, ft)
+            b = self._arith(right, ft)
+            if op == "+":
+                return a + b
+            if op == "-":
+                return a - b
+            if op == "*":
+                return a * b
+            if op == "/":
+                if b == 0:
+                    raise ZeroDivisionError
+                q = abs(a) // abs(b)
+                return q if (a >= 0) == (b >= 0) else -q  # bash truncates toward zero
+            if op == "%":
+                if b == 0:
+                    raise ZeroDivisionError
+                r = abs(a) % abs(b)
+                return r if a >= 0 else -r
+            if op == "**":
+                if b < 0 or b > 64:
+                    raise Unresolvable("exponent out of range")
+                return a ** b
+            if op in ("<", ">", "<=", ">=", "==", "!="):
+                return int({"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b, "==": a == b, "!=": a != b}[op])
+            raise Unresolvable(f"operator {op}")
+        if kind == "ternary_expression":
+            cond, yes, no = node.named_children[:3]
+            return self._arith(yes, ft) if self._arith(cond, ft) else self._arith(no, ft)
+        raise Unresolvable(f"`{node.text.decode('utf-8', 'replace')}`")
+
+    def _arith_var(self, name: str, loc: Loc, depth: int = 0) -> int:
+        value = self._lookup(name, loc)
+        if isinstance(value, Seg):
+            raise Unresolvable(value.unknown or "unknown")
+        segs = value.as_scalar()
+        unknown = [s for s in segs if s.unknown]
+        if unknown:
+            raise Unresolvable(unknown[0].unknown or "unknown")
+        text = "".join(s.text for s in segs).strip()
+        if text == "":
+            return 0
+        if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", text) and depth < 8:
+            return self._arith_var(text, loc, depth + 1)
+        return self._arith_text(text)
+
+    def _arith_text(self, text: str) -> int:
+        if re.fullmatch(r"[+-]?\d+", text):
+            return int(text)
+        raise Unresolvable(f"`{text}` is not an integer")
+
+
+def _tri(op: str, left: bool | None, right: bool | None) -> bool | None:
+    if op == "&&":
+        if left is False or right is False:
+            return False
+        if left is True and right is True:
+            return True
+        return None
+    if left is True or right is True:
+        return True
+    if left is False and right is False:
+        return False
+    return None
+
+
+def _dequote(f: Field) -> Field:
+    """Remove the quote characters an eval'd string carries (``--data-path "$X"``)."""
+    segs = list(f.segs)
+    out = []
+    for s in segs:
+        if s.unknown is None and ('"' in s.text or "'" in s.text):
+            text = s.text.replace('"', "").replace("'", "")
+            out.append(Seg(text, s.loc, False, None, s.env))
+        else:
+            out.append(s)
+    return Field(tuple(out), f.site, f.uncertain)
+
+
+_STATEMENTS: dict[str, Callable[[ShellEvaluator, object, FileText], None]] = {
+    "program": ShellEvaluator._program,
+    "command": ShellEvaluator._command,
+    "variable_assignment": lambda self, node, ft: self._assign(node, ft),
+    "variable_assignments": ShellEvaluator._assignments,
+    "declaration_command": ShellEvaluator._declaration,
+    "unset_command": lambda self, node, ft: [self.env.values.pop(c.text.decode("utf-8", "replace"), None)
+                                             for c in node.named_children if c.type in ("variable_name", "word")],
+    "if_statement": ShellEvaluator._if,
+    "case_statement": ShellEvaluator._case,
+    "for_statement": ShellEvaluator._loop_stmt,
+    "c_style_for_statement": ShellEvaluator._loop_stmt,
+    "while_statement": ShellEvaluator._loop_stmt,
+    "compound_statement": ShellEvaluator._compound,
+    "subshell": ShellEvaluator._subshell,
+    "list": ShellEvaluator._list,
+    "pipeline": ShellEvaluator._pipeline,
+    "negated_command": ShellEvaluator._negated,
+    "redirected_statement": ShellEvaluator._redirected,
+    "function_definition": ShellEvaluator._function_def,
+}
+
+
+def evaluate(source: SourceText, read: Callable[[str], SourceText], environment: dict[str, str] | None = None) -> ShellResult:
+    return ShellEvaluator(source, read, environment).run()

@@ -1,0 +1,365 @@
+"""From Megatron arguments (as read by :mod:`flags`) to a TrainingSpec with provenance.
+
+Layout fields that Megatron defaults (TP = PP = CP = EP = 1, no sequence parallelism...) get the
+default with its source; values Megatron computes at start-up (DP, the global batch when it is
+not given, the FFN size, the number of KV heads, VPP from layers per virtual stage) are derived,
+with the inputs they came from. Nothing that depends on the launch environment is guessed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from trainlint.positions import Span
+from trainlint.provenance import Origin, Provenance, Value, default, derived
+from trainlint.spec import TrainingSpec
+
+from trainlint.adapters.megatron.flags import CURRENT, DEEPSPEED, ParsedArgs, Setting
+from trainlint.adapters.megatron.words import Field, Loc
+
+DEFAULT_NOTES = {
+    CURRENT: "Megatron-LM default (megatron/training/arguments.py)",
+    DEEPSPEED: "Megatron-DeepSpeed default (megatron/arguments.py)",
+    "legacy": "Megatron-LM v1.1.5 default (megatron/arguments.py, as vendored in DeepSpeedExamples)",
+}
+
+ARCHITECTURES = (
+    ("pretrain_gpt", "gpt"), ("pretrain_llama", "gpt"), ("pretrain_bert", "bert"), ("pretrain_t5", "t5"),
+    ("pretrain_mamba", "mamba"), ("pretrain_hybrid", "hybrid"), ("pretrain_retro", "gpt"),
+    ("pretrain_vlm", "other"), ("pretrain_vision", "other"), ("pretrain_ict", "bert"),
+)
+
+
+@dataclass
+class BuildContext:
+    path: str
+    label: str
+    dialect: str
+    entry: str | None
+    span_of: Callable[[Loc | None], tuple[str | None, Span | None]]
+    world: dict[str, Field] = field(default_factory=dict)
+    all_local_gpus: bool = False
+    launchers: list[str] = field(default_factory=list)
+
+
+class SpecBuilder:
+    def __init__(self, parsed: ParsedArgs, ctx: BuildContext) -> None:
+        self.parsed = parsed
+        self.ctx = ctx
+        self.spec = TrainingSpec(framework="megatron", path=ctx.path, label=ctx.label, sources=[ctx.path])
+        self.note = DEFAULT_NOTES.get(ctx.dialect, DEFAULT_NOTES[CURRENT])
+
+    # ------------------------------------------------------------- values
+
+    def value_of(self, setting: Setting, value: Any = None, use: Any = ...) -> Value | None:
+        v = setting.value if use is ... else use
+        if v is None:
+            return None
+        env = _env_name(setting.value_fields)
+        if env is not None:
+            return Value(v, Provenance(Origin.PROJECT_CONFIG, key=setting.flag_text,
+                                       note=f"shell variable {env} from the project config ([tool.trainlint] env)"))
+        path, span = self.ctx.span_of(setting.value_loc or setting.flag_field.value_loc)
+        fpath, fspan = self.ctx.span_of(setting.flag_field.value_loc)
+        note = ""
+        if fspan is not None and (span != fspan or path != fpath):
+            where = f"{fpath}:{fspan}" if fpath and fpath != path else f"line {fspan.line}, column {fspan.column}"
+            note = f"value of {setting.flag_text} given at {where}"
+        if any(f.uncertain or any(g.uncertain for g in f.segs) for f in setting.value_fields):
+            note = (note + "; " if note else "") + "assigned inside a branch trainlint could not decide"
+        return Value(v, Provenance(Origin.FILE, path=path or self.ctx.path, span=span, key=setting.flag_text, note=note))
+
+    def get(self, dest: str) -> Value | None:
+        s = self.parsed.settings.get(dest)
+        if s is None:
+            return None
+        return self.value_of(s)
+
+    def raw(self, dest: str) -> Any:
+        s = self.parsed.settings.get(dest)
+        return None if s is None else s.value
+
+    def given(self, dest: str) -> bool:
+        return dest in self.parsed.settings
+
+    def dflt(self, value: Any) -> Value:
+        return default(value, self.note)
+
+    def get_or_default(self, dest: str, value: Any) -> Value | None:
+        s = self.parsed.settings.get(dest)
+        if s is not None:
+            return self.value_of(s)  # None when unresolved: nothing is guessed
+        return self.dflt(value)
+
+    # --------------------------------------------------------------- build
+
+    def build(self) -> TrainingSpec:
+        self._settings()
+        self._model()
+        self._cluster()
+        self._parallel()
+        self._batch()
+        self._precision()
+        self._memory()
+        self._run()
+        return self.spec
+
+    def _settings(self) -> None:
+        for dest, setting in self.parsed.settings.items():
+            v = self.value_of(setting)
+            if v is not None:
+                self.spec.settings[dest] = v
+
+    def _model(self) -> None:
+        m = self.spec.model
+        entry = (self.ctx.entry or "").rsplit("/", 1)[-1]
+        for prefix, arch in ARCHITECTURES:
+            if entry.startswith(prefix):
+                m.architecture = derived(arch, f"from the entry point {entry}")
+                break
+        m.num_layers = self.get("num_layers") or self.get("encoder_num_layers")
+        m.hidden_size = self.get("hidden_size")
+        m.num_attention_heads = self.get("num_attention_heads")
+        if self.raw("group_query_attention") and self.given("num_query_groups"):
+            m.num_kv_heads = self.get("num_query_groups")
+        elif self.given("num_key_value_heads"):
+            m.num_kv_heads = self.get("num_key_value_heads")
+        elif m.num_attention_heads is not None and not self.raw("group_query_attention") and not self.raw("multi_latent_attention"):
+            m.num_kv_heads = derived(m.num_attention_heads.value,
+                                     "no --group-query-attention: one KV head per attention head",
+                                     m.num_attention_heads)
+        m.kv_channels = self.get("kv_channels")
+        if m.kv_channels is None and m.hidden_size is not None and m.num_attention_heads is not None:
+            h, a = m.hidden_size.value, m.num_attention_heads.value
+            if isinstance(h, int) and isinstance(a, int) and a > 0 and h % a == 0:
+                m.kv_channels = derived(h // a, "hidden_size / num_attention_heads (Megatron's default)",
+                                        m.hidden_size, m.num_attention_heads)
+        swiglu = self.get_or_default("swiglu", False)
+        m.gated_mlp = swiglu
+        m.ffn_hidden_size = self.get("ffn_hidden_size") or self.get("intermediate_size")
+        if m.ffn_hidden_size is None and m.hidden_size is not None and isinstance(m.hidden_size.value, int) \
+                and not self.given("ffn_hidden_size") and swiglu is not None:
+            h = m.hidden_size.value
+            if swiglu.value:
+                m.ffn_hidden_size = derived(int((4 * h * 2 / 3) / 64) * 64,
+                                            "int(4 * hidden_size * 2/3 / 64) * 64 with --swiglu (Megatron's default)",
+                                            m.hidden_size, swiglu)
+            else:
+                m.ffn_hidden_size = derived(4 * h, "4 * hidden_size (Megatron's default)", m.hidden_size)
+        m.vocab_size = self.get("vocab_size")
+        m.seq_length = self.get("seq_length") or self.get("encoder_seq_length")
+        m.max_position_embeddings = self.get("max_position_embeddings")
+        if self.given("untie_embeddings_and_output_weights"):
+            s = self.parsed.settings["untie_embeddings_and_output_weights"]
+            m.tied_embeddings = self.value_of(s, use=None if s.value is None else not s.value)
+        elif self.ctx.dialect == CURRENT or self.given("num_layers"):
+            m.tied_embeddings = self.dflt(True)
+        m.num_experts = self.get("num_experts") or self.get("num_experts_switch")
+        if m.num_experts is not None:
+            m.moe_top_k = self.get_or_default("moe_router_topk", 2) if self.ctx.dialect == CURRENT else self.get("topk")
+            m.moe_ffn_hidden_size = self.get("moe_ffn_hidden_size")
+            if m.moe_ffn_hidden_size is None and m.ffn_hidden_size is not None and not self.given("moe_ffn_hidden_size"):
+                m.moe_ffn_hidden_size = derived(m.ffn_hidden_size.value, "ffn_hidden_size (Megatron's default for MoE)",
+                                                m.ffn_hidden_size)
+
+    def _cluster(self) -> None:
+        c = self.spec.cluster
+        w = self.ctx.world
+        gpn = self._launch_int(w.get("gpus_per_node"), "gpus per node")
+        nodes = self._launch_int(w.get("nodes"), "nodes")
+        world = self._launch_int(w.get("world_size"), "processes")
+        if gpn is None and "include" in w:
+            inc = w["include"]
+            if inc.text is not None:
+                count = _count_include(inc.text)
+                if count is not None:
+                    path, span = self.ctx.span_of(inc.value_loc)
+                    gpn = Value(count, Provenance(Origin.FILE, path=path, span=span, key="--include",
+                                                  note=f"GPUs listed in --include {inc.text}"))
+        if "deepspeed" in self.ctx.launchers and nodes is None and gpn is not None and "hostfile" not in w:
+            nodes = default(1, "DeepSpeed launcher default (one node without --num_nodes or a hostfile)")
+        if "torchrun" in self.ctx.launchers[-1:] or any(l.startswith("python -m torch") for l in self.ctx.launchers):
+            if nodes is None and "nodes" not in w:
+                nodes = default(1, "torchrun default (--nnodes 1)")
+            if gpn is None and "gpus_per_node" not in w:
+                gpn = default(1, "torchrun default (--nproc_per_node 1)")
+        c.gpus_per_node = gpn
+        c.nodes = nodes
+        if world is not None:
+            c.world_size = world
+        elif gpn is not None and nodes is not None and isinstance(gpn.value, int) and isinstance(nodes.value, int):
+            c.world_size = derived(gpn.value * nodes.value, "gpus per node x nodes (launcher arguments)", gpn, nodes)
+        elif self.ctx.launchers == ["python"] or self.ctx.launchers == ["direct"]:
+            c.world_size = derived(1, "a single process (plain python, no distributed launcher)")
+
+    def _launch_int(self, f: Field | None, what: str) -> Value | None:
+        if f is None or f.text is None:
+            return None
+        try:
+            n = int(f.text)
+        except ValueError:
+            return None
+        env = _env_name([f])
+        if env is not None:
+            return Value(n, Provenance(Origin.PROJECT_CONFIG, key=f"launcher {what}",
+                                       note=f"shell variable {env} from the project config ([tool.trainlint] env)"))
+        path, span = self.ctx.span_of(f.value_loc)
+        return Value(n, Provenance(Origin.FILE, path=path, span=span, key=f"launcher {what}"))
+
+    def _parallel(self) -> None:
+        p = self.spec.parallel
+        legacy = self.ctx.dialect != CURRENT
+        tp = self.get("tensor_model_parallel_size")
+        if tp is None and legacy and self.given("model_parallel_size"):
+            tp = self.get("model_parallel_size")
+        if tp is None and not self.given("tensor_model_parallel_size") and not (legacy and self.given("model_parallel_size")):
+            tp = self.dflt(1)
+        p.tensor = tp
+        pp = self.get("pipeline_model_parallel_size")
+        if pp is None and self.given("pipe_parallel_size"):
+            s = self.parsed.settings["pipe_parallel_size"]
+            pp = self.value_of(s, use=None if s.value is None else max(1, s.value))
+        if pp is None and not self.given("pipeline_model_parallel_size") and not self.given("pipe_parallel_size"):
+            pp = self.dflt(1)
+        p.pipeline = pp
+        if self.given("num_virtual_stages_per_pipeline_rank"):
+            p.virtual_pipeline = self.get("num_virtual_stages_per_pipeline_rank")
+        elif self.given("num_layers_per_virtual_pipeline_stage"):
+            k = self.get("num_layers_per_virtual_pipeline_stage")
+            L = self.spec.model.num_layers
+            if k is not None and L is not None and pp is not None:
+                per_stage, rem = divmod(L.value, pp.value) if pp.value else (0, 1)
+                if rem == 0 and k.value and per_stage % k.value == 0:
+                    p.virtual_pipeline = derived(per_stage // k.value,
+                                                 "num_layers / pipeline size / layers per virtual stage", L, pp, k)
+        p.context = self.get_or_default("context_parallel_size", 1)
+        p.expert = self.get_or_default("expert_model_parallel_size", 1)
+        if self.given("expert_tensor_parallel_size"):
+            p.expert_tensor = self.get("expert_tensor_parallel_size")
+        elif tp is not None and not legacy:
+            p.expert_tensor = derived(tp.value, "defaults to the tensor-parallel size", tp)
+        p.sequence_parallel = self.get_or_default("sequence_parallel", False)
+        p.distributed_optimizer = self.get_or_default("use_distributed_optimizer", False)
+        if self.given("zero_stage"):
+            p.zero_stage = self.get("zero_stage")
+        if self.ctx.dialect == DEEPSPEED and self.raw("deepspeed"):
+            npp = self.raw("no_pipeline_parallel")
+            p.pipeline_engine = self.get("no_pipeline_parallel") if npp else self.dflt(True)
+            if npp and p.pipeline_engine is not None:
+                p.pipeline_engine = Value(False, p.pipeline_engine.provenance)
+        world = self.spec.cluster.world_size
+        cp = p.context
+        if world is not None and tp is not None and pp is not None and cp is not None:
+            prod = tp.value * pp.value * cp.value
+            if isinstance(world.value, int) and prod > 0 and world.value % prod == 0:
+                p.data = derived(world.value // prod, "world size / (TP x PP x CP)", world, tp, pp, cp)
+
+    def _batch(self) -> None:
+        b = self.spec.batch
+        b.micro_batch = self.get("micro_batch_size")
+        if b.micro_batch is None and self.given("batch_size"):
+            b.micro_batch = self.get("batch_size")
+        b.global_batch = self.get("global_batch_size")
+        dp = self.spec.parallel.data
+        if self.given("gas"):
+            b.grad_accum = self.get("gas")
+        if b.global_batch is None and not self.given("global_batch_size") and not self.given("step_batch_size_schedule") \
+                and b.micro_batch is not None and dp is not None and self.ctx.dialect == CURRENT:
+            b.global_batch = derived(b.micro_batch.value * dp.value,
+                                     "micro batch x data-parallel size: Megatron's default without --global-batch-size",
+                                     b.micro_batch, dp)
+        if b.grad_accum is None and b.global_batch is not None and b.micro_batch is not None and dp is not None:
+            denom = b.micro_batch.value * dp.value
+            if isinstance(b.global_batch.value, int) and denom > 0 and b.global_batch.value % denom == 0:
+                b.grad_accum = derived(b.global_batch.value // denom, "global batch / (micro batch x DP)",
+                                       b.global_batch, b.micro_batch, dp)
+
+    def _precision(self) -> None:
+        pr = self.spec.precision
+        fp16 = self.get_or_default("fp16", False)
+        bf16 = self.get_or_default("bf16", False)
+        pr.fp16_enabled = fp16
+        pr.bf16_enabled = bf16
+        if bf16 is not None and bf16.value:
+            pr.dtype = Value("bf16", bf16.provenance)
+        elif fp16 is not None and fp16.value:
+            pr.dtype = Value("fp16", fp16.provenance)
+        elif fp16 is not None and bf16 is not None:
+            pr.dtype = self.dflt("fp32")
+        if self.given("fp8"):
+            pr.fp8 = self.get("fp8")
+        elif self.given("fp8_hybrid") and self.raw("fp8_hybrid"):
+            pr.fp8 = self.value_of(self.parsed.settings["fp8_hybrid"], use="hybrid")
+        elif self.given("fp8_e4m3") and self.raw("fp8_e4m3"):
+            pr.fp8 = self.value_of(self.parsed.settings["fp8_e4m3"], use="e4m3")
+        if self.given("accumulate_allreduce_grads_in_fp32") and self.raw("accumulate_allreduce_grads_in_fp32"):
+            pr.grad_accum_dtype = self.value_of(self.parsed.settings["accumulate_allreduce_grads_in_fp32"], use="fp32")
+        elif self.given("main_grads_dtype"):
+            pr.grad_accum_dtype = self.get("main_grads_dtype")
+        elif self.ctx.dialect == CURRENT:
+            pr.grad_accum_dtype = self.dflt("fp32")
+        if self.ctx.dialect == CURRENT:
+            pr.optimizer = self.get_or_default("optimizer", "adam")
+        else:
+            pr.optimizer = self.get("optimizer")
+
+    def _memory(self) -> None:
+        mem = self.spec.memory
+        legacy = self.ctx.dialect != CURRENT
+        if self.given("recompute_granularity"):
+            mem.recompute = self.get("recompute_granularity")
+        elif self.given("recompute_activations") and self.raw("recompute_activations"):
+            mem.recompute = self.value_of(self.parsed.settings["recompute_activations"], use="selective")
+        elif self.given("checkpoint_activations") and self.raw("checkpoint_activations"):
+            # Megatron-DeepSpeed and older copies: full activation checkpointing of every layer chunk.
+            mem.recompute = self.value_of(self.parsed.settings["checkpoint_activations"], use="full")
+        else:
+            mem.recompute = self.dflt("none")
+        if self.given("recompute_method"):
+            mem.recompute_method = self.get("recompute_method")
+        elif legacy and mem.recompute is not None and mem.recompute.value == "full":
+            mem.recompute_method = self.dflt("uniform")
+        if self.given("recompute_num_layers"):
+            mem.recompute_num_layers = self.get("recompute_num_layers")
+        elif legacy and mem.recompute is not None and mem.recompute.value == "full":
+            mem.recompute_num_layers = self.get_or_default("checkpoint_num_layers", 1)
+        if self.given("use_flash_attn") and self.raw("use_flash_attn"):
+            mem.flash_attention = self.get("use_flash_attn")
+        elif self.given("use_flash_attn_v2") and self.raw("use_flash_attn_v2"):
+            mem.flash_attention = self.get("use_flash_attn_v2")
+        elif self.given("attention_backend"):
+            s = self.parsed.settings["attention_backend"]
+            if s.value == "flash":
+                mem.flash_attention = self.value_of(s, use=True)
+            elif s.value in ("unfused", "local"):
+                mem.flash_attention = self.value_of(s, use=False)
+        if self.given("partition_activations"):
+            mem.partition_activations = self.get("partition_activations")
+        if self.given("checkpoint_in_cpu"):
+            mem.cpu_checkpointing = self.get("checkpoint_in_cpu")
+
+    def _run(self) -> None:
+        r = self.spec.run
+        r.train_iters = self.get("train_iters")
+        r.train_samples = self.get("train_samples")
+
+
+def _count_include(text: str) -> int | None:
+    """``localhost:0,1,2`` -> 3 GPUs on that host (the first host when several are listed)."""
+    host = text.split("@")[0]
+    if ":" not in host:
+        return None
+    slots = host.split(":", 1)[1]
+    try:
+        return len([s for s in slots.split(",") if s.strip() != ""])
+    except ValueError:
+        return None
+
+
+def _env_name(fields: list[Field]) -> str | None:
+    """The variable name when a value came entirely from the user's declared environment."""
+    segs = [seg for f in fields for seg in f.segs if seg.text or seg.unknown]
+    if segs and all(seg.env for seg in segs):
+        return segs[0].env
+    return None

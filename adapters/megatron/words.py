@@ -1,0 +1,214 @@
+"""Words of a launch script after static expansion, each piece with the place it was written.
+
+A :class:`Field` is one argument as the shell would pass it to the program (after expansion and
+word splitting). It is a tuple of :class:`Seg` pieces: literal text with its source location, or
+an unknown piece (``$1``, ``$(cmd)``) with the reason it is unknown. Nothing here runs anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+_IFS = " \t\n"
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where some characters were written: a file and character offsets (end exclusive)."""
+
+    path: str
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Seg:
+    text: str
+    loc: Loc | None = None
+    exact: bool = False
+    """True when ``text`` maps one-to-one onto the source characters at ``loc`` (no quotes or
+    escapes in between), so a split piece can get its own precise sub-span."""
+    unknown: str | None = None
+    """Why this piece is not known statically (``$1``, ``$(hostname)``); ``text`` is then ''."""
+    env: str | None = None
+    """The name of the variable when the value came from the user's declared environment."""
+    uncertain: bool = False
+    """Assigned inside a branch whose condition trainlint could not decide."""
+
+    def piece(self, start: int, end: int) -> "Seg":
+        """The characters ``text[start:end]`` as a Seg with the narrowest location known."""
+        loc = self.loc
+        if loc is not None and self.exact:
+            loc = Loc(loc.path, loc.start + start, loc.start + end)
+        return replace(self, text=self.text[start:end], loc=loc)
+
+
+@dataclass(frozen=True)
+class Field:
+    segs: tuple[Seg, ...]
+    site: Loc | None = None
+    """Where the word that produced this field is written in the command or array."""
+    uncertain: bool = False
+    """Assigned inside a branch whose condition trainlint could not decide."""
+
+    @property
+    def known(self) -> bool:
+        return all(s.unknown is None for s in self.segs)
+
+    @property
+    def text(self) -> str | None:
+        if not self.known:
+            return None
+        return "".join(s.text for s in self.segs)
+
+    @property
+    def partial_text(self) -> str:
+        """The text with each unknown piece shown as its reason, for messages and path tails."""
+        return "".join(s.text if s.unknown is None else s.unknown for s in self.segs)
+
+    @property
+    def known_tail(self) -> str:
+        """The known text after the last unknown piece (``${DIR}/pretrain_gpt.py`` -> ``/pretrain_gpt.py``)."""
+        out: list[str] = []
+        for s in reversed(self.segs):
+            if s.unknown is not None:
+                break
+            out.append(s.text)
+        return "".join(reversed(out))
+
+    @property
+    def unknowns(self) -> list[Seg]:
+        return [s for s in self.segs if s.unknown is not None]
+
+    @property
+    def value_loc(self) -> Loc | None:
+        """The literal where the value was written; for a value assembled from several places,
+        the word itself."""
+        locs = {s.loc for s in self.segs if s.loc is not None and (s.text or s.unknown)}
+        if len(locs) == 1:
+            only = next(iter(locs))
+            if len(self.segs) == 1 or all(s.loc == only for s in self.segs if s.text or s.unknown):
+                return only
+            return only
+        if not locs:
+            return self.site
+        # Several literals: when they are adjacent pieces of one word, cover them all.
+        paths = {loc.path for loc in locs}
+        if len(paths) == 1 and self.site is not None and self.site.path in paths:
+            starts = min(l.start for l in locs)
+            ends = max(l.end for l in locs)
+            if self.site.start <= starts and ends <= self.site.end:
+                return Loc(self.site.path, starts, ends)
+        return self.site
+
+    def with_site(self, site: Loc | None) -> "Field":
+        return replace(self, site=site)
+
+
+def join_segs(segs: list[Seg]) -> list[Seg]:
+    """Drop empty known pieces (they carry no characters)."""
+    return [s for s in segs if s.unknown is not None or s.text]
+
+
+@dataclass
+class Piece:
+    """A part of a word before splitting: quoted parts are never split, unquoted expansions are."""
+
+    segs: list[Seg]
+    split: bool
+    field_break_before: bool = False
+    """``"${A[@]}"``: each array element is its own field even inside quotes."""
+
+
+def split_pieces(pieces: list[Piece], site: Loc | None, uncertain: bool = False) -> list[Field]:
+    """Bash word splitting over the pieces of one word: IFS whitespace in unquoted expansions
+    separates fields; quoted text never does. A word made only of empty unquoted expansions
+    produces no field at all."""
+    fields: list[list[Seg]] = []
+    current: list[Seg] = []
+    has_content = False  # quoted text (even empty) makes a field exist
+    started = False
+
+    def flush() -> None:
+        nonlocal current, has_content, started
+        if started and (current or has_content):
+            fields.append(current)
+        current, has_content, started = [], False, False
+
+    for piece in pieces:
+        if piece.field_break_before:
+            flush()
+        if not piece.split:
+            current.extend(piece.segs)
+            has_content = True
+            started = True
+            continue
+        for seg in piece.segs:
+            if seg.unknown is not None:
+                current.append(seg)
+                started = True
+                continue
+            text = seg.text
+            i = 0
+            n = len(text)
+            while i < n:
+                if text[i] in _IFS:
+                    flush()
+                    while i < n and text[i] in _IFS:
+                        i += 1
+                    continue
+                j = i
+                while j < n and text[j] not in _IFS:
+                    j += 1
+                current.append(seg.piece(i, j))
+                started = True
+                i = j
+    flush()
+    return [Field(tuple(f), site, uncertain) for f in fields]
+
+
+def literal_field(text: str, loc: Loc | None, exact: bool = True) -> Field:
+    return Field((Seg(text, loc, exact),), loc)
+
+
+@dataclass
+class VarValue:
+    """A shell variable: a scalar (one field's pieces, unsplit) or an indexed array of fields."""
+
+    scalar: tuple[Seg, ...] | None = None
+    array: list[Field] | None = None
+    uncertain: bool = False
+    assigned_at: Loc | None = None
+
+    @property
+    def is_array(self) -> bool:
+        return self.array is not None
+
+    def as_scalar(self) -> tuple[Seg, ...]:
+        if self.array is not None:
+            return self.array[0].segs if self.array else ()
+        return self.scalar or ()
+
+    def as_fields(self) -> list[Field]:
+        if self.array is not None:
+            return list(self.array)
+        return [Field(self.scalar or (), self.assigned_at, self.uncertain)]
+
+
+@dataclass
+class Unknown:
+    reason: str
+    loc: Loc | None = None
+
+    def seg(self) -> Seg:
+        return Seg("", self.loc, False, self.reason)
+
+
+@dataclass
+class EnvMap:
+    """Variables by name. Copies are shallow: values are never mutated in place."""
+
+    values: dict[str, VarValue] = field(default_factory=dict)
+
+    def copy(self) -> "EnvMap":
+        return EnvMap(dict(self.values))
