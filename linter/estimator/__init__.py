@@ -1,0 +1,12 @@
+"""The estimator: memory per GPU, step time, tokens/s, MFU and the bound of a training run.
+
+``estimate(spec, context)`` is pure (no I/O); :func:`build_context` gathers the GPU, the
+cluster size and the model from CLI flags, the project config, the spec and defaults.
+"""
+
+from trainlint.estimator.context import ContextError, EstimateContext, build_context, fill_model
+from trainlint.estimator.core import Estimate, MissingInputs, estimate, estimate_inputs
+from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
+
+__all__ = ["Assumption", "ContextError", "Estimate", "EstimateContext", "Inputs", "MissingInput", "MissingInputs",
+           "build_context", "estimate", "estimate_inputs", "fill_model", "resolve"]

@@ -1,0 +1,185 @@
+"""What the estimate needs besides the config: which GPU, how many, and (often) the model.
+
+Sources, first wins: CLI flags > project config (``[tool.trainlint]``: ``gpu``, ``nodes``,
+``gpus-per-node``, ``model``, custom GPUs in ``[tool.trainlint.gpus.<id>]``) > the spec (cluster
+fields a launcher gave) > built-in defaults (``h100-sxm``, 8 GPUs per node), always reported as
+assumed. Every value carries a :class:`~trainlint.provenance.Provenance`.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+from trainlint.catalog import GPU, CatalogError, ModelPreset, find_gpu, find_model_preset, gpu_from_dict, load_gpus, read_hf_config
+from trainlint.provenance import Origin, Provenance, Value
+from trainlint.spec import TrainingSpec
+
+DEFAULT_GPU = "h100-sxm"
+DEFAULT_GPUS_PER_NODE = 8
+
+
+class ContextError(ValueError):
+    """A GPU or model the user named cannot be used (unknown id, unreadable config.json...)."""
+
+
+@dataclass
+class EstimateContext:
+    gpu: Value                                  # Value[GPU]
+    gpus_per_node: Value                        # Value[int]
+    nodes: Value | None = None                  # Value[int]
+    model: Value | None = None                  # Value[ModelPreset]
+    gpus: dict[str, GPU] = field(default_factory=dict)
+    """The catalog plus the project's custom GPUs."""
+
+    @property
+    def gpu_spec(self) -> GPU:
+        gpu: GPU = self.gpu.value
+        return gpu
+
+
+def _prov(origin: Origin, note: str, path: str | None = None, key: str | None = None) -> Provenance:
+    return Provenance(origin, path=path, key=key, note=note)
+
+
+def _positive_int(raw: Any, what: str) -> int:
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise ContextError(f"{what} must be a positive integer, got {raw!r}") from None
+    if isinstance(raw, bool) or value < 1 or (isinstance(raw, float) and raw != value):
+        raise ContextError(f"{what} must be a positive integer, got {raw!r}")
+    return value
+
+
+def custom_gpus(project_raw: Mapping[str, Any] | None, project_path: str | None = None) -> dict[str, GPU]:
+    """Catalog GPUs plus ``[tool.trainlint.gpus.<id>]`` tables (same keys as gpus.json)."""
+    table = load_gpus()
+    extra = (project_raw or {}).get("gpus", {})
+    if not isinstance(extra, dict):
+        raise ContextError(f"{project_path or 'project config'}: `gpus` must be a table of GPU tables")
+    for gid, entry in extra.items():
+        if not isinstance(entry, dict):
+            raise ContextError(f"{project_path or 'project config'}: [tool.trainlint.gpus.{gid}] must be a table")
+        try:
+            table[gid] = gpu_from_dict(gid, {"name": gid, **entry})
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ContextError(f"{project_path or 'project config'}: custom GPU {gid!r}: missing or invalid {exc} "
+                               "(give at least memory_gb and bf16_tflops or fp16_tflops)") from None
+    return table
+
+
+def resolve_model(name: str, origin: Origin, where: str | None = None) -> Value:
+    """A preset id or a local HF config.json (file or directory), as a Value[ModelPreset]."""
+    path = Path(name)
+    try:
+        if path.suffix == ".json" or path.is_dir() or path.is_file():
+            preset = read_hf_config(path)
+            note = f"Hugging Face config {name}"
+        else:
+            preset = find_model_preset(name)
+            note = f"model preset {preset.id}"
+    except CatalogError as exc:
+        raise ContextError(str(exc)) from None
+    return Value(preset, _prov(origin, note, path=where, key="model" if origin is Origin.PROJECT_CONFIG else "--model"))
+
+
+def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, nodes: int | None = None,
+                  gpus_per_node: int | None = None, model: str | None = None,
+                  project_raw: Mapping[str, Any] | None = None, project_path: str | None = None) -> EstimateContext:
+    """Combine CLI flags, the project config, the spec and defaults (in that order)."""
+    raw = dict(project_raw or {})
+    table = custom_gpus(raw, project_path)
+
+    def pick_gpu() -> Value:
+        if gpu is not None:
+            return Value(_find_gpu(gpu, table), _prov(Origin.CLI, f"--gpu {gpu}", key="--gpu"))
+        if raw.get("gpu") is not None:
+            return Value(_find_gpu(str(raw["gpu"]), table),
+                         _prov(Origin.PROJECT_CONFIG, f"gpu = {raw['gpu']!r}", project_path, "gpu"))
+        if spec is not None and spec.cluster.gpu is not None:
+            return Value(_find_gpu(str(spec.cluster.gpu.value), table), spec.cluster.gpu.provenance)
+        return Value(table[DEFAULT_GPU], _prov(Origin.ASSUMED, f"no GPU given: {DEFAULT_GPU} assumed (--gpu ID to change)"))
+
+    def pick_int(cli: int | None, key: str, spec_value: Value | None, flag: str) -> Value | None:
+        if cli is not None:
+            return Value(_positive_int(cli, flag), _prov(Origin.CLI, f"{flag} {cli}", key=flag))
+        if raw.get(key) is not None:
+            return Value(_positive_int(raw[key], f"[tool.trainlint] {key}"),
+                         _prov(Origin.PROJECT_CONFIG, f"{key} = {raw[key]!r}", project_path, key))
+        if spec_value is not None:
+            return Value(_positive_int(spec_value.value, key), spec_value.provenance)
+        return None
+
+    gpu_value = pick_gpu()
+    gpn = pick_int(gpus_per_node, "gpus-per-node", spec.cluster.gpus_per_node if spec else None, "--gpus-per-node")
+    if gpn is None:
+        gpn = Value(DEFAULT_GPUS_PER_NODE, _prov(Origin.ASSUMED, f"{DEFAULT_GPUS_PER_NODE} GPUs per node assumed (--gpus-per-node N to change)"))
+    node_value = pick_int(nodes, "nodes", spec.cluster.nodes if spec else None, "--nodes")
+
+    model_value = None
+    if model is not None:
+        model_value = resolve_model(model, Origin.CLI)
+    elif raw.get("model") is not None:
+        base = Path(project_path).parent if project_path else Path(".")
+        name = str(raw["model"])
+        candidate = base / name
+        model_value = resolve_model(str(candidate) if candidate.exists() else name, Origin.PROJECT_CONFIG, project_path)
+    return EstimateContext(gpu=gpu_value, gpus_per_node=gpn, nodes=node_value, model=model_value, gpus=table)
+
+
+def _find_gpu(name: str, table: Mapping[str, GPU]) -> GPU:
+    try:
+        return find_gpu(name, table)
+    except CatalogError as exc:
+        raise ContextError(str(exc)) from None
+
+
+# --------------------------------------------------------------------------- model fill
+
+_PRESET_FIELDS = {
+    "num_layers": "num_layers",
+    "hidden_size": "hidden_size",
+    "num_attention_heads": "num_attention_heads",
+    "num_kv_heads": "num_kv_heads",
+    "ffn_hidden_size": "ffn_hidden_size",
+    "gated_mlp": "gated_mlp",
+    "vocab_size": "vocab_size",
+    "max_position_embeddings": "max_position_embeddings",
+    "tied_embeddings": "tied_embeddings",
+    "num_experts": "num_experts",
+    "moe_top_k": "moe_top_k",
+    "moe_ffn_hidden_size": "moe_ffn_hidden_size",
+    "kv_channels": "head_dim",
+    "seq_length": "seq_length",
+}
+
+
+def fill_model(spec: TrainingSpec, model: Value | None) -> TrainingSpec:
+    """A copy of ``spec`` whose missing model fields come from ``model`` (a Value[ModelPreset]).
+
+    Only missing fields are filled: what the config says wins. Each filled field keeps the
+    model's origin (CLI for ``--model``, project-config, or ASSUMED) and names the preset.
+    """
+    if model is None:
+        return spec
+    preset: ModelPreset = model.value
+    out = copy.copy(spec)
+    out.model = copy.copy(spec.model)
+    origin = model.provenance.origin
+    for field_name, attr in _PRESET_FIELDS.items():
+        if getattr(out.model, field_name) is not None:
+            continue
+        value = getattr(preset, attr)
+        if value is None:
+            continue
+        note = f"{attr} of {model.provenance.note}"
+        if field_name == "seq_length":
+            note += " (its pre-training context; set the run's sequence length in the config to change)"
+        setattr(out.model, field_name, Value(value, Provenance(origin, path=model.provenance.path,
+                                                               key=model.provenance.key, note=note)))
+    if out.model.param_count is None:
+        out.model.param_count = Value(preset.params().total, Provenance(origin, note=f"parameters counted from {model.provenance.note}"))
+    return out

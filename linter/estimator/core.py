@@ -1,0 +1,139 @@
+"""``estimate(spec, context)``: the Estimate, or what is missing to make one. Pure: no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from trainlint.estimator import coefficients as C
+from trainlint.estimator.context import EstimateContext, fill_model
+from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
+from trainlint.estimator.memory import StageMemory, stage_memory, total_params
+from trainlint.estimator.performance import TimeBreakdown, hardware_flops_per_step, model_flops_per_step, peak_flops, step_time
+from trainlint.spec import TrainingSpec
+
+
+@dataclass
+class MissingInputs:
+    """The estimate could not be made: each item says what is missing and how to supply it."""
+
+    spec_label: str
+    missing: list[MissingInput]
+    assumptions: list[Assumption] = field(default_factory=list)
+
+    ok = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"estimate": None, "label": self.spec_label, "missing": [m.to_dict() for m in self.missing],
+                "assumptions": [a.to_dict() for a in self.assumptions]}
+
+
+@dataclass
+class Estimate:
+    spec_label: str
+    inputs: Inputs
+    stages: list[StageMemory]
+    time: TimeBreakdown
+    model_flops_per_step: float
+    hardware_flops_per_step: float
+    tokens_per_step: float
+    num_params: float
+    capacity_bytes: float
+    peak_flops_per_gpu: float
+    assumptions: list[Assumption]
+
+    ok = True
+
+    @property
+    def worst_stage(self) -> StageMemory:
+        return max(self.stages, key=lambda s: s.total)
+
+    @property
+    def step_time(self) -> float:
+        return self.time.step_time
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens_per_step / self.step_time
+
+    @property
+    def tokens_per_s_per_gpu(self) -> float:
+        return self.tokens_per_s / self.inputs.world
+
+    @property
+    def mfu(self) -> float:
+        return self.model_flops_per_step / (self.step_time * self.inputs.world * self.peak_flops_per_gpu)
+
+    @property
+    def hfu(self) -> float:
+        return self.hardware_flops_per_step / (self.step_time * self.inputs.world * self.peak_flops_per_gpu)
+
+    @property
+    def fits(self) -> bool:
+        return self.worst_stage.total <= self.capacity_bytes
+
+    @property
+    def bound(self) -> str:
+        """Seed 002's ceiling: which of compute (FLOPs), memory (HBM bytes) or network
+        (exposed communication) takes the largest share of the step."""
+        t = self.time
+        shares = {"compute": t.flops_time, "memory": t.bytes_time, "network": t.net_time}
+        return max(shares, key=lambda k: shares[k])
+
+    def to_dict(self) -> dict[str, Any]:
+        gib = C.GIB
+        worst = self.worst_stage
+        memory = {k: getattr(worst, k) / gib for k in ("params", "grads", "optimizer", "activations", "buffers", "overhead")}
+        memory["total"] = worst.total / gib
+        return {
+            "label": self.spec_label,
+            "gpu": self.inputs.gpu.id,
+            "world_size": self.inputs.world,
+            "memory_gib": memory,
+            "capacity_gib": self.capacity_bytes / gib,
+            "fits": self.fits,
+            "worst_stage": worst.stage,
+            "step_time_s": self.step_time,
+            "tokens_per_s": self.tokens_per_s,
+            "tokens_per_s_per_gpu": self.tokens_per_s_per_gpu,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "model_flops_per_step": self.model_flops_per_step,
+            "hardware_flops_per_step": self.hardware_flops_per_step,
+            "num_params": self.num_params,
+            "bound": self.bound,
+            "time_s": self.time.as_dict(),
+            "stages": [
+                {"stage": s.stage, "layers": s.layers, "microbatches_in_flight": s.in_flight,
+                 **{k: getattr(s, k) / gib for k in ("params", "grads", "optimizer", "activations", "buffers", "overhead")},
+                 "total": s.total / gib,
+                 "detail_gib": {k: v / gib for k, v in s.detail.items()}}
+                for s in self.stages
+            ],
+            "assumptions": [a.to_dict() for a in self.assumptions],
+        }
+
+
+def estimate_inputs(inputs: Inputs, label: str = "") -> Estimate:
+    stages = stage_memory(inputs)
+    time = step_time(inputs)
+    return Estimate(
+        spec_label=label, inputs=inputs, stages=stages, time=time,
+        model_flops_per_step=model_flops_per_step(inputs),
+        hardware_flops_per_step=hardware_flops_per_step(inputs),
+        tokens_per_step=float(inputs.global_batch * inputs.seq),
+        num_params=total_params(inputs),
+        capacity_bytes=inputs.gpu.memory_bytes,
+        peak_flops_per_gpu=peak_flops(inputs),
+        assumptions=inputs.assumptions,
+    )
+
+
+def estimate(spec: TrainingSpec, ctx: EstimateContext) -> Estimate | MissingInputs:
+    """Memory, time, throughput and MFU of one run, or the list of what is missing."""
+    label = spec.label or spec.path
+    filled = fill_model(spec, ctx.model)
+    inputs, missing, assumptions = resolve(filled, ctx)
+    if inputs is None:
+        return MissingInputs(label, missing, assumptions)
+    return estimate_inputs(inputs, label)

@@ -1,0 +1,298 @@
+"""Memory per GPU, by component, for every pipeline stage.
+
+Pure functions of :class:`~trainlint.estimator.inputs.Inputs`. Bytes everywhere.
+
+Framework byte conventions (per parameter held by the GPU, before ZeRO / distributed-optimizer
+sharding), read from the frameworks' own sources:
+
+* Megatron-LM (megatron/training/theoretical_memory_usage.py, num_bytes_per_parameter, and
+  docs/user-guide/features/dist_optimizer.md at d98e8a6): bf16 params + fp32 main grads + fp32
+  main params + fp32 Adam m, v = 2 + 4 + 12 = 18 bytes, or 6 + 12/d with
+  --use-distributed-optimizer; fp16 params and grads: 20, or 4 + 16/d; fp32: 16, or 8 + 8/d.
+* DeepSpeed (deepspeed/runtime/zero/stage_1_and_2.py estimate_zero2_model_states_mem_needs,
+  comment "18 = 2_grads_16bit + 4_grads_32bit + 4_params_32bit + 8_optimizer_states_32bit"):
+  16-bit params and grads (2 + 2) plus 12 bytes of optimizer state (fp32 master, m, v) and the
+  fp32 gradient partition the optimizer step uses (4); ZeRO shards the optimizer (stage >= 1),
+  the gradients (>= 2) and the parameters (3) over the data-parallel group.
+* PyTorch FSDP2 (fully_shard with bf16 compute, fp32 params and reduce): fp32 params, fp32
+  grads and Adam states all sharded, 16/d, plus the unsharded 16-bit units being computed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainlint.estimator import coefficients as C
+from trainlint.estimator.inputs import Inputs
+
+COMPONENTS = ("params", "grads", "optimizer", "activations", "buffers", "overhead")
+
+
+@dataclass
+class StageMemory:
+    stage: int
+    layers: int
+    params: float
+    grads: float
+    optimizer: float
+    activations: float
+    buffers: float
+    overhead: float
+    detail: dict[str, float] = field(default_factory=dict)
+    in_flight: float = 1.0
+    local_params: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.params + self.grads + self.optimizer + self.activations + self.buffers + self.overhead
+
+    @property
+    def reserved(self) -> float:
+        """What torch.cuda.max_memory_reserved would show: the total without the CUDA context
+        and NCCL buffers (which live outside the caching allocator)."""
+        return self.total - self.detail.get("cuda_context", 0.0) - self.detail.get("nccl", 0.0)
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def layer_params(i: Inputs) -> tuple[float, float, float]:
+    """(tensor-parallel-split, replicated, expert) parameters of one layer, whole model."""
+    h = i.hidden
+    attn = h * (i.q_dim + 2 * i.kv_dim) + i.q_dim * h
+    mats = 3 if i.gated else 2
+    norms = 2 * h
+    if i.moe:
+        expert = i.experts * mats * h * i.moe_ffn
+        return float(attn), float(norms + h * i.experts), float(expert)
+    return float(attn + mats * h * i.ffn), float(norms), 0.0
+
+
+def layer_params_per_gpu(i: Inputs) -> float:
+    split, rep, expert = layer_params(i)
+    return split / i.tp + rep + expert / (i.ep * i.etp)
+
+
+def stage_layers(i: Inputs) -> list[int]:
+    base, extra = divmod(i.layers, i.pp)
+    return [base + (1 if s < extra else 0) for s in range(i.pp)]
+
+
+def stage_params_per_gpu(i: Inputs, stage: int, layers: int) -> float:
+    n = layers * layer_params_per_gpu(i)
+    emb = i.vocab * i.hidden / i.tp
+    if stage == 0:
+        n += emb
+    if stage == i.pp - 1 and (not i.tied or i.pp > 1):
+        n += emb  # untied output layer, or the tied copy Megatron/DeepSpeed keep on the last stage
+    return n
+
+
+def total_params(i: Inputs) -> float:
+    split, rep, expert = layer_params(i)
+    emb = i.vocab * i.hidden * (1 if i.tied else 2)
+    return i.layers * (split + rep + expert) + emb + i.hidden
+
+
+def active_params(i: Inputs) -> float:
+    """Parameters each token goes through (MoE: top-k experts)."""
+    split, rep, expert = layer_params(i)
+    if i.moe:
+        expert = expert * i.top_k / i.experts
+    emb = i.vocab * i.hidden * (1 if i.tied else 2)
+    return i.layers * (split + rep + expert) + emb + i.hidden
+
+
+def shard_group(i: Inputs) -> int:
+    """Ranks the optimizer / ZeRO / FSDP shards over: Megatron's distributed optimizer and FSDP
+    (torchtitan's dp_shard x cp mesh) shard over DP x CP; DeepSpeed ZeRO over DP."""
+    return max(1, i.dp * (i.cp if i.framework in ("megatron", "fsdp") else 1))
+
+
+def _optimizer_state_bytes(optimizer: str) -> float:
+    name = optimizer.lower()
+    if "8bit" in name or "8-bit" in name or name in ("adam8bit", "adamw8bit"):
+        return 2.0
+    if name.startswith("sgd") or name in ("lion", "muon"):
+        return 4.0
+    if name == "adafactor":
+        return 0.5  # factored second moment: ~ (rows + cols) per matrix
+    return 8.0  # Adam, AdamW, LAMB, 1-bit Adam: two fp32 moments
+
+
+def static_bytes(i: Inputs, n: float) -> tuple[float, float, float]:
+    """(params, grads, optimizer) bytes on one GPU holding ``n`` parameters (before ZeRO-3 etc)."""
+    d = shard_group(i)
+    states = _optimizer_state_bytes(i.optimizer)
+    mixed = i.dtype in ("bf16", "fp16")
+    offload_opt = i.offload_opt in ("cpu", "nvme")
+    offload_par = i.offload_params in ("cpu", "nvme")
+    if i.framework == "megatron":
+        if mixed:
+            grad_b = 4.0 if i.dtype == "bf16" else 2.0
+            opt_b = 4.0 + states + (4.0 if i.dtype == "fp16" else 0.0)
+            params_b = 2.0
+        else:
+            params_b, grad_b, opt_b = 4.0, 4.0, states
+        opt_shard = d if i.dist_opt else 1
+        return params_b * n, grad_b * n, opt_b * n / opt_shard
+    if i.framework == "fsdp" or (i.framework not in ("deepspeed", "neox") and i.zero >= 3):
+        shard = d if i.zero >= 1 or i.framework == "fsdp" else 1
+        return 4.0 * n / shard, 4.0 * n / shard, states * n / shard
+    # DeepSpeed (and GPT-NeoX, which trains with DeepSpeed's engine)
+    if mixed:
+        params_b, grad_b, opt_b = 2.0, 2.0, 4.0 + states + 4.0
+    else:
+        params_b, grad_b, opt_b = 4.0, 4.0, states
+    params = params_b * n / (d if i.zero >= 3 else 1)
+    grads = grad_b * n / (d if i.zero >= 2 else 1)
+    opt = opt_b * n / (d if i.zero >= 1 else 1)
+    if offload_opt:
+        opt = 0.0
+    if offload_par and i.zero >= 3:
+        params = 0.0
+    return params, grads, opt
+
+
+# --------------------------------------------------------------------------- activations
+
+
+def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
+    """Bytes one layer stores for one micro-batch without recompute (Korthikanti et al. 2022,
+    Sec. 4, tensor by tensor), generalised to GQA, gated MLPs, any FFN size, MoE, CP and SP.
+    Reduces to sbh(10 + 24/t + 5as/(ht)) for a GPT-3 layer with TP and no SP."""
+    a = i.act_bytes
+    sb = i.seq / i.cp * i.micro
+    t = i.tp
+    rep = t if i.sp else 1  # replicated tensors (norm inputs, dropout masks) split only with SP
+    h = i.hidden
+    attention = (a * sb * h / rep            # norm output = QKV input
+                 + a * sb * i.q_dim / t      # Q
+                 + 2 * a * sb * i.kv_dim / t  # K and V
+                 + a * sb * i.q_dim / t      # attention output = projection input
+                 + sb * h / rep)             # dropout mask (1 byte)
+    if keep_scores:
+        # softmax output (2), dropout mask (1), dropout output (2) per score: 5 a s^2 b / t
+        attention += 5 * (i.heads / t) * sb * i.seq * (a / 2)
+    elif i.flash:
+        attention += 4 * (i.heads / t) * sb  # fp32 log-sum-exp kept by fused attention
+    f = i.moe_ffn if i.moe else i.ffn
+    if i.gated:
+        inner = a * sb * 3 * f  # gate and up outputs, and their product
+    else:
+        inner = a * sb * 2 * f  # activation input and output
+    mlp_t = i.etp if i.moe else t
+    mlp = a * sb * h / rep + inner * (i.top_k if i.moe else 1) / mlp_t + sb * h / rep
+    norms = 2 * a * sb * h / rep
+    return attention + mlp + norms
+
+
+def op_sac_layer_bytes(i: Inputs) -> float:
+    """torchtitan's selective ("op") activation checkpointing keeps the output of every other
+    matmul and of the attention kernel, and recomputes every elementwise op
+    (torchtitan parallelize: _save_list / "mm_count % 2" policy)."""
+    a = i.act_bytes
+    sb = i.seq / i.cp * i.micro
+    mats = 2 if i.gated else 1
+    matmul_out = (i.q_dim + 2 * i.kv_dim) / i.tp + i.hidden + mats * i.ffn / i.tp + i.hidden
+    return a * sb * (0.5 * matmul_out + i.q_dim / i.tp + i.hidden) + 4 * (i.heads / i.tp) * sb
+
+
+def layer_input_bytes(i: Inputs) -> float:
+    """A checkpointed layer keeps only its input (split over TP with SP or partitioned activations)."""
+    split = i.tp if (i.sp or i.partition_activations) else 1
+    return i.act_bytes * i.seq / i.cp * i.micro * i.hidden / split
+
+
+def in_flight(i: Inputs, stage: int) -> float:
+    """Micro-batches whose activations a stage holds at its peak: 1F1B keeps p - stage (at most
+    m); the interleaved schedule adds (p - 1)/v (Megatron: x (1 + (p-1)/(p v)) on stage 0)."""
+    m = i.grad_accum
+    if i.pp <= 1:
+        return 1.0
+    base = float(i.pp - stage)
+    if i.vpp > 1:
+        base += (i.pp - 1) / i.vpp
+    return min(float(m), base) if m >= 1 else base
+
+
+def stage_activation_bytes(i: Inputs, stage: int, layers: int) -> tuple[float, dict[str, float]]:
+    full = layer_activation_bytes(i, keep_scores=not i.flash)
+    if i.recompute == "selective" and i.framework == "fsdp":
+        stored_layer = op_sac_layer_bytes(i)
+    elif i.recompute == "selective":
+        stored_layer = layer_activation_bytes(i, keep_scores=False)
+    else:
+        stored_layer = full
+    if i.recompute == "full":
+        n_rec = min(layers, i.recompute_layers)
+        if i.recompute_method == "block":
+            stored = n_rec * layer_input_bytes(i) + (layers - n_rec) * stored_layer
+            group = 1
+        else:
+            groups = -(-layers // max(1, n_rec))
+            stored = groups * layer_input_bytes(i)
+            group = n_rec
+        workspace = C.ACTIVATION_WORKSPACE_LAYERS * group * full
+    else:
+        stored = layers * stored_layer
+        workspace = C.ACTIVATION_WORKSPACE_LAYERS * (full - stored_layer) + 0.0
+    flight = in_flight(i, stage)
+    detail = {"stored_per_microbatch": stored, "workspace": workspace}
+    total = flight * stored + workspace
+    sb = i.seq / i.cp * i.micro
+    rep = i.tp if i.sp else 1
+    if stage == 0:
+        emb = flight * (sb * i.hidden / rep + i.act_bytes * sb * i.hidden / rep)  # dropout mask + output
+        detail["embedding"] = emb
+        total += emb
+    if stage == i.pp - 1:
+        logits = C.LOGITS_BYTES_PER_ELEMENT * sb * i.vocab / i.tp + i.act_bytes * sb * i.hidden
+        detail["logits"] = logits
+        total += logits
+    return total, detail
+
+
+# --------------------------------------------------------------------------- buffers, overhead
+
+
+def buffer_bytes(i: Inputs, n_local: float) -> float:
+    """Framework communication buffers and ZeRO-3 / FSDP live parameters."""
+    if i.framework in ("deepspeed", "neox"):
+        out = 0.0
+        if i.zero in (1, 2) and i.dp > 1:
+            out += 2 * min(i.reduce_bucket, n_local) + 2 * min(i.allgather_bucket, n_local)
+        if i.zero >= 3:
+            unit = layer_params_per_gpu(i)
+            live = min(i.max_live_params, 2 * unit + i.prefetch_bucket, n_local * i.dp)
+            out += 2 * live + 2 * min(i.reduce_bucket, n_local * i.dp)
+        return out
+    if i.framework == "fsdp" or i.zero >= 3:
+        unit = max(layer_params_per_gpu(i), i.vocab * i.hidden / i.tp)
+        return 2 * unit * (2 + 4)  # current + prefetched unit: 16-bit params and fp32 grads before reduce-scatter
+    return 0.0
+
+
+def communicator_count(i: Inputs) -> int:
+    groups = [i.tp, i.pp, i.dp, i.cp, i.ep if i.moe else 1]
+    count = sum(1 for g in groups if g > 1)
+    if i.pp > 1:
+        count += 1  # embedding group (first and last stage)
+    return count
+
+
+def stage_memory(i: Inputs) -> list[StageMemory]:
+    out: list[StageMemory] = []
+    for stage, layers in enumerate(stage_layers(i)):
+        n = stage_params_per_gpu(i, stage, layers)
+        params, grads, opt = static_bytes(i, n)
+        acts, detail = stage_activation_bytes(i, stage, layers)
+        buffers = buffer_bytes(i, n)
+        allocated = params + grads + opt + acts + buffers
+        ctx = C.CUDA_CONTEXT_GIB * C.GIB
+        nccl = C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i)
+        frag = C.ALLOCATOR_FRAGMENTATION * allocated
+        detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
+        out.append(StageMemory(stage, layers, params, grads, opt, acts, buffers, ctx + nccl + frag, detail,
+                               in_flight(i, stage), n))
+    return out

@@ -1,0 +1,298 @@
+"""Time per step: compute, exposed communication, pipeline bubble; FLOPs, tokens/s, MFU, bound.
+
+Every kernel is timed as FLOPs at a fraction of the tensor-core peak plus bytes at a fraction of
+the HBM bandwidth (:mod:`coefficients`): the efficiency of a GEMM therefore grows with its size
+(arithmetic intensity), and the GPU's balance of FLOPs to bandwidth matters. Collectives use
+ring costs over NVLink inside a node and the per-GPU NIC across nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from trainlint.estimator import coefficients as C
+from trainlint.estimator.inputs import Inputs
+from trainlint.estimator.memory import active_params, shard_group, layer_params, layer_params_per_gpu, stage_layers, stage_params_per_gpu
+
+
+@dataclass
+class Cost:
+    """Seconds, split by what limits them (for the bound)."""
+
+    flops: float = 0.0
+    bytes: float = 0.0
+    net: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return self.flops + self.bytes + self.net
+
+    def __add__(self, other: "Cost") -> "Cost":
+        return Cost(self.flops + other.flops, self.bytes + other.bytes, self.net + other.net)
+
+    def scale(self, k: float) -> "Cost":
+        return Cost(self.flops * k, self.bytes * k, self.net * k)
+
+
+@dataclass
+class TimeBreakdown:
+    compute: float
+    tp_comm: float
+    pp_bubble: float
+    pp_comm: float
+    dp_comm: float
+    optimizer: float
+    overhead: float
+    flops_time: float
+    bytes_time: float
+    net_time: float
+    stage_microbatch_s: list[float] = field(default_factory=list)
+
+    @property
+    def step_time(self) -> float:
+        return self.compute + self.tp_comm + self.pp_bubble + self.pp_comm + self.dp_comm + self.optimizer + self.overhead
+
+    def as_dict(self) -> dict[str, float]:
+        return {"compute": self.compute, "tp_comm": self.tp_comm, "pp_bubble": self.pp_bubble,
+                "pp_comm": self.pp_comm, "dp_comm": self.dp_comm, "optimizer": self.optimizer,
+                "overhead": self.overhead}
+
+
+# --------------------------------------------------------------------------- hardware helpers
+
+
+def peak_flops(i: Inputs) -> float:
+    """Dense 16-bit (or fp32) tensor peak, FLOP/s; MFU is always against this one."""
+    gpu = i.gpu
+    value = gpu.peak_tflops("fp32" if i.dtype == "fp32" else i.dtype)
+    if value is None:
+        value = gpu.fp16_tflops or gpu.bf16_tflops or gpu.fp32_tflops or 0.0
+    return float(value) * 1e12
+
+
+def hbm(i: Inputs) -> float:
+    return float(i.gpu.hbm_bandwidth_tbps or 1.0) * 1e12 * C.HBM_ACHIEVABLE_FRACTION
+
+
+def link_bw(i: Inputs, group_span: int) -> float:
+    """Achievable per-GPU bandwidth for a group whose ranks span ``group_span`` consecutive GPUs."""
+    gpu = i.gpu
+    if group_span <= i.gpus_per_node:
+        return float(gpu.intra_node_bw_gbps or 16.0) * 1e9 * C.INTRA_NODE_LINK_FRACTION
+    inter = gpu.inter_node_bw_gbps or 12.5
+    return float(inter) * 1e9 * C.INTER_NODE_LINK_FRACTION
+
+
+def ring_time(volume_bytes: float, n: int, bw: float, phases: float = 2.0) -> float:
+    """All-reduce (phases 2) or reduce-scatter / all-gather (phases 1) of ``volume_bytes``."""
+    if n <= 1 or volume_bytes <= 0:
+        return 0.0
+    return phases * (n - 1) / n * volume_bytes / bw + C.COLLECTIVE_LATENCY_S
+
+
+def gemm(i: Inputs, m: float, k: float, n: float, count: float = 1.0, *, fp8: bool = False) -> Cost:
+    if m <= 0 or k <= 0 or n <= 0:
+        return Cost()
+    flops = 2 * m * k * n * count
+    operand = 1 if fp8 else i.act_bytes
+    nbytes = (operand * (m * k + k * n) + i.act_bytes * m * n) * count
+    speed = peak_flops(i) * C.GEMM_PEAK_FRACTION * (C.FP8_GEMM_SPEEDUP if fp8 else 1.0)
+    return Cost(flops / speed, nbytes / hbm(i))
+
+
+# --------------------------------------------------------------------------- per layer
+
+
+def layer_forward(i: Inputs) -> tuple[Cost, Cost]:
+    """(linear layers + elementwise, attention core) forward time of one layer for one micro-batch."""
+    t = i.tp
+    m = i.micro * i.seq / i.cp
+    h = i.hidden
+    fp8 = i.fp8
+    cost = gemm(i, m, h, (i.q_dim + 2 * i.kv_dim) / t, fp8=fp8) + gemm(i, m, i.q_dim / t, h, fp8=fp8)
+    mats = 2 if i.gated else 1
+    if i.moe:
+        local_experts = max(1.0, i.experts / i.ep)
+        tokens = m * i.top_k * i.ep / i.experts
+        cost = cost + gemm(i, tokens, h, mats * i.moe_ffn / i.etp, local_experts, fp8=fp8)
+        cost = cost + gemm(i, tokens, i.moe_ffn / i.etp, h, local_experts, fp8=fp8)
+        cost = cost + gemm(i, m, h, i.experts)  # router
+        act_elems = m * i.top_k * i.moe_ffn / i.etp
+    else:
+        cost = cost + gemm(i, m, h, mats * i.ffn / t, fp8=fp8) + gemm(i, m, i.ffn / t, h, fp8=fp8)
+        act_elems = m * i.ffn / t
+    rep = t if i.sp else 1
+    elementwise = C.ELEMENTWISE_BYTES_PER_HIDDEN * m * h / rep + (3 if i.gated else 2) * i.act_bytes * act_elems
+    cost = cost + Cost(0.0, elementwise / hbm(i))
+    return cost, attention_forward(i)
+
+
+def attention_forward(i: Inputs) -> Cost:
+    t = i.tp
+    heads = i.heads / t
+    sl = i.seq / i.cp
+    flops = 4 * i.micro * heads * sl * i.seq * i.head_dim
+    if i.flash:
+        flops *= 0.5  # causal: fused kernels skip the masked half
+        return Cost(flops / (peak_flops(i) * C.ATTENTION_PEAK_FRACTION))
+    batched = gemm(i, sl, i.head_dim, i.seq, 2 * i.micro * heads)
+    softmax = C.UNFUSED_SOFTMAX_BYTES_PER_SCORE * i.micro * heads * sl * i.seq
+    return batched + Cost(0.0, softmax / hbm(i))
+
+
+def attention_backward(i: Inputs, fwd: Cost) -> Cost:
+    return fwd.scale(C.FLASH_BACKWARD_FLOP_RATIO if i.flash else 2.0)
+
+
+def tp_comm_per_layer(i: Inputs) -> float:
+    """Exposed tensor-parallel (and expert all-to-all) time per layer per micro-batch, all passes."""
+    passes = 4 + (2 if i.recompute == "full" else 0)
+    total = 0.0
+    if i.tp > 1:
+        msg = i.act_bytes * i.micro * i.seq / i.cp * i.hidden
+        bw = link_bw(i, i.tp)
+        total += passes * ring_time(msg, i.tp, bw, phases=2.0)
+        if i.overlap_tp:
+            total *= 1 - C.TP_COMM_OVERLAP_FRACTION
+    if i.moe and i.ep > 1:
+        msg = i.act_bytes * i.micro * i.seq / i.cp * i.hidden * i.top_k
+        bw = link_bw(i, i.tp * i.ep)
+        total += passes * ring_time(msg, i.ep, bw, phases=1.0)
+    if i.cp > 1:
+        # ring attention exchanges K and V around the CP group, mostly hidden behind the blocks
+        kv = 2 * i.act_bytes * i.micro * i.seq / i.cp * i.kv_dim / i.tp
+        total += 3 * ring_time(kv * i.cp, i.cp, link_bw(i, i.tp * i.cp), phases=1.0) * 0.5
+    return total
+
+
+# --------------------------------------------------------------------------- per micro-batch, per stage
+
+
+def stage_microbatch(i: Inputs, stage: int, layers: int) -> tuple[Cost, float, float, Cost]:
+    """(compute cost, exposed TP seconds, p2p seconds, backward cost) of one micro-batch on a stage."""
+    lin, attn = layer_forward(i)
+    fwd = lin + attn
+    bwd = lin.scale(2.0) + attention_backward(i, attn)
+    if i.recompute == "full":
+        extra = fwd
+    elif i.recompute == "selective":
+        extra = attn
+    else:
+        extra = Cost()
+    per_layer = fwd + bwd + extra
+    compute = per_layer.scale(layers)
+    backward = (bwd + extra).scale(layers)
+    m = i.micro * i.seq / i.cp
+    if stage == i.pp - 1:
+        logits = gemm(i, m, i.hidden, i.vocab / i.tp).scale(3.0)
+        ce = Cost(0.0, 16 * m * i.vocab / i.tp / hbm(i))
+        compute = compute + logits + ce
+        backward = backward + logits.scale(2 / 3)
+    tp = layers * tp_comm_per_layer(i)
+    p2p = 0.0
+    if i.pp > 1:
+        split = i.tp if i.sp else 1
+        msg = i.act_bytes * m * i.hidden / split
+        span = i.tp * i.cp * i.dp * 2
+        bw = link_bw(i, span)
+        p2p = 2 * i.vpp * (msg / bw + C.COLLECTIVE_LATENCY_S)
+    return compute, tp, p2p, backward
+
+
+def _grad_bytes(i: Inputs) -> float:
+    if i.framework == "megatron":
+        return 4.0 if i.dtype in ("bf16", "fp32") else 2.0
+    if i.framework == "fsdp":
+        return 4.0
+    return 4.0 if i.dtype == "fp32" else 2.0
+
+
+def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float:
+    """Exposed data-parallel / ZeRO communication per step."""
+    d = shard_group(i)
+    if d <= 1:
+        return 0.0
+    bw = link_bw(i, i.tp * i.cp * d)
+    gb = _grad_bytes(i)
+    if i.zero >= 3 or i.framework == "fsdp":
+        per_mb = (ring_time(2 * n_local, d, bw, 1.0) * 2 + ring_time(gb * n_local, d, bw, 1.0))
+        return i.grad_accum * max(0.0, per_mb - C.ZERO3_OVERLAP_FRACTION * t_mb)
+    if i.zero == 2:
+        reduce = i.grad_accum * ring_time(gb * n_local, d, bw, 1.0)
+        gather = ring_time(2 * n_local, d, bw, 1.0)
+        hidden = C.DP_OVERLAP_FRACTION * t_bwd * i.grad_accum if i.overlap_dp else 0.0
+        return max(0.0, reduce - hidden) + gather
+    if i.dist_opt or i.zero == 1:
+        reduce = ring_time(gb * n_local, d, bw, 1.0)
+        gather = ring_time(2 * n_local, d, bw, 1.0)
+    else:
+        reduce, gather = ring_time(gb * n_local, d, bw, 2.0), 0.0
+    hidden = C.DP_OVERLAP_FRACTION * t_bwd if i.overlap_dp else 0.0
+    return max(0.0, reduce - hidden) + gather * (1 - (C.DP_OVERLAP_FRACTION if i.overlap_dp and i.dist_opt else 0.0))
+
+
+def optimizer_time(i: Inputs, n_local: float) -> float:
+    d = shard_group(i)
+    sharded = n_local / d if (i.zero >= 1 or i.dist_opt or i.framework == "fsdp") else n_local
+    if i.offload_opt in ("cpu", "nvme"):
+        return sharded * (6.0 / C.PCIE_BYTES_PER_S + C.CPU_OPTIMIZER_S_PER_PARAM)
+    return sharded * C.OPTIMIZER_BYTES_PER_PARAM / hbm(i)
+
+
+def step_time(i: Inputs) -> TimeBreakdown:
+    per_stage = []
+    for stage, layers in enumerate(stage_layers(i)):
+        compute, tp, p2p, bwd = stage_microbatch(i, stage, layers)
+        per_stage.append((compute, tp, p2p, bwd, stage_params_per_gpu(i, stage, layers)))
+    totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S for c, tp, p2p, _, _ in per_stage]
+    worst = max(range(len(per_stage)), key=lambda k: totals[k])
+    compute, tp, p2p, bwd, n_local = per_stage[worst]
+    m = i.grad_accum
+    mean_mb = sum(totals) / len(totals)
+    bubble = (i.pp - 1) / i.vpp * mean_mb if i.pp > 1 else 0.0
+    n_max = max(n for *_, n in per_stage)
+    dp = data_parallel(i, n_max, totals[worst], bwd.total)
+    opt = optimizer_time(i, n_max)
+    bubble_cost = compute.scale(bubble / totals[worst]) if totals[worst] else Cost()
+    return TimeBreakdown(
+        compute=m * (compute.total + C.MICROBATCH_OVERHEAD_S), tp_comm=m * tp, pp_bubble=bubble, pp_comm=m * p2p,
+        dp_comm=dp, optimizer=opt, overhead=C.STEP_OVERHEAD_S,
+        flops_time=m * compute.flops + bubble_cost.flops,
+        bytes_time=m * compute.bytes + bubble_cost.bytes + opt,
+        net_time=m * (tp + p2p) + dp,
+        stage_microbatch_s=totals,
+    )
+
+
+# --------------------------------------------------------------------------- FLOPs
+
+
+def model_flops_per_step(i: Inputs) -> float:
+    """6 x (active matmul parameters incl. the output layer) x tokens + 12 L s q x tokens:
+    the usual MFU convention (non-causal attention, no recompute, embeddings lookups free)."""
+    tokens = i.global_batch * i.seq
+    split, _, expert = layer_params(i)
+    if i.moe:
+        expert = expert * i.top_k / i.experts + i.hidden * i.experts
+    matmul = i.layers * (split + expert) + i.vocab * i.hidden
+    return 6 * matmul * tokens + 12 * i.layers * i.seq * i.q_dim * tokens
+
+
+def hardware_flops_per_step(i: Inputs) -> float:
+    """Model FLOPs plus what recompute executes again (full: one more forward of every layer;
+    selective: the attention core)."""
+    tokens = i.global_batch * i.seq
+    split, _, expert = layer_params(i)
+    if i.moe:
+        expert = expert * i.top_k / i.experts
+    extra = 0.0
+    attn = 4 * i.layers * i.seq * i.q_dim * tokens
+    if i.recompute == "full":
+        extra = 2 * i.layers * (split + expert) * tokens + attn
+    elif i.recompute == "selective":
+        extra = attn
+    return model_flops_per_step(i) + extra
+
+
+__all__ = ["TimeBreakdown", "active_params", "hardware_flops_per_step", "layer_params_per_gpu", "model_flops_per_step",
+           "peak_flops", "step_time"]

@@ -1,0 +1,248 @@
+"""Estimator: seeds' worked examples, Korthikanti's formulas, framework conventions, invariants,
+missing inputs and the JSON shape."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trainlint.catalog import find_gpu
+from trainlint.estimator import MissingInputs, build_context, estimate, estimate_inputs
+from trainlint.estimator import closed_forms as CF
+from trainlint.estimator.inputs import Inputs
+from trainlint.estimator.memory import layer_activation_bytes, static_bytes
+from trainlint.provenance import Origin, Provenance, Value
+from trainlint.spec import TrainingSpec
+
+FILE = Provenance(Origin.FILE, path="x.json", key="k")
+
+
+def v(x):
+    return Value(x, FILE)
+
+
+def make_inputs(**over) -> Inputs:
+    base = dict(
+        framework="megatron", gpu=find_gpu("a100-80gb"), gpus_per_node=8,
+        layers=32, hidden=4096, heads=32, kv_heads=32, head_dim=128, ffn=11008, gated=True, vocab=32000, seq=4096,
+        tied=False, experts=1, top_k=1, moe_ffn=11008, tp=1, pp=1, vpp=1, cp=1, ep=1, etp=1, dp=8, world=8,
+        sp=False, zero=0, dist_opt=False, offload_opt="none", offload_params="none", micro=1, grad_accum=64,
+        global_batch=512, dtype="bf16", fp8=False, optimizer="adam", recompute="none", recompute_method="uniform",
+        recompute_layers=1, flash=True, partition_activations=False, reduce_bucket=5e8, allgather_bucket=5e8,
+        max_live_params=1e9, prefetch_bucket=5e7, overlap_dp=True, overlap_tp=False,
+    )
+    base.update(over)
+    if "world" not in over:
+        base["world"] = base["dp"] * base["tp"] * base["pp"] * base["cp"]
+    return Inputs(**base)
+
+
+def gpt3_layer(**over) -> Inputs:
+    return make_inputs(layers=96, hidden=12288, heads=96, kv_heads=96, head_dim=128, ffn=4 * 12288, gated=False,
+                       vocab=51200, seq=2048, **over)
+
+
+# --------------------------------------------------------------------------- seeds' worked examples
+
+
+def test_seed000_13b_tp4_zero3_exercise():
+    static = CF.static_memory_bytes(13e9, zero_stage=3, shards=32)
+    assert static.params / 1e9 == pytest.approx(0.81, abs=0.01)
+    assert static.grads / 1e9 == pytest.approx(0.81, abs=0.01)
+    assert static.optimizer / 1e9 == pytest.approx(4.87, abs=0.01)
+    assert static.total / 1e9 == pytest.approx(6.49, abs=0.02)
+    per_layer_tp4 = CF.seed000_layer_activation_bytes(s=4096, b=8, h=5120, a=40) / 4
+    assert per_layer_tp4 / 1e9 == pytest.approx(8.1, abs=0.1)
+    # checkpoint every k=4 layers, the seed's conservative form: (L/k + k) layers' worth
+    assert (40 / 4 + 4) * per_layer_tp4 / 1e9 == pytest.approx(113, abs=1.5)
+    total = static.total / 1e9 + (40 / 4 + 4) * per_layer_tp4 / 1e9 + 5
+    assert total == pytest.approx(125, abs=1.5) and total > 80          # does not fit
+    assert 4 * per_layer_tp4 / 1e9 == pytest.approx(32, abs=1)         # "full recompute ~4 x 8.1 = 32 GB"
+
+
+def test_seed000_70b_static_table():
+    s = CF.static_memory_bytes(70e9)
+    assert (s.params / 1e9, s.grads / 1e9, s.optimizer / 1e9) == pytest.approx((140, 140, 840))
+    assert s.total / 1e12 == pytest.approx(1.12)
+    assert s.total / 80e9 == pytest.approx(14)  # "70B requires >= 14 H100s just for static memory"
+
+
+def test_seed003_7b_fp32_example():
+    s = CF.static_memory_bytes(7e9, bytes_params=4, bytes_grads=4, bytes_optimizer=12)
+    assert (s.params / 1e9, s.grads / 1e9, s.optimizer / 1e9) == pytest.approx((28, 28, 84))
+    # The seed's activation line: sbhL(10 + 24/t + 5as/(ht)) with s=128, b=512, h=4096, L=24, a=16, t=1.
+    act = 24 * CF.korthikanti_layer_bytes(s=128, b=512, h=4096, a=16, t=1)
+    assert act == 128 * 512 * 4096 * 24 * (34 + 2.5)
+    # The seed prints 67.51 GB and 207.51 GB in total, which its own inputs do not give
+    # (the formula gives 235.1 GB); the static part (140 GB) is what it gets right.
+    assert act / 1e9 == pytest.approx(235.1, abs=0.1)
+
+
+# --------------------------------------------------------------------------- Korthikanti, GPT-3 layer
+
+
+@pytest.mark.parametrize("t", [1, 2, 8])
+def test_korthikanti_gpt3_layer_matches_generalised_accounting(t):
+    s, b, h, a = 2048, 1, 12288, 96
+    sbh = s * b * h
+    none = CF.korthikanti_layer_bytes(s, b, h, a, t)
+    assert none == pytest.approx(sbh * (10 + 24 / t + 5 * a * s / (h * t)))
+    assert CF.korthikanti_layer_bytes(s, b, h, a, t, recompute="selective") == pytest.approx(sbh * (10 + 24 / t))
+    assert CF.korthikanti_layer_bytes(s, b, h, a, t, sequence_parallel=True, recompute="selective") == pytest.approx(sbh * 34 / t)
+    assert CF.korthikanti_layer_bytes(s, b, h, a, t, recompute="full") == pytest.approx(2 * sbh)
+    # trainlint's tensor-by-tensor accounting reduces to the same closed forms
+    i = gpt3_layer(tp=t, flash=False)
+    assert layer_activation_bytes(i, keep_scores=True) == pytest.approx(none)
+    assert layer_activation_bytes(i, keep_scores=False) == pytest.approx(sbh * (10 + 24 / t))
+    isp = gpt3_layer(tp=t, sp=t > 1, flash=False)
+    assert layer_activation_bytes(isp, keep_scores=False) == pytest.approx(sbh * (34 / t if t > 1 else 34))
+
+
+def test_gqa_and_gated_mlp_change_activations():
+    mha = make_inputs()
+    gqa = make_inputs(kv_heads=8)
+    assert layer_activation_bytes(gqa, keep_scores=False) < layer_activation_bytes(mha, keep_scores=False)
+    gelu = make_inputs(gated=False, ffn=4 * 4096, moe_ffn=4 * 4096)
+    sb = 4096
+    # gated: 3f per token for the MLP inner tensors, GeLU: 2f
+    assert layer_activation_bytes(make_inputs(), keep_scores=False) - layer_activation_bytes(gelu, keep_scores=False) \
+        == pytest.approx(2 * sb * (3 * 11008 - 2 * 4 * 4096))
+
+
+# --------------------------------------------------------------------------- framework conventions
+
+
+def test_megatron_bytes_per_param():
+    n = 1e9
+    assert sum(static_bytes(make_inputs(dp=8), n)) / n == pytest.approx(18)
+    assert sum(static_bytes(make_inputs(dp=8, dist_opt=True), n)) / n == pytest.approx(6 + 12 / 8)
+    assert sum(static_bytes(make_inputs(dp=8, dtype="fp16"), n)) / n == pytest.approx(20)
+    assert sum(static_bytes(make_inputs(dp=8, dtype="fp16", dist_opt=True), n)) / n == pytest.approx(4 + 16 / 8)
+
+
+def test_deepspeed_bytes_per_param_and_zero_stages():
+    n = 1e9
+    ds = {z: sum(static_bytes(make_inputs(framework="deepspeed", dp=8, zero=z), n)) / n for z in range(4)}
+    assert ds[0] == pytest.approx(2 + 2 + 12 + 4)        # 16 B/param + the fp32 gradient partition
+    assert ds[2] == pytest.approx(2 + 18 / 8)            # DeepSpeed's own estimate_zero2: 2 + 18/N
+    assert ds[3] == pytest.approx(20 / 8)
+    assert ds[0] > ds[1] > ds[2] > ds[3]
+    off = static_bytes(make_inputs(framework="deepspeed", dp=8, zero=3, offload_opt="cpu", offload_params="cpu"), n)
+    assert off[0] == 0 and off[2] == 0
+
+
+# --------------------------------------------------------------------------- invariants
+
+
+def total_mem(**over) -> float:
+    return estimate_inputs(make_inputs(**over)).worst_stage.total
+
+
+def test_memory_falls_with_tp_pp_zero_recompute():
+    tps = [total_mem(tp=t, dp=8 // t, world=8) for t in (1, 2, 4, 8)]
+    assert tps == sorted(tps, reverse=True) and len(set(tps)) == 4
+    pps = [total_mem(pp=p, dp=1, world=p, grad_accum=64, global_batch=64) for p in (1, 2, 4, 8)]
+    assert pps == sorted(pps, reverse=True) and len(set(pps)) == 4
+    zs = [total_mem(framework="deepspeed", zero=z) for z in range(4)]
+    assert zs == sorted(zs, reverse=True) and len(set(zs)) == 4
+    rec = [total_mem(flash=False, recompute=r) for r in ("none", "selective", "full")]
+    assert rec == sorted(rec, reverse=True) and len(set(rec)) == 3
+
+
+def test_step_time_falls_with_gpus_until_communication_dominates():
+    def run(dp: int) -> object:
+        return estimate_inputs(make_inputs(dp=dp, world=dp, global_batch=1024, grad_accum=1024 // dp, micro=1,
+                                           overlap_dp=False))
+    times = [run(d).step_time for d in (8, 16, 32, 64, 128, 256)]
+    assert times == sorted(times, reverse=True)
+    # at a fixed global batch the exposed DP communication takes a growing share...
+    shares = [run(d).time.dp_comm / run(d).step_time for d in (8, 64, 1024)]
+    assert shares == sorted(shares)
+    # ...until adding GPUs no longer helps much: 1024 -> 2048 GPUs (1 sample each... half) gains < 2x
+    assert run(512).step_time / run(1024).step_time < 1.6
+
+
+def test_pipeline_stages_differ_and_worst_is_reported():
+    e = estimate_inputs(make_inputs(pp=4, dp=2, world=8, vocab=128000))
+    assert len(e.stages) == 4
+    assert e.worst_stage.total == max(s.total for s in e.stages)
+    assert e.stages[0].in_flight == 4 and e.stages[3].in_flight == 1
+    assert "logits" in e.stages[3].detail and "embedding" in e.stages[0].detail
+    inter = estimate_inputs(make_inputs(pp=4, dp=2, world=8, vpp=2))
+    assert inter.stages[0].in_flight == pytest.approx(4 + 3 / 2)  # Megatron: p (1 + (p-1)/(p v))
+    assert inter.time.pp_bubble < e.time.pp_bubble
+
+
+def test_mfu_uses_model_flops_and_recompute_adds_hardware_flops():
+    e = estimate_inputs(make_inputs(recompute="full"))
+    assert e.hardware_flops_per_step > e.model_flops_per_step
+    assert 0 < e.mfu < e.hfu < 1
+    assert e.bound in ("compute", "memory", "network")
+
+
+# --------------------------------------------------------------------------- context, missing inputs, JSON
+
+
+def bare_deepspeed() -> TrainingSpec:
+    spec = TrainingSpec(framework="deepspeed", path="ds.json")
+    spec.batch.micro_batch = v(4)
+    spec.parallel.zero_stage = v(2)
+    spec.precision.dtype = v("bf16")
+    return spec
+
+
+def test_missing_inputs_say_what_and_how():
+    result = estimate(bare_deepspeed(), build_context(bare_deepspeed()))
+    assert isinstance(result, MissingInputs) and not result.ok
+    fields = {m.field for m in result.missing}
+    assert {"model.num_layers", "model.hidden_size", "model.vocab_size", "cluster.world_size"} <= fields
+    hows = " ".join(m.how for m in result.missing)
+    assert "--model" in hows and "--nodes" in hows and "--gpus-per-node" in hows
+    assert result.to_dict()["estimate"] is None
+
+
+def test_context_priority_and_model_fill():
+    spec = bare_deepspeed()
+    spec.cluster.gpu = v("a100-80gb")
+    ctx = build_context(spec)
+    assert ctx.gpu.value.id == "a100-80gb" and ctx.gpu.provenance.origin is Origin.FILE
+    assert build_context(spec, project_raw={"gpu": "h200"}).gpu.value.id == "h200"
+    assert build_context(spec, gpu="l4", project_raw={"gpu": "h200"}).gpu.value.id == "l4"
+    default = build_context(bare_deepspeed())
+    assert default.gpu.value.id == "h100-sxm" and default.gpu.provenance.origin is Origin.ASSUMED
+    assert default.gpus_per_node.value == 8 and default.gpus_per_node.provenance.origin is Origin.ASSUMED
+    custom = build_context(spec, project_raw={"gpu": "mygpu", "gpus": {"mygpu": {"memory_gb": 48, "bf16_tflops": 200}}})
+    assert custom.gpu.value.memory_gb == 48
+    ctx = build_context(spec, nodes=2, model="llama2-7b")
+    result = estimate(spec, ctx)
+    assert result.ok and result.inputs.world == 16 and result.inputs.layers == 32
+    origins = {a.field: a.origin for a in result.assumptions}
+    assert origins["model.num_layers"] == "cli" and origins["cluster.world_size"] == "derived"
+
+
+def test_config_values_win_over_the_preset():
+    spec = bare_deepspeed()
+    spec.model.seq_length = v(1024)
+    result = estimate(spec, build_context(spec, nodes=1, model="llama2-7b"))
+    assert result.inputs.seq == 1024
+
+
+def test_json_shape():
+    spec = bare_deepspeed()
+    data = estimate(spec, build_context(spec, nodes=1, model="llama2-7b")).to_dict()
+    assert set(data["memory_gib"]) == {"params", "grads", "optimizer", "activations", "buffers", "overhead", "total"}
+    for key in ("capacity_gib", "step_time_s", "tokens_per_s", "mfu", "model_flops_per_step", "bound", "stages", "assumptions"):
+        assert key in data
+    assert {"compute", "tp_comm", "pp_bubble", "dp_comm"} <= set(data["time_s"])
+    assert data["memory_gib"]["total"] == pytest.approx(sum(v for k, v in data["memory_gib"].items() if k != "total"))
+    assert data["step_time_s"] == pytest.approx(sum(data["time_s"].values()))
+    assert isinstance(data["stages"], list) and data["stages"][0]["stage"] == 0
+    assert all({"field", "value", "origin", "source"} <= set(a) for a in data["assumptions"])
+
+
+def test_estimate_is_pure_and_repeatable():
+    i = make_inputs()
+    snapshot = dataclasses.asdict(i)
+    a, b = estimate_inputs(i), estimate_inputs(i)
+    assert a.to_dict() == b.to_dict() and dataclasses.asdict(i) == snapshot
