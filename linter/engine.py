@@ -112,7 +112,7 @@ def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
         if getattr(rule, "needs_estimate", False) and not estimate_made:
             estimate_made = True
             estimate = settings.estimate(spec) if settings.estimate else None
-        ctx = RuleContext(options=options, estimate=estimate, project=settings.project)
+        ctx = RuleContext(options=options, estimate=estimate, estimator=settings.estimate, project=settings.project)
         try:
             for finding in rule().check(spec, ctx):
                 out.append(_place(rule, finding, spec))

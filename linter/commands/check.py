@@ -25,7 +25,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--isolated", action="store_true", help="ignore every project config file")
     check.add_argument("--no-summary", action="store_true", help="text output: no summary line")
     add_selection_arguments(check)
+    add_context_arguments(check)
     check.set_defaults(func=run)
+
+
+def add_context_arguments(parser: argparse.ArgumentParser) -> None:
+    """What the estimate needs that a config may not say (also [tool.trainlint] gpu, nodes, ...)."""
+    parser.add_argument("--gpu", metavar="ID", help="GPU catalog id (default: the project config, else h100-sxm, assumed)")
+    parser.add_argument("--nodes", type=int, metavar="N", help="number of nodes")
+    parser.add_argument("--gpus-per-node", type=int, metavar="N", help="GPUs per node (default 8)")
+    parser.add_argument("--model", metavar="PRESET|PATH", help="model preset id (e.g. llama2-7b) or a local HF config.json")
+
+
+def make_estimator(args: argparse.Namespace, project):
+    """spec -> Estimate | MissingInputs in the context the flags and project config give.
+    Raises ContextError (a usage error) when a named GPU or model does not exist."""
+    from trainlint.estimator import build_context, estimate
+
+    build_context(None, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node, model=args.model,
+                  project_raw=project.raw, project_path=project.path)  # validate names once, up front
+
+    def run_estimate(spec):
+        ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+                            model=args.model, project_raw=project.raw, project_path=project.path)
+        return estimate(spec, ctx)
+
+    return run_estimate
 
 
 def _selectors(text: str) -> list[str]:
@@ -72,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         registry = build_registry(host)
         settings = settings_from(project, select=args.select, extend_select=args.extend_select, ignore=args.ignore)
         check_settings(registry, settings)
+        settings.estimate = make_estimator(args, project)
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Iterator, Union
+from typing import Any, Callable, ClassVar, Iterator, Union
 
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Value
@@ -49,7 +49,11 @@ class RuleContext:
 
     options: dict[str, Any] = field(default_factory=dict)
     estimate: Any = None
-    """The estimator's result for this spec, when one could be made (None otherwise)."""
+    """For rules with ``needs_estimate = True``: the estimator's result for this spec, an
+    ``Estimate`` or a ``MissingInputs`` saying what is missing (None when no estimator is set)."""
+    estimator: Callable[[TrainingSpec], Any] | None = None
+    """Re-estimates a modified copy of the spec in the same context, for fix hints with numbers
+    ("with --recompute-granularity selective: 71.4 of 80 GiB")."""
     project: Any = None
 
 
@@ -61,6 +65,8 @@ class Rule:
     frameworks: ClassVar[tuple[str, ...]] = ()
     """Frameworks the rule applies to; empty means all."""
     options: ClassVar[dict[str, Option]] = {}
+    needs_estimate: ClassVar[bool] = False
+    """Set on rules that read ``ctx.estimate``; the engine then estimates the spec once."""
     plugin: ClassVar[str] = "trainlint"
     """Set by the registry: which plugin provided the rule."""
 
