@@ -416,7 +416,7 @@ class ArgReader:
                 setting.unresolved = reason
                 loc = vf.unknowns[0].loc if vf.unknowns and vf.unknowns[0].loc else vf.site
                 key = (info.dest, loc)
-                if key not in self._reported_unknown:
+                if key not in self._reported_unknown and not _inert(info.dest):
                     self._reported_unknown.add(key)
                     self._diag("TL007", f"`{spelled}` takes its value from {reason}, known only at launch; trainlint "
                                "leaves it unset", loc,
@@ -524,3 +524,16 @@ def _split_field(f: Field) -> list[Field]:
     from trainlint.adapters.megatron.words import Piece, split_pieces
 
     return split_pieces([Piece(list(f.segs), split=True)], f.site, f.uncertain)
+
+
+# Destinations whose value trainlint never uses: file system paths, names and logging
+# targets. An unknown value there ($1, $(pwd)) changes no estimate and no check, so it is not
+# worth a TL007 (the corpus had ~450 such infos, mostly --load/--save/--data-path).
+_INERT_SUFFIXES = ("_path", "_paths", "_dir", "_file", "_files", "_name", "_prefix", "_project", "_entity",
+                   "_exp_name", "_checkpoint", "_config", "_host", "_port")
+_INERT = {"load", "save", "data_path", "tokenizer_model", "vocab_file", "merge_file", "seed", "exit_interval",
+          "log_interval", "save_interval", "eval_interval", "eval_iters", "split"}
+
+
+def _inert(dest: str) -> bool:
+    return dest in _INERT or dest.endswith(_INERT_SUFFIXES) or dest.startswith(("wandb_", "tensorboard_", "log_"))
