@@ -1,0 +1,194 @@
+"""Reading Megatron-LM arguments for the Megatron-specific launch rules (TL140-TL179).
+
+The Megatron adapter puts every flag a script *resolves* into ``spec.settings`` keyed by its
+argparse dest (``overlap_param_gather``), with the flag as written in the provenance. A rule also
+needs the value of a flag that is *not* written: Megatron's own default, taken here from
+``schemas/megatron.schema.json`` (which records the defaults of ``megatron/training/arguments.py``
+at d98e8a6). A flag that *is* written but could not be resolved (``--recompute-method $M``) is not
+in the settings; so that such a flag is never mistaken for its default, :meth:`MegatronArgs.known`
+looks for the flag in the run's source files and says "unknown" when it is there.
+
+The rules here describe current Megatron-LM's ``validate_args``; Megatron-DeepSpeed and old
+Megatron-LM copies have other arguments and other checks, so :func:`dialect` tells them apart
+(from the notes the adapter gives framework defaults) and the rules run only on current
+Megatron-LM runs.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from trainlint.provenance import Origin, Value, default
+from trainlint.spec import TrainingSpec
+
+CURRENT = "megatron-lm"
+DEEPSPEED = "megatron-deepspeed"
+LEGACY = "legacy"
+
+DEFAULT_NOTE = "Megatron-LM default (megatron/training/arguments.py)"
+COMMIT = "d98e8a6"
+"""The Megatron-LM commit the rules' conditions and messages were read from."""
+
+_NOTE_PREFIXES = (
+    ("Megatron-DeepSpeed default", DEEPSPEED),
+    ("Megatron-LM v1.1.5 default", LEGACY),
+    ("Megatron-LM default", CURRENT),
+)
+
+
+@lru_cache(maxsize=1)
+def _properties() -> dict[str, dict]:
+    from trainlint.schemas import load_schema
+
+    return load_schema("megatron")["properties"]
+
+
+def dialect(spec: TrainingSpec) -> str | None:
+    """Which Megatron the run targets, from the adapter's default notes; None when nothing says."""
+    if any(key == "deepspeed" or key.startswith("deepspeed:") or key in ("deepspeed_config", "zero_stage")
+           for key in spec.settings):
+        return DEEPSPEED
+    for _name, value in spec.items():
+        prov = value.provenance
+        if prov.origin is Origin.DEFAULT:
+            for prefix, name in _NOTE_PREFIXES:
+                if prov.note.startswith(prefix):
+                    return name
+    return None
+
+
+_REMOVED_ENTRY_POINTS = ("main.py ", "tasks/main.py ")
+"""Labels of runs whose entry point is gone from current Megatron-LM (``tasks/main.py``, removed in
+2024): those scripts target an older Megatron with other checks (e.g. no eval-batch divisibility)."""
+
+
+def is_current(spec: TrainingSpec) -> bool:
+    if spec.framework != "megatron" or dialect(spec) != CURRENT:
+        return False
+    return not spec.label.startswith(_REMOVED_ENTRY_POINTS)
+
+
+_text_cache: dict[tuple[str, float], str] = {}
+
+
+def _text(path: str) -> str:
+    try:
+        key = (path, Path(path).stat().st_mtime)
+    except OSError:
+        return ""
+    if key not in _text_cache:
+        try:
+            _text_cache[key] = Path(path).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            _text_cache[key] = ""
+    return _text_cache[key]
+
+
+class MegatronArgs:
+    """The arguments of one Megatron run: written values, else Megatron's defaults."""
+
+    def __init__(self, spec: TrainingSpec) -> None:
+        self.spec = spec
+
+    def given(self, dest: str) -> bool:
+        return dest in self.spec.settings
+
+    def written(self, dest: str) -> bool:
+        """The flag appears in the run's files, resolved or not."""
+        if dest in self.spec.settings:
+            return True
+        flags = _properties().get(dest, {}).get("x-flags", [])
+        for path in self.spec.sources or [self.spec.path]:
+            text = _text(path)
+            for flag in flags:
+                if re.search(r"(?<![\w-])" + re.escape(flag) + r"(?![\w-])", text):
+                    return True
+        return False
+
+    def known(self, *dests: str) -> bool:
+        """Every dest is either resolved or not written at all (so its default applies)."""
+        return all(d in self.spec.settings or (d in _properties() and not self.written(d)) for d in dests)
+
+    def value(self, dest: str) -> Value | None:
+        """The written value, else Megatron's default as a DEFAULT value; None when unknown."""
+        if dest in self.spec.settings:
+            return self.spec.settings[dest]
+        prop = _properties().get(dest)
+        if prop is None or self.written(dest):
+            return None
+        return default(prop.get("default"), DEFAULT_NOTE)
+
+    def get(self, dest: str) -> Any:
+        """The bare value (callers check :meth:`known` first)."""
+        v = self.value(dest)
+        return None if v is None else v.value
+
+    def on(self, dest: str) -> bool:
+        return bool(self.get(dest))
+
+    def flag(self, dest: str) -> str:
+        """How the flag is spelled (as written, else its first spelling)."""
+        v = self.spec.settings.get(dest)
+        if v is not None and v.provenance.key:
+            return v.provenance.key
+        flags = _properties().get(dest, {}).get("x-flags", [])
+        return flags[0] if flags else "--" + dest.replace("_", "-")
+
+    @staticmethod
+    def at(dest: str) -> str:
+        return "settings:" + dest
+
+    def at_written(self, dest: str, *fallbacks: str) -> str:
+        """Point at ``dest`` when the script writes it, else at the first fallback it writes: a
+        finding about a default value belongs on the flag that made the default matter."""
+        for d in (dest, *fallbacks):
+            if self.given(d):
+                return self.at(d)
+        return self.at(dest)
+
+    # -- spec fields with their Megatron meaning ------------------------------------------------
+    def int_field(self, dotted: str) -> int | None:
+        v = self.spec.value(dotted)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+    def vpp(self) -> tuple[bool, int | None]:
+        """(known, VPP) as validate_args computes it: None when there is no interleaving."""
+        if not self.known("pipeline_model_parallel_layout", "num_layers_per_virtual_pipeline_stage",
+                          "num_virtual_stages_per_pipeline_rank"):
+            return False, None
+        if self.given("pipeline_model_parallel_layout"):
+            return False, None  # the layout language is not parsed here
+        stages = self.get("num_virtual_stages_per_pipeline_rank")
+        if stages is not None:
+            return True, (stages if isinstance(stages, int) and stages != 1 else None)
+        k = self.get("num_layers_per_virtual_pipeline_stage")
+        if k is None:
+            return True, None
+        per_stage = self.layers_per_stage()
+        if per_stage is None or not isinstance(k, int) or k <= 0 or per_stage % k:
+            return False, None
+        vpp = per_stage // k
+        return True, (vpp if vpp != 1 else None)
+
+    def layers_for_split(self) -> int | None:
+        """num_layers (+1 per --account-for-embedding/loss-in-pipeline-split)."""
+        layers = self.int_field("model.num_layers")
+        if layers is None or not self.known("account_for_embedding_in_pipeline_split",
+                                            "account_for_loss_in_pipeline_split"):
+            return None
+        return layers + int(self.on("account_for_embedding_in_pipeline_split")) + \
+            int(self.on("account_for_loss_in_pipeline_split"))
+
+    def layers_per_stage(self) -> int | None:
+        layers, pp = self.layers_for_split(), self.int_field("parallel.pipeline")
+        if layers is None or not pp or layers % pp:
+            return None
+        return layers // pp
+
+
+def ref(path: str, line: int | str) -> str:
+    """A reference to Megatron-LM's source at the commit the rules were read from."""
+    return f"`{path}:{line}@{COMMIT}`"
