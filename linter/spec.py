@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
 
 from trainlint.positions import Span
-from trainlint.provenance import Value
+from trainlint.provenance import Provenance, Value
 
 FRAMEWORKS = ("deepspeed", "megatron", "neox")
 
@@ -115,6 +115,11 @@ class TrainingSpec:
     """Which run in the file this is, e.g. "pretrain_gpt.py at line 42" (several per script)."""
     sources: list[str] = field(default_factory=list)
     """Every file merged into this spec (NeoX multi-file runs, --deepspeed_config JSONs)."""
+    dialect: str = ""
+    """Which variant of the framework the run targets, where it matters: ``megatron-lm``
+    (current), ``megatron-deepspeed`` or ``legacy`` (old Megatron-LM copies)."""
+    entry_point: str | None = None
+    """The training script a launch command runs (``pretrain_gpt.py``), when there is one."""
     anchor: Span | None = None
     """Where the run is declared (the launch command of a script); findings about values that
     no file sets (framework defaults) point here. None: the start of ``path``."""
@@ -129,6 +134,10 @@ class TrainingSpec:
     """Framework-specific settings that launch-time checks need but that have no common
     meaning, keyed by the framework's own name (``zero_optimization.overlap_comm``,
     ``--recompute-activations``)."""
+
+    unresolved: dict[str, Provenance] = field(default_factory=dict)
+    """Settings that are written but not known statically (``--recompute-method $M``), keyed like
+    ``settings``: a rule must not take the framework default for these."""
 
     def get(self, dotted: str) -> Value | None:
         """``spec.get("parallel.tensor")``."""
@@ -160,6 +169,10 @@ class TrainingSpec:
         """A JSON-able view (values plus where they came from), matching schemas/spec.schema.json."""
         out: dict[str, Any] = {"framework": self.framework, "path": self.path, "label": self.label,
                                "sources": list(self.sources)}
+        if self.dialect:
+            out["dialect"] = self.dialect
+        if self.entry_point:
+            out["entry_point"] = self.entry_point
         for section in SECTIONS:
             obj = getattr(self, section)
             out[section] = {}

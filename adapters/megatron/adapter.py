@@ -149,7 +149,8 @@ def load_script(source: SourceText, context: LoadContext) -> LoadResult:
                 "variable unknown", spans(inv.command.in_loop)[1] or FILE_START, path=inv.command.in_loop.path))
         dialect = _dialect(inv.args, inv.entry_path, source.path, inv.launchers)
         build = BuildContext(source.path, label, dialect, inv.entry_path, spans, dict(inv.world),
-                             inv.all_local_gpus, list(inv.launchers))
+                             inv.all_local_gpus, list(inv.launchers),
+                             anchor=span if inv.command.loc.path == source.path else None)
         if "visible" not in build.world and "CUDA_VISIBLE_DEVICES" in inv.command.prefix and inv.all_local_gpus:
             vis = inv.command.prefix["CUDA_VISIBLE_DEVICES"]
             if vis.text is not None:

@@ -41,13 +41,16 @@ class BuildContext:
     world: dict[str, Field] = field(default_factory=dict)
     all_local_gpus: bool = False
     launchers: list[str] = field(default_factory=list)
+    anchor: Span | None = None
+    """The launch command, when it is in the checked file itself."""
 
 
 class SpecBuilder:
     def __init__(self, parsed: ParsedArgs, ctx: BuildContext) -> None:
         self.parsed = parsed
         self.ctx = ctx
-        self.spec = TrainingSpec(framework="megatron", path=ctx.path, label=ctx.label, sources=[ctx.path])
+        self.spec = TrainingSpec(framework="megatron", path=ctx.path, label=ctx.label, sources=[ctx.path],
+                                 dialect=ctx.dialect, entry_point=ctx.entry, anchor=ctx.anchor)
         self.note = DEFAULT_NOTES.get(ctx.dialect, DEFAULT_NOTES[CURRENT])
 
     # ------------------------------------------------------------- values
@@ -110,6 +113,10 @@ class SpecBuilder:
             v = self.value_of(setting)
             if v is not None:
                 self.spec.settings[dest] = v
+            elif setting.unresolved:
+                path, span = self.ctx.span_of(setting.flag_field.site)
+                self.spec.unresolved[dest] = Provenance(Origin.FILE, path=path, span=span, key=setting.flag_text,
+                                                        note=str(setting.unresolved))
 
     def _model(self) -> None:
         m = self.spec.model

@@ -4,24 +4,20 @@ The Megatron adapter puts every flag a script *resolves* into ``spec.settings`` 
 argparse dest (``overlap_param_gather``), with the flag as written in the provenance. A rule also
 needs the value of a flag that is *not* written: Megatron's own default, taken here from
 ``schemas/megatron.schema.json`` (which records the defaults of ``megatron/training/arguments.py``
-at d98e8a6). A flag that *is* written but could not be resolved (``--recompute-method $M``) is not
-in the settings; so that such a flag is never mistaken for its default, :meth:`MegatronArgs.known`
-looks for the flag in the run's source files and says "unknown" when it is there.
+at d98e8a6). A flag that *is* written but could not be resolved (``--recompute-method $M``) is in
+``spec.unresolved`` instead, so it is never mistaken for its default.
 
 The rules here describe current Megatron-LM's ``validate_args``; Megatron-DeepSpeed and old
-Megatron-LM copies have other arguments and other checks, so :func:`dialect` tells them apart
-(from the notes the adapter gives framework defaults) and the rules run only on current
-Megatron-LM runs.
+Megatron-LM copies have other arguments and other checks, so the rules run only on runs whose
+``spec.dialect`` is current Megatron-LM.
 """
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
-from trainlint.provenance import Origin, Value, default
+from trainlint.provenance import Value, default
 from trainlint.spec import TrainingSpec
 
 CURRENT = "megatron-lm"
@@ -32,13 +28,6 @@ DEFAULT_NOTE = "Megatron-LM default (megatron/training/arguments.py)"
 COMMIT = "d98e8a6"
 """The Megatron-LM commit the rules' conditions and messages were read from."""
 
-_NOTE_PREFIXES = (
-    ("Megatron-DeepSpeed default", DEEPSPEED),
-    ("Megatron-LM v1.1.5 default", LEGACY),
-    ("Megatron-LM default", CURRENT),
-)
-
-
 @lru_cache(maxsize=1)
 def _properties() -> dict[str, dict]:
     from trainlint.schemas import load_schema
@@ -46,45 +35,15 @@ def _properties() -> dict[str, dict]:
     return load_schema("megatron")["properties"]
 
 
-def dialect(spec: TrainingSpec) -> str | None:
-    """Which Megatron the run targets, from the adapter's default notes; None when nothing says."""
-    if any(key == "deepspeed" or key.startswith("deepspeed:") or key in ("deepspeed_config", "zero_stage")
-           for key in spec.settings):
-        return DEEPSPEED
-    for _name, value in spec.items():
-        prov = value.provenance
-        if prov.origin is Origin.DEFAULT:
-            for prefix, name in _NOTE_PREFIXES:
-                if prov.note.startswith(prefix):
-                    return name
-    return None
-
-
-_REMOVED_ENTRY_POINTS = ("main.py ", "tasks/main.py ")
-"""Labels of runs whose entry point is gone from current Megatron-LM (``tasks/main.py``, removed in
-2024): those scripts target an older Megatron with other checks (e.g. no eval-batch divisibility)."""
+# Runs of ``tasks/main.py`` (gone from current Megatron-LM in 2024) target an older Megatron with
+# other checks (e.g. no eval-batch divisibility): is_current() leaves them out.
 
 
 def is_current(spec: TrainingSpec) -> bool:
-    if spec.framework != "megatron" or dialect(spec) != CURRENT:
+    if spec.framework != "megatron" or spec.dialect != CURRENT:
         return False
-    return not spec.label.startswith(_REMOVED_ENTRY_POINTS)
-
-
-_text_cache: dict[tuple[str, float], str] = {}
-
-
-def _text(path: str) -> str:
-    try:
-        key = (path, Path(path).stat().st_mtime)
-    except OSError:
-        return ""
-    if key not in _text_cache:
-        try:
-            _text_cache[key] = Path(path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            _text_cache[key] = ""
-    return _text_cache[key]
+    entry = (spec.entry_point or "").replace("\\", "/")
+    return not (entry == "main.py" or entry.endswith("tasks/main.py"))
 
 
 class MegatronArgs:
@@ -97,16 +56,8 @@ class MegatronArgs:
         return dest in self.spec.settings
 
     def written(self, dest: str) -> bool:
-        """The flag appears in the run's files, resolved or not."""
-        if dest in self.spec.settings:
-            return True
-        flags = _properties().get(dest, {}).get("x-flags", [])
-        for path in self.spec.sources or [self.spec.path]:
-            text = _text(path)
-            for flag in flags:
-                if re.search(r"(?<![\w-])" + re.escape(flag) + r"(?![\w-])", text):
-                    return True
-        return False
+        """The flag is given in the run, resolved or not."""
+        return dest in self.spec.settings or dest in self.spec.unresolved
 
     def known(self, *dests: str) -> bool:
         """Every dest is either resolved or not written at all (so its default applies)."""
