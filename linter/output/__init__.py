@@ -48,11 +48,11 @@ def severity_counts(results: Sequence[FileResult]) -> Counter:
 
 def summary_line(results: Sequence[FileResult]) -> str:
     counts = severity_counts(results)
-    checked = sum(1 for r in results if r.format)
+    checked = sum(1 for r in results if r.format or r.diagnostics)
     skipped = len(results) - checked
     total = sum(counts.values())
     parts = [f"{counts[s]} {s.value}{'s' if counts[s] != 1 and s is not Severity.INFO else ''}"
              for s in (Severity.ERROR, Severity.WARNING, Severity.INFO) if counts[s]]
     found = f"Found {total} problem{'s' if total != 1 else ''}" + (f" ({', '.join(parts)})" if parts else "")
-    return f"{found} in {checked} config file{'s' if checked != 1 else ''}" + (
+    return f"{found} in {checked} file{'s' if checked != 1 else ''}" + (
         f"; {skipped} file{'s' if skipped != 1 else ''} not recognised as a config" if skipped else "") + "."
