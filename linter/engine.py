@@ -144,7 +144,9 @@ def _place(rule: type[Rule], finding: Finding, spec: TrainingSpec) -> Diagnostic
     path, span, _ = locate(spec, finding.at)
     related = []
     for target, note in finding.also:
-        other_path, other_span, _ = locate(spec, target)
+        other_path, other_span, other = locate(spec, target)
+        if other is not None and first_span(other)[1] is None:
+            continue  # a default or a CLI flag: nowhere in a file to point at
         if (other_path, other_span) != (path, span):
             related.append(Related(note, other_span, other_path))
     return Diagnostic(

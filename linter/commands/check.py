@@ -37,6 +37,31 @@ def add_context_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", metavar="PRESET|PATH", help="model preset id (e.g. llama2-7b) or a local HF config.json")
 
 
+def declare_cluster(results, args: argparse.Namespace, project) -> None:
+    """Put what the user declared about the cluster (--gpu/--nodes/--gpus-per-node, or the
+    project config's keys) into the specs, where the config itself says nothing, so that
+    launch-time rules (bf16 on a V100, world size divisibility) see it with its provenance."""
+    from trainlint.provenance import Origin, Provenance, Value, derived
+
+    declared = []
+    for name, field_name, cli_value in (("gpu", "cluster.gpu", args.gpu), ("nodes", "cluster.nodes", args.nodes),
+                                        ("gpus-per-node", "cluster.gpus_per_node", args.gpus_per_node)):
+        if cli_value is not None:
+            declared.append((field_name, Value(cli_value, Provenance(Origin.CLI, key=f"--{name}", note=f"--{name} {cli_value}"))))
+        elif project.raw.get(name) is not None:
+            declared.append((field_name, Value(project.raw[name], Provenance(
+                Origin.PROJECT_CONFIG, path=project.path, key=name, note=f"{name} in {project.path}"))))
+    for result in results:
+        for spec in result.specs:
+            for field_name, value in declared:
+                if spec.get(field_name) is None:
+                    spec.set(field_name, value)
+            nodes, per_node = spec.cluster.nodes, spec.cluster.gpus_per_node
+            if spec.cluster.world_size is None and nodes is not None and per_node is not None \
+                    and isinstance(nodes.value, int) and isinstance(per_node.value, int):
+                spec.cluster.world_size = derived(nodes.value * per_node.value, "nodes x GPUs per node", nodes, per_node)
+
+
 def make_estimator(args: argparse.Namespace, project):
     """spec -> Estimate | MissingInputs in the context the flags and project config give.
     Raises ContextError (a usage error) when a named GPU or model does not exist."""
@@ -105,6 +130,7 @@ def run(args: argparse.Namespace) -> int:
     environment = {**project.environment, **environment}
 
     results = check_paths(args.paths, registry.adapters, runs=runs, environment=environment)
+    declare_cluster(results, args, project)
     results = plugin_failures(registry, project) + lint(results, registry, settings)
 
     if args.format == "json":
