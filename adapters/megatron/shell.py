@@ -494,26 +494,7 @@ class ShellEvaluator:
             self._diag("TL012", f"the condition at line {first_line} is not known statically; trainlint follows "
                        f"its first possible branch{where} for the values assigned in it",
                        self._loc(node.children[0], ft))
-        for idx, body in enumerate(all_bodies):
-            if body is None:
-                continue
-            if idx == chosen:
-                if not certain:
-                    self._uncertain += 1
-                try:
-                    self._block(body, ft)
-                finally:
-                    if not certain:
-                        self._uncertain -= 1
-            else:
-                saved = self.env
-                self.env = self.env.copy()
-                self._quiet += 1
-                try:
-                    self._block(body, ft)
-                finally:
-                    self._quiet -= 1
-                    self.env = saved
+        self._walk_branches(all_bodies, chosen, certain, ft)
 
     def _assigns_in(self, nodes: list | None) -> bool:
         if not nodes:
@@ -561,7 +542,15 @@ class ShellEvaluator:
         if not certain and any(self._assigns_in(b) for _, b in branches):
             self._diag("TL012", "the `case` value is not known statically; trainlint follows its first branch "
                        "for the values assigned in it", self._loc(node.children[0], ft))
-        for idx, (_p, body) in enumerate(branches):
+        self._walk_branches([b for _, b in branches], chosen, certain, ft)
+
+    def _walk_branches(self, bodies: list, chosen: int | None, certain: bool, ft: FileText) -> None:
+        """Evaluate the chosen branch for real (its values marked uncertain unless the condition
+        was decided) and the others quietly on a copy of the environment, so that their commands
+        are still found but their assignments do not leak."""
+        for idx, body in enumerate(bodies):
+            if body is None:
+                continue
             if idx == chosen:
                 if not certain:
                     self._uncertain += 1
