@@ -226,3 +226,17 @@ def test_docs_rules_md_is_current():
     registry = build_registry(create_host(entry_points=False))
     current = (REPO / "docs" / "rules.md").read_text(encoding="utf-8")
     assert current == render_markdown(registry), "docs/rules.md is stale: run `trainlint rules --format markdown --isolated > docs/rules.md`"
+
+
+def test_inline_suppressions_end_to_end_in_yaml_and_shell(tmp_path, capsys):
+    neox = tmp_path / "run.yml"
+    neox.write_text("num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\n"
+                    "optimizer: {type: Adam, params: {lr: 6e-4}}  # trainlint: disable=TL009\n"
+                    "min_lr: 1e-5\n")
+    code, diags = _json(capsys, "--isolated", str(neox))
+    assert [(d["code"], d["line"]) for d in diags if d["code"] == "TL009"] == [("TL009", 5)]
+    script = tmp_path / "train.sh"
+    script.write_text("#!/bin/bash\n# trainlint: disable-next-line=unknown-key\n"
+                      "python pretrain_gpt.py --num-layers 2 --hiden-size 8 \\\n    --micro-batch-size 1 --bogus-flag\n")
+    code, diags = _json(capsys, "--isolated", str(script))
+    assert [(d["code"], d["line"]) for d in diags if d["code"] == "TL004"] == [("TL004", 4)]
