@@ -134,7 +134,7 @@ def test_selection_severity_and_options_from_project_config(tmp_path, capsys):
 def test_per_file_ignores(tmp_path, capsys):
     root = _project(tmp_path, """\
         plugins = ["tools/lint_rules.py"]
-        ignore = ["LC002"]
+        ignore = ["LC002", "TL900"]
         [per-file-ignores]
         "ds_*.json" = ["LC"]
         """)

@@ -9,6 +9,8 @@ RULE_MODULES = (
     "trainlint.rules.launch.deepspeed_rules",
     "trainlint.rules.launch.megatron_rules",
     "trainlint.rules.launch.neox_rules",
+    "trainlint.rules.estimation.memory_rules",
+    "trainlint.rules.estimation.availability",
 )
 
 

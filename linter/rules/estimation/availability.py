@@ -1,0 +1,46 @@
+"""TL900: the estimate could not be made; say what to supply."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from trainlint.diagnostics import Severity
+from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.spec import TrainingSpec
+
+
+class EstimateUnavailable(Rule):
+    """## What it does
+    Reports, once per run, that memory and speed could not be estimated, and which inputs to
+    supply (a model preset or config.json, the number of nodes, the micro batch...).
+
+    ## Why is this bad?
+    Without an estimate the memory, throughput and communication rules cannot run: the run is
+    not known to be safe, only unchecked. trainlint never guesses a missing model silently.
+
+    ## Example
+    A bare DeepSpeed JSON: it has no model and no world size.
+
+    ## Fix
+    `trainlint check --model llama2-7b --nodes 4 ds_config.json`, or `model`/`nodes` in
+    `[tool.trainlint]`.
+    """
+
+    code = "TL900"
+    name = "estimate-unavailable"
+    summary = "Memory and speed could not be estimated; says which inputs to supply."
+    default_severity = Severity.INFO
+    needs_estimate = True
+
+    def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
+        est = ctx.estimate
+        if est is None or getattr(est, "ok", True):
+            return
+        by_how: dict[str, list[str]] = {}
+        for item in est.missing:
+            by_how.setdefault(item.how, []).append(item.what)
+        missing = "; ".join(f"{', '.join(whats)} ({how})" for how, whats in by_how.items())
+        yield Finding(f"memory and speed not estimated, missing: {missing}")
+
+
+RULES: list[type] = [EstimateUnavailable]
