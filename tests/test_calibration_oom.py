@@ -1,0 +1,63 @@
+"""TL201 over the published runs (../shared/calibration): every run that completed gets no
+TL201 error and every run that ran out of memory gets one. Rows are turned into specs by the
+accuracy benchmark's conversion (benchmarks/accuracy.py), the same for every row."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from trainlint.diagnostics import Severity
+from trainlint.estimator import estimate
+from trainlint.rules import RuleContext
+from trainlint.rules.estimation.memory_rules import OomRisk
+
+from conftest import REPO, SHARED
+
+RUNS = SHARED / "calibration" / "published-runs.yaml"
+
+
+def _rows() -> list[dict]:
+    if not RUNS.is_file():
+        return []
+    return yaml.safe_load(RUNS.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def accuracy():
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import accuracy as module
+    finally:
+        sys.path.pop(0)
+    return module
+
+
+def test_completed_runs_fit_and_oom_runs_do_not(accuracy):
+    rows = _rows()
+    if not rows:
+        pytest.skip(f"calibration data not found at {RUNS} (../shared is absent)")
+    completed_flagged, oom_missed, checked_oom, checked = [], [], 0, 0
+    for row in rows:
+        try:
+            spec, ctx, _ = accuracy.row_to_spec(row)
+        except accuracy.Skip:
+            continue
+        est = estimate(spec, ctx)
+        if not est.ok:
+            continue
+        checked += 1
+        findings = list(OomRisk().check(spec, RuleContext(options={"headroom": 0.9}, estimate=est)))
+        error = any(f.severity is Severity.ERROR for f in findings)
+        if row["measured"].get("oom"):
+            checked_oom += 1
+            if not error:
+                oom_missed.append(row["id"])
+        elif error:
+            completed_flagged.append(row["id"])
+    assert checked >= 80 and checked_oom >= 3
+    assert completed_flagged == [], completed_flagged
+    assert oom_missed == [], oom_missed
