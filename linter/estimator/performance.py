@@ -296,3 +296,36 @@ def hardware_flops_per_step(i: Inputs) -> float:
 
 __all__ = ["TimeBreakdown", "active_params", "hardware_flops_per_step", "layer_params_per_gpu", "model_flops_per_step",
            "peak_flops", "step_time"]
+
+
+@dataclass(frozen=True)
+class DataParallelTraffic:
+    """What the data-parallel (or ZeRO) exchange of one step costs, before any overlap."""
+
+    bytes_per_gpu: float
+    """Gradient (and, with sharding, parameter) bytes each GPU exchanges per step."""
+    link_bytes_per_s: float
+    """Achievable per-GPU bandwidth of the DP group's links (NVLink inside a node, the NIC across)."""
+    raw_time: float
+    """Seconds the exchange takes with no overlap at all."""
+    exposed_time: float
+    """Seconds the step waits for it (the part not hidden behind the backward pass)."""
+
+
+def data_parallel_traffic(i: Inputs) -> DataParallelTraffic:
+    from dataclasses import replace
+
+    d = shard_group(i)
+    n_max = max(stage_params_per_gpu(i, s, layers) for s, layers in enumerate(stage_layers(i)))
+    gb = _grad_bytes(i)
+    if i.zero >= 3 or i.framework == "fsdp":
+        volume = i.grad_accum * (2 * 2 * n_max + gb * n_max)
+    elif i.zero == 2:
+        volume = i.grad_accum * gb * n_max + 2 * n_max
+    elif i.dist_opt or i.zero == 1:
+        volume = gb * n_max + 2 * n_max
+    else:
+        volume = 2 * gb * n_max
+    exposed = step_time(i).dp_comm if d > 1 else 0.0
+    raw = step_time(replace(i, overlap_dp=False)).dp_comm if d > 1 else 0.0
+    return DataParallelTraffic(volume * (d - 1) / d if d > 1 else 0.0, link_bw(i, i.tp * i.cp * d), raw, exposed)

@@ -10,6 +10,8 @@ RULE_MODULES = (
     "trainlint.rules.launch.megatron_rules",
     "trainlint.rules.launch.neox_rules",
     "trainlint.rules.estimation.memory_rules",
+    "trainlint.rules.estimation.throughput_rules",
+    "trainlint.rules.estimation.communication_rules",
     "trainlint.rules.estimation.availability",
 )
 

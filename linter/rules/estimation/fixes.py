@@ -111,3 +111,88 @@ def search(spec: TrainingSpec, candidates: Callable[[TrainingSpec], Iterator[Can
         chain.append(best[1])
         current = best[1].spec
     return None
+
+
+def _with_setting(spec: TrainingSpec, key: str, value: Any) -> TrainingSpec:
+    modified = copy.deepcopy(spec)
+    modified.settings[key] = _fix_value(value, key)
+    return modified
+
+
+def _ints(*values: Any) -> bool:
+    return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+
+
+def throughput_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
+    """Changes that may raise MFU: less recompute, bigger GEMMs, a smaller bubble, less TP."""
+    fw = spec.framework
+    if fw == "megatron" and spec.value("memory.recompute") == "full":
+        yield Candidate("--recompute-granularity selective (instead of full)", "memory.recompute",
+                        _with(spec, memory__recompute="selective", memory__recompute_method=None,
+                              memory__recompute_num_layers=None))
+    micro, accum = spec.value("batch.micro_batch"), spec.value("batch.grad_accum")
+    if _ints(micro, accum) and accum % 2 == 0:
+        yield Candidate(_micro_spelling(fw, micro * 2), "batch.micro_batch",
+                        _with(spec, batch__micro_batch=micro * 2, batch__grad_accum=accum // 2))
+    pipeline = spec.value("parallel.pipeline", 1)
+    if _ints(micro) and micro > 1 and _ints(pipeline) and pipeline > 1:
+        changes: dict[str, Any] = {"batch__micro_batch": micro // 2}
+        if _ints(accum):
+            changes["batch__grad_accum"] = accum * 2
+        yield Candidate(_micro_spelling(fw, micro // 2) + " (more micro-batches in the pipeline)", "batch.micro_batch",
+                        _with(spec, **changes))
+    layers = spec.value("model.num_layers")
+    if fw == "megatron" and _ints(pipeline, layers) and pipeline > 2 and spec.value("parallel.virtual_pipeline", 1) in (1, None) \
+            and layers % (pipeline * 2) == 0:
+        yield Candidate(f"--num-layers-per-virtual-pipeline-stage {layers // (pipeline * 2)}", "parallel.pipeline",
+                        _with(spec, parallel__virtual_pipeline=2))
+    tp, world = spec.value("parallel.tensor", 1), spec.value("cluster.world_size")
+    if fw in ("megatron", "neox") and _ints(tp, world) and tp > 1:
+        narrower = tp // 2
+        layout = narrower * (pipeline if _ints(pipeline) else 1) * spec.value("parallel.context", 1)
+        if world % layout == 0:
+            spelling = f"--tensor-model-parallel-size {narrower}" if fw == "megatron" else f"model_parallel_size: {narrower}"
+            yield Candidate(spelling, "parallel.tensor",
+                            _with(spec, parallel__tensor=narrower, parallel__data=world // layout))
+
+
+def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
+    """Changes that hide or shrink data-parallel traffic."""
+    fw = spec.framework
+    accum, global_batch = spec.value("batch.grad_accum"), spec.value("batch.global_batch")
+    if _ints(accum, global_batch):
+        if fw == "megatron":
+            spelling = f"--global-batch-size {global_batch * 2}"
+        elif fw == "neox":
+            spelling = f"gradient_accumulation_steps: {accum * 2}"
+        else:
+            spelling = f"\"gradient_accumulation_steps\": {accum * 2}, \"train_batch_size\": {global_batch * 2}"
+        yield Candidate(spelling + " (a larger global batch)", "batch.global_batch",
+                        _with(spec, batch__grad_accum=accum * 2, batch__global_batch=global_batch * 2))
+    if fw == "megatron":
+        setting = spec.settings.get("overlap_grad_reduce")
+        if setting is None or not setting.value:
+            yield Candidate("--overlap-grad-reduce", "parallel.distributed_optimizer",
+                            _with_setting(spec, "overlap_grad_reduce", True))
+    elif fw in ("deepspeed", "neox"):
+        setting = spec.settings.get("zero_optimization.overlap_comm")
+        if setting is None or not setting.value:
+            spelling = "\"overlap_comm\": true in zero_optimization" if fw == "deepspeed" else "zero_optimization: {overlap_comm: true}"
+            yield Candidate(spelling, "parallel.zero_stage", _with_setting(spec, "zero_optimization.overlap_comm", True))
+    tp, heads, world = spec.value("parallel.tensor", 1), spec.value("model.num_attention_heads"), spec.value("cluster.world_size")
+    per_node = spec.value("cluster.gpus_per_node", 8)
+    if fw in ("megatron", "neox") and _ints(tp, heads, world, per_node) and heads % (tp * 2) == 0 and tp * 2 <= per_node:
+        layout = tp * 2 * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
+        if world % layout == 0:
+            spelling = f"--tensor-model-parallel-size {tp * 2}" if fw == "megatron" else f"model_parallel_size: {tp * 2}"
+            yield Candidate(spelling + " (fewer data-parallel replicas)", "parallel.tensor",
+                            _with(spec, parallel__tensor=tp * 2, parallel__data=world // layout))
+    stage = spec.value("parallel.zero_stage")
+    if fw in ("deepspeed", "neox") and _ints(stage) and stage >= 2:
+        for lower in range(stage - 1, 0, -1):  # ZeRO-3 gathers parameters every micro-batch; 2 and 1 do not
+            key = "\"zero_optimization\": {\"stage\": %d}" if fw == "deepspeed" else "zero_optimization: {stage: %d}"
+            yield Candidate(key % lower, "parallel.zero_stage", _with(spec, parallel__zero_stage=lower))
+    micro = spec.value("batch.micro_batch")
+    if _ints(micro, accum) and accum % 2 == 0:
+        yield Candidate(_micro_spelling(fw, micro * 2) + " (fewer, larger micro-batches)", "batch.micro_batch",
+                        _with(spec, batch__micro_batch=micro * 2, batch__grad_accum=accum // 2))

@@ -1,0 +1,78 @@
+"""TL4xx: data-parallel and ZeRO communication against compute."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from trainlint.diagnostics import Severity
+from trainlint.estimator.performance import data_parallel_traffic
+from trainlint.provenance import first_span
+from trainlint.rules import Finding, Option, Rule, RuleContext
+from trainlint.rules.estimation.fixes import communication_candidates
+from trainlint.spec import TrainingSpec
+
+
+class NetworkBoundDp(Rule):
+    """## What it does
+    Estimates the gradient all-reduce (or ZeRO reduce-scatter / all-gather) traffic of one
+    step over the data-parallel group's links and compares it with compute. Warns when the
+    exposed part (what the backward pass does not hide) exceeds a share of the step (default
+    10%); errs when the communication alone takes longer than the compute.
+
+    ## Why is this bad?
+    Seed 002: when the network rate is below both the compute and the memory rate, the run is
+    network-bound: more GPUs add cost and little speed.
+
+    ## Example
+    A 7B model with DP 64 across nodes on 100 Gb/s Ethernet and one micro-batch per step.
+
+    ## Fix
+    Fewer, larger steps (more gradient accumulation, a larger global batch), fewer DP replicas
+    (more TP or PP), overlap of the reduction with the backward pass, another ZeRO stage. The
+    finding re-estimates these and quotes the best.
+    """
+
+    code = "TL401"
+    name = "network-bound-dp"
+    summary = "Data-parallel / ZeRO communication is not hidden by compute (error when it alone exceeds compute)."
+    default_severity = Severity.WARNING
+    needs_estimate = True
+    options = {"exposed_fraction": Option(0.10, "warn when exposed DP communication exceeds this share of the step"),
+               "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
+
+    def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
+        est = ctx.estimate
+        if not getattr(est, "ok", False) or not est.fits:
+            return
+        traffic = data_parallel_traffic(est.inputs)
+        compute = est.time.compute
+        exposed_share = traffic.exposed_time / est.step_time
+        alone = traffic.raw_time > compute
+        if not alone and exposed_share <= float(ctx.options["exposed_fraction"]):
+            return
+        message = (f"data-parallel traffic {traffic.bytes_per_gpu / 1e9:.1f} GB per GPU per step over "
+                   f"{traffic.link_bytes_per_s / 1e9:.0f} GB/s links (DP {est.inputs.dp}"
+                   f"{', across nodes' if est.inputs.tp * est.inputs.cp * est.inputs.dp > est.inputs.gpus_per_node else ''}) "
+                   f"takes {traffic.raw_time:.2f} s against {compute:.2f} s of compute; "
+                   f"{traffic.exposed_time:.2f} s ({exposed_share:.0%} of the step) is not hidden")
+        fix, at = None, "batch.global_batch"
+        if ctx.estimator is not None:
+            headroom = float(ctx.options["headroom"])
+            best = None
+            for candidate in communication_candidates(spec):
+                result = ctx.estimator(candidate.spec)
+                if getattr(result, "ok", False) and result.worst_stage.total <= headroom * result.capacity_bytes:
+                    share = result.time.dp_comm / result.step_time
+                    if share < exposed_share and (best is None or result.tokens_per_s > best[1].tokens_per_s):
+                        best = (candidate, result)
+            if best is not None:
+                candidate, result = best
+                fix = (f"with {candidate.spelling}: exposed DP communication {exposed_share:.0%} -> "
+                       f"{result.time.dp_comm / result.step_time:.0%} of the step, "
+                       f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s")
+                if first_span(spec.get(candidate.target))[1] is not None:
+                    at = candidate.target
+        yield Finding(message, at=at, fix=fix, severity=Severity.ERROR if alone else Severity.WARNING)
+
+
+RULES: list[type] = [NetworkBoundDp]
