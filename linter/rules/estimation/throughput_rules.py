@@ -86,4 +86,108 @@ class LowExpectedMfu(Rule):
         yield Finding(message, at=at, fix=fix)
 
 
-RULES: list[type] = [LowExpectedMfu]
+def _best(spec: TrainingSpec, ctx: RuleContext, candidates, better, headroom: float):
+    """The candidate whose re-estimate fits under the headroom and scores best by ``better``."""
+    best = None
+    if ctx.estimator is None:
+        return None
+    for candidate in candidates:
+        result = ctx.estimator(candidate.spec)
+        if getattr(result, "ok", False) and result.worst_stage.total <= headroom * result.capacity_bytes:
+            value = better(result)
+            if value is not None and (best is None or value > best[2]):
+                best = (candidate, result, value)
+    return best
+
+
+class PipelineBubble(Rule):
+    """## What it does
+    Warns when the pipeline bubble takes more than a share of the step (default 25%). With
+    1F1B the bubble is (p - 1) / (m + p - 1) of the step for p stages and m micro-batches per
+    step; interleaving divides it by the number of model chunks per stage.
+
+    ## Why is this bad?
+    During the bubble the GPUs of a stage wait: that share of the paid GPU time does nothing.
+
+    ## Example
+    PP 8 with global batch 64, micro batch 4 and DP 2: 8 micro-batches per step, bubble 7/15.
+
+    ## Fix
+    More micro-batches per step (a smaller micro batch, or a larger global batch), interleaved
+    stages (virtual pipeline), or fewer stages; the finding quotes the re-estimated bubble.
+
+    ## References
+    Narayanan et al. 2021, section 2.2; seed 000.
+    """
+
+    frameworks = ("megatron", "neox")
+    code = "TL302"
+    name = "large-pipeline-bubble"
+    summary = "The pipeline bubble takes more than the threshold share of the step."
+    default_severity = Severity.WARNING
+    needs_estimate = True
+    options = {"threshold": Option(0.25, "warn when the bubble exceeds this share of the step"),
+               "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
+
+    def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
+        est = ctx.estimate
+        if not getattr(est, "ok", False) or not est.fits or est.inputs.pp <= 1:
+            return
+        share = est.time.pp_bubble / est.step_time
+        if share <= float(ctx.options["threshold"]):
+            return
+        i = est.inputs
+        message = (f"pipeline bubble {share:.0%} of the step: {i.pp} stages, {i.grad_accum} micro-batches per step"
+                   + (f", {i.vpp} chunks per stage" if i.vpp > 1 else ""))
+        fix, at = None, "batch.micro_batch"
+        best = _best(spec, ctx, throughput_candidates(spec), lambda r: -r.time.pp_bubble / r.step_time,
+                     float(ctx.options["headroom"]))
+        if best is not None and -best[2] < share:
+            candidate, result, _ = best
+            fix = (f"with {candidate.spelling}: the bubble falls from {share:.0%} to {result.time.pp_bubble / result.step_time:.0%}, "
+                   f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s")
+            if first_span(spec.get(candidate.target))[1] is not None:
+                at = candidate.target
+        yield Finding(message, at=at, fix=fix)
+
+
+class TensorParallelAcrossNodes(Rule):
+    """## What it does
+    Warns when the tensor-parallel group is larger than a node, so its all-reduces (two per
+    layer in the forward pass, two in the backward) cross the network instead of NVLink.
+
+    ## Why is this bad?
+    Per-GPU network bandwidth is an order of magnitude below NVLink; TP across nodes usually
+    costs more than it saves.
+
+    ## Example
+    TP 16 on nodes of 8 GPUs.
+
+    ## Fix
+    Keep TP within a node (TP <= GPUs per node) and use pipeline or data parallelism across
+    nodes; the finding quotes the re-estimated throughput.
+    """
+
+    frameworks = ("megatron", "neox")
+    code = "TL303"
+    name = "tp-across-nodes"
+    summary = "The tensor-parallel group spans nodes, so its per-layer all-reduces cross the network."
+    default_severity = Severity.WARNING
+    needs_estimate = True
+
+    def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
+        est = ctx.estimate
+        if not getattr(est, "ok", False) or est.inputs.tp <= est.inputs.gpus_per_node:
+            return
+        i = est.inputs
+        message = (f"tensor parallel {i.tp} spans {i.tp // i.gpus_per_node} nodes of {i.gpus_per_node} GPUs: "
+                   f"TP communication takes {est.time.tp_comm / est.step_time:.0%} of the step")
+        fix = None
+        best = _best(spec, ctx, throughput_candidates(spec), lambda r: r.tokens_per_s, 0.90)
+        if best is not None and best[1].tokens_per_s > est.tokens_per_s:
+            candidate, result, _ = best
+            fix = f"with {candidate.spelling}: {est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s"
+        yield Finding(message, at="parallel.tensor", fix=fix)
+
+
+RULES: list[type] = [LowExpectedMfu, PipelineBubble, TensorParallelAcrossNodes]
