@@ -7,7 +7,9 @@ from typing import Iterator
 from trainlint.diagnostics import Severity
 from trainlint.provenance import first_span
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import throughput_candidates
+import itertools
+
+from trainlint.rules.estimation.fixes import communication_candidates, throughput_candidates
 from trainlint.spec import TrainingSpec
 
 
@@ -71,7 +73,7 @@ class LowExpectedMfu(Rule):
         if ctx.estimator is not None:
             headroom = float(ctx.options["headroom"])
             best = None
-            for candidate in throughput_candidates(spec):
+            for candidate in itertools.chain(throughput_candidates(spec), communication_candidates(spec)):
                 result = ctx.estimator(candidate.spec)
                 if getattr(result, "ok", False) and result.worst_stage.total <= headroom * result.capacity_bytes \
                         and result.mfu > est.mfu * 1.05 and (best is None or result.mfu > best[1].mfu):
