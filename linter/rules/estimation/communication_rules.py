@@ -8,7 +8,7 @@ from trainlint.diagnostics import Severity
 from trainlint.estimator.performance import data_parallel_traffic
 from trainlint.provenance import first_span
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import communication_candidates
+from trainlint.rules.estimation.fixes import communication_candidates, search, point_at
 from trainlint.spec import TrainingSpec
 
 
@@ -55,23 +55,26 @@ class NetworkBoundDp(Rule):
                    f"{', across nodes' if est.inputs.tp * est.inputs.cp * est.inputs.dp > est.inputs.gpus_per_node else ''}) "
                    f"takes {traffic.raw_time:.2f} s against {compute:.2f} s of compute; "
                    f"{traffic.exposed_time:.2f} s ({exposed_share:.0%} of the step) is not hidden")
-        fix, at = None, "batch.global_batch"
+        fix, at = None, point_at(spec, "batch.global_batch", "batch.grad_accum", "batch.micro_batch")
         if ctx.estimator is not None:
             headroom = float(ctx.options["headroom"])
-            best = None
-            for candidate in communication_candidates(spec):
-                result = ctx.estimator(candidate.spec)
-                if getattr(result, "ok", False) and result.worst_stage.total <= headroom * result.capacity_bytes:
-                    share = result.time.dp_comm / result.step_time
-                    if share < exposed_share and (best is None or result.tokens_per_s > best[1].tokens_per_s):
-                        best = (candidate, result)
-            if best is not None:
-                candidate, result = best
-                fix = (f"with {candidate.spelling}: exposed DP communication {exposed_share:.0%} -> "
-                       f"{result.time.dp_comm / result.step_time:.0%} of the step, "
-                       f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s")
-                if first_span(spec.get(candidate.target))[1] is not None:
-                    at = candidate.target
+            limit = float(ctx.options["exposed_fraction"])
+
+            def fits(r) -> bool:
+                return r.worst_stage.total <= headroom * r.capacity_bytes
+
+            def share(r) -> float:
+                return r.time.dp_comm / r.step_time
+
+            found = search(spec, communication_candidates, ctx.estimator,
+                           accept=lambda r: fits(r) and share(r) <= limit,
+                           score=lambda r: share(r) if fits(r) else 1.0)
+            if found is not None:
+                chain, result = found
+                final = list({c.target: c for c in chain}.values())
+                fix = (f"with {' and '.join(c.spelling for c in final)}: exposed DP communication {exposed_share:.0%} -> "
+                       f"{share(result):.0%} of the step, {est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s")
+                at = point_at(spec, *(c.target for c in final)) or at
         yield Finding(message, at=at, fix=fix, severity=Severity.ERROR if alone else Severity.WARNING)
 
 

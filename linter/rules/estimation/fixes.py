@@ -196,3 +196,13 @@ def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
     if _ints(micro, accum) and accum % 2 == 0:
         yield Candidate(_micro_spelling(fw, micro * 2) + " (fewer, larger micro-batches)", "batch.micro_batch",
                         _with(spec, batch__micro_batch=micro * 2, batch__grad_accum=accum // 2))
+
+
+def point_at(spec: TrainingSpec, *targets: str) -> str | None:
+    """The first of ``targets`` whose value is written in a file (a finding belongs there)."""
+    from trainlint.provenance import first_span
+
+    for target in targets:
+        if first_span(spec.get(target))[1] is not None:
+            return target
+    return None

@@ -8,7 +8,7 @@ from trainlint.diagnostics import Severity
 from trainlint.estimator import coefficients as C
 from trainlint.provenance import first_span
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import memory_candidates, search
+from trainlint.rules.estimation.fixes import memory_candidates, search, point_at
 from trainlint.spec import TrainingSpec
 
 _COMPONENTS = ("params", "grads", "optimizer", "activations", "buffers", "overhead")
@@ -63,7 +63,7 @@ class OomRisk(Rule):
                    f"{'exceeds' if over else 'is above ' + format(headroom, '.0%') + ' of'} the {_gib(capacity)} GiB of "
                    f"{est.inputs.gpu.id} ({worst.total / capacity:.0%}); largest: "
                    + ", ".join(f"{name} {_gib(value)}" for value, name in parts))
-        fix, at = None, "batch.micro_batch"
+        fix, at = None, point_at(spec, "batch.micro_batch", "batch.grad_accum", "batch.global_batch")
         if ctx.estimator is not None:
             found = search(spec, memory_candidates, ctx.estimator,
                            accept=lambda e: e.worst_stage.total <= headroom * e.capacity_bytes,
@@ -76,7 +76,7 @@ class OomRisk(Rule):
                        f"(now {est.tokens_per_s:,.0f})")
                 # Point at the first value the fix changes that is written somewhere; a default
                 # (recompute off, TP 1) has no place in the file, the micro batch usually does.
-                at = next((c.target for c in final if first_span(spec.get(c.target))[1] is not None), at)
+                at = point_at(spec, *(c.target for c in final)) or at
         yield Finding(message, at=at, fix=fix, severity=Severity.ERROR if over else Severity.WARNING)
 
 

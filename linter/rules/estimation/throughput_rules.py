@@ -9,7 +9,7 @@ from trainlint.provenance import first_span
 from trainlint.rules import Finding, Option, Rule, RuleContext
 import itertools
 
-from trainlint.rules.estimation.fixes import communication_candidates, throughput_candidates
+from trainlint.rules.estimation.fixes import communication_candidates, search, throughput_candidates, point_at
 from trainlint.spec import TrainingSpec
 
 
@@ -69,22 +69,28 @@ class LowExpectedMfu(Rule):
         cause, share = max(shares.items(), key=lambda kv: kv[1])
         message = (f"expected MFU {est.mfu:.1%} on {est.inputs.gpu.id} (threshold {threshold:.0%}); largest loss: "
                    f"{cause}, {share:.0%} of the {est.step_time:.2f} s step")
-        fix, at = None, "batch.micro_batch"
+        fix, at = None, point_at(spec, "batch.micro_batch", "batch.grad_accum", "batch.global_batch")
         if ctx.estimator is not None:
             headroom = float(ctx.options["headroom"])
-            best = None
-            for candidate in itertools.chain(throughput_candidates(spec), communication_candidates(spec)):
-                result = ctx.estimator(candidate.spec)
-                if getattr(result, "ok", False) and result.worst_stage.total <= headroom * result.capacity_bytes \
-                        and result.mfu > est.mfu * 1.05 and (best is None or result.mfu > best[1].mfu):
-                    best = (candidate, result)
-            if best is not None:
-                candidate, result = best
-                fix = (f"with {candidate.spelling}: MFU {est.mfu:.1%} -> {result.mfu:.1%}, "
+
+            def fits(r) -> bool:
+                return r.worst_stage.total <= headroom * r.capacity_bytes
+
+            def candidates(s: TrainingSpec):
+                return itertools.chain(throughput_candidates(s), communication_candidates(s))
+
+            found = search(spec, candidates, ctx.estimator, accept=lambda r: fits(r) and r.mfu >= threshold,
+                           score=lambda r: -r.mfu if fits(r) else 0.0)
+            if found is None:  # nothing reaches the threshold: the best single improvement
+                best = _best(spec, ctx, candidates(spec), lambda r: r.mfu, headroom)
+                found = ([best[0]], best[1]) if best is not None and best[1].mfu > est.mfu * 1.05 else None
+            if found is not None:
+                chain, result = found
+                final = list({c.target: c for c in chain}.values())
+                fix = (f"with {' and '.join(c.spelling for c in final)}: MFU {est.mfu:.1%} -> {result.mfu:.1%}, "
                        f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s, "
                        f"{result.worst_stage.total / 2**30:.1f} GiB per GPU")
-                if first_span(spec.get(candidate.target))[1] is not None:
-                    at = candidate.target
+                at = point_at(spec, *(c.target for c in final)) or at
         yield Finding(message, at=at, fix=fix)
 
 
@@ -141,7 +147,7 @@ class PipelineBubble(Rule):
         i = est.inputs
         message = (f"pipeline bubble {share:.0%} of the step: {i.pp} stages, {i.grad_accum} micro-batches per step"
                    + (f", {i.vpp} chunks per stage" if i.vpp > 1 else ""))
-        fix, at = None, "batch.micro_batch"
+        fix, at = None, point_at(spec, "batch.micro_batch", "batch.grad_accum", "batch.global_batch")
         best = _best(spec, ctx, throughput_candidates(spec), lambda r: -r.time.pp_bubble / r.step_time,
                      float(ctx.options["headroom"]))
         if best is not None and -best[2] < share:
