@@ -8,7 +8,7 @@ from trainlint.diagnostics import Severity
 from trainlint.estimator.performance import data_parallel_traffic
 from trainlint.provenance import first_span
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import communication_candidates, search, point_at
+from trainlint.rules.estimation.fixes import communication_candidates, final_changes, point_at, search
 from trainlint.spec import TrainingSpec
 
 
@@ -71,8 +71,8 @@ class NetworkBoundDp(Rule):
                            score=lambda r: share(r) if fits(r) else 1.0)
             if found is not None:
                 chain, result = found
-                final = list({c.target: c for c in chain}.values())
-                fix = (f"with {' and '.join(c.spelling for c in final)}: exposed DP communication {exposed_share:.0%} -> "
+                final, spelled = final_changes(chain)
+                fix = (f"with {spelled}: exposed DP communication {exposed_share:.0%} -> "
                        f"{share(result):.0%} of the step, {est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s")
                 at = point_at(spec, *(c.target for c in final)) or at
         yield Finding(message, at=at, fix=fix, severity=Severity.ERROR if alone else Severity.WARNING)

@@ -206,3 +206,9 @@ def point_at(spec: TrainingSpec, *targets: str) -> str | None:
         if first_span(spec.get(target))[1] is not None:
             return target
     return None
+
+
+def final_changes(chain: list[Candidate]) -> tuple[list[Candidate], str]:
+    """The changes a chain amounts to (micro 4 -> 2 -> 1 is "micro 1") and how to write them."""
+    final = list({c.target: c for c in chain}.values())
+    return final, " and ".join(c.spelling for c in final)

@@ -8,7 +8,7 @@ from trainlint.diagnostics import Severity
 from trainlint.estimator import coefficients as C
 from trainlint.provenance import first_span
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import memory_candidates, search, point_at
+from trainlint.rules.estimation.fixes import final_changes, memory_candidates, point_at, search
 from trainlint.spec import TrainingSpec
 
 _COMPONENTS = ("params", "grads", "optimizer", "activations", "buffers", "overhead")
@@ -70,8 +70,8 @@ class OomRisk(Rule):
                            score=lambda e: e.worst_stage.total)
             if found is not None:
                 chain, result = found
-                final = list({c.target: c for c in chain}.values())  # micro 4 -> 2 -> 1 reads "micro 1"
-                fix = (f"with {' and '.join(c.spelling for c in final)}: {_gib(result.worst_stage.total)} of "
+                final, spelled = final_changes(chain)
+                fix = (f"with {spelled}: {_gib(result.worst_stage.total)} of "
                        f"{_gib(result.capacity_bytes)} GiB, {result.tokens_per_s:,.0f} tokens/s "
                        f"(now {est.tokens_per_s:,.0f})")
                 # Point at the first value the fix changes that is written somewhere; a default

@@ -9,7 +9,7 @@ from trainlint.provenance import first_span
 from trainlint.rules import Finding, Option, Rule, RuleContext
 import itertools
 
-from trainlint.rules.estimation.fixes import communication_candidates, search, throughput_candidates, point_at
+from trainlint.rules.estimation.fixes import communication_candidates, final_changes, point_at, search, throughput_candidates
 from trainlint.spec import TrainingSpec
 
 
@@ -86,8 +86,8 @@ class LowExpectedMfu(Rule):
                 found = ([best[0]], best[1]) if best is not None and best[1].mfu > est.mfu * 1.05 else None
             if found is not None:
                 chain, result = found
-                final = list({c.target: c for c in chain}.values())
-                fix = (f"with {' and '.join(c.spelling for c in final)}: MFU {est.mfu:.1%} -> {result.mfu:.1%}, "
+                final, spelled = final_changes(chain)
+                fix = (f"with {spelled}: MFU {est.mfu:.1%} -> {result.mfu:.1%}, "
                        f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s, "
                        f"{result.worst_stage.total / 2**30:.1f} GiB per GPU")
                 at = point_at(spec, *(c.target for c in final)) or at
