@@ -528,7 +528,7 @@ class _Parser:
                         i = self.close(i)
                         continue
                     if c == ",":
-                        raise _SyntaxError(f"unexpected ',': expected a key in double quotes or '}}'", i)
+                        raise _SyntaxError("unexpected ',': expected a key in double quotes or '}'", i)
                     i = self.key(frame, i)
                     frame.state = "colon"
                 elif frame.state == "colon":

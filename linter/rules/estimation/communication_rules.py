@@ -6,7 +6,6 @@ from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.estimator.performance import data_parallel_traffic
-from trainlint.provenance import first_span
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.fixes import communication_candidates, final_changes, point_at, search
 from trainlint.spec import TrainingSpec

@@ -6,7 +6,6 @@ from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.estimator import coefficients as C
-from trainlint.provenance import first_span
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.fixes import final_changes, memory_candidates, point_at, search
 from trainlint.spec import TrainingSpec

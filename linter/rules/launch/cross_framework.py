@@ -23,10 +23,8 @@ from trainlint.rules.launch.derive import (
     from_checkpoint,
     partial_args,
     ds,
-    ds_target,
     model_parallel_product,
     pipeline_engine,
-    written,
     zero_stage,
 )
 from trainlint.spec import TrainingSpec
