@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.estimator import coefficients as C
+from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.fixes import final_changes, memory_candidates, point_at, search
 from trainlint.spec import TrainingSpec
@@ -79,4 +81,60 @@ class OomRisk(Rule):
         yield Finding(message, at=at, fix=fix, severity=Severity.ERROR if over else Severity.WARNING)
 
 
-RULES: list[type] = [OomRisk]
+class BuffersDominateMemory(Rule):
+    """## What it does
+    Warns when DeepSpeed's communication buffers (the reduce and all-gather buckets of ZeRO
+    1/2, the live parameters and prefetch of ZeRO-3) take more than a share (default 20%) of
+    the estimated memory per GPU.
+
+    ## Why is this bad?
+    The buckets are sized in elements, not bytes, with defaults (5e8) chosen for large clusters;
+    on a small model they can cost more than the model's own state, and the memory they take
+    is memory a larger micro batch could use.
+
+    ## Example
+    `"reduce_bucket_size": 2e9` on a 1B-parameter model.
+
+    ## Fix
+    Smaller `reduce_bucket_size` / `allgather_bucket_size` (or `stage3_max_live_parameters`);
+    the finding quotes the re-estimated memory.
+    """
+
+    code = "TL202"
+    name = "buffers-dominate-memory"
+    summary = "DeepSpeed's communication buffers take more than the threshold share of GPU memory."
+    default_severity = Severity.WARNING
+    frameworks = ("deepspeed", "neox")
+    needs_estimate = True
+    options = {"threshold": Option(0.20, "warn when buffers exceed this share of the estimated memory")}
+
+    def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
+        est = ctx.estimate
+        if not getattr(est, "ok", False):
+            return
+        worst = est.worst_stage
+        share = worst.buffers / worst.total if worst.total else 0.0
+        if share <= float(ctx.options["threshold"]):
+            return
+        i = est.inputs
+        keys = ("zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size")
+        if i.zero >= 3:
+            keys = ("zero_optimization.stage3_max_live_parameters", "zero_optimization.max_live_parameters",
+                    "zero_optimization.reduce_bucket_size", "zero_optimization.stage3_prefetch_bucket_size")
+        fix = None
+        if ctx.estimator is not None:
+            modified = copy.deepcopy(spec)
+            smaller = 5e7
+            for key in ("zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size",
+                        "zero_optimization.stage3_max_live_parameters", "zero_optimization.stage3_prefetch_bucket_size"):
+                modified.settings[key] = Value(smaller, Provenance(Origin.ASSUMED, note="candidate fix"))
+            result = ctx.estimator(modified)
+            if getattr(result, "ok", False) and result.worst_stage.buffers < worst.buffers:
+                fix = (f"with the bucket sizes at 5e7: buffers {_gib(result.worst_stage.buffers)} GiB, total "
+                       f"{_gib(result.worst_stage.total)} of {_gib(result.capacity_bytes)} GiB")
+        at = next((f"settings:{k}" for k in keys if k in spec.settings), "parallel.zero_stage")
+        yield Finding(f"DeepSpeed buffers take {_gib(worst.buffers)} of {_gib(worst.total)} GiB per GPU ({share:.0%})",
+                      at=at, fix=fix)
+
+
+RULES: list[type] = [OomRisk, BuffersDominateMemory]
