@@ -198,4 +198,98 @@ class TensorParallelAcrossNodes(Rule):
         yield Finding(message, at="parallel.tensor", fix=fix)
 
 
-RULES: list[type] = [LowExpectedMfu, PipelineBubble, TensorParallelAcrossNodes]
+class MemoryBound(Rule):
+    """## What it does
+    Warns when the estimate is bound by HBM bandwidth rather than by compute or the network
+    (seed 002's roofline: the memory rate is the lowest of the three): the time spent moving
+    bytes (small GEMMs, element-wise kernels, unfused attention, the optimizer step) exceeds the
+    time spent on FLOPs.
+
+    ## Why is this bad?
+    The tensor cores wait for memory; a memory-bound run gets little from a faster GPU's FLOPs
+    and much from fewer bytes per FLOP.
+
+    ## Example
+    Micro batch 1 with a short sequence and no flash attention.
+
+    ## Fix
+    Larger GEMMs (a larger micro batch), flash attention, less TP; the finding quotes the
+    re-estimated bound and tokens/s.
+    """
+
+    code = "TL304"
+    name = "memory-bound"
+    summary = "The step is bound by HBM bandwidth rather than compute (seed 002's roofline)."
+    default_severity = Severity.WARNING
+    needs_estimate = True
+
+    def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
+        est = ctx.estimate
+        if not getattr(est, "ok", False) or not est.fits or est.bound != "memory":
+            return
+        t = est.time
+        message = (f"memory-bound: {t.bytes_time * 1e3:,.1f} ms moving bytes against {t.flops_time * 1e3:,.1f} ms of FLOPs per step "
+                   f"(MFU {est.mfu:.1%})")
+        fix, at = None, point_at(spec, "batch.micro_batch", "batch.grad_accum", "batch.global_batch")
+        best = _best(spec, ctx, throughput_candidates(spec), lambda r: r.tokens_per_s, 0.90)
+        if best is not None and best[1].tokens_per_s > est.tokens_per_s * 1.05:
+            candidate, result, _ = best
+            fix = (f"with {candidate.spelling}: bound {result.bound}, {est.tokens_per_s:,.0f} -> "
+                   f"{result.tokens_per_s:,.0f} tokens/s")
+            at = point_at(spec, candidate.target) or at
+        yield Finding(message, at=at, fix=fix)
+
+
+class SmallGemms(Rule):
+    """## What it does
+    Warns when the matrix multiplications of a micro-batch are too small to keep the tensor
+    cores busy: fewer tokens per micro-batch and GPU than ``min_tokens`` (micro batch x
+    sequence / CP), or a hidden size per tensor-parallel rank below ``min_hidden_per_tp``.
+
+    ## Why is this bad?
+    GEMM efficiency falls steeply below a few thousand rows or a few hundred columns; the
+    estimator's kernel model shows it as lost MFU.
+
+    ## Example
+    Hidden 4096 with TP 16 (256 columns per rank), or micro batch 1 at sequence 512.
+
+    ## Fix
+    A larger micro batch (with less accumulation), or less tensor parallelism.
+    """
+
+    frameworks = ("megatron", "neox")
+    code = "TL305"
+    name = "small-gemms"
+    summary = "Micro-batch GEMMs are too small for the GPU (few tokens per micro-batch, or little hidden per TP rank)."
+    default_severity = Severity.WARNING
+    needs_estimate = True
+    options = {"min_tokens": Option(1024, "fewest tokens per micro-batch and GPU"),
+               "min_hidden_per_tp": Option(512, "smallest hidden size per tensor-parallel rank")}
+
+    def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
+        est = ctx.estimate
+        if not getattr(est, "ok", False) or not est.fits:
+            return
+        i = est.inputs
+        tokens = i.micro * i.seq // max(1, i.cp)
+        per_rank = i.hidden // max(1, i.tp)
+        small_tokens = tokens < int(ctx.options["min_tokens"])
+        small_hidden = per_rank < int(ctx.options["min_hidden_per_tp"])
+        if not (small_tokens or small_hidden):
+            return
+        parts = []
+        if small_tokens:
+            parts.append(f"{tokens} tokens per micro-batch and GPU (micro {i.micro} x sequence {i.seq}"
+                         + (f" / CP {i.cp}" if i.cp > 1 else "") + ")")
+        if small_hidden:
+            parts.append(f"hidden {i.hidden} / TP {i.tp} = {per_rank} columns per rank")
+        fix, at = None, ("batch.micro_batch" if small_tokens else "parallel.tensor")
+        best = _best(spec, ctx, throughput_candidates(spec), lambda r: r.mfu, 0.90)
+        if best is not None and best[1].mfu > est.mfu * 1.05:
+            candidate, result, _ = best
+            fix = f"with {candidate.spelling}: MFU {est.mfu:.1%} -> {result.mfu:.1%}"
+            at = point_at(spec, candidate.target) or at
+        yield Finding("small GEMMs: " + "; ".join(parts), at=at, fix=fix)
+
+
+RULES: list[type] = [LowExpectedMfu, PipelineBubble, TensorParallelAcrossNodes, MemoryBound, SmallGemms]
