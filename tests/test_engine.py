@@ -240,3 +240,18 @@ def test_inline_suppressions_end_to_end_in_yaml_and_shell(tmp_path, capsys):
                       "python pretrain_gpt.py --num-layers 2 --hiden-size 8 \\\n    --micro-batch-size 1 --bogus-flag\n")
     code, diags = _json(capsys, "--isolated", str(script))
     assert [(d["code"], d["line"]) for d in diags if d["code"] == "TL004"] == [("TL004", 4)]
+
+
+def test_oom_risk_is_a_warning_above_the_headroom_and_the_headroom_is_an_option(tmp_path, capsys):
+    import yaml
+
+    config = tmp_path / "run.yml"
+    cases = yaml.safe_load((Path(__file__).parent / "rules" / "cases" / "TL201.yaml").read_text())["cases"]
+    text = next(c for c in cases if c["name"] == "neox-above-headroom-is-a-warning")["files"]["run.yml"]
+    config.write_text(text)
+    args = ["--model", "llama2-7b", "--nodes", "16", "--select", "TL201"]
+    code, diags = _json(capsys, "--isolated", *args, str(config))
+    assert [(d["code"], d["severity"]) for d in diags] == [("TL201", "warning")]
+    (tmp_path / ".trainlint.toml").write_text("[rules.oom-risk]\nheadroom = 0.99\n")
+    code, diags = _json(capsys, *args, str(config))
+    assert diags == []
