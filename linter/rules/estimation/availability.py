@@ -6,6 +6,7 @@ from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules.estimation.scope import unmodelled
 from trainlint.spec import TrainingSpec
 
 
@@ -34,7 +35,13 @@ class EstimateUnavailable(Rule):
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         est = ctx.estimate
-        if est is None or getattr(est, "ok", True):
+        if est is None:
+            return
+        if getattr(est, "ok", False):
+            gaps = unmodelled(spec)
+            if gaps:
+                yield Finding("memory and speed not judged: the estimator does not model this run: "
+                              + "; ".join(f"{g.setting} ({g.why})" for g in gaps))
             return
         by_how: dict[str, list[str]] = {}
         for item in est.missing:

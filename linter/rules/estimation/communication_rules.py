@@ -7,7 +7,8 @@ from typing import Iterator
 from trainlint.diagnostics import Severity
 from trainlint.estimator.performance import data_parallel_traffic
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import communication_candidates, final_changes, point_at, search
+from trainlint.rules.estimation.fixes import communication_candidates, final_changes, point_at, search_closest
+from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
 
 
@@ -40,8 +41,8 @@ class NetworkBoundDp(Rule):
                "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = ctx.estimate
-        if not getattr(est, "ok", False) or not est.fits:
+        est = usable_estimate(spec, ctx.estimate)
+        if est is None or not est.fits:
             return
         traffic = data_parallel_traffic(est.inputs)
         compute = est.time.compute
@@ -65,14 +66,21 @@ class NetworkBoundDp(Rule):
             def share(r) -> float:
                 return r.time.dp_comm / r.step_time
 
-            found = search(spec, communication_candidates, ctx.estimator,
-                           accept=lambda r: fits(r) and share(r) <= limit,
-                           score=lambda r: share(r) if fits(r) else 1.0)
-            if found is not None:
-                chain, result = found
-                final, spelled = final_changes(chain)
+            # A fix must not buy a smaller share with a slower step (more TP makes compute
+            # longer and the share smaller): it has to keep or raise the throughput.
+            def faster(r) -> bool:
+                return r.tokens_per_s >= est.tokens_per_s
+
+            found = search_closest(spec, communication_candidates, ctx.estimator,
+                                   accept=lambda r: fits(r) and faster(r) and share(r) <= limit,
+                                   score=lambda r: share(r) if fits(r) and faster(r) else 1.0)
+            if found is not None and fits(found[1]) and faster(found[1]) and share(found[1]) < exposed_share:
+                chain, result, resolved = found
+                final, spelled = final_changes(chain, spec)
                 fix = (f"with {spelled}: exposed DP communication {exposed_share:.0%} -> "
                        f"{share(result):.0%} of the step, {est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s")
+                if not resolved:
+                    fix = f"no change tried brings it under {limit:.0%}; the closest, " + fix
                 at = point_at(spec, *(c.target for c in final)) or at
         yield Finding(message, at=at, fix=fix, severity=Severity.ERROR if alone else Severity.WARNING)
 
@@ -110,8 +118,8 @@ class Zero3AtLargeDp(Rule):
                "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = ctx.estimate
-        if not getattr(est, "ok", False) or not est.fits:
+        est = usable_estimate(spec, ctx.estimate)
+        if est is None or not est.fits:
             return
         i = est.inputs
         if i.zero < 3 or i.dp <= int(ctx.options["max_dp"]):

@@ -34,6 +34,24 @@ def _with(spec: TrainingSpec, **fields: Any) -> TrainingSpec:
     return modified
 
 
+def _with_data_parallel(spec: TrainingSpec, dp: int, **fields: Any) -> TrainingSpec | None:
+    """``spec`` with ``fields`` changed and ``dp`` data-parallel replicas. A fixed global batch
+    (Megatron's --global-batch-size, a written train_batch_size) keeps its size: the
+    accumulation follows DP, and a layout whose DP does not divide it is no candidate. Without
+    a global batch (NeoX, DeepSpeed deriving it) the accumulation stays and the global batch
+    follows DP."""
+    changes = dict(fields, parallel__data=dp)
+    global_batch, micro, accum = (spec.value(f) for f in ("batch.global_batch", "batch.micro_batch", "batch.grad_accum"))
+    if spec.framework == "megatron" or _written(spec, "batch.global_batch"):
+        if not _ints(global_batch, micro) or global_batch % (micro * dp):
+            return None
+        changes["batch__grad_accum"] = global_batch // (micro * dp)
+    elif global_batch is not None:
+        # derived from micro x accumulation x DP: it follows the new DP (or is left to the estimator)
+        changes["batch__global_batch"] = micro * accum * dp if _ints(micro, accum) else None
+    return _with(spec, **changes)
+
+
 def _micro_spelling(framework: str, value: int) -> str:
     if framework == "megatron":
         return f"--micro-batch-size {value}"
@@ -70,11 +88,13 @@ def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
         layout = wider * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
         if heads % wider == 0 and wider <= per_node and world % layout == 0:
             spelling = f"--tensor-model-parallel-size {wider}" if fw == "megatron" else f"model_parallel_size: {wider}"
-            changes = {"parallel__tensor": wider, "parallel__data": world // layout}
+            changes: dict[str, Any] = {"parallel__tensor": wider}
             if fw == "megatron" and wider > 1:
                 changes["parallel__sequence_parallel"] = True
                 spelling += " --sequence-parallel"
-            yield Candidate(spelling, "parallel.tensor", _with(spec, **changes))
+            modified = _with_data_parallel(spec, world // layout, **changes)
+            if modified is not None:
+                yield Candidate(spelling, "parallel.tensor", modified)
     if fw == "megatron" and not spec.value("parallel.distributed_optimizer", False):
         yield Candidate("--use-distributed-optimizer", "parallel.distributed_optimizer",
                         _with(spec, parallel__distributed_optimizer=True))
@@ -90,27 +110,51 @@ def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
 def search(spec: TrainingSpec, candidates: Callable[[TrainingSpec], Iterator[Candidate]],
            estimator: Callable[[TrainingSpec], Any], accept: Callable[[Any], bool],
            score: Callable[[Any], float], max_steps: int = 5) -> tuple[list[Candidate], Any] | None:
-    """The smallest change that resolves a finding: first every single candidate, in order of
-    cost; when none is enough, the best one (lowest ``score``) is kept and the search goes on
-    from there, up to ``max_steps`` changes. Returns the chain and its estimate."""
+    """The smallest change that resolves a finding: first every single candidate (of those that
+    resolve it, the one with the most tokens/s); when none is enough, the best one (lowest
+    ``score``) is kept and the search goes on from there, up to ``max_steps`` changes. Returns
+    the chain and its estimate."""
+    found = search_closest(spec, candidates, estimator, accept, score, max_steps)
+    if found is None or not found[2]:
+        return None
+    return found[0], found[1]
+
+
+def search_closest(spec: TrainingSpec, candidates: Callable[[TrainingSpec], Iterator[Candidate]],
+                   estimator: Callable[[TrainingSpec], Any], accept: Callable[[Any], bool],
+                   score: Callable[[Any], float], max_steps: int = 5) -> tuple[list[Candidate], Any, bool] | None:
+    """As :func:`search`, but when nothing resolves the finding, the chain that came closest
+    (lowest ``score``) and its estimate, with False: the hint then says how far it gets."""
     chain: list[Candidate] = []
     current = spec
+    closest: tuple[float, list[Candidate], Any] | None = None
     for _ in range(max_steps):
         best: tuple[float, Candidate, Any] | None = None
+        resolving: tuple[float, Candidate, Any] | None = None
         for candidate in candidates(current):
             result = estimator(candidate.spec)
-            if not getattr(result, "ok", False):
+            if not getattr(result, "ok", False) or result.mfu > 1.0:  # an inconsistent layout, not a fix
                 continue
             if accept(result):
-                return chain + [candidate], result
+                # Of the changes that resolve it at this depth, the one that keeps the most
+                # throughput (full recompute also fits, but a smaller micro batch costs less).
+                if resolving is None or result.tokens_per_s > resolving[0]:
+                    resolving = (result.tokens_per_s, candidate, result)
+                continue
             value = score(result)
             if best is None or value < best[0]:
                 best = (value, candidate, result)
+        if resolving is not None:
+            return chain + [resolving[1]], resolving[2], True
         if best is None:
-            return None
+            break
         chain.append(best[1])
         current = best[1].spec
-    return None
+        if closest is None or best[0] < closest[0]:
+            closest = (best[0], list(chain), best[2])
+    if closest is None:
+        return None
+    return closest[1], closest[2], False
 
 
 def _with_setting(spec: TrainingSpec, key: str, value: Any) -> TrainingSpec:
@@ -152,8 +196,9 @@ def throughput_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
         layout = narrower * (pipeline if _ints(pipeline) else 1) * spec.value("parallel.context", 1)
         if world % layout == 0:
             spelling = f"--tensor-model-parallel-size {narrower}" if fw == "megatron" else f"model_parallel_size: {narrower}"
-            yield Candidate(spelling, "parallel.tensor",
-                            _with(spec, parallel__tensor=narrower, parallel__data=world // layout))
+            modified = _with_data_parallel(spec, world // layout, parallel__tensor=narrower)
+            if modified is not None:
+                yield Candidate(spelling, "parallel.tensor", modified)
 
 
 def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
@@ -169,6 +214,10 @@ def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
             spelling = f"\"gradient_accumulation_steps\": {accum * 2}, \"train_batch_size\": {global_batch * 2}"
         yield Candidate(spelling + " (a larger global batch)", "batch.global_batch",
                         _with(spec, batch__grad_accum=accum * 2, batch__global_batch=global_batch * 2))
+    elif _ints(accum) and global_batch is None and fw in ("neox", "deepspeed"):
+        # The global batch is derived (micro x accumulation x DP): more accumulation is enough.
+        key = f"gradient_accumulation_steps: {accum * 2}" if fw == "neox" else f"\"gradient_accumulation_steps\": {accum * 2}"
+        yield Candidate(key + " (a larger global batch)", "batch.grad_accum", _with(spec, batch__grad_accum=accum * 2))
     if fw == "megatron":
         setting = spec.settings.get("overlap_grad_reduce")
         if setting is None or not setting.value:
@@ -185,8 +234,9 @@ def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
         layout = tp * 2 * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
         if world % layout == 0:
             spelling = f"--tensor-model-parallel-size {tp * 2}" if fw == "megatron" else f"model_parallel_size: {tp * 2}"
-            yield Candidate(spelling + " (fewer data-parallel replicas)", "parallel.tensor",
-                            _with(spec, parallel__tensor=tp * 2, parallel__data=world // layout))
+            modified = _with_data_parallel(spec, world // layout, parallel__tensor=tp * 2)
+            if modified is not None:
+                yield Candidate(spelling + " (fewer data-parallel replicas)", "parallel.tensor", modified)
     stage = spec.value("parallel.zero_stage")
     if fw in ("deepspeed", "neox") and _ints(stage) and stage >= 2:
         for lower in range(stage - 1, 0, -1):  # ZeRO-3 gathers parameters every micro-batch; 2 and 1 do not
@@ -208,7 +258,62 @@ def point_at(spec: TrainingSpec, *targets: str) -> str | None:
     return None
 
 
-def final_changes(chain: list[Candidate]) -> tuple[list[Candidate], str]:
-    """The changes a chain amounts to (micro 4 -> 2 -> 1 is "micro 1") and how to write them."""
+def _written(spec: TrainingSpec, dotted: str) -> bool:
+    from trainlint.provenance import first_span
+
+    return first_span(spec.get(dotted))[1] is not None
+
+
+def batch_spelling(original: TrainingSpec, final: TrainingSpec) -> str | None:
+    """How to write the batch settings of ``final`` where they differ from ``original``, in the
+    format's own keys. Several candidates may each have moved the micro batch, the
+    accumulation or the global batch; only the end state is what the user writes."""
+    fw = final.framework
+    fields = ("batch.micro_batch", "batch.grad_accum", "batch.global_batch")
+    old = {f: original.value(f) for f in fields}
+    new = {f: final.value(f) for f in fields}
+    if old == new:
+        return None
+    micro, accum, glob = (new[f] for f in fields)
+    changed = {f for f in fields if old[f] != new[f]}
+    parts: list[str] = []
+    if fw == "megatron":
+        if "batch.micro_batch" in changed:
+            parts.append(f"--micro-batch-size {micro}")
+        if "batch.global_batch" in changed:
+            parts.append(f"--global-batch-size {glob}")
+    else:
+        quote = (lambda k: f"\"{k}\"") if fw == "deepspeed" else (lambda k: k)
+        if "batch.micro_batch" in changed:
+            parts.append(f"{quote('train_micro_batch_size_per_gpu')}: {micro}")
+        if "batch.grad_accum" in changed and (_written(original, "batch.grad_accum")
+                                               or not _written(original, "batch.global_batch")):
+            parts.append(f"{quote('gradient_accumulation_steps')}: {accum}")
+        if "batch.global_batch" in changed and _written(original, "batch.global_batch"):
+            parts.append(f"{quote('train_batch_size')}: {glob}")
+    if not parts:
+        return None
+    grew = isinstance(glob, int) and isinstance(old["batch.global_batch"], int) and glob > old["batch.global_batch"]
+    grew = grew or (old["batch.global_batch"] is None and isinstance(accum, int) and isinstance(old["batch.grad_accum"], int)
+                    and isinstance(micro, int) and isinstance(old["batch.micro_batch"], int)
+                    and micro * accum > old["batch.micro_batch"] * old["batch.grad_accum"])
+    joiner = " " if fw == "megatron" else ", "  # flags on one command line; keys of one mapping
+    return joiner.join(parts) + (" (a larger global batch)" if grew else "")
+
+
+def final_changes(chain: list[Candidate], original: TrainingSpec | None = None) -> tuple[list[Candidate], str]:
+    """The changes a chain amounts to (micro 4 -> 2 -> 1 is "micro 1") and how to write them.
+    With ``original``, the batch settings are spelled from the chain's end state, so changes
+    that each moved the micro batch and the accumulation add up to what the user writes."""
     final = list({c.target: c for c in chain}.values())
-    return final, " and ".join(c.spelling for c in final)
+    batch = [c for c in final if c.target.startswith("batch.")]
+    spelled_batch = batch_spelling(original, chain[-1].spec) if original is not None and batch else None
+    if spelled_batch is None:
+        return final, " and ".join(c.spelling for c in final)
+    words: list[str] = []
+    for c in final:
+        if not c.target.startswith("batch."):
+            words.append(c.spelling)
+        elif spelled_batch not in words:
+            words.append(spelled_batch)
+    return final, " and ".join(words)

@@ -9,7 +9,8 @@ from trainlint.diagnostics import Severity
 from trainlint.estimator import coefficients as C
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import final_changes, memory_candidates, point_at, search
+from trainlint.rules.estimation.fixes import final_changes, memory_candidates, point_at, search_closest
+from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
 
 _COMPONENTS = ("params", "grads", "optimizer", "activations", "buffers", "overhead")
@@ -49,8 +50,8 @@ class OomRisk(Rule):
     options = {"headroom": Option(0.90, "warn above this fraction of the GPU's memory")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = ctx.estimate
-        if not getattr(est, "ok", False):
+        est = usable_estimate(spec, ctx.estimate)
+        if est is None:
             return
         headroom = float(ctx.options["headroom"])
         worst = est.worst_stage
@@ -66,15 +67,18 @@ class OomRisk(Rule):
                    + ", ".join(f"{name} {_gib(value)}" for value, name in parts))
         fix, at = None, point_at(spec, "batch.micro_batch", "batch.grad_accum", "batch.global_batch")
         if ctx.estimator is not None:
-            found = search(spec, memory_candidates, ctx.estimator,
-                           accept=lambda e: e.worst_stage.total <= headroom * e.capacity_bytes,
-                           score=lambda e: e.worst_stage.total)
-            if found is not None:
-                chain, result = found
-                final, spelled = final_changes(chain)
+            found = search_closest(spec, memory_candidates, ctx.estimator,
+                                   accept=lambda e: e.worst_stage.total <= headroom * e.capacity_bytes,
+                                   score=lambda e: e.worst_stage.total)
+            if found is not None and found[1].worst_stage.total < worst.total:
+                chain, result, resolved = found
+                final, spelled = final_changes(chain, spec)
                 fix = (f"with {spelled}: {_gib(result.worst_stage.total)} of "
                        f"{_gib(result.capacity_bytes)} GiB, {result.tokens_per_s:,.0f} tokens/s "
                        f"(now {est.tokens_per_s:,.0f})")
+                if not resolved:  # nothing in reach of one config file fits: say how far it gets
+                    fix = (f"no change tried brings it under {headroom:.0%}; the closest, " + fix
+                           + "; more GPUs or a larger GPU are needed")
                 # Point at the first value the fix changes that is written somewhere; a default
                 # (recompute off, TP 1) has no place in the file, the micro batch usually does.
                 at = point_at(spec, *(c.target for c in final)) or at
@@ -109,8 +113,8 @@ class BuffersDominateMemory(Rule):
     options = {"threshold": Option(0.20, "warn when buffers exceed this share of the estimated memory")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = ctx.estimate
-        if not getattr(est, "ok", False):
+        est = usable_estimate(spec, ctx.estimate)
+        if est is None:
             return
         worst = est.worst_stage
         share = worst.buffers / worst.total if worst.total else 0.0

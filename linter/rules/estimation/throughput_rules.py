@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Iterator
 
 from trainlint.diagnostics import Severity
-from trainlint.provenance import first_span
 from trainlint.rules import Finding, Option, Rule, RuleContext
-import itertools
-
-from trainlint.rules.estimation.fixes import communication_candidates, final_changes, point_at, search, throughput_candidates
+from trainlint.rules.estimation.fixes import (communication_candidates, final_changes, point_at, search_closest,
+                                              throughput_candidates)
+from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
 
 
@@ -59,8 +59,8 @@ class LowExpectedMfu(Rule):
                "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = ctx.estimate
-        if not getattr(est, "ok", False) or not est.fits:
+        est = usable_estimate(spec, ctx.estimate)
+        if est is None or not est.fits:
             return  # an OOM is TL201's; its MFU means nothing
         threshold = float(ctx.options["threshold"])
         if est.mfu >= threshold:
@@ -79,33 +79,18 @@ class LowExpectedMfu(Rule):
             def candidates(s: TrainingSpec):
                 return itertools.chain(throughput_candidates(s), communication_candidates(s))
 
-            found = search(spec, candidates, ctx.estimator, accept=lambda r: fits(r) and r.mfu >= threshold,
-                           score=lambda r: -r.mfu if fits(r) else 0.0)
-            if found is None:  # nothing reaches the threshold: the best single improvement
-                best = _best(spec, ctx, candidates(spec), lambda r: r.mfu, headroom)
-                found = ([best[0]], best[1]) if best is not None and best[1].mfu > est.mfu * 1.05 else None
-            if found is not None:
-                chain, result = found
-                final, spelled = final_changes(chain)
+            found = search_closest(spec, candidates, ctx.estimator, accept=lambda r: fits(r) and r.mfu >= threshold,
+                                   score=lambda r: -r.mfu if fits(r) else 0.0)
+            if found is not None and fits(found[1]) and found[1].mfu > est.mfu * 1.05:
+                chain, result, resolved = found
+                final, spelled = final_changes(chain, spec)
                 fix = (f"with {spelled}: MFU {est.mfu:.1%} -> {result.mfu:.1%}, "
                        f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s, "
                        f"{result.worst_stage.total / 2**30:.1f} GiB per GPU")
+                if not resolved:  # nothing reaches the threshold: how far the best changes get
+                    fix = f"no change tried reaches {threshold:.0%}; the closest, " + fix
                 at = point_at(spec, *(c.target for c in final)) or at
         yield Finding(message, at=at, fix=fix)
-
-
-def _best(spec: TrainingSpec, ctx: RuleContext, candidates, better, headroom: float):
-    """The candidate whose re-estimate fits under the headroom and scores best by ``better``."""
-    best = None
-    if ctx.estimator is None:
-        return None
-    for candidate in candidates:
-        result = ctx.estimator(candidate.spec)
-        if getattr(result, "ok", False) and result.worst_stage.total <= headroom * result.capacity_bytes:
-            value = better(result)
-            if value is not None and (best is None or value > best[2]):
-                best = (candidate, result, value)
-    return best
 
 
 class PipelineBubble(Rule):
@@ -138,8 +123,8 @@ class PipelineBubble(Rule):
                "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = ctx.estimate
-        if not getattr(est, "ok", False) or not est.fits or est.inputs.pp <= 1:
+        est = usable_estimate(spec, ctx.estimate)
+        if est is None or not est.fits or est.inputs.pp <= 1:
             return
         share = est.time.pp_bubble / est.step_time
         if share <= float(ctx.options["threshold"]):
@@ -148,14 +133,32 @@ class PipelineBubble(Rule):
         message = (f"pipeline bubble {share:.0%} of the step: {i.pp} stages, {i.grad_accum} micro-batches per step"
                    + (f", {i.vpp} chunks per stage" if i.vpp > 1 else ""))
         fix, at = None, point_at(spec, "batch.micro_batch", "batch.grad_accum", "batch.global_batch")
-        best = _best(spec, ctx, throughput_candidates(spec), lambda r: -r.time.pp_bubble / r.step_time,
-                     float(ctx.options["headroom"]))
-        if best is not None and -best[2] < share:
-            candidate, result, _ = best
-            fix = (f"with {candidate.spelling}: the bubble falls from {share:.0%} to {result.time.pp_bubble / result.step_time:.0%}, "
-                   f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s")
-            if first_span(spec.get(candidate.target))[1] is not None:
-                at = candidate.target
+        if ctx.estimator is not None:
+            headroom, threshold = float(ctx.options["headroom"]), float(ctx.options["threshold"])
+
+            def fits(r) -> bool:
+                return r.worst_stage.total <= headroom * r.capacity_bytes
+
+            def bubble(r) -> float:
+                return r.time.pp_bubble / r.step_time
+
+            # Only changes that aim at the bubble: a larger micro batch or less TP would be
+            # chosen for their speed, not because they shrink it.
+            found = search_closest(spec, lambda s: (c for c in throughput_candidates(s) if c.target != "parallel.tensor"
+                                                    and "fewer, larger" not in c.spelling),
+                                   ctx.estimator, accept=lambda r: fits(r) and bubble(r) <= threshold,
+                                   score=lambda r: bubble(r) if fits(r) else 1.0)
+            if found is not None and fits(found[1]) and bubble(found[1]) < share:
+                chain, result, resolved = found
+                final, spelled = final_changes(chain, spec)
+                r = result.inputs
+                fix = (f"with {spelled} ({r.grad_accum} micro-batches per step"
+                       + (f", {r.vpp} chunks per stage" if r.vpp > 1 else "")
+                       + f"): the bubble falls from {share:.0%} to {bubble(result):.0%}, "
+                       f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s")
+                if not resolved:
+                    fix = f"no change tried brings it under {threshold:.0%}; the closest, " + fix
+                at = point_at(spec, *(c.target for c in final)) or at
         yield Finding(message, at=at, fix=fix)
 
 
@@ -182,19 +185,38 @@ class TensorParallelAcrossNodes(Rule):
     summary = "The tensor-parallel group spans nodes, so its per-layer all-reduces cross the network."
     default_severity = Severity.WARNING
     needs_estimate = True
+    options = {"headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = ctx.estimate
-        if not getattr(est, "ok", False) or est.inputs.tp <= est.inputs.gpus_per_node:
+        est = usable_estimate(spec, ctx.estimate)
+        if est is None or est.inputs.tp <= est.inputs.gpus_per_node:
             return
         i = est.inputs
         message = (f"tensor parallel {i.tp} spans {i.tp // i.gpus_per_node} nodes of {i.gpus_per_node} GPUs: "
                    f"TP communication takes {est.time.tp_comm / est.step_time:.0%} of the step")
         fix = None
-        best = _best(spec, ctx, throughput_candidates(spec), lambda r: r.tokens_per_s, 0.90)
-        if best is not None and best[1].tokens_per_s > est.tokens_per_s:
-            candidate, result, _ = best
-            fix = f"with {candidate.spelling}: {est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s"
+        if ctx.estimator is not None:
+            headroom = float(ctx.options["headroom"])
+
+            def fits(r) -> bool:
+                return r.worst_stage.total <= headroom * r.capacity_bytes
+
+            # Halve TP until the group fits in a node (DP grows to keep the world size).
+            found = search_closest(spec, lambda s: (c for c in throughput_candidates(s) if c.target == "parallel.tensor"),
+                                   ctx.estimator, accept=lambda r: fits(r) and r.inputs.tp <= r.inputs.gpus_per_node,
+                                   score=lambda r: r.inputs.tp)
+            if found is not None and found[2]:
+                chain, result, _ = found
+                _, spelled = final_changes(chain, spec)
+                fix = (f"with {spelled}: TP communication {est.time.tp_comm / est.step_time:.0%} -> "
+                       f"{result.time.tp_comm / result.step_time:.0%} of the step, "
+                       f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s, "
+                       f"{result.worst_stage.total / 2**30:.1f} GiB per GPU")
+            elif found is not None:  # a narrower TP does not fit: say so with its numbers
+                chain, result, _ = found
+                _, spelled = final_changes(chain, spec)
+                fix = (f"with {spelled} the run would need {result.worst_stage.total / 2**30:.1f} of "
+                       f"{result.capacity_bytes / 2**30:.1f} GiB per GPU; add pipeline stages to keep TP in a node")
         yield Finding(message, at="parallel.tensor", fix=fix)
 
 
@@ -222,21 +244,36 @@ class MemoryBound(Rule):
     summary = "The step is bound by HBM bandwidth rather than compute (seed 002's roofline)."
     default_severity = Severity.WARNING
     needs_estimate = True
+    options = {"headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = ctx.estimate
-        if not getattr(est, "ok", False) or not est.fits or est.bound != "memory":
+        est = usable_estimate(spec, ctx.estimate)
+        if est is None or not est.fits or est.bound != "memory":
             return
         t = est.time
         message = (f"memory-bound: {t.bytes_time * 1e3:,.1f} ms moving bytes against {t.flops_time * 1e3:,.1f} ms of FLOPs per step "
                    f"(MFU {est.mfu:.1%})")
         fix, at = None, point_at(spec, "batch.micro_batch", "batch.grad_accum", "batch.global_batch")
-        best = _best(spec, ctx, throughput_candidates(spec), lambda r: r.tokens_per_s, 0.90)
-        if best is not None and best[1].tokens_per_s > est.tokens_per_s * 1.05:
-            candidate, result, _ = best
-            fix = (f"with {candidate.spelling}: bound {result.bound}, {est.tokens_per_s:,.0f} -> "
-                   f"{result.tokens_per_s:,.0f} tokens/s")
-            at = point_at(spec, candidate.target) or at
+        if ctx.estimator is not None:
+            headroom = float(ctx.options["headroom"])
+
+            def fits(r) -> bool:
+                return r.worst_stage.total <= headroom * r.capacity_bytes
+
+            def ratio(r) -> float:
+                return r.time.bytes_time / r.time.flops_time if r.time.flops_time else float("inf")
+
+            found = search_closest(spec, throughput_candidates, ctx.estimator,
+                                   accept=lambda r: fits(r) and r.bound != "memory" and r.tokens_per_s >= est.tokens_per_s,
+                                   score=lambda r: ratio(r) if fits(r) and r.tokens_per_s >= est.tokens_per_s else float("inf"))
+            if found is not None and fits(found[1]) and found[1].tokens_per_s > est.tokens_per_s:
+                chain, result, resolved = found
+                final, spelled = final_changes(chain, spec)
+                fix = (f"with {spelled}: bound {result.bound}, bytes {ratio(result):.0%} of FLOP time (now {ratio(est):.0%}), "
+                       f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s")
+                if not resolved:
+                    fix = "no change tried makes it compute-bound; the closest, " + fix
+                at = point_at(spec, *(c.target for c in final)) or at
         yield Finding(message, at=at, fix=fix)
 
 
@@ -264,17 +301,19 @@ class SmallGemms(Rule):
     default_severity = Severity.WARNING
     needs_estimate = True
     options = {"min_tokens": Option(1024, "fewest tokens per micro-batch and GPU"),
-               "min_hidden_per_tp": Option(512, "smallest hidden size per tensor-parallel rank")}
+               "min_hidden_per_tp": Option(512, "smallest hidden size per tensor-parallel rank"),
+               "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = ctx.estimate
-        if not getattr(est, "ok", False) or not est.fits:
+        est = usable_estimate(spec, ctx.estimate)
+        if est is None or not est.fits:
             return
         i = est.inputs
+        min_tokens, min_hidden = int(ctx.options["min_tokens"]), int(ctx.options["min_hidden_per_tp"])
         tokens = i.micro * i.seq // max(1, i.cp)
         per_rank = i.hidden // max(1, i.tp)
-        small_tokens = tokens < int(ctx.options["min_tokens"])
-        small_hidden = per_rank < int(ctx.options["min_hidden_per_tp"])
+        small_tokens = tokens < min_tokens
+        small_hidden = per_rank < min_hidden
         if not (small_tokens or small_hidden):
             return
         parts = []
@@ -284,11 +323,33 @@ class SmallGemms(Rule):
         if small_hidden:
             parts.append(f"hidden {i.hidden} / TP {i.tp} = {per_rank} columns per rank")
         fix, at = None, ("batch.micro_batch" if small_tokens else "parallel.tensor")
-        best = _best(spec, ctx, throughput_candidates(spec), lambda r: r.mfu, 0.90)
-        if best is not None and best[1].mfu > est.mfu * 1.05:
-            candidate, result, _ = best
-            fix = f"with {candidate.spelling}: MFU {est.mfu:.1%} -> {result.mfu:.1%}"
-            at = point_at(spec, candidate.target) or at
+        if ctx.estimator is not None:
+            headroom = float(ctx.options["headroom"])
+
+            def fits(r) -> bool:
+                return r.worst_stage.total <= headroom * r.capacity_bytes
+
+            def resolved_by(r) -> bool:
+                n = r.inputs
+                return (n.micro * n.seq // max(1, n.cp) >= min_tokens) and n.hidden // max(1, n.tp) >= min_hidden
+
+            # Larger micro-batches (same global batch) and narrower TP: the two ways to larger GEMMs.
+            def candidates(s: TrainingSpec):
+                return (c for c in throughput_candidates(s)
+                        if c.target == "parallel.tensor" or (c.target == "batch.micro_batch" and "more micro-batches" not in c.spelling))
+
+            found = search_closest(spec, candidates, ctx.estimator, accept=lambda r: fits(r) and resolved_by(r),
+                                   score=lambda r: -r.mfu if fits(r) else 0.0)
+            if found is not None and fits(found[1]) and (found[2] or found[1].mfu > est.mfu * 1.05):
+                chain, result, resolved = found
+                final, spelled = final_changes(chain, spec)
+                n = result.inputs
+                fix = (f"with {spelled}: {n.micro * n.seq // max(1, n.cp)} tokens per micro-batch, "
+                       f"{n.hidden // max(1, n.tp)} columns per rank, MFU {est.mfu:.1%} -> {result.mfu:.1%}, "
+                       f"{result.worst_stage.total / 2**30:.1f} GiB per GPU")
+                if not resolved:
+                    fix = "no change tried makes them large enough; the closest, " + fix
+                at = point_at(spec, *(c.target for c in final)) or at
         yield Finding("small GEMMs: " + "; ".join(parts), at=at, fix=fix)
 
 
