@@ -7,7 +7,7 @@ from typing import Iterator
 from trainlint.diagnostics import Severity
 from trainlint.estimator.performance import data_parallel_traffic
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import communication_candidates, final_changes, point_at, search_closest
+from trainlint.rules.estimation.fixes import communication_candidates, final_changes, fits, point_at, search_closest
 from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
 
@@ -60,8 +60,6 @@ class NetworkBoundDp(Rule):
             headroom = float(ctx.options["headroom"])
             limit = float(ctx.options["exposed_fraction"])
 
-            def fits(r) -> bool:
-                return r.worst_stage.total <= headroom * r.capacity_bytes
 
             def share(r) -> float:
                 return r.time.dp_comm / r.step_time
@@ -72,9 +70,9 @@ class NetworkBoundDp(Rule):
                 return r.tokens_per_s >= est.tokens_per_s
 
             found = search_closest(spec, communication_candidates, ctx.estimator,
-                                   accept=lambda r: fits(r) and faster(r) and share(r) <= limit,
-                                   score=lambda r: share(r) if fits(r) and faster(r) else 1.0)
-            if found is not None and fits(found[1]) and faster(found[1]) and share(found[1]) < exposed_share:
+                                   accept=lambda r: fits(r, headroom) and faster(r) and share(r) <= limit,
+                                   score=lambda r: share(r) if fits(r, headroom) and faster(r) else 1.0)
+            if found is not None and fits(found[1], headroom) and faster(found[1]) and share(found[1]) < exposed_share:
                 chain, result, resolved = found
                 final, spelled = final_changes(chain, spec)
                 fix = (f"with {spelled}: exposed DP communication {exposed_share:.0%} -> "
@@ -132,7 +130,7 @@ class Zero3AtLargeDp(Rule):
             if candidate.target != "parallel.zero_stage" or "stage" not in candidate.spelling:
                 continue
             result = ctx.estimator(candidate.spec)
-            if getattr(result, "ok", False) and result.worst_stage.total <= headroom * result.capacity_bytes \
+            if getattr(result, "ok", False) and fits(result, headroom) \
                     and result.tokens_per_s > est.tokens_per_s * 1.05 \
                     and (best is None or result.tokens_per_s > best[1].tokens_per_s):
                 best = (candidate, result)

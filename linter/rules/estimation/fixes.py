@@ -107,24 +107,19 @@ def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
             yield Candidate(key % (stage + 1), "parallel.zero_stage", _with(spec, parallel__zero_stage=stage + 1))
 
 
-def search(spec: TrainingSpec, candidates: Callable[[TrainingSpec], Iterator[Candidate]],
-           estimator: Callable[[TrainingSpec], Any], accept: Callable[[Any], bool],
-           score: Callable[[Any], float], max_steps: int = 5) -> tuple[list[Candidate], Any] | None:
-    """The smallest change that resolves a finding: first every single candidate (of those that
-    resolve it, the one with the most tokens/s); when none is enough, the best one (lowest
-    ``score``) is kept and the search goes on from there, up to ``max_steps`` changes. Returns
-    the chain and its estimate."""
-    found = search_closest(spec, candidates, estimator, accept, score, max_steps)
-    if found is None or not found[2]:
-        return None
-    return found[0], found[1]
+def fits(result: Any, headroom: float) -> bool:
+    """The re-estimated run stays under ``headroom`` of its GPU's memory."""
+    return result.worst_stage.total <= headroom * result.capacity_bytes
 
 
 def search_closest(spec: TrainingSpec, candidates: Callable[[TrainingSpec], Iterator[Candidate]],
                    estimator: Callable[[TrainingSpec], Any], accept: Callable[[Any], bool],
                    score: Callable[[Any], float], max_steps: int = 5) -> tuple[list[Candidate], Any, bool] | None:
-    """As :func:`search`, but when nothing resolves the finding, the chain that came closest
-    (lowest ``score``) and its estimate, with False: the hint then says how far it gets."""
+    """The smallest change that resolves a finding: first every single candidate (of those that
+    resolve it, the one with the most tokens/s); when none is enough, the best one (lowest
+    ``score``) is kept and the search goes on from there, up to ``max_steps`` changes. Returns
+    the chain, its estimate and True; or, when nothing resolves the finding, the chain that came
+    closest and its estimate with False (the hint then says how far it gets)."""
     chain: list[Candidate] = []
     current = spec
     closest: tuple[float, list[Candidate], Any] | None = None

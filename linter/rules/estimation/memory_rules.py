@@ -9,7 +9,7 @@ from trainlint.diagnostics import Severity
 from trainlint.estimator import coefficients as C
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import final_changes, memory_candidates, point_at, search_closest
+from trainlint.rules.estimation.fixes import final_changes, fits, memory_candidates, point_at, search_closest
 from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
 
@@ -68,7 +68,7 @@ class OomRisk(Rule):
         fix, at = None, point_at(spec, "batch.micro_batch", "batch.grad_accum", "batch.global_batch")
         if ctx.estimator is not None:
             found = search_closest(spec, memory_candidates, ctx.estimator,
-                                   accept=lambda e: e.worst_stage.total <= headroom * e.capacity_bytes,
+                                   accept=lambda e: fits(e, headroom),
                                    score=lambda e: e.worst_stage.total)
             if found is not None and found[1].worst_stage.total < worst.total:
                 chain, result, resolved = found

@@ -7,8 +7,8 @@ from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import (communication_candidates, final_changes, point_at, search_closest,
-                                              throughput_candidates)
+from trainlint.rules.estimation.fixes import (communication_candidates, final_changes, fits, point_at,
+                                              search_closest, throughput_candidates)
 from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
 
@@ -73,15 +73,13 @@ class LowExpectedMfu(Rule):
         if ctx.estimator is not None:
             headroom = float(ctx.options["headroom"])
 
-            def fits(r) -> bool:
-                return r.worst_stage.total <= headroom * r.capacity_bytes
 
             def candidates(s: TrainingSpec):
                 return itertools.chain(throughput_candidates(s), communication_candidates(s))
 
-            found = search_closest(spec, candidates, ctx.estimator, accept=lambda r: fits(r) and r.mfu >= threshold,
-                                   score=lambda r: -r.mfu if fits(r) else 0.0)
-            if found is not None and fits(found[1]) and found[1].mfu > est.mfu * 1.05:
+            found = search_closest(spec, candidates, ctx.estimator, accept=lambda r: fits(r, headroom) and r.mfu >= threshold,
+                                   score=lambda r: -r.mfu if fits(r, headroom) else 0.0)
+            if found is not None and fits(found[1], headroom) and found[1].mfu > est.mfu * 1.05:
                 chain, result, resolved = found
                 final, spelled = final_changes(chain, spec)
                 fix = (f"with {spelled}: MFU {est.mfu:.1%} -> {result.mfu:.1%}, "
@@ -136,8 +134,6 @@ class PipelineBubble(Rule):
         if ctx.estimator is not None:
             headroom, threshold = float(ctx.options["headroom"]), float(ctx.options["threshold"])
 
-            def fits(r) -> bool:
-                return r.worst_stage.total <= headroom * r.capacity_bytes
 
             def bubble(r) -> float:
                 return r.time.pp_bubble / r.step_time
@@ -146,9 +142,9 @@ class PipelineBubble(Rule):
             # chosen for their speed, not because they shrink it.
             found = search_closest(spec, lambda s: (c for c in throughput_candidates(s) if c.target != "parallel.tensor"
                                                     and "fewer, larger" not in c.spelling),
-                                   ctx.estimator, accept=lambda r: fits(r) and bubble(r) <= threshold,
-                                   score=lambda r: bubble(r) if fits(r) else 1.0)
-            if found is not None and fits(found[1]) and bubble(found[1]) < share:
+                                   ctx.estimator, accept=lambda r: fits(r, headroom) and bubble(r) <= threshold,
+                                   score=lambda r: bubble(r) if fits(r, headroom) else 1.0)
+            if found is not None and fits(found[1], headroom) and bubble(found[1]) < share:
                 chain, result, resolved = found
                 final, spelled = final_changes(chain, spec)
                 r = result.inputs
@@ -198,12 +194,10 @@ class TensorParallelAcrossNodes(Rule):
         if ctx.estimator is not None:
             headroom = float(ctx.options["headroom"])
 
-            def fits(r) -> bool:
-                return r.worst_stage.total <= headroom * r.capacity_bytes
 
             # Halve TP until the group fits in a node (DP grows to keep the world size).
             found = search_closest(spec, lambda s: (c for c in throughput_candidates(s) if c.target == "parallel.tensor"),
-                                   ctx.estimator, accept=lambda r: fits(r) and r.inputs.tp <= r.inputs.gpus_per_node,
+                                   ctx.estimator, accept=lambda r: fits(r, headroom) and r.inputs.tp <= r.inputs.gpus_per_node,
                                    score=lambda r: r.inputs.tp)
             if found is not None and found[2]:
                 chain, result, _ = found
@@ -257,16 +251,14 @@ class MemoryBound(Rule):
         if ctx.estimator is not None:
             headroom = float(ctx.options["headroom"])
 
-            def fits(r) -> bool:
-                return r.worst_stage.total <= headroom * r.capacity_bytes
 
             def ratio(r) -> float:
                 return r.time.bytes_time / r.time.flops_time if r.time.flops_time else float("inf")
 
             found = search_closest(spec, throughput_candidates, ctx.estimator,
-                                   accept=lambda r: fits(r) and r.bound != "memory" and r.tokens_per_s >= est.tokens_per_s,
-                                   score=lambda r: ratio(r) if fits(r) and r.tokens_per_s >= est.tokens_per_s else float("inf"))
-            if found is not None and fits(found[1]) and found[1].tokens_per_s > est.tokens_per_s:
+                                   accept=lambda r: fits(r, headroom) and r.bound != "memory" and r.tokens_per_s >= est.tokens_per_s,
+                                   score=lambda r: ratio(r) if fits(r, headroom) and r.tokens_per_s >= est.tokens_per_s else float("inf"))
+            if found is not None and fits(found[1], headroom) and found[1].tokens_per_s > est.tokens_per_s:
                 chain, result, resolved = found
                 final, spelled = final_changes(chain, spec)
                 fix = (f"with {spelled}: bound {result.bound}, bytes {ratio(result):.0%} of FLOP time (now {ratio(est):.0%}), "
@@ -326,8 +318,6 @@ class SmallGemms(Rule):
         if ctx.estimator is not None:
             headroom = float(ctx.options["headroom"])
 
-            def fits(r) -> bool:
-                return r.worst_stage.total <= headroom * r.capacity_bytes
 
             def resolved_by(r) -> bool:
                 n = r.inputs
@@ -338,9 +328,9 @@ class SmallGemms(Rule):
                 return (c for c in throughput_candidates(s)
                         if c.target == "parallel.tensor" or (c.target == "batch.micro_batch" and "more micro-batches" not in c.spelling))
 
-            found = search_closest(spec, candidates, ctx.estimator, accept=lambda r: fits(r) and resolved_by(r),
-                                   score=lambda r: -r.mfu if fits(r) else 0.0)
-            if found is not None and fits(found[1]) and (found[2] or found[1].mfu > est.mfu * 1.05):
+            found = search_closest(spec, candidates, ctx.estimator, accept=lambda r: fits(r, headroom) and resolved_by(r),
+                                   score=lambda r: -r.mfu if fits(r, headroom) else 0.0)
+            if found is not None and fits(found[1], headroom) and (found[2] or found[1].mfu > est.mfu * 1.05):
                 chain, result, resolved = found
                 final, spelled = final_changes(chain, spec)
                 n = result.inputs
