@@ -25,6 +25,11 @@ from trainlint.provenance import Provenance, Value
 
 FRAMEWORKS = ("deepspeed", "megatron", "neox")
 
+# Values of TrainingSpec.dialect for Megatron runs.
+MEGATRON_LM = "megatron-lm"                # current Megatron-LM
+MEGATRON_DEEPSPEED = "megatron-deepspeed"  # Microsoft's Megatron-DeepSpeed fork
+MEGATRON_LEGACY = "legacy"                 # old Megatron-LM copies (v1.1.5 in DeepSpeedExamples, ...)
+
 
 @dataclass
 class ModelSpec:

@@ -16,13 +16,12 @@ from trainlint.diagnostics import Diagnostic, Related, Severity
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import Span
 from trainlint.schemas import load_schema
+from trainlint.spec import MEGATRON_DEEPSPEED as DEEPSPEED  # noqa: F401 - the dialect names, re-exported
+from trainlint.spec import MEGATRON_LEGACY as LEGACY  # noqa: F401
+from trainlint.spec import MEGATRON_LM as CURRENT
 from trainlint.suggest import did_you_mean
 
 from trainlint.adapters.megatron.words import Field, Loc, Seg
-
-CURRENT = "megatron-lm"
-DEEPSPEED = "megatron-deepspeed"
-LEGACY = "legacy"
 
 
 @dataclass(frozen=True)

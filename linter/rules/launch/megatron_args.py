@@ -18,11 +18,8 @@ from functools import lru_cache
 from typing import Any
 
 from trainlint.provenance import Value, default
-from trainlint.spec import TrainingSpec
+from trainlint.spec import MEGATRON_LM, TrainingSpec
 
-CURRENT = "megatron-lm"
-DEEPSPEED = "megatron-deepspeed"
-LEGACY = "legacy"
 
 DEFAULT_NOTE = "Megatron-LM default (megatron/training/arguments.py)"
 COMMIT = "d98e8a6"
@@ -40,7 +37,7 @@ def _properties() -> dict[str, dict]:
 
 
 def is_current(spec: TrainingSpec) -> bool:
-    if spec.framework != "megatron" or spec.dialect != CURRENT:
+    if spec.framework != "megatron" or spec.dialect != MEGATRON_LM:
         return False
     entry = (spec.entry_point or "").replace("\\", "/")
     return not (entry == "main.py" or entry.endswith("tasks/main.py"))
