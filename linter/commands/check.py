@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
@@ -102,47 +103,79 @@ def parse_env(items: list[str]) -> dict[str, str]:
     return environment
 
 
-def run(args: argparse.Namespace) -> int:
-    from trainlint.checker import check_paths
-    from trainlint.config import ConfigError, discover
-    from trainlint.engine import check_settings, lint, plugin_failures, settings_from
+@dataclass
+class LintSession:
+    """What every linting command (check, run, the language server) sets up once: the project
+    config, the plugin registry, the selection and the estimator."""
+
+    project: object
+    registry: object
+    settings: object
+    environment: dict[str, str]
+    runs: list[list[str]]
+
+
+def open_session(args: argparse.Namespace, start: Path) -> LintSession:
+    """Project config, plugins, selection and estimator from the flags. Raises ValueError or
+    ConfigError (usage errors, exit 2)."""
+    from trainlint.config import discover
+    from trainlint.engine import check_settings, settings_from
     from trainlint.plugins import create_host
     from trainlint.registry import build_registry
 
-    missing = [p for p in args.paths if not Path(p).exists()]
+    environment = parse_env(getattr(args, "env", []))
+    project = discover(start, getattr(args, "config", None), getattr(args, "isolated", False))
+    host = create_host(project.plugins, Path(project.root) if project.root else None)
+    registry = build_registry(host)
+    settings = settings_from(project, select=args.select, extend_select=args.extend_select, ignore=args.ignore)
+    check_settings(registry, settings)
+    settings.estimate = make_estimator(args, project)
+    runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in getattr(args, "run", [])]
+    return LintSession(project, registry, settings, {**project.environment, **environment}, project.runs + runs)
+
+
+def finish(results: list, args: argparse.Namespace, session: LintSession, out=None) -> tuple[list, int]:
+    """Declared cluster, rules, selection; render in ``args.format``; the exit code."""
+    from trainlint.engine import lint, plugin_failures
+
+    declare_cluster(results, args, session.project)
+    results = plugin_failures(session.registry, session.project) + lint(results, session.registry, session.settings)
+    (out or sys.stdout).write(render_results(results, args, session))
+    return results, exit_code(results, args)
+
+
+def render_results(results: list, args: argparse.Namespace, session: LintSession) -> str:
+    if args.format == "json":
+        from trainlint.output.json_format import render
+        return render(results)
+    from trainlint.output.text import render
+    return render(results, show_summary=not getattr(args, "no_summary", False))
+
+
+def exit_code(results: list, args: argparse.Namespace) -> int:
+    if any(d.code in ("TL998", "TL999") for r in results for d in r.diagnostics):
+        return EXIT_ERROR
+    if getattr(args, "exit_zero", False):
+        return EXIT_CLEAN
+    has_error = any(d.severity.value == "error" for r in results for d in r.diagnostics)
+    return EXIT_FINDINGS if has_error else EXIT_CLEAN
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainlint.checker import check_paths
+    from trainlint.config import ConfigError
+
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
+    missing = [p for p in args.paths if not Path(p).exists()]
     missing += [p for run in runs for p in run if not Path(p).is_file()]
     if missing:
         print(f"trainlint: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        environment = parse_env(args.env)
-        project = discover(Path(args.paths[0] if args.paths else "."), args.config, args.isolated)
-        host = create_host(project.plugins, Path(project.root) if project.root else None)
-        registry = build_registry(host)
-        settings = settings_from(project, select=args.select, extend_select=args.extend_select, ignore=args.ignore)
-        check_settings(registry, settings)
-        settings.estimate = make_estimator(args, project)
+        session = open_session(args, Path(args.paths[0] if args.paths else "."))
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    runs = project.runs + runs
-    environment = {**project.environment, **environment}
-
-    results = check_paths(args.paths, registry.adapters, runs=runs, environment=environment)
-    declare_cluster(results, args, project)
-    results = plugin_failures(registry, project) + lint(results, registry, settings)
-
-    if args.format == "json":
-        from trainlint.output.json_format import render
-        sys.stdout.write(render(results))
-    else:
-        from trainlint.output.text import render
-        sys.stdout.write(render(results, show_summary=not args.no_summary))
-
-    if any(d.code in ("TL998", "TL999") for r in results for d in r.diagnostics):
-        return EXIT_ERROR
-    if args.exit_zero:
-        return EXIT_CLEAN
-    has_error = any(d.severity.value == "error" for r in results for d in r.diagnostics)
-    return EXIT_FINDINGS if has_error else EXIT_CLEAN
+    results = check_paths(args.paths, session.registry.adapters, runs=session.runs, environment=session.environment)
+    _, code = finish(results, args, session)
+    return code
