@@ -111,7 +111,11 @@ def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
             continue
         if getattr(rule, "needs_estimate", False) and not estimate_made:
             estimate_made = True
-            estimate = settings.estimate(spec) if settings.estimate else None
+            try:
+                estimate = settings.estimate(spec) if settings.estimate else None
+            except Exception as exc:  # noqa: BLE001 - an estimator bug is reported, the launch rules still run
+                out.append(input_diagnostic("TL999", f"the estimate failed: {type(exc).__name__}: {exc}",
+                                            spec.anchor or FILE_START, path=spec.path))
         ctx = RuleContext(options=options, estimate=estimate, estimator=settings.estimate, project=settings.project)
         try:
             for finding in rule().check(spec, ctx):

@@ -43,13 +43,16 @@ def decode(data: bytes, path: str) -> str:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
         line = data[: exc.start].count(b"\n") + 1
+        line_start = data.rfind(b"\n", 0, exc.start) + 1
+        # the column counts the characters before the bad byte that do decode
+        column = len(data[line_start:exc.start].decode(encoding, errors="replace")) + 1 if encoding == "utf-8-sig" else 1
         from trainlint.positions import Span
 
         raise UnreadableSource(
             input_diagnostic(
                 "TL001",
                 f"not valid {encoding.replace('-sig', '').upper()} text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
-                Span.point(line, 1),
+                Span.point(line, column),
                 path=path,
             )
         ) from None

@@ -39,6 +39,8 @@ class FlagInfo:
     deprecated: dict | None = None
     overrides: tuple = ()
     """(dialect, types or None, enum or None): how another dialect types the same flag."""
+    minimum: int | None = None
+    """Sizes and counts: argparse takes 0 or -1, Megatron then divides by it or builds no layer."""
 
     def for_dialect(self, dialect: str) -> "FlagInfo":
         for name, types, enum, has_enum in self.overrides:
@@ -101,7 +103,8 @@ def flag_table() -> FlagTable:
             elif flag in negative:
                 act = "store_false" if action == "store_true" else "store_true"
             info = FlagInfo(flag, real_dest, act, _types_of(prop), prop.get("x-nargs"), enum_t,
-                            prop.get("default"), None, dialects, eps, prop.get("x-deprecated"), overrides)
+                            prop.get("default"), None, dialects, eps, prop.get("x-deprecated"), overrides,
+                            prop.get("minimum"))
             by_flag.setdefault(flag, []).append(info)
         for flag, entry in (prop.get("x-legacy-flags") or {}).items():
             act = entry.get("x-action", "store")
@@ -485,6 +488,8 @@ def _convert_one(text: str, info: FlagInfo) -> tuple[Any, str | None]:
         return None, "type"
     if info.enum is not None and value not in info.enum:
         return value, "choice"
+    if info.minimum is not None and isinstance(value, (int, float)) and value < info.minimum:
+        return value, "minimum"
     return value, None
 
 
@@ -492,6 +497,8 @@ def _value_message(flag: str, text: str, info: FlagInfo, error: str) -> str:
     if error == "type":
         kind = {"integer": "an integer", "number": "a number"}.get(info.types[0] if info.types else "", "a value")
         return f"`{flag}` expects {kind}, got `{_short(text)}` (argparse: invalid {info.types[0] if info.types else ''} value)"
+    if error == "minimum":
+        return f"`{flag}` is `{_short(text)}`; it must be at least {info.minimum}"
     choices = ", ".join(str(c) for c in (info.enum or ())[:12])
     hint = did_you_mean(text, [str(c) for c in info.enum or ()])
     tail = f"; did you mean `{hint[0]}`?" if hint else ""

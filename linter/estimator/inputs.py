@@ -122,6 +122,24 @@ class Inputs:
         return max(1, -(-self.world // self.gpus_per_node))
 
 
+MAX_COUNT = 10**12
+"""Sizes and counts above this are not a real run (and would overflow float arithmetic)."""
+ZERO_ALLOWED = frozenset({"parallel.zero_stage", "memory.recompute_num_layers", "model.num_experts"})
+"""Integer inputs where 0 is meaningful; every other integer input must be at least 1."""
+
+
+def _count(r: "_Reader", name: str, entry: Value) -> int | None:
+    """A positive whole count from a spec value, or None (recorded as missing) when unusable."""
+    try:
+        value = int(entry.value)
+    except (TypeError, ValueError, OverflowError):
+        value = 0
+    if not 1 <= value <= MAX_COUNT:
+        r.missing.append(MissingInput(name, f"{name} has an unusable value {entry.value!r}", "fix it in the config"))
+        return None
+    return value
+
+
 class _Reader:
     """Reads spec fields, falling back to defaults, recording provenance and what is missing."""
 
@@ -141,7 +159,10 @@ class _Reader:
         if entry is not None and entry.value is not None:
             try:
                 value = cast(entry.value) if cast else entry.value
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
+                value = None
+            if value is None or (cast is int and not 1 <= value <= MAX_COUNT and name not in ZERO_ALLOWED) \
+                    or (cast is int and name in ZERO_ALLOWED and not 0 <= value <= MAX_COUNT):
                 self.missing.append(MissingInput(name, f"{name} has an unusable value {entry.value!r}",
                                                  "fix it in the config"))
                 return fallback
@@ -234,16 +255,24 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     dp_entry = spec.parallel.data
     world = None
     if world_entry is not None:
-        world = int(world_entry.value)
+        world = _count(r, "cluster.world_size", world_entry)
+        if world is None:
+            return None, r.missing, r.assumptions
         r.note("cluster.world_size", world_entry)
     elif ctx.nodes is not None:
-        world = int(ctx.nodes.value) * int(ctx.gpus_per_node.value)
+        world = _count(r, "cluster.nodes", ctx.nodes)
+        per_node = _count(r, "cluster.gpus_per_node", ctx.gpus_per_node)
+        if world is None or per_node is None:
+            return None, r.missing, r.assumptions
+        world *= per_node
         r.assumptions.append(Assumption("cluster.world_size", world, Origin.DERIVED.value,
                                         f"nodes ({_source(ctx.nodes.provenance)}) x GPUs per node "
                                         f"({_source(ctx.gpus_per_node.provenance)})"))
     dp = None
     if dp_entry is not None:
-        dp = int(dp_entry.value)
+        dp = _count(r, "parallel.data", dp_entry)
+        if dp is None:
+            return None, r.missing, r.assumptions
         r.note("parallel.data", dp_entry)
         if world is None:
             world = dp * model_par
@@ -316,9 +345,11 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
 def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
     spec = r.spec
     mb_e, ga_e, gb_e = spec.batch.micro_batch, spec.batch.grad_accum, spec.batch.global_batch
-    mb = int(mb_e.value) if mb_e is not None and mb_e.value is not None else None
-    ga = int(ga_e.value) if ga_e is not None and ga_e.value is not None else None
-    gb = int(gb_e.value) if gb_e is not None and gb_e.value is not None else None
+    missing_before = len(r.missing)
+    mb, ga, gb = (_count(r, name, e) if e is not None and e.value is not None else None
+                  for name, e in (("batch.micro_batch", mb_e), ("batch.grad_accum", ga_e), ("batch.global_batch", gb_e)))
+    if len(r.missing) > missing_before:
+        return 0, 0, 0
     for name, entry in (("batch.micro_batch", mb_e), ("batch.grad_accum", ga_e), ("batch.global_batch", gb_e)):
         if entry is not None and entry.value is not None:
             r.note(name, entry)

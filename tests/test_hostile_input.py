@@ -1,0 +1,109 @@
+"""Hostile and nonsensical input: a clear diagnostic at the right place or a skip, never a
+traceback, never a hang, and nothing in a config is ever executed."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from trainlint.cli import main
+
+
+def check_json(capsys, *argv: str) -> tuple[int, dict[str, list[dict]]]:
+    code = main(["check", "--isolated", "--format", "json", *argv])
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    files = json.loads(out)["files"]
+    return code, {Path(f["path"]).name: f["diagnostics"] for f in files}
+
+
+def positions(diags: list[dict], code: str) -> list[tuple[int, int]]:
+    return [(d["line"], d["column"]) for d in diags if d["code"] == code]
+
+
+MEGATRON_ZERO_SIZES = (
+    "python pretrain_gpt.py --tensor-model-parallel-size 0 --num-layers -2 --hidden-size 0 \\\n"
+    "  --num-attention-heads 4 --micro-batch-size 0 --seq-length 128 --max-position-embeddings 128 \\\n"
+    "  --global-batch-size 99999999999999999999999999999\n"
+)
+NEOX_ZERO_SIZES = (
+    "num_layers: 0\nhidden_size: -5\nnum_attention_heads: 0\nseq_length: 0\n"
+    "train_micro_batch_size_per_gpu: 0\nmodel_parallel_size: 0\npipe_parallel_size: -1\n"
+)
+DEEPSPEED_ZERO_SIZES = '{"train_micro_batch_size_per_gpu": 0,\n "gradient_accumulation_steps": -3,\n "train_batch_size": 0}\n'
+
+
+def test_zero_and_negative_sizes_are_invalid_values_where_written(tmp_path, capsys):
+    (tmp_path / "pretrain.sh").write_text(MEGATRON_ZERO_SIZES)
+    (tmp_path / "neox.yml").write_text(NEOX_ZERO_SIZES)
+    (tmp_path / "ds_config.json").write_text(DEEPSPEED_ZERO_SIZES)
+    # with a model and a world size the estimator is reached too, and must not divide by zero
+    code, found = check_json(capsys, "--nodes", "1", "--model", "llama2-7b", str(tmp_path))
+    assert code == 1
+    assert positions(found["pretrain.sh"], "TL006") == [(1, 53), (1, 68), (1, 85), (2, 46)]
+    assert positions(found["neox.yml"], "TL006") == [(1, 13), (2, 14), (3, 22), (4, 13), (5, 33), (6, 22), (7, 21)]
+    assert positions(found["ds_config.json"], "TL006") == [(1, 36), (2, 33), (3, 22)]
+    for name, diags in found.items():
+        assert not [d for d in diags if d["code"] in ("TL998", "TL999")], name
+        tl900 = [d for d in diags if d["code"] == "TL900"]
+        assert tl900 and "unusable value" in tl900[0]["message"], name
+
+
+def test_estimate_reports_unusable_values_instead_of_crashing(tmp_path, capsys):
+    script = tmp_path / "pretrain.sh"
+    script.write_text(MEGATRON_ZERO_SIZES)
+    code = main(["estimate", "--isolated", "--nodes", "1", "--model", "llama2-7b", str(script)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "Traceback" not in err
+    # TP 0 is already a TL006 where written (the adapter keeps no value); the batch is left to the estimator
+    assert "batch.global_batch has an unusable value 99999999999999999999999999999" in out
+
+
+def test_huge_numbers_nan_and_infinity(tmp_path, capsys):
+    (tmp_path / "ds_config.json").write_text(
+        '{"train_batch_size": 1e400, "train_micro_batch_size_per_gpu": NaN,\n'
+        ' "gradient_accumulation_steps": -Infinity, "zero_optimization": {"stage": 99999999999999999999999999}}\n')
+    code, found = check_json(capsys, "--nodes", "1", "--model", "llama2-7b", str(tmp_path))
+    diags = found["ds_config.json"]
+    assert code == 1
+    assert positions(diags, "TL005") == [(1, 22), (1, 63), (2, 33)]
+    assert positions(diags, "TL010") == [(1, 63), (2, 33)]
+    assert positions(diags, "TL006") == [(2, 75)]
+
+
+def test_command_substitutions_are_reported_and_never_run(tmp_path, capsys):
+    marker = tmp_path / "PWNED"
+    (tmp_path / "launch.sh").write_text(
+        f"TP=$(touch {marker}; echo 4)\nX=`touch {marker}`\n"
+        "python pretrain_gpt.py --tensor-model-parallel-size $TP --num-layers 2 --hidden-size 64 \\\n"
+        "  --num-attention-heads 4 --micro-batch-size 1 --seq-length 128 --max-position-embeddings 128\n")
+    code, found = check_json(capsys, str(tmp_path))
+    assert positions(found["launch.sh"], "TL007") == [(1, 4)]
+    assert not marker.exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "symlink"), reason="no symlinks on this platform")
+def test_symlink_loops_in_directories_terminate(tmp_path, capsys):
+    root = tmp_path / "configs"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "up").symlink_to("..")
+    (root / "self").symlink_to(".")
+    (root / "ds_config.json").write_text('{"train_micro_batch_size_per_gpu": 1}\n')
+    code, found = check_json(capsys, str(root))
+    assert code == 0 and list(found) == ["ds_config.json"]
+
+
+def test_large_binary_and_badly_encoded_files(tmp_path, capsys):
+    (tmp_path / "big.json").write_bytes(b'{"x": "' + b"a" * (9 * 1024 * 1024) + b'"}')
+    (tmp_path / "bad_utf8.yml").write_bytes(b"train_micro_batch_size_per_gpu: 4\nname: \xff\xfe\xfa\n")
+    (tmp_path / "utf16.json").write_bytes('{"train_micro_batch_size_per_gpu": 2}'.encode("utf-16"))
+    (tmp_path / "blob.json").write_bytes(bytes(range(256)) * 64)
+    code, found = check_json(capsys, str(tmp_path))
+    assert positions(found["big.json"], "TL001") == [(1, 1)]
+    assert positions(found["bad_utf8.yml"], "TL001") == [(2, 7)]
+    assert [d["code"] for d in found["utf16.json"]] == ["TL900"]  # read as a DeepSpeed config; no model given
+    assert found["blob.json"] == []  # NUL bytes: not a config, skipped
+    assert code == 1
