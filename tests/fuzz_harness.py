@@ -1,0 +1,108 @@
+"""What a fuzzer feeds a text through: every way trainlint consumes a config.
+
+Shared by the hypothesis tests (tests/test_fuzz.py) and the atheris target run by hand
+(fuzz/atheris_check.py). ``exercise`` raises on anything that is not a clean outcome: an
+exception escaping, a TL998/TL999 (trainlint's own bug, contained), or a hang (a watchdog).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+from contextlib import contextmanager
+from functools import lru_cache
+from pathlib import Path
+from typing import Callable, Iterator
+
+from trainlint.adapters.base import LoadContext
+from trainlint.checker import FileResult, check_source
+from trainlint.config import ProjectConfig
+from trainlint.engine import lint, settings_from
+from trainlint.estimator import build_context, estimate
+from trainlint.estimator.render import render_json, render_text
+from trainlint.plugins import create_host
+from trainlint.registry import build_registry
+from trainlint.sources import SourceText
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+HANG_SECONDS = 20
+"""Far above anything a config takes (milliseconds); only a hang or a blow-up reaches it."""
+
+
+class FuzzFailure(AssertionError):
+    pass
+
+
+@lru_cache(maxsize=1)
+def registry():
+    return build_registry(create_host([], None))
+
+
+def _estimator(spec):
+    return estimate(spec, build_context(spec, nodes=2, gpus_per_node=8))
+
+
+def _settings():
+    settings = settings_from(ProjectConfig())
+    settings.estimate = _estimator
+    return settings
+
+
+@contextmanager
+def watchdog(seconds: int = HANG_SECONDS) -> Iterator[None]:
+    """Raise in the main thread when the body runs longer than ``seconds`` (POSIX only)."""
+    if not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def expired(signum, frame):
+        raise FuzzFailure(f"no result after {seconds} s: a hang")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _no_internal_errors(results: list[FileResult], name: str) -> None:
+    for result in results:
+        for diag in result.diagnostics:
+            if diag.code in ("TL998", "TL999"):
+                raise FuzzFailure(f"{name}: {diag.code} {diag.message}")
+            if diag.span.line < 1 or diag.span.column < 1:
+                raise FuzzFailure(f"{name}: {diag.code} at an impossible position {diag.span}")
+
+
+EXTRA_STEPS: list[Callable[[FileResult], None]] = []
+"""Further consumers of a loaded result (suggest, the language server's conversions) register here."""
+
+
+def exercise(name: str, text: str) -> list[FileResult]:
+    """check -> rules (with estimates) -> estimate rendering for one text; raise on a bad outcome."""
+    with watchdog():
+        loaded = check_source(SourceText(name, text), registry().adapters, LoadContext())
+        results = lint([loaded], registry(), _settings())
+        _no_internal_errors(results, name)
+        outputs = []
+        for spec in loaded.specs:
+            est = _estimator(spec)
+            render_text(est)
+            outputs.append((name, est))
+        if outputs:
+            json.loads(render_json(outputs))
+        for step in EXTRA_STEPS:
+            step(loaded)
+    return results
+
+
+def seed_files(limit_per_kind: int | None = None) -> list[Path]:
+    """The examples, and the corpus configs when ../shared is present."""
+    seeds = sorted(p for p in (REPO / "examples").iterdir() if p.is_file())
+    if CORPUS.is_dir():
+        corpus = sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.suffix in (".json", ".yml", ".yaml", ".sh"))
+        seeds += corpus[:limit_per_kind] if limit_per_kind else corpus
+    return seeds
