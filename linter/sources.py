@@ -7,6 +7,7 @@ TL001 diagnostic and nothing else.
 from __future__ import annotations
 
 import codecs
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,12 +63,29 @@ def decode(data: bytes, path: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    return "not a file"
+
+
 def read_source(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> SourceText:
     """Read a file as text or raise UnreadableSource with a TL001 diagnostic."""
     name = str(path)
     try:
         p = Path(path)
-        size = p.stat().st_size
+        info = p.stat()
+        if not stat.S_ISREG(info.st_mode):
+            # a named pipe would block the read forever, a device never ends
+            raise UnreadableSource(input_diagnostic("TL001", f"not a regular file ({_file_kind(info.st_mode)}): not read",
+                                                    path=name))
+        size = info.st_size
         if size > max_bytes:
             raise UnreadableSource(
                 input_diagnostic("TL001", f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit for a config",
@@ -75,6 +93,9 @@ def read_source(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> SourceText
             )
         with open(p, "rb") as handle:
             data = handle.read(max_bytes + 1)
+        if len(data) > max_bytes:  # grew while being read
+            raise UnreadableSource(input_diagnostic(
+                "TL001", f"file is over the {max_bytes / 1e6:.0f} MB limit for a config", path=name))
     except UnreadableSource:
         raise
     except OSError as exc:

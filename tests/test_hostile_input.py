@@ -107,3 +107,14 @@ def test_large_binary_and_badly_encoded_files(tmp_path, capsys):
     assert [d["code"] for d in found["utf16.json"]] == ["TL900"]  # read as a DeepSpeed config; no model given
     assert found["blob.json"] == []  # NUL bytes: not a config, skipped
     assert code == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this platform")
+def test_named_pipe_is_refused_not_read(tmp_path, capsys):
+    pipe = tmp_path / "ds_config.json"
+    os.mkfifo(pipe)
+    code, found = check_json(capsys, str(pipe))  # would block forever if it were opened
+    assert [(d["code"], d["line"]) for d in found["ds_config.json"]] == [("TL001", 1)]
+    assert "named pipe" in found["ds_config.json"][0]["message"] and code == 1
+    code, found = check_json(capsys, str(tmp_path))  # a directory walk passes it by
+    assert code == 0
