@@ -209,12 +209,15 @@ class _Composer:
             return frame.pointer + "/" + _escape(_key_string(frame.key))
         return frame.pointer + "/" + str(len(frame.container))
 
-    def count(self, n: int, span: Span) -> None:
+    def count(self, n: int, span: Span, through_alias: bool = False) -> None:
         self.nodes += n
         if self.nodes > self.max_nodes:
-            raise _Problem(
-                f"YAML alias expansion exceeds {self.max_nodes} nodes (a file with anchors that multiply, "
-                "such as a \"billion laughs\" file); not read further", span, code="TL001")
+            if through_alias:
+                raise _Problem(
+                    f"YAML alias expansion exceeds {self.max_nodes} values (a file with anchors that multiply, "
+                    "such as a \"billion laughs\" file); not read further", span, code="TL001")
+            raise _Problem(f"more than {self.max_nodes} values: far larger than any training config; not read further",
+                           span, code="TL001")
         for frame in self.stack:
             frame.size += n
 
@@ -313,7 +316,7 @@ class _Composer:
                 raise _Problem("a mapping or sequence used as a mapping key is not supported", span)
             self.set_key(self.stack[-1], anchor.value, span, "*" + event.anchor, False)
             return
-        self.count(anchor.size, span)
+        self.count(anchor.size, span, through_alias=True)
         ptr = self.place(anchor.value, span, event.end_mark)
         for rel, text in anchor.sci:
             self.sci.append((ptr + rel, text, span))

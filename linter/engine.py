@@ -76,8 +76,11 @@ def lint(results: Sequence[FileResult], registry: Registry, settings: LintSettin
     text_cache: dict[str, Suppressions] = {}
     for result in results:
         diagnostics = list(result.diagnostics)
+        # a file that could not be read or parsed whole gives a partial spec: launch rules still
+        # see what was read, but an estimate of half a config would only mislead (or say "missing")
+        partial = any(d.code in ("TL001", "TL002") for d in result.diagnostics)
         for spec in result.specs:
-            diagnostics.extend(_run_rules(spec, rules, settings))
+            diagnostics.extend(_run_rules(spec, rules, settings, estimate=not partial))
         kept = []
         for diag in diagnostics:
             diag = _apply_severity(diag, settings.severity)
@@ -100,23 +103,26 @@ def plugin_failures(registry: Registry, project: ProjectConfig | None) -> list[F
                                     for f in registry.failures])]
 
 
-def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings) -> list[Diagnostic]:
+def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings,
+               estimate: bool = True) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     estimate_made = False
-    estimate = None
+    result = None
     for rule, options in rules:
         if rule.frameworks and spec.framework not in rule.frameworks:
             continue
         if not settings.selection.enabled(rule.code, rule.name, spec.path):
             continue
+        if getattr(rule, "needs_estimate", False) and not estimate:
+            continue
         if getattr(rule, "needs_estimate", False) and not estimate_made:
             estimate_made = True
             try:
-                estimate = settings.estimate(spec) if settings.estimate else None
+                result = settings.estimate(spec) if settings.estimate else None
             except Exception as exc:  # noqa: BLE001 - an estimator bug is reported, the launch rules still run
                 out.append(input_diagnostic("TL999", f"the estimate failed: {type(exc).__name__}: {exc}",
                                             spec.anchor or FILE_START, path=spec.path))
-        ctx = RuleContext(options=options, estimate=estimate, estimator=settings.estimate, project=settings.project)
+        ctx = RuleContext(options=options, estimate=result, estimator=settings.estimate, project=settings.project)
         try:
             for finding in rule().check(spec, ctx):
                 out.append(_place(rule, finding, spec))

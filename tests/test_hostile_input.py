@@ -118,3 +118,24 @@ def test_named_pipe_is_refused_not_read(tmp_path, capsys):
     assert "named pipe" in found["ds_config.json"][0]["message"] and code == 1
     code, found = check_json(capsys, str(tmp_path))  # a directory walk passes it by
     assert code == 0
+
+
+def test_generated_giant_command_is_cut_with_a_notice(tmp_path, capsys):
+    script = tmp_path / "pretrain.sh"
+    script.write_text("python pretrain_gpt.py " + " ".join(f"--num-layers {i} \\\n" for i in range(6000)) + "\n")
+    code, found = check_json(capsys, "--select", "TL012", str(script))
+    assert positions(found["pretrain.sh"], "TL012") == [(2500, 2)]  # word 5001: line 1 holds four words, every later line two
+
+
+def test_many_values_and_alias_bombs_stop_with_tl001(tmp_path, capsys):
+    neox = "num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nseq_length: 128\npipe_parallel_size: 1\nmodel_parallel_size: 1\n"
+    (tmp_path / "huge.yml").write_text(neox + "".join(f"k{i}: [{i}, {{a: {i}}}]\n" for i in range(70000)))
+    bomb = 'lr_x: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n'
+    for i in range(1, 9):
+        bomb += f"{chr(97 + i)}: &{chr(97 + i)} [" + ",".join([f"*{chr(96 + i)}"] * 9) + "]\n"
+    (tmp_path / "bomb.yml").write_text(neox + bomb)
+    code, found = check_json(capsys, str(tmp_path))
+    assert [(d["code"], d["line"]) for d in found["huge.yml"]] == [("TL001", 50005)]
+    assert "more than 200000 values" in found["huge.yml"][0]["message"]
+    assert [(d["code"], d["line"], d["column"]) for d in found["bomb.yml"]] == [("TL001", 12, 11)]
+    assert "alias expansion" in found["bomb.yml"][0]["message"]

@@ -103,7 +103,7 @@ def test_alias_bomb_is_bounded_and_fast():
     assert time.perf_counter() - start < 1.0
     assert not tree.ok
     [diag] = tree.diagnostics
-    assert diag.code == "TL001" and f"exceeds {MAX_NODES} nodes" in diag.message
+    assert diag.code == "TL001" and f"exceeds {MAX_NODES} values" in diag.message
 
 
 def test_deep_nesting_is_refused_not_a_crash():

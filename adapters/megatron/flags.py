@@ -24,6 +24,10 @@ from trainlint.suggest import did_you_mean
 from trainlint.adapters.megatron.words import Field, Loc, Seg
 
 
+MAX_ARGUMENTS = 5000
+"""Arguments read per command: bounds time and memory on a generated or hostile script."""
+
+
 @dataclass(frozen=True)
 class FlagInfo:
     flag: str
@@ -234,6 +238,10 @@ class ArgReader:
     # ---------------------------------------------------------------- main
 
     def read(self, fields: list[Field]) -> ParsedArgs:
+        if len(fields) > MAX_ARGUMENTS:
+            self._diag("TL012", f"the command has more than {MAX_ARGUMENTS} arguments; only the first {MAX_ARGUMENTS} are read "
+                       "(a real launch command has a few hundred)", fields[MAX_ARGUMENTS].site, severity=Severity.WARNING)
+            fields = fields[:MAX_ARGUMENTS]
         i = 0
         n = len(fields)
         while i < n:

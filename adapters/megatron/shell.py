@@ -102,6 +102,8 @@ def _quote_states(text: str, offsets: list[int]) -> list[str | None]:
     return [found.get(o, state) for o in offsets]
 MAX_CALL_DEPTH = 8
 MAX_COMMANDS = 20000
+MAX_WORDS = 5000
+"""Words of one command evaluated (flags.MAX_ARGUMENTS reports the cut): bounds a generated script."""
 
 
 @dataclass
@@ -793,6 +795,10 @@ class ShellEvaluator:
                 if child.type == "variable_assignment":
                     self._assign(child, ft)
             return
+        if len(words) > MAX_WORDS:
+            self._diag("TL012", f"the command has {len(words)} words; only the first {MAX_WORDS} are read "
+                       "(a real launch command has a few hundred)", self._loc(words[MAX_WORDS], ft))
+            words = words[:MAX_WORDS]
         fields: list[Field] = []
         for w in words:
             fields.extend(self._word_fields(w, ft))
