@@ -10,11 +10,15 @@ from pathlib import Path
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
 
+OUTPUT_FORMATS = ("text", "json")
+"""Every --format of check (and of run, which reports the same way); render_results dispatches on it."""
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     check = sub.add_parser("check", help="check config files and directories",
                            description="Check config files; directories are searched recursively.")
     check.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or directories (default: .)")
-    check.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    check.add_argument("--format", choices=OUTPUT_FORMATS, default="text", help="output format (default: text)")
     check.add_argument("--exit-zero", action="store_true",
                        help="exit 0 even when errors are found (2 still means trainlint failed)")
     check.add_argument("--run", action="append", default=[], metavar="FILE,FILE...",

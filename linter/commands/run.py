@@ -1,0 +1,321 @@
+"""``trainlint run [options] -- <launch command...>``: the gate before launch.
+
+It lints what the command would train with (see :mod:`trainlint.launch_command`: Megatron flags
+in the argument list, the ``--deepspeed_config`` JSON with the launcher's world size, the YAML
+files of a NeoX ``deepy.py`` command, a launch script run by ``bash``/``sbatch``), prints the
+findings, and only when none reaches ``--fail-level`` runs the command unchanged: the same argument
+list, no shell, the same standard streams and environment. Its exit code is passed through.
+
+Output: findings go to **stderr**, so that the command's own stdout stays exactly what it prints
+(``trainlint run -- python eval.py > scores.json`` works). ``--dry-run`` prints the command that
+would run (shell-quoted) on stdout and runs nothing.
+
+Exit codes: the command's own; 1 when findings block it; 2 for a usage error or when trainlint
+itself failed (TL998/TL999: the command is not run); 127 when the command is not found and 126
+when it cannot be executed, as shells do; 128+N when the command is killed by signal N.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import signal
+import subprocess
+import sys
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Iterator
+
+from trainlint.commands.check import add_context_arguments, add_selection_arguments
+from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+
+EXIT_CANNOT_EXECUTE = 126
+EXIT_NOT_FOUND = 127
+FORWARDED_SIGNALS = ("SIGINT", "SIGTERM")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser(
+        "run", help="lint a launch command, then run it unless a finding blocks it",
+        usage="trainlint run [options] -- COMMAND [ARG...]",
+        description="Lint the configs a launch command uses (Megatron arguments, the --deepspeed_config JSON with "
+                    "the launcher's world size, NeoX deepy.py YAMLs, a launch script), print the findings on "
+                    "stderr, and run the command unchanged only when no finding reaches --fail-level; its exit "
+                    "code is passed through.")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="lint and print the command that would run (on stdout); never run it")
+    parser.add_argument("--fail-level", choices=("error", "warning"), default="error",
+                        help="lowest severity that blocks the command (default: error)")
+    parser.add_argument("--format", choices=_output_formats(), default="text",
+                        help="format of the findings, written to stderr (default: text)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="value of a launch-script variable for static resolution (bash train.sh); repeatable")
+    parser.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
+    parser.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    parser.add_argument("--no-summary", action="store_true", help="text output: no summary line")
+    add_selection_arguments(parser)
+    add_context_arguments(parser)
+    parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
+                        help="the launch command and its arguments, after --")
+    # What check's renderers may read from the namespace.
+    parser.set_defaults(func=run, exit_zero=False, statistics=False, run=[])
+
+
+def _output_formats() -> tuple[str, ...]:
+    from trainlint.commands.check import OUTPUT_FORMATS
+
+    return OUTPUT_FORMATS
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainlint.config import ConfigError
+
+    argv = list(args.command)
+    if argv and argv[0] == "--":
+        argv = argv[1:]
+    if not argv:
+        print("trainlint run: error: no command given (usage: trainlint run [options] -- COMMAND [ARG...])",
+              file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        from trainlint.commands.check import open_session
+
+        session = open_session(args, Path.cwd())
+    except (ValueError, ConfigError) as exc:
+        print(f"trainlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+
+    results, report = lint_command(argv, args, session)
+    if report:
+        sys.stderr.write(report)
+    blocked = decide(results, args.fail_level)
+    if blocked is not None:
+        code, reason = blocked
+        print(f"trainlint: not running the command: {reason}", file=sys.stderr)
+        return code
+    if args.dry_run:
+        import shlex
+
+        print(shlex.join(argv))
+        return EXIT_CLEAN
+    sys.stdout.flush()
+    sys.stderr.flush()
+    return execute(argv)
+
+
+# ------------------------------------------------------------------------------------ linting
+
+
+def lint_command(argv: list[str], args: argparse.Namespace, session) -> tuple[list, str]:
+    """Lint what the command uses; (results after the rules, the report to print or '')."""
+    from trainlint.commands.check import finish
+    from trainlint.launch_command import COMMAND_LINE, command_text, parse_launch
+
+    launch = None
+    try:
+        launch = parse_launch(argv)
+        results = collect(launch, session)
+    except Exception as exc:  # noqa: BLE001 - a trainlint bug is reported, and blocks the command
+        from trainlint.checker import FileResult
+        from trainlint.input_codes import input_diagnostic
+
+        results = [FileResult(COMMAND_LINE, None, [input_diagnostic(
+            "TL999", f"internal error: {type(exc).__name__}: {exc}", path=COMMAND_LINE)])]
+    if not any(r.format or r.diagnostics for r in results):
+        return [], ""  # nothing trainlint reads (echo ok, a script it does not recognise)
+    out = io.StringIO()
+    results, _ = finish(results, args, session, out=out)
+    report = out.getvalue()
+    if args.format == "text" and any((d.path or r.path) == COMMAND_LINE for r in results for d in r.diagnostics):
+        # Columns in <command line> count characters of these words joined by single spaces.
+        report = f"{COMMAND_LINE}: {command_text(argv)}\n" + report
+    if launch is not None and launch.kind == "script" and launch.script_args and args.format == "text":
+        report += ("trainlint: note: the script's arguments were not substituted for $1, $2...; "
+                   "it was read with its own defaults\n")
+    return results, report
+
+
+def collect(launch, session) -> list:
+    """FileResults for what the command uses, before the rules run."""
+    from trainlint.adapters.base import LoadContext
+    from trainlint.checker import FileResult, check_file
+
+    environment = session.environment
+    if launch.kind == "megatron":
+        from trainlint.adapters.megatron.adapter import load_argv
+        from trainlint.launch_command import COMMAND_LINE
+
+        loaded = load_argv(launch.argv, COMMAND_LINE, LoadContext(environment=environment))
+        diagnostics = [_fatal_if_missing(d if d.path else replace(d, path=COMMAND_LINE)) for d in loaded.diagnostics]
+        return [FileResult(COMMAND_LINE, loaded.format, diagnostics, loaded.specs, loaded.documents)]
+    if launch.kind == "deepspeed":
+        return [_deepspeed(launch)]
+    if launch.kind == "neox":
+        return [_neox(launch, session)]
+    if launch.kind == "script":
+        return [check_file(launch.script.path, session.registry.adapters, LoadContext(environment=environment))]
+    return []
+
+
+def _fatal_if_missing(diagnostic):
+    """A file named on a command line about to run must exist now (a script may still write it
+    before its launch line, a command line cannot): TL013 there is an error."""
+    from trainlint.diagnostics import Severity
+    from trainlint.launch_command import COMMAND_LINE
+
+    if diagnostic.code == "TL013" and diagnostic.path == COMMAND_LINE:
+        return replace(diagnostic, severity=Severity.ERROR)
+    return diagnostic
+
+
+def _missing(ref, what: str):
+    from trainlint.diagnostics import Severity
+    from trainlint.input_codes import input_diagnostic
+    from trainlint.launch_command import COMMAND_LINE
+
+    shown = f"`{ref.written}`" + (f" (read as `{ref.path}`)" if ref.path != ref.written else "")
+    return input_diagnostic("TL013", f"{what} {shown} not found (relative to {os.getcwd()}); the command would "
+                            "fail to open it", ref.span, path=COMMAND_LINE, severity=Severity.ERROR)
+
+
+def _read(ref, what: str):
+    """(SourceText, None) or (None, diagnostic)."""
+    from trainlint.sources import UnreadableSource, read_source
+
+    if not os.path.exists(ref.path):
+        return None, _missing(ref, what)
+    try:
+        return read_source(ref.path), None
+    except UnreadableSource as exc:
+        return None, exc.diagnostic
+
+
+def _deepspeed(launch):
+    """The DeepSpeed JSON, with GPUs per node, nodes and world size from the launcher's words."""
+    from trainlint.adapters.deepspeed import FORMAT, load_deepspeed_config
+    from trainlint.checker import FileResult
+    from trainlint.launch_command import COMMAND_LINE, launcher_cluster
+
+    ref = launch.deepspeed_config
+    source, problem = _read(ref, "DeepSpeed config")
+    if source is None:
+        return FileResult(COMMAND_LINE, None, [problem])
+    loaded = load_deepspeed_config(source)
+    cluster = launcher_cluster(launch)
+    for spec in loaded.specs:
+        if cluster is not None:
+            for name in ("gpus_per_node", "nodes", "world_size"):
+                value = getattr(cluster, name)
+                if value is not None and getattr(spec.cluster, name) is None:
+                    setattr(spec.cluster, name, value)
+        spec.label = f"{launch.entry or 'command'} with {ref.written}"
+        if COMMAND_LINE not in spec.sources:
+            spec.sources.append(COMMAND_LINE)
+    return FileResult(source.path, FORMAT, list(loaded.diagnostics), loaded.specs, loaded.documents)
+
+
+def _neox(launch, session):
+    """deepy.py's YAML files, merged in order as one run (NeoX's own order: later files win)."""
+    from trainlint.adapters.base import LoadContext
+    from trainlint.checker import FileResult, check_source
+    from trainlint.launch_command import COMMAND_LINE
+
+    refs = launch.neox_configs
+    if not refs:
+        return FileResult(COMMAND_LINE, None)
+    problems = []
+    sources = []
+    for ref in refs:
+        source, problem = _read(ref, "GPT-NeoX config")
+        if problem is not None:
+            problems.append(problem)
+        sources.append(source)
+    if problems:
+        return FileResult(COMMAND_LINE, None, problems)
+    context = LoadContext(extra_paths=[r.path for r in refs[1:]], environment=session.environment)
+    return check_source(sources[0], session.registry.adapters, context, force_format="neox")
+
+
+# ------------------------------------------------------------------------------- the decision
+
+
+def decide(results: list, fail_level: str) -> tuple[int, str] | None:
+    """None when the command may run; else (exit code, why not)."""
+    diagnostics = [d for r in results for d in r.diagnostics]
+    failed = [d for d in diagnostics if d.code in ("TL998", "TL999")]
+    if failed:
+        return EXIT_ERROR, f"trainlint itself failed ({failed[0].code} above)"
+    rank = {"error": 2, "warning": 1}[fail_level]
+    blocking = [d for d in diagnostics if d.severity.rank >= rank]
+    if blocking:
+        what = "error" if fail_level == "error" else "warning or error"
+        plural = "s" if len(blocking) != 1 else ""
+        return EXIT_FINDINGS, f"{len(blocking)} finding{plural} at {what} level (--fail-level {fail_level})"
+    return None
+
+
+# ---------------------------------------------------------------------------------- execution
+
+
+def execute(argv: list[str]) -> int:
+    """Run the command as it is (no shell), wait, and return its exit code as a shell reports it."""
+    try:
+        child = subprocess.Popen(argv)  # noqa: S603 - the user's own command, run unchanged
+    except FileNotFoundError:
+        print(f"trainlint: {argv[0]}: command not found", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except (PermissionError, IsADirectoryError, OSError) as exc:
+        print(f"trainlint: {argv[0]}: cannot execute: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_CANNOT_EXECUTE
+    with forwarded_signals(child):
+        code = child.wait()
+    return 128 - code if code < 0 else code
+
+
+@contextmanager
+def forwarded_signals(child: subprocess.Popen) -> Iterator[None]:
+    """Pass SIGTERM (and SIGINT, see :func:`_terminal_delivered`) on to the child while it runs;
+    trainlint itself stays alive to report the child's exit code."""
+    previous = {}
+
+    def forward(signum, _frame) -> None:
+        if signum == signal.SIGINT and _terminal_delivered(child):
+            return
+        try:
+            child.send_signal(signum)
+        except (ProcessLookupError, OSError):
+            pass  # already gone: wait() returns its status
+
+    for name in FORWARDED_SIGNALS:
+        signum = getattr(signal, name, None)
+        if signum is None:
+            continue
+        try:
+            previous[signum] = signal.signal(signum, forward)
+        except (ValueError, OSError):  # not the main thread, or not supported here
+            continue
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _terminal_delivered(child: subprocess.Popen) -> bool:
+    """True when a SIGINT came from the terminal (Ctrl-C) and so already reached the child: it is
+    in trainlint's process group and that group is the terminal's foreground group. Forwarding it
+    again would interrupt the child twice (uv run decides the same way)."""
+    if not hasattr(os, "getpgid") or not hasattr(os, "tcgetpgrp"):
+        return False
+    try:
+        own = os.getpgrp()
+        if os.getpgid(child.pid) != own:
+            return False
+        for fd in (0, 1, 2):
+            if os.isatty(fd):
+                return os.tcgetpgrp(fd) == own
+    except OSError:
+        return False
+    return False

@@ -1,0 +1,260 @@
+"""What a launch command line runs, and the configs it names (for ``trainlint run -- <command>``).
+
+The command is read as the words the program will receive (no shell is involved: ``trainlint run``
+passes them to the program unchanged). Launchers are recognised by the Megatron adapter's own
+reader (:func:`trainlint.adapters.megatron.launch.find_invocation`: ``torchrun``, ``python -m
+torch.distributed.run|launch``, ``deepspeed``, ``srun``, ``mpirun``, ``env``, ``nohup``...), so a
+command line and a launch script give the same world size. What is then checked:
+
+* **Megatron** (an entry point such as ``pretrain_gpt.py``, or Megatron-only flags): the argument
+  list itself, with :func:`trainlint.adapters.megatron.adapter.load_argv`, which also reads the
+  ``--deepspeed_config`` JSON of Megatron-DeepSpeed.
+* **DeepSpeed** (any other script given ``--deepspeed_config FILE``, ``--deepspeed-config FILE``,
+  ``--deepspeed_config=FILE``, ``--deepscale_config FILE``, or ``--deepspeed FILE.json`` as the
+  Hugging Face Trainer takes it): the JSON, with the launcher's world size.
+* **GPT-NeoX** (``deepy.py train.py a.yml b.yml``): the YAML files, merged in order as one run,
+  with ``-d/--conf_dir`` and NeoX's own rule that a name without ``.yml``/``.json`` gets ``.yml``.
+* **a launch script** (``bash train.sh``, ``sh``, ``sbatch [options] train.sh``, ``./train.sh``):
+  the script, as ``trainlint check`` reads it (its own ``$1`` defaults, not the words given here).
+
+Positions in the command line: the path is ``<command line>``, line 1, and the column counts
+characters in the words joined by single spaces (:func:`command_text`), which is how
+``load_argv`` places Megatron flags; ``trainlint run`` prints that text before the findings.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Callable
+
+from trainlint.positions import LineIndex, Span
+
+COMMAND_LINE = "<command line>"
+"""The path diagnostics about the command line itself carry."""
+
+SCRIPT_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
+_SHELLS = {"bash", "sh", "zsh", "dash", "ksh"}
+_DS_CONFIG_FLAGS = ("--deepspeed_config", "--deepspeed-config", "--deepscale_config", "--deepscale-config")
+
+# deepy.py's own options (gpt-neox megatron/neox_arguments/arguments.py, consume_deepy_args @ ea7aefd):
+# those that take one value, and --eval_tasks, which takes one or more.
+_NEOX_VALUE_OPTIONS = {"-d", "--conf_dir", "--wandb_group", "--wandb_run_name", "--wandb_team", "--iteration",
+                       "--eval_results_prefix", "-H", "--hostfile", "-i", "--sample_input_file", "-o",
+                       "--sample_output_file", "--autotuning"}
+_NEOX_MANY_OPTIONS = {"--eval_tasks"}
+
+
+def command_text(argv: list[str]) -> str:
+    """The text positions in the command line refer to: the words joined by single spaces."""
+    return " ".join(argv)
+
+
+@dataclass
+class WordRef:
+    """A word of the command line that names a file, with where it is written."""
+
+    index: int
+    path: str
+    """The file as the program will open it (relative to the current directory)."""
+    written: str
+    span: Span
+
+
+@dataclass
+class LaunchCommand:
+    argv: list[str]
+    kind: str
+    """``megatron``, ``deepspeed``, ``neox``, ``script`` or ``none`` (nothing trainlint reads)."""
+    launchers: list[str] = field(default_factory=list)
+    entry: str | None = None
+    invocation: object | None = None
+    """The Megatron adapter's Invocation (launchers, world size words), when a Python script runs."""
+    deepspeed_config: WordRef | None = None
+    neox_configs: list[WordRef] = field(default_factory=list)
+    script: WordRef | None = None
+    script_args: list[str] = field(default_factory=list)
+
+    def span_of_word(self, index: int, start: int = 0, end: int | None = None) -> Span:
+        return word_span(self.argv, index, start, end)
+
+
+def word_span(argv: list[str], index: int, start: int = 0, end: int | None = None) -> Span:
+    """The span of ``argv[index][start:end]`` in :func:`command_text`."""
+    offset = sum(len(w) + 1 for w in argv[:index])
+    word = argv[index]
+    end = len(word) if end is None else end
+    return LineIndex(command_text(argv)).span(offset + start, offset + end)
+
+
+def argv_fields(argv: list[str], path: str = COMMAND_LINE):
+    """The words as the Megatron adapter's fields, located in :func:`command_text` (as ``load_argv``)."""
+    from trainlint.adapters.megatron.words import Field, Loc, Seg
+
+    fields = []
+    pos = 0
+    for word in argv:
+        loc = Loc(path, pos, pos + len(word))
+        fields.append(Field((Seg(word, loc, True),), loc))
+        pos += len(word) + 1
+    return fields
+
+
+def span_function(argv: list[str], path: str = COMMAND_LINE) -> Callable:
+    """Loc -> (path, Span) for locations in the command line (what the spec builder expects)."""
+    index = LineIndex(command_text(argv))
+
+    def span_of(loc):
+        if loc is None:
+            return None, None
+        if loc.path != path:
+            return loc.path, None
+        return loc.path, index.span(loc.start, loc.end)
+
+    return span_of
+
+
+def parse_launch(argv: list[str]) -> LaunchCommand:
+    """Classify a command line; never raises on odd input."""
+    from trainlint.adapters.megatron.launch import find_invocation
+    from trainlint.adapters.megatron.shell import Command
+    from trainlint.adapters.megatron.words import Loc
+
+    if not argv:
+        return LaunchCommand(argv, "none")
+    fields = argv_fields(argv)
+    command = Command(fields, Loc(COMMAND_LINE, 0, len(command_text(argv))))
+    # The same test load_argv applies: a Megatron entry point, or a script given Megatron-only flags.
+    megatron = find_invocation(command, distinctive_needed=1)
+    if megatron is not None:
+        return LaunchCommand(argv, "megatron", list(megatron.launchers), megatron.entry_path, megatron)
+    inv = find_invocation(command, distinctive_needed=0)  # any Python script, with its launchers
+    if inv is not None:
+        found = LaunchCommand(argv, "none", list(inv.launchers), inv.entry_path, inv)
+        args_start = _index_of(fields, inv.args[0]) if inv.args else len(argv)
+        if os.path.basename(inv.entry_path) == "deepy.py":
+            found.kind = "neox"
+            found.neox_configs = _neox_configs(argv, args_start)
+            return found
+        ref = _deepspeed_config(argv, args_start)
+        if ref is not None:
+            found.kind = "deepspeed"
+            found.deepspeed_config = ref
+        return found
+    script = _script(argv)
+    if script is not None:
+        ref, rest = script
+        return LaunchCommand(argv, "script", script=ref, script_args=rest)
+    return LaunchCommand(argv, "none")
+
+
+def _index_of(fields: list, wanted) -> int:
+    for i, f in enumerate(fields):
+        if f.site == wanted.site:
+            return i
+    return len(fields)
+
+
+def _ref(argv: list[str], index: int, written: str, start: int = 0, path: str | None = None) -> WordRef:
+    return WordRef(index, path or written, written, word_span(argv, index, start))
+
+
+def _deepspeed_config(argv: list[str], start: int) -> WordRef | None:
+    """The DeepSpeed JSON the training script is given; the last one wins, as with argparse."""
+    found = None
+    i = start
+    while i < len(argv):
+        word = argv[i]
+        name, eq, value = word.partition("=")
+        if name in _DS_CONFIG_FLAGS or (name == "--deepspeed" and (value if eq else _next(argv, i)).endswith(".json")):
+            if eq:
+                found = _ref(argv, i, value, len(name) + 1)
+            elif i + 1 < len(argv):
+                found = _ref(argv, i + 1, argv[i + 1])
+                i += 1
+        i += 1
+    return found
+
+
+def _next(argv: list[str], i: int) -> str:
+    return argv[i + 1] if i + 1 < len(argv) else ""
+
+
+def _neox_configs(argv: list[str], start: int) -> list[WordRef]:
+    """deepy.py's positional words: the user script, then the config files (``-d DIR`` prefixes them)."""
+    conf_dir = None
+    positionals: list[tuple[int, str]] = []
+    i = start
+    while i < len(argv):
+        word = argv[i]
+        name, eq, value = word.partition("=")
+        if word.startswith("-") and word != "-":
+            if name in _NEOX_VALUE_OPTIONS:
+                if not eq:
+                    value = _next(argv, i)
+                    i += 1
+                if name in ("-d", "--conf_dir"):
+                    conf_dir = value
+            elif name in _NEOX_MANY_OPTIONS and not eq:
+                while i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+                    i += 1
+            i += 1
+            continue
+        positionals.append((i, word))
+        i += 1
+    refs = []
+    for index, written in positionals[1:]:  # the first one is the user script (train.py)
+        path = os.path.join(conf_dir, written) if conf_dir else written
+        if not (path.endswith(".yml") or path.endswith(".json")):
+            path += ".yml"  # NeoX: "enables us to pass in `125M` instead of `125M.yml`"
+        refs.append(_ref(argv, index, written, path=path))
+    return refs
+
+
+def _script(argv: list[str]) -> tuple[WordRef, list[str]] | None:
+    """``bash train.sh ...``, ``sbatch --nodes 2 train.sh``, ``srun bash x.sh``, ``./train.sh``."""
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        base = os.path.basename(word)
+        if base == "env" or (i > 0 and "=" in word and word.split("=", 1)[0].isidentifier() and not word.startswith("-")):
+            i += 1
+            continue
+        if base in _SHELLS or base in ("sbatch", "srun", "nohup", "time", "exec"):
+            if base in _SHELLS and any(w == "-c" or (w.startswith("-") and not w.startswith("--") and "c" in w[1:])
+                                       for w in argv[i + 1:i + 3]):
+                return None  # an inline command string, not a file
+            for j in range(i + 1, len(argv)):
+                candidate = argv[j]
+                if candidate.startswith("-"):
+                    continue
+                if os.path.basename(candidate) in _SHELLS:
+                    break  # srun bash x.sh: look again from the shell
+                if candidate.endswith(SCRIPT_SUFFIXES) and os.path.isfile(candidate):
+                    return _ref(argv, j, candidate), argv[j + 1:]
+                if base in _SHELLS and os.path.isfile(candidate):
+                    return _ref(argv, j, candidate), argv[j + 1:]
+            else:
+                return None
+            i = j
+            continue
+        if word.endswith(SCRIPT_SUFFIXES) and os.path.isfile(word):
+            return _ref(argv, i, word), argv[i + 1:]
+        return None
+    return None
+
+
+def launcher_cluster(launch: LaunchCommand):
+    """GPUs per node, nodes and world size as the launcher's words give them, located in the command
+    line; the Megatron adapter's own reading of launcher arguments (defaults included: torchrun
+    without --nnodes is one node, ``deepspeed`` without --num_nodes or a hostfile is one node, plain
+    ``python`` is one process). None when no Python script runs."""
+    if launch.invocation is None:
+        return None
+    from trainlint.adapters.megatron.flags import CURRENT, ParsedArgs
+    from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder
+
+    inv = launch.invocation
+    context = BuildContext(COMMAND_LINE, "launcher", CURRENT, inv.entry_path, span_function(launch.argv),
+                           dict(inv.world), inv.all_local_gpus, list(inv.launchers))
+    return SpecBuilder(ParsedArgs(), context).build().cluster
