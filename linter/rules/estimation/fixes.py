@@ -27,8 +27,21 @@ def _fix_value(value: Any, note: str) -> Value:
     return Value(value, Provenance(Origin.ASSUMED, note=f"candidate fix: {note}"))
 
 
+def copy_spec(spec: TrainingSpec) -> TrainingSpec:
+    """A copy of ``spec`` whose fields and settings can be set without touching the original.
+    Values are immutable, so the sections and the settings are copied, not the values (a deep
+    copy cost most of a check's time on the corpus)."""
+    out = copy.copy(spec)
+    for section in ("model", "parallel", "batch", "precision", "memory", "cluster", "run"):
+        setattr(out, section, copy.copy(getattr(spec, section)))
+    out.settings = dict(spec.settings)
+    out.unresolved = dict(spec.unresolved)
+    out.sources = list(spec.sources)
+    return out
+
+
 def _with(spec: TrainingSpec, **fields: Any) -> TrainingSpec:
-    modified = copy.deepcopy(spec)
+    modified = copy_spec(spec)
     for dotted, value in fields.items():
         modified.set(dotted.replace("__", "."), _fix_value(value, dotted))
     return modified
@@ -153,7 +166,7 @@ def search_closest(spec: TrainingSpec, candidates: Callable[[TrainingSpec], Iter
 
 
 def _with_setting(spec: TrainingSpec, key: str, value: Any) -> TrainingSpec:
-    modified = copy.deepcopy(spec)
+    modified = copy_spec(spec)
     modified.settings[key] = _fix_value(value, key)
     return modified
 
@@ -312,3 +325,52 @@ def final_changes(chain: list[Candidate], original: TrainingSpec | None = None) 
         elif spelled_batch not in words:
             words.append(spelled_batch)
     return final, " and ".join(words)
+
+
+# ------------------------------------------------------------------ whole-layout suggestions
+
+
+def _builtin_launch_rules():
+    """The built-in TL1xx rules with their defaults, built once per process (the layout search
+    runs them on its finalists)."""
+    global _LAUNCH_RULES
+    if _LAUNCH_RULES is None:
+        from trainlint.layout.launch import launch_rules
+        from trainlint.plugins import create_host
+        from trainlint.registry import build_registry
+
+        _LAUNCH_RULES = launch_rules(build_registry(create_host(entry_points=False)))
+    return _LAUNCH_RULES
+
+
+_LAUNCH_RULES = None
+
+
+def suggest_layout(spec: TrainingSpec, estimator: Callable[[TrainingSpec], Any], headroom: float) -> Any:
+    """The fastest whole layout ``trainlint suggest`` finds for ``spec`` (TP, PP, VP, CP, micro
+    batch, recompute, ZeRO / distributed optimizer together; under ``headroom``; no new
+    launch-time finding), or None. For findings that no single change resolves."""
+    from trainlint.layout.search import SearchError, SearchOptions, search
+
+    try:
+        result = search(spec, None, SearchOptions(top=1, headroom=headroom, max_checked=20, max_structures=5_000,
+                                                  max_evaluated=50_000),
+                        rules=_builtin_launch_rules(), estimator=estimator)
+    except SearchError:
+        return None
+    best = result.best
+    if best is None or best.is_current:
+        return None
+    return best
+
+
+def layout_sentence(best: Any, current: Any) -> str:
+    """"trainlint suggest: TP 8 PP 4 DP 2 micro 1 GA 512 recompute none (--tensor-model-parallel-size 8
+    ...) fits at 61.0 of 80.0 GiB, 1.30x tokens/s"."""
+    from trainlint.layout.render import layout_text
+
+    e = best.estimate
+    spelled = ", ".join(best.spelled)
+    return (f"trainlint suggest: {layout_text(best.layout, best.spec.framework)} ({spelled}) fits at "
+            f"{e.worst_stage.total / 2**30:.1f} of {e.capacity_bytes / 2**30:.1f} GiB, MFU {e.mfu:.1%}, "
+            f"{e.tokens_per_s / current.tokens_per_s:.2f}x tokens/s")

@@ -9,7 +9,8 @@ from trainlint.diagnostics import Severity
 from trainlint.estimator import coefficients as C
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import final_changes, fits, memory_candidates, point_at, search_closest
+from trainlint.rules.estimation.fixes import (final_changes, fits, layout_sentence, memory_candidates, point_at, search_closest,
+                                              suggest_layout)
 from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
 
@@ -82,6 +83,11 @@ class OomRisk(Rule):
                 # Point at the first value the fix changes that is written somewhere; a default
                 # (recompute off, TP 1) has no place in the file, the micro batch usually does.
                 at = point_at(spec, *(c.target for c in final)) or at
+            if found is None or not found[2]:
+                # No change to one setting is enough: the whole-layout search (trainlint suggest).
+                layout = suggest_layout(spec, ctx.estimator, headroom)
+                if layout is not None:
+                    fix = f"no single change brings it under {headroom:.0%}; {layout_sentence(layout, est)}"
         yield Finding(message, at=at, fix=fix, severity=Severity.ERROR if over else Severity.WARNING)
 
 

@@ -7,8 +7,8 @@ from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import (communication_candidates, final_changes, fits, point_at,
-                                              search_closest, throughput_candidates)
+from trainlint.rules.estimation.fixes import (communication_candidates, final_changes, fits, layout_sentence, point_at,
+                                              search_closest, suggest_layout, throughput_candidates)
 from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
 
@@ -88,6 +88,12 @@ class LowExpectedMfu(Rule):
                 if not resolved:  # nothing reaches the threshold: how far the best changes get
                     fix = f"no change tried reaches {threshold:.0%}; the closest, " + fix
                 at = point_at(spec, *(c.target for c in final)) or at
+            if found is None or not found[2]:
+                # No single change reaches the threshold: the whole-layout search (trainlint suggest).
+                layout = suggest_layout(spec, ctx.estimator, headroom)
+                closest = found[1].mfu if found is not None and fits(found[1], headroom) else est.mfu
+                if layout is not None and layout.estimate.mfu > max(est.mfu * 1.05, closest):
+                    fix = f"no single change reaches {threshold:.0%}; {layout_sentence(layout, est)}"
         yield Finding(message, at=at, fix=fix)
 
 

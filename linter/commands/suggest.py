@@ -1,0 +1,219 @@
+"""``trainlint suggest PATH``: the parallel layouts that fit in memory, launch, and run fastest."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+
+DIMENSION_NAMES = ("tp", "pp", "vpp", "cp", "micro", "batch", "recompute", "zero", "dist-opt")
+
+
+def _dimensions(text: str) -> frozenset[str]:
+    names = {n.strip().lower() for n in text.split(",") if n.strip()}
+    unknown = names - set(DIMENSION_NAMES)
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown dimension(s) {', '.join(sorted(unknown))}; "
+                                         f"choose from {', '.join(DIMENSION_NAMES)}")
+    return frozenset("micro" if n == "batch" else n for n in names)
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text}")
+    return value
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text}")
+    return value
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "suggest", help="search the parallel layouts that fit in memory and run fastest",
+        description="Search tensor / pipeline (and virtual) / context / data parallelism, micro batch and "
+                    "accumulation, recompute and ZeRO stage / distributed optimizer for a config; keep the "
+                    "layouts that stay under the memory headroom and pass every launch-time rule (TL1xx); "
+                    "rank them by estimated tokens/s (or cost per token) and show the change in the config's "
+                    "own terms.")
+    p.add_argument("path", metavar="PATH", help="config file (DeepSpeed JSON, Megatron-LM launch script, GPT-NeoX YAML)")
+    p.add_argument("--gpu", metavar="ID", help="GPU catalog id (default: the project config, else h100-sxm, assumed)")
+    p.add_argument("--nodes", type=int, metavar="N", help="number of nodes")
+    p.add_argument("--gpus-per-node", type=int, metavar="N", help="GPUs per node (default 8)")
+    p.add_argument("--model", metavar="PRESET|PATH", help="model preset id (e.g. llama2-7b) or a local HF config.json")
+    p.add_argument("--run", action="append", default=[], metavar="FILE,FILE...",
+                   help="files that form one run, merged in order; repeatable")
+    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                   help="value of a launch-script variable for static resolution; repeatable")
+    p.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
+    p.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    p.add_argument("--top", type=int, default=5, metavar="K", help="how many layouts to show (default 5)")
+    p.add_argument("--headroom", type=_fraction, metavar="FRACTION",
+                   help="keep the worst stage under this fraction of the GPU's memory "
+                        "(default: TL201's headroom option, else 0.90)")
+    p.add_argument("--allow-batch-change", nargs="?", const=0.25, type=_fraction, metavar="FRACTION",
+                   help="let the global batch move to the nearest size a layout can make, by at most FRACTION "
+                        "(default 0.25); without it the global batch is held fixed")
+    p.add_argument("--price-per-gpu-hour", type=_positive, metavar="PRICE",
+                   help="rank by cost per token at this price per GPU-hour (shown per million tokens)")
+    p.add_argument("--fix", type=_dimensions, default=frozenset(), metavar="DIMS",
+                   help=f"dimensions to keep as they are (comma-separated: {', '.join(DIMENSION_NAMES)})")
+    p.add_argument("--vary", type=_dimensions, metavar="DIMS",
+                   help="search only these dimensions (comma-separated); the others stay as they are")
+    p.add_argument("--max-micro", type=int, default=64, metavar="N", help="largest micro batch tried (default 64)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument("--write-to", metavar="FILE",
+                   help="write the chosen layout (see --pick) back in the config's own format to FILE "
+                        "(a directory for a multi-file run; - for standard output)")
+    p.add_argument("--pick", type=int, default=1, metavar="N", help="which suggestion --write-to writes (default 1)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from trainlint.checker import check_paths
+    from trainlint.commands.check import parse_env
+    from trainlint.config import ConfigError, discover
+    from trainlint.estimator import ContextError, build_context
+    from trainlint.layout import SearchError, SearchOptions, search
+    from trainlint.layout.launch import launch_rules
+    from trainlint.layout.render import render_json, render_text
+    from trainlint.plugins import create_host
+    from trainlint.registry import build_registry
+
+    if args.top < 1 or args.pick < 1 or args.max_micro < 1:
+        print("trainlint: error: --top, --pick and --max-micro must be at least 1", file=sys.stderr)
+        return EXIT_ERROR
+    runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
+    missing = [p for p in [args.path] if not Path(p).exists()] + [p for r in runs for p in r if not Path(p).is_file()]
+    if missing:
+        print(f"trainlint: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        environment = parse_env(args.env)
+        project = discover(Path(args.path), args.config, args.isolated)
+    except (ValueError, ConfigError) as exc:
+        print(f"trainlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    host = create_host(project.plugins, Path(project.root) if project.root else None)
+    registry = build_registry(host)
+    try:
+        rules = launch_rules(registry, project.rule_options)
+    except ConfigError as exc:
+        print(f"trainlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    headroom = args.headroom if args.headroom is not None else _project_headroom(project)
+    options = SearchOptions(headroom=headroom, top=max(args.top, args.pick), fix=args.fix, vary=args.vary,
+                            batch_tolerance=args.allow_batch_change, price_per_gpu_hour=args.price_per_gpu_hour,
+                            max_micro=args.max_micro)
+    results = check_paths([args.path], registry.adapters, runs=project.runs + runs,
+                          environment={**project.environment, **environment})
+    outputs = []
+    sources = []
+    problems = False
+    for result in results:
+        errors = [d for d in result.diagnostics if d.severity.value == "error"]
+        if result.internal_error or (not result.specs and errors):
+            for d in errors:
+                print(f"{result.path}: {d.code} {d.message}", file=sys.stderr)
+            return EXIT_ERROR
+        if not result.specs:
+            print(f"trainlint: {result.path}: not a DeepSpeed, Megatron-LM or GPT-NeoX config", file=sys.stderr)
+            return EXIT_ERROR
+        for spec in result.specs:
+            try:
+                ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+                                    model=args.model, project_raw=project.raw, project_path=project.path)
+                found = search(spec, ctx, options, rules=rules, project=project)
+            except ContextError as exc:
+                print(f"trainlint: error: {exc}", file=sys.stderr)
+                return EXIT_ERROR
+            except SearchError as exc:
+                print(f"trainlint: {spec.label or result.path}: {exc}", file=sys.stderr)
+                problems = True
+                continue
+            problems |= not found.suggestions
+            outputs.append((result.path, found))
+            sources.append(result)
+    shown = [(path, _trim(found, args.top)) for path, found in outputs]
+    if args.format == "json":
+        sys.stdout.write(render_json(shown) if shown else "[]\n")
+    else:
+        sys.stdout.write(render_text(shown))
+    if args.write_to:
+        code = _write_back(args, outputs, sources)
+        if code != EXIT_CLEAN:
+            return code
+    if not outputs:
+        return EXIT_FINDINGS
+    return EXIT_FINDINGS if problems else EXIT_CLEAN
+
+
+def _project_headroom(project) -> float:
+    """TL201's headroom option from the project config (by code or name), else 0.90."""
+    for key in ("TL201", "oom-risk"):
+        value = (project.rule_options or {}).get(key, {}).get("headroom")
+        if isinstance(value, (int, float)) and 0 < value <= 1:
+            return float(value)
+    return 0.90
+
+
+def _trim(found, top: int):
+    """The search keeps max(top, pick) suggestions; show ``top``."""
+    import copy
+
+    if len(found.suggestions) <= top:
+        return found
+    shown = copy.copy(found)
+    shown.suggestions = found.suggestions[:top]
+    return shown
+
+
+def _write_back(args: argparse.Namespace, outputs, sources) -> int:
+    if len(outputs) != 1:
+        print(f"trainlint: error: --write-to needs one run, {args.path} has {len(outputs)}", file=sys.stderr)
+        return EXIT_ERROR
+    (_, found), result = outputs[0], sources[0]
+    if len(found.suggestions) < args.pick:
+        print(f"trainlint: error: --pick {args.pick}: only {len(found.suggestions)} suggestion(s)", file=sys.stderr)
+        return EXIT_FINDINGS
+    chosen = found.suggestions[args.pick - 1]
+    try:
+        from trainlint.layout.writeback import rewrite
+    except ImportError:
+        print("trainlint: error: writing a layout back is not available in this build", file=sys.stderr)
+        return EXIT_ERROR
+    try:
+        texts = rewrite(result, found.spec, dict(chosen.changes))
+    except (ValueError, NotImplementedError) as exc:
+        print(f"trainlint: error: cannot write the layout back: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    target = Path(args.write_to)
+    if args.write_to == "-":
+        for text in texts.values():
+            sys.stdout.write(text)
+        return EXIT_CLEAN
+    if target.is_dir():
+        for source, text in texts.items():
+            (target / Path(source).name).write_text(text, encoding="utf-8")
+        written = ", ".join(str(target / Path(s).name) for s in texts)
+    elif len(texts) == 1:
+        target.write_text(next(iter(texts.values())), encoding="utf-8")
+        written = str(target)
+    else:
+        print(f"trainlint: error: the layout changes {len(texts)} files ({', '.join(texts)}); give a directory to "
+              "--write-to", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"wrote suggestion {chosen.rank} ({chosen.layout.short()}) to {written}", file=sys.stderr)
+    return EXIT_CLEAN

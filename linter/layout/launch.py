@@ -1,0 +1,45 @@
+"""Running the launch-time rules (TL1xx) on a candidate spec.
+
+A candidate is refused when a TL1xx rule reports something on it that the config as written
+does not already get: the suggestion must not introduce a start-up failure, but a finding that
+has nothing to do with the layout (a missing data path) must not refuse every layout either.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from trainlint.rules import Rule, RuleContext
+from trainlint.spec import TrainingSpec
+
+LaunchRules = Sequence[tuple[type[Rule], dict[str, Any]]]
+
+
+def launch_rules(registry: Any, rule_options: dict[str, dict[str, Any]] | None = None) -> LaunchRules:
+    """The registry's TL1xx rules with their options (the project's, else the defaults)."""
+    from trainlint.engine import resolve_options
+
+    return [(rule, resolve_options(rule, rule_options or {})) for rule in registry.by_selector("TL1")]
+
+
+def default_launch_rules() -> LaunchRules:
+    """The built-in and installed plugins' TL1xx rules (no project config)."""
+    from trainlint.plugins import create_host
+    from trainlint.registry import build_registry
+
+    return launch_rules(build_registry(create_host()))
+
+
+def launch_findings(spec: TrainingSpec, rules: LaunchRules, project: Any = None) -> set[tuple[str, str]]:
+    """(code, message) of every TL1xx finding on ``spec``."""
+    out: set[tuple[str, str]] = set()
+    for rule, options in rules:
+        if rule.frameworks and spec.framework not in rule.frameworks:
+            continue
+        ctx = RuleContext(options=options, project=project)
+        try:
+            for finding in rule().check(spec, ctx):
+                out.add((rule.code, finding.message))
+        except Exception as exc:  # noqa: BLE001 - a failing rule refuses the candidate, it does not stop the search
+            out.add((rule.code, f"rule failed: {type(exc).__name__}: {exc}"))
+    return out
