@@ -82,7 +82,7 @@ EXTRA_STEPS: list[Callable[[FileResult], None]] = []
 
 
 def exercise(name: str, text: str) -> list[FileResult]:
-    """check -> rules (with estimates) -> estimate rendering for one text; raise on a bad outcome."""
+    """check -> rules (with estimates) -> estimate rendering -> suggest for one text; raise on a bad outcome."""
     with watchdog():
         loaded = check_source(SourceText(name, text), registry().adapters, LoadContext())
         results = lint([loaded], registry(), _settings())
@@ -94,9 +94,25 @@ def exercise(name: str, text: str) -> list[FileResult]:
             outputs.append((name, est))
         if outputs:
             json.loads(render_json(outputs))
+        for spec in loaded.specs:
+            _suggest(spec)
         for step in EXTRA_STEPS:
             step(loaded)
     return results
+
+
+def _suggest(spec) -> None:
+    """``trainlint suggest`` on the spec (small bounds: the point is the code paths, not the answer)."""
+    from trainlint.layout.search import SearchError, SearchOptions, search
+
+    ctx = build_context(spec, nodes=2, gpus_per_node=8)
+    try:
+        found = search(spec, ctx, SearchOptions(top=2, max_checked=10, max_structures=500, max_evaluated=5000))
+    except SearchError:
+        return  # a stated refusal (a run the estimator does not model)
+    for suggestion in found.suggestions:
+        if not suggestion.estimate.fits and suggestion.estimate.worst_stage.total > suggestion.estimate.capacity_bytes:
+            raise FuzzFailure(f"suggested a layout over capacity: {suggestion.layout}")
 
 
 def seed_files(limit_per_kind: int | None = None) -> list[Path]:
