@@ -102,6 +102,27 @@ class MegatronAdapter(Adapter):
         return load_script(source, context)
 
 
+@dataclass
+class ParsedRun:
+    """One training run as the adapter read it, for tools that edit the script in place
+    (``trainlint suggest --write-to``): its spec, the arguments as argparse sees them (every
+    Setting with the Fields and Locs it came from) and the shell evaluation (assignments, files)."""
+
+    spec: TrainingSpec
+    parsed: ParsedArgs
+    args: list[Field]
+    shell: ShellResult | None
+
+
+def load_runs(source: SourceText, context: LoadContext) -> tuple[LoadResult, list[ParsedRun]]:
+    """:meth:`MegatronAdapter.load` plus the :class:`ParsedRun` of each spec, in the same order."""
+    runs: list[ParsedRun] = []
+    if source.path.lower().endswith((".yaml", ".yml")) or (
+            _SNIFF_YAML.search(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
+        return load_yaml(source, context, runs), runs
+    return load_script(source, context, runs), runs
+
+
 # ------------------------------------------------------------------------------ shell scripts
 
 
@@ -122,7 +143,7 @@ class _Spans:
         return loc.path, index.span(loc.start, loc.end)
 
 
-def load_script(source: SourceText, context: LoadContext) -> LoadResult:
+def load_script(source: SourceText, context: LoadContext, collect: list[ParsedRun] | None = None) -> LoadResult:
     result = LoadResult(FORMAT)
     shell = evaluate(source, context.read, context.environment)
     result.diagnostics.extend(shell.diagnostics)
@@ -155,9 +176,9 @@ def load_script(source: SourceText, context: LoadContext) -> LoadResult:
             vis = inv.command.prefix["CUDA_VISIBLE_DEVICES"]
             if vis.text is not None:
                 build.world["gpus_per_node"] = _count_field(vis)
-        _one_spec(result, source, context, shell, spans, inv.args, build)
+        _one_spec(result, source, context, shell, spans, inv.args, build, collect)
     if not result.specs:
-        _variables_spec(result, source, context, shell, spans)
+        _variables_spec(result, source, context, shell, spans, collect)
     result.diagnostics = _dedupe(result.diagnostics)
     return result
 
@@ -179,7 +200,8 @@ def _dialect(args: list[Field], entry: str | None, path: str, launchers: list[st
 
 
 def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shell: ShellResult | None,
-              spans: _Spans, args: list[Field], build: BuildContext) -> TrainingSpec:
+              spans: _Spans, args: list[Field], build: BuildContext,
+              collect: list[ParsedRun] | None = None) -> TrainingSpec:
     reader = ArgReader(flag_table(), spans, build.dialect, build.entry, source.path)
     parsed = reader.read(args)
     result.diagnostics.extend(parsed.diagnostics)
@@ -187,6 +209,8 @@ def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shel
     _merge_deepspeed(result, spec, parsed, source, context, shell, spans)
     result.specs.append(spec)
     result.documents.append(_document(source, parsed, spans))
+    if collect is not None:
+        collect.append(ParsedRun(spec, parsed, list(args), shell))
     return spec
 
 
@@ -210,7 +234,7 @@ def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans) -> Document
 
 
 def _variables_spec(result: LoadResult, source: SourceText, context: LoadContext, shell: ShellResult,
-                    spans: _Spans) -> None:
+                    spans: _Spans, collect: list[ParsedRun] | None = None) -> None:
     """No invocation: a spec from the variables that hold Megatron flags (modelopt conf/*.sh)."""
     table = flag_table()
     candidates: list[tuple[str, list[Field], set]] = []
@@ -253,10 +277,10 @@ def _variables_spec(result: LoadResult, source: SourceText, context: LoadContext
             build = BuildContext(source.path, f"{entry_name} in {label}",
                                  _dialect(inv.args, inv.entry_path, source.path, inv.launchers), inv.entry_path,
                                  spans, dict(inv.world), inv.all_local_gpus, list(inv.launchers))
-            _one_spec(result, source, context, shell, spans, inv.args, build)
+            _one_spec(result, source, context, shell, spans, inv.args, build, collect)
             return
     build = BuildContext(source.path, label, _dialect(args, None, source.path, []), None, spans)
-    _one_spec(result, source, context, shell, spans, args, build)
+    _one_spec(result, source, context, shell, spans, args, build, collect)
 
 
 def _fields_of(value) -> list[Field]:
@@ -417,7 +441,7 @@ def load_argv(argv: list[str], path: str = "<argv>", context: LoadContext | None
 _PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*(?::?-[^}]*)?\}?")
 
 
-def load_yaml(source: SourceText, context: LoadContext) -> LoadResult:
+def load_yaml(source: SourceText, context: LoadContext, collect: list[ParsedRun] | None = None) -> LoadResult:
     from trainlint.adapters.yaml_tree import parse_yaml
 
     result = LoadResult(FORMAT)
@@ -474,7 +498,7 @@ def load_yaml(source: SourceText, context: LoadContext) -> LoadResult:
                 seg = Seg(text, iloc, exact)
             fields.append(Field((seg,), iloc))
     build = BuildContext(source.path, "MODEL_ARGS", _dialect(fields, None, source.path, []), None, spans)
-    _one_spec(result, source, context, None, spans, fields, build)
+    _one_spec(result, source, context, None, spans, fields, build, collect)
     result.diagnostics = _dedupe(result.diagnostics)
     return result
 

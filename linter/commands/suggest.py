@@ -152,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(render_text(shown))
     if args.write_to:
-        code = _write_back(args, outputs, sources)
+        code = _write_back(args, outputs, sources, {**project.environment, **environment})
         if code != EXIT_CLEAN:
             return code
     if not outputs:
@@ -180,7 +180,7 @@ def _trim(found, top: int):
     return shown
 
 
-def _write_back(args: argparse.Namespace, outputs, sources) -> int:
+def _write_back(args: argparse.Namespace, outputs, sources, environment: dict[str, str]) -> int:
     if len(outputs) != 1:
         print(f"trainlint: error: --write-to needs one run, {args.path} has {len(outputs)}", file=sys.stderr)
         return EXIT_ERROR
@@ -189,13 +189,10 @@ def _write_back(args: argparse.Namespace, outputs, sources) -> int:
         print(f"trainlint: error: --pick {args.pick}: only {len(found.suggestions)} suggestion(s)", file=sys.stderr)
         return EXIT_FINDINGS
     chosen = found.suggestions[args.pick - 1]
+    from trainlint.layout.writeback import rewrite
+
     try:
-        from trainlint.layout.writeback import rewrite
-    except ImportError:
-        print("trainlint: error: writing a layout back is not available in this build", file=sys.stderr)
-        return EXIT_ERROR
-    try:
-        texts = rewrite(result, found.spec, dict(chosen.changes))
+        texts = rewrite(result, found.spec, dict(chosen.changes), environment=environment)
     except (ValueError, NotImplementedError) as exc:
         print(f"trainlint: error: cannot write the layout back: {exc}", file=sys.stderr)
         return EXIT_ERROR
