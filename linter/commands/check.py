@@ -10,7 +10,7 @@ from pathlib import Path
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
 
-OUTPUT_FORMATS = ("text", "json")
+OUTPUT_FORMATS = ("text", "json", "sarif", "github", "markdown")
 """Every --format of check (and of run, which reports the same way); render_results dispatches on it."""
 
 
@@ -18,7 +18,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     check = sub.add_parser("check", help="check config files and directories",
                            description="Check config files; directories are searched recursively.")
     check.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or directories (default: .)")
-    check.add_argument("--format", choices=OUTPUT_FORMATS, default="text", help="output format (default: text)")
+    check.add_argument("--format", choices=OUTPUT_FORMATS, default="text",
+                       help="output format (default: text): json for tools, sarif for code scanning, github for "
+                            "Actions annotations, markdown for a job summary")
+    check.add_argument("--statistics", action="store_true",
+                       help="print how often each code was reported instead of the findings "
+                            "(a table; a JSON list with --format json)")
     check.add_argument("--exit-zero", action="store_true",
                        help="exit 0 even when errors are found (2 still means trainlint failed)")
     check.add_argument("--run", action="append", default=[], metavar="FILE,FILE...",
@@ -149,8 +154,21 @@ def finish(results: list, args: argparse.Namespace, session: LintSession, out=No
 
 
 def render_results(results: list, args: argparse.Namespace, session: LintSession) -> str:
-    if args.format == "json":
+    fmt = args.format
+    if getattr(args, "statistics", False):
+        from trainlint.output.statistics import render
+        return render(results, "json" if fmt == "json" else "text")
+    if fmt == "json":
         from trainlint.output.json_format import render
+        return render(results)
+    if fmt == "sarif":
+        from trainlint.output.sarif import render
+        return render(results, registry=session.registry, root=session.project.root)
+    if fmt == "github":
+        from trainlint.output.github import render
+        return render(results)
+    if fmt == "markdown":
+        from trainlint.output.markdown import render
         return render(results)
     from trainlint.output.text import render
     return render(results, show_summary=not getattr(args, "no_summary", False))
