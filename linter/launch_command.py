@@ -89,15 +89,9 @@ def word_span(argv: list[str], index: int, start: int = 0, end: int | None = Non
 
 def argv_fields(argv: list[str], path: str = COMMAND_LINE):
     """The words as the Megatron adapter's fields, located in :func:`command_text` (as ``load_argv``)."""
-    from trainlint.adapters.megatron.words import Field, Loc, Seg
+    from trainlint.adapters.megatron.words import argv_fields as fields_of
 
-    fields = []
-    pos = 0
-    for word in argv:
-        loc = Loc(path, pos, pos + len(word))
-        fields.append(Field((Seg(word, loc, True),), loc))
-        pos += len(word) + 1
-    return fields
+    return fields_of(argv, path)
 
 
 def span_function(argv: list[str], path: str = COMMAND_LINE) -> Callable:

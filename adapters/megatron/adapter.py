@@ -410,12 +410,9 @@ def load_argv(argv: list[str], path: str = "<argv>", context: LoadContext | None
     text = " ".join(argv)
     ft = FileText.of(path, text)
     spans = _Spans({path: ft})
-    fields = []
-    pos = 0
-    for word in argv:
-        loc = Loc(path, pos, pos + len(word))
-        fields.append(Field((Seg(word, loc, True),), loc))
-        pos += len(word) + 1
+    from trainlint.adapters.megatron.words import argv_fields
+
+    fields = argv_fields(argv, path)
     from trainlint.adapters.megatron.shell import Command
 
     result = LoadResult(FORMAT)

@@ -212,3 +212,15 @@ class EnvMap:
 
     def copy(self) -> "EnvMap":
         return EnvMap(dict(self.values))
+
+
+def argv_fields(argv: list[str], path: str) -> list[Field]:
+    """An argument list (``trainlint run``, ``load_argv``) as fields, located in the words joined
+    by single spaces: the text diagnostics about a command line refer to."""
+    fields = []
+    pos = 0
+    for word in argv:
+        loc = Loc(path, pos, pos + len(word))
+        fields.append(Field((Seg(word, loc, True),), loc))
+        pos += len(word) + 1
+    return fields
