@@ -1,0 +1,1 @@
+"""The trainlint language server (``trainlint lsp``); needs the optional extra ``trainlint[lsp]``."""
