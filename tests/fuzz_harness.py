@@ -96,6 +96,7 @@ def exercise(name: str, text: str) -> list[FileResult]:
             json.loads(render_json(outputs))
         for spec in loaded.specs:
             _suggest(spec)
+        _language_server(name, text, loaded, results)
         for step in EXTRA_STEPS:
             step(loaded)
     return results
@@ -122,3 +123,24 @@ def seed_files(limit_per_kind: int | None = None) -> list[Path]:
         corpus = sorted(p for p in CORPUS.rglob("*") if p.is_file() and p.suffix in (".json", ".yml", ".yaml", ".sh"))
         seeds += corpus[:limit_per_kind] if limit_per_kind else corpus
     return seeds
+
+
+def _language_server(name: str, text: str, loaded: FileResult, results: list[FileResult]) -> None:
+    """What the language server adds to a lint: LSP ranges for every diagnostic, and hovers
+    over every line (skipped when pygls, an optional extra, is not installed)."""
+    try:
+        from trainlint.lsp import convert, hover
+        from trainlint.lsp.server import to_lsp
+    except ImportError:
+        return
+    lines = convert.split_lines(text)
+    for result in results:
+        for diag in result.diagnostics:
+            converted = to_lsp(diag, lines, "file:///fuzz/" + name)
+            start, end = converted.range.start, converted.range.end
+            if (start.line, start.character) > (end.line, end.character) or start.line < 0 or start.character < 0:
+                raise FuzzFailure(f"{name}: {diag.code} converts to a backwards range {converted.range}")
+    for line_number in range(1, min(len(lines), 60) + 1):
+        found = hover.field_at(loaded, name, line_number, 1 + len(lines[line_number - 1]) // 2)
+        if found is not None:
+            hover.render(found[0], found[1], _estimator)
