@@ -4,4 +4,4 @@ Each module has ``register(subparsers)`` (adds its parser and sets ``func``) and
 imports inside the function that runs the command, so ``trainlint check`` starts fast.
 """
 
-COMMAND_MODULES = ("check", "rules", "estimate", "run", "suggest", "lsp")
+COMMAND_MODULES = ("check", "rules", "estimate", "run", "suggest", "lsp", "plan")

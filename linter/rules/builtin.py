@@ -13,6 +13,7 @@ RULE_MODULES = (
     "trainlint.rules.estimation.throughput_rules",
     "trainlint.rules.estimation.communication_rules",
     "trainlint.rules.estimation.availability",
+    "trainlint.rules.planning.planning_rules",
 )
 
 

@@ -10,7 +10,8 @@
             pipe_parallel_size: 1
             zero_optimization: {stage: 2}
         check: run.yml               # default: the first file
-        args: ["--env", "TP=4"]      # extra `trainlint check` arguments (optional)
+        args: ["--env", "TP=4"]      # extra `trainlint check` arguments (optional; with
+                                     # ["--config", "{dir}/trainlint.toml"] the case's own project config)
         expect:                      # (code, line, column) of the rule's findings; [] = passes
           - [TL110, 2, 29]
 
@@ -52,7 +53,8 @@ def test_golden_case(rule: str, case: dict, tmp_path: Path, capsys) -> None:
         target.write_text(text, encoding="utf-8")
     check = tmp_path / case.get("check", next(iter(case["files"])))
     args = [a.replace("{dir}", str(tmp_path)) for a in case.get("args", [])]
-    code = main(["check", "--isolated", "--format", "json", "--select", rule, *args, str(check)])
+    isolation = [] if "--config" in args else ["--isolated"]  # a case may bring its own project config
+    code = main(["check", *isolation, "--format", "json", "--select", rule, *args, str(check)])
     output = capsys.readouterr().out
     assert code in (0, 1), output
     found = sorted((d["code"], d["line"], d["column"])

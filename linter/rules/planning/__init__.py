@@ -1,0 +1,1 @@
+"""TL5xx: planning findings on the whole run (tokens, duration, cost)."""
