@@ -125,3 +125,20 @@ def test_compare_gpus_sorted_by_cost_with_prices_and_by_time_without(capsys, tmp
     assert [r["days"] for r in unpriced] == sorted(r["days"] for r in unpriced)
     for r in rows:  # the same token count everywhere: days x tokens/s is constant
         assert r["days"] * 86400 * r["tokens_per_s"] == pytest.approx(1e12, rel=1e-6)
+
+
+def test_seed_002_cost_per_memory_bandwidth_ranking(capsys, tmp_path):
+    """Seed 002's example catalog: H100-SXM 3.35 TB/s at $3.93, H200 4.80 TB/s at $4.33, L4 0.30 TB/s
+    at $1.15 per GPU-hour -> $/TB/s.h 1.17, 0.90, 3.83: H200 < H100 < L4."""
+    from trainlint.cli import main
+
+    script = str(Path(__file__).resolve().parents[1] / "examples" / "megatron_gpt_8b.sh")
+    config = tmp_path / "trainlint.toml"
+    config.write_text("[prices]\nh100-sxm = 3.93\nh200 = 4.33\nl4 = 1.15\n")
+    main(["estimate", "--config", str(config), "--model", "llama3-8b", "--tokens", "1T",
+          "--compare-gpus", "h100-sxm,h200,l4", "--format", "json", script])
+    data = json.loads(capsys.readouterr().out)
+    rows = {r["gpu"]: r for r in (data[0] if isinstance(data, list) else data)["compare_gpus"]}
+    per_bandwidth = {gpu: round(rows[gpu]["usd_per_tbps_hour"], 2) for gpu in rows}
+    assert per_bandwidth == {"h100-sxm": 1.17, "h200": 0.90, "l4": 3.83}
+    assert sorted(per_bandwidth, key=per_bandwidth.get) == ["h200", "h100-sxm", "l4"]
