@@ -7,19 +7,28 @@ import sys
 
 from trainlint.exit_codes import EXIT_ERROR
 
+INSTALL_HINT = "pip install 'trainlint[lsp]'"
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     lsp = sub.add_parser("lsp", help="run the language server over stdio (for editors)",
-                         description="Language server over stdio: diagnostics and hover for editors. "
-                                     "Needs the optional extra: pip install 'trainlint[lsp]'.")
+                         description="Language server over stdio: diagnostics and hover for editors "
+                                     "(docs/editors.md). Needs the optional extra: " + INSTALL_HINT + ".")
+    # vscode-languageclient appends --stdio when told to use the stdio transport
+    lsp.add_argument("--stdio", action="store_true", help="talk LSP over stdin/stdout (the default and only transport)")
+    lsp.add_argument("-v", "--verbose", action="store_true",
+                     help="log every lint (with its time) and hover failure to stderr")
     lsp.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from trainlint.lsp.server import main
-    except ImportError as exc:  # pygls / lsprotocol not installed
-        print(f"trainlint: error: the language server needs pygls ({exc}); pip install 'trainlint[lsp]'",
+        import lsprotocol  # noqa: F401
+        import pygls  # noqa: F401
+    except ImportError as exc:
+        print(f"trainlint: error: the language server needs pygls and lsprotocol ({exc}); {INSTALL_HINT}",
               file=sys.stderr)
         return EXIT_ERROR
-    return main()
+    from trainlint.lsp.server import main
+
+    return main(verbose=args.verbose)

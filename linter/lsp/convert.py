@@ -1,61 +1,107 @@
 """Positions between trainlint and LSP.
 
-trainlint spans are 1-based lines and columns counted in code points, end exclusive; LSP
-positions are 0-based lines and characters counted in UTF-16 code units. The two differ on
-any line holding an astral character (an emoji counts 1 code point but 2 UTF-16 units), so
-columns are converted through the text of their line.
+trainlint spans are 1-based lines and columns counted in code points, end exclusive, over the
+text as :func:`trainlint.sources.decode` leaves it (no BOM, every line break turned into
+``\\n``). LSP positions are 0-based lines and characters counted in UTF-16 code units over the
+text as the editor holds it, where ``\\n``, ``\\r\\n`` and ``\\r`` each end a line (and nothing
+else does: not ``\\x0b``, ``\\x85`` or ``\\u2028``, which :meth:`str.splitlines` would split on).
+
+Normalising line breaks keeps line numbers and the columns inside a line, so only two things
+need converting: astral characters (an emoji is 1 code point but 2 UTF-16 units) and a leading
+BOM, which trainlint strips and the editor may keep as the first character of line 0.
 """
 
 from __future__ import annotations
 
 from trainlint.positions import Span
 
+BOM = "\ufeff"
+
+
+def normalize(text: str) -> tuple[str, bool]:
+    """The text trainlint lints (as ``trainlint check`` reads a file) and whether a BOM was stripped."""
+    bom = text.startswith(BOM)
+    if bom:
+        text = text[1:]
+    return text.replace("\r\n", "\n").replace("\r", "\n"), bom
+
+
+def split_lines(text: str) -> list[str]:
+    """The lines of a text as LSP counts them (only \\n, \\r\\n and \\r end a line)."""
+    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+
+
+def utf16_len(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    return len(text) + sum(1 for ch in text if ord(ch) > 0xFFFF)
+
 
 def _line(lines: list[str], index: int) -> str:
     return lines[index] if 0 <= index < len(lines) else ""
 
 
-def utf16_len(text: str) -> int:
-    return sum(2 if ord(ch) > 0xFFFF else 1 for ch in text)
-
-
 def column_to_utf16(line_text: str, column: int) -> int:
-    """1-based code-point column -> 0-based UTF-16 character offset."""
+    """1-based code-point column -> 0-based UTF-16 character offset (clamped to the line)."""
     return utf16_len(line_text[: max(column - 1, 0)])
 
 
 def utf16_to_column(line_text: str, character: int) -> int:
-    """0-based UTF-16 offset -> 1-based code-point column (a half of a pair counts as the char)."""
+    """0-based UTF-16 offset -> 1-based code-point column. An offset inside a surrogate pair
+    belongs to that character; an offset past the end of the line is clamped to its end."""
+    if line_text.isascii():
+        return min(max(character, 0), len(line_text)) + 1
     units = 0
     for index, ch in enumerate(line_text):
-        if units >= character:
+        width = 2 if ord(ch) > 0xFFFF else 1
+        if units + width > character:
             return index + 1
-        units += 2 if ord(ch) > 0xFFFF else 1
-    return len(line_text) + 1 + max(character - units, 0)
+        units += width
+    return len(line_text) + 1
 
 
-def split_lines(text: str) -> list[str]:
-    # Only \n, \r\n and \r end a line for LSP (str.splitlines also splits on \x0b, \u2028, ...).
-    return text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+def point_to_position(line: int, column: int, lines: list[str], bom: bool = False) -> tuple[int, int]:
+    """A trainlint (line, column) point -> LSP (line, character).
+
+    A column one past the line's end (a span that includes the line break) becomes the start of
+    the next line, as LSP expresses it; lines or columns beyond the text are clamped to its end.
+    """
+    if not lines:
+        return 0, 0
+    row = line - 1
+    if row < 0:
+        return 0, 0
+    if row >= len(lines):
+        last = len(lines) - 1
+        return last, utf16_len(lines[last]) + (1 if bom and last == 0 else 0)
+    text = lines[row]
+    shift = 1 if bom and row == 0 else 0
+    if column - 1 > len(text) and row + 1 < len(lines):
+        return row + 1, 0
+    return row, column_to_utf16(text, column) + shift
 
 
-def span_to_range(span: Span, lines: list[str]) -> tuple[tuple[int, int], tuple[int, int]]:
-    """((line, char), (line, char)) in LSP terms."""
-    start_line, end_line = max(span.line - 1, 0), max(span.end_line - 1, 0)
-    start = (start_line, column_to_utf16(_line(lines, start_line), span.column))
-    end = (end_line, column_to_utf16(_line(lines, end_line), span.end_column))
+def span_to_range(span: Span, lines: list[str], bom: bool = False) -> tuple[tuple[int, int], tuple[int, int]]:
+    """((line, character), (line, character)) of a span, in LSP terms."""
+    start = point_to_position(span.line, span.column, lines, bom)
+    end = point_to_position(span.end_line, span.end_column, lines, bom)
     if end < start:
         end = start
     return start, end
 
 
-def position_to_point(line: int, character: int, lines: list[str]) -> tuple[int, int]:
-    """LSP position -> trainlint (1-based line, 1-based code-point column)."""
+def position_to_point(line: int, character: int, lines: list[str], bom: bool = False) -> tuple[int, int]:
+    """LSP (line, character) -> trainlint (1-based line, 1-based code-point column)."""
+    if bom and line == 0:
+        character = max(character - 1, 0)
     return line + 1, utf16_to_column(_line(lines, line), character)
 
 
 def span_contains(span: Span, line: int, column: int) -> bool:
-    """Is the 1-based point inside the span (end inclusive, so a cursor just after a value counts)?"""
-    if (line, column) < (span.line, span.column):
-        return False
-    return (line, column) <= (span.end_line, span.end_column)
+    """Is the 1-based point inside the span? The end is exclusive, except that an empty span
+    contains its own position (a boolean flag written without a value)."""
+    point = (line, column)
+    start, end = (span.line, span.column), (span.end_line, span.end_column)
+    if start == end:
+        return point == start
+    return start <= point < end

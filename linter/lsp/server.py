@@ -1,201 +1,304 @@
-"""The trainlint language server: diagnostics on open/change/save, cleared on close; hover
-shows what a value contributes to the estimate.
+"""The trainlint language server: diagnostics on open, change (debounced) and save, cleared on
+close; hover shows what a key means and contributes to the estimate.
 
-Linting runs in-process on the editor's buffer (not the file on disk), with the project
-config found from the document's directory exactly as ``trainlint check`` finds it, so codes
-and positions match the CLI. Any exception while linting becomes one TL999 diagnostic: the
-server never dies on a document.
+Linting runs in-process on the editor's buffer (not the file on disk), with the project config
+found from the document's folder exactly as ``trainlint check`` finds it, so codes and
+positions match the CLI (:mod:`trainlint.lsp.workspace`). Every lint runs in one worker
+thread (hover in another), so the event loop keeps reading messages while a large file is
+linted; a lint whose document changed meanwhile is dropped, and one still queued when a newer
+change comes is cancelled. Any exception while linting becomes one
+TL999 diagnostic: the server never dies on a document.
+
+Diagnostics located in another file (the other YAMLs of a NeoX run, the ``--deepspeed_config``
+JSON of a launch script) are published to that file's URI; each file's list is the union of
+what every open document's last lint located there.
+
+Initialization options (all optional): ``debounce`` (seconds to wait after the last change,
+default 0.3), ``docsUrl`` (the rules page each diagnostic links to, default the project's
+docs/rules.md), and the estimate context ``gpu``, ``nodes``, ``gpusPerNode``, ``model`` (as the
+CLI flags; the project config still applies where these are not given).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import logging
 import os
-import traceback
-from dataclasses import dataclass
-from pathlib import Path
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Mapping
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
 
 from trainlint import __version__
-from trainlint.diagnostics import Severity
+from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.lsp import convert, hover
+from trainlint.lsp.workspace import Linted, Linter, internal_error, same_file, session_args
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("trainlint.lsp")
 
 DOCS_URL = "https://github.com/trainlint/trainlint/blob/main/docs/rules.md"
 DEFAULT_DEBOUNCE = 0.3
+CONFIG_FILES = ("pyproject.toml", ".trainlint.toml")
 _SEVERITY = {
     Severity.ERROR: lsp.DiagnosticSeverity.Error,
     Severity.WARNING: lsp.DiagnosticSeverity.Warning,
     Severity.INFO: lsp.DiagnosticSeverity.Information,
 }
 
-
-def session_args() -> argparse.Namespace:
-    """The flags ``trainlint check`` would have with none given: the project config decides."""
-    return argparse.Namespace(select=None, extend_select=[], ignore=[], gpu=None, nodes=None, gpus_per_node=None,
-                              model=None, config=None, isolated=False, env=[], run=[])
+__all__ = ["DOCS_URL", "TrainlintServer", "create_server", "main", "session_args", "to_lsp"]
 
 
-@dataclass
-class Linted:
-    """The last lint of a document: what hover needs."""
-
-    text: str
-    result: object  # FileResult after the rules ran
-    session: object
+def _range(span, lines: list[str], bom: bool = False) -> lsp.Range:
+    (sl, sc), (el, ec) = convert.span_to_range(span, lines, bom)
+    return lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec))
 
 
-class Linter:
-    """Lints buffers; one LintSession per project config (re-read when the config file changes)."""
-
-    def __init__(self) -> None:
-        self.args = session_args()
-        self._sessions: dict[tuple, object] = {}
-
-    def session_for(self, path: str):
-        from trainlint.commands.check import open_session
-        from trainlint.config import find_config
-
-        start = Path(path).parent
-        config = find_config(start)
-        mtime = os.stat(config).st_mtime_ns if config else None
-        key = (str(config) if config else None, mtime)
-        if key not in self._sessions:
-            self._sessions[key] = open_session(self.args, start)
-        return self._sessions[key]
-
-    def lint(self, path: str, text: str) -> Linted:
-        """Load and lint one buffer; the results of the rules (one FileResult, or None when no
-        adapter claims the file)."""
-        from trainlint.adapters.base import LoadContext
-        from trainlint.checker import check_source
-        from trainlint.commands.check import declare_cluster
-        from trainlint.engine import lint
-        from trainlint.sources import SourceText
-
-        session = self.session_for(path)
-        result = check_source(SourceText(path, text), session.registry.adapters,
-                              LoadContext(environment=session.environment))
-        if result.format is None:
-            return Linted(text, None, session)
-        results = [result]
-        declare_cluster(results, self.args, session.project)
-        linted = lint(results, session.registry, session.settings)
-        return Linted(text, linted[0] if linted else None, session)
+def uri_for(path: str) -> str:
+    return from_fs_path(os.path.abspath(path)) or path
 
 
-def _same_file(a: str | None, b: str) -> bool:
-    if a is None:
-        return True
-    try:
-        return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
-    except (OSError, ValueError):
-        return False
-
-
-def to_lsp(diag, lines: list[str], uri: str) -> lsp.Diagnostic:
-    (sl, sc), (el, ec) = convert.span_to_range(diag.span, lines)
+def to_lsp(diag: Diagnostic, lines: list[str], uri: str, *, bom: bool = False, docs_url: str = DOCS_URL,
+           texts: Mapping[str, list[str]] | None = None) -> lsp.Diagnostic:
+    """A trainlint diagnostic as an LSP one. ``lines`` are the lines of the file it is located
+    in; ``texts`` the lines of other files its related locations point into."""
     message = diag.message + (f"\nfix: {diag.fix}" if diag.fix else "")
     related = []
     for rel in diag.related:
-        rel_uri = from_fs_path(os.path.abspath(rel.path)) if rel.path else uri
-        rel_lines = lines if rel_uri == uri else []
-        (rsl, rsc), (rel_, rec) = convert.span_to_range(rel.span, rel_lines)
+        if rel.path is None or same_file(rel.path, diag.path):
+            rel_uri, rel_lines, rel_bom = uri, lines, bom
+        else:
+            rel_uri, rel_lines, rel_bom = uri_for(rel.path), (texts or {}).get(rel.path, []), False
         related.append(lsp.DiagnosticRelatedInformation(
-            location=lsp.Location(uri=rel_uri or uri, range=lsp.Range(lsp.Position(rsl, rsc), lsp.Position(rel_, rec))),
-            message=rel.message))
+            location=lsp.Location(uri=rel_uri, range=_range(rel.span, rel_lines, rel_bom)), message=rel.message))
     anchor = diag.code.lower() + (f"-{diag.name}" if diag.name else "")
+    data = {"name": diag.name, **({"fix": diag.fix} if diag.fix else {})}
     return lsp.Diagnostic(
-        range=lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec)),
+        range=_range(diag.span, lines, bom),
         message=message,
         severity=_SEVERITY.get(diag.severity, lsp.DiagnosticSeverity.Warning),
         code=diag.code,
-        code_description=lsp.CodeDescription(href=f"{DOCS_URL}#{anchor}"),
+        code_description=lsp.CodeDescription(href=f"{docs_url}#{anchor}") if docs_url else None,
         source="trainlint",
         related_information=related or None,
+        data=data,
     )
 
 
-def internal_error(exc: BaseException) -> lsp.Diagnostic:
-    return lsp.Diagnostic(
-        range=lsp.Range(lsp.Position(0, 0), lsp.Position(0, 0)),
-        message=f"trainlint internal error: {type(exc).__name__}: {exc}",
-        severity=lsp.DiagnosticSeverity.Error, code="TL999", source="trainlint",
-        code_description=lsp.CodeDescription(href=f"{DOCS_URL}#tl999-internal-error"))
+def _key(diag: lsp.Diagnostic) -> tuple:
+    r = diag.range
+    return (r.start.line, r.start.character, r.end.line, r.end.character, str(diag.code), diag.message)
 
 
 class TrainlintServer(LanguageServer):
     def __init__(self) -> None:
-        super().__init__("trainlint", __version__)
+        # Full sync: pygls applies incremental edits over str.splitlines(), which also breaks
+        # lines at \x0b, \x85 and \u2028; a config is small, the whole text is cheap to send.
+        super().__init__("trainlint", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
         self.linter = Linter()
         self.debounce = DEFAULT_DEBOUNCE
+        self.docs_url = DOCS_URL
         self.pending: dict[str, asyncio.Task] = {}
         self.linted: dict[str, Linted] = {}
+        self.published: dict[str, dict[str, list[lsp.Diagnostic]]] = {}
+        """Target URI -> source URI -> what the source's last lint located in the target."""
+        self.reported_config_errors: set[tuple] = set()
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainlint-lint")
+        # hover reads a finished lint (and makes its estimate) in its own thread, so that it is
+        # not queued behind the lint of another, large file
+        self.hover_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainlint-hover")
+        self.shutting_down = False
+        self.startup_errors: list[str] = []
 
-    def lint_and_publish(self, uri: str) -> None:
-        try:
-            document = self.workspace.get_text_document(uri)
-            text = document.source
-        except Exception as exc:  # noqa: BLE001
-            self._publish(uri, [internal_error(exc)], None)
+    # ------------------------------------------------------------------ options
+
+    def configure(self, options: Any) -> None:
+        if not isinstance(options, dict):
             return
-        path = to_fs_path(uri) or uri
-        lines = convert.split_lines(text)
-        try:
-            linted = self.linter.lint(path, text)
-            if linted.result is None:
-                self._publish(uri, [], document.version)
-                self.linted.pop(uri, None)
-                return
-            diagnostics = [to_lsp(d, lines, uri) for d in sorted(linted.result.diagnostics, key=lambda d: d.sort_key())
-                           if _same_file(d.path, path)]
-            self.linted[uri] = linted
-        except Exception as exc:  # noqa: BLE001 - an editor buffer must never kill the server
-            log.error("lint failed for %s:\n%s", uri, traceback.format_exc())
-            diagnostics = [internal_error(exc)]
-        self._publish(uri, diagnostics, document.version)
+        debounce = options.get("debounce")
+        if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and 0 <= debounce <= 60:
+            self.debounce = float(debounce)
+        if isinstance(options.get("docsUrl"), str):
+            self.docs_url = options["docsUrl"].rstrip("#")
+        context = {k: options[k] for k in ("gpu", "nodes", "gpusPerNode", "model") if options.get(k) is not None}
+        if context:
+            linter = Linter(context)
+            try:
+                linter.session_for(None)  # an unknown GPU or model fails here, once, not on every lint
+            except Exception as exc:  # noqa: BLE001
+                self.startup_errors.append(f"trainlint: initialization options {context}: {exc}; ignored")
+            else:
+                self.linter = linter
 
-    def _publish(self, uri: str, diagnostics: list, version: int | None) -> None:
+    # ------------------------------------------------------------------ linting
+
+    def folder(self) -> str | None:
+        folders = list(self.workspace.folders.values())
+        return to_fs_path(folders[0].uri) if folders else (self.workspace.root_path or None)
+
+    def open_texts(self) -> dict[str, str]:
+        out = {}
+        for uri, doc in self.workspace.text_documents.items():
+            path = to_fs_path(uri)
+            if path:
+                out[path] = doc.source
+        return out
+
+    def _lint_blocking(self, uri: str, path: str, text: str, version: int | None,
+                       open_texts: dict[str, str]) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]]:
+        """In the worker thread: lint, and convert every diagnostic to its file's LSP positions."""
+        linted = self.linter.lint(path, text, version, folder=self.folder(), open_texts=open_texts)
+        try:
+            out: dict[str, list[lsp.Diagnostic]] = {uri: []}
+            texts = {p: convert.split_lines(t) for p, t in linted.texts.items()}
+            texts[path] = convert.split_lines(linted.text)
+            for where, diags in linted.by_path.items():
+                if where == path:
+                    target, lines, bom = uri, convert.split_lines(linted.text), linted.bom
+                else:
+                    target, lines, bom = uri_for(where), convert.split_lines(linted.texts.get(where, "")), False
+                out.setdefault(target, []).extend(
+                    to_lsp(d, lines, target, bom=bom, docs_url=self.docs_url, texts=texts) for d in diags)
+        except Exception as exc:  # noqa: BLE001
+            log.exception("converting diagnostics of %s failed", uri)
+            out = {uri: [to_lsp(internal_error(path, exc), [], uri, docs_url=self.docs_url)]}
+        log.debug("linted %s (version %s) in %.1f ms", uri, version, linted.seconds * 1e3)
+        return linted, out
+
+    async def lint_and_publish(self, uri: str) -> None:
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None:
+            return
+        version, text = doc.version, doc.source
+        path = to_fs_path(uri) or uri
+        loop = asyncio.get_running_loop()
+        try:
+            linted, out = await loop.run_in_executor(self.executor, self._lint_blocking, uri, path, text, version,
+                                                     self.open_texts())
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - e.g. the executor is shut down
+            log.exception("lint of %s failed", uri)
+            linted = Linted(path, version, text, None, None)
+            out = {uri: [to_lsp(internal_error(path, exc), [], uri, docs_url=self.docs_url)]}
+        current = self.workspace.text_documents.get(uri)
+        if current is None or current.version != version:
+            return  # closed or changed meanwhile: a newer lint is on its way
+        self.linted[uri] = linted
+        self._report_config_error(linted)
+        self._publish_from(uri, out, version)
+
+    def _publish_from(self, source: str, out: dict[str, list[lsp.Diagnostic]], version: int | None) -> None:
+        stale = [t for t, by_source in self.published.items() if source in by_source and t not in out]
+        for target in stale:
+            del self.published[target][source]
+            self._publish(target)
+        for target, diags in out.items():
+            self.published.setdefault(target, {})[source] = diags
+            self._publish(target, version if target == source else None)
+
+    def _publish(self, target: str, version: int | None = None) -> None:
+        seen: set[tuple] = set()
+        merged: list[lsp.Diagnostic] = []
+        for diags in self.published.get(target, {}).values():
+            for diag in diags:
+                if _key(diag) not in seen:
+                    seen.add(_key(diag))
+                    merged.append(diag)
+        if version is None and target in self.linted:
+            version = self.linted[target].version
         self.text_document_publish_diagnostics(
-            lsp.PublishDiagnosticsParams(uri=uri, diagnostics=diagnostics, version=version))
+            lsp.PublishDiagnosticsParams(uri=target, diagnostics=merged, version=version))
+
+    def _report_config_error(self, linted: Linted) -> None:
+        if not linted.config_error:
+            return
+        key = (linted.config_path, linted.config_mtime)
+        if key in self.reported_config_errors:
+            return
+        self.reported_config_errors.add(key)
+        message = f"trainlint: {linted.config_error} (linting with the default settings until it is fixed)"
+        log.warning(message)
+        self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message))
 
     def cancel_pending(self, uri: str) -> None:
         task = self.pending.pop(uri, None)
         if task is not None and not task.done():
             task.cancel()
 
-    def schedule(self, uri: str) -> None:
-        """Lint after the debounce delay; a newer change cancels this one."""
+    def schedule(self, uri: str, delay: float | None = None) -> None:
+        """Lint after ``delay`` (the debounce by default); a newer call for the URI cancels this one."""
         self.cancel_pending(uri)
+        if self.shutting_down:
+            return
+        delay = self.debounce if delay is None else delay
 
         async def later() -> None:
-            await asyncio.sleep(self.debounce)
-            self.pending.pop(uri, None)
-            self.lint_and_publish(uri)
+            try:
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                await self.lint_and_publish(uri)
+            except asyncio.CancelledError:
+                pass
+            except Exception:  # noqa: BLE001 - logged; the next change lints again
+                log.exception("lint of %s failed", uri)
+            finally:
+                if self.pending.get(uri) is task:
+                    del self.pending[uri]
 
-        self.pending[uri] = asyncio.get_running_loop().create_task(later())
+        task = asyncio.get_running_loop().create_task(later())
+        self.pending[uri] = task
 
-    def hover_at(self, uri: str, position: lsp.Position) -> lsp.Hover | None:
-        linted = self.linted.get(uri)
-        if linted is None or linted.result is None:
-            return None
-        path = to_fs_path(uri) or uri
+    def close(self, uri: str) -> None:
+        """Clear the closed file, and take what its lints located elsewhere off those files."""
+        self.cancel_pending(uri)
+        self.linted.pop(uri, None)
+        self.published.pop(uri, None)
+        for target, by_source in self.published.items():
+            if by_source.pop(uri, None) is not None:
+                self._publish(target)
+        self.text_document_publish_diagnostics(lsp.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+
+    def relint_all(self) -> None:
+        self.linter.invalidate()
+        for uri in list(self.workspace.text_documents):
+            self.schedule(uri, 0)
+
+    # ------------------------------------------------------------------ hover
+
+    def _hover_blocking(self, uri: str, linted: Linted, position: lsp.Position) -> lsp.Hover | None:
+        path = linted.path
         lines = convert.split_lines(linted.text)
-        line, column = convert.position_to_point(position.line, position.character, lines)
-        found = hover.field_at(linted.result, path, line, column)
-        if found is None:
+        line, column = convert.position_to_point(position.line, position.character, lines, linted.bom)
+        target = hover.target_at(linted.result, path, line, column)
+        if target is None:
             return None
-        spec, field_name = found
-        text = hover.render(spec, field_name, linted.session.settings.estimate)
-        if text is None:
+        partial = any(d.code in ("TL001", "TL002") for d in linted.result.diagnostics)
+        text = hover.render_target(target, linted.estimate, partial=partial)
+        if not text:
             return None
-        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text))
+        (sl, sc), (el, ec) = convert.span_to_range(target.region, lines, linted.bom)
+        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
+                         range=lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec)))
+
+    async def hover_at(self, uri: str, position: lsp.Position) -> lsp.Hover | None:
+        doc = self.workspace.text_documents.get(uri)
+        if doc is None or self.shutting_down:
+            return None
+        loop = asyncio.get_running_loop()
+        linted = self.linted.get(uri)
+        if linted is None or linted.version != doc.version:
+            # typed since the last lint (the debounce has not fired): positions must be current
+            path = to_fs_path(uri) or uri
+            linted, _ = await loop.run_in_executor(self.executor, self._lint_blocking, uri, path, doc.source,
+                                                   doc.version, self.open_texts())
+        if linted.result is None:
+            return None
+        return await loop.run_in_executor(self.hover_executor, self._hover_blocking, uri, linted, position)
+
+
+WATCHERS = [lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_FILES]
 
 
 def create_server() -> TrainlintServer:
@@ -203,15 +306,26 @@ def create_server() -> TrainlintServer:
 
     @server.feature(lsp.INITIALIZE)
     def initialize(ls: TrainlintServer, params: lsp.InitializeParams) -> None:
-        options = params.initialization_options
-        if isinstance(options, dict) and isinstance(options.get("debounce"), (int, float)) \
-                and not isinstance(options.get("debounce"), bool) and options["debounce"] >= 0:
-            ls.debounce = float(options["debounce"])
+        ls.configure(params.initialization_options)
+
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: TrainlintServer, params: lsp.InitializedParams) -> None:
+        for message in ls.startup_errors:
+            log.warning(message)
+            ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message))
+        caps = ls.client_capabilities.workspace
+        watched = caps.did_change_watched_files if caps else None
+        if watched is not None and watched.dynamic_registration:
+            try:
+                await ls.client_register_capability_async(lsp.RegistrationParams(registrations=[lsp.Registration(
+                    id="trainlint-config-files", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+                    register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=WATCHERS))]))
+            except Exception:  # noqa: BLE001 - the mtime check still notices changes on the next lint
+                log.warning("could not register file watchers for the project config", exc_info=True)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: TrainlintServer, params: lsp.DidOpenTextDocumentParams) -> None:
-        ls.cancel_pending(params.text_document.uri)
-        ls.lint_and_publish(params.text_document.uri)
+        ls.schedule(params.text_document.uri, 0)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TrainlintServer, params: lsp.DidChangeTextDocumentParams) -> None:
@@ -219,27 +333,43 @@ def create_server() -> TrainlintServer:
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: TrainlintServer, params: lsp.DidSaveTextDocumentParams) -> None:
-        ls.cancel_pending(params.text_document.uri)
-        ls.lint_and_publish(params.text_document.uri)
+        uri = params.text_document.uri
+        if os.path.basename(to_fs_path(uri) or "") in CONFIG_FILES:
+            ls.relint_all()
+        else:
+            ls.schedule(uri, 0)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: TrainlintServer, params: lsp.DidCloseTextDocumentParams) -> None:
-        uri = params.text_document.uri
-        ls.cancel_pending(uri)
-        ls.linted.pop(uri, None)
-        ls._publish(uri, [], None)
+        ls.close(params.text_document.uri)
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: TrainlintServer, params: lsp.DidChangeWatchedFilesParams) -> None:
+        if any(os.path.basename(to_fs_path(change.uri) or "") in CONFIG_FILES for change in params.changes):
+            ls.relint_all()
 
     @server.feature(lsp.TEXT_DOCUMENT_HOVER)
-    def on_hover(ls: TrainlintServer, params: lsp.HoverParams) -> lsp.Hover | None:
+    async def on_hover(ls: TrainlintServer, params: lsp.HoverParams) -> lsp.Hover | None:
         try:
-            return ls.hover_at(params.text_document.uri, params.position)
+            return await ls.hover_at(params.text_document.uri, params.position)
         except Exception:  # noqa: BLE001 - no hover rather than a failed request
-            log.error("hover failed:\n%s", traceback.format_exc())
+            log.exception("hover failed")
             return None
+
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: TrainlintServer, params: None) -> None:
+        ls.shutting_down = True
+        for uri in list(ls.pending):
+            ls.cancel_pending(uri)
+        ls.executor.shutdown(wait=False, cancel_futures=True)
+        ls.hover_executor.shutdown(wait=False, cancel_futures=True)
 
     return server
 
 
-def main() -> int:
+def main(verbose: bool = False) -> int:
+    # stderr is the editor's server log; pygls's own message tracing stays off even with -v
+    logging.basicConfig(level=logging.WARNING, format="trainlint lsp: %(levelname)s %(message)s")
+    log.setLevel(logging.DEBUG if verbose else logging.WARNING)
     create_server().start_io()
     return 0

@@ -1,0 +1,302 @@
+"""What the language server lints with, and the lint of one editor buffer. No LSP here: this
+module is plain trainlint, so it is tested (and timed) without a client.
+
+A :class:`Linter` keeps one :class:`~trainlint.commands.check.LintSession` per project config,
+found from the document's folder upwards exactly as ``trainlint check`` finds it. The config
+lookup is cached per folder and re-done when any candidate file on the way up
+(``.trainlint.toml``, ``pyproject.toml``) appears, disappears or changes; a session is rebuilt
+when its config file changes. A config trainlint cannot use (the CLI exits 2 on it) is reported
+once per version of the file, and the buffer is linted with the default settings meanwhile.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from trainlint.diagnostics import Diagnostic
+from trainlint.input_codes import input_diagnostic
+from trainlint.lsp import convert
+from trainlint.sources import MAX_FILE_BYTES, SourceText
+
+CONFIG_NAMES = (".trainlint.toml", "pyproject.toml")
+
+
+def session_args(options: Mapping[str, Any] | None = None) -> argparse.Namespace:
+    """The flags ``trainlint check`` has when none are given (the project config decides), plus
+    the context the editor's initialization options give (gpu, nodes, gpusPerNode, model)."""
+    options = options or {}
+    return argparse.Namespace(
+        select=None, extend_select=[], ignore=[], config=None, isolated=False, env=[], run=[],
+        gpu=options.get("gpu"), nodes=options.get("nodes"), gpus_per_node=options.get("gpusPerNode"),
+        model=options.get("model"))
+
+
+def same_file(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return a == b
+    if a == b:
+        return True
+    try:
+        return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+    except (OSError, ValueError):
+        return False
+
+
+def _key(path: str) -> str:
+    try:
+        return os.path.normcase(os.path.abspath(path))
+    except (OSError, ValueError):
+        return path
+
+
+@dataclass
+class SessionEntry:
+    session: Any
+    config: str | None
+    mtime: int | None
+    error: str | None = None
+    """Why the project config cannot be used (the session is then the default one)."""
+
+
+@dataclass
+class Linted:
+    """One lint of one buffer: what the server publishes and what hover reads."""
+
+    path: str
+    version: int | None
+    text: str
+    """The text trainlint linted (normalised: no BOM, ``\\n`` line breaks)."""
+    result: Any
+    """The FileResult after the rules ran; None when no adapter claims the buffer."""
+    session: Any
+    bom: bool = False
+    by_path: dict[str, list[Diagnostic]] = field(default_factory=dict)
+    """Every published diagnostic, by the file it is located in (the buffer's own path and,
+    for a multi-file run or a referenced --deepspeed_config JSON, the other files)."""
+    texts: dict[str, str] = field(default_factory=dict)
+    """The text of each other file a diagnostic is located in, for converting its columns."""
+    config_error: str | None = None
+    config_path: str | None = None
+    config_mtime: int | None = None
+    seconds: float = 0.0
+    estimates: dict[int, Any] = field(default_factory=dict)
+    """Estimate (or MissingInputs) per spec index, made on the first hover that needs it."""
+
+    @property
+    def claimed(self) -> bool:
+        return self.result is not None
+
+    def estimate(self, spec) -> Any:
+        """The estimate of one of this lint's specs, cached; None without an estimator."""
+        estimator = getattr(getattr(self.session, "settings", None), "estimate", None)
+        if estimator is None or self.result is None:
+            return None
+        index = next((i for i, s in enumerate(self.result.specs) if s is spec), None)
+        if index is None:
+            return estimator(spec)
+        if index not in self.estimates:
+            self.estimates[index] = estimator(spec)
+        return self.estimates[index]
+
+
+class Linter:
+    """Lints buffers with the project config of their folder; not thread-safe (the server runs
+    every lint and hover in one worker thread)."""
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        self.args = session_args(options)
+        self._configs: dict[str, tuple[tuple, Path | None]] = {}
+        self._sessions: dict[str | None, SessionEntry] = {}
+
+    # ------------------------------------------------------------------ project config
+
+    def invalidate(self) -> None:
+        """Forget every cached lookup and session (a config file changed on disk)."""
+        self._configs.clear()
+        self._sessions.clear()
+
+    def config_for(self, directory: Path) -> Path | None:
+        from trainlint.config import find_config
+
+        signature = _signature(directory)
+        key = str(directory)
+        cached = self._configs.get(key)
+        if cached is not None and cached[0] == signature:
+            return cached[1]
+        found = find_config(directory)
+        self._configs[key] = (signature, found)
+        return found
+
+    def session_for(self, path: str | None, folder: str | None = None) -> SessionEntry:
+        """The session for a document: its folder's project config (or, for a buffer with no
+        file, the workspace folder's)."""
+        start = Path(path).parent if path and os.path.isabs(path) else (Path(folder) if folder else None)
+        config = self.config_for(start) if start is not None else None
+        name = str(config) if config else None
+        mtime = _mtime(config) if config else None
+        entry = self._sessions.get(name)
+        if entry is not None and entry.mtime == mtime:
+            return entry
+        entry = self._open(name, mtime, start)
+        self._sessions[name] = entry
+        return entry
+
+    def _open(self, config: str | None, mtime: int | None, start: Path | None) -> SessionEntry:
+        from trainlint.commands.check import open_session
+        from trainlint.config import ConfigError
+
+        args = argparse.Namespace(**vars(self.args))
+        args.config, args.isolated = config, config is None
+        try:
+            return SessionEntry(open_session(args, start or Path.cwd()), config, mtime)
+        except (ValueError, ConfigError) as exc:
+            if config is None:
+                raise
+            default = self._sessions.get(None)
+            if default is None:
+                default = self._open(None, None, start)
+                self._sessions[None] = default
+            return SessionEntry(default.session, config, mtime, error=str(exc))
+
+    # ------------------------------------------------------------------ lint
+
+    def lint(self, path: str, text: str, version: int | None = None, *, folder: str | None = None,
+             open_texts: Mapping[str, str] | None = None) -> Linted:
+        """Lint a buffer as ``trainlint check`` lints the file; never raises (a bug in trainlint
+        becomes one TL999 diagnostic on the buffer)."""
+        started = time.perf_counter()
+        normalized, bom = convert.normalize(text)
+        try:
+            linted = self._lint(path, normalized, version, folder, open_texts or {})
+        except Exception as exc:  # noqa: BLE001 - contained: the server must answer the next request
+            linted = Linted(path, version, normalized, None, None, by_path={path: [internal_error(path, exc)]})
+        linted.bom = bom
+        linted.seconds = time.perf_counter() - started
+        return linted
+
+    def _lint(self, path: str, text: str, version: int | None, folder: str | None,
+              open_texts: Mapping[str, str]) -> Linted:
+        from trainlint.adapters.base import LoadContext
+        from trainlint.checker import FileResult, check_source
+        from trainlint.commands.check import declare_cluster
+        from trainlint.engine import lint, plugin_failures
+
+        entry = self.session_for(path, folder)
+        session = entry.session
+        adapters = session.registry.adapters
+        linted = Linted(path, version, text, None, session, config_error=entry.error,
+                        config_path=entry.config, config_mtime=entry.mtime)
+        unreadable = _unreadable(path, text)
+        if unreadable is not None:
+            # what `trainlint check FILE` says of such a file; published only where a config could be
+            if Path(path).suffix.lower() in {s for a in adapters for s in a.extensions}:
+                linted.result = FileResult(path, None, [unreadable])
+                linted.by_path = {path: [unreadable]}
+            return linted
+        buffers = {_key(p): t for p, t in open_texts.items()}
+        buffers[_key(path)] = text
+        read = _reader(buffers)
+        run = next((r for r in session.runs if any(same_file(member, path) for member in r)), None)
+        result = None
+        if run is not None and len(run) > 1:
+            # a member of a multi-file run is checked as the run, as the CLI checks it
+            try:
+                main = SourceText(path, text) if same_file(run[0], path) else read(run[0])
+                result = check_source(main, adapters, LoadContext(extra_paths=list(run[1:]), read=read,
+                                                                  environment=session.environment))
+            except Exception:  # noqa: BLE001 - the first file cannot be read: lint the buffer alone
+                result = None
+        if result is None:
+            result = check_source(SourceText(path, text), adapters,
+                                  LoadContext(read=read, environment=session.environment))
+        if result.format is None and not result.internal_error:
+            return linted
+        results = [result]
+        declare_cluster(results, self.args, session.project)
+        checked = lint(results, session.registry, session.settings)
+        failures = plugin_failures(session.registry, session.project)
+        linted.result = checked[0] if checked else result
+        by_path: dict[str, list[Diagnostic]] = {path: []}
+        for diag in [d for r in [*failures, *checked] for d in r.diagnostics]:
+            where = diag.path or path
+            key = path if same_file(where, path) else where
+            by_path.setdefault(key, []).append(diag)
+        for other in by_path:
+            if other != path:
+                linted.texts[other] = _text_of(other, buffers)
+        linted.by_path = {p: sorted(ds, key=Diagnostic.sort_key) for p, ds in by_path.items()}
+        return linted
+
+
+def internal_error(path: str, exc: BaseException) -> Diagnostic:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if "/linter/" in f.filename or "/adapters/" in f.filename
+              or "trainlint" in f.filename]
+    where = f" (in {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    reason = (str(exc).splitlines() or [""])[0]
+    return input_diagnostic("TL999", f"internal error: {type(exc).__name__}: {reason}{where}", path=path)
+
+
+def _unreadable(path: str, text: str) -> Diagnostic | None:
+    """TL001 for a buffer ``trainlint check`` would not read: too large, or binary."""
+    if len(text) * 4 > MAX_FILE_BYTES:  # cheap bound first: a code point is at most 4 bytes
+        size = len(text.encode("utf-8", "surrogatepass"))
+        if size > MAX_FILE_BYTES:
+            return input_diagnostic("TL001", f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES / 1e6:.0f} MB "
+                                             "limit for a config", path=path)
+    if "\x00" in text[:8192]:
+        return input_diagnostic("TL001", "binary file (NUL bytes): not a config", path=path)
+    return None
+
+
+def _reader(buffers: Mapping[str, str]) -> Callable[[str], SourceText]:
+    """How the adapters read a referenced file: the editor's buffer when it is open, else the disk."""
+    from trainlint.sources import read_source
+
+    def read(name: str) -> SourceText:
+        text = buffers.get(_key(str(name)))
+        if text is not None:
+            return SourceText(str(name), convert.normalize(text)[0])
+        return read_source(name)
+
+    return read
+
+
+def _text_of(path: str, buffers: Mapping[str, str]) -> str:
+    text = buffers.get(_key(path))
+    if text is not None:
+        return convert.normalize(text)[0]
+    try:
+        from trainlint.sources import read_source
+
+        return read_source(path).text
+    except Exception:  # noqa: BLE001 - unreadable: columns are then taken as they are
+        return ""
+
+
+def _mtime(path: Path) -> int | None:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return None
+
+
+def _signature(directory: Path) -> tuple:
+    """The state of every file the config lookup from ``directory`` would read."""
+    out = []
+    try:
+        folders = [directory.resolve(), *directory.resolve().parents]
+    except OSError:
+        folders = [directory]
+    for folder in folders:
+        for name in CONFIG_NAMES:
+            try:
+                out.append(os.stat(folder / name).st_mtime_ns)
+            except OSError:
+                out.append(None)
+    return tuple(out)
