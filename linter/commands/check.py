@@ -39,6 +39,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.set_defaults(func=run)
 
 
+def add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """How files become runs: --run, --env, and which project config (estimate, suggest)."""
+    parser.add_argument("--run", action="append", default=[], metavar="FILE,FILE...",
+                        help="files that form one run, merged in order; repeatable")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="value of a launch-script variable for static resolution; repeatable")
+    parser.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
+    parser.add_argument("--isolated", action="store_true", help="ignore every project config file")
+
+
 def add_context_arguments(parser: argparse.ArgumentParser) -> None:
     """What the estimate needs that a config may not say (also [tool.trainlint] gpu, nodes, ...)."""
     parser.add_argument("--gpu", metavar="ID", help="GPU catalog id (default: the project config, else h100-sxm, assumed)")

@@ -10,22 +10,16 @@ from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from trainlint.commands.check import add_context_arguments, add_input_arguments
+
     p = sub.add_parser("estimate", help="estimate memory per GPU, step time, tokens/s and MFU of a run",
                        description="Estimate memory per GPU (by component and pipeline stage), time per step, "
                                    "tokens/s, MFU and what bounds the run. Inputs not in the config come from the "
                                    "flags, [tool.trainlint], or stated assumptions.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="config file(s)")
-    p.add_argument("--gpu", metavar="ID", help="GPU catalog id (default: the project config, else h100-sxm, assumed)")
-    p.add_argument("--nodes", type=int, metavar="N", help="number of nodes")
-    p.add_argument("--gpus-per-node", type=int, metavar="N", help="GPUs per node (default 8)")
-    p.add_argument("--model", metavar="PRESET|PATH", help="model preset id (e.g. llama2-7b) or a local HF config.json")
+    add_context_arguments(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
-    p.add_argument("--run", action="append", default=[], metavar="FILE,FILE...",
-                   help="files that form one run, merged in order; repeatable")
-    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                   help="value of a launch-script variable for static resolution; repeatable")
-    p.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
-    p.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    add_input_arguments(p)
     p.add_argument("--tokens", metavar="N", help="tokens to train (e.g. 2T); overrides the config's run length")
     p.add_argument("--train-samples", type=int, metavar="N", help="samples to train (x sequence length = tokens)")
     p.add_argument("--price-per-gpu-hour", type=float, metavar="USD",

@@ -41,6 +41,8 @@ def _positive(text: str) -> float:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from trainlint.commands.check import add_context_arguments, add_input_arguments
+
     p = sub.add_parser(
         "suggest", help="search the parallel layouts that fit in memory and run fastest",
         description="Search tensor / pipeline (and virtual) / context / data parallelism, micro batch and "
@@ -49,16 +51,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "rank them by estimated tokens/s (or cost per token) and show the change in the config's "
                     "own terms.")
     p.add_argument("path", metavar="PATH", help="config file (DeepSpeed JSON, Megatron-LM launch script, GPT-NeoX YAML)")
-    p.add_argument("--gpu", metavar="ID", help="GPU catalog id (default: the project config, else h100-sxm, assumed)")
-    p.add_argument("--nodes", type=int, metavar="N", help="number of nodes")
-    p.add_argument("--gpus-per-node", type=int, metavar="N", help="GPUs per node (default 8)")
-    p.add_argument("--model", metavar="PRESET|PATH", help="model preset id (e.g. llama2-7b) or a local HF config.json")
-    p.add_argument("--run", action="append", default=[], metavar="FILE,FILE...",
-                   help="files that form one run, merged in order; repeatable")
-    p.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
-                   help="value of a launch-script variable for static resolution; repeatable")
-    p.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
-    p.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    add_context_arguments(p)
+    add_input_arguments(p)
     p.add_argument("--top", type=int, default=5, metavar="K", help="how many layouts to show (default 5)")
     p.add_argument("--headroom", type=_fraction, metavar="FRACTION",
                    help="keep the worst stage under this fraction of the GPU's memory "
