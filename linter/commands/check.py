@@ -19,11 +19,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                            description="Check config files; directories are searched recursively.")
     check.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or directories (default: .)")
     check.add_argument("--format", choices=OUTPUT_FORMATS, default="text",
-                       help="output format (default: text): json for tools, sarif for code scanning, github for "
-                            "Actions annotations, markdown for a job summary")
+                       help="output format (default: text): json for tools, sarif for code scanning (SARIF 2.1.0), "
+                            "github for Actions annotations, markdown for a job summary ($GITHUB_STEP_SUMMARY); "
+                            "sarif, github and markdown give paths relative to the enclosing git checkout")
     check.add_argument("--statistics", action="store_true",
-                       help="print how often each code was reported instead of the findings "
-                            "(a table; a JSON list with --format json)")
+                       help="print how often each code was reported, most frequent first, instead of the findings: "
+                            "a table with text and github, a JSON list of {code, name, count, severity} with json, "
+                            "a table with markdown; not with sarif (exit 2). The exit code is the same as without it")
     check.add_argument("--exit-zero", action="store_true",
                        help="exit 0 even when errors are found (2 still means trainlint failed)")
     check.add_argument("--run", action="append", default=[], metavar="FILE,FILE...",
@@ -163,23 +165,32 @@ def finish(results: list, args: argparse.Namespace, session: LintSession, out=No
     return results, exit_code(results, args)
 
 
+def statistics_conflict(args: argparse.Namespace) -> str | None:
+    """Why --statistics cannot go with this --format (None when it can)."""
+    if getattr(args, "statistics", False) and args.format == "sarif":
+        return "--statistics cannot be combined with --format sarif (a SARIF log holds findings); use --format json"
+    return None
+
+
 def render_results(results: list, args: argparse.Namespace, session: LintSession) -> str:
+    """The report in ``args.format``; each format's module is imported only when it is used."""
     fmt = args.format
     if getattr(args, "statistics", False):
         from trainlint.output.statistics import render
-        return render(results, "json" if fmt == "json" else "text")
+        return render(results, fmt if fmt in ("json", "markdown") else "text",
+                      show_summary=not getattr(args, "no_summary", False))
     if fmt == "json":
         from trainlint.output.json_format import render
         return render(results)
     if fmt == "sarif":
         from trainlint.output.sarif import render
-        return render(results, registry=session.registry, root=session.project.root)
+        return render(results, registry=session.registry)
     if fmt == "github":
         from trainlint.output.github import render
         return render(results)
     if fmt == "markdown":
         from trainlint.output.markdown import render
-        return render(results)
+        return render(results, registry=session.registry)
     from trainlint.output.text import render
     return render(results, show_summary=not getattr(args, "no_summary", False))
 
@@ -197,6 +208,10 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.checker import check_paths
     from trainlint.config import ConfigError
 
+    conflict = statistics_conflict(args)
+    if conflict:
+        print(f"trainlint: error: {conflict}", file=sys.stderr)
+        return EXIT_ERROR
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
     missing = [p for p in args.paths if not Path(p).exists()]
     missing += [p for run in runs for p in run if not Path(p).is_file()]

@@ -1,38 +1,69 @@
 """``--format github``: GitHub Actions workflow commands, one annotation per finding.
 
-``::error file=F,line=L,col=C,endLine=..,endColumn=..,title=CODE name::message``, escaped as the
-runner's command parser expects (data: ``%`` ``\\r`` ``\\n``; properties also ``:`` and ``,``),
-info findings as ``notice``; then the summary line as plain text."""
+``::error file=F,line=L,col=C,endLine=..,endColumn=..,title=CODE name::F:L:C: CODE message``,
+escaped as the runner's command parser expects (data: ``%`` ``\\r`` ``\\n``; properties also
+``:`` and ``,``); info findings are ``notice``. Files are relative to the repository root (see
+:func:`trainlint.output.sarif.source_root`), which is where GitHub looks for them. The message
+repeats ``path:line:col: CODE`` because the log shows only the message: a step keeps at most 10
+annotations of each kind, the log keeps every line. Then the summary line as plain text.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Sequence
 
 from trainlint.checker import FileResult
-from trainlint.diagnostics import Severity
+from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries, summary_line
+from trainlint.output.sarif import is_pseudo_path, relative_path, source_root
+from trainlint.positions import Span
 
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
 def escape_data(text: str) -> str:
+    """The message after ``::`` (@actions/core ``escapeData``)."""
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
 def escape_property(text: str) -> str:
+    """A ``key=value`` property (@actions/core ``escapeProperty``)."""
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def render(results: Sequence[FileResult]) -> str:
-    lines = []
-    for entry in file_entries(results):
-        for d in entry.diagnostics:
-            span = d.span
-            props = [f"file={escape_property(d.path or entry.path)}", f"line={span.line}", f"col={span.column}"]
-            if (span.end_line, span.end_column) > (span.line, span.column):
-                props += [f"endLine={span.end_line}", f"endColumn={span.end_column}"]
-            props.append(f"title={escape_property(f'{d.code} {d.name}')}")
-            message = d.message + (f"\nfix: {d.fix}" if d.fix else "")
-            lines.append(f"::{COMMANDS[d.severity]} {','.join(props)}::{escape_data(message)}")
+def annotation(d: Diagnostic, path: str) -> str:
+    """One workflow command. ``col``/``endColumn`` only on a one-line span: GitHub rejects
+    them when ``line`` and ``endLine`` differ."""
+    span = d.span
+    props = [] if is_pseudo_path(path) else _position(path, span)  # "<command line>": no file
+    props.append(f"title={escape_property(f'{d.code} {d.name}')}")
+    message = f"{path}:{span.line}:{span.column}: {d.code} {d.message}" + (f"\nfix: {d.fix}" if d.fix else "")
+    return f"::{COMMANDS[d.severity]} {','.join(props)}::{escape_data(message)}"
+
+
+def _position(path: str, span: Span) -> list[str]:
+    props = [f"file={escape_property(path)}", f"line={span.line}"]
+    one_line = span.end_line == span.line
+    if one_line:
+        props.append(f"col={span.column}")
+    if (span.end_line, span.end_column) > (span.line, span.column):
+        props.append(f"endLine={span.end_line}")
+        if one_line:
+            props.append(f"endColumn={span.end_column}")
+    return props
+
+
+def display_path(path: str, root: Path) -> str:
+    """Relative to the repository root when the file is in it, else as given."""
+    if is_pseudo_path(path):
+        return path
+    return relative_path(path, root) or path
+
+
+def render(results: Sequence[FileResult], *, root: str | None = None) -> str:
+    base = Path(root).resolve() if root is not None else source_root()
+    lines = [annotation(d, display_path(d.path or entry.path, base))
+             for entry in file_entries(results) for d in entry.diagnostics]
     lines.append(summary_line(results))
     return "\n".join(lines) + "\n"

@@ -1,39 +1,87 @@
-"""``--format markdown``: a summary for a CI job page (``>> $GITHUB_STEP_SUMMARY``)."""
+"""``--format markdown``: a summary for a CI job page (``>> "$GITHUB_STEP_SUMMARY"``).
+
+A heading and the summary line, then (when there is anything to show) counts by severity, the
+findings (errors first), and counts per rule. GitHub keeps at most 1 MiB of summary per step,
+so the findings table stops after :data:`MAX_ROWS` rows and says how many it left out.
+"""
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Sequence
+import re
+from typing import Any, Sequence
 
 from trainlint.checker import FileResult
-from trainlint.diagnostics import Severity
+from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries, severity_counts, summary_line
+from trainlint.output.statistics import code_counts
 
-ICONS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "info"}
+MAX_ROWS = 500
+ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
+CODE_SPAN = re.compile(r"(`[^`]+`)")
 
 
 def cell(text: str) -> str:
-    """Table-safe: no pipes or newlines may break the row."""
-    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\r", " ").replace("\n", "<br>")
+    """Message text that can neither break its table row nor turn into HTML.
+
+    Messages quote keys and values as `code`: those spans are kept, with their pipes escaped
+    (GitHub splits cells first) and line breaks shown as ``\\r`` ``\\n`` (a ``<br>`` would show
+    literally inside code; a key can hold a newline). Elsewhere backslashes are doubled (none may
+    escape the ``\\|`` that stands for a pipe), ``& < >`` become entities, a stray backtick is
+    escaped and line breaks become ``<br>``."""
+    parts = []
+    for i, part in enumerate(CODE_SPAN.split(text)):
+        if i % 2:
+            parts.append(part.replace("\r", "\\r").replace("\n", "\\n").replace("|", "\\|"))
+            continue
+        part = part.replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        part = part.replace("`", "\\`").replace("|", "\\|")
+        parts.append(part.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>"))
+    return "".join(parts)
 
 
-def render(results: Sequence[FileResult]) -> str:
-    entries = file_entries(results)
+def literal(text: str) -> str:
+    """A path shown as it is: the characters that would format or break a cell escaped."""
+    out = "".join(f"\\{c}" if c in "\\`*_[]|~" else c for c in text)
+    return out.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
+
+
+def rule_link(code: str, name: str, registry: Any) -> str:
+    """``[TL201](docs/rules.md#tl201-oom-risk) oom-risk`` for trainlint's own codes."""
+    from trainlint.input_codes import INPUT_CODES
+    from trainlint.rules.docs import help_uri
+
+    rule = registry.rules.get(code) if registry is not None else None
+    builtin = code in INPUT_CODES or (rule is not None and getattr(rule, "plugin", "").startswith("trainlint"))
+    return (f"[{code}]({help_uri(code, name)})" if builtin and name else code) + (f" {name}" if name else "")
+
+
+def _findings(results: Sequence[FileResult]) -> list[tuple[str, Diagnostic]]:
+    """(path relative to the repository root, as in the annotations; diagnostic), errors first."""
+    from trainlint.output.github import display_path
+    from trainlint.output.sarif import source_root
+
+    root = source_root()
+    rows = [(display_path(d.path or entry.path, root), d) for entry in file_entries(results) for d in entry.diagnostics]
+    return sorted(rows, key=lambda row: -row[1].severity.rank)  # stable: file order within a severity
+
+
+def render(results: Sequence[FileResult], *, registry: Any = None, max_rows: int | None = None) -> str:
+    max_rows = MAX_ROWS if max_rows is None else max_rows
     counts = severity_counts(results)
     out = ["## trainlint", "", summary_line(results), ""]
     if not sum(counts.values()):
         out.append("No problems found.")
         return "\n".join(out) + "\n"
     out += ["| severity | count |", "|---|---:|"]
-    out += [f"| {s.value} | {counts[s]} |" for s in (Severity.ERROR, Severity.WARNING, Severity.INFO) if counts[s]]
-    out += ["", "| location | code | severity | message |", "|---|---|---|---|"]
-    by_rule: Counter = Counter()
-    for entry in entries:
-        for d in entry.diagnostics:
-            by_rule[(d.code, d.name)] += 1
-            message = d.message + (f" (fix: {d.fix})" if d.fix else "")
-            out.append(f"| `{cell(d.path or entry.path)}:{d.line}:{d.column}` | {d.code} {d.name} | "
-                       f"{ICONS[d.severity]} | {cell(message)} |")
-    out += ["", "| code | rule | count |", "|---|---|---:|"]
-    out += [f"| {code} | {name} | {n} |" for (code, name), n in sorted(by_rule.items(), key=lambda kv: (-kv[1], kv[0]))]
+    out += [f"| {s.value} | {counts[s]} |" for s in ORDER if counts[s]]
+    findings = _findings(results)
+    out += ["", "### Findings", "", "| location | code | severity | message |", "|---|---|---|---|"]
+    for path, d in findings[:max_rows]:
+        message = d.message + (f"\nfix: {d.fix}" if d.fix else "")
+        out.append(f"| {literal(f'{path}:{d.line}:{d.column}')} | {rule_link(d.code, d.name, registry)} | "
+                   f"{d.severity.value} | {cell(message)} |")
+    if len(findings) > max_rows:
+        out += ["", f"{len(findings) - max_rows} more findings not shown (the job log and the SARIF list all)."]
+    out += ["", "### By rule", "", "| code | rule | severity | count |", "|---|---|---|---:|"]
+    out += [f"| {row.code} | {row.name} | {row.severity.value} | {row.count} |" for row in code_counts(results)]
     return "\n".join(out) + "\n"

@@ -1,137 +1,254 @@
 """``--format sarif``: SARIF 2.1.0 for GitHub code scanning and other SARIF viewers.
 
-One run; the driver lists every rule that has a result (with its documentation as help);
-locations are URIs relative to ``%SRCROOT%`` (the project root, else the working directory)
-with exact regions. Columns are Unicode code points, 1-based, the end exclusive, as in the
-text output (``run.columnKind``)."""
+One run. The driver lists every rule that has a result, with its documentation as help. Files
+under the source root (the git checkout that holds the working directory, else the working
+directory itself) get URIs relative to ``%SRCROOT%``, percent-encoded, with forward slashes;
+GitHub reads those as repository paths. Regions are exact: 1-based, the end exclusive, columns
+in Unicode code points as in the text output (``run.columnKind``).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Any, Sequence
+from urllib.parse import quote
 
 from trainlint import __version__
 from trainlint.checker import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries
+from trainlint.positions import Span
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
+INFORMATION_URI = "https://github.com/trainlint/trainlint"
+SRCROOT = "%SRCROOT%"
 LEVELS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+PROBLEM_SEVERITY = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "recommendation"}
+MAX_DESCRIPTION = 1024
+"""GitHub's limit for shortDescription.text and fullDescription.text."""
+FAILURE_CODES = ("TL998", "TL999")
+"""A plugin or trainlint itself failed: the run did not complete as it should (exit 2)."""
 
 
-def relative_uri(path: str, root: Path) -> tuple[str, bool]:
-    """(uri, relative?) for a diagnostic's path: relative with forward slashes when under ``root``."""
-    if path.startswith("<"):  # "<command line>", "<plugins>": nothing on disk
-        return path.strip("<>").replace(" ", "-"), True
-    absolute = Path(path).resolve()
+# -- paths -------------------------------------------------------------------------------------
+
+def source_root(start: str | None = None) -> Path:
+    """The root repository-relative paths are taken from: the git checkout that holds ``start``
+    (default: the working directory), else ``start`` itself. GitHub resolves annotation files
+    and SARIF URIs against the repository root, which is not always where trainlint runs
+    (``working-directory: training`` in a workflow) nor where its project config lives."""
+    here = Path(start or os.getcwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / ".git").exists():  # a directory, or a file in worktrees and submodules
+            return folder
+    return here
+
+
+def is_pseudo_path(path: str) -> bool:
+    """``<command line>`` (trainlint run), ``<plugins>``: findings that are not in a file."""
+    return path.startswith("<") and path.endswith(">")
+
+
+def relative_path(path: str, root: Path) -> str | None:
+    """``path`` relative to ``root`` with forward slashes, symlinks resolved; None when outside."""
     try:
-        return absolute.relative_to(root).as_posix(), True
-    except ValueError:
-        return absolute.as_uri(), False
+        return Path(path).resolve().relative_to(root).as_posix()
+    except (ValueError, OSError):
+        return None
 
 
-def _rule_descriptor(code: str, name: str, registry: Any) -> dict[str, Any]:
+def artifact_location(path: str, root: Path) -> dict[str, str]:
+    """A relative URI under %SRCROOT%, else an absolute file: URI (GitHub drops files outside
+    the checkout; other viewers can still open them)."""
+    relative = relative_path(path, root)
+    if relative is not None:
+        return {"uri": quote(relative, safe="/"), "uriBaseId": SRCROOT}
+    return {"uri": Path(path).resolve().as_uri()}
+
+
+# -- rules -------------------------------------------------------------------------------------
+
+def _clip(text: str, limit: int = MAX_DESCRIPTION) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "\u2026"
+
+
+def _section(documentation: str, heading: str) -> str:
+    """The body of ``## heading`` in a ruff-style rule docstring ('' when absent)."""
+    match = re.search(rf"^##\s*{re.escape(heading)}\s*$(.*?)(?=^##\s|\Z)", documentation, re.M | re.S | re.I)
+    return match.group(1).strip() if match else ""
+
+
+def _family(rule: Any) -> str | None:
+    """``trainlint.rules.launch.megatron_rules`` -> ``launch`` for the built-in rules."""
+    parts = getattr(rule, "__module__", "").split(".")
+    return parts[2] if len(parts) > 3 and parts[:2] == ["trainlint", "rules"] else None
+
+
+def _builtin(rule: Any) -> bool:
+    return getattr(rule, "plugin", "").startswith("trainlint")
+
+
+def rule_descriptor(code: str, name: str, registry: Any) -> dict[str, Any]:
+    """A reportingDescriptor: summary, the docstring's "What it does" as full description, the
+    whole documentation (as ``trainlint explain`` prints it) as help, a link to docs/rules.md."""
     from trainlint.input_codes import INPUT_CODES
     from trainlint.rules.docs import explain, explain_input_code, help_uri
 
     rule = registry.rules.get(code) if registry is not None else None
+    tags: list[str] = []
+    uri: str | None = None
     if rule is not None:
-        summary, text, level = rule.summary, explain(rule), LEVELS[rule.default_severity]
+        summary, severity = rule.summary, rule.default_severity
+        documentation = rule.documentation()
+        full = _section(documentation, "What it does") or documentation.split("\n\n", 1)[0]
+        help_text = explain(rule)
+        family = _family(rule)
+        tags = [family] if family else [rule.plugin]
+        tags += list(rule.frameworks)
+        if _builtin(rule):
+            uri = help_uri(code, rule.name)
+        name = rule.name
     elif code in INPUT_CODES:
         entry = INPUT_CODES[code]
-        summary, text, level = entry.summary, explain_input_code(code), LEVELS[entry.severity]
-    else:
-        summary, text, level = name, name, "warning"
-    return {
+        summary, severity, full, name = entry.summary, entry.severity, entry.summary, entry.name
+        help_text = explain_input_code(code)
+        tags = ["input"]
+        uri = help_uri(code, entry.name)
+    else:  # a code nothing describes (a plugin that reports under a code it does not register)
+        summary, severity, full, help_text = name or code, Severity.WARNING, name or code, name or code
+    # The help is shown under the rule's name on GitHub: drop explain()'s "# name (code)" title.
+    help_body = re.sub(r"\A# [^\n]*\n+", "", help_text).strip() or summary
+    descriptor: dict[str, Any] = {
         "id": code,
-        "name": name,
-        "shortDescription": {"text": summary or name},
-        "fullDescription": {"text": summary or name},
-        "help": {"text": text, "markdown": text},
-        "helpUri": help_uri(code, name),
-        "defaultConfiguration": {"level": level},
+        "name": name or code,
+        "shortDescription": {"text": _clip(summary or name or code)},
+        "fullDescription": {"text": _clip(full or summary or code)},
+        "help": {"text": help_body, "markdown": help_body},
+        "defaultConfiguration": {"level": LEVELS[severity]},
+        "properties": {
+            "tags": list(dict.fromkeys(tags)),
+            # Launch and input checks restate what the framework itself refuses; estimation and
+            # planning findings rest on a model of memory and time.
+            "precision": "medium" if tags[:1] in (["estimation"], ["planning"]) else "high",
+            "problem.severity": PROBLEM_SEVERITY[severity],
+        },
     }
+    if uri:
+        descriptor["helpUri"] = uri
+    return descriptor
 
 
-def _region(d: Diagnostic) -> dict[str, int]:
-    span = d.span
-    region = {"startLine": span.line, "startColumn": span.column}
+# -- results -----------------------------------------------------------------------------------
+
+def region(span: Span) -> dict[str, int]:
+    """SARIF's region: the same numbers as the text output; an empty span has no end."""
+    out = {"startLine": span.line, "startColumn": span.column}
     if (span.end_line, span.end_column) > (span.line, span.column):
-        region["endLine"] = span.end_line
-        region["endColumn"] = span.end_column
-    return region
+        out["endLine"] = span.end_line
+        out["endColumn"] = span.end_column
+    return out
 
 
-def _fingerprint(code: str, uri: str, d: Diagnostic, lines: dict[str, list[str]]) -> str:
-    """Stable across unrelated edits: the rule, the file and the text of the line (not its number)."""
-    text = lines.get(uri, [])
-    line_text = text[d.line - 1].strip() if 0 < d.line <= len(text) else ""
-    return hashlib.sha256(f"{code}\0{uri}\0{line_text}".encode()).hexdigest()[:32]
+class _Artifacts:
+    """The run's artifact list, each file's lines (for fingerprints) read once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.index: dict[str, int] = {}
+        self.entries: list[dict[str, Any]] = []
+        self.lines: dict[str, list[str]] = {}
+
+    def location(self, path: str) -> dict[str, Any]:
+        """The artifactLocation of ``path``, adding the file to the artifact list once."""
+        location = artifact_location(path, self.root)
+        key = location["uri"]
+        if key not in self.index:
+            self.index[key] = len(self.entries)
+            self.entries.append({"location": dict(location)})
+            self.lines[key] = _read_lines(path)
+        return {**location, "index": self.index[key]}
 
 
 def _read_lines(path: str) -> list[str]:
     try:
-        return Path(path).read_text(encoding="utf-8", errors="replace").splitlines()
+        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+            return handle.read().split("\n")
     except OSError:
         return []
 
 
-def render(results: Sequence[FileResult], *, registry: Any = None, root: str | None = None) -> str:
-    base = Path(root or os.getcwd()).resolve()
-    rules: dict[str, int] = {}
-    descriptors: list[dict[str, Any]] = []
-    artifacts: dict[str, int] = {}
-    artifact_list: list[dict[str, Any]] = []
+def _line_hash(code: str, uri: str, span: Span, lines: list[str]) -> str:
+    """Stable across unrelated edits: the rule, the file and the text of the line (whitespace
+    collapsed), not its number."""
+    text = " ".join(lines[span.line - 1].split()) if 0 < span.line <= len(lines) else ""
+    return hashlib.sha256(f"{code}\0{uri}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _physical_or_logical(path: str, span: Span, artifacts: _Artifacts) -> dict[str, Any]:
+    if is_pseudo_path(path):  # no file to point into: name the place instead
+        return {"logicalLocations": [{"name": path.strip("<>"), "kind": "module"}]}
+    return {"physicalLocation": {"artifactLocation": artifacts.location(path), "region": region(span)}}
+
+
+def _result(d: Diagnostic, path: str, rule_index: int, artifacts: _Artifacts, seen: Counter) -> dict[str, Any]:
+    location = _physical_or_logical(path, d.span, artifacts)
+    result: dict[str, Any] = {
+        "ruleId": d.code,
+        "ruleIndex": rule_index,
+        "level": LEVELS[d.severity],
+        "message": {"text": d.message + (f"\nFix: {d.fix}" if d.fix else "")},
+        "locations": [location],
+    }
+    if "physicalLocation" in location:
+        uri = location["physicalLocation"]["artifactLocation"]["uri"]
+        digest = _line_hash(d.code, uri, d.span, artifacts.lines.get(uri, []))
+        seen[digest] += 1  # GitHub's own form, "hash:occurrence", keeps equal lines apart
+        result["partialFingerprints"] = {"primaryLocationLineHash": f"{digest}:{seen[digest]}"}
+    related = []
+    for i, r in enumerate(d.related, start=1):
+        rel = _physical_or_logical(r.path or path, r.span, artifacts)
+        related.append({"id": i, "message": {"text": r.message}, **rel})
+    if related:
+        result["relatedLocations"] = related
+    return result
+
+
+def render(results: Sequence[FileResult], *, registry: Any = None, root: str | os.PathLike | None = None) -> str:
+    """The SARIF log as JSON text. ``root``: where relative URIs start (default: see
+    :func:`source_root`)."""
+    base = Path(root).resolve() if root is not None else source_root()
+    rule_index: dict[str, int] = {}
+    rules: list[dict[str, Any]] = []
+    artifacts = _Artifacts(base)
+    seen: Counter = Counter()
     sarif_results: list[dict[str, Any]] = []
-    lines: dict[str, list[str]] = {}
-
-    def artifact(path: str) -> tuple[dict[str, Any], int]:
-        uri, relative = relative_uri(path, base)
-        if uri not in artifacts:
-            artifacts[uri] = len(artifact_list)
-            location = {"uri": uri, **({"uriBaseId": "%SRCROOT%"} if relative else {})}
-            artifact_list.append({"location": location})
-            lines[uri] = _read_lines(path)
-        location = {"uri": uri, "index": artifacts[uri], **({"uriBaseId": "%SRCROOT%"} if relative else {})}
-        return location, artifacts[uri]
-
+    failed = False
     for entry in file_entries(results):
         for d in entry.diagnostics:
-            if d.code not in rules:
-                rules[d.code] = len(descriptors)
-                descriptors.append(_rule_descriptor(d.code, d.name, registry))
-            location, _ = artifact(d.path or entry.path)
-            message = d.message + (f"\nFix: {d.fix}" if d.fix else "")
-            result: dict[str, Any] = {
-                "ruleId": d.code,
-                "ruleIndex": rules[d.code],
-                "level": LEVELS[d.severity],
-                "message": {"text": message},
-                "locations": [{"physicalLocation": {"artifactLocation": location, "region": _region(d)}}],
-                "partialFingerprints": {"primaryLocationLineHash": _fingerprint(d.code, location["uri"], d, lines)},
-            }
-            related = []
-            for i, r in enumerate(d.related):
-                rel_location, _ = artifact(r.path or d.path or entry.path)
-                related.append({"id": i, "message": {"text": r.message}, "physicalLocation": {
-                    "artifactLocation": rel_location, "region": _region(Diagnostic(d.code, d.name, d.severity, "", r.span))}})
-            if related:
-                result["relatedLocations"] = related
-            sarif_results.append(result)
-
+            if d.code not in rule_index:
+                rule_index[d.code] = len(rules)
+                rules.append(rule_descriptor(d.code, d.name, registry))
+            failed = failed or d.code in FAILURE_CODES
+            sarif_results.append(_result(d, d.path or entry.path, rule_index[d.code], artifacts, seen))
     run = {
         "tool": {"driver": {
             "name": "trainlint",
             "version": __version__,
             "semanticVersion": __version__,
-            "informationUri": "https://github.com/trainlint/trainlint",
-            "rules": descriptors,
+            "informationUri": INFORMATION_URI,
+            "rules": rules,
         }},
-        "originalUriBaseIds": {"%SRCROOT%": {"uri": base.as_uri() + "/"}},
-        "artifacts": artifact_list,
+        # No workingDirectory: GitHub would take it as the base of absolute URIs, and the base
+        # of ours is %SRCROOT%, which need not be the directory trainlint ran in.
+        "invocations": [{"executionSuccessful": not failed}],
+        "originalUriBaseIds": {SRCROOT: {"uri": base.as_uri().rstrip("/") + "/"}},
+        "artifacts": artifacts.entries,
         "results": sarif_results,
         "columnKind": "unicodeCodePoints",
     }

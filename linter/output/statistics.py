@@ -1,31 +1,79 @@
-"""``--statistics`` (as ruff): how often each code was reported, most frequent first."""
+"""``--statistics`` (as ruff's): how often each code was reported, most frequent first.
+
+Replaces the findings. Text: ``count  CODE  [*] name  severity`` rows, ``[*]`` marking codes
+whose findings carry a fix hint, then the summary line. ``--format json``: a list of
+``{code, name, count, severity}``; ``--format markdown``: the same as a table. A code reported at
+several severities (a rule that errs or warns by degree, a project severity override) shows the
+highest.
+"""
 
 from __future__ import annotations
 
 import json
-from collections import Counter
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 from trainlint.checker import FileResult
+from trainlint.diagnostics import Severity
+from trainlint.output import file_entries, summary_line
 
 
-def counts(results: Sequence[FileResult]) -> list[dict]:
-    seen: Counter = Counter()
-    info: dict[str, tuple[str, str]] = {}
-    for result in results:
-        for d in result.diagnostics:
-            seen[d.code] += 1
-            info.setdefault(d.code, (d.name, d.severity.value))
-    return [{"code": code, "name": info[code][0], "severity": info[code][1], "count": n}
-            for code, n in sorted(seen.items(), key=lambda kv: (-kv[1], kv[0]))]
+@dataclass
+class CodeCount:
+    code: str
+    name: str
+    severity: Severity
+    count: int = 0
+    fixes: int = 0
+    """How many of the findings carry a fix hint."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "name": self.name, "count": self.count, "severity": self.severity.value}
 
 
-def render(results: Sequence[FileResult], fmt: str = "text") -> str:
-    rows = counts(results)
-    if fmt == "json":
-        return json.dumps(rows, indent=2) + "\n"
+def code_counts(results: Sequence[FileResult]) -> list[CodeCount]:
+    """One row per code over the same findings the other formats list; by count, then code."""
+    rows: dict[str, CodeCount] = {}
+    for entry in file_entries(results):
+        for d in entry.diagnostics:
+            row = rows.setdefault(d.code, CodeCount(d.code, d.name, d.severity))
+            row.count += 1
+            row.fixes += bool(d.fix)
+            if d.severity.rank > row.severity.rank:
+                row.severity = d.severity
+    return sorted(rows.values(), key=lambda r: (-r.count, r.code))
+
+
+def counts(results: Sequence[FileResult]) -> list[dict[str, Any]]:
+    return [row.to_dict() for row in code_counts(results)]
+
+
+def render_text(rows: list[CodeCount]) -> list[str]:
     if not rows:
-        return ""
-    width = max(len(str(r["count"])) for r in rows)
-    name_width = max(len(r["name"]) for r in rows)
-    return "".join(f"{r['count']:>{width}}  {r['code']}  {r['name']:<{name_width}}  {r['severity']}\n" for r in rows)
+        return []
+    width = max(len(str(r.count)) for r in rows)
+    code_width = max(len(r.code) for r in rows)
+    name_width = max(len(r.name) for r in rows)
+    lines = [f"{r.count:>{width}}  {r.code:<{code_width}}  {'[*]' if r.fixes else '   '} {r.name:<{name_width}}  "
+             f"{r.severity.value}".rstrip() for r in rows]
+    if any(r.fixes for r in rows):
+        lines.append("[*] the findings suggest a fix (shown without --statistics)")
+    return lines
+
+
+def render_markdown(rows: list[CodeCount], results: Sequence[FileResult]) -> list[str]:
+    out = ["## trainlint statistics", "", summary_line(results), ""]
+    if not rows:
+        return out + ["No problems found."]
+    out += ["| count | code | rule | severity |", "|---:|---|---|---|"]
+    return out + [f"| {r.count} | {r.code} | {r.name} | {r.severity.value} |" for r in rows]
+
+
+def render(results: Sequence[FileResult], fmt: str = "text", *, show_summary: bool = True) -> str:
+    rows = code_counts(results)
+    if fmt == "json":
+        return json.dumps([r.to_dict() for r in rows], indent=2) + "\n"
+    if fmt == "markdown":
+        return "\n".join(render_markdown(rows, results)) + "\n"
+    lines = render_text(rows) + ([summary_line(results)] if show_summary else [])
+    return "\n".join(lines) + ("\n" if lines else "")
