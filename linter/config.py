@@ -11,10 +11,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+
+class _LazyTomllib:
+    """``tomllib`` (``tomli`` before 3.11), imported on first use: ``--isolated`` runs and
+    folders without a config file never need it, and it costs a few ms of start-up."""
+
+    def __getattr__(self, name: str) -> Any:
+        if sys.version_info >= (3, 11):
+            import tomllib as module
+        else:  # pragma: no cover - exercised on 3.10 only
+            import tomli as module
+        return getattr(module, name)
+
+
+tomllib = _LazyTomllib()
 
 
 class ConfigError(Exception):
@@ -96,6 +106,12 @@ def load_config(path: Path) -> ProjectConfig:
         from trainlint.suggest import hint
 
         raise ConfigError(f"{path}: unknown setting `{unknown[0]}`{hint(unknown[0], KNOWN_KEYS)}")
+    if any(k in section for k in ("max-days", "max-cost", "price-per-gpu-hour", "prices")):
+        from trainlint.planning.inputs import planning_key_problems
+
+        problems = planning_key_problems(section)
+        if problems:
+            raise ConfigError(f"{path}: {problems[0]}")
     return ProjectConfig(
         path=str(path),
         runs=[[str(base / p) for p in run] for run in runs],

@@ -20,9 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_context_arguments(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     add_input_arguments(p)
-    p.add_argument("--tokens", metavar="N", help="tokens to train (e.g. 2T); overrides the config's run length")
-    p.add_argument("--train-samples", type=int, metavar="N", help="samples to train (x sequence length = tokens)")
-    p.add_argument("--price-per-gpu-hour", type=float, metavar="USD",
+    p.add_argument("--tokens", type=_positive_count, metavar="N",
+                   help="tokens to train (e.g. 2T, 300B, 1.5e12); overrides the config's run length")
+    p.add_argument("--train-samples", type=_positive_count, metavar="N", help="samples to train (x sequence length = tokens)")
+    p.add_argument("--price-per-gpu-hour", type=_positive_count, metavar="USD",
                    help="price per GPU-hour for the run cost (default: project `prices`/`price-per-gpu-hour`)")
     p.add_argument("--compare-gpus", nargs="?", const="all", metavar="IDS|all",
                    help="re-estimate on each catalog GPU (comma-separated ids, default all); table sorted by cost")
@@ -31,42 +32,35 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _value(v: object) -> float | None:
-    raw = getattr(v, "value", v)
+def _positive_count(text: str) -> float:
+    """2T, 300B, 1.5e12, 2,000,000: a positive finite number (argparse reports anything else)."""
+    from trainlint.planning import parse_count
+
     try:
-        return float(raw) if raw is not None and not isinstance(raw, bool) else None
-    except (TypeError, ValueError):
-        return None
+        value = parse_count(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    return value
 
 
 def run_tokens(spec: object, est: object, args: argparse.Namespace) -> tuple[float | None, str]:
     """Tokens of the whole run and where they come from (flag, train-iters, train-samples)."""
-    from trainlint.planning import parse_count
+    from trainlint.planning.inputs import spec_tokens
+
     if getattr(args, "tokens", None):
-        return parse_count(args.tokens), "--tokens"
+        return float(args.tokens), "--tokens"
     if getattr(args, "train_samples", None):
         return args.train_samples * est.inputs.seq, "--train-samples x sequence length"
-    run_sec = getattr(spec, "run", None)
-    iters = _value(getattr(run_sec, "train_iters", None))
-    if iters:
-        return iters * est.tokens_per_step, "train iters x global batch x sequence length"
-    samples = _value(getattr(run_sec, "train_samples", None))
-    if samples:
-        return samples * est.inputs.seq, "train samples x sequence length"
-    return None, "no run length in the config (give --tokens or --train-samples)"
+    return spec_tokens(spec, tokens_per_step=est.tokens_per_step, seq=est.inputs.seq)
 
 
 def price_for(gpu_id: str, args: argparse.Namespace, project_raw: dict | None) -> tuple[float | None, str]:
     """Price per GPU-hour: the flag, else the project's `prices` for this GPU kind, else `price-per-gpu-hour`."""
-    if getattr(args, "price_per_gpu_hour", None):
-        return float(args.price_per_gpu_hour), "--price-per-gpu-hour"
-    raw = project_raw or {}
-    prices = raw.get("prices")
-    if isinstance(prices, dict) and _value(prices.get(gpu_id)):
-        return _value(prices.get(gpu_id)), f"project prices.{gpu_id}"
-    if _value(raw.get("price-per-gpu-hour")):
-        return _value(raw.get("price-per-gpu-hour")), "project price-per-gpu-hour"
-    return None, "no price"
+    from trainlint.planning.inputs import price_for as lookup
+
+    return lookup(gpu_id, getattr(args, "price_per_gpu_hour", None), project_raw)
 
 
 def render_run(totals: dict) -> str:
@@ -74,10 +68,15 @@ def render_run(totals: dict) -> str:
         return f"run: {totals['tokens_source']}\n"
     cost = (f"USD {totals['cost']:,.0f} at {totals['price_per_gpu_hour']:g}/GPU-hour ({totals['price_source']})"
             if totals.get("cost") is not None else "no price (--price-per-gpu-hour or project prices)")
-    return (f"run: {totals['tokens']:.4g} tokens ({totals['tokens_source']})\n"
-            f"  time to train   {totals['days']:.2f} days ({totals['time_s']:.4g} s)\n"
+    per_param = f", {totals['tokens_per_param']:.1f} per parameter" if totals.get("tokens_per_param") else ""
+    steps = (f"  steps           {totals['steps']:,.0f} x {totals['tokens_per_step']:,.0f} tokens\n"
+             if totals.get("steps") else "")
+    return (f"run: {totals['tokens']:.4g} tokens ({totals['tokens_source']}{per_param})\n"
+            + steps
+            + f"  time to train   {totals['days']:.2f} days ({totals['time_s']:.4g} s)\n"
             f"  GPU-hours       {totals['gpus']} x {totals['time_s'] / 3600:.1f} h = {totals['gpu_hours']:,.0f}\n"
-            f"  model FLOPs     {totals['model_flops']:.3e} (hardware {totals['hardware_flops']:.3e})\n"
+            f"  model FLOPs     {totals['model_flops']:.3e} (6PD {totals['flops_6pd']:.3e}; hardware, recompute "
+            f"included, {totals['hardware_flops']:.3e})\n"
             f"  cost            {cost}\n")
 
 
@@ -87,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.commands.check import parse_env
     from trainlint.config import ConfigError, discover
     from trainlint.estimator import ContextError, build_context, estimate
-    from trainlint.estimator.render import render_json, render_text
+    from trainlint.estimator.render import render_text
 
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
     missing = [p for p in args.paths if not Path(p).exists()] + [p for r in runs for p in r if not Path(p).is_file()]
@@ -131,14 +130,19 @@ def run(args: argparse.Namespace) -> int:
             if est.ok:
                 totals_by_id[id(est)] = _totals(spec, est, args, ctx, project.raw)
                 if getattr(args, "compare_gpus", None):
-                    comparisons.append((result.path, compare_gpus(spec, est, args, project)))
+                    tokens, source = run_tokens(spec, est, args)
+                    comparisons.append((result.path, {"tokens": tokens, "tokens_source": source,
+                                                      "base_tokens_per_s": est.tokens_per_s,
+                                                      "base_world_size": est.inputs.world,
+                                                      "same_throughput": bool(args.same_throughput)},
+                                        compare_gpus(spec, est, args, project)))
     if comparisons:
         if args.format == "json":
             import json
-            data = [{"path": p, "compare_gpus": rows} for p, rows in comparisons]
+            data = [{"path": p, **head, "compare_gpus": rows} for p, head, rows in comparisons]
             sys.stdout.write(json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n")
         else:
-            sys.stdout.write("\n".join(f"{p}:\n{render_comparison(rows)}" for p, rows in comparisons))
+            sys.stdout.write("\n".join(f"{p}:\n{render_comparison(rows, head)}" for p, head, rows in comparisons))
         return EXIT_CLEAN if outputs else EXIT_ERROR
     if args.format == "json":
         if not outputs:
@@ -171,19 +175,22 @@ def _totals(spec: object, est: object, args: argparse.Namespace, ctx: object, pr
     d = run_totals(est, tokens, price).to_dict()
     d["tokens_source"] = source
     d["price_source"] = price_source
+    d["steps"] = tokens / est.tokens_per_step
+    d["tokens_per_step"] = est.tokens_per_step
+    d["tokens_per_param"] = tokens / est.num_params if est.num_params else None
+    d["flops_6pd"] = 6.0 * est.num_params * tokens  # seed 001's C = 6PD, beside the estimator's per-layer count
     return d
 
 
 def compare_gpus(spec: object, base: object, args: argparse.Namespace, project: object) -> list[dict]:
-    """Re-estimate `spec` on each catalog GPU. Same world size, or (--same-throughput) the GPUs needed for the
-    current tokens/s: per-GPU tokens/s at the config's world size, scaled linearly and rounded up to whole
-    nodes (an approximation: communication at the new size is not re-estimated)."""
-    import math
-
-    from trainlint.catalog import load_gpus
+    """Re-estimate `spec` on each GPU kind (the catalog plus the project's custom GPUs): same world size, or
+    (--same-throughput) the smallest cluster that keeps the layout valid and reaches the current tokens/s."""
     from trainlint.estimator import ContextError, build_context, estimate
-    catalog = load_gpus()
-    ids = list(catalog) if args.compare_gpus in ("all", "") else [i.strip() for i in args.compare_gpus.split(",") if i.strip()]
+    from trainlint.estimator.context import custom_gpus
+    from trainlint.planning.sizing import usd_per_tbps_hour
+
+    table = custom_gpus(project.raw, project.path)
+    ids = list(table) if args.compare_gpus in ("all", "") else [i.strip() for i in args.compare_gpus.split(",") if i.strip()]
     tokens, _ = run_tokens(spec, base, args)
     rows: list[dict] = []
     for gid in ids:
@@ -200,34 +207,80 @@ def compare_gpus(spec: object, base: object, args: argparse.Namespace, project: 
             row["error"] = "cannot estimate: " + ", ".join(m.what if hasattr(m, "what") else str(m) for m in est.missing)
             rows.append(row)
             continue
+        row["gpu"] = est.inputs.gpu.id
+        sizing = None
+        if args.same_throughput:
+            est, sizing = size_for_throughput(est, base.tokens_per_s)
         gpu = est.inputs.gpu
-        price, price_source = price_for(gid, args, project.raw)
+        price, price_source = price_for(gpu.id, args, project.raw)
         gpus = int(est.inputs.world)
         tps = est.tokens_per_s
-        if args.same_throughput:
-            per_node = est.inputs.gpus_per_node or 8
-            gpus = max(per_node, math.ceil(base.tokens_per_s / est.tokens_per_s_per_gpu / per_node) * per_node)
-            tps = est.tokens_per_s_per_gpu * gpus
         time_s = tokens / tps if tokens else None
         hours = gpus * time_s / 3600 if time_s else None
         row.update({
             "name": gpu.name, "fits": est.fits,
-            "memory_pct": 100 * est.worst_stage.total / est.capacity_bytes if hasattr(est.worst_stage, "total") else None,
+            "memory_pct": 100 * est.worst_stage.total / est.capacity_bytes,
             "gpus": gpus, "tokens_per_s": tps, "mfu": est.mfu, "bound": est.bound,
             "days": time_s / 86400 if time_s else None, "gpu_hours": hours,
             "price_per_gpu_hour": price, "price_source": price_source,
             "cost": hours * price if (hours and price) else None,
-            "usd_per_tbps_hour": price / gpu.hbm_bandwidth_tbps if (price and gpu.hbm_bandwidth_tbps) else None,
+            "cost_per_hour": gpus * price if price else None,
+            "usd_per_tbps_hour": usd_per_tbps_hour(price, gpu.hbm_bandwidth_tbps),
         })
+        if sizing is not None:
+            row["sizing"] = sizing
         rows.append(row)
     rows.sort(key=lambda r: ("error" in r, not r.get("fits", False), r.get("cost") is None,
                              r.get("cost") or 0, r.get("days") or float("inf")))
     return rows
 
 
-def render_comparison(rows: list[dict]) -> str:
+def size_for_throughput(est: object, target_tokens_per_s: float) -> tuple[object, str]:
+    """The estimate on the smallest cluster that reaches ``target_tokens_per_s`` with the same layout: whole
+    nodes, DP an integer, the global batch kept with a whole number of accumulation steps (seed 002:
+    G = ceil(R_target / r_gpu), but every candidate size is re-estimated, communication included).
+    Returns the estimate and a sentence saying how the size was chosen."""
+    import dataclasses
+
+    from trainlint.estimator.core import estimate_inputs
+    from trainlint.planning.sizing import valid_world_sizes
+
+    i = est.inputs
+    model_parallel = i.tp * i.pp * i.cp
+    units = i.global_batch // i.micro if i.micro and i.global_batch % i.micro == 0 else None
+    need = target_tokens_per_s / est.tokens_per_s_per_gpu
+    last = None
+    for n, world in enumerate(valid_world_sizes(need, gpus_per_node=i.gpus_per_node, model_parallel=model_parallel,
+                                                 batch_units=units)):
+        dp = world // model_parallel
+        accum = units // dp if units else i.grad_accum
+        last = estimate_inputs(dataclasses.replace(i, world=world, dp=dp, grad_accum=accum), est.spec_label)
+        if last.tokens_per_s >= target_tokens_per_s * (1 - 1e-9):
+            return last, (f"{world} GPUs = DP {dp} x TP {i.tp} x PP {i.pp} x CP {i.cp}, micro batch {i.micro} x "
+                          f"accumulation {accum}: the smallest valid size reaching {target_tokens_per_s:,.0f} tokens/s")
+        if n >= 256:
+            break
+    if last is not None:
+        return last, (f"no valid size reaches {target_tokens_per_s:,.0f} tokens/s with global batch {i.global_batch}; "
+                      f"the largest tried: {last.inputs.world} GPUs")
+    limit = f"at most {units * model_parallel} GPUs (DP <= global batch {i.global_batch} / micro batch {i.micro})" \
+        if units else f"a global batch {i.global_batch} that micro batch {i.micro} does not divide"
+    return est, (f"{target_tokens_per_s:,.0f} tokens/s needs about {need:,.0f} GPUs, but this layout allows {limit} "
+                 f"in whole nodes of {i.gpus_per_node}: shown at the config's own size")
+
+
+def render_comparison(rows: list[dict], about: dict | None = None) -> str:
+    out = []
+    if about is not None:
+        if about["tokens"]:
+            out.append(f"{about['tokens']:.4g} tokens ({about['tokens_source']}); "
+                       + (f"each GPU kind sized for {about['base_tokens_per_s']:,.0f} tokens/s"
+                          if about["same_throughput"] else f"{about['base_world_size']} GPUs each")
+                       + "; sorted by cost to train")
+        else:
+            out.append(f"{about['tokens_source']}: no time or cost to train")
     head = f"{'gpu':<16} {'fits':>4} {'mem%':>6} {'gpus':>5} {'tokens/s':>10} {'MFU':>6} {'bound':<12} {'days':>8} {'cost':>14} {'$/TB/s.h':>9}"
-    out = [head, "-" * len(head)]
+    out += [head, "-" * len(head)]
     for r in rows:
         if "error" in r:
             out.append(f"{r['gpu']:<16} {r['error'][:90]}")
@@ -238,4 +291,7 @@ def render_comparison(rows: list[dict]) -> str:
         bw = f"{r['usd_per_tbps_hour']:.2f}" if r.get("usd_per_tbps_hour") is not None else "-"
         out.append(f"{r['gpu']:<16} {'yes' if r['fits'] else 'no':>4} {mem:>6} {r['gpus']:>5} {r['tokens_per_s']:>10,.0f} "
                    f"{r['mfu'] * 100:>5.1f}% {str(r['bound']):<12} {days:>8} {cost:>14} {bw:>9}")
+    sizings = [f"  {r['gpu']}: {r['sizing']}" for r in rows if r.get("sizing")]
+    if sizings:
+        out += ["sizing:", *sizings]
     return "\n".join(out) + "\n"

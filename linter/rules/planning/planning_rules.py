@@ -1,4 +1,5 @@
-"""TL5xx: the run's length against the compute-optimal token count (seed 001)."""
+"""TL5xx planning: the run's length against the compute-optimal token count and the 200B-token advice
+(seed 001), and its estimated duration and cost against the project's limits (a CI gate on spend)."""
 
 from __future__ import annotations
 
@@ -12,123 +13,198 @@ from trainlint.spec import TrainingSpec
 
 
 def _num(v: Any) -> float | None:
-    raw = getattr(v, "value", v)
-    if isinstance(raw, bool) or raw is None:
-        return None
-    try:
-        return float(raw)
-    except (TypeError, ValueError):
-        return None
+    from trainlint.planning.inputs import number
+
+    return number(v)
 
 
 def config_tokens(spec: TrainingSpec, est: Any) -> float | None:
-    """Tokens the config trains for: train iters x tokens per step, or train samples x sequence length."""
+    """Tokens the config trains for: train iters x global batch x sequence length, or train samples x
+    sequence length (the estimate supplies a global batch the config leaves to DP, as NeoX does)."""
+    from trainlint.planning.inputs import spec_tokens
+
+    if est is not None:
+        return spec_tokens(spec, tokens_per_step=est.tokens_per_step, seq=est.inputs.seq)[0]
+    return spec_tokens(spec)[0]
+
+
+def _steps(spec: TrainingSpec, tokens: float, est: Any) -> float | None:
+    """Optimizer steps of the run: train iters, or tokens / tokens per step."""
     iters = _num(spec.run.train_iters)
     if iters:
-        return iters * est.tokens_per_step
-    samples = _num(spec.run.train_samples)
-    if samples:
-        return samples * est.inputs.seq
+        return iters
+    per_step = est.tokens_per_step if est is not None else None
+    if per_step is None:
+        batch, seq = _num(spec.batch.global_batch), _num(spec.model.seq_length)
+        per_step = batch * seq if batch and seq else None
+    return tokens / per_step if per_step else None
+
+
+def _fine_tuning(spec: TrainingSpec) -> str | None:
+    """Why the run starts from trained weights, or None. Megatron-LM: --finetune, --pretrained-checkpoint,
+    --sft, or --load with --no-load-optim (weights without the optimizer: a new run from a checkpoint, not
+    a resumed one). GPT-NeoX: finetune: true. A bare --load is how pre-training resumes: not a sign."""
+    def on(key: str) -> bool:
+        entry = spec.settings.get(key)
+        return entry is not None and entry.value not in (None, False, "", 0, "false", "False")
+
+    for key, flag in (("finetune", "--finetune"), ("pretrained_checkpoint", "--pretrained-checkpoint"), ("sft", "--sft")):
+        if on(key):
+            return flag if spec.framework == "megatron" else "finetune: true"
+    if on("load") and on("no_load_optim"):
+        return "--load with --no-load-optim"
     return None
+
+
+_LANGUAGE_MODELS = ("gpt", "mamba", "hybrid")
+
+
+def _pretraining_scope(spec: TrainingSpec, tokens: float, est: Any, min_steps: float) -> bool:
+    """A decoder language model trained from scratch for a real run (not a smoke test of a few steps)."""
+    arch = None if spec.model.architecture is None else spec.model.architecture.value
+    if arch not in _LANGUAGE_MODELS or _fine_tuning(spec) is not None:
+        return False
+    steps = _steps(spec, tokens, est)
+    return steps is None or steps >= min_steps
+
+
+def _dense_params(spec: TrainingSpec, est: Any) -> tuple[float | None, bool]:
+    """Parameters of a dense model and whether the figure is exact: the estimate's count, else the
+    non-embedding weights from the config's dimensions (a lower bound: the vocabulary is often not in
+    the config). MoE models: None (20 tokens per parameter is a dense-model rule)."""
+    experts = _num(spec.model.num_experts)
+    if experts and experts > 1:
+        return None, False
+    if est is not None:
+        return (est.num_params or None), True
+    layers, hidden, heads = (_num(spec.model.num_layers), _num(spec.model.hidden_size),
+                             _num(spec.model.num_attention_heads))
+    if not (layers and hidden and heads):
+        return None, False
+    kv = _num(spec.model.num_kv_heads) or heads
+    head_dim = _num(spec.model.kv_channels) or hidden / heads
+    ffn = _num(spec.model.ffn_hidden_size) or 4 * hidden
+    gated = spec.model.gated_mlp is not None and spec.model.gated_mlp.value is True
+    attention = 2 * hidden * heads * head_dim + 2 * hidden * kv * head_dim  # Q, O and K, V projections
+    mlp = (3 if gated else 2) * hidden * ffn
+    return layers * (attention + mlp), False
 
 
 class FewTokensPerParameter(Rule):
     """## What it does
-    Divides the tokens the run trains for (train iters x global batch x sequence length, or
-    train samples x sequence length) by the model's parameter count and reports a ratio far
-    below the compute-optimal 20 tokens per parameter.
+    Divides the tokens a pre-training run trains for (train iters x global batch x sequence
+    length, or train samples x sequence length) by the model's parameter count and reports a
+    ratio far below the compute-optimal 20 tokens per parameter (below the `ratio` option,
+    default 2). Without an estimate (no vocabulary size or world size) the parameters are the
+    config's non-embedding weights, a lower bound, so the ratio shown is an upper bound.
+
+    Not reported: fine-tuning (as TL502 tells it: `--finetune`, `--pretrained-checkpoint`,
+    `--sft`, `--load` with `--no-load-optim`, NeoX `finetune: true`), runs shorter than
+    `min_steps` optimizer steps (smoke tests, benchmarks), MoE models (the 20:1 rule is for
+    dense models), and models other than decoder language models (BERT, T5, vision).
 
     ## Why is this bad?
     For the same compute, a smaller model trained on more tokens reaches a lower loss
-    (Hoffmann et al. 2022, seed 001: D = 20 P). A pre-training run at a few tokens per
-    parameter spends its budget on parameters it cannot train. Fine-tuning runs and short
-    smoke tests are expected to be far below: the finding is informational.
+    (Hoffmann et al. 2022; seed 001: a compute-optimal model satisfies D = 20 P). A
+    pre-training run at a fraction of a token per parameter spends its compute on parameters
+    it cannot train.
 
     ## Example
-    A 7B model with `--train-iters 1000 --global-batch-size 256 --seq-length 4096` (1B tokens,
-    0.15 tokens per parameter).
+    A 7B model with `--train-iters 1000 --global-batch-size 256 --seq-length 4096`: 1B tokens,
+    0.15 tokens per parameter.
 
     ## Fix
-    Train for more tokens (about 20 x parameters), or choose a smaller model for the budget.
+    Train for about 20 tokens per parameter, or choose a smaller model for this compute
+    (`trainlint plan --params 7B` shows the compute-optimal run). Set `ratio` (e.g.
+    `[tool.trainlint.rules.TL501] ratio = 10`) to report more.
 
     ## References
-    Hoffmann et al. 2022 (Chinchilla); seed 001.
+    Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models" (Chinchilla);
+    seed 001 (Transformer Math 101: D = 20 P).
     """
 
     code = "TL501"
     name = "few-tokens-per-parameter"
-    summary = "The run trains on far fewer tokens per parameter than the compute-optimal 20."
+    summary = "A pre-training run trains on far fewer tokens per parameter than the compute-optimal 20."
     default_severity = Severity.INFO
     needs_estimate = True
     frameworks = ("megatron", "neox")
-    options = {"ratio": Option(2.0, "report below this many tokens per parameter (compute-optimal is 20)")}
+    options = {"ratio": Option(2.0, "report below this many tokens per parameter (compute-optimal is 20)"),
+               "min_steps": Option(1000, "runs with fewer optimizer steps are smoke tests: not reported")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         est = usable_estimate(spec, ctx.estimate)
-        if est is None or not est.num_params:
-            return
         tokens = config_tokens(spec, est)
-        if not tokens:
+        if not tokens or not _pretraining_scope(spec, tokens, est, float(ctx.options["min_steps"])):
             return
-        ratio = tokens / est.num_params
+        params, exact = _dense_params(spec, est)
+        if not params:
+            return
+        ratio = tokens / params
         if ratio >= float(ctx.options["ratio"]):
             return
+        counted = (f"{params:.3g} parameters" if exact
+                   else f"at least {params:.3g} parameters (embeddings not counted)")
         yield Finding(
-            message=(f"the run trains {tokens:.3g} tokens for {est.num_params:.3g} parameters: {ratio:.2g} tokens "
-                     f"per parameter, compute-optimal is about 20 ({20 * est.num_params:.3g} tokens)"),
+            message=(f"the run trains {tokens:.3g} tokens for {counted}: "
+                     f"{'' if exact else 'at most '}{ratio:.2g} tokens per parameter; compute-optimal is about 20 "
+                     f"({20 * params:.3g} tokens)"),
             at=point_at(spec, "run.train_iters", "run.train_samples"),
             fix="train for about 20 tokens per parameter, or pick a smaller model for this compute")
 
 
-def _fine_tuning(spec: TrainingSpec) -> bool:
-    """Megatron's --finetune / --pretrained-checkpoint, NeoX's finetune: true: the run starts from
-    trained weights, so a short run is expected."""
-    for key in ("finetune", "pretrained_checkpoint"):
-        entry = spec.settings.get(key)
-        if entry is not None and entry.value not in (None, False, "", "false", "False"):
-            return True
-    return False
-
-
 class ShortPretraining(Rule):
     """## What it does
-    Reports a pre-training run (no `--finetune`, no `--pretrained-checkpoint`, no NeoX
-    `finetune: true`) that trains on fewer than 200B tokens.
+    Reports a pre-training run of a decoder language model that trains on fewer than 200B
+    tokens (the `min_tokens` option).
+
+    How a pre-training run is told from the rest (from the config alone; a wrong guess costs
+    one informational line):
+    - fine-tuning is not reported: Megatron-LM `--finetune`, `--pretrained-checkpoint`,
+      `--sft`, or `--load` together with `--no-load-optim` (weights without the optimizer
+      state start a new run from a checkpoint); GPT-NeoX `finetune: true`. A bare `--load` is
+      how pre-training resumes, so it is not taken as fine-tuning;
+    - runs shorter than `min_steps` optimizer steps (default 1000) are smoke tests,
+      benchmarks or functional tests, not reported;
+    - only decoder language models (Megatron `pretrain_gpt.py`, `pretrain_mamba.py`,
+      `pretrain_hybrid.py`; GPT-NeoX): the advice is about LLMs, not BERT, T5 or vision models.
 
     ## Why is this bad?
-    Seed 001: pre-training below about 200B tokens rarely gives a model worth its compute;
-    the budget is usually better spent on a smaller model trained longer, or on fine-tuning an
-    existing one. Informational: a smoke test or an ablation is short on purpose.
+    Seed 001: "We do not recommend training a LLM for less than 200B tokens. Although this is
+    'chinchilla optimal' for many models, the resulting models are typically quite poor." The
+    budget is usually better spent training a smaller model longer or fine-tuning an existing one.
 
     ## Example
-    `--train-iters 1000 --global-batch-size 256 --seq-length 4096` without `--finetune`: 1B tokens.
+    `pretrain_gpt.py --train-iters 5000 --global-batch-size 256 --seq-length 4096`: 5.2B tokens.
 
     ## Fix
-    Train for more tokens, mark a fine-tuning run as such (`--finetune`), or raise the
-    `min_tokens` option for this project.
+    Train for more tokens; mark a fine-tuning run as such (`--finetune`, `finetune: true`); or,
+    for a project of ablations, set `[tool.trainlint.rules.TL502] min_tokens = 1e9`.
 
     ## References
-    Seed 001 (the 200B-token advice).
+    Seed 001 (Transformer Math 101, "Parameter vs Dataset Tradeoffs").
     """
 
     code = "TL502"
     name = "short-pretraining-run"
-    summary = "A pre-training run trains on fewer than 200B tokens."
+    summary = "A pre-training run of a language model trains on fewer than 200B tokens."
     default_severity = Severity.INFO
     needs_estimate = True
     frameworks = ("megatron", "neox")
-    options = {"min_tokens": Option(200e9, "report pre-training runs below this many tokens")}
+    options = {"min_tokens": Option(200e9, "report pre-training runs below this many tokens"),
+               "min_steps": Option(1000, "runs with fewer optimizer steps are smoke tests: not reported")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         est = usable_estimate(spec, ctx.estimate)
-        if est is None or _fine_tuning(spec):
-            return
         tokens = config_tokens(spec, est)
         minimum = float(ctx.options["min_tokens"])
-        if not tokens or tokens >= minimum:
+        if not tokens or tokens >= minimum or not _pretraining_scope(spec, tokens, est, float(ctx.options["min_steps"])):
             return
+        markers = ("no --finetune, --pretrained-checkpoint, --sft or --no-load-optim given" if spec.framework == "megatron"
+                   else "no finetune: true given")
         yield Finding(
-            message=f"a pre-training run of {tokens:.3g} tokens, below {minimum:.3g} (no --finetune or pretrained checkpoint given)",
+            message=(f"a pre-training run of {tokens:.3g} tokens, below {minimum:.3g}: models pre-trained this "
+                     f"briefly are typically poor ({markers})"),
             at=point_at(spec, "run.train_iters", "run.train_samples"),
             fix="train for more tokens, or mark a fine-tuning run with --finetune / finetune: true")
 
@@ -142,13 +218,11 @@ def _limit(ctx: RuleContext, option: str, key: str) -> float | None:
 
 
 def _price(ctx: RuleContext, gpu_id: str) -> float | None:
-    value = ctx.options.get("price_per_gpu_hour")
+    """The rule option, else ``prices.<gpu>`` or ``price-per-gpu-hour`` of the project config."""
+    from trainlint.planning.inputs import price_for
+
     raw = ctx.project.raw if ctx.project is not None else {}
-    if value is None and isinstance(raw.get("prices"), dict):
-        value = raw["prices"].get(gpu_id)
-    if value is None:
-        value = raw.get("price-per-gpu-hour")
-    return _num(value)
+    return price_for(gpu_id, _num(ctx.options.get("price_per_gpu_hour")), raw)[0]
 
 
 class RunTooLong(Rule):
@@ -165,7 +239,9 @@ class RunTooLong(Rule):
     `max-days = 30` and a run estimated at 45 days.
 
     ## Fix
-    A faster layout (`trainlint suggest`), more GPUs, or fewer tokens.
+    A faster layout (`trainlint suggest`), more GPUs, or fewer tokens. To block a merge on it
+    (the finding is a warning, which does not fail `trainlint check`), raise it to an error:
+    `severity = { TL503 = "error" }` in `[tool.trainlint]`.
 
     ## References
     Seed 000 (training time for a token budget).
@@ -214,7 +290,8 @@ class RunTooExpensive(Rule):
 
     ## Fix
     A cheaper layout (`trainlint suggest --price-per-gpu-hour`), another GPU kind
-    (`trainlint estimate --compare-gpus`), or fewer tokens.
+    (`trainlint estimate --compare-gpus`), or fewer tokens. To block a merge on it, raise it
+    to an error: `severity = { TL504 = "error" }` in `[tool.trainlint]`.
 
     ## References
     Seeds 000 and 002.
