@@ -109,10 +109,27 @@ def _normal(key: str) -> str:
     return key.strip().replace("-", "_")
 
 
+# The sniff parses a small candidate whole, and loading the file would parse the same text again:
+# the sniff's tree (which it only reads) is kept for that text object and handed over once.
+_SNIFFED: dict[int, tuple[str, Any]] = {}
+
+
+def _parse_sniffed(text: str) -> Any:
+    tree = parse(text)
+    _SNIFFED.clear()
+    _SNIFFED[id(text)] = (text, tree)
+    return tree
+
+
+def _parse_once(text: str) -> Any:
+    entry = _SNIFFED.pop(id(text), None)
+    return entry[1] if entry is not None and entry[0] is text else parse(text)
+
+
 def _top_level_keys(text: str) -> list[str] | None:
     """Top-level keys (parsing small files for real), or every quoted key when parsing fails."""
     if len(text) <= _SNIFF_PARSE_LIMIT:
-        tree = parse(text)
+        tree = _parse_sniffed(text)
         if tree.ok:
             return list(tree.value) if isinstance(tree.value, dict) else None
     return _QUOTED_KEY.findall(text[:65536])
@@ -159,7 +176,7 @@ def load_deepspeed_config(source: SourceText) -> LoadResult:
     Used by :class:`DeepSpeedAdapter` and by adapters that reference a DeepSpeed JSON
     (Megatron-DeepSpeed's ``--deepspeed_config``). Never raises on bad input."""
     path = source.path
-    tree = parse(source.text)
+    tree = _parse_once(source.text)
     diagnostics = tree.diagnostics(path)
     result = LoadResult(FORMAT, diagnostics=diagnostics)
     if not tree.ok:

@@ -24,10 +24,9 @@ import os
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
-from trainlint.adapters.yaml_tree import YamlTree, parse_yaml
 from trainlint.diagnostics import Diagnostic, Related, Severity
 from trainlint.document import Document, pointer_parts
 from trainlint.input_codes import input_diagnostic
@@ -35,6 +34,9 @@ from trainlint.positions import FILE_START, Span
 from trainlint.provenance import Value, default, derived, from_file
 from trainlint.sources import SourceText, UnreadableSource
 from trainlint.spec import TrainingSpec
+
+if TYPE_CHECKING:  # pragma: no cover - yaml_tree (and PyYAML) is imported when a YAML is read
+    from trainlint.adapters.yaml_tree import YamlTree
 
 STRONG = 90
 """Several keys only NeoX uses: sure enough to win over the DeepSpeed adapter on a NeoX .json
@@ -109,6 +111,61 @@ def _precheck() -> re.Pattern:
     return re.compile(r"""(?:^|[\s{,"'])(?:""" + alternation + r""")["']?\s*:""", re.MULTILINE)
 
 
+# Any word written as a key. The strong keys are all [a-z0-9_] words, so a _precheck() match is
+# exactly a match of this pattern whose word, with "-" read as "_", is a strong key (the word is
+# the whole run of key characters there): the same matches, without compiling an alternation of
+# ~300 words (~4 ms) on every start.
+_KEY_WORD = re.compile(r"""(?:^|[\s{,"'])([A-Za-z0-9_-]+)["']?\s*:""", re.MULTILINE)
+_PLAIN_KEY = re.compile(r"[a-z0-9_]+")
+
+
+def _precheck_matches(head: str) -> list[str]:
+    """The texts of ``_precheck().finditer(head)``."""
+    strong = _strong_keys()
+    if not all(_PLAIN_KEY.fullmatch(k) for k in strong):  # pragma: no cover - not with today's schema
+        return [m.group() for m in _precheck().finditer(head)]
+    return [m.group() for m in _KEY_WORD.finditer(head) if m.group(1).replace("-", "_") in strong]
+
+
+# The sniff parses the whole file, and loading it would parse the same text again: the sniff's
+# tree (which it only reads) is kept for that text object and path, and handed over once.
+_SNIFFED: dict[int, tuple[str, str | None, Any]] = {}
+
+
+def _parse_sniffed(text: str, path: str | None) -> YamlTree:
+    from trainlint.adapters.yaml_tree import parse_yaml  # PyYAML: only once a file looks like NeoX's
+
+    tree = parse_yaml(text, path)
+    _SNIFFED.clear()
+    _SNIFFED[id(text)] = (text, path, tree)
+    return tree
+
+
+def _parse_once(text: str, path: str | None) -> YamlTree:
+    entry = _SNIFFED.pop(id(text), None)
+    if entry is not None and entry[0] is text and entry[1] == path:
+        return entry[2]
+    from trainlint.adapters.yaml_tree import parse_yaml
+
+    return parse_yaml(text, path)
+
+
+def _json_top_level_is_not_neox(text: str) -> bool:
+    """True when ``text`` is strict JSON whose top level is not a non-empty object with a strong key.
+    PyYAML reads such a text to the same top-level keys (or fails), so the sniff is NOT_MINE
+    either way when fewer than two strong keys appear in it: no need to import and run YAML."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(data, dict):
+        return True
+    strong = _strong_keys()
+    return not any(k.replace("-", "_") in strong for k in data)
+
+
 def _default_note(key: str) -> str:
     prop = _schema()["properties"].get(key, {})
     where = DEEPSPEED_ARGS_PY if prop.get("x-neox-class", "").startswith("NeoXArgsDeepspeed") else NEOX_ARGS_PY
@@ -140,18 +197,21 @@ class NeoXAdapter(Adapter):
     # -- sniff ------------------------------------------------------------------------------
     def sniff(self, path: str, text: str) -> int:
         try:
-            return self._sniff(text)
+            return self._sniff(text, path)
         except Exception:  # sniff must never raise on garbage
             return NOT_MINE
 
-    def _sniff(self, text: str) -> int:
+    def _sniff(self, text: str, path: str | None = None) -> int:
         head = text[:_SNIFF_BYTES]
-        if not _precheck().search(head):
+        matches = _precheck_matches(head)
+        if not matches:
             return NOT_MINE
-        tree = parse_yaml(text)
+        found = {m.strip(" \t\n{,\"':").replace("-", "_") for m in matches}
+        if len(found) < 2 and _json_top_level_is_not_neox(text):
+            return NOT_MINE  # what the YAML parse below would conclude (a DeepSpeed JSON, usually)
+        tree = _parse_sniffed(text, path)
         if not tree.ok:
             # A NeoX config with a syntax error is still NeoX's: decide on the text alone.
-            found = {m.group().strip(" \t\n{,\"':").replace("-", "_") for m in _precheck().finditer(head)}
             return BY_CONTENT if len(found) >= 2 else NOT_MINE
         if not isinstance(tree.data, dict) or not tree.data:
             return NOT_MINE
@@ -183,7 +243,7 @@ class NeoXAdapter(Adapter):
         basenames: dict[str, str] = {}
         per_file: list[tuple[SourceText, YamlTree, Document]] = []
         for src in sources:
-            tree = parse_yaml(src.text, src.path)
+            tree = _parse_once(src.text, src.path)
             result.diagnostics.extend(tree.diagnostics)
             if not tree.ok:
                 continue

@@ -1,64 +1,201 @@
-"""How fast is ``trainlint check``? Throughput on the corpus and cold start-up on one file.
+"""How fast is ``trainlint check``? Cold start on one file, and files per second on 1,000 configs.
 
-Each figure is printed next to a baseline measured in the same run on the same machine:
-a cold ``python -c "import yaml, jsonschema"`` (the floor for any Python tool that reads YAML
-and validates JSON Schema). Ratios, not absolute times, are what to compare across machines.
+Every figure is measured in the same run, against baselines measured in that run on the same
+machine, and compared with the targets of issue 7 (ratios and differences, not absolute
+times, are what carry over from one machine to another):
 
-    python benchmarks/check_speed.py [--corpus ../shared/corpus] [--repeat 5]
+* cold start: ``trainlint check`` on one DeepSpeed JSON, a fresh process each time, against
+  ``python -c "import yaml"`` (the floor for any Python tool that reads YAML) and against
+  ``check-jsonschema --schemafile schemas/deepspeed.schema.json`` validating the same file
+  (skipped, with a message, when check-jsonschema is not installed: ``pip install
+  check-jsonschema`` in the dev venv; it is not a dependency of trainlint).
+  Target: within 1.5x the ``import yaml`` time plus 40 ms.
+* throughput: ``trainlint check`` over a temporary directory of 1,000 configs made by copying
+  the corpus (../shared/corpus) as many times as needed, so the mix of formats is the corpus's;
+  files per second overall, and after start-up (the extra files over the one-file run:
+  ``(N - 1) / (t(N files) - t(1 file))``). Target: at least 500 files/s after start-up.
+
+Each timed command runs ``--repeat`` times, interleaved, and the median is reported. By
+default the child processes get a private bytecode cache (``PYTHONPYCACHEPREFIX`` in a
+temporary directory, warmed by one untimed run of each command), as an installed package
+has its ``.pyc`` files; ``--no-bytecode-cache`` measures with whatever the environment says
+(``PYTHONDONTWRITEBYTECODE=1`` makes Python compile trainlint's modules on every start).
+
+    python benchmarks/check_speed.py [--repeat 11] [--files 1000] [--corpus ../shared/corpus]
+    python benchmarks/cold_start.py                     # the cold-start lines only
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Sequence
 
 REPO = Path(__file__).resolve().parents[1]
+DEFAULT_FILE = REPO / "examples" / "deepspeed_zero3_offload.json"
+DEFAULT_CORPUS = REPO.parent / "shared" / "corpus"
+DEEPSPEED_SCHEMA = REPO / "schemas" / "deepspeed.schema.json"
+
+COLD_RATIO, COLD_EXTRA_MS = 1.5, 40.0
+"""Cold start target: at most 1.5 x t(python -c "import yaml") + 40 ms."""
+THROUGHPUT_TARGET = 500.0
+"""Files per second after start-up, on the corpus mix."""
 
 
-def _time(cmd: list[str], repeat: int) -> list[float]:
-    times = []
+def child_env(bytecode_cache: bool, cache_dir: str | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if bytecode_cache and cache_dir:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = cache_dir
+    return env
+
+
+def run_once(cmd: Sequence[str], env: dict[str, str], capture: bool = False) -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(list(cmd), env=env, check=False, text=True,
+                          stdout=subprocess.PIPE if capture else subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return time.perf_counter() - start, done.stdout if capture else ""
+
+
+def time_interleaved(commands: dict[str, Sequence[str]], env: dict[str, str], repeat: int) -> dict[str, float]:
+    """Median wall time (s) of each command; one untimed warm-up run each, then ``repeat`` rounds."""
+    for cmd in commands.values():
+        run_once(cmd, env)
+    times: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(repeat):
-        start = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-        times.append(time.perf_counter() - start)
-    return times
+        for name, cmd in commands.items():
+            times[name].append(run_once(cmd, env)[0])
+    return {name: statistics.median(values) for name, values in times.items()}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--corpus", default=str(REPO.parent / "shared" / "corpus"))
-    parser.add_argument("--file", default=str(REPO / "examples" / "deepspeed_zero3_offload.json"))
-    parser.add_argument("--repeat", type=int, default=5)
-    args = parser.parse_args()
+def trainlint_command() -> list[str]:
+    """The installed ``trainlint`` script next to this Python, else ``python -m trainlint``."""
+    script = Path(sys.executable).parent / "trainlint"
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "trainlint"]
 
-    py = sys.executable
-    trainlint = [py, "-m", "trainlint"]
-    baseline = _time([py, "-c", "import yaml, jsonschema"], args.repeat)
-    startup = _time(trainlint + ["check", "--isolated", args.file], args.repeat)
-    print(f"baseline  python -c 'import yaml, jsonschema'   median {statistics.median(baseline) * 1000:7.1f} ms")
-    print(f"start-up  trainlint check <one file>            median {statistics.median(startup) * 1000:7.1f} ms"
-          f"   ({statistics.median(startup) / statistics.median(baseline):.2f}x baseline)")
 
-    corpus = Path(args.corpus)
-    if not corpus.is_dir():
-        print(f"corpus not found at {corpus}: throughput not measured")
+def check_jsonschema_command() -> list[str] | None:
+    script = Path(sys.executable).parent / "check-jsonschema"
+    if script.is_file():
+        return [str(script)]
+    found = shutil.which("check-jsonschema")
+    return [found] if found else None
+
+
+def cold_start(file: str, env: dict[str, str], repeat: int) -> dict[str, float]:
+    """Median cold-start times (s): import yaml, trainlint check, check-jsonschema (when installed)."""
+    commands: dict[str, Sequence[str]] = {
+        "yaml": [sys.executable, "-c", "import yaml"],
+        "trainlint": trainlint_command() + ["check", "--isolated", file],
+    }
+    jsonschema_cli = check_jsonschema_command()
+    if jsonschema_cli:
+        commands["check-jsonschema"] = jsonschema_cli + ["--schemafile", str(DEEPSPEED_SCHEMA), file]
+    return time_interleaved(commands, env, repeat)
+
+
+def report_cold_start(medians: dict[str, float], file: str) -> bool:
+    yaml_ms, ours_ms = medians["yaml"] * 1000, medians["trainlint"] * 1000
+    limit = COLD_RATIO * yaml_ms + COLD_EXTRA_MS
+    print(f"cold start (median of fresh processes), {Path(file).name}:")
+    print(f"  python -c 'import yaml'                  {yaml_ms:7.1f} ms")
+    print(f"  trainlint check --isolated FILE          {ours_ms:7.1f} ms   ({ours_ms / yaml_ms:.2f}x import yaml, "
+          f"+{ours_ms - yaml_ms:.1f} ms)")
+    if "check-jsonschema" in medians:
+        other = medians["check-jsonschema"] * 1000
+        print(f"  check-jsonschema --schemafile ... FILE   {other:7.1f} ms   (trainlint takes {ours_ms / other:.2f}x)")
+    else:
+        print("  check-jsonschema: not installed, skipped (pip install check-jsonschema in the dev venv to compare)")
+    met = ours_ms <= limit
+    print(f"  target: <= {COLD_RATIO}x import yaml + {COLD_EXTRA_MS:.0f} ms = {limit:.1f} ms   "
+          f"{'MET' if met else 'NOT MET'}")
+    return met
+
+
+def candidate_suffixes() -> set[str]:
+    """The suffixes ``trainlint check`` looks at when walking a directory (its adapters')."""
+    from trainlint.adapters import builtin_adapters
+
+    return {s for adapter in builtin_adapters() for s in adapter.extensions}
+
+
+def build_config_dir(corpus: Path, target: Path, count: int) -> int:
+    """Copies of the corpus under ``target`` until ``count`` configs (files trainlint looks at);
+    the last copy takes an evenly spread subset, so the mix of formats stays the corpus's.
+    Returns the number of configs written."""
+    suffixes = candidate_suffixes()
+    configs = sorted(p for p in corpus.rglob("*") if p.is_file() and p.suffix in suffixes)
+    if not configs:
         return 0
-    runs = []
-    for _ in range(max(1, args.repeat // 2)):
-        start = time.perf_counter()
-        out = subprocess.run(trainlint + ["check", "--isolated", "--format", "json", "--exit-zero", str(corpus)],
-                             capture_output=True, text=True, check=False)
-        runs.append(time.perf_counter() - start)
-    files = json.loads(out.stdout)["files"]
-    elapsed = statistics.median(runs)
-    net = max(elapsed - statistics.median(startup), 1e-9)
-    print(f"corpus    trainlint check {corpus}: {len(files)} files in {elapsed:.2f} s "
-          f"({len(files) / elapsed:.0f} files/s overall, {len(files) / net:.0f} files/s after start-up)")
+    written, copy = 0, 0
+    while written < count:
+        need = count - written
+        chosen = configs if need >= len(configs) else [configs[int(i * len(configs) / need)] for i in range(need)]
+        for source in chosen:
+            destination = target / f"copy_{copy:03d}" / source.relative_to(corpus)
+            destination.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, destination)
+        written += len(chosen)
+        copy += 1
+    return written
+
+
+def throughput(directory: str, env: dict[str, str], repeat: int) -> tuple[int, float]:
+    """(files checked, median seconds) for one ``trainlint check`` over ``directory``."""
+    cmd = trainlint_command() + ["check", "--isolated", "--exit-zero", "--format", "json", directory]
+    _, out = run_once(cmd, env, capture=True)  # warm-up, and the file count
+    files = len(json.loads(out)["files"])
+    runs = [run_once(cmd, env)[0] for _ in range(repeat)]
+    return files, statistics.median(runs)
+
+
+def report_throughput(label: str, files: int, elapsed: float, one_file: float) -> bool:
+    after = (files - 1) / max(elapsed - one_file, 1e-9)
+    print(f"  {label}: {files} files in {elapsed:.2f} s: {files / elapsed:6.0f} files/s overall, "
+          f"{after:6.0f} files/s after start-up")
+    return after >= THROUGHPUT_TARGET
+
+
+def main(argv: Sequence[str] | None = None, *, throughput_too: bool = True) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--file", default=str(DEFAULT_FILE), help="the one DeepSpeed JSON of the cold-start test")
+    parser.add_argument("--corpus", default=str(DEFAULT_CORPUS))
+    parser.add_argument("--files", type=int, default=1000, help="configs in the throughput directory (default 1000)")
+    parser.add_argument("--repeat", type=int, default=11, help="timed runs of each command (median; default 11)")
+    parser.add_argument("--no-bytecode-cache", action="store_true",
+                        help="do not give the child processes a bytecode cache (measure as the environment is)")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="trainlint-speed-") as tmp:
+        cache = None if args.no_bytecode_cache else os.path.join(tmp, "pycache")
+        env = child_env(not args.no_bytecode_cache, cache)
+        print(f"python {sys.version.split()[0]} on {os.cpu_count()} CPUs; bytecode cache: "
+              f"{'private, warmed' if cache else 'as the environment says'}; {args.repeat} runs each, median")
+        medians = cold_start(args.file, env, args.repeat)
+        report_cold_start(medians, args.file)
+        if throughput_too:
+            corpus = Path(args.corpus)
+            if not corpus.is_dir():
+                print(f"corpus not found at {corpus}: throughput not measured")
+            else:
+                configs = os.path.join(tmp, "configs")
+                written = build_config_dir(corpus, Path(configs), args.files)
+                runs = max(3, args.repeat // 2)
+                print(f"throughput (median of {runs} runs; after start-up = (N - 1) / (t(N) - t(one file cold))):")
+                files, elapsed = throughput(configs, env, runs)
+                met = report_throughput(f"{written} configs copied from the corpus", files, elapsed, medians["trainlint"])
+                files, elapsed = throughput(str(corpus), env, runs)
+                report_throughput(f"the corpus itself ({corpus})", files, elapsed, medians["trainlint"])
+                print(f"  target: >= {THROUGHPUT_TARGET:.0f} files/s after start-up on the {written} configs   "
+                      f"{'MET' if met else 'NOT MET'}")
     return 0
 
 

@@ -7,7 +7,6 @@ becomes a TL999 diagnostic for that file; the other files are still checked.
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -142,6 +141,8 @@ def _with_path(diagnostic: Diagnostic, path: str) -> Diagnostic:
 def _internal(path: str, reason: str, exc: BaseException | None) -> FileResult:
     where = ""
     if exc is not None:
+        import traceback  # only on trainlint's own bugs
+
         frames = [f for f in traceback.extract_tb(exc.__traceback__) if "trainlint" in f.filename or "/linter/" in f.filename or "/adapters/" in f.filename]
         if frames:
             last = frames[-1]

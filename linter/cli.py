@@ -7,6 +7,7 @@ config, or an internal error (TL999), even with ``--exit-zero``.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import sys
 from typing import Sequence
@@ -16,7 +17,9 @@ from trainlint.commands import COMMAND_MODULES
 from trainlint.exit_codes import EXIT_ERROR
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The full parser, or with ``only`` (a command name) just that command's subparser: the
+    other command modules are then not imported at all, which keeps start-up fast."""
     parser = argparse.ArgumentParser(
         prog="trainlint",
         description="Lint large-model training configs (DeepSpeed JSON, Megatron-LM arguments, "
@@ -24,13 +27,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"trainlint {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES if only not in COMMAND_MODULES else (only,):
         importlib.import_module(f"trainlint.commands.{name}").register(sub)
     return parser
 
 
+GC_THRESHOLD = (100_000, 50, 100)
+"""Garbage-collector thresholds while a command runs. trainlint builds many small objects that
+live as long as the run (a span for every key and value, a spec and findings per file) and makes
+little cyclic garbage: with the default thresholds (a collection every 700 allocations) the
+collector takes ~7% of a check over many files, and some of start-up. Memory stays the same."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    previous = gc.get_threshold()
+    gc.set_threshold(*GC_THRESHOLD)
+    try:
+        return _main(argv)
+    finally:
+        gc.set_threshold(*previous)  # in-process callers (tests) get their own settings back
+
+
+def _main(argv: Sequence[str] | None) -> int:
+    words = sys.argv[1:] if argv is None else list(argv)
+    # The first word names the command (the top level has only --help and --version); anything
+    # else (no command, an unknown one, --help) gets the full parser and its usual messages.
+    parser = build_parser(words[0] if words else None)
     args = parser.parse_args(argv)
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)

@@ -54,6 +54,8 @@ def create_host(local_plugins: Sequence[str] = (), base_dir: Path | None = None,
 
 
 def _load_entry_points(host: PluginHost) -> None:
+    if not _may_declare_entry_points(ENTRY_POINT_GROUP):
+        return  # importlib.metadata (email, zipfile, csv, ...) costs ~20 ms of start-up for nothing
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
@@ -96,3 +98,53 @@ def _register(host: PluginHost, plugin: Any, name: str) -> None:
         host.manager.register(plugin, name=name)
     except Exception as exc:  # noqa: BLE001 - e.g. a hookimpl with an unknown argument
         host.failures.append(PluginFailure(name, f"cannot register: {type(exc).__name__}: {exc}"))
+
+
+def _may_declare_entry_points(group: str) -> bool:
+    """False only when no installed distribution can declare an entry point in ``group``.
+
+    A cheap look at the ``entry_points.txt`` files that ``importlib.metadata`` would read (the
+    ``*.dist-info`` / ``*.egg-info`` folders of every ``sys.path`` entry, sections read as its
+    ``Sectioned.read`` does). Whenever the answer is not certain (another distribution finder,
+    a zip or ``.egg`` on the path, a file that cannot be decoded) this says True, and the real
+    ``entry_points()`` decides, so the plugins loaded are always the same."""
+    import os
+    from importlib.machinery import PathFinder
+
+    if any(hasattr(f, "find_distributions") and f is not PathFinder for f in sys.meta_path):
+        return True
+    for entry in sys.path:
+        root = entry or "."
+        if not isinstance(entry, str) or root.lower().endswith(".egg"):
+            return True
+        try:
+            children = os.listdir(root)
+        except NotADirectoryError:
+            return True  # a zip file on sys.path
+        except OSError:
+            continue
+        for child in children:
+            if not child.lower().endswith((".dist-info", ".egg-info")):
+                continue
+            try:
+                with open(os.path.join(root, child, "entry_points.txt"), encoding="utf-8") as handle:
+                    text = handle.read()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError, PermissionError):
+                continue
+            except Exception:  # noqa: BLE001 - let importlib.metadata meet (and report) it
+                return True
+            if _has_section_entries(text, group):
+                return True
+    return False
+
+
+def _has_section_entries(text: str, group: str) -> bool:
+    section = None
+    for line in map(str.strip, text.splitlines()):
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            section = line.strip("[]")
+        elif section == group:
+            return True
+    return False

@@ -6,6 +6,7 @@ Every adapter turns its parser's positions into a :class:`Span`; everything down
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass
 
 
@@ -47,9 +48,11 @@ class LineIndex:
         self._length = len(text)
 
     def position(self, offset: int) -> tuple[int, int]:
-        from bisect import bisect_right
-
-        offset = max(0, min(offset, self._length))
+        # clamp to the text (written out: this runs for every key and value of every file)
+        if offset < 0:
+            offset = 0
+        elif offset > self._length:
+            offset = self._length
         row = bisect_right(self._starts, offset) - 1
         return row + 1, offset - self._starts[row] + 1
 

@@ -100,6 +100,10 @@ def _describe_expected(sub: dict) -> str:
 
 def check_document(doc: Document, schema: dict) -> list[Diagnostic]:
     """All schema problems of ``doc``, one diagnostic each, sorted by position."""
+    from trainlint.schema_fast import nothing_to_report
+
+    if nothing_to_report(doc.data, schema, doc.unresolved):
+        return []  # the usual case, decided without importing or running jsonschema
     validator = _get_validator(schema)
     out: list[Diagnostic] = []
     seen: set[str] = set()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import PurePath
 
 UNSUPPRESSIBLE = {"TL998", "TL999"}
@@ -48,15 +49,29 @@ class Selection:
         return chosen > dropped
 
     def file_ignores(self, path: str) -> list[str]:
-        rel = PurePath(path)
-        if self.root:
-            try:
-                rel = PurePath(path).relative_to(self.root)
-            except ValueError:
-                pass
-        text = rel.as_posix()
-        out: list[str] = []
-        for pattern, selectors in self.per_file_ignores.items():
-            if fnmatch.fnmatch(text, pattern) or fnmatch.fnmatch(rel.name, pattern) or fnmatch.fnmatch(text, f"*/{pattern}"):
-                out.extend(selectors)
-        return out
+        if not self.per_file_ignores:
+            return []  # the usual case: called for every finding, so skip the path arithmetic
+        patterns = tuple((pattern, tuple(selectors)) for pattern, selectors in self.per_file_ignores.items())
+        try:
+            return list(_cached_file_ignores(path, self.root, patterns))
+        except TypeError:  # something unhashable in a hand-made Selection
+            return list(_file_ignores(path, self.root, patterns))
+
+
+def _file_ignores(path: str, root: str | None, patterns: tuple[tuple[str, tuple[str, ...]], ...]) -> tuple[str, ...]:
+    rel = PurePath(path)
+    if root:
+        try:
+            rel = PurePath(path).relative_to(root)
+        except ValueError:
+            pass
+    text = rel.as_posix()
+    out: list[str] = []
+    for pattern, selectors in patterns:
+        if fnmatch.fnmatch(text, pattern) or fnmatch.fnmatch(rel.name, pattern) or fnmatch.fnmatch(text, f"*/{pattern}"):
+            out.extend(selectors)
+    return tuple(out)
+
+
+# A file gets one call per finding and per rule, always with the same answer.
+_cached_file_ignores = lru_cache(maxsize=4096)(_file_ignores)

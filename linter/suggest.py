@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import difflib
+from functools import lru_cache
 from typing import Iterable
 
 
@@ -12,14 +12,50 @@ def _norm(name: str) -> str:
 
 def did_you_mean(name: str, candidates: Iterable[str], limit: int = 1) -> list[str]:
     """Closest known names, comparing case-, dash- and underscore-insensitively."""
-    by_norm: dict[str, str] = {}
-    for cand in candidates:
-        by_norm.setdefault(_norm(cand), cand)
+    pool = tuple(candidates)
+    try:
+        return list(_cached_closest(name, pool, limit))
+    except TypeError:  # unhashable arguments: no cache
+        return list(_closest(name, pool, limit))
+
+
+_CUTOFF = 0.75
+
+
+def _closest(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
+    by_norm = _by_norm(pool)
     target = _norm(name)
     if target in by_norm and by_norm[target] != name:
-        return [by_norm[target]]
-    close = difflib.get_close_matches(target, list(by_norm), n=limit, cutoff=0.75)
-    return [by_norm[c] for c in close]
+        return (by_norm[target],)
+    import difflib  # imported when a name is unknown, not on every start
+
+    # difflib's first test (real_quick_ratio) depends on the two lengths only: dropping the names
+    # it would reject, before difflib sets each one up, gives the same matches much faster
+    # (the Megatron flag table has ~1,500 names).
+    size = len(target)
+    possible = [c for c in by_norm if (2.0 * min(len(c), size) / (len(c) + size) if len(c) + size else 1.0) >= _CUTOFF]
+    close = difflib.get_close_matches(target, possible, n=limit, cutoff=_CUTOFF)
+    return tuple(by_norm[c] for c in close)
+
+
+def _by_norm(pool: tuple[str, ...]) -> dict[str, str]:
+    try:
+        return _cached_by_norm(pool)
+    except TypeError:
+        return _normalised(pool)
+
+
+def _normalised(pool: tuple[str, ...]) -> dict[str, str]:
+    """Normalised name -> the first candidate with it (shared when cached: never modified)."""
+    by_norm: dict[str, str] = {}
+    for cand in pool:
+        by_norm.setdefault(_norm(cand), cand)
+    return by_norm
+
+
+# Unknown keys and flags recur (the same typo in many scripts, the same flag table every time).
+_cached_closest = lru_cache(maxsize=2048)(_closest)
+_cached_by_norm = lru_cache(maxsize=32)(_normalised)
 
 
 def hint(name: str, candidates: Iterable[str]) -> str:

@@ -255,3 +255,20 @@ def test_oom_risk_is_a_warning_above_the_headroom_and_the_headroom_is_an_option(
     (tmp_path / ".trainlint.toml").write_text("[rules.oom-risk]\nheadroom = 0.99\n")
     code, diags = _json(capsys, *args, str(config))
     assert diags == []
+
+
+def test_entry_point_scan_finds_a_declared_group(tmp_path, monkeypatch):
+    """The cheap look at entry_points.txt must say True whenever importlib.metadata could
+    find a plugin, and False only when no distribution declares the group."""
+    from trainlint import plugins
+
+    dist = tmp_path / "some_plugin-1.0.dist-info"
+    dist.mkdir()
+    (dist / "entry_points.txt").write_text("[console_scripts]\nx = y:z\n\n[other]\na = b\n", encoding="utf-8")
+    monkeypatch.setattr("sys.path", [str(tmp_path)])
+    assert plugins._may_declare_entry_points("trainlint") is False
+    (dist / "entry_points.txt").write_text("[console_scripts]\nx = y:z\n[trainlint]\nmine = my_rules\n", encoding="utf-8")
+    assert plugins._may_declare_entry_points("trainlint") is True
+    monkeypatch.setattr("sys.path", [str(tmp_path / "rules.zip")])
+    (tmp_path / "rules.zip").write_bytes(b"PK")
+    assert plugins._may_declare_entry_points("trainlint") is True  # a zip: let importlib.metadata decide

@@ -8,6 +8,7 @@ an unknown piece (``$1``, ``$(cmd)``) with the reason it is unknown. Nothing her
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 _IFS = " \t\n"
 
@@ -51,11 +52,11 @@ class Field:
     uncertain: bool = False
     """Assigned inside a branch whose condition trainlint could not decide."""
 
-    @property
+    @cached_property  # a Field never changes (frozen, tuples): asked for again and again
     def known(self) -> bool:
         return all(s.unknown is None for s in self.segs)
 
-    @property
+    @cached_property  # a Field never changes (frozen, tuples): asked for again and again
     def text(self) -> str | None:
         if not self.known:
             return None
@@ -80,7 +81,7 @@ class Field:
     def unknowns(self) -> list[Seg]:
         return [s for s in self.segs if s.unknown is not None]
 
-    @property
+    @cached_property  # a Field never changes (frozen, tuples): asked for again and again
     def value_loc(self) -> Loc | None:
         """The literal where the value was written; for a value assembled from several places,
         the word itself."""

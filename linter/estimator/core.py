@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.context import EstimateContext, fill_model
 from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
-from trainlint.estimator.memory import StageMemory, stage_memory, total_params
-from trainlint.estimator.performance import TimeBreakdown, hardware_flops_per_step, model_flops_per_step, peak_flops, step_time
 from trainlint.spec import TrainingSpec
+
+if TYPE_CHECKING:  # pragma: no cover - memory and performance load with the first full estimate
+    from trainlint.estimator.memory import StageMemory
+    from trainlint.estimator.performance import TimeBreakdown
 
 
 @dataclass
@@ -115,6 +117,10 @@ class Estimate:
 
 
 def estimate_inputs(inputs: Inputs, label: str = "") -> Estimate:
+    # imported here: a run that lacks inputs (MissingInputs) never needs them
+    from trainlint.estimator.memory import stage_memory, total_params
+    from trainlint.estimator.performance import hardware_flops_per_step, model_flops_per_step, peak_flops, step_time
+
     stages = stage_memory(inputs)
     time = step_time(inputs)
     return Estimate(

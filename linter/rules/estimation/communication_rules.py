@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint.diagnostics import Severity
-from trainlint.estimator.performance import data_parallel_traffic
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.fixes import communication_candidates, final_changes, fits, point_at, search_closest
 from trainlint.rules.estimation.scope import usable_estimate
@@ -44,6 +43,8 @@ class NetworkBoundDp(Rule):
         est = usable_estimate(spec, ctx.estimate)
         if est is None or not est.fits:
             return
+        from trainlint.estimator.performance import data_parallel_traffic  # loaded by the estimate already
+
         traffic = data_parallel_traffic(est.inputs)
         compute = est.time.compute
         exposed_share = traffic.exposed_time / est.step_time
@@ -137,6 +138,8 @@ class Zero3AtLargeDp(Rule):
         if best is None:
             return  # sharding parameters is what lets this run fit, or it costs nothing here
         candidate, result = best
+        from trainlint.estimator.performance import data_parallel_traffic  # loaded by the estimate already
+
         traffic = data_parallel_traffic(i)
         message = (f"ZeRO-3 over DP {i.dp}: {traffic.bytes_per_gpu / 1e9:.1f} GB per GPU per step "
                    f"({i.grad_accum} micro-batch(es), each all-gathering the parameters), "
