@@ -12,7 +12,8 @@ times, are what carry over from one machine to another):
   Target: within 1.5x the ``import yaml`` time plus 40 ms.
 * throughput: ``trainlint check`` over a temporary directory of 1,000 configs made by copying
   the corpus (../shared/corpus) as many times as needed, so the mix of formats is the corpus's;
-  files per second overall, and after start-up (the extra files over the one-file run:
+  files per second overall, and after start-up, with the default ``--jobs`` (one process per
+  CPU) and with ``--jobs 1`` (the extra files over the one-file run:
   ``(N - 1) / (t(N files) - t(1 file))``). Target: at least 500 files/s after start-up.
 
 Each timed command runs ``--repeat`` times, interleaved, and the median is reported. By
@@ -148,9 +149,9 @@ def build_config_dir(corpus: Path, target: Path, count: int) -> int:
     return written
 
 
-def throughput(directory: str, env: dict[str, str], repeat: int) -> tuple[int, float]:
-    """(files checked, median seconds) for one ``trainlint check`` over ``directory``."""
-    cmd = trainlint_command() + ["check", "--isolated", "--exit-zero", "--format", "json", directory]
+def throughput(directory: str, env: dict[str, str], repeat: int, jobs: int = 0) -> tuple[int, float]:
+    """(files checked, median seconds) for one ``trainlint check --jobs JOBS`` over ``directory``."""
+    cmd = trainlint_command() + ["check", "--isolated", "--exit-zero", "--format", "json", "--jobs", str(jobs), directory]
     _, out = run_once(cmd, env, capture=True)  # warm-up, and the file count
     files = len(json.loads(out)["files"])
     runs = [run_once(cmd, env)[0] for _ in range(repeat)]
@@ -190,10 +191,15 @@ def main(argv: Sequence[str] | None = None, *, throughput_too: bool = True) -> i
                 written = build_config_dir(corpus, Path(configs), args.files)
                 runs = max(3, args.repeat // 2)
                 print(f"throughput (median of {runs} runs; after start-up = (N - 1) / (t(N) - t(one file cold))):")
+                cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
                 files, elapsed = throughput(configs, env, runs)
-                met = report_throughput(f"{written} configs copied from the corpus", files, elapsed, medians["trainlint"])
+                met = report_throughput(f"{written} configs copied from the corpus, default --jobs ({cpus} CPUs)",
+                                        files, elapsed, medians["trainlint"])
+                files, elapsed = throughput(configs, env, runs, jobs=1)
+                report_throughput(f"{written} configs copied from the corpus, --jobs 1 (one process)",
+                                  files, elapsed, medians["trainlint"])
                 files, elapsed = throughput(str(corpus), env, runs)
-                report_throughput(f"the corpus itself ({corpus})", files, elapsed, medians["trainlint"])
+                report_throughput(f"the corpus itself ({corpus}), default --jobs", files, elapsed, medians["trainlint"])
                 print(f"  target: >= {THROUGHPUT_TARGET:.0f} files/s after start-up on the {written} configs   "
                       f"{'MET' if met else 'NOT MET'}")
     return 0

@@ -95,6 +95,39 @@ def check_file(
     return check_source(source, adapters, context)
 
 
+@dataclass(frozen=True)
+class FileTask:
+    """One unit of checking: a file (or a multi-file run, ``extra_paths`` being its other
+    members), and whether the user named it (a walked file that is binary is skipped quietly)."""
+
+    path: str
+    extra_paths: tuple[str, ...] = ()
+    explicit: bool = True
+
+
+def plan_files(paths: Iterable[str], adapters: Sequence[Adapter], runs: Sequence[Sequence[str]] = ()) -> list[FileTask]:
+    """What :func:`check_paths` will check, in order: the runs first, then every other file
+    found under ``paths``, each once."""
+    suffixes = {s for a in adapters for s in a.extensions}
+    tasks: list[FileTask] = []
+    done: set[str] = set()
+    for run in runs:
+        tasks.append(FileTask(run[0], tuple(run[1:])))
+        done.update(_key(p) for p in run)
+    for path, explicit in iter_files(paths, suffixes):
+        key = _key(path)
+        if key in done:
+            continue
+        done.add(key)
+        tasks.append(FileTask(path, explicit=explicit))
+    return tasks
+
+
+def check_task(task: FileTask, adapters: Sequence[Adapter], environment: dict[str, str] | None = None) -> FileResult:
+    context = LoadContext(extra_paths=list(task.extra_paths), environment=environment or {})
+    return check_file(task.path, adapters, context, explicit=task.explicit)
+
+
 def check_paths(
     paths: Iterable[str],
     adapters: Sequence[Adapter],
@@ -104,25 +137,7 @@ def check_paths(
 ) -> list[FileResult]:
     """Check files and directories. ``runs`` lists multi-file runs (NeoX: several YAMLs for one
     run, merged in order); their files are checked together, once, as the run."""
-    environment = environment or {}
-    suffixes = {s for a in adapters for s in a.extensions}
-    in_run: dict[str, Sequence[str]] = {}
-    for run in runs:
-        for member in run:
-            in_run[_key(member)] = run
-    results: list[FileResult] = []
-    done: set[str] = set()
-    for run in runs:
-        context = LoadContext(extra_paths=list(run[1:]), environment=environment)
-        results.append(check_file(run[0], adapters, context))
-        done.update(_key(p) for p in run)
-    for path, explicit in iter_files(paths, suffixes):
-        key = _key(path)
-        if key in done:
-            continue
-        done.add(key)
-        results.append(check_file(path, adapters, LoadContext(environment=environment), explicit=explicit))
-    return results
+    return [check_task(task, adapters, environment) for task in plan_files(paths, adapters, runs)]
 
 
 def _key(path: str) -> str:

@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="print how often each code was reported, most frequent first, instead of the findings: "
                             "a table with text and github, a JSON list of {code, name, count, severity} with json, "
                             "a table with markdown; not with sarif (exit 2). The exit code is the same as without it")
+    check.add_argument("--jobs", "-j", type=_jobs, default=0, metavar="N",
+                       help="processes to check files on (default 0: one per CPU, for directories of more than a "
+                            "few dozen files; 1: no extra processes). The report is the same either way")
     check.add_argument("--exit-zero", action="store_true",
                        help="exit 0 even when errors are found (2 still means trainlint failed)")
     check.add_argument("--run", action="append", default=[], metavar="FILE,FILE...",
@@ -100,6 +103,16 @@ def make_estimator(args: argparse.Namespace, project):
     return run_estimate
 
 
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 (one per CPU) or more")
+    return value
+
+
 def _selectors(text: str) -> list[str]:
     return [s.strip() for s in text.split(",") if s.strip()]
 
@@ -155,14 +168,26 @@ def open_session(args: argparse.Namespace, start: Path) -> LintSession:
     return LintSession(project, registry, settings, {**project.environment, **environment}, project.runs + runs)
 
 
-def finish(results: list, args: argparse.Namespace, session: LintSession, out=None) -> tuple[list, int]:
-    """Declared cluster, rules, selection; render in ``args.format``; the exit code."""
-    from trainlint.engine import lint, plugin_failures
+def lint_results(results: list, args: argparse.Namespace, session: LintSession) -> list:
+    """The declared cluster, then rules, severities, selection and suppressions."""
+    from trainlint.engine import lint
 
     declare_cluster(results, args, session.project)
-    results = plugin_failures(session.registry, session.project) + lint(results, session.registry, session.settings)
+    return lint(results, session.registry, session.settings)
+
+
+def report(linted: list, args: argparse.Namespace, session: LintSession, out=None) -> tuple[list, int]:
+    """Plugin failures added to linted results, rendered in ``args.format``; the exit code."""
+    from trainlint.engine import plugin_failures
+
+    results = plugin_failures(session.registry, session.project) + linted
     (out or sys.stdout).write(render_results(results, args, session))
     return results, exit_code(results, args)
+
+
+def finish(results: list, args: argparse.Namespace, session: LintSession, out=None) -> tuple[list, int]:
+    """Declared cluster, rules, selection; render in ``args.format``; the exit code."""
+    return report(lint_results(results, args, session), args, session, out)
 
 
 def statistics_conflict(args: argparse.Namespace) -> str | None:
@@ -205,8 +230,9 @@ def exit_code(results: list, args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainlint.checker import check_paths
+    from trainlint.checker import check_task, plan_files
     from trainlint.config import ConfigError
+    from trainlint.parallel import run_tasks
 
     conflict = statistics_conflict(args)
     if conflict:
@@ -223,6 +249,11 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    results = check_paths(args.paths, session.registry.adapters, runs=session.runs, environment=session.environment)
-    _, code = finish(results, args, session)
+    adapters, environment = session.registry.adapters, session.environment
+    tasks = plan_files(args.paths, adapters, session.runs)
+
+    def check_and_lint(chunk):
+        return lint_results([check_task(task, adapters, environment) for task in chunk], args, session)
+
+    _, code = report(run_tasks(tasks, check_and_lint, args.jobs), args, session)
     return code

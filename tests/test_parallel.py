@@ -1,0 +1,103 @@
+"""Checking on several processes gives the same report as checking on one."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from trainlint import parallel
+from trainlint.checker import FileResult, FileTask, check_task, plan_files
+from trainlint.adapters import builtin_adapters
+from trainlint.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO.parent / "shared" / "corpus"
+
+pytestmark = pytest.mark.skipif(not parallel._can_fork(), reason="needs the fork start method")
+
+
+@pytest.fixture(scope="module")
+def many_configs(tmp_path_factory) -> Path:
+    """~120 configs: the examples several times over, and corpus files when present."""
+    root = tmp_path_factory.mktemp("many")
+    for copy in range(12):
+        shutil.copytree(REPO / "examples", root / f"examples_{copy}")
+    if CORPUS.is_dir():
+        for index, path in enumerate(sorted(p for p in CORPUS.rglob("*") if p.is_file())[:60]):
+            shutil.copyfile(path, root / f"corpus_{index:03d}_{path.name}")
+    return root
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
+def test_report_is_the_same_with_any_number_of_jobs(many_configs, fmt):
+    def report(jobs: str) -> tuple[int, str]:
+        done = subprocess.run([sys.executable, "-m", "trainlint", "check", "--isolated", "--format", fmt,
+                               "--jobs", jobs, str(many_configs)], capture_output=True, text=True, timeout=300)
+        return done.returncode, done.stdout
+
+    serial = report("1")
+    assert serial[0] in (0, 1) and serial[1]
+    assert report("2") == serial
+    assert report("3") == serial
+
+
+def test_workers_for_keeps_small_runs_serial(monkeypatch):
+    monkeypatch.setattr(parallel, "usable_cpus", lambda: 8)
+    assert parallel.workers_for(10, None) == 1
+    assert parallel.workers_for(10, 4) == 1
+    assert parallel.workers_for(parallel.MIN_FILES_PER_WORKER * 2, None) == 2
+    assert parallel.workers_for(10_000, None) == 8
+    assert parallel.workers_for(10_000, 3) == 3
+    assert parallel.workers_for(10_000, 1) == 1
+
+
+def _tasks(root: Path) -> list[FileTask]:
+    tasks = plan_files([str(root)], builtin_adapters())
+    assert len(tasks) >= 2 * parallel.MIN_FILES_PER_WORKER
+    return tasks
+
+
+def test_a_worker_that_dies_does_not_lose_files(many_configs):
+    """A worker killed mid-run (out of memory, a signal): its files are checked in the parent."""
+    parent = os.getpid()
+    adapters = builtin_adapters()
+    tasks = _tasks(many_configs)
+    victim = tasks[len(tasks) // 2].path
+
+    def work(chunk):
+        if os.getpid() != parent and any(t.path == victim for t in chunk):
+            os._exit(9)
+        return [check_task(t, adapters) for t in chunk]
+
+    results = parallel.run_tasks(tasks, work, 2)
+    assert [r.path for r in results] == [t.path for t in tasks]
+    assert all(isinstance(r, FileResult) for r in results)
+
+
+def test_a_result_that_cannot_be_sent_back_is_redone_in_the_parent(many_configs):
+    parent = os.getpid()
+    adapters = builtin_adapters()
+    tasks = _tasks(many_configs)
+
+    def work(chunk):
+        results = [check_task(t, adapters) for t in chunk]
+        if os.getpid() != parent:
+            results[0].diagnostics.append(lambda: None)  # not picklable
+        return results
+
+    results = parallel.run_tasks(tasks, work, 2)
+    assert [r.path for r in results] == [t.path for t in tasks]
+    assert not any(callable(d) for r in results for d in r.diagnostics)
+
+
+@pytest.mark.parametrize("bad", ["-1", "two"])
+def test_jobs_must_be_a_count(bad, capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["check", "--jobs", bad, str(REPO / "examples")])
+    assert stop.value.code == 2
+    assert "--jobs" in capsys.readouterr().err
