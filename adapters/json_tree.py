@@ -11,7 +11,8 @@ raises "Duplicate keys in DeepSpeed config"), and stops at the first real syntax
 with its exact position.
 
 Values follow ``json.loads``: ``2e8`` and ``1.0`` are floats, ``5`` is an int. The reader is
-iterative (an explicit stack, never recursion) and nests at most :data:`MAX_DEPTH` levels, so
+iterative (an explicit stack, never recursion), nests at most :data:`MAX_DEPTH` levels and reads
+at most :data:`MAX_VALUES` values, so
 hostile input such as 100 000 ``[`` gives a TL002, not a RecursionError; regular expressions do
 the per-token work, so time is linear in the input.
 
@@ -31,6 +32,11 @@ from typing import Any
 from trainlint.diagnostics import Diagnostic, Related, Severity
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import LineIndex, Span
+
+MAX_VALUES = 200_000
+"""More values than this are refused (TL001, not read further), as in YAML (yaml_tree.MAX_NODES): the largest real
+configs hold a few thousand (curriculum schedules); reading a generated array of millions would
+take seconds per 100,000 values and hundreds of MB of positions."""
 
 MAX_DEPTH = 100
 """Deeper input is refused (TL002). Real configs nest fewer than 10 levels; jsonschema and the
@@ -116,6 +122,8 @@ class NonFinite:
 class SyntaxProblem:
     message: str
     span: Span
+    code: str = "TL002"
+    """TL002 for a syntax error; TL001 when the file is refused for its size (not read further)."""
 
 
 @dataclass
@@ -146,7 +154,7 @@ class JsonTree:
         """TL002, TL003, TL007 (placeholders), TL010 (one per kind) and non-finite numbers."""
         out: list[Diagnostic] = []
         if self.error is not None:
-            out.append(input_diagnostic("TL002", self.error.message, self.error.span, path=path))
+            out.append(input_diagnostic(self.error.code, self.error.message, self.error.span, path=path))
         for dup in self.duplicates:
             out.append(input_diagnostic(
                 "TL003",
@@ -220,11 +228,12 @@ class _Frame:
 
 
 class _SyntaxError(Exception):
-    def __init__(self, message: str, offset: int, end: int | None = None) -> None:
+    def __init__(self, message: str, offset: int, end: int | None = None, code: str = "TL002") -> None:
         super().__init__(message)
         self.message = message
         self.offset = offset
         self.end = end
+        self.code = code
 
 
 def _escape(key: str) -> str:
@@ -247,6 +256,7 @@ class _Parser:
         self.tree = JsonTree(text)
         self.stack: list[_Frame] = []
         self.crossed_newline = False
+        self.values = 0
         # Positions are asked for in (nearly) increasing order: a forward cursor that counts
         # line breaks with str.count is much cheaper than a bisect per position.
         self._cursor = 0
@@ -333,6 +343,10 @@ class _Parser:
             where = self.describe_expectation()
             raise _SyntaxError(f"unexpected end of file: expected {where}", n)
         c = text[i]
+        self.values += 1
+        if self.values > MAX_VALUES:
+            raise _SyntaxError(f"more than {MAX_VALUES:,} values: far larger than any training config; not read further", i,
+                               code="TL001")
         ptr = self.child_pointer()
         if c in "{[":
             if len(self.stack) >= MAX_DEPTH:
@@ -591,5 +605,5 @@ def parse(text: str) -> JsonTree:
         span = parser.span(problem.offset, max(end, problem.offset))
         if span.end_line == span.line and span.end_column <= span.column:
             span = Span.point(span.line, span.column)
-        parser.tree.error = SyntaxProblem(problem.message, span)
+        parser.tree.error = SyntaxProblem(problem.message, span, problem.code)
     return parser.tree

@@ -139,3 +139,15 @@ def test_many_values_and_alias_bombs_stop_with_tl001(tmp_path, capsys):
     assert "more than 200000 values" in found["huge.yml"][0]["message"]
     assert [(d["code"], d["line"], d["column"]) for d in found["bomb.yml"]] == [("TL001", 12, 11)]
     assert "alias expansion" in found["bomb.yml"][0]["message"]
+
+
+def test_json_with_too_many_values_stops_with_tl001(tmp_path, capsys):
+    """A generated array of 250,000 numbers: refused where the 200,001st value starts (a DeepSpeed
+    JSON has a few thousand values at most), instead of seconds of reading and hundreds of MB."""
+    head = '{\n  "train_batch_size": 8,\n  "curriculum": [\n'
+    (tmp_path / "ds_config.json").write_text(head + ",\n".join(str(i) for i in range(250_000)) + "\n  ]\n}\n")
+    code, found = check_json(capsys, str(tmp_path / "ds_config.json"))
+    diags = found["ds_config.json"]
+    assert [(d["code"], d["line"], d["column"]) for d in diags] == [("TL001", 3 + 200_000 - 2, 1)]
+    assert "more than 200,000 values" in diags[0]["message"]
+    assert code == 1
