@@ -39,13 +39,34 @@ little cyclic garbage: with the default thresholds (a collection every 700 alloc
 collector takes ~7% of a check over many files, and some of start-up. Memory stays the same."""
 
 
+EXIT_PIPE_CLOSED = 128 + 13
+"""The reader of the output went away (``trainlint rules | head -1``): the exit status of a
+process that SIGPIPE ends, as shells report for ``yes | head``."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     previous = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)
     try:
-        return _main(argv)
+        code = _main(argv)
+        sys.stdout.flush()  # here, not at interpreter exit, so that a closed pipe is handled below
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_PIPE_CLOSED
     finally:
         gc.set_threshold(*previous)  # in-process callers (tests) get their own settings back
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so that Python's final flush does not complain again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # stdout is not a real file (tests capture it)
+        pass
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -105,3 +105,19 @@ def test_bad_project_config_exits_2(tmp_path, capsys):
 def test_python_dash_m_and_console_script_agree():
     out = subprocess.run([sys.executable, "-m", "trainlint", "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("trainlint ")
+
+
+@pytest.mark.parametrize("command", [["rules", "--format", "json"], ["check", "--isolated", "--exit-zero", "--format", "json"]])
+def test_a_reader_that_goes_away_gets_no_traceback(command, tmp_path):
+    """``trainlint ... | head -1``: the pipe closes before the output is written; trainlint ends
+    quietly with 141 (what a shell reports for a process ended by SIGPIPE), not a traceback."""
+    import subprocess
+    import sys
+
+    examples = str(Path(__file__).resolve().parents[1] / "examples")
+    argv = [sys.executable, "-m", "trainlint", *command] + ([examples] if command[0] == "check" else [])
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # no reader left: the first write fails with EPIPE
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 141, err.decode()
+    assert b"Traceback" not in err and b"BrokenPipe" not in err
