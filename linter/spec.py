@@ -170,6 +170,20 @@ class TrainingSpec:
                 if entry is not None:
                     yield f"{section}.{f.name}", entry
 
+    def fingerprint(self) -> str:
+        """Everything about this run but where it is written: framework, dialect, entry point, every
+        value with its origin and spelling, the unresolved settings. Two specs with the same
+        fingerprint get the same estimate, the same fixes and the same launch-time findings (up to
+        positions), so results computed from a spec can be memoised on it across re-lints."""
+        import json
+
+        values = [(name, entry.value, entry.provenance.origin.value, entry.provenance.key) for name, entry in self.items()]
+        settings = [(name, entry.value, entry.provenance.origin.value, entry.provenance.key)
+                    for name, entry in sorted(self.settings.items())]
+        unresolved = sorted((name, prov.origin.value, prov.key or "") for name, prov in self.unresolved.items())
+        return json.dumps([self.framework, self.dialect, self.entry_point, values, settings, unresolved],
+                          default=repr, separators=(",", ":"))
+
     def to_dict(self) -> dict:
         """A JSON-able view (values plus where they came from), matching schemas/spec.schema.json."""
         out: dict[str, Any] = {"framework": self.framework, "path": self.path, "label": self.label,

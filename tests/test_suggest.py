@@ -518,3 +518,38 @@ def test_write_to(capsys, tmp_path):
     again = load(str(out), out.read_text(encoding="utf-8")).specs[0]
     result = estimate(again, context(again, model="gpt3-13b", gpu="a100-80gb"))
     assert result.tokens_per_s == pytest.approx(data["suggestions"][1]["tokens_per_s"], rel=1e-9)
+
+
+def _spec_of(text: str, name: str = "run.sh"):
+    result = check_source(SourceText(name, text), builtin_adapters())
+    assert result.specs, result.diagnostics
+    return result.specs[0]
+
+
+def test_fingerprint_ignores_positions_but_not_values():
+    text = (Path(__file__).resolve().parents[1] / "examples" / "megatron_llama2_70b_oom.sh").read_text()
+    same = _spec_of(text).fingerprint()
+    assert _spec_of("# a comment that moves every line\n" + text).fingerprint() == same
+    assert "--tensor-model-parallel-size" in text
+    changed = text.replace("--micro-batch-size 4", "--micro-batch-size 2")
+    assert changed != text
+    assert _spec_of(changed).fingerprint() != same
+
+
+def test_layout_hint_is_memoised_on_the_values(monkeypatch):
+    """The language server re-lints on every edit: an edit that leaves the run's values as
+    they were reuses the whole-layout search; one that changes them searches again."""
+    from trainlint.rules.estimation import fixes
+
+    calls = []
+    monkeypatch.setattr(fixes, "_LAYOUTS", {})
+    monkeypatch.setattr(fixes, "_search_layout", lambda spec, est, headroom: calls.append(spec) or f"layout {len(calls)}")
+    text = (Path(__file__).resolve().parents[1] / "examples" / "megatron_llama2_70b_oom.sh").read_text()
+    estimator = object()
+    first = fixes.suggest_layout(_spec_of(text), estimator, 0.9)
+    assert fixes.suggest_layout(_spec_of("# moved\n" + text), estimator, 0.9) == first
+    assert len(calls) == 1
+    fixes.suggest_layout(_spec_of(text.replace("--micro-batch-size 4", "--micro-batch-size 2")), estimator, 0.9)
+    fixes.suggest_layout(_spec_of(text), estimator, 0.8)  # another headroom
+    fixes.suggest_layout(_spec_of(text), object(), 0.9)  # another estimator (another --gpu, say)
+    assert len(calls) == 4

@@ -346,10 +346,29 @@ def _builtin_launch_rules():
 _LAUNCH_RULES = None
 
 
+_LAYOUTS: dict[tuple, Any] = {}
+_LAYOUTS_KEPT = 32
+
+
 def suggest_layout(spec: TrainingSpec, estimator: Callable[[TrainingSpec], Any], headroom: float) -> Any:
     """The fastest whole layout ``trainlint suggest`` finds for ``spec`` (TP, PP, VP, CP, micro
     batch, recompute, ZeRO / distributed optimizer together; under ``headroom``; no new
-    launch-time finding), or None. For findings that no single change resolves."""
+    launch-time finding), or None. For findings that no single change resolves.
+
+    Memoised on the spec's values (not its positions) and the estimator: the language server
+    re-lints on every edit, and most edits (a comment, a learning rate) leave the layout
+    question unchanged, while the search is the slowest part of a re-lint (~14 ms)."""
+    key = (spec.fingerprint(), estimator, headroom)
+    if key in _LAYOUTS:
+        return _LAYOUTS[key]
+    best = _search_layout(spec, estimator, headroom)
+    if len(_LAYOUTS) >= _LAYOUTS_KEPT:
+        _LAYOUTS.pop(next(iter(_LAYOUTS)))  # the oldest
+    _LAYOUTS[key] = best
+    return best
+
+
+def _search_layout(spec: TrainingSpec, estimator: Callable[[TrainingSpec], Any], headroom: float) -> Any:
     from trainlint.layout.search import SearchError, SearchOptions, search
 
     try:

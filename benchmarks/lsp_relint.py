@@ -1,0 +1,135 @@
+"""How long does the language server take to re-lint a buffer after a change?
+
+The server lints a buffer with :class:`trainlint.lsp.workspace.Linter` (in a worker thread,
+after a debounce); this measures that call in-process, the way the server makes it, on every
+config of the corpus and the examples between ``--min-lines`` and ``--max-lines`` lines, each
+re-linted ``--repeat`` times after one warm-up lint (the first lint of a session loads plugins,
+schemas and caches; later ones are what an editor waits for on each change). Two figures: an
+edit that leaves the run's values as they were (a comment, a line break: results memoised on
+the spec's values are reused), and the worst case, an edit that changes them (the memoised
+layout searches are forgotten before each re-lint).
+
+Baseline, measured in the same run on the same text: parsing it with the standard parser of
+its format (``json.loads``, ``yaml.safe_load``, ``shlex.split`` for scripts), the floor for
+any tool that reads the file at all. Target of issue 7: a 300-line config under 20 ms.
+
+    python benchmarks/lsp_relint.py [--corpus ../shared/corpus] [--repeat 7] [--min-lines 150] [--max-lines 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+TARGET_MS = 20.0
+
+
+def baseline_parse(path: Path, text: str) -> None:
+    suffix = path.suffix.lower()
+    try:
+        if suffix == ".json":
+            json.loads(text)
+        elif suffix in (".yml", ".yaml"):
+            import yaml
+
+            yaml.safe_load(text)
+        else:
+            shlex.split(text, comments=True)
+    except Exception:  # noqa: BLE001 - the floor is the attempt, valid or not
+        pass
+
+
+def forget_memoised_results() -> None:
+    from trainlint.rules.estimation import fixes
+
+    fixes._LAYOUTS.clear()
+
+
+def median_ms(action, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        began = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - began)
+    return statistics.median(times) * 1e3
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--corpus", default=str(REPO.parent / "shared" / "corpus"))
+    parser.add_argument("--repeat", type=int, default=7)
+    parser.add_argument("--min-lines", type=int, default=150)
+    parser.add_argument("--max-lines", type=int, default=600)
+    args = parser.parse_args()
+
+    from trainlint.lsp.workspace import Linter
+
+    roots = [REPO / "examples"] + ([Path(args.corpus)] if Path(args.corpus).is_dir() else [])
+    files = []
+    for root in roots:
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (UnicodeDecodeError, OSError):
+                continue
+            if args.min_lines <= text.count("\n") + 1 <= args.max_lines:
+                files.append((path, text))
+
+    rows = []
+    with tempfile.TemporaryDirectory() as empty:
+        linter = Linter()
+        for path, text in files:
+            # an isolated folder: no project config from the corpus's surroundings
+            name = str(Path(empty) / path.name)
+            first = linter.lint(name, text, 0)
+            if first.result is None or first.result.format is None:
+                continue  # not a config: the server publishes nothing for it
+            version = iter(range(1, 10**6))
+            ours = median_ms(lambda: linter.lint(name, text + "\n" * (next(version) % 2), 1), args.repeat)
+
+            def relint_with_new_values() -> None:
+                forget_memoised_results()  # as if the edit had changed the run's sizes or layout
+                linter.lint(name, text + "\n" * (next(version) % 2), 1)
+
+            changed = median_ms(relint_with_new_values, args.repeat)
+            floor = median_ms(lambda: baseline_parse(path, text), args.repeat)
+            rows.append((ours, floor, text.count("\n") + 1, first.result.format, path, changed))
+
+    if not rows:
+        print("no config of that size found")
+        return 0
+    ours = [r[0] for r in rows]
+    ratio = [r[0] / max(r[1], 1e-6) for r in rows]
+    over = [r for r in rows if r[0] >= TARGET_MS]
+    print(f"re-lint through the language server's Linter, {len(rows)} configs of {args.min_lines}-{args.max_lines} lines, "
+          f"median of {args.repeat} re-lints each:")
+    print(f"  median {statistics.median(ours):6.1f} ms   p90 {statistics.quantiles(ours, n=10)[-1]:6.1f} ms   "
+          f"max {max(ours):6.1f} ms")
+    worst = [r[5] for r in rows]
+    print(f"  after an edit that changes the run's values (memoised layout searches forgotten): median "
+          f"{statistics.median(worst):6.1f} ms   p90 {statistics.quantiles(worst, n=10)[-1]:6.1f} ms   max {max(worst):6.1f} ms")
+    print(f"  against parsing the same text with json/yaml/shlex: median {statistics.median(ratio):.1f}x")
+    by_format: dict[str, list[float]] = {}
+    for r in rows:
+        by_format.setdefault(r[3], []).append(r[0])
+    for fmt, values in sorted(by_format.items()):
+        print(f"  {fmt:10s} {len(values):4d} configs   median {statistics.median(values):6.1f} ms   max {max(values):6.1f} ms")
+    print(f"  target: < {TARGET_MS:.0f} ms   {len(rows) - len(over)} of {len(rows)} configs meet it")
+    for ms, floor, lines, fmt, path, _ in sorted(over, reverse=True):
+        print(f"    {ms:6.1f} ms  {lines:4d} lines  {fmt:9s} {path}")
+    slow = [r for r in rows if r[5] >= TARGET_MS]
+    print(f"  after a value edit: {len(rows) - len(slow)} of {len(rows)} configs under {TARGET_MS:.0f} ms")
+    for _, _, lines, fmt, path, ms in sorted(slow, key=lambda r: -r[5]):
+        print(f"    {ms:6.1f} ms  {lines:4d} lines  {fmt:9s} {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
