@@ -285,6 +285,8 @@ class _Composer:
             raise _Problem(_tag_message(event.tag or tag), span)
         if tag == _MERGE_TAG:
             value: Any = "<<"
+        elif tag == _STR_TAG:
+            value = event.value  # what SafeConstructor.construct_yaml_str returns, without the per-node machinery
         else:
             node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
             try:
