@@ -77,14 +77,18 @@ def time_interleaved(commands: dict[str, Sequence[str]], env: dict[str, str], re
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+PYTHON = sys.executable
+"""The interpreter whose environment is measured (``--python``): this one by default."""
+
+
 def trainlint_command() -> list[str]:
-    """The installed ``trainlint`` script next to this Python, else ``python -m trainlint``."""
-    script = Path(sys.executable).parent / "trainlint"
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "trainlint"]
+    """The installed ``trainlint`` script next to the measured Python, else ``python -m trainlint``."""
+    script = Path(PYTHON).parent / "trainlint"
+    return [str(script)] if script.is_file() else [PYTHON, "-m", "trainlint"]
 
 
 def check_jsonschema_command() -> list[str] | None:
-    script = Path(sys.executable).parent / "check-jsonschema"
+    script = Path(PYTHON).parent / "check-jsonschema"
     if script.is_file():
         return [str(script)]
     found = shutil.which("check-jsonschema")
@@ -94,7 +98,7 @@ def check_jsonschema_command() -> list[str] | None:
 def cold_start(file: str, env: dict[str, str], repeat: int) -> dict[str, float]:
     """Median cold-start times (s): import yaml, trainlint check, check-jsonschema (when installed)."""
     commands: dict[str, Sequence[str]] = {
-        "yaml": [sys.executable, "-c", "import yaml"],
+        "yaml": [PYTHON, "-c", "import yaml"],
         "trainlint": trainlint_command() + ["check", "--isolated", file],
     }
     jsonschema_cli = check_jsonschema_command()
@@ -171,14 +175,20 @@ def main(argv: Sequence[str] | None = None, *, throughput_too: bool = True) -> i
     parser.add_argument("--corpus", default=str(DEFAULT_CORPUS))
     parser.add_argument("--files", type=int, default=1000, help="configs in the throughput directory (default 1000)")
     parser.add_argument("--repeat", type=int, default=11, help="timed runs of each command (median; default 11)")
+    parser.add_argument("--python", default=sys.executable,
+                        help="measure the trainlint installed for this Python (default: the one running the benchmark); "
+                             "e.g. a venv with a regular, non-editable install: an editable install adds its import "
+                             "hook's cost to every start, the baseline's included")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="do not give the child processes a bytecode cache (measure as the environment is)")
     args = parser.parse_args(argv)
+    global PYTHON
+    PYTHON = args.python
 
     with tempfile.TemporaryDirectory(prefix="trainlint-speed-") as tmp:
         cache = None if args.no_bytecode_cache else os.path.join(tmp, "pycache")
         env = child_env(not args.no_bytecode_cache, cache)
-        print(f"python {sys.version.split()[0]} on {os.cpu_count()} CPUs; bytecode cache: "
+        print(f"{PYTHON} (python {sys.version.split()[0]}) on {os.cpu_count()} CPUs; bytecode cache: "
               f"{'private, warmed' if cache else 'as the environment says'}; {args.repeat} runs each, median")
         medians = cold_start(args.file, env, args.repeat)
         report_cold_start(medians, args.file)
