@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import csv
+import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 CORPUS = SHARED / "corpus"
 EXAMPLES = REPO / "examples"
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CALIBRATION = SHARED / "calibration" / "published-runs.yaml"
 
 
 @pytest.fixture(scope="session")
@@ -33,3 +36,21 @@ def corpus_manifest() -> list[dict[str, str]]:
 @pytest.fixture(scope="session")
 def manifest(corpus_dir: Path) -> list[dict[str, str]]:
     return corpus_manifest()
+
+
+def calibration_rows() -> list[dict]:
+    """The published runs of ../shared/calibration; [] when absent."""
+    if not CALIBRATION.is_file():
+        return []
+    return yaml.safe_load(CALIBRATION.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def accuracy():
+    """benchmarks/accuracy.py (it reads a calibration row into a spec and an estimate context)."""
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    try:
+        import accuracy as module
+    finally:
+        sys.path.pop(0)
+    return module

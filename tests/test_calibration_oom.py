@@ -4,42 +4,20 @@ accuracy benchmark's conversion (benchmarks/accuracy.py), the same for every row
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-import yaml
 
 from trainlint.diagnostics import Severity
 from trainlint.estimator import estimate
 from trainlint.rules import RuleContext
 from trainlint.rules.estimation.memory_rules import OomRisk
 
-from conftest import REPO, SHARED
-
-RUNS = SHARED / "calibration" / "published-runs.yaml"
-
-
-def _rows() -> list[dict]:
-    if not RUNS.is_file():
-        return []
-    return yaml.safe_load(RUNS.read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def accuracy():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import accuracy as module
-    finally:
-        sys.path.pop(0)
-    return module
+from conftest import CALIBRATION, calibration_rows
 
 
 def test_completed_runs_fit_and_oom_runs_do_not(accuracy):
-    rows = _rows()
+    rows = calibration_rows()
     if not rows:
-        pytest.skip(f"calibration data not found at {RUNS} (../shared is absent)")
+        pytest.skip(f"calibration data not found at {CALIBRATION} (../shared is absent)")
     completed_flagged, oom_missed, checked_oom, checked = [], [], 0, 0
     for row in rows:
         try:

@@ -11,11 +11,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
-import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from trainlint.adapters import builtin_adapters
 from trainlint.checker import check_source
@@ -31,9 +29,8 @@ from trainlint.provenance import Origin, Provenance, Value
 from trainlint.sources import SourceText
 from trainlint.spec import MEGATRON_LM, TrainingSpec
 
-from conftest import EXAMPLES, REPO, SHARED
+from conftest import CALIBRATION, EXAMPLES, REPO, calibration_rows
 
-CALIBRATION = SHARED / "calibration" / "published-runs.yaml"
 F = Provenance(Origin.FILE, path="run.sh", key="--x")
 
 CHANGE_KEYS = {"parallel.tensor", "parallel.pipeline", "parallel.virtual_pipeline", "parallel.context", "parallel.data",
@@ -260,24 +257,8 @@ def test_examples_get_suggestions_from_the_cli(capsys):
 # ----------------------------------------------------------------------------- calibration
 
 
-def _calibration_rows():
-    if not CALIBRATION.is_file():
-        return []
-    return yaml.safe_load(CALIBRATION.read_text(encoding="utf-8"))
-
-
-@pytest.fixture(scope="module")
-def accuracy():
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    try:
-        import accuracy as module
-    finally:
-        sys.path.pop(0)
-    return module
-
-
 def test_calibration_best_suggestion_at_least_as_run(accuracy, rules):
-    rows = _calibration_rows()
+    rows = calibration_rows()
     if not rows:
         pytest.skip(f"calibration data not found at {CALIBRATION} (../shared is absent in this checkout)")
     checked = 0

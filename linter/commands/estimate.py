@@ -20,10 +20,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_context_arguments(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     add_input_arguments(p)
-    p.add_argument("--tokens", type=_positive_count, metavar="N",
+    p.add_argument("--tokens", type=positive_count, metavar="N",
                    help="tokens to train (e.g. 2T, 300B, 1.5e12); overrides the config's run length")
-    p.add_argument("--train-samples", type=_positive_count, metavar="N", help="samples to train (x sequence length = tokens)")
-    p.add_argument("--price-per-gpu-hour", type=_positive_count, metavar="USD",
+    p.add_argument("--train-samples", type=positive_count, metavar="N", help="samples to train (x sequence length = tokens)")
+    p.add_argument("--price-per-gpu-hour", type=positive_count, metavar="USD",
                    help="price per GPU-hour for the run cost (default: project `prices`/`price-per-gpu-hour`)")
     p.add_argument("--compare-gpus", nargs="?", const="all", metavar="IDS|all",
                    help="re-estimate on each catalog GPU (comma-separated ids, default all); table sorted by cost")
@@ -32,8 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _positive_count(text: str) -> float:
-    """2T, 300B, 1.5e12, 2,000,000: a positive finite number (argparse reports anything else)."""
+def positive_count(text: str) -> float:
+    """2T, 300B, 1.5e12, 2,000,000: a positive finite number (argparse reports anything else).
+    The argument type of every count and price of estimate and plan."""
     from trainlint.planning import parse_count
 
     try:

@@ -16,19 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from trainlint.commands.estimate import positive_count
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-
-
-def _positive(text: str) -> float:
-    from trainlint.planning import parse_count
-
-    try:
-        v = parse_count(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    if v <= 0:
-        raise argparse.ArgumentTypeError("must be > 0")
-    return v
 
 
 def _mfu(text: str) -> float:
@@ -63,12 +52,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--round-gpus", type=int, default=8, metavar="M",
                    help="round a solved GPU count to a multiple of M (default 8, whole nodes; seed 000 uses 128)")
     when = p.add_mutually_exclusive_group()
-    when.add_argument("--days", type=_positive, metavar="D")
-    when.add_argument("--target-tokens-per-s", type=_positive, metavar="R",
+    when.add_argument("--days", type=positive_count, metavar="D")
+    when.add_argument("--target-tokens-per-s", type=positive_count, metavar="R",
                       help="throughput to size for (seed 002); the same as --days tokens / R")
-    p.add_argument("--budget", type=_positive, metavar="USD", help="e.g. 2000000 or 2M")
+    p.add_argument("--budget", type=positive_count, metavar="USD", help="e.g. 2000000 or 2M")
     p.add_argument("--mfu", type=_mfu, metavar="F", help="0.45 or 45%%")
-    p.add_argument("--price-per-gpu-hour", type=_positive, metavar="USD",
+    p.add_argument("--price-per-gpu-hour", type=positive_count, metavar="USD",
                    help="default: prices.<gpu> or price-per-gpu-hour in the project config")
     p.add_argument("--compare-gpus", nargs="?", const="all", metavar="IDS|all",
                    help="solve the same plan on each GPU kind (comma-separated ids, default all), sorted by cost")
