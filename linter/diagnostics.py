@@ -27,6 +27,33 @@ class Related:
     path: str | None = None
 
 
+class Applicability(str, Enum):
+    """How a fix may be applied, as ruff classifies fixes.
+
+    ``safe``: cannot change what the job does (a key spelled as the target version defines it, a
+    deprecated name with a one-to-one replacement); ``check --fix`` applies it. ``unsafe``: changes
+    the run (layout, batch, precision); applied only with ``--unsafe-fixes``. ``display``: a hint
+    for a person, never applied by a tool.
+    """
+
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    DISPLAY = "display"
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text at ``span`` of ``path`` (None: the finding's file) with ``content``.
+
+    A zero-width span inserts; an empty ``content`` deletes. Spans are the adapters' own
+    (1-based, end exclusive, code points), so an edit is exact in the file's own format.
+    """
+
+    span: Span
+    content: str
+    path: str | None = None
+
+
 @dataclass(frozen=True)
 class Diagnostic:
     code: str
@@ -36,7 +63,12 @@ class Diagnostic:
     span: Span = FILE_START
     path: str | None = None
     fix: str | None = None
+    """The fix hint a person reads (always present when ``edits`` is)."""
     related: tuple[Related, ...] = field(default_factory=tuple)
+    applicability: Applicability | None = None
+    """None when there is no fix; otherwise how ``edits`` may be applied."""
+    edits: tuple[Edit, ...] = field(default_factory=tuple)
+    """The fix as text edits, when it can be applied mechanically."""
 
     @property
     def line(self) -> int:
@@ -62,6 +94,8 @@ class Diagnostic:
         }
         if self.fix:
             data["fix"] = self.fix
+        if self.applicability is not None:
+            data["applicability"] = self.applicability.value
         if self.related:
             data["related"] = [
                 {"message": r.message, "path": r.path, "line": r.span.line, "column": r.span.column}

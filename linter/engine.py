@@ -168,6 +168,8 @@ def _place(rule: type[Rule], finding: Finding, spec: TrainingSpec) -> Diagnostic
         path=path,
         fix=finding.fix,
         related=tuple(related),
+        applicability=finding.applicability if finding.fix else None,
+        edits=tuple(finding.edits) if finding.fix else (),
     )
 
 

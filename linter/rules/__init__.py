@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Union
 
-from trainlint.diagnostics import Severity
+from trainlint.diagnostics import Applicability, Edit, Severity
 from trainlint.provenance import Value
 from trainlint.spec import TrainingSpec
 
@@ -41,6 +41,10 @@ class Finding:
     fix: str | None = None
     severity: Severity | None = None
     """Overrides the rule's severity for this finding (a rule that warns or errs by degree)."""
+    applicability: Applicability | None = None
+    """How the fix may be applied (safe / unsafe / display); None: no machine-applicable fix."""
+    edits: tuple[Edit, ...] = ()
+    """The fix as text edits in the file's own format (see :class:`trainlint.diagnostics.Edit`)."""
 
 
 @dataclass
