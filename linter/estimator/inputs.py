@@ -15,6 +15,7 @@ from trainlint.catalog import GPU
 from trainlint.estimator.context import EstimateContext
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
+from trainlint.tokenizer_vocab import ASSUMED_VOCAB
 
 MODEL_HOW = "give --model PRESET (e.g. --model llama2-7b) or --model path/to/config.json, or `model = ...` in [tool.trainlint]"
 
@@ -216,9 +217,9 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     layers = r.get("model.num_layers", missing=("number of transformer layers", MODEL_HOW), cast=int)
     hidden = r.get("model.hidden_size", missing=("hidden size", MODEL_HOW), cast=int)
     heads = r.get("model.num_attention_heads", missing=("number of attention heads", MODEL_HOW), cast=int)
-    vocab = r.get("model.vocab_size", missing=("vocabulary size (set by the tokenizer, which the config does not state)",
-                                                "give --model PRESET or --model path/to/config.json for a model with the same "
-                                                "tokenizer (only fields the config lacks are taken from it)"), cast=int)
+    vocab = r.get("model.vocab_size", fallback=ASSUMED_VOCAB, cast=int,
+                  why=f"the config's tokenizer options do not identify the tokenizer: {ASSUMED_VOCAB:,} tokens assumed "
+                      "(--vocab-size N or `vocab-size` in [tool.trainlint] to set it)")
     seq = r.get("model.seq_length", missing=("sequence length", "set it in the config (--seq-length, seq_length) or give --model PRESET"), cast=int)
     model_missing = bool(r.missing)
     if model_missing:
