@@ -561,14 +561,18 @@ class _SpecBuilder:
         s.model.num_experts = self.get("moe_num_experts")
         s.model.moe_top_k = self.get("moe_top_k")
         padded = self.file("padded_vocab_size")
-        s.model.vocab_size = padded if padded is not None else self.vocab()
+        if padded is not None:
+            s.model.vocab_size = padded
+        else:
+            s.model.vocab_size = self.vocab()
+            s.model.vocab_pad_multiple = self.get("make_vocab_size_divisible_by")
 
     def vocab(self) -> Value | None:
-        """The padded vocabulary NeoX builds its embedding with: the tokenizer's size (tokenizer_type,
-        default GPT2BPETokenizer; vocab_file) rounded up to make_vocab_size_divisible_by x
-        model_parallel_size (_vocab_size_with_padding, megatron/tokenizer/tokenizer.py). None when the
-        tokenizer is not identified (the estimator then states an assumed vocabulary)."""
-        from trainlint.tokenizer_vocab import GPT2_BPE, Vocab, known_file, local_file, padded
+        """The tokenizer's size (tokenizer_type, default GPT2BPETokenizer; vocab_file), which NeoX pads
+        to make_vocab_size_divisible_by x model_parallel_size (_vocab_size_with_padding,
+        megatron/tokenizer/tokenizer.py; the estimator pads). None when the tokenizer is not
+        identified (the estimator then states an assumed vocabulary)."""
+        from trainlint.tokenizer_vocab import GPT2_BPE, Vocab, known_file, local_file
 
         kind_v, file_v = self.get("tokenizer_type"), self.file("vocab_file")
         kind = self.bare(kind_v, "GPT2BPETokenizer")
@@ -580,16 +584,7 @@ class _SpecBuilder:
             found = Vocab(GPT2_BPE, "GPT2BPETokenizer: the GPT-2 BPE vocabulary (50,257 tokens)")
         if found is None:
             return None
-        divisible, tp = self.get("make_vocab_size_divisible_by"), self.get("model_parallel_size")
-        d = self.bare(divisible, 128)
-        t = self.bare(tp, 1)
-        d = d if type(d) is int and d > 0 else 128
-        t = t if type(t) is int and t > 0 else 1
-        size = padded(found.size, d * t)
-        return derived(size, f"{found.note} (tokenizer_type {kind}), padded to a multiple of "
-                             f"make_vocab_size_divisible_by {d} x model_parallel_size {t} = {size:,} "
-                             "(_vocab_size_with_padding, megatron/tokenizer/tokenizer.py)",
-                       kind_v, file_v, divisible, tp)
+        return derived(found.size, f"{found.note} (tokenizer_type {kind})", kind_v, file_v)
 
     def ffn(self, gated: bool, activation: Value | None) -> Value | None:
         """The FFN width as ParallelMLP builds it (megatron/model/transformer.py): intermediate_size,

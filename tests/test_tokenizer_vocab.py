@@ -39,6 +39,21 @@ def neox(text: str, path: str = "/nonexistent/run.yml"):
     return specs[0]
 
 
+def rows(spec) -> int:
+    """The embedding rows the estimate uses (the framework's padding applied)."""
+    est = estimate(spec, build_context(spec, nodes=1))
+    assert est.ok, est.missing
+    return est.inputs.vocab
+
+
+def test_layout_with_another_tp_is_padded_for_that_tp():
+    spec = megatron("--tokenizer-type GPT2BPETokenizer --tensor-model-parallel-size 1")
+    assert rows(spec) == 50304
+    spec.parallel.tensor = spec.parallel.tensor.__class__(4, spec.parallel.tensor.provenance)
+    spec.parallel.data = None  # derived from the old TP
+    assert rows(spec) == 50688  # multiple of 512
+
+
 def test_padding_rounds_up_to_the_multiple():
     assert padded(50257, 128) == 50304
     assert padded(50257, 256) == 50432
@@ -49,25 +64,27 @@ def test_padding_rounds_up_to_the_multiple():
 def test_megatron_gpt2_bpe_padded_by_divisible_by_times_tp():
     spec = megatron("--tokenizer-type GPT2BPETokenizer --vocab-file gpt2-vocab.json --merge-file gpt2-merges.txt "
                     "--tensor-model-parallel-size 2")
-    assert spec.model.vocab_size.value == 50432  # 50,257 -> multiple of 128 x 2
+    assert spec.model.vocab_size.value == 50257 and spec.model.vocab_pad_multiple.value == 128
+    assert rows(spec) == 50432  # 50,257 -> multiple of 128 x 2
     assert spec.model.vocab_size.provenance.origin is Origin.DERIVED
     assert "50,257" in spec.model.vocab_size.provenance.note
 
 
 def test_megatron_make_vocab_size_divisible_by_one_keeps_the_tokenizer_size():
-    spec = megatron("--tokenizer-type GPT2BPETokenizer --make-vocab-size-divisible-by 1")
-    assert spec.model.vocab_size.value == 50257
+    spec = megatron("--tokenizer-type GPT2BPETokenizer --make-vocab-size-divisible-by 1 --tensor-model-parallel-size 1")
+    assert rows(spec) == 50257
 
 
 def test_megatron_null_tokenizer_adds_eod_then_pads():
     spec = megatron("--tokenizer-type NullTokenizer --vocab-size 32000")
-    assert spec.model.vocab_size.value == 32128  # 32,000 + EOD = 32,001 -> 32,128
+    assert spec.model.vocab_size.value == 32001  # 32,000 + EOD
+    assert rows(spec) == 32128  # -> a multiple of 128
 
 
 def test_megatron_hf_tokenizer_name_matching_a_preset():
     spec = megatron("--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Meta-Llama-3-8B "
                     "--tensor-model-parallel-size 8")
-    assert spec.model.vocab_size.value == 129024  # 128,256 -> multiple of 128 x 8 = 1,024
+    assert rows(spec) == 129024  # 128,256 -> multiple of 128 x 8 = 1,024
     spec = megatron("--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Llama-3.1-8B-Instruct")
     assert spec.model.vocab_size.value == 128256
 
@@ -85,7 +102,7 @@ def test_tokenizer_json_in_the_repository_is_read_for_its_size(tmp_path: Path):
     (tok / "tokenizer.json").write_text(json.dumps({"model": {"type": "BPE", "vocab": vocab},
                                                     "added_tokens": [{"id": 1000, "content": "<eos>"}]}))
     spec = megatron("--tokenizer-type HuggingFaceTokenizer --tokenizer-model tok", tmp_path)
-    assert spec.model.vocab_size.value == 1024  # 1,001 tokens -> 1,024
+    assert spec.model.vocab_size.value == 1001 and rows(spec) == 1024  # 1,001 tokens -> 1,024
     assert "tokenizer.json" in spec.model.vocab_size.provenance.note
 
 
@@ -98,15 +115,20 @@ def test_tokenizer_file_outside_the_repository_is_not_read(tmp_path: Path):
     assert local_file("vocab.json", str(repo / "train.sh")).size == 2
 
 
+NEOX = "num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nseq_length: 2048\ntrain_micro_batch_size_per_gpu: 1\n"
+
+
 def test_neox_default_tokenizer_is_gpt2_bpe():
-    spec = neox("num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\n")
-    assert spec.model.vocab_size.value == 50304  # Pythia's 50,304
+    spec = neox(NEOX)
+    assert spec.model.vocab_size.value == 50257
+    assert rows(spec) == 50304  # Pythia's 50,304
 
 
 def test_neox_20b_tokenizer_padded_by_model_parallel_size():
-    spec = neox("num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nmodel_parallel_size: 2\n"
+    spec = neox(NEOX + "model_parallel_size: 2\n"
                 "tokenizer_type: HFTokenizer\nvocab_file: ./20B_checkpoints/20B_tokenizer.json\n")
-    assert spec.model.vocab_size.value == 50432  # GPT-NeoX-20B's released embedding rows
+    assert spec.model.vocab_size.value == 50277
+    assert rows(spec) == 50432  # GPT-NeoX-20B's released embedding rows
 
 
 def test_neox_hf_tokenizer_not_in_the_repository_gives_no_vocab():
@@ -129,7 +151,7 @@ def test_vocab_size_flag_replaces_a_derived_vocab_not_a_stated_one():
     est = estimate(spec, build_context(spec, vocab_size=64000))
     assert est.inputs.vocab == 64000
     stated = megatron("--tokenizer-type TikTokenizer --vocab-size 100000 --make-vocab-size-divisible-by 1")
-    assert stated.model.vocab_size.value == 100000
+    assert stated.model.vocab_size.value == 100000 and rows(stated) == 100000
     est = estimate(stated, build_context(stated, vocab_size=64000))
     assert est.inputs.vocab == 100000
 

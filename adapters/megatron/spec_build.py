@@ -16,7 +16,7 @@ from trainlint.provenance import Origin, Provenance, Value, default, derived
 from trainlint.spec import TrainingSpec
 
 from trainlint.adapters.megatron.flags import CURRENT, DEEPSPEED, ParsedArgs, Setting
-from trainlint.adapters.megatron.vocab import padded_vocab
+from trainlint.adapters.megatron.vocab import vocab_fields
 from trainlint.adapters.megatron.words import Field, Loc
 
 DEFAULT_NOTES = {
@@ -103,7 +103,7 @@ class SpecBuilder:
         self._model()
         self._cluster()
         self._parallel()
-        self.spec.model.vocab_size = padded_vocab(self)  # after _parallel: the padding multiplies by TP
+        self.spec.model.vocab_size, self.spec.model.vocab_pad_multiple = vocab_fields(self)
         self._batch()
         self._precision()
         self._memory()

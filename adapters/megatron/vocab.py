@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trainlint.provenance import Value, derived
-from trainlint.tokenizer_vocab import GPT2_BPE, Vocab, from_preset, known_file, local_file, padded
+from trainlint.tokenizer_vocab import GPT2_BPE, Vocab, from_preset, known_file, local_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.adapters.megatron.spec_build import SpecBuilder
@@ -60,21 +60,21 @@ def _file(reference: str, b: "SpecBuilder") -> Vocab | None:
     return known_file(reference) or local_file(reference, b.ctx.path)
 
 
-def padded_vocab(b: "SpecBuilder") -> Value | None:
-    """``model.vocab_size`` as Megatron pads it, derived from the tokenizer options; None when they do
-    not identify the tokenizer (the estimator then states an assumed vocabulary)."""
+def vocab_fields(b: "SpecBuilder") -> tuple[Value | None, Value | None]:
+    """(model.vocab_size, model.vocab_pad_multiple): the tokenizer's own size (None when the options do
+    not identify the tokenizer: the estimator then states an assumed vocabulary) and the multiple
+    Megatron pads it to before multiplying by TP (the estimator pads, so a layout with another TP is
+    padded as Megatron would pad it). ``--pad-vocab-size-to`` gives the padded size itself."""
     found = tokenizer_size(b)
-    if found is None:
-        return None
-    vocab, sources = found
     pad_to = b.get("pad_vocab_size_to")
-    if pad_to is not None and type(pad_to.value) is int and pad_to.value >= vocab.size:
-        return derived(pad_to.value, f"--pad-vocab-size-to {pad_to.value} ({vocab.note})", pad_to, *sources)
+    if pad_to is not None and type(pad_to.value) is int and pad_to.value > 0 \
+            and (found is None or pad_to.value >= found[0].size):
+        return derived(pad_to.value, f"--pad-vocab-size-to {pad_to.value}"
+                       + (f" ({found[0].note})" if found else ""), pad_to), None
     divisible = b.get_or_default("make_vocab_size_divisible_by", 128)
-    tp = b.spec.parallel.tensor
-    d = divisible.value if divisible is not None and type(divisible.value) is int and divisible.value > 0 else 128
-    t = tp.value if tp is not None and type(tp.value) is int and tp.value > 0 else 1
-    size = padded(vocab.size, d * t)
-    how = (f"{vocab.note}, padded to a multiple of make-vocab-size-divisible-by {d} x TP {t} = {size:,} "
-           "(_vocab_size_with_padding, megatron/training/tokenizer/tokenizer.py)")
-    return derived(size, how, *sources, *(v for v in (divisible, tp) if v is not None))
+    if divisible is not None and not (type(divisible.value) is int and divisible.value > 0):
+        divisible = None
+    if found is None:
+        return None, divisible
+    vocab, sources = found
+    return derived(vocab.size, vocab.note, *sources), divisible

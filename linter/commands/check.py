@@ -97,11 +97,12 @@ def make_estimator(args: argparse.Namespace, project):
     from trainlint.estimator import build_context, estimate
 
     build_context(None, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node, model=args.model,
-                  vocab_size=args.vocab_size, project_raw=project.raw, project_path=project.path)  # validate once, up front
+                  vocab_size=getattr(args, "vocab_size", None), project_raw=project.raw,
+                  project_path=project.path)  # validate names once, up front
 
     def run_estimate(spec):
         ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                            model=args.model, vocab_size=args.vocab_size, project_raw=project.raw,
+                            model=args.model, vocab_size=getattr(args, "vocab_size", None), project_raw=project.raw,
                             project_path=project.path)
         return estimate(spec, ctx)
 
