@@ -41,7 +41,7 @@ KNOWN_KEYS = {
     # rule selection and configuration
     "select", "extend-select", "ignore", "per-file-ignores", "severity", "rules",
     # estimation context (read by trainlint.estimator.context)
-    "gpu", "nodes", "gpus-per-node", "model", "gpus",
+    "gpu", "nodes", "gpus-per-node", "model", "vocab-size", "gpus",
     # planning limits and prices
     "max-days", "max-cost", "price-per-gpu-hour", "prices",
     # adoption: the baseline file (relative to the config's folder), unused-suppression reports

@@ -74,6 +74,9 @@ def add_context_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, metavar="N", help="number of nodes")
     parser.add_argument("--gpus-per-node", type=int, metavar="N", help="GPUs per node (default 8)")
     parser.add_argument("--model", metavar="PRESET|PATH", help="model preset id (e.g. llama2-7b) or a local HF config.json")
+    parser.add_argument("--vocab-size", type=int, metavar="N",
+                        help="vocabulary (embedding rows) when the config's tokenizer options do not give it "
+                             "(also `vocab-size` in [tool.trainlint]); a size the config states wins")
 
 
 def declare_cluster(results, args: argparse.Namespace, project) -> None:
@@ -107,11 +110,13 @@ def make_estimator(args: argparse.Namespace, project):
     from trainlint.estimator import build_context, estimate
 
     build_context(None, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node, model=args.model,
-                  project_raw=project.raw, project_path=project.path)  # validate names once, up front
+                  vocab_size=getattr(args, "vocab_size", None), project_raw=project.raw,
+                  project_path=project.path)  # validate names once, up front
 
     def run_estimate(spec):
         ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                            model=args.model, project_raw=project.raw, project_path=project.path)
+                            model=args.model, vocab_size=getattr(args, "vocab_size", None), project_raw=project.raw,
+                            project_path=project.path)
         return estimate(spec, ctx)
 
     return run_estimate
