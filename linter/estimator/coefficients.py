@@ -14,6 +14,8 @@ the estimator, and no known configuration is ever looked up.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 GIB = 2**30
 
 # --------------------------------------------------------------------------- compute
@@ -127,3 +129,43 @@ LOGITS_BYTES_PER_ELEMENT = 6.0
 """Physical: 16-bit logits (2 B) plus the fp32 copy the vocab-parallel cross-entropy keeps for
 its backward (4 B), per logit, for the micro-batch at the loss (Megatron
 core/tensor_parallel/cross_entropy.py computes in fp32)."""
+
+# --------------------------------------------------------------------------- fitted: their physical ranges
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A coefficient ``benchmarks/accuracy.py`` fits, and the physical range the fit may not leave."""
+
+    kind: str      # throughput | memory: which calibration rows determine it
+    low: float
+    high: float
+    why: str
+
+
+FITTED: dict[str, Fitted] = {
+    "GEMM_PEAK_FRACTION": Fitted("throughput", 0.45, 0.90, "cuBLAS reaches 75-90% of the dense peak on large "
+                                 "GEMMs; real shapes, sustained clocks and wave quantisation lose some, never half"),
+    "ATTENTION_PEAK_FRACTION": Fitted("throughput", 0.15, 0.75, "FlashAttention-2 kernels: 50-73% forward, less "
+                                      "backward; a ring (context-parallel) exchange and causal imbalance cost more"),
+    "ELEMENTWISE_BYTES_PER_HIDDEN": Fitted("throughput", 20.0, 80.0, "ten to forty 16-bit tensors read or written "
+                                           "per token per hidden unit by norms, residuals, bias, dropout, rotary"),
+    "MICROBATCH_OVERHEAD_S": Fitted("throughput", 0.0, 0.01, "host time per micro-batch per stage: kernel-launch "
+                                    "gaps and Python, at most ~10 ms"),
+    "STEP_OVERHEAD_S": Fitted("throughput", 0.0, 0.5, "per optimizer step outside the passes: data hand-off, "
+                              "grad-norm, logging; tenths of a second at most"),
+    "INTRA_NODE_LINK_FRACTION": Fitted("throughput", 0.40, 0.90, "nccl-tests bus bandwidth over NVLink/NVSwitch: "
+                                       "40-90% of the per-direction link rate depending on message size"),
+    "INTER_NODE_LINK_FRACTION": Fitted("throughput", 0.50, 0.95, "NCCL over InfiniBand/RoCE reaches 50-95% of the NIC rate"),
+    "DP_OVERLAP_FRACTION": Fitted("throughput", 0.0, 1.0, "a share of the backward pass: between none and all of it"),
+    "ALLOCATOR_FRAGMENTATION": Fitted("memory", 0.0, 0.35, "max_reserved over max_allocated in long runs: 0-35%"),
+    "ACTIVATION_WORKSPACE_LAYERS": Fitted("memory", 1.0, 2.0, "the layer recomputed plus the activation gradients of "
+                                          "the layer in backward: one to two layers' worth"),
+    "NCCL_GIB_PER_COMMUNICATOR": Fitted("memory", 0.05, 0.5, "NCCL_BUFFSIZE 4 MiB x channels x peers, plus proxy "
+                                        "buffers: 0.05-0.5 GiB per communicator"),
+    "CUDA_CONTEXT_GIB": Fitted("memory", 0.3, 1.0, "an idle PyTorch process on A100/H100 shows 0.3-1.0 GiB in nvidia-smi"),
+}
+"""Every coefficient ``benchmarks/accuracy.py`` fits, with the range its fit is held in. The
+others above are set from sources and not fitted: FP8_GEMM_SPEEDUP (range [1, 2]: FP8 tensor cores
+have twice the 16-bit rate) has no FP8 row read through a user's format to fit it, the overlap of
+ZeRO-3 gathers and of TP communication has too few rows."""
