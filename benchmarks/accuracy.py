@@ -402,6 +402,14 @@ def fit(loaded: list[Loaded], *, passes: int = 2, kinds: Iterable[str] = ("throu
     return {name: getattr(C, name) for name in C.FITTED}
 
 
+_SHIPPED = {name: getattr(C, name) for name in C.FITTED}
+
+
+def shipped_coefficients() -> dict[str, float]:
+    """The FITTED coefficients as coefficients.py ships them (read when this module loaded)."""
+    return dict(_SHIPPED)
+
+
 @contextlib.contextmanager
 def coefficients_restored():
     saved = {name: getattr(C, name) for name in C.FITTED}
