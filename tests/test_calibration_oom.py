@@ -12,7 +12,7 @@ from trainlint.estimator import estimate
 from trainlint.rules import RuleContext
 from trainlint.rules.estimation.memory_rules import OomRisk
 
-from conftest import CALIBRATION, calibration_rows
+from conftest import CALIBRATION, SHARED_ABSENT, calibration_rows
 
 KNOWN_WRONG_ENGINE = "megatron-deepspeed"
 """Issue 15: the memory of a Megatron-DeepSpeed run ignores its ZeRO stage (the estimator branches
@@ -24,7 +24,7 @@ be right, and an OOM row must never be missed."""
 def test_completed_runs_fit_and_oom_runs_do_not(accuracy):
     rows = calibration_rows()
     if not rows:
-        pytest.skip(f"calibration data not found at {CALIBRATION} (../shared is absent)")
+        pytest.skip(f"calibration data not found at {CALIBRATION} ({SHARED_ABSENT})")
     from calibration_files import framework_of
 
     completed_flagged, oom_missed, checked_oom, checked = [], [], 0, 0

@@ -17,7 +17,8 @@ OUTPUT_FORMATS = ("text", "json", "sarif", "github", "markdown")
 def register(sub: argparse._SubParsersAction) -> None:
     check = sub.add_parser("check", help="check config files and directories",
                            description="Check config files; directories are searched recursively.")
-    check.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or directories (default: .)")
+    check.add_argument("paths", nargs="*", default=[], metavar="PATH",
+                       help="files or directories (default: ., or only the --run files when --run is given)")
     check.add_argument("--format", choices=OUTPUT_FORMATS, default="text",
                        help="output format (default: text): json for tools, sarif for code scanning (SARIF 2.1.0), "
                             "github for Actions annotations, markdown for a job summary ($GITHUB_STEP_SUMMARY); "
@@ -39,6 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
     check.add_argument("--isolated", action="store_true", help="ignore every project config file")
     check.add_argument("--no-summary", action="store_true", help="text output: no summary line")
+    check.add_argument("--fix", action="store_true",
+                       help="apply the safe fixes in place (in the file's own format; a fix that does not remove its "
+                            "finding is reverted), then report what remains")
+    check.add_argument("--unsafe-fixes", action="store_true",
+                       help="with --fix or --diff: also apply the fixes that may change what the run does")
+    check.add_argument("--diff", action="store_true",
+                       help="print the changes --fix would make as a unified diff, write nothing; exit 1 when any")
     add_selection_arguments(check)
     add_context_arguments(check)
     check.set_defaults(func=run)
@@ -239,13 +247,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"trainlint: error: {conflict}", file=sys.stderr)
         return EXIT_ERROR
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
+    if not args.paths and not runs:
+        args.paths = ["."]  # `check --run a.yml,b.yml` alone lints only that run
     missing = [p for p in args.paths if not Path(p).exists()]
     missing += [p for run in runs for p in run if not Path(p).is_file()]
     if missing:
         print(f"trainlint: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        session = open_session(args, Path(args.paths[0] if args.paths else "."))
+        session = open_session(args, Path(args.paths[0] if args.paths else runs[0][0] if runs else "."))
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
@@ -255,5 +265,12 @@ def run(args: argparse.Namespace) -> int:
     def check_and_lint(chunk):
         return lint_results([check_task(task, adapters, environment) for task in chunk], args, session)
 
-    _, code = report(run_tasks(tasks, check_and_lint, args.jobs), args, session)
+    def lint_all() -> list:
+        return run_tasks(tasks, check_and_lint, args.jobs)
+
+    if getattr(args, "fix", False) or getattr(args, "diff", False):
+        from trainlint.commands.check_fix import fix_then_report
+
+        return fix_then_report(args, session, lint_all, lambda results: report(results, args, session))
+    _, code = report(lint_all(), args, session)
     return code
