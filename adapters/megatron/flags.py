@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
-from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import Span
 from trainlint.schemas import load_schema
@@ -193,7 +193,13 @@ class ArgReader:
     """Reads a Megatron argument list the way argparse would, reporting at source positions."""
 
     def __init__(self, table: FlagTable, span_of: Callable[[Loc | None], tuple[str | None, Span | None]],
-                 dialect: str, entry: str | None, default_path: str) -> None:
+                 dialect: str, entry: str | None, default_path: str, target: Any = None) -> None:
+        self.target = target
+        """The :class:`~trainlint.frameworks.target.FrameworkTarget` checked against (None: assumed upstream)."""
+        if target is not None and target.catalog is not None:
+            from trainlint.adapters.megatron.target_flags import table_for
+
+            table = table_for(target.catalog)
         self.table = table
         self.span_of = span_of
         self.dialect = dialect
@@ -205,11 +211,45 @@ class ArgReader:
     # -------------------------------------------------------------- helpers
 
     def _diag(self, code: str, message: str, loc: Loc | None, severity: Severity | None = None,
-              related: tuple[Related, ...] = (), fix: str | None = None) -> None:
+              related: tuple[Related, ...] = (), fix: str | None = None,
+              applicability: Applicability | None = None, edit: str | None = None) -> None:
         path, span = self.span_of(loc)
-        self.out.diagnostics.append(input_diagnostic(code, message, span or Span(1, 1, 1, 1),
-                                                     path=path or self.default_path, severity=severity,
-                                                     related=related, fix=fix))
+        diag = input_diagnostic(code, message, span or Span(1, 1, 1, 1), path=path or self.default_path,
+                                severity=severity, related=related, fix=fix)
+        if applicability is not None and fix:
+            from dataclasses import replace
+
+            edits = (Edit(span, edit),) if edit is not None and span is not None and path == self.default_path else ()
+            diag = replace(diag, applicability=applicability, edits=edits)
+        self.out.diagnostics.append(diag)
+
+    # ------------------------------------------------------------ the target
+
+    @property
+    def _known_target(self) -> bool:
+        """The version is known (source read, pinned, installed) and everything in it was read."""
+        t = self.target
+        return t is not None and t.known and t.complete
+
+    def _against(self) -> str:
+        """What the flag was checked against, for messages."""
+        from trainlint.frameworks.target import how_to_point
+
+        t = self.target
+        if t is None or not t.known:
+            commit = t.commit if t is not None and t.commit else None
+            what = f"upstream Megatron-LM at {commit}" if commit else "upstream Megatron-LM"
+            return f"checked against {what}, assumed because no framework source was found beside the config; " + how_to_point("megatron")
+        if not t.complete:
+            return (f"checked against {t.describe()}, whose arguments trainlint could not all read statically "
+                    f"({t.catalog.partial[0]})")
+        return f"checked against {t.describe()}"
+
+    def _elsewhere(self, name: str) -> str:
+        from trainlint.adapters.megatron.target_flags import defined_by
+
+        where = defined_by("megatron", name)
+        return f" ({where})" if where else ""
 
     def _related(self, message: str, loc: Loc | None) -> tuple[Related, ...]:
         path, span = self.span_of(loc)
@@ -271,8 +311,13 @@ class ArgReader:
                 alt = [a for a in self.table.normalised(name) if a != name]
                 if alt:
                     info = self._choose(alt[0])
+                    known = self._known_target
+                    tail = "" if known else f" ({self._against()})"
                     self._diag("TL004", f"unknown flag `{name}`: Megatron's argparse matches option strings exactly; "
-                               f"did you mean `{alt[0]}`?", f.value_loc, severity=Severity.ERROR, fix=alt[0])
+                               f"did you mean `{alt[0]}`?{tail}", f.value_loc,
+                               severity=Severity.ERROR if known else Severity.WARNING, fix=alt[0],
+                               applicability=Applicability.SAFE if known else Applicability.UNSAFE,
+                               edit=alt[0] if eq == "" and text == name else None)
                 else:
                     i = self._unknown_flag(fields, i, name, bool(eq))
                     continue
@@ -280,6 +325,8 @@ class ArgReader:
         return self.out
 
     def _unknown_severity(self) -> Severity:
+        if not self._known_target:
+            return Severity.WARNING  # a fork or another release may define it
         if self.entry is None or is_core_entry(self.entry):
             return Severity.ERROR
         return Severity.WARNING
@@ -330,9 +377,20 @@ class ArgReader:
         suggestion = did_you_mean(name, self.table.all_flags)
         tail = f" (did you mean `{suggestion[0]}`?)" if suggestion else ""
         severity = self._unknown_severity()
-        extra = "" if severity is Severity.ERROR else f"; {self.entry} may add it with its own argument provider"
-        self._diag("TL004", f"unknown flag `{name}`{tail}: Megatron's argparse exits with \"unrecognized arguments\"{extra}",
-                   f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None)
+        extra = ""
+        if self.entry and not is_core_entry(self.entry):
+            extra = f"; {self.entry} may add it with its own argument provider"
+        if self._known_target and not extra:
+            message = (f"unknown flag `{name}`{tail}: not an argument of {self.target.describe()}, so its argparse exits "
+                       f"with \"unrecognized arguments\"{self._elsewhere(name)}")
+        elif self._known_target:
+            message = f"unknown flag `{name}`{tail}: not an argument of {self.target.describe()}{self._elsewhere(name)}{extra}"
+        else:
+            message = (f"unknown flag `{name}`{tail}{self._elsewhere(name)}{extra}; {self._against()}")
+        known = self._known_target
+        self._diag("TL004", message, f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None,
+                   applicability=(Applicability.SAFE if known and severity is Severity.ERROR else Applicability.DISPLAY)
+                   if suggestion else None, edit=suggestion[0] if suggestion and not inline else None)
         self.out.unknown_flags.append(name)
         i += 1
         if not inline:
@@ -397,6 +455,14 @@ class ArgReader:
         replacement = dep.get("replacement")
         message = dep.get("message", "")
         severity = Severity.WARNING if status == "deprecated" else Severity.ERROR
+        if status == "removed" and not self._known_target:
+            # Removed from the upstream trainlint assumed; the script may target a release or a fork
+            # that still has it, so this is only known to break where that is known.
+            use = f"; current Megatron-LM uses `{replacement}`" if replacement else ""
+            self._diag("TL008", f"`{spelled}` is not an argument of current Megatron-LM{self._elsewhere(spelled)}{use}; "
+                       f"{self._against()}", loc, severity=Severity.WARNING, fix=replacement,
+                       applicability=Applicability.DISPLAY if replacement else None)
+            return
         what = {"removed": "was removed from Megatron-LM", "exits": "makes Megatron-LM exit at start-up",
                 "error": "makes Megatron-LM fail at start-up", "deprecated": "is deprecated"}.get(status, "is deprecated")
         use = f"; use `{replacement}`" if replacement else ""
