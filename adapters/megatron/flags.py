@@ -245,6 +245,28 @@ class ArgReader:
                     f"({t.catalog.partial[0]})")
         return f"checked against {t.describe()}"
 
+    def _removed_in(self, name: str) -> str | None:
+        """For a pinned release: "was removed in core_v0.9.0" when an earlier release of the same
+        variant defines the name (the only case where trainlint knows that it was removed)."""
+        t = self.target
+        if t is None or not t.known or not t.version or t.path is not None:
+            return None
+        from trainlint.frameworks.catalog import load_shipped, shipped_index
+
+        line = [e for e in shipped_index() if e.family == "megatron" and e.variant == t.variant]
+        idx = next((k for k, e in enumerate(line) if e.version == t.version), None)
+        if idx is None:
+            return None
+        last = None
+        for k in range(idx - 1, -1, -1):
+            if name in load_shipped(line[k].file):
+                last = k
+                break
+        if last is None:
+            return None
+        return (f"`{name}` was removed from {t.variant} in {line[last + 1].version} (defined up to {line[last].version}); "
+                f"{t.describe()}, which this config is checked against, exits with \"unrecognized arguments\"")
+
     def _elsewhere(self, name: str) -> str:
         from trainlint.adapters.megatron.target_flags import defined_by
 
@@ -374,6 +396,15 @@ class ArgReader:
 
     def _unknown_flag(self, fields: list[Field], i: int, name: str, inline: bool) -> int:
         f = fields[i]
+        removed = self._removed_in(name)
+        if removed is not None:
+            self._diag("TL008", removed, f.value_loc, severity=Severity.ERROR)
+            self.out.unknown_flags.append(name)
+            i += 1
+            if not inline:
+                while i < len(fields) and _is_value_field(fields[i]):
+                    i += 1
+            return i
         suggestion = did_you_mean(name, self.table.all_flags)
         tail = f" (did you mean `{suggestion[0]}`?)" if suggestion else ""
         severity = self._unknown_severity()
@@ -503,8 +534,13 @@ class ArgReader:
             value, error = _convert_one(vf.text, typed)
             if error:
                 setting.invalid = True
-                self._diag("TL005" if error == "type" else "TL006", _value_message(spelled, vf.text, typed, error),
-                           vf.value_loc, related=self._related(f"`{spelled}` here", flag_field.value_loc)
+                message = _value_message(spelled, vf.text, typed, error)
+                severity = None
+                if error == "choice" and not self._known_target:
+                    # upstream's choices; a fork may add its own (alibi, PretrainedFromHF)
+                    severity, message = Severity.WARNING, f"{message} ({self._against()})"
+                self._diag("TL005" if error == "type" else "TL006", message,
+                           vf.value_loc, severity=severity, related=self._related(f"`{spelled}` here", flag_field.value_loc)
                            if vf.value_loc != flag_field.value_loc else ())
                 converted.append(None)
                 continue

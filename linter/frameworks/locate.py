@@ -65,7 +65,8 @@ def configure(settings: Mapping[str, str] | None, base: str | None = None) -> No
             _project[family] = ("path", str(candidate.resolve()))
         else:
             if find_shipped(family, value) is None:
-                known = ", ".join(e.version for e in shipped_index() if e.family == family)
+                known = ", ".join(e.version if e.variant == DEFAULT_VARIANT[family] else f"{e.variant} ({e.version})"
+                                  for e in shipped_index() if e.family == family)
                 raise FrameworkSettingError(f"`framework.{family}` = \"{value}\": trainlint ships no catalog of that "
                                             f"release (it has: {known}); give a path to a checkout instead")
             _project[family] = ("version", value)
