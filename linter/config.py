@@ -1,7 +1,11 @@
-"""The project config: ``[tool.trainlint]`` in pyproject.toml, or a ``.trainlint.toml``.
+"""The project config: ``[tool.trainlint]`` in pyproject.toml, or a ``.trainlint.toml`` /
+``trainlint.toml`` (the same keys without the header).
 
-Found by walking up from the first checked path (or the working directory). CLI flags win
-over the file. Paths in the file are relative to the file's directory.
+Found by walking up from the first checked path (or the working directory); the nearest folder
+holding one wins. Within one folder, as ruff orders ``.ruff.toml`` / ``ruff.toml`` /
+``pyproject.toml``: ``.trainlint.toml`` wins over ``trainlint.toml``, which wins over a
+pyproject.toml with a ``[tool.trainlint]`` table. CLI flags win over the file. Paths in the file
+are relative to the file's directory.
 """
 
 from __future__ import annotations
@@ -71,13 +75,18 @@ class ProjectConfig:
         return str(Path(self.path).parent) if self.path else None
 
 
+CONFIG_FILE_NAMES = (".trainlint.toml", "trainlint.toml")
+"""The dedicated config files, in the order they win within one folder (then pyproject.toml)."""
+
+
 def find_config(start: Path) -> Path | None:
     start = start.resolve()
     directory = start if start.is_dir() else start.parent
     for folder in (directory, *directory.parents):
-        dotfile = folder / ".trainlint.toml"
-        if dotfile.is_file():
-            return dotfile
+        for name in CONFIG_FILE_NAMES:
+            dedicated = folder / name
+            if dedicated.is_file():
+                return dedicated
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
             try:

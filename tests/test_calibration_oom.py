@@ -11,13 +11,13 @@ from trainlint.estimator import estimate
 from trainlint.rules import RuleContext
 from trainlint.rules.estimation.memory_rules import OomRisk
 
-from conftest import CALIBRATION, calibration_rows
+from conftest import CALIBRATION, SHARED_ABSENT, calibration_rows
 
 
 def test_completed_runs_fit_and_oom_runs_do_not(accuracy):
     rows = calibration_rows()
     if not rows:
-        pytest.skip(f"calibration data not found at {CALIBRATION} (../shared is absent)")
+        pytest.skip(f"calibration data not found at {CALIBRATION} ({SHARED_ABSENT})")
     completed_flagged, oom_missed, checked_oom, checked = [], [], 0, 0
     for row in rows:
         try:

@@ -16,7 +16,7 @@ from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output.github import annotation, escape_data, escape_property
 from trainlint.positions import Span
 
-from conftest import EXAMPLES, REPO, SHARED
+from conftest import EXAMPLES, REPO, SHARED, SHARED_ABSENT
 
 SARIF_SCHEMA = SHARED / "schemas-ext" / "sarif-schema-2.1.0.json"
 RULES_MD = REPO / "docs" / "rules.md"
@@ -41,7 +41,7 @@ def validate_sarif(sarif: dict) -> None:
 
 def test_sarif_schema_present():
     if not SARIF_SCHEMA.is_file():
-        pytest.skip(f"SARIF schema not found at {SARIF_SCHEMA} (../shared is absent in this checkout): "
+        pytest.skip(f"SARIF schema not found at {SARIF_SCHEMA} ({SHARED_ABSENT}): "
                     "the SARIF tests ran without schema validation")
     import jsonschema
 

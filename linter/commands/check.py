@@ -17,7 +17,8 @@ OUTPUT_FORMATS = ("text", "json", "sarif", "github", "markdown")
 def register(sub: argparse._SubParsersAction) -> None:
     check = sub.add_parser("check", help="check config files and directories",
                            description="Check config files; directories are searched recursively.")
-    check.add_argument("paths", nargs="*", default=["."], metavar="PATH", help="files or directories (default: .)")
+    check.add_argument("paths", nargs="*", default=[], metavar="PATH",
+                       help="files or directories (default: ., or only the --run files when --run is given)")
     check.add_argument("--format", choices=OUTPUT_FORMATS, default="text",
                        help="output format (default: text): json for tools, sarif for code scanning (SARIF 2.1.0), "
                             "github for Actions annotations, markdown for a job summary ($GITHUB_STEP_SUMMARY); "
@@ -239,13 +240,15 @@ def run(args: argparse.Namespace) -> int:
         print(f"trainlint: error: {conflict}", file=sys.stderr)
         return EXIT_ERROR
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
+    if not args.paths and not runs:
+        args.paths = ["."]  # `check --run a.yml,b.yml` alone lints only that run
     missing = [p for p in args.paths if not Path(p).exists()]
     missing += [p for run in runs for p in run if not Path(p).is_file()]
     if missing:
         print(f"trainlint: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        session = open_session(args, Path(args.paths[0] if args.paths else "."))
+        session = open_session(args, Path(args.paths[0] if args.paths else runs[0][0] if runs else "."))
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -179,7 +179,7 @@ def _totals(spec: object, est: object, args: argparse.Namespace, ctx: object, pr
     d["steps"] = tokens / est.tokens_per_step
     d["tokens_per_step"] = est.tokens_per_step
     d["tokens_per_param"] = tokens / est.num_params if est.num_params else None
-    d["flops_6pd"] = 6.0 * est.num_params * tokens  # seed 001's C = 6PD, beside the estimator's per-layer count
+    d["flops_6pd"] = 6.0 * est.num_params * tokens  # C = 6PD (Transformer Math 101), beside the estimator's per-layer count
     return d
 
 
@@ -238,7 +238,7 @@ def compare_gpus(spec: object, base: object, args: argparse.Namespace, project: 
 
 def size_for_throughput(est: object, target_tokens_per_s: float) -> tuple[object, str]:
     """The estimate on the smallest cluster that reaches ``target_tokens_per_s`` with the same layout: whole
-    nodes, DP an integer, the global batch kept with a whole number of accumulation steps (seed 002:
+    nodes, DP an integer, the global batch kept with a whole number of accumulation steps (Hodge 2025:
     G = ceil(R_target / r_gpu), but every candidate size is re-estimated, communication included).
     Returns the estimate and a sentence saying how the size was chosen."""
     import dataclasses

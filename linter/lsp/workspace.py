@@ -24,7 +24,7 @@ from trainlint.input_codes import input_diagnostic
 from trainlint.lsp import convert
 from trainlint.sources import MAX_FILE_BYTES, SourceText
 
-CONFIG_NAMES = (".trainlint.toml", "pyproject.toml")
+CONFIG_NAMES = (".trainlint.toml", "trainlint.toml", "pyproject.toml")
 
 
 def session_args(options: Mapping[str, Any] | None = None) -> argparse.Namespace:
