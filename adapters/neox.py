@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
-from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.diagnostics import Applicability, Diagnostic, Related, Severity
 from trainlint.document import Document, pointer_parts
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, Span
@@ -154,6 +154,9 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
             else:
                 extra = _elsewhere(m.group(1)) if m is not None else ""
                 d = replace(d, severity=Severity.WARNING, message=f"{d.message}{extra}; {_against(target)}")
+                if d.applicability is Applicability.SAFE:
+                    # the key may be a fork's own: renaming it is not known to keep the run as it is
+                    d = replace(d, applicability=Applicability.UNSAFE)
         out.append(d)
     return out
 

@@ -40,6 +40,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
     check.add_argument("--isolated", action="store_true", help="ignore every project config file")
     check.add_argument("--no-summary", action="store_true", help="text output: no summary line")
+    check.add_argument("--fix", action="store_true",
+                       help="apply the safe fixes in place (in the file's own format; a fix that does not remove its "
+                            "finding is reverted), then report what remains")
+    check.add_argument("--unsafe-fixes", action="store_true",
+                       help="with --fix or --diff: also apply the fixes that may change what the run does")
+    check.add_argument("--diff", action="store_true",
+                       help="print the changes --fix would make as a unified diff, write nothing; exit 1 when any")
     add_selection_arguments(check)
     add_context_arguments(check)
     check.set_defaults(func=run)
@@ -258,5 +265,12 @@ def run(args: argparse.Namespace) -> int:
     def check_and_lint(chunk):
         return lint_results([check_task(task, adapters, environment) for task in chunk], args, session)
 
-    _, code = report(run_tasks(tasks, check_and_lint, args.jobs), args, session)
+    def lint_all() -> list:
+        return run_tasks(tasks, check_and_lint, args.jobs)
+
+    if getattr(args, "fix", False) or getattr(args, "diff", False):
+        from trainlint.commands.check_fix import fix_then_report
+
+        return fix_then_report(args, session, lint_all, lambda results: report(results, args, session))
+    _, code = report(lint_all(), args, session)
     return code
