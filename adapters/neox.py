@@ -145,6 +145,9 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
     known = target is not None and target.known and target.complete
     out = []
     for d in diags:
+        if not known and d.code == "TL004" and d.applicability is Applicability.SAFE:
+            out.append(d)  # a misspelling of an upstream key (two letters at most): no fork is needed to explain it
+            continue
         if d.severity is Severity.ERROR and (d.code == "TL004" or (d.code == "TL006" and "expected one of" in d.message)):
             m = _UNKNOWN_KEY.match(d.message)
             if known:
@@ -154,9 +157,6 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
             else:
                 extra = _elsewhere(m.group(1)) if m is not None else ""
                 d = replace(d, severity=Severity.WARNING, message=f"{d.message}{extra}; {_against(target)}")
-                if d.applicability is Applicability.SAFE:
-                    # the key may be a fork's own: renaming it is not known to keep the run as it is
-                    d = replace(d, applicability=Applicability.UNSAFE)
         out.append(d)
     return out
 

@@ -419,8 +419,12 @@ class ArgReader:
         else:
             message = (f"unknown flag `{name}`{tail}{self._elsewhere(name)}{extra}; {self._against()}")
         known = self._known_target
+        typo = bool(suggestion) and _typo(name, suggestion[0])
+        if typo and not known and (self.entry is None or is_core_entry(self.entry)):
+            # Two letters from a flag upstream defines: a misspelling, whatever the fork.
+            severity = Severity.ERROR
         self._diag("TL004", message, f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None,
-                   applicability=(Applicability.SAFE if known and severity is Severity.ERROR else Applicability.DISPLAY)
+                   applicability=(Applicability.SAFE if typo and severity is Severity.ERROR else Applicability.DISPLAY)
                    if suggestion else None, edit=suggestion[0] if suggestion and not inline else None)
         self.out.unknown_flags.append(name)
         i += 1
@@ -490,9 +494,12 @@ class ArgReader:
             # Removed from the upstream trainlint assumed; the script may target a release or a fork
             # that still has it, so this is only known to break where that is known.
             use = f"; current Megatron-LM uses `{replacement}`" if replacement else ""
+            renamed = self._one_to_one(info, replacement)
+            # The rename is right for current Megatron-LM only: unsafe while the version is assumed.
             self._diag("TL008", f"`{spelled}` is not an argument of current Megatron-LM{self._elsewhere(spelled)}{use}; "
                        f"{self._against()}", loc, severity=Severity.WARNING, fix=replacement,
-                       applicability=Applicability.DISPLAY if replacement else None)
+                       applicability=(Applicability.UNSAFE if renamed else Applicability.DISPLAY) if replacement else None,
+                       edit=replacement if renamed and whole_word else None)
             return
         what = {"removed": "was removed from Megatron-LM", "exits": "makes Megatron-LM exit at start-up",
                 "error": "makes Megatron-LM fail at start-up", "deprecated": "is deprecated"}.get(status, "is deprecated")
@@ -578,6 +585,17 @@ class ArgReader:
         elif values:
             setting.value_loc = _cover([v.value_loc for v in values]) or values[0].value_loc
         return setting
+
+
+def _typo(written: str, known: str) -> bool:
+    """At most two letters added, dropped, changed or swapped, and not only a dash/underscore/case
+    difference (forks such as Megatron-LLM accept `--num_layers`)."""
+    from trainlint.key_edits import is_misspelling
+
+    def norm(name: str) -> str:
+        return name.replace("_", "-").lower()
+
+    return norm(written) != norm(known) and is_misspelling(written, known)
 
 
 def _cover(locs: list[Loc | None]) -> Loc | None:
