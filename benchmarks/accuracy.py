@@ -164,6 +164,9 @@ def row_to_spec(row: dict) -> tuple[TrainingSpec, Any, list[str]]:
         spec.settings["overlap_grad_reduce"] = v(True)  # torch DDP all-reduces buckets during backward
     if p.get("tp_comm_overlap") is not None:
         spec.settings["tp_comm_overlap"] = v(bool(p["tp_comm_overlap"]))
+    from trainlint.adapters.engine import set_engine
+
+    set_engine(spec)  # the engine fields, by the same rules the adapters apply
     table = load_gpus()
     table[gpu.id] = gpu
     ctx = build_context(spec, gpu=None)
