@@ -56,6 +56,13 @@ REPLACED_BY = {
     ),
 }
 
+# Deprecated keys that are the same option under a new name (same value, same place): the fix
+# renames the key. The others in REPLACED_BY change shape (a bool becomes an offload block).
+RENAMED_TO = {
+    "/zero_optimization/stage3_gather_fp16_weights_on_model_save": "gather_16bit_weights_on_model_save",
+    "/bfloat16": "bf16",
+}
+
 # pydantic aliases of DeepSpeedZeroConfig (populate_by_name=True accepts both spellings).
 ZERO_ALIASES = ("prefetch_bucket_size", "param_persistence_threshold", "model_persistence_threshold",
                 "max_live_parameters", "max_reuse_distance", "gather_16bit_weights_on_model_save",
@@ -272,8 +279,19 @@ def _deprecations(doc: Document, schema: dict) -> list[Diagnostic]:
         if ptr == "/bfloat16" and "bf16" in data:
             tail = "; `bf16` is given too, so DeepSpeed ignores `bfloat16`"
             related = (Related("`bf16` here", doc.locate_key("/bf16"), doc.path),)
-        out.append(input_diagnostic("TL008", f"`{_dotted(ptr)}` is {note}{tail}", doc.locate_key(ptr),
-                                    path=doc.path, severity=severity, related=related))
+        diag = input_diagnostic("TL008", f"`{_dotted(ptr)}` is {note}{tail}", doc.locate_key(ptr),
+                                path=doc.path, severity=severity, related=related)
+        if ptr in RENAMED_TO and not related:
+            from dataclasses import replace
+
+            from trainlint.diagnostics import Applicability
+            from trainlint.key_edits import rename_key
+
+            edits = rename_key(doc, ptr, RENAMED_TO[ptr])
+            if edits:
+                diag = replace(diag, fix=f"rename `{parts[-1]}` to `{RENAMED_TO[ptr]}`",
+                               applicability=Applicability.SAFE, edits=edits)
+        out.append(diag)
     zero = data.get("zero_optimization")
     if isinstance(zero, bool):
         out.append(input_diagnostic(

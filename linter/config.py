@@ -1,7 +1,11 @@
-"""The project config: ``[tool.trainlint]`` in pyproject.toml, or a ``.trainlint.toml``.
+"""The project config: ``[tool.trainlint]`` in pyproject.toml, or a ``.trainlint.toml`` /
+``trainlint.toml`` (the same keys without the header).
 
-Found by walking up from the first checked path (or the working directory). CLI flags win
-over the file. Paths in the file are relative to the file's directory.
+Found by walking up from the first checked path (or the working directory); the nearest folder
+holding one wins. Within one folder, as ruff orders ``.ruff.toml`` / ``ruff.toml`` /
+``pyproject.toml``: ``.trainlint.toml`` wins over ``trainlint.toml``, which wins over a
+pyproject.toml with a ``[tool.trainlint]`` table. CLI flags win over the file. Paths in the file
+are relative to the file's directory.
 """
 
 from __future__ import annotations
@@ -37,9 +41,11 @@ KNOWN_KEYS = {
     # rule selection and configuration
     "select", "extend-select", "ignore", "per-file-ignores", "severity", "rules",
     # estimation context (read by trainlint.estimator.context)
-    "gpu", "nodes", "gpus-per-node", "model", "gpus",
+    "gpu", "nodes", "gpus-per-node", "model", "vocab-size", "gpus",
     # planning limits and prices
     "max-days", "max-cost", "price-per-gpu-hour", "prices",
+    # adoption: the baseline file (relative to the config's folder), unused-suppression reports
+    "baseline", "report-unused-per-file-ignores",
 }
 
 
@@ -66,13 +72,18 @@ class ProjectConfig:
         return str(Path(self.path).parent) if self.path else None
 
 
+CONFIG_FILE_NAMES = (".trainlint.toml", "trainlint.toml")
+"""The dedicated config files, in the order they win within one folder (then pyproject.toml)."""
+
+
 def find_config(start: Path) -> Path | None:
     start = start.resolve()
     directory = start if start.is_dir() else start.parent
     for folder in (directory, *directory.parents):
-        dotfile = folder / ".trainlint.toml"
-        if dotfile.is_file():
-            return dotfile
+        for name in CONFIG_FILE_NAMES:
+            dedicated = folder / name
+            if dedicated.is_file():
+                return dedicated
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
             try:
@@ -106,6 +117,10 @@ def load_config(path: Path) -> ProjectConfig:
         from trainlint.suggest import hint
 
         raise ConfigError(f"{path}: unknown setting `{unknown[0]}`{hint(unknown[0], KNOWN_KEYS)}")
+    if "baseline" in section and not isinstance(section["baseline"], str):
+        raise ConfigError(f"{path}: `baseline` must be a file path, e.g. baseline = \".trainlint-baseline.json\"")
+    if "report-unused-per-file-ignores" in section and not isinstance(section["report-unused-per-file-ignores"], bool):
+        raise ConfigError(f"{path}: `report-unused-per-file-ignores` must be true or false")
     if any(k in section for k in ("max-days", "max-cost", "price-per-gpu-hour", "prices")):
         from trainlint.planning.inputs import planning_key_problems
 

@@ -82,13 +82,33 @@ def _unknown_keys(error, doc: Document, schema: dict) -> Iterator[Diagnostic]:
         else:
             tail = ""
         effect = "ignored by the framework" if severity is not Severity.ERROR else "the framework refuses it"
-        yield input_diagnostic(
+        diag = input_diagnostic(
             "TL004",
             f"unknown key `{key}` in {where} ({effect}){tail}",
             doc.locate_key(ptr),
             path=doc.path,
             severity=severity,
+            fix=f"rename `{key}` to `{suggestion[0]}`" if suggestion else None,
         )
+        if suggestion:
+            yield _with_rename(diag, doc, ptr, key, suggestion[0])
+        else:
+            yield diag
+
+
+def _with_rename(diag: Diagnostic, doc: Document, ptr: str, key: str, known: str) -> Diagnostic:
+    """The finding with its fix as an edit: safe for a misspelling of a key the schema defines,
+    unsafe when the suggestion is only a close word (it may not be what was meant)."""
+    from dataclasses import replace
+
+    from trainlint.diagnostics import Applicability
+    from trainlint.key_edits import is_misspelling, rename_key
+
+    edits = rename_key(doc, ptr, known)
+    if not edits:
+        return replace(diag, applicability=Applicability.DISPLAY)
+    safe = is_misspelling(key, known)
+    return replace(diag, applicability=Applicability.SAFE if safe else Applicability.UNSAFE, edits=edits)
 
 
 def _describe_expected(sub: dict) -> str:

@@ -8,6 +8,7 @@ exception escaping, a TL998/TL999 (trainlint's own bug, contained), or a hang (a
 from __future__ import annotations
 
 import json
+import os
 import signal
 from contextlib import contextmanager
 from functools import lru_cache
@@ -25,7 +26,10 @@ from trainlint.registry import build_registry
 from trainlint.sources import SourceText
 
 REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
+# TRAINLINT_NO_SHARED=1 hides ../shared as in a fresh clone (as tests/conftest.py does; this module
+# is also imported by fuzz/atheris_check.py, outside pytest, so it reads the switch itself)
+CORPUS = (REPO.parent / "shared" / "corpus") if os.environ.get("TRAINLINT_NO_SHARED", "") in ("", "0") \
+    else REPO.parent / "shared (hidden by TRAINLINT_NO_SHARED)" / "corpus"
 HANG_SECONDS = 20
 """Far above anything a config takes (milliseconds); only a hang or a blow-up reaches it."""
 

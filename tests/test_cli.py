@@ -121,3 +121,38 @@ def test_a_reader_that_goes_away_gets_no_traceback(command, tmp_path):
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 141, err.decode()
     assert b"Traceback" not in err and b"BrokenPipe" not in err
+
+
+NEOX_MODEL = "num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nseq_length: 128\nmax_position_embeddings: 128\n"
+NEOX_SETUP = "train_micro_batch_size_per_gpu: 2\ngradient_accumulation_steps: 1\n"
+
+
+def test_run_alone_lints_only_the_run_and_counts_its_files(tmp_path, capsys, monkeypatch):
+    """`check --run a.yml,b.yml` with no PATH: the run's two files, not everything under `.`."""
+    (tmp_path / "model.yml").write_text(NEOX_MODEL)
+    (tmp_path / "setup.yml").write_text(NEOX_SETUP)
+    (tmp_path / "other.json").write_text('{"train_batch_size": 7, "train_micro_batch_size_per_gpu": 2}')
+    monkeypatch.chdir(tmp_path)
+    code, out, _ = run(capsys, "check", "--isolated", "--ignore", "TL900", "--run", "model.yml,setup.yml")
+    assert "other.json" not in out
+    assert out.strip().splitlines()[-1].endswith("in 2 files."), out
+    # with a PATH as well, both: the run (2 files) and other.json
+    code, out, _ = run(capsys, "check", "--isolated", "--ignore", "TL900", "--run", "model.yml,setup.yml", ".")
+    assert "other.json" in out and out.strip().splitlines()[-1].endswith("in 3 files."), out
+
+
+@pytest.mark.parametrize("names, wins", [
+    ((".trainlint.toml",), ".trainlint.toml"),
+    (("trainlint.toml",), "trainlint.toml"),
+    ((".trainlint.toml", "trainlint.toml"), ".trainlint.toml"),
+    (("trainlint.toml", "pyproject.toml"), "trainlint.toml"),
+])
+def test_both_config_file_names_are_read_and_the_dotfile_wins(tmp_path, capsys, names, wins):
+    for name in names:  # each file says its own name in `env`: the settings read are the winner's
+        body = f'env = {{ FROM = "{name}" }}\n'
+        (tmp_path / name).write_text(("[tool.trainlint]\n" + body) if name == "pyproject.toml" else body)
+    (tmp_path / "sub").mkdir()
+    from trainlint.config import discover
+
+    project = discover(tmp_path / "sub")  # found by walking up, as from a checked file's folder
+    assert Path(project.path).name == wins and project.environment == {"FROM": wins}

@@ -15,8 +15,7 @@ from trainlint.checker import FileResult, FileTask, check_task, plan_files
 from trainlint.adapters import builtin_adapters
 from trainlint.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
+from conftest import CORPUS, REPO
 
 pytestmark = pytest.mark.skipif(not parallel._can_fork(), reason="needs the fork start method")
 

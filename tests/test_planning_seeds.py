@@ -92,7 +92,7 @@ def test_seed001_compute_optimal_tokens_and_6pd(capsys):
     assert plan["tokens"] == 600e9 and plan["tokens_per_param"] == 20.0
     assert plan["flops"] == pytest.approx(6 * 30e9 * 600e9)  # C = 6 P D
     assert plan["gpu_hours"] == pytest.approx(plan["gpus"] * plan["days"] * 24)  # GPU-hours = GPUs x hours
-    assert "seed 001" in plan["tokens_source"]
+    assert "compute-optimal D = 20 P" in plan["tokens_source"]
 
 
 # ----------------------------------------------------------------------------------------- seed 002

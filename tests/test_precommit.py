@@ -317,3 +317,67 @@ def test_files_patterns_on_the_corpus(manifest):
             assert table[hook_id][label] <= most, (hook_id, label, table[hook_id])
     for label in ("deepspeed-json", "megatron-args", "neox-yaml"):
         assert table["trainlint"][label] == totals[label]  # the generic hook takes every config file
+
+
+# ------------------------------------------------------------ the documented snippet, as written
+
+
+def _documented_snippets() -> list[tuple[str, dict]]:
+    """The `.pre-commit-config.yaml` blocks of the README and docs/pre-commit.md."""
+    found = []
+    for doc in (REPO / "README.md", REPO / "docs" / "pre-commit.md"):
+        for block in re.findall(r"```yaml\n(.*?)```", doc.read_text(encoding="utf-8"), re.S):
+            data = yaml.safe_load(block)
+            if isinstance(data, dict) and "repos" in data:
+                found.append((doc.name, data))
+    return found
+
+
+def test_documented_rev_is_the_release_tag_of_the_version():
+    """The snippets name `rev: v<version>`: the tag each release gets (a tag that does not exist
+    fails with "pathspec 'v0.1.0' did not match")."""
+    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(encoding="utf-8"), re.M)[1]
+    snippets = _documented_snippets()
+    assert {name for name, _ in snippets} == {"README.md", "pre-commit.md"}
+    for name, data in snippets:
+        assert data["repos"][0]["rev"] == f"v{version}", name
+
+
+@pytest.mark.slow
+def test_readme_snippet_works_as_written(hook_repo, tmp_path, pre_commit_home):
+    """The README's config with only the repository URL pointed at a snapshot of this tree, which
+    gets the release tag the snippet names, as the real repository does at each release."""
+    (_, data), = [s for s in _documented_snippets() if s[0] == "README.md"]
+    entry = data["repos"][0]
+    _git("tag", "-f", entry["rev"], cwd=hook_repo[0])
+    entry["repo"] = str(hook_repo[0])
+    config = tmp_path / ".pre-commit-config.yaml"
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+    repo = _fixture_repo(tmp_path / "project", CLEAN)
+    result = _pre_commit(["run", "--all-files", "--color", "never", "--config", str(config)], repo, pre_commit_home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^trainlint\.+Passed$", result.stdout, re.M), result.stdout
+
+
+@pytest.mark.slow
+def test_baseline_in_the_project_config_gates_only_new_findings(hook_repo, tmp_path, pre_commit_home, monkeypatch):
+    """A repository adopting trainlint: its existing findings recorded in a committed baseline,
+    named in .trainlint.toml; the hook passes, and fails on a new finding only."""
+    from trainlint.cli import main
+
+    repo = _fixture_repo(tmp_path / "project", {**CLEAN, **BAD, ".trainlint.toml": 'baseline = "trainlint-baseline.json"\n'})
+    monkeypatch.chdir(repo)
+    assert main(["check", "--write-baseline", "trainlint-baseline.json", "."]) == 0
+    _git("add", "-A", cwd=repo)
+    _git("commit", "-q", "-m", "baseline", cwd=repo)
+    config = _config(tmp_path / "pre-commit-config.yaml", hook_repo, [{"id": "trainlint"}])
+    result = _pre_commit(["run", "--all-files", "--color", "never", "--config", str(config)], repo, pre_commit_home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # a new bad config: only it is reported, and the hook fails
+    (repo / "more").mkdir()
+    (repo / "more" / "ds_zero2_config.json").write_text(BAD["ds_zero2_config.json"], encoding="utf-8")
+    _git("add", "-A", cwd=repo)
+    result = _pre_commit(["run", "--all-files", "--color", "never", "--config", str(config)], repo, pre_commit_home)
+    out = _hook_output(result.stdout, "trainlint")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "more/ds_zero2_config.json:2:23: TL100" in out and BAD_NEOX not in out and BAD_MEGATRON not in out, out

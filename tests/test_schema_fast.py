@@ -23,8 +23,7 @@ from trainlint.adapters import builtin_adapters
 from trainlint.checker import check_paths
 from trainlint.document import Document, pointer
 
-REPO = Path(__file__).resolve().parents[1]
-CORPUS = REPO.parent / "shared" / "corpus"
+from conftest import CORPUS, FIXTURES, REPO
 
 
 def jsonschema_result(doc: Document, schema: dict) -> list:
@@ -49,7 +48,8 @@ def _record_pairs(paths: list[str]) -> list[tuple[Document, dict]]:
 
 @pytest.fixture(scope="module")
 def pairs() -> list[tuple[Document, dict]]:
-    paths = [str(REPO / "examples")]
+    # the examples and the test fixtures always; the corpus when ../shared is present
+    paths = [str(REPO / "examples"), str(FIXTURES)]
     if CORPUS.is_dir():
         paths.append(str(CORPUS))
     found = _record_pairs(paths)

@@ -30,7 +30,7 @@ from trainlint.provenance import Origin, Provenance, Value
 from trainlint.sources import SourceText
 from trainlint.spec import MEGATRON_LM, TrainingSpec
 
-from conftest import CALIBRATION, EXAMPLES, REPO, calibration_rows
+from conftest import CALIBRATION, EXAMPLES, REPO, SHARED_ABSENT, calibration_rows
 
 F = Provenance(Origin.FILE, path="run.sh", key="--x")
 
@@ -262,7 +262,7 @@ def test_examples_get_suggestions_from_the_cli(capsys):
 def test_calibration_best_suggestion_at_least_as_run(accuracy, rules):
     rows = calibration_rows()
     if not rows:
-        pytest.skip(f"calibration data not found at {CALIBRATION} (../shared is absent in this checkout)")
+        pytest.skip(f"calibration data not found at {CALIBRATION} ({SHARED_ABSENT})")
     checked = 0
     for row in rows:
         try:

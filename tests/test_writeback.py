@@ -18,7 +18,8 @@ import pytest
 from trainlint.adapters import builtin_adapters
 from trainlint.adapters.base import LoadContext
 from trainlint.checker import FileResult, check_paths, check_source
-from trainlint.layout.writeback import WritebackError, rewrite
+from trainlint.layout.writeback import WritebackError, rewrite, rewrite_files
+from trainlint.safe_write import write_back
 from trainlint.sources import SourceText, read_source
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -153,7 +154,11 @@ def test_crlf_and_bom_are_kept(tmp_path):
     path = tmp_path / "ds_config.json"
     path.write_bytes(b"\xef\xbb\xbf{\r\n  \"train_batch_size\": 64,\r\n  \"zero_optimization\": {\"stage\": 1}\r\n}\r\n")
     new = one(path, {"parallel.zero_stage": 2})
-    assert new == "\ufeff{\r\n  \"train_batch_size\": 64,\r\n  \"zero_optimization\": {\"stage\": 2}\r\n}\r\n"
+    # rewrite gives the text as the readers normalise it; the write puts the BOM and CRLF back
+    assert new == "{\n  \"train_batch_size\": 64,\n  \"zero_optimization\": {\"stage\": 2}\n}\n"
+    (f,) = rewrite_files(load(path), load(path).specs[0], {"parallel.zero_stage": 2})
+    write_back(f.path, f.text, f.original_hash)
+    assert path.read_bytes() == b"\xef\xbb\xbf{\r\n  \"train_batch_size\": 64,\r\n  \"zero_optimization\": {\"stage\": 2}\r\n}\r\n"
 
 
 # ============================================================================ NeoX YAML

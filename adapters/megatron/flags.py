@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Callable
 
-from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import Span
 from trainlint.schemas import load_schema
@@ -205,11 +205,17 @@ class ArgReader:
     # -------------------------------------------------------------- helpers
 
     def _diag(self, code: str, message: str, loc: Loc | None, severity: Severity | None = None,
-              related: tuple[Related, ...] = (), fix: str | None = None) -> None:
+              related: tuple[Related, ...] = (), fix: str | None = None,
+              applicability: Applicability | None = None, edit: str | None = None) -> None:
         path, span = self.span_of(loc)
-        self.out.diagnostics.append(input_diagnostic(code, message, span or Span(1, 1, 1, 1),
-                                                     path=path or self.default_path, severity=severity,
-                                                     related=related, fix=fix))
+        diag = input_diagnostic(code, message, span or Span(1, 1, 1, 1), path=path or self.default_path,
+                                severity=severity, related=related, fix=fix)
+        if applicability is not None and fix:
+            from dataclasses import replace
+
+            edits = (Edit(span, edit),) if edit is not None and span is not None and path == self.default_path else ()
+            diag = replace(diag, applicability=applicability, edits=edits)
+        self.out.diagnostics.append(diag)
 
     def _related(self, message: str, loc: Loc | None) -> tuple[Related, ...]:
         path, span = self.span_of(loc)
@@ -342,7 +348,7 @@ class ArgReader:
 
     def _known(self, fields: list[Field], i: int, info: FlagInfo, spelled: str, f: Field, inline: str | None) -> int:
         flag_loc = f.value_loc
-        self._dialect_checks(info, spelled, flag_loc)
+        self._dialect_checks(info, spelled, flag_loc, inline is None)
         i += 1
         value_fields: list[Field] = []
         if info.takes_value:
@@ -382,7 +388,7 @@ class ArgReader:
         self.out.order.append(setting)
         return i
 
-    def _dialect_checks(self, info: FlagInfo, spelled: str, loc: Loc | None) -> None:
+    def _dialect_checks(self, info: FlagInfo, spelled: str, loc: Loc | None, whole_word: bool = False) -> None:
         if info.entry_points is not None and not entry_matches(self.entry, info.entry_points) and is_core_entry(self.entry):
             owners = ", ".join(info.entry_points[:4])
             self._diag("TL004", f"`{spelled}` is not an argument of {self.entry.rsplit('/', 1)[-1]}; only {owners} "
@@ -403,8 +409,28 @@ class ArgReader:
         dialect_note = ""
         if info.dialects:
             dialect_note = f" (it exists in {', '.join(sorted(info.dialects))} scripts)"
+        renamed = self._one_to_one(info, replacement)
         self._diag("TL008", f"`{spelled}` {what}{use}{dialect_note}. Megatron: \"{message}\"", loc, severity=severity,
-                   fix=replacement)
+                   fix=replacement, applicability=(Applicability.SAFE if renamed else Applicability.DISPLAY) if replacement else None,
+                   edit=replacement if renamed and whole_word else None)
+
+    def _one_to_one(self, old: FlagInfo, replacement: str | None) -> bool:
+        """Whether the replacement is the same option under a new name (``--batch-size`` ->
+        ``--micro-batch-size``), so that renaming the word is all the fix does: one flag, taking
+        the same kind of value, or both plain switches that turn something on. Not a negation
+        (``--add-bias-linear`` -> ``--disable-bias-linear``) or a flag that needs a value the
+        old one did not take."""
+        if not replacement or " " in replacement.strip():
+            return False
+        new = self._choose(replacement)
+        if new is None or new.deprecated is not None:
+            return False
+        if old.takes_value or new.takes_value:
+            return old.action == new.action and old.nargs == new.nargs and old.types == new.types and \
+                (old.enum or ()) == (new.enum or ())
+        negations = ("--no-", "--disable-", "--no_", "--disable_")
+        return old.action == new.action == "store_true" and new.dest != old.dest and \
+            not any(f.startswith(negations) for f in (old.flag, new.flag))
 
     def _convert(self, info: FlagInfo, spelled: str, flag_field: Field, values: list[Field], inline: bool) -> Setting:
         setting = Setting(info, spelled, flag_field, None, values, inline=inline)

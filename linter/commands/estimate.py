@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.config import ConfigError, discover
     from trainlint.estimator import ContextError, InvariantError, build_context, estimate
     from trainlint.estimator.render import render_text
+    from trainlint.estimator.sensitivity import with_sensitivity
 
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
     missing = [p for p in args.paths if not Path(p).exists()] + [p for r in runs for p in r if not Path(p).is_file()]
@@ -122,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         for spec in result.specs:
             try:
                 ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                                    model=args.model, project_raw=project.raw, project_path=project.path)
+                                    model=args.model, vocab_size=args.vocab_size, project_raw=project.raw,
+                                    project_path=project.path)
             except ContextError as exc:
                 print(f"trainlint: error: {exc}", file=sys.stderr)
                 return EXIT_ERROR
@@ -132,6 +134,8 @@ def run(args: argparse.Namespace) -> int:
                 print(f"{result.path}: TL999 internal error: {exc}", file=sys.stderr)
                 internal = True
                 continue
+            if est.ok:
+                est = with_sensitivity(est)
             problems |= not est.ok
             outputs.append((result.path, est))
             if est.ok:
@@ -185,7 +189,7 @@ def _totals(spec: object, est: object, args: argparse.Namespace, ctx: object, pr
     d["steps"] = tokens / est.tokens_per_step
     d["tokens_per_step"] = est.tokens_per_step
     d["tokens_per_param"] = tokens / est.num_params if est.num_params else None
-    d["flops_6pd"] = 6.0 * est.num_params * tokens  # seed 001's C = 6PD, beside the estimator's per-layer count
+    d["flops_6pd"] = 6.0 * est.num_params * tokens  # C = 6PD (Transformer Math 101), beside the estimator's per-layer count
     return d
 
 
@@ -204,6 +208,7 @@ def compare_gpus(spec: object, base: object, args: argparse.Namespace, project: 
         row: dict = {"gpu": gid}
         try:
             ctx = build_context(spec, gpu=gid, nodes=args.nodes, gpus_per_node=args.gpus_per_node, model=args.model,
+                                vocab_size=args.vocab_size,
                                 project_raw=project.raw, project_path=project.path)
             est = estimate(spec, ctx)
         except (ContextError, ValueError, RuntimeError) as exc:  # RuntimeError: InvariantError (an estimator bug)
@@ -244,7 +249,7 @@ def compare_gpus(spec: object, base: object, args: argparse.Namespace, project: 
 
 def size_for_throughput(est: object, target_tokens_per_s: float) -> tuple[object, str]:
     """The estimate on the smallest cluster that reaches ``target_tokens_per_s`` with the same layout: whole
-    nodes, DP an integer, the global batch kept with a whole number of accumulation steps (seed 002:
+    nodes, DP an integer, the global batch kept with a whole number of accumulation steps (Hodge 2025:
     G = ceil(R_target / r_gpu), but every candidate size is re-estimated, communication included).
     Returns the estimate and a sentence saying how the size was chosen."""
     import dataclasses

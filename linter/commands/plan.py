@@ -1,10 +1,10 @@
-"""``trainlint plan``: the budget / time / MFU triangle (seed 000) without a config.
+"""``trainlint plan``: the budget / time / MFU triangle without a config.
 
 C = 6 * P * D; time = C / (gpus * peak * MFU); cost = gpus * hours * price per GPU-hour.
 Any two of days, budget and MFU determine the third (and the GPU count when not given).
-Without ``--tokens`` the run is compute-optimal, D = 20 P (seed 001). ``--target-tokens-per-s``
-sizes the cluster for a throughput (seed 002: G = ceil(R / r_gpu)); ``--compare-gpus`` solves the
-same plan on each GPU kind, with seed 002's cost per memory bandwidth.
+Without ``--tokens`` the run is compute-optimal, D = 20 P (Hoffmann et al. 2022; "Transformer Math 101"). ``--target-tokens-per-s``
+sizes the cluster for a throughput (G = ceil(R / r_gpu), as Hodge 2025, "Sizing AI Training by Cost per Memory Bandwidth"); ``--compare-gpus`` solves the
+same plan on each GPU kind, with the cost per memory bandwidth of the same paper.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--model", metavar="PRESET|PATH", help="model preset id or a local HF config.json")
     g.add_argument("--params", metavar="N", help="parameter count, e.g. 30B")
-    g.add_argument("--layers", type=int, metavar="L", help="with --hidden (and --vocab): P = 12 L H^2 + 2 V H (seed 000)")
+    g.add_argument("--layers", type=int, metavar="L", help="with --hidden (and --vocab): P = 12 L H^2 + 2 V H")
     p.add_argument("--hidden", type=int, metavar="H", help="hidden size, with --layers")
     p.add_argument("--vocab", type=int, default=0, metavar="V", help="vocabulary size, with --layers (default 0: "
                                                                       "embeddings not counted)")
@@ -50,11 +50,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dtype", default="bf16", help="dtype of the peak (default bf16)")
     p.add_argument("--gpus", type=int, metavar="N", help="number of GPUs (solved when absent)")
     p.add_argument("--round-gpus", type=int, default=8, metavar="M",
-                   help="round a solved GPU count to a multiple of M (default 8, whole nodes; seed 000 uses 128)")
+                   help="round a solved GPU count to a multiple of M (default 8, whole nodes)")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--days", type=positive_count, metavar="D")
     when.add_argument("--target-tokens-per-s", type=positive_count, metavar="R",
-                      help="throughput to size for (seed 002); the same as --days tokens / R")
+                      help="throughput to size for (GPUs = ceil(target / tokens/s per GPU)); the same as --days tokens / R")
     p.add_argument("--budget", type=positive_count, metavar="USD", help="e.g. 2000000 or 2M")
     p.add_argument("--mfu", type=_mfu, metavar="F", help="0.45 or 45%%")
     p.add_argument("--price-per-gpu-hour", type=positive_count, metavar="USD",
@@ -75,7 +75,7 @@ def _si(x: float, unit: str = "") -> str:
 
 
 def _bytes(x: float) -> str:
-    """Decimal units, as the seeds write memory (1 GB = 1e9 bytes)."""
+    """Decimal units, as the planning literature writes memory (1 GB = 1e9 bytes)."""
     for f, s in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB")):
         if abs(x) >= f:
             return f"{x / f:.3g} {s}"
@@ -146,7 +146,7 @@ def _model(args: argparse.Namespace) -> Model:
         if not args.hidden or args.layers < 1 or args.hidden < 1 or args.vocab < 0:
             raise PlanInputError("--layers needs --hidden (positive), and --vocab must not be negative")
         params = 12.0 * args.layers * args.hidden ** 2 + 2.0 * args.vocab * args.hidden
-        note = f"12 x {args.layers} x {args.hidden}^2 + 2 x {args.vocab} x {args.hidden} (seed 000)"
+        note = f"12 x {args.layers} x {args.hidden}^2 + 2 x {args.vocab} x {args.hidden}"
         return Model(params, params, f"{_si(params)}", note)
     try:
         params = parse_count(args.params)
@@ -203,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
                 raise PlanInputError("--tokens must be > 0")
         else:
             tokens = compute_optimal_tokens(model.params)
-            tokens_note = f"20 x {_si(model.params)} = {_si(tokens)} (compute-optimal D = 20 P, seed 001; --tokens to change)"
+            tokens_note = f"20 x {_si(model.params)} = {_si(tokens)} (compute-optimal D = 20 P; --tokens to change)"
         if args.gpus is not None and args.gpus < 1:
             raise PlanInputError("--gpus must be >= 1")
         if args.round_gpus < 1:

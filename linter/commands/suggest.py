@@ -128,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
         for spec in result.specs:
             try:
                 ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                                    model=args.model, project_raw=project.raw, project_path=project.path)
+                                    model=args.model, vocab_size=getattr(args, "vocab_size", None),
+                                    project_raw=project.raw, project_path=project.path)
                 found = search(spec, ctx, options, rules=rules, project=project)
             except ContextError as exc:
                 print(f"trainlint: error: {exc}", file=sys.stderr)
@@ -141,11 +142,14 @@ def run(args: argparse.Namespace) -> int:
             outputs.append((result.path, found))
             sources.append(result)
     shown = [(path, _trim(found, args.top)) for path, found in outputs]
+    # with --write-to - standard output carries the file and nothing else: the report goes to stderr
+    report = sys.stderr if args.write_to == "-" else sys.stdout
     if args.format == "json":
-        sys.stdout.write(render_json(shown) if shown else "[]\n")
+        report.write(render_json(shown) if shown else "[]\n")
     else:
-        sys.stdout.write(render_text(shown))
+        report.write(render_text(shown))
     if args.write_to:
+        report.flush()
         code = _write_back(args, outputs, sources, {**project.environment, **environment})
         if code != EXIT_CLEAN:
             return code
@@ -183,28 +187,46 @@ def _write_back(args: argparse.Namespace, outputs, sources, environment: dict[st
         print(f"trainlint: error: --pick {args.pick}: only {len(found.suggestions)} suggestion(s)", file=sys.stderr)
         return EXIT_FINDINGS
     chosen = found.suggestions[args.pick - 1]
-    from trainlint.layout.writeback import rewrite
+    from trainlint.layout.writeback import rewrite_files
+    from trainlint.safe_write import WriteBackError, distinct_targets, render_like, write_back
 
     try:
-        texts = rewrite(result, found.spec, dict(chosen.changes), environment=environment)
+        files = rewrite_files(result, found.spec, dict(chosen.changes), environment=environment)
     except (ValueError, NotImplementedError) as exc:
         print(f"trainlint: error: cannot write the layout back: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    target = Path(args.write_to)
-    if args.write_to == "-":
-        for text in texts.values():
-            sys.stdout.write(text)
+    if not files:
+        print(f"suggestion {chosen.rank} ({chosen.layout.short()}) changes nothing; nothing written", file=sys.stderr)
         return EXIT_CLEAN
-    if target.is_dir():
-        for source, text in texts.items():
-            (target / Path(source).name).write_text(text, encoding="utf-8")
-        written = ", ".join(str(target / Path(s).name) for s in texts)
-    elif len(texts) == 1:
-        target.write_text(next(iter(texts.values())), encoding="utf-8")
-        written = str(target)
-    else:
-        print(f"trainlint: error: the layout changes {len(texts)} files ({', '.join(texts)}); give a directory to "
-              "--write-to", file=sys.stderr)
+    target = Path(args.write_to)
+    try:
+        if args.write_to == "-":
+            if len(files) != 1:
+                print(f"trainlint: error: the layout changes {len(files)} files ({', '.join(f.path for f in files)}); "
+                      "give a directory to --write-to", file=sys.stderr)
+                return EXIT_ERROR
+            data = render_like(files[0].path, files[0].text, files[0].original_hash)
+            sys.stdout.flush()
+            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.flush()
+            return EXIT_CLEAN
+        if target.is_dir():
+            places = distinct_targets([f.path for f in files], target)
+            written = []
+            for f in files:
+                places[f.path].parent.mkdir(parents=True, exist_ok=True)
+                written.append(write_back(f.path, f.text, f.original_hash, to=places[f.path]).target)
+        elif len(files) == 1:
+            written = [write_back(files[0].path, files[0].text, files[0].original_hash, to=target).target]
+        else:
+            print(f"trainlint: error: the layout changes {len(files)} files ({', '.join(f.path for f in files)}); "
+                  "give a directory to --write-to", file=sys.stderr)
+            return EXIT_ERROR
+    except WriteBackError as exc:
+        print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    print(f"wrote suggestion {chosen.rank} ({chosen.layout.short()}) to {written}", file=sys.stderr)
+    except OSError as exc:  # making a subdirectory of --write-to DIR
+        print(f"trainlint: error: cannot write to {args.write_to}: {exc.strerror or exc}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"wrote suggestion {chosen.rank} ({chosen.layout.short()}) to {', '.join(written)}", file=sys.stderr)
     return EXIT_CLEAN

@@ -156,6 +156,7 @@ class InputsFactory:
     def structure(self, tp: int, pp: int, vpp: int, cp: int, dp: int, sp: bool, zero: int, dist_opt: bool) -> Inputs:
         b = self.base
         return derive(b, tp=tp, pp=pp, vpp=vpp if pp > 1 else 1, cp=cp, dp=dp, sp=sp and tp > 1, zero=zero,
+                      vocab=b.repadded(tp),
                       dist_opt=dist_opt, etp=tp if (self.etp_follows or not b.moe) else b.etp,
                       **self.engine(zero, dist_opt, pp))
 

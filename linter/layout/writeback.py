@@ -49,7 +49,7 @@ from trainlint.provenance import Origin, Value
 from trainlint.sources import SourceText, UnreadableSource, read_source
 from trainlint.spec import MEGATRON_LM, TrainingSpec
 
-__all__ = ["CHANGE_KEYS", "WritebackError", "rewrite"]
+__all__ = ["CHANGE_KEYS", "FileRewrite", "WritebackError", "rewrite", "rewrite_files"]
 
 
 class WritebackError(ValueError):
@@ -78,9 +78,27 @@ NEOX_ZERO_DEFAULTS = {
 # =============================================================================== entry point
 
 
+@dataclass(frozen=True)
+class FileRewrite:
+    path: str
+    text: str
+    """The new text, normalised as the readers give it (``\n`` line ends, no BOM):
+    :func:`trainlint.safe_write.write_back` puts the file's encoding and line ends back."""
+    original_hash: str
+    """``safe_write.text_hash`` of the text the change was made from: the write refuses when the
+    file no longer has it."""
+
+
 def rewrite(result: FileResult, spec: TrainingSpec, changes: Mapping[str, Any], *,
             environment: Mapping[str, str] | None = None, verify: bool = True) -> dict[str, str]:
-    """The new text of every file that must change to apply ``changes`` to ``spec``'s run.
+    """The new (normalised) text of every file that must change to apply ``changes`` to ``spec``'s run."""
+    return {f.path: f.text for f in rewrite_files(result, spec, changes, environment=environment, verify=verify)}
+
+
+def rewrite_files(result: FileResult, spec: TrainingSpec, changes: Mapping[str, Any], *,
+                  environment: Mapping[str, str] | None = None, verify: bool = True) -> list[FileRewrite]:
+    """Every file that must change to apply ``changes`` to ``spec``'s run: its new text and the
+    hash of the text it was made from (write them with ``trainlint.safe_write.write_back``).
 
     ``environment``: the shell variables the file was checked with (``--env`` / the project
     config), so that a launch script is read again the same way. ``verify``: re-read the new
@@ -105,7 +123,9 @@ def rewrite(result: FileResult, spec: TrainingSpec, changes: Mapping[str, Any], 
     if verify and new_texts:
         checked = {k: v for k, v in {**writer.implied, **wanted}.items() if k not in getattr(writer, "noop", set())}
         _verify(result, index, checked, texts, new_texts, writer.touched, env)
-    return {path: _file_conventions(path, text) for path, text in new_texts.items()}
+    from trainlint.safe_write import text_hash
+
+    return [FileRewrite(path, text, text_hash(texts.original(path))) for path, text in new_texts.items()]
 
 
 def _normalise(changes: Mapping[str, Any]) -> dict[str, Any]:
@@ -296,20 +316,6 @@ def _virtual_documents(result: FileResult) -> set[int]:
                                               for d in result.documents):
             out.add(id(doc))
     return out
-
-
-def _file_conventions(path: str, text: str) -> str:
-    """The reader normalised CRLF to LF and dropped a BOM: put them back as the file had them."""
-    try:
-        with open(path, "rb") as handle:
-            head = handle.read(1 << 20)
-    except OSError:
-        return text
-    if head.startswith(b"\xef\xbb\xbf"):
-        text = "\ufeff" + text
-    if b"\r\n" in head and b"\n" not in head.replace(b"\r\n", b""):
-        text = text.replace("\n", "\r\n")
-    return text
 
 
 # ======================================================================== value rendering

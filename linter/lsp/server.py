@@ -40,7 +40,7 @@ log = logging.getLogger("trainlint.lsp")
 
 DOCS_URL = "https://github.com/trainlint/trainlint/blob/main/docs/rules.md"
 DEFAULT_DEBOUNCE = 0.3
-CONFIG_FILES = ("pyproject.toml", ".trainlint.toml")
+CONFIG_FILES = ("pyproject.toml", ".trainlint.toml", "trainlint.toml")
 _SEVERITY = {
     Severity.ERROR: lsp.DiagnosticSeverity.Error,
     Severity.WARNING: lsp.DiagnosticSeverity.Warning,

@@ -24,7 +24,7 @@ from trainlint.input_codes import input_diagnostic
 from trainlint.lsp import convert
 from trainlint.sources import MAX_FILE_BYTES, SourceText
 
-CONFIG_NAMES = (".trainlint.toml", "pyproject.toml")
+CONFIG_NAMES = (".trainlint.toml", "trainlint.toml", "pyproject.toml")
 
 
 def session_args(options: Mapping[str, Any] | None = None) -> argparse.Namespace:
@@ -34,7 +34,7 @@ def session_args(options: Mapping[str, Any] | None = None) -> argparse.Namespace
     return argparse.Namespace(
         select=None, extend_select=[], ignore=[], config=None, isolated=False, env=[], run=[],
         gpu=options.get("gpu"), nodes=options.get("nodes"), gpus_per_node=options.get("gpusPerNode"),
-        model=options.get("model"))
+        model=options.get("model"), vocab_size=options.get("vocabSize"))
 
 
 def same_file(a: str | None, b: str | None) -> bool:

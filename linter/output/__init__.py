@@ -48,8 +48,9 @@ def severity_counts(results: Sequence[FileResult]) -> Counter:
 
 def summary_line(results: Sequence[FileResult]) -> str:
     counts = severity_counts(results)
-    checked = sum(1 for r in results if r.format or r.diagnostics)
-    skipped = len(results) - checked
+    # files, not results: a multi-file run is one result holding several files
+    checked = len({p for r in results if r.format or r.diagnostics for p in (r.run or [r.path])})
+    skipped = sum(1 for r in results if not (r.format or r.diagnostics))
     total = sum(counts.values())
     parts = [f"{counts[s]} {s.value}{'s' if counts[s] != 1 and s is not Severity.INFO else ''}"
              for s in (Severity.ERROR, Severity.WARNING, Severity.INFO) if counts[s]]

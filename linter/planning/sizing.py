@@ -66,7 +66,7 @@ def mfu_verdict(mfu: float) -> str | None:
     if mfu > 1.0:
         return f"impossible: {mfu:.0%} MFU is above the GPUs' peak; more GPUs, more days or fewer tokens"
     if mfu > high:
-        return (f"optimistic: well-optimised runs reach {low:.0%}-{high:.0%} MFU (seed 000); "
+        return (f"optimistic: well-optimised runs reach {low:.0%}-{high:.0%} MFU (\"Estimation as Discipline\"); "
                 "plan for more GPUs or more days")
     return None
 

@@ -20,7 +20,7 @@ class NetworkBoundDp(Rule):
     10%); errs when the communication alone takes longer than the compute.
 
     ## Why is this bad?
-    Seed 002: when the network rate is below both the compute and the memory rate, the run is
+    Hodge 2025 ("Sizing AI Training by Cost per Memory Bandwidth"): when the network rate is below both the compute and the memory rate, the run is
     network-bound: more GPUs add cost and little speed.
 
     ## Example

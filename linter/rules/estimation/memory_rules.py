@@ -42,7 +42,8 @@ class OomRisk(Rule):
     the distributed optimizer, a higher ZeRO stage.
 
     ## References
-    Korthikanti et al. 2022 (activation memory); Rajbhandari et al. 2020 (ZeRO); seed 001.
+    Korthikanti et al. 2022 (activation memory); Rajbhandari et al. 2020 (ZeRO);
+    "Transformer Math 101" (EleutherAI, 2023).
     """
 
     code = "TL201"

@@ -38,7 +38,7 @@ class LowExpectedMfu(Rule):
     against hidden / TP).
 
     ## Why is this bad?
-    A run at low MFU pays for GPUs it does not use. Seed 001 calls less than about 115
+    A run at low MFU pays for GPUs it does not use. "Transformer Math 101" calls less than about 115
     TFLOP/s per A100 (~37%) a sign that something in the layout is wrong.
 
     ## Example
@@ -114,7 +114,7 @@ class PipelineBubble(Rule):
     stages (virtual pipeline), or fewer stages; the finding quotes the re-estimated bubble.
 
     ## References
-    Narayanan et al. 2021, section 2.2; seed 000.
+    Narayanan et al. 2021, section 2.2; "Estimation as Discipline" (a capacity-planning tutorial).
     """
 
     frameworks = ("megatron", "neox")
@@ -223,7 +223,7 @@ class TensorParallelAcrossNodes(Rule):
 class MemoryBound(Rule):
     """## What it does
     Warns when the estimate is bound by HBM bandwidth rather than by compute or the network
-    (seed 002's roofline: the memory rate is the lowest of the three): the time spent moving
+    (the roofline of Hodge 2025, "Sizing AI Training by Cost per Memory Bandwidth": the memory rate is the lowest of the three): the time spent moving
     bytes (small GEMMs, element-wise kernels, unfused attention, the optimizer step) exceeds the
     time spent on FLOPs.
 
@@ -241,7 +241,7 @@ class MemoryBound(Rule):
 
     code = "TL304"
     name = "memory-bound"
-    summary = "The step is bound by HBM bandwidth rather than compute (seed 002's roofline)."
+    summary = "The step is bound by HBM bandwidth rather than compute (a roofline)."
     default_severity = Severity.WARNING
     needs_estimate = True
     options = {"headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}

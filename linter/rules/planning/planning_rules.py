@@ -1,5 +1,5 @@
 """TL5xx planning: the run's length against the compute-optimal token count and the 200B-token advice
-(seed 001), and its estimated duration and cost against the project's limits (a CI gate on spend)."""
+(Transformer Math 101), and its estimated duration and cost against the project's limits (a CI gate on spend)."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ class FewTokensPerParameter(Rule):
 
     ## Why is this bad?
     For the same compute, a smaller model trained on more tokens reaches a lower loss
-    (Hoffmann et al. 2022; seed 001: a compute-optimal model satisfies D = 20 P). A
+    (Hoffmann et al. 2022; "Transformer Math 101": a compute-optimal model satisfies D = 20 P). A
     pre-training run at a fraction of a token per parameter spends its compute on parameters
     it cannot train.
 
@@ -120,7 +120,7 @@ class FewTokensPerParameter(Rule):
 
     ## References
     Hoffmann et al. 2022, "Training Compute-Optimal Large Language Models" (Chinchilla);
-    seed 001 (Transformer Math 101: D = 20 P).
+    "Transformer Math 101" (EleutherAI, 2023: D = 20 P).
     """
 
     code = "TL501"
@@ -170,7 +170,7 @@ class ShortPretraining(Rule):
       `pretrain_hybrid.py`; GPT-NeoX): the advice is about LLMs, not BERT, T5 or vision models.
 
     ## Why is this bad?
-    Seed 001: "We do not recommend training a LLM for less than 200B tokens. Although this is
+    "Transformer Math 101": "We do not recommend training a LLM for less than 200B tokens. Although this is
     'chinchilla optimal' for many models, the resulting models are typically quite poor." The
     budget is usually better spent training a smaller model longer or fine-tuning an existing one.
 
@@ -182,7 +182,7 @@ class ShortPretraining(Rule):
     for a project of ablations, set `[tool.trainlint.rules.TL502] min_tokens = 1e9`.
 
     ## References
-    Seed 001 (Transformer Math 101, "Parameter vs Dataset Tradeoffs").
+    "Transformer Math 101" (EleutherAI, 2023), "Parameter vs Dataset Tradeoffs".
     """
 
     code = "TL502"
@@ -244,7 +244,7 @@ class RunTooLong(Rule):
     `severity = { TL503 = "error" }` in `[tool.trainlint]`.
 
     ## References
-    Seed 000 (training time for a token budget).
+    "Estimation as Discipline" (a capacity-planning tutorial): training time for a token budget.
     """
 
     code = "TL503"
@@ -294,7 +294,7 @@ class RunTooExpensive(Rule):
     to an error: `severity = { TL504 = "error" }` in `[tool.trainlint]`.
 
     ## References
-    Seeds 000 and 002.
+    "Estimation as Discipline" (a capacity-planning tutorial); Hodge 2025, "Sizing AI Training by Cost per Memory Bandwidth".
     """
 
     code = "TL504"

@@ -1,0 +1,151 @@
+"""``trainlint check --fix`` and ``--diff``: apply (or show) the findings' fixes, then report.
+
+``--diff`` prints the change each file would get as a unified diff, writes nothing, and exits 1
+when anything would change (0 when nothing would; 2 when a file cannot be read back).
+
+``--fix`` writes each file once through :mod:`trainlint.safe_write`, then checks everything
+again: a fix whose finding is still reported is reverted (the file is written back without it),
+and the report shows what remains. Messages about the fixing go to stderr, so that
+``--format json`` / ``sarif`` output stays one document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+
+
+@dataclass
+class _Change:
+    path: str
+    original: str
+    original_hash: str
+    new: str
+    fixes: list
+
+
+def fix_then_report(args: argparse.Namespace, session, lint_all: Callable[[], list], report) -> int:
+    """``lint_all()`` checks every task; ``report(results)`` renders and returns the exit code."""
+    from trainlint import fixes as fixing
+
+    linted = lint_all()
+    plans = fixing.collect(linted, getattr(args, "unsafe_fixes", False))
+    read_as = {doc.path: doc.text for result in linted for doc in result.documents}
+    changes, failures = _changes(plans, read_as)
+    for message in failures:
+        print(f"trainlint: error: {message}", file=sys.stderr)
+    if args.diff:
+        return _show_diff(changes, plans, failures)
+    written, write_failures = _write(changes)
+    failures += write_failures
+    after = lint_all() if written else linted
+    reverted: list = []
+    if written:
+        after, reverted = _revert_persisting(written, linted, after, lint_all)
+    applied = sum(len(c.fixes) for c in written)
+    files = sum(1 for c in written if c.fixes)
+    summary = f"Fixed {applied} finding{'s' if applied != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+    if reverted:
+        summary += (f"; {len(reverted)} fix{'es' if len(reverted) != 1 else ''} reverted because "
+                    f"{'they' if len(reverted) != 1 else 'it'} did not remove the finding: "
+                    + ", ".join(f"{f.diagnostic.code} at {f.path}:{f.diagnostic.line}" for f in reverted))
+    print(summary + ".", file=sys.stderr)
+    _, code = report(after)
+    return EXIT_ERROR if failures else code
+
+
+def _changes(plans: dict, read_as: dict[str, str]) -> tuple[list[_Change], list[str]]:
+    from trainlint import fixes as fixing
+    from trainlint.safe_write import WriteBackError, snapshot, text_hash
+
+    changes, failures = [], []
+    for path, file_plan in plans.items():
+        if not file_plan.fixes:
+            continue
+        try:
+            snap = snapshot(path)
+        except WriteBackError as exc:
+            failures.append(str(exc))
+            continue
+        if path in read_as and text_hash(read_as[path]) != snap.hash:
+            failures.append(f"{path} changed since trainlint checked it; not fixed (run again)")
+            continue
+        try:
+            new = fixing.apply(snap.text, file_plan.fixes)
+        except fixing.EditOutsideText as exc:
+            failures.append(f"{path}: a fix does not fit the file ({exc}); not fixed")
+            continue
+        if new != snap.text:
+            changes.append(_Change(path, snap.text, snap.hash, new, list(file_plan.fixes)))
+    return changes, failures
+
+
+def _show_diff(changes: list[_Change], plans: dict, failures: list[str]) -> int:
+    from trainlint import fixes as fixing
+
+    out = "".join(fixing.unified_diff(c.path, c.original, c.new) for c in changes)
+    sys.stdout.write(out)
+    count = sum(len(c.fixes) for c in changes)
+    print(f"Would fix {count} finding{'s' if count != 1 else ''} in {len(changes)} "
+          f"file{'s' if len(changes) != 1 else ''}.", file=sys.stderr)
+    if failures:
+        return EXIT_ERROR
+    return EXIT_FINDINGS if changes else EXIT_CLEAN
+
+
+def _write(changes: list[_Change]) -> tuple[list[_Change], list[str]]:
+    from trainlint.safe_write import WriteBackError, write_back
+
+    written, failures = [], []
+    for change in changes:
+        try:
+            write_back(change.path, change.new, change.original_hash)
+        except WriteBackError as exc:
+            failures.append(str(exc))
+            continue
+        written.append(change)
+    return written, failures
+
+
+def _revert_persisting(written: list[_Change], before: list, after: list, lint_all) -> tuple[list, list]:
+    """Write each file again from its original text with only the fixes whose finding went
+    away; when one of those then still leaves its finding (fixes that only worked together),
+    the file gets its original text back. Returns the final results and the reverted fixes."""
+    from trainlint import fixes as fixing
+
+    reverted: list = []
+    bad = fixing.persisting([f for c in written for f in c.fixes], before, after)
+    if not bad:
+        return after, reverted
+    for change in written:
+        wrong = [f for f in change.fixes if f in bad]
+        if wrong:
+            keep = [f for f in change.fixes if f not in bad]
+            if _rewrite(change, fixing.apply(change.original, keep) if keep else change.original):
+                reverted.extend(wrong)
+                change.fixes = keep
+    after = lint_all()
+    still = fixing.persisting([f for c in written for f in c.fixes], before, after)
+    if still:
+        for change in written:
+            if any(f in still for f in change.fixes) and _rewrite(change, change.original):
+                reverted.extend(change.fixes)
+                change.fixes = []
+        after = lint_all()
+    return after, reverted
+
+
+def _rewrite(change: _Change, text: str) -> bool:
+    from trainlint.safe_write import WriteBackError, text_hash, write_back
+
+    try:
+        write_back(change.path, text, text_hash(change.new))
+    except WriteBackError as exc:
+        print(f"trainlint: error: could not revert a fix in {change.path}: {exc}", file=sys.stderr)
+        return False
+    change.new = text
+    return True

@@ -1,0 +1,162 @@
+"""``check --fix`` / ``--diff``: the findings' fixes, applied as text edits in each file's own format.
+
+A fix is a finding's ``edits`` (the adapters and rules fill them; see
+:class:`trainlint.diagnostics.Edit`). Which fixes apply is the finding's ``applicability``: safe
+ones with ``--fix``, unsafe ones too with ``--unsafe-fixes``, display-only ones never.
+
+Computing the change is pure (:func:`plan`): the edits of one file, sorted, a fix whose edits
+overlap an earlier fix's left for the next run (as ruff does), applied to the text the check
+read. Writing goes through :mod:`trainlint.safe_write` (atomic replace, the file's encoding, line
+ends and permissions kept, nothing written when the file changed since it was read). The caller
+re-checks what was written and reverts a fix that did not remove its finding (:func:`verify`).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from trainlint.diagnostics import Applicability, Diagnostic, Edit
+from trainlint.positions import Span
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One finding's fix: its edits, all in ``path``."""
+
+    path: str
+    diagnostic: Diagnostic
+    edits: tuple[Edit, ...]
+
+    @property
+    def identity(self) -> tuple[str, str, str]:
+        """What the finding is, independent of where it is: after a fix the same finding at
+        another line is still the same finding."""
+        return (self.path, self.diagnostic.code, self.diagnostic.message)
+
+
+@dataclass
+class FilePlan:
+    path: str
+    fixes: list[Fix] = field(default_factory=list)
+    deferred: list[Fix] = field(default_factory=list)
+    """Fixes whose edits overlap an applied one (the next run applies them)."""
+
+
+def applies(diagnostic: Diagnostic, unsafe: bool) -> bool:
+    if not diagnostic.edits or diagnostic.applicability is None:
+        return False
+    if diagnostic.applicability is Applicability.SAFE:
+        return True
+    return unsafe and diagnostic.applicability is Applicability.UNSAFE
+
+
+def collect(results: Iterable, unsafe: bool) -> dict[str, FilePlan]:
+    """The fixes to apply, per file, from checked results (``FileResult``)."""
+    plans: dict[str, FilePlan] = {}
+    seen: set[tuple] = set()
+    for result in results:
+        for diagnostic in result.diagnostics:
+            if not applies(diagnostic, unsafe):
+                continue
+            home = diagnostic.path or result.path
+            paths = {edit.path or home for edit in diagnostic.edits}
+            if len(paths) != 1:
+                continue  # a fix over several files is not applied piecemeal
+            path = paths.pop()
+            key = (path, diagnostic.code, diagnostic.span, diagnostic.edits)
+            if key in seen:  # a file checked in two runs reports its finding twice
+                continue
+            seen.add(key)
+            plans.setdefault(path, FilePlan(path)).fixes.append(Fix(path, diagnostic, diagnostic.edits))
+    for plan_ in plans.values():
+        _drop_overlaps(plan_)
+    return plans
+
+
+def _drop_overlaps(file_plan: FilePlan) -> None:
+    """Keep the fixes whose edits overlap no kept fix's, in the order of their first edit."""
+    kept: list[Fix] = []
+    taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    for fix in sorted(file_plan.fixes, key=lambda f: min(e.span for e in f.edits)):
+        ranges = [((e.span.line, e.span.column), (e.span.end_line, e.span.end_column)) for e in fix.edits]
+        if any(_overlap(r, t) for r in ranges for t in taken) or any(
+                _overlap(a, b) for i, a in enumerate(ranges) for b in ranges[i + 1:]):
+            file_plan.deferred.append(fix)
+            continue
+        kept.append(fix)
+        taken.extend(ranges)
+    file_plan.fixes = kept
+
+
+def _overlap(a: tuple, b: tuple) -> bool:
+    # two insertions at one point overlap too (their order would be a guess)
+    if a[0] == a[1] and b[0] == b[1]:
+        return a[0] == b[0]
+    return a[0] < b[1] and b[0] < a[1]
+
+
+class EditOutsideText(ValueError):
+    """An edit's span is not inside the text (the file changed since it was read)."""
+
+
+def _offsets(text: str) -> list[int]:
+    starts = [0]
+    position = text.find("\n")
+    while position != -1:
+        starts.append(position + 1)
+        position = text.find("\n", position + 1)
+    return starts
+
+
+def _offset(starts: list[int], text: str, line: int, column: int) -> int:
+    if not 1 <= line <= len(starts):
+        raise EditOutsideText(f"line {line} is outside the text")
+    line_end = starts[line] - 1 if line < len(starts) else len(text)
+    offset = starts[line - 1] + column - 1
+    if not starts[line - 1] <= offset <= line_end:
+        raise EditOutsideText(f"column {column} is outside line {line}")
+    return offset
+
+
+def apply(text: str, fixes: Sequence[Fix]) -> str:
+    """``text`` with every edit of ``fixes`` (non-overlapping) applied. Spans are 1-based code
+    points of the text as trainlint read it (``\\n`` line ends)."""
+    starts = _offsets(text)
+    edits: list[tuple[int, int, str]] = []
+    for fix in fixes:
+        for edit in fix.edits:
+            span: Span = edit.span
+            edits.append((_offset(starts, text, span.line, span.column),
+                          _offset(starts, text, span.end_line, span.end_column), edit.content))
+    out = text
+    for start, end, content in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
+        out = out[:start] + content + out[end:]
+    return out
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    """The change as a unified diff (``--- a/path`` / ``+++ b/path``), as git shows it."""
+    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                 fromfile=f"a/{path}", tofile=f"b/{path}")
+    out = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def persisting(fixes: Iterable[Fix], results_before: Iterable, results_after: Iterable) -> list[Fix]:
+    """The fixes whose finding is still reported after they were applied. Findings are compared
+    by what they say (file, code, message), not by line (a fix can move lines), and counted: two
+    equal findings, one fixed, leave one behind, and that is not the fixed one persisting."""
+    from collections import Counter
+
+    def count(results: Iterable) -> Counter:
+        return Counter((d.path or r.path, d.code, d.message) for r in results for d in r.diagnostics)
+
+    before, after = count(results_before), count(results_after)
+    fixes = list(fixes)
+    fixed = Counter(fix.identity for fix in fixes)
+    failed = {identity for identity, k in fixed.items() if after[identity] > before[identity] - k}
+    return [fix for fix in fixes if fix.identity in failed]

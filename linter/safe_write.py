@@ -1,0 +1,344 @@
+"""Writing a file trainlint rewrites, so that the file is never lost (``suggest --write-to``, ``check --fix``).
+
+The one way trainlint writes into a user's tree. The API::
+
+    snap = snapshot(path)                       # read once: .text (as the readers normalise it), .hash
+    new_text = edit(snap.text)                  # the caller's change, on the normalised text
+    result = write_back(path, new_text, snap.hash)          # in place (or ``to=`` another file)
+    data = render_like(path, new_text, snap.hash)           # the bytes that would be written (for ``-``)
+
+``expected_hash`` is :func:`text_hash` of the text the change was computed from: the text as
+:func:`trainlint.sources.read_source` returns it (LF line ends, no BOM), so a caller that holds a
+``Document`` can compute it from ``document.text`` without reading the file again.
+
+What :func:`write_back` guarantees:
+
+* The new text is encoded as the file is: UTF-8 with or without a BOM, UTF-16/32 with their BOM;
+  line ends as the file has them, line by line when they are mixed (an unchanged line keeps its
+  own ``\\r\\n``/``\\r``/``\\n``; a new or changed line takes the one of the line before it).
+* The bytes go to a temporary file in the target's own directory (so the rename cannot cross a
+  file system), are flushed and ``fsync``-ed, take the target's mode, and replace the target with
+  ``os.replace`` (atomic on POSIX); the directory is fsync-ed after. A symlink is kept: the file it
+  points to is replaced. On a full disk, a failing write or a kill at any point, the target holds
+  either its old bytes or its new bytes, never a part; a failed write removes its temporary file.
+* Just before replacing, the file the text came from is read again and its text hashed: when it
+  changed since ``expected_hash`` was taken (an editor saved it, another tool rewrote it), nothing
+  is written and :class:`WriteConflict` says so.
+* Every failure is a :class:`WriteBackError` with a one-line message (the CLI prints it and exits 2).
+
+A change between the last check and ``os.replace`` (microseconds) cannot be detected without a
+lock no editor takes; that window is as small as it can be made.
+"""
+
+from __future__ import annotations
+
+import codecs
+import difflib
+import errno
+import hashlib
+import os
+import re
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Snapshot", "WriteBackError", "WriteConflict", "WriteResult", "distinct_targets", "render_like",
+           "snapshot", "text_hash", "write_back"]
+
+MAX_BYTES = 8 * 1024 * 1024
+"""As trainlint.sources.MAX_FILE_BYTES: a file trainlint does not read is not one it rewrites."""
+
+_TEMP_PREFIX = ".trainlint-"
+_TEMP_SUFFIX = ".tmp"
+
+
+class WriteBackError(Exception):
+    """A write that did not happen; the target is unchanged. ``str(exc)`` is the user's message."""
+
+
+class WriteConflict(WriteBackError):
+    """The file changed since the text was read: nothing was written."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    path: str
+    data: bytes
+    text: str
+    """As ``read_source`` gives it: BOM dropped, every line end ``\\n``."""
+    hash: str
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    source: str
+    """The file the text came from (whose hash was checked)."""
+    target: str
+    """The file written: ``source`` itself, ``to``, or the file a symlink points to."""
+    written: bool
+    """False when the new bytes equal what the target already holds (nothing written)."""
+    size: int
+
+
+def text_hash(text: str) -> str:
+    """The content hash :func:`write_back` compares: sha256 of the normalised text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# ==================================================================== reading and encoding
+
+
+@dataclass(frozen=True)
+class _Conventions:
+    encoding: str
+    bom: bytes
+    raw: str
+    """The text as decoded, BOM removed, line ends as they are."""
+
+
+def _describe(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode):
+            raise WriteBackError(f"{path}: not a regular file; not rewritten")
+        if info.st_size > MAX_BYTES:
+            raise WriteBackError(f"{path}: over the {MAX_BYTES // (1024 * 1024)} MB limit; not rewritten")
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except WriteBackError:
+        raise
+    except OSError as exc:
+        raise WriteBackError(f"cannot read {path}: {_describe(exc)}") from None
+    if len(data) > MAX_BYTES:
+        raise WriteBackError(f"{path}: over the {MAX_BYTES // (1024 * 1024)} MB limit; not rewritten")
+    return data
+
+
+def _conventions(data: bytes, path: str) -> _Conventions:
+    for bom, encoding in ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+                          (codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
+                          (codecs.BOM_UTF16_BE, "utf-16-be")):
+        if data.startswith(bom):
+            break
+    else:
+        bom, encoding = b"", "utf-8"
+    try:
+        raw = data[len(bom):].decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise WriteBackError(f"{path}: not valid {encoding.upper()} text (byte offset {exc.start}); not rewritten") from None
+    return _Conventions(encoding, bom, raw)
+
+
+def _normalise(raw: str) -> str:
+    return raw.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def snapshot(path: str | os.PathLike[str]) -> Snapshot:
+    """Read ``path`` once: its bytes, its text as the readers normalise it, and that text's hash."""
+    name = os.fspath(path)
+    data = _read_bytes(name)
+    text = _normalise(_conventions(data, name).raw)
+    return Snapshot(name, data, text, text_hash(text))
+
+
+_LINE_END = re.compile(r"(\r\n|\r|\n)")
+
+
+def _split(raw: str) -> tuple[list[str], list[str]]:
+    """Lines and their ends, as many as ``normalised.split("\\n")`` gives (the last end is '')."""
+    parts = _LINE_END.split(raw)
+    return parts[0::2], parts[1::2] + [""]
+
+
+def _line_ends(raw: str, new_text: str) -> str:
+    """``new_text`` (``\\n`` line ends) with the line ends ``raw`` has."""
+    old_contents, old_ends = _split(raw)
+    styles = {e for e in old_ends if e}
+    if len(styles) <= 1:
+        style = styles.pop() if styles else "\n"
+        return new_text if style == "\n" else new_text.replace("\n", style)
+    # Mixed: keep each unchanged line's own end; a new or changed line takes the end of the
+    # line before it (the first line: the most common end).
+    new_contents = new_text.split("\n")
+    common = max(sorted(styles), key=old_ends.count)
+    out: list[str] = []
+    previous = common
+    matcher = difflib.SequenceMatcher(None, old_contents, new_contents, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        for k in range(j2 - j1):
+            line = new_contents[j1 + k]
+            if tag == "equal":
+                end = old_ends[i1 + k] or previous
+            elif tag == "replace" and i1 + k < i2:
+                end = old_ends[i1 + k] or previous
+            else:
+                end = previous
+            previous = end
+            out.append(line)
+            out.append(end)
+    # the split gives one more piece than there are line ends: the text after the last "\n"
+    # has no end of its own
+    out.pop()
+    return "".join(out)
+
+
+def _encode(data: bytes, path: str, new_text: str) -> bytes:
+    conv = _conventions(data, path)
+    text = _line_ends(conv.raw, new_text)
+    try:
+        return conv.bom + text.encode(conv.encoding)
+    except UnicodeEncodeError as exc:
+        raise WriteBackError(f"{path}: the new text has a character {conv.encoding.upper()} cannot encode "
+                             f"(offset {exc.start}); not rewritten") from None
+
+
+def _checked(path: str, expected_hash: str) -> bytes:
+    data = _read_bytes(path)
+    if expected_hash is not None and text_hash(_normalise(_conventions(data, path).raw)) != expected_hash:
+        raise WriteConflict(f"{path} changed since trainlint read it; nothing written (run again)")
+    return data
+
+
+def render_like(path: str | os.PathLike[str], new_text: str, expected_hash: str) -> bytes:
+    """The bytes :func:`write_back` would write for ``new_text`` (for ``--write-to -``)."""
+    name = os.fspath(path)
+    return _encode(_checked(name, expected_hash), name, new_text)
+
+
+# ====================================================================================== write
+
+
+def write_back(path: str | os.PathLike[str], new_text: str, expected_hash: str, *,
+               to: str | os.PathLike[str] | None = None) -> WriteResult:
+    """Replace ``path`` (or write ``to``) with ``new_text`` in ``path``'s encoding and line ends.
+
+    ``expected_hash``: :func:`text_hash` of the text ``new_text`` was made from; when ``path``
+    no longer has it, :class:`WriteConflict` and nothing is written. Raises :class:`WriteBackError`
+    on any failure, with the target unchanged."""
+    source = os.fspath(path)
+    data = _checked(source, expected_hash)
+    new = _encode(data, source, new_text)
+    target = os.path.realpath(os.fspath(to) if to is not None else source)
+    mode, owner = _mode_for(target, source)
+    try:
+        if os.path.isdir(target):
+            raise WriteBackError(f"{target} is a directory; not written")
+        if _same_bytes(target, new):
+            _checked(source, expected_hash)
+            return WriteResult(source, target, False, len(new))
+    except OSError as exc:
+        raise WriteBackError(f"cannot write {target}: {_describe(exc)}") from None
+    directory = os.path.dirname(target) or "."
+    temp = _write_temp(directory, os.path.basename(target), new, mode, owner)
+    try:
+        # the last moment the source can be compared: a change from here on is the editor's
+        _checked(source, expected_hash)
+        os.replace(temp, target)
+    except BaseException as exc:
+        _remove(temp)
+        if isinstance(exc, OSError):
+            raise WriteBackError(f"cannot replace {target}: {_describe(exc)}") from None
+        raise
+    _sync_directory(directory)
+    return WriteResult(source, target, True, len(new))
+
+
+def _mode_for(target: str, source: str) -> tuple[int, tuple[int, int] | None]:
+    """The target's own permission bits and owner, else the source's bits (a script stays
+    executable) and the writer as owner."""
+    try:
+        info = os.stat(target)
+        return stat.S_IMODE(info.st_mode), (info.st_uid, info.st_gid)
+    except OSError:
+        pass
+    try:
+        return stat.S_IMODE(os.stat(source).st_mode), None
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask, None
+
+
+def _same_bytes(target: str, new: bytes) -> bool:
+    try:
+        if os.path.getsize(target) != len(new):
+            return False
+        with open(target, "rb") as handle:
+            return handle.read(len(new) + 1) == new
+    except FileNotFoundError:
+        return False
+
+
+def _write_temp(directory: str, name: str, data: bytes, mode: int, owner: tuple[int, int] | None) -> str:
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f"{_TEMP_PREFIX}{name}.", suffix=_TEMP_SUFFIX, dir=directory)
+    except OSError as exc:
+        raise WriteBackError(f"cannot write in {directory}: {_describe(exc)}") from None
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                if written <= 0:  # pragma: no cover - os.write raises instead
+                    raise OSError(errno.EIO, "short write")
+                view = view[written:]
+            if owner is not None and owner != (os.geteuid(), os.getegid()):
+                try:  # keeps another user's file theirs when we may (root); else it becomes ours
+                    os.fchown(fd, *owner)
+                except OSError:
+                    pass
+            os.fchmod(fd, mode)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException as exc:
+        _remove(temp)
+        if isinstance(exc, OSError):
+            raise WriteBackError(f"cannot write {os.path.join(directory, name)}: {_describe(exc)}; "
+                                 "the file is unchanged") from None
+        raise
+    return temp
+
+
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _sync_directory(directory: str) -> None:
+    """Make the rename durable (best effort: some file systems cannot open a directory)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# ============================================================================ target naming
+
+
+def distinct_targets(sources: list[str], directory: str | os.PathLike[str]) -> dict[str, Path]:
+    """Where each of ``sources`` goes in ``directory``: its own name, unless two share a name;
+    then each keeps its path below the sources' common directory (a/model.yml, b/model.yml)."""
+    base = Path(directory)
+    names = [Path(s).name for s in sources]
+    if len(set(names)) == len(names):
+        return {s: base / n for s, n in zip(sources, names)}
+    absolute = [os.path.abspath(s) for s in sources]
+    common = os.path.commonpath([os.path.dirname(a) for a in absolute])
+    out = {s: base / os.path.relpath(a, common) for s, a in zip(sources, absolute)}
+    if len(set(out.values())) != len(out):  # pragma: no cover - distinct absolute paths stay distinct
+        raise WriteBackError("two files would be written to the same place")
+    return out
