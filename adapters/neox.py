@@ -563,6 +563,28 @@ class _SpecBuilder:
         padded = self.file("padded_vocab_size")
         if padded is not None:
             s.model.vocab_size = padded
+        else:
+            s.model.vocab_size = self.vocab()
+            s.model.vocab_pad_multiple = self.get("make_vocab_size_divisible_by")
+
+    def vocab(self) -> Value | None:
+        """The tokenizer's size (tokenizer_type, default GPT2BPETokenizer; vocab_file), which NeoX pads
+        to make_vocab_size_divisible_by x model_parallel_size (_vocab_size_with_padding,
+        megatron/tokenizer/tokenizer.py; the estimator pads). None when the tokenizer is not
+        identified (the estimator then states an assumed vocabulary)."""
+        from trainlint.tokenizer_vocab import GPT2_BPE, Vocab, known_file, local_file
+
+        kind_v, file_v = self.get("tokenizer_type"), self.file("vocab_file")
+        kind = self.bare(kind_v, "GPT2BPETokenizer")
+        ref = self.bare(file_v)
+        found = None
+        if isinstance(ref, str) and ref:
+            found = known_file(ref) or local_file(ref, file_v.provenance.path or self.spec.path)
+        if found is None and kind == "GPT2BPETokenizer":
+            found = Vocab(GPT2_BPE, "GPT2BPETokenizer: the GPT-2 BPE vocabulary (50,257 tokens)")
+        if found is None:
+            return None
+        return derived(found.size, f"{found.note} (tokenizer_type {kind})", kind_v, file_v)
 
     def ffn(self, gated: bool, activation: Value | None) -> Value | None:
         """The FFN width as ParallelMLP builds it (megatron/model/transformer.py): intermediate_size,

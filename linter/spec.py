@@ -41,7 +41,8 @@ class ModelSpec:
     kv_channels: Value | None = None         # head dimension
     ffn_hidden_size: Value | None = None
     gated_mlp: Value | None = None           # SwiGLU / GeGLU: three FFN matrices
-    vocab_size: Value | None = None
+    vocab_size: Value | None = None          # the tokenizer's size (padded already when vocab_pad_multiple is None)
+    vocab_pad_multiple: Value | None = None  # the framework pads vocab_size to a multiple of this x TP
     seq_length: Value | None = None
     max_position_embeddings: Value | None = None
     tied_embeddings: Value | None = None

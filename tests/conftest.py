@@ -46,11 +46,16 @@ def manifest(corpus_dir: Path) -> list[dict[str, str]]:
     return corpus_manifest()
 
 
-def calibration_rows() -> list[dict]:
-    """The published runs of ../shared/calibration; [] when absent."""
-    if not CALIBRATION.is_file():
-        return []
-    return yaml.safe_load(CALIBRATION.read_text(encoding="utf-8"))
+CALIBRATION_MORE = SHARED / "calibration" / "published-runs-more.yaml"
+
+
+def calibration_rows(*, more: bool = True) -> list[dict]:
+    """The published runs of ../shared/calibration (both files, or only published-runs.yaml); [] when absent."""
+    rows: list[dict] = []
+    for path in (CALIBRATION, CALIBRATION_MORE) if more else (CALIBRATION,):
+        if path.is_file():
+            rows += yaml.safe_load(path.read_text(encoding="utf-8"))
+    return rows
 
 
 @pytest.fixture(scope="module")

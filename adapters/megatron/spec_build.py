@@ -16,6 +16,7 @@ from trainlint.provenance import Origin, Provenance, Value, default, derived
 from trainlint.spec import TrainingSpec
 
 from trainlint.adapters.megatron.flags import CURRENT, DEEPSPEED, ParsedArgs, Setting
+from trainlint.adapters.megatron.vocab import vocab_fields
 from trainlint.adapters.megatron.words import Field, Loc
 
 DEFAULT_NOTES = {
@@ -102,6 +103,7 @@ class SpecBuilder:
         self._model()
         self._cluster()
         self._parallel()
+        self.spec.model.vocab_size, self.spec.model.vocab_pad_multiple = vocab_fields(self)
         self._batch()
         self._precision()
         self._memory()
@@ -154,7 +156,6 @@ class SpecBuilder:
                                             m.hidden_size, swiglu)
             else:
                 m.ffn_hidden_size = derived(4 * h, "4 * hidden_size (Megatron's default)", m.hidden_size)
-        m.vocab_size = self.get("vocab_size")
         m.seq_length = self.get("seq_length") or self.get("encoder_seq_length")
         m.max_position_embeddings = self.get("max_position_embeddings")
         if self.given("untie_embeddings_and_output_weights"):

@@ -88,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.config import ConfigError, discover
     from trainlint.estimator import ContextError, build_context, estimate
     from trainlint.estimator.render import render_text
+    from trainlint.estimator.sensitivity import with_sensitivity
 
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
     missing = [p for p in args.paths if not Path(p).exists()] + [p for r in runs for p in r if not Path(p).is_file()]
@@ -121,11 +122,14 @@ def run(args: argparse.Namespace) -> int:
         for spec in result.specs:
             try:
                 ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                                    model=args.model, project_raw=project.raw, project_path=project.path)
+                                    model=args.model, vocab_size=args.vocab_size, project_raw=project.raw,
+                                    project_path=project.path)
             except ContextError as exc:
                 print(f"trainlint: error: {exc}", file=sys.stderr)
                 return EXIT_ERROR
             est = estimate(spec, ctx)
+            if est.ok:
+                est = with_sensitivity(est)
             problems |= not est.ok
             outputs.append((result.path, est))
             if est.ok:
@@ -198,6 +202,7 @@ def compare_gpus(spec: object, base: object, args: argparse.Namespace, project: 
         row: dict = {"gpu": gid}
         try:
             ctx = build_context(spec, gpu=gid, nodes=args.nodes, gpus_per_node=args.gpus_per_node, model=args.model,
+                                vocab_size=args.vocab_size,
                                 project_raw=project.raw, project_path=project.path)
             est = estimate(spec, ctx)
         except (ContextError, ValueError) as exc:

@@ -128,7 +128,8 @@ def run(args: argparse.Namespace) -> int:
         for spec in result.specs:
             try:
                 ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                                    model=args.model, project_raw=project.raw, project_path=project.path)
+                                    model=args.model, vocab_size=getattr(args, "vocab_size", None),
+                                    project_raw=project.raw, project_path=project.path)
                 found = search(spec, ctx, options, rules=rules, project=project)
             except ContextError as exc:
                 print(f"trainlint: error: {exc}", file=sys.stderr)

@@ -31,6 +31,7 @@ class EstimateContext:
     gpus_per_node: Value                        # Value[int]
     nodes: Value | None = None                  # Value[int]
     model: Value | None = None                  # Value[ModelPreset]
+    vocab: Value | None = None                  # Value[int]: --vocab-size / `vocab-size`
     gpus: dict[str, GPU] = field(default_factory=dict)
     """The catalog plus the project's custom GPUs."""
 
@@ -87,7 +88,7 @@ def resolve_model(name: str, origin: Origin, where: str | None = None) -> Value:
 
 
 def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, nodes: int | None = None,
-                  gpus_per_node: int | None = None, model: str | None = None,
+                  gpus_per_node: int | None = None, model: str | None = None, vocab_size: int | None = None,
                   project_raw: Mapping[str, Any] | None = None, project_path: str | None = None) -> EstimateContext:
     """Combine CLI flags, the project config, the spec and defaults (in that order)."""
     raw = dict(project_raw or {})
@@ -127,7 +128,9 @@ def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, n
         name = str(raw["model"])
         candidate = base / name
         model_value = resolve_model(str(candidate) if candidate.exists() else name, Origin.PROJECT_CONFIG, project_path)
-    return EstimateContext(gpu=gpu_value, gpus_per_node=gpn, nodes=node_value, model=model_value, gpus=table)
+    vocab_value = pick_int(vocab_size, "vocab-size", None, "--vocab-size")
+    return EstimateContext(gpu=gpu_value, gpus_per_node=gpn, nodes=node_value, model=model_value, vocab=vocab_value,
+                           gpus=table)
 
 
 def _find_gpu(name: str, table: Mapping[str, GPU]) -> GPU:
@@ -155,6 +158,31 @@ _PRESET_FIELDS = {
     "kv_channels": "head_dim",
     "seq_length": "seq_length",
 }
+
+
+_VOCAB_KEYS = ("--vocab-size", "vocab_size", "vocab-size", "padded_vocab_size", "padded-vocab-size", "--pad-vocab-size-to")
+
+
+def _stated(prov: Provenance) -> bool:
+    """The config itself states the vocabulary (the value, or a size it was padded from)."""
+    if prov.origin is Origin.FILE:
+        return True
+    return any(p.origin is Origin.FILE and p.key in _VOCAB_KEYS for p in prov.inputs)
+
+
+def fill_vocab(spec: TrainingSpec, vocab: Value | None) -> TrainingSpec:
+    """A copy of ``spec`` with the vocabulary --vocab-size (or the project's `vocab-size`) gives: it
+    replaces a vocabulary derived from the tokenizer options or taken from --model, never one the
+    config states itself."""
+    if vocab is None:
+        return spec
+    current = spec.model.vocab_size
+    if current is not None and _stated(current.provenance):
+        return spec
+    out = copy.copy(spec)
+    out.model = copy.copy(spec.model)
+    out.model.vocab_size = vocab
+    return out
 
 
 def fill_model(spec: TrainingSpec, model: Value | None) -> TrainingSpec:

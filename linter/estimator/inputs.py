@@ -15,6 +15,7 @@ from trainlint.catalog import GPU
 from trainlint.estimator.context import EstimateContext
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
+from trainlint.tokenizer_vocab import ASSUMED_VOCAB
 
 MODEL_HOW = "give --model PRESET (e.g. --model llama2-7b) or --model path/to/config.json, or `model = ...` in [tool.trainlint]"
 
@@ -100,6 +101,17 @@ class Inputs:
     overlap_dp: bool
     overlap_tp: bool
     assumptions: list[Assumption] = field(default_factory=list)
+    vocab_tokens: int = 0
+    """The tokenizer's size before the framework's padding (0: ``vocab`` is not padded by TP)."""
+    vocab_multiple: int = 1
+    """``vocab`` = vocab_tokens rounded up to a multiple of vocab_multiple x TP (when vocab_tokens)."""
+
+    def repadded(self, tp: int) -> int:
+        """The embedding rows with tensor-parallel size ``tp`` (a layout search changing TP)."""
+        if not self.vocab_tokens:
+            return self.vocab
+        multiple = self.vocab_multiple * tp
+        return -(-self.vocab_tokens // multiple) * multiple
 
     @property
     def q_dim(self) -> int:
@@ -216,9 +228,9 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     layers = r.get("model.num_layers", missing=("number of transformer layers", MODEL_HOW), cast=int)
     hidden = r.get("model.hidden_size", missing=("hidden size", MODEL_HOW), cast=int)
     heads = r.get("model.num_attention_heads", missing=("number of attention heads", MODEL_HOW), cast=int)
-    vocab = r.get("model.vocab_size", missing=("vocabulary size (set by the tokenizer, which the config does not state)",
-                                                "give --model PRESET or --model path/to/config.json for a model with the same "
-                                                "tokenizer (only fields the config lacks are taken from it)"), cast=int)
+    vocab = r.get("model.vocab_size", fallback=ASSUMED_VOCAB, cast=int,
+                  why=f"the config's tokenizer options do not identify the tokenizer: {ASSUMED_VOCAB:,} tokens assumed "
+                      "(--vocab-size N or `vocab-size` in [tool.trainlint] to set it)")
     seq = r.get("model.seq_length", missing=("sequence length", "set it in the config (--seq-length, seq_length) or give --model PRESET"), cast=int)
     model_missing = bool(r.missing)
     if model_missing:
@@ -250,6 +262,8 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     off_opt = str(r.get("parallel.offload_optimizer", fallback="none", why="" if quiet else "no optimizer offload") or "none").lower()
     off_par = str(r.get("parallel.offload_params", fallback="none", why="" if quiet else "no parameter offload") or "none").lower()
 
+    vocab_tokens, vocab_multiple = vocab, _pad_multiple(r)
+    vocab = _padded_vocab(r, vocab, tp)
     model_par = tp * pp * cp
     world_entry = spec.cluster.world_size
     dp_entry = spec.parallel.data
@@ -336,10 +350,32 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         partition_activations=part_act, reduce_bucket=reduce_bucket, allgather_bucket=allgather_bucket,
         max_live_params=max_live, prefetch_bucket=prefetch, overlap_dp=overlap_dp, overlap_tp=overlap_tp,
         assumptions=r.assumptions,
+        vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)
     return inputs, [], r.assumptions
+
+
+def _pad_multiple(r: _Reader) -> int:
+    entry = r.spec.model.vocab_pad_multiple
+    return entry.value if entry is not None and type(entry.value) is int and entry.value >= 1 else 0
+
+
+def _padded_vocab(r: _Reader, vocab: int, tp: int) -> int:
+    """The embedding rows the framework builds: the tokenizer's size rounded up to a multiple of
+    make-vocab-size-divisible-by x TP (Megatron-LM and GPT-NeoX _vocab_size_with_padding), when the
+    spec says the framework pads (vocab_pad_multiple); the spec's size as it is otherwise."""
+    entry = r.spec.model.vocab_pad_multiple
+    if entry is None or type(entry.value) is not int or entry.value < 1:
+        return vocab
+    multiple = entry.value * tp
+    rows = -(-vocab // multiple) * multiple
+    if rows != vocab:
+        r.assumptions.append(Assumption("model.vocab_size", rows, Origin.DERIVED.value,
+                                        f"{vocab:,} padded to a multiple of {entry.value} x TP {tp} "
+                                        "(_vocab_size_with_padding)"))
+    return rows
 
 
 def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:

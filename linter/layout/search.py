@@ -129,6 +129,7 @@ class InputsFactory:
         if b.framework in ("deepspeed", "neox"):
             overlap = self.overlap_setting if self.overlap_setting is not None else zero >= 3
         return derive(b, tp=tp, pp=pp, vpp=vpp if pp > 1 else 1, cp=cp, dp=dp, sp=sp and tp > 1, zero=zero,
+                       vocab=b.repadded(tp),
                        dist_opt=dist_opt, etp=tp if (self.etp_follows or not b.moe) else b.etp, overlap_dp=overlap)
 
     def point(self, s: Inputs, micro: int, ga: int, gb: int, recompute: str) -> Inputs:

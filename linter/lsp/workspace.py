@@ -34,7 +34,7 @@ def session_args(options: Mapping[str, Any] | None = None) -> argparse.Namespace
     return argparse.Namespace(
         select=None, extend_select=[], ignore=[], config=None, isolated=False, env=[], run=[],
         gpu=options.get("gpu"), nodes=options.get("nodes"), gpus_per_node=options.get("gpusPerNode"),
-        model=options.get("model"))
+        model=options.get("model"), vocab_size=options.get("vocabSize"))
 
 
 def same_file(a: str | None, b: str | None) -> bool:

@@ -1,0 +1,125 @@
+"""How many real configs that state a model get an estimate with only ``--gpu`` given.
+
+Over a directory (default ../shared/corpus), every file an adapter claims is read the way
+``trainlint estimate`` / ``check`` read it (check_paths over the built-in adapters, no project
+config, no --env), and each spec that states the model's shape (layers, hidden size and attention
+heads known) is estimated through build_context + estimate with only ``--gpu`` given. A config is
+*covered* when every such spec gets an estimate, or when trainlint says in one TL900 why it does not
+estimate it (an inference/evaluation entry point, an architecture the estimator does not model).
+The rest are grouped by the first reason the estimator gives, counted, and (with --list) listed.
+
+    python benchmarks/estimate_coverage.py [DIR] [--gpu h100-sxm] [--list] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter, defaultdict
+from pathlib import Path
+
+from trainlint.adapters import builtin_adapters
+from trainlint.checker import check_paths
+from trainlint.estimator import ContextError, build_context, estimate
+from trainlint.rules.estimation.scope import unmodelled
+
+REPO = Path(__file__).resolve().parents[1]
+SHAPE = ("model.num_layers", "model.hidden_size", "model.num_attention_heads")
+
+
+def states_shape(spec: object) -> bool:
+    """Layers, hidden size and heads all known from the config (a framework default is not a statement)."""
+    for name in SHAPE:
+        entry = spec.get(name)
+        if entry is None or entry.value is None or entry.provenance.origin.value == "default":
+            return False
+    return True
+
+
+def classify(spec: object, gpu: str) -> tuple[str, str]:
+    """("estimate" | "scope" | "missing", reason) for one spec, through estimate's own path."""
+    why = unmodelled(spec)
+    try:
+        ctx = build_context(spec, gpu=gpu)
+    except ContextError as exc:
+        return "missing", f"context: {exc}"
+    est = estimate(spec, ctx)
+    if est.ok:
+        if why:
+            return "scope", f"unmodelled: {why[0].why}"
+        return "estimate", ""
+    if why:
+        return "scope", f"unmodelled: {why[0].why}"
+    first = est.missing[0]
+    return "missing", f"{first.field}: {first.what}" + "".join(f" | {m.field}" for m in est.missing[1:])
+
+
+def measure(directory: Path, gpu: str) -> dict:
+    results = check_paths([str(directory)], builtin_adapters())
+    claimed = [r for r in results if r.format is not None]
+    stating: dict[str, list[tuple[str, str]]] = {}
+    for result in claimed:
+        rows = [classify(spec, gpu) for spec in result.specs if states_shape(spec)]
+        if rows:
+            stating[result.path] = rows
+    outcome: dict[str, tuple[str, str]] = {}
+    for path, rows in stating.items():
+        bad = [r for r in rows if r[0] == "missing"]
+        if bad:
+            outcome[path] = bad[0]
+        elif any(r[0] == "scope" for r in rows):
+            outcome[path] = next(r for r in rows if r[0] == "scope")
+        else:
+            outcome[path] = ("estimate", "")
+    reasons: dict[str, list[str]] = defaultdict(list)
+    for path, (kind, reason) in outcome.items():
+        if kind != "estimate":
+            reasons[f"{kind}: {_group(reason)}"].append(path)
+    kinds = Counter(kind for kind, _ in outcome.values())
+    return {"directory": str(directory), "gpu": gpu, "files": len(results), "claimed": len(claimed),
+            "stating_shape": len(outcome), "estimated": kinds["estimate"], "scope": kinds["scope"],
+            "covered": kinds["estimate"] + kinds["scope"],
+            "reasons": {k: sorted(v) for k, v in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))}}
+
+
+def _group(reason: str) -> str:
+    """One group per kind of reason: numbers and names inside it are dropped."""
+    import re
+
+    head, _, rest = reason.partition(" | ")
+    return re.sub(r"\d[\d,.]*", "N", head.split(" (")[0])[:120] + (f" (also {rest})" if rest else "")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("directory", nargs="?", default=str(REPO.parent / "shared" / "corpus"))
+    parser.add_argument("--gpu", default="h100-sxm", help="the one context flag given (default h100-sxm)")
+    parser.add_argument("--list", action="store_true", help="list every config that is not covered, by reason")
+    parser.add_argument("--json", action="store_true", help="print the whole measurement as JSON")
+    args = parser.parse_args(argv)
+    directory = Path(args.directory)
+    if not directory.is_dir():
+        print(f"estimate_coverage: no such directory: {directory}", file=sys.stderr)
+        return 2
+    m = measure(directory, args.gpu)
+    if args.json:
+        print(json.dumps(m, indent=2))
+        return 0
+    total = m["stating_shape"]
+    pct = 100.0 * m["covered"] / total if total else 0.0
+    print(f"{m['directory']}: {m['files']} files, {m['claimed']} claimed by an adapter, "
+          f"{total} state the model's shape (layers, hidden, heads)")
+    print(f"covered with only --gpu {m['gpu']}: {m['covered']} / {total} = {pct:.1f}% "
+          f"({m['estimated']} estimated, {m['scope']} out of scope with a TL900 saying why)")
+    print("not estimated, by reason:" if m["reasons"] else "not estimated: none")
+    for reason, paths in m["reasons"].items():
+        print(f"  {len(paths):4d}  {reason}")
+        if args.list:
+            for p in paths:
+                print(f"          {p}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

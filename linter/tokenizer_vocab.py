@@ -1,0 +1,173 @@
+"""The vocabulary a tokenizer gives, and the padding each framework applies to it.
+
+Only what can be known without running anything: a tokenizer the framework names by type with a
+fixed vocabulary (GPT-2's BPE), a model preset whose name the tokenizer option gives, a size the
+config states, or a tokenizer / vocabulary file inside the checked repository, read for its size
+only (bounded, parsed as JSON or counted as lines, never executed).
+
+Facts (each a documented framework behaviour):
+
+- Megatron-LM ``_GPT2BPETokenizer.vocab_size`` is ``len(self.tokenizer.encoder)``: the GPT-2
+  encoder of ``gpt2-vocab.json`` has 50,257 entries (GPT-2 paper, section 2.2: "a vocabulary size of
+  50,257"); GPT-NeoX's GPT2BPETokenizer is the same class.
+- Megatron-LM ``--vocab-size``: "Size of vocab before EOD or padding" (megatron/training/arguments.py,
+  _add_tokenizer_args); ``_NullTokenizer.vocab_size`` is that plus one EOD token.
+- ``_BertWordPieceTokenizer`` adds [BOS] and [EOS] to the WordPiece vocabulary (30,522 tokens uncased,
+  28,996 cased: bert-large-*-vocab.txt).
+- GPT-NeoX-20B's ``20B_tokenizer.json`` has 50,277 tokens (padded to 50,432 in the released model).
+- Padding: Megatron's ``_vocab_size_with_padding`` rounds up to a multiple of
+  ``make_vocab_size_divisible_by x tensor_model_parallel_size`` (megatron/training/tokenizer/tokenizer.py);
+  GPT-NeoX the same with ``model_parallel_size`` (megatron/tokenizer/tokenizer.py).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+GPT2_BPE = 50257
+NEOX_20B = 50277
+BERT_UNCASED = 30522
+BERT_CASED = 28996
+
+MAX_TOKENIZER_FILE = 64 * 1024 * 1024
+"""Tokenizer files larger than this are not read (the largest real ones are ~10-20 MB)."""
+
+ASSUMED_VOCAB = 32000
+"""The vocabulary taken when nothing identifies the tokenizer (Llama 2 / Mistral size: the low end of
+today's range, so the assumed total is the lower of the two bounds reported beside it)."""
+VOCAB_RANGE = (32000, 256000)
+"""The range over which the total's sensitivity to an assumed vocabulary is reported."""
+
+# File names whose vocabulary is fixed by what they are (the standard files of these tokenizers).
+_KNOWN_FILES = {
+    "gpt2-vocab.json": (GPT2_BPE, "gpt2-vocab.json: the GPT-2 BPE vocabulary (50,257 tokens)"),
+    "20b_tokenizer.json": (NEOX_20B, "20B_tokenizer.json: the GPT-NeoX-20B tokenizer (50,277 tokens)"),
+    "bert-large-uncased-vocab.txt": (BERT_UNCASED, "bert-large-uncased-vocab.txt (30,522 WordPiece tokens)"),
+    "bert-base-uncased-vocab.txt": (BERT_UNCASED, "bert-base-uncased-vocab.txt (30,522 WordPiece tokens)"),
+    "bert-large-cased-vocab.txt": (BERT_CASED, "bert-large-cased-vocab.txt (28,996 WordPiece tokens)"),
+    "bert-base-cased-vocab.txt": (BERT_CASED, "bert-base-cased-vocab.txt (28,996 WordPiece tokens)"),
+}
+
+# Suffixes of Hugging Face repository names that do not change the tokenizer's size.
+_VARIANT_SUFFIXES = ("-instruct", "-chat", "-hf", "-base", "-it")
+
+
+@dataclass(frozen=True)
+class Vocab:
+    size: int
+    """Tokens the tokenizer gives, before the framework pads the embedding."""
+    note: str
+    """How the size is known, for the provenance note."""
+
+
+def padded(size: int, multiple: int) -> int:
+    """``size`` rounded up to a multiple of ``multiple`` (Megatron / NeoX _vocab_size_with_padding)."""
+    if multiple <= 1:
+        return size
+    return -(-size // multiple) * multiple
+
+
+def known_file(name: str) -> Vocab | None:
+    """A vocabulary file known by its name (gpt2-vocab.json, 20B_tokenizer.json, BERT vocab.txt)."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1].lower()
+    hit = _KNOWN_FILES.get(base)
+    return Vocab(*hit) if hit else None
+
+
+def from_preset(name: str) -> Vocab | None:
+    """The embedding rows of the model preset a Hugging Face tokenizer name matches, if any
+    (``meta-llama/Meta-Llama-3-8B``; ``-Instruct``/``-hf``/``-chat`` variants share the tokenizer)."""
+    from trainlint.catalog import CatalogError, find_model_preset
+
+    candidates = [name.strip().strip("/")]
+    lowered = candidates[0].lower()
+    for suffix in _VARIANT_SUFFIXES:
+        if lowered.endswith(suffix):
+            candidates.append(candidates[0][: -len(suffix)])
+    for candidate in candidates:
+        if not candidate:
+            continue
+        try:
+            preset = find_model_preset(candidate)
+        except (CatalogError, KeyError, ValueError):
+            continue
+        if preset.vocab_size:
+            return Vocab(int(preset.vocab_size), f"the vocabulary of model preset {preset.id} (tokenizer {name})")
+    return None
+
+
+def _containing_root(start: Path) -> Path:
+    """The repository the config is in (the nearest directory with .git), else its own directory."""
+    for parent in [start, *start.parents]:
+        if (parent / ".git").exists():
+            return parent
+    return start
+
+
+def local_file(reference: str, config_path: str) -> Vocab | None:
+    """The size of a tokenizer file named by a config, when that file is inside the config's own
+    repository: tokenizer.json (model vocabulary + added tokens), vocab.json, vocab.txt (one token a
+    line), a model directory with one of those or a config.json (``vocab_size``). Read for the size
+    only, at most MAX_TOKENIZER_FILE bytes; anything else is None."""
+    if not reference or "$" in reference or "\n" in reference:
+        return None
+    try:
+        base = Path(config_path).resolve().parent
+        root = _containing_root(base)
+        target = (base / reference).resolve()
+        target.relative_to(root)
+    except (OSError, ValueError, RuntimeError):
+        return None
+    try:
+        if target.is_dir():
+            for name in ("tokenizer.json", "vocab.json", "config.json"):
+                found = _read_size(target / name)
+                if found is not None:
+                    return found
+            return None
+        return _read_size(target)
+    except OSError:
+        return None
+
+
+def _read_size(path: Path) -> Vocab | None:
+    if not path.is_file() or path.stat().st_size > MAX_TOKENIZER_FILE:
+        return None
+    name = path.name.lower()
+    if name.endswith(".txt"):
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            count = sum(1 for line in handle if line.strip())
+        return Vocab(count, f"{path.name}: {count:,} tokens, one a line") if count else None
+    if not name.endswith(".json"):
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    size = _json_size(data)
+    return Vocab(size, f"{path.name}: {size:,} tokens") if size else None
+
+
+def _json_size(data: object) -> int | None:
+    if not isinstance(data, dict):
+        return None
+    model = data.get("model")
+    if isinstance(model, dict) and "vocab" in model:  # a tokenizers-library tokenizer.json
+        ids: set[int] = set()
+        vocab = model["vocab"]
+        if isinstance(vocab, dict):
+            ids.update(v for v in vocab.values() if isinstance(v, int) and not isinstance(v, bool))
+        elif isinstance(vocab, list):
+            ids.update(range(len(vocab)))  # Unigram: a list of [piece, score]
+        for token in data.get("added_tokens") or []:
+            if isinstance(token, dict) and isinstance(token.get("id"), int):
+                ids.add(token["id"])
+        return max(ids) + 1 if ids else None
+    size = data.get("vocab_size")
+    if isinstance(size, int) and not isinstance(size, bool) and size > 0 and "model_type" in data:
+        return size  # a model's config.json
+    if data and all(isinstance(v, int) and not isinstance(v, bool) for v in data.values()):
+        return max(data.values()) + 1  # a BPE vocab.json: token -> id
+    return None
