@@ -67,3 +67,19 @@ def accuracy():
     finally:
         sys.path.pop(0)
     return module
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _framework_cache(tmp_path_factory):
+    """Catalogs read from framework sources are cached in a folder of this test session, not in
+    the user's cache; subprocesses inherit it through the environment."""
+    import os
+
+    folder = tmp_path_factory.mktemp("trainlint-cache")
+    old = os.environ.get("TRAINLINT_CACHE_DIR")
+    os.environ["TRAINLINT_CACHE_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("TRAINLINT_CACHE_DIR", None)
+    else:
+        os.environ["TRAINLINT_CACHE_DIR"] = old
