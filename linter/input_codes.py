@@ -61,6 +61,9 @@ _CODES = [
               "A plugin could not be loaded, or one of its rules failed; the other rules still ran."),
     InputCode("TL999", "internal-error", Severity.ERROR,
               "trainlint itself failed on this file; please report it."),
+    InputCode("TL020", "unused-suppression", Severity.WARNING,
+              "A `# trainlint: disable` comment (or, with report-unused-per-file-ignores, a per-file-ignores "
+              "entry) that suppresses no finding: remove it, or it will hide a future one (as ruff's RUF100)."),
 ]
 
 INPUT_CODES: dict[str, InputCode] = {c.code: c for c in _CODES}
