@@ -207,9 +207,8 @@ def suppressions_of(path: str, result: FileResult | None, cache: dict[str, Suppr
     if path not in cache:
         text = next((d.text for d in result.documents if d.path == path), None) if result is not None else None
         if text is None:
-            try:
-                text = Path(path).read_text(encoding="utf-8", errors="replace") if Path(path).is_file() else ""
-            except OSError:
-                text = ""
+            from trainlint.sources import read_text_lenient
+
+            text = read_text_lenient(path) or ""
         cache[path] = parse_suppressions(text) if not path.endswith(".json") else Suppressions()
     return cache[path]
