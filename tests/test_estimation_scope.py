@@ -39,3 +39,15 @@ def test_tl900_says_what_is_not_modelled():
     findings = list(EstimateUnavailable().check(_spec(hybrid_layer_pattern="M*"), RuleContext(estimate=_Made())))
     assert len(findings) == 1 and "--hybrid-layer-pattern" in findings[0].message
     assert list(EstimateUnavailable().check(_spec(), RuleContext(estimate=_Made()))) == []
+
+
+def test_generation_and_export_entry_points_are_not_estimated_as_training():
+    from trainlint.rules.estimation.scope import unmodelled
+    from trainlint.spec import TrainingSpec
+
+    for entry in ("tools/run_text_generation_server.py", "examples/export/ptq_and_trtllm_export/text_generation_ptq.py",
+                  "examples/detxoify_lm/generate_samples_gpt.py", "examples/inference/gpt/gpt_dynamic_inference.py",
+                  "examples/mimo/train.py"):
+        assert unmodelled(TrainingSpec("megatron", "x.sh", entry_point=entry)), entry
+    for entry in ("pretrain_gpt.py", "examples/multimodal/../../pretrain_gpt.py", "finetune.py", None):
+        assert not unmodelled(TrainingSpec("megatron", "x.sh", entry_point=entry)), entry

@@ -33,7 +33,12 @@ _MEGATRON_SETTINGS = (
 )
 
 # Entry points that train a vision encoder beside (or instead of) the language model.
-_MULTIMODAL_ENTRY = re.compile(r"(^|/)(pretrain_vlm|pretrain_mimo|multimodal/train|pretrain_vision_\w+)\.py$")
+_MULTIMODAL_ENTRY = re.compile(r"(^|/)(pretrain_vlm|pretrain_mimo|multimodal/train|mimo/train|pretrain_vision_\w+)\.py$")
+# Entry points that do not train: text generation servers, offline inference, quantisation and
+# export (Megatron's tools/ and examples/). They hold no gradients or optimizer states and size
+# their batches differently; a training estimate of them is wrong by that much.
+_NOT_TRAINING_ENTRY = re.compile(
+    r"(^|[/.])(\w*(generat|inference|text_gen|ptq|quantiz|export|convert|evaluat)\w*)(\.py)?$", re.IGNORECASE)
 
 
 def _truthy(value: Any) -> bool:
@@ -51,6 +56,9 @@ def unmodelled(spec: TrainingSpec) -> list[Unmodelled]:
         entry = spec.entry_point or ""
         if _MULTIMODAL_ENTRY.search(entry):
             out.append(Unmodelled(entry, "the vision encoder and multimodal inputs are not modelled"))
+        elif _NOT_TRAINING_ENTRY.search(entry) and "pretrain" not in entry.rsplit("/", 1)[-1]:
+            out.append(Unmodelled(entry, "it does not train (generation, inference, quantisation or export): "
+                                         "the estimate is of a training step"))
     return out
 
 
