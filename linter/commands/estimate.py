@@ -88,7 +88,10 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.config import ConfigError, discover
     from trainlint.estimator import ContextError, build_context, estimate
     from trainlint.estimator.render import render_text
+    from trainlint.estimator.core import MissingInputs
+    from trainlint.estimator.inputs import MissingInput
     from trainlint.estimator.sensitivity import with_sensitivity
+    from trainlint.rules.estimation.scope import unmodelled
 
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
     missing = [p for p in args.paths if not Path(p).exists()] + [p for r in runs for p in r if not Path(p).is_file()]
@@ -127,6 +130,18 @@ def run(args: argparse.Namespace) -> int:
             except ContextError as exc:
                 print(f"trainlint: error: {exc}", file=sys.stderr)
                 return EXIT_ERROR
+            gaps = unmodelled(spec)
+            if gaps and not all(g.training for g in gaps):
+                # an inference / evaluation / conversion entry point: no training estimate to give
+                outputs.append((result.path, MissingInputs(spec.label or spec.path, [
+                    MissingInput("entry_point", f"{g.setting}: {g.why}", "nothing to supply: this is not a training run")
+                    for g in gaps])))
+                problems = True
+                continue
+            if gaps:
+                print(f"trainlint: {spec.label or result.path}: the estimator does not model this run ("
+                      + "; ".join(f"{g.setting}: {g.why}" for g in gaps) + "); the figures describe a GPT decoder "
+                      "of the same shape", file=sys.stderr)
             est = estimate(spec, ctx)
             if est.ok:
                 est = with_sensitivity(est)

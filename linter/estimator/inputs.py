@@ -298,9 +298,9 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
                                           "make --nodes / --gpus-per-node agree with the config"))
             return None, r.missing, r.assumptions
     if world is None:
-        r.missing.append(MissingInput("cluster.world_size", "how many GPUs the run uses",
-                                      "give --nodes N (and --gpus-per-node N, default 8), or `nodes = N` in [tool.trainlint]"))
-        return None, r.missing, r.assumptions
+        world = _assumed_world(int(ctx.gpus_per_node.value), model_par, cp, ep)
+        r.assumptions.append(Assumption("cluster.world_size", world, Origin.ASSUMED.value, ASSUMED_WORLD_NOTE.format(
+            world=world, per_node=int(ctx.gpus_per_node.value), model_par=model_par)))
     if dp is None:
         if world % model_par:
             r.missing.append(MissingInput("parallel.data", f"world size {world} is not a multiple of TP x PP x CP = {model_par}",
@@ -355,6 +355,27 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)
     return inputs, [], r.assumptions
+
+
+ASSUMED_WORLD_NOTE = ("the config and its launch do not say how many GPUs: one node ({per_node} GPUs, rounded up to a "
+                      "multiple of TP x PP x CP = {model_par}) assumed, {world} GPUs; the memory, speed and "
+                      "communication rules do not judge an assumed world size (--nodes N, or `nodes` in [tool.trainlint])")
+
+
+def _assumed_world(per_node: int, model_par: int, cp: int, ep: int) -> int:
+    """One node, rounded up so that TP x PP x CP divides it and EP divides DP x CP (Megatron's layout rules)."""
+    world = -(-per_node // model_par) * model_par
+    for _ in range(4096):
+        if ((world // model_par) * cp) % ep == 0:
+            break
+        world += model_par
+    return world
+
+
+def world_assumed(est: object) -> bool:
+    """The estimate's world size is trainlint's own assumption (nothing in the config or the context said it)."""
+    return any(a.field == "cluster.world_size" and a.origin == Origin.ASSUMED.value
+               for a in getattr(est, "assumptions", ()) or ())
 
 
 def _pad_multiple(r: _Reader) -> int:

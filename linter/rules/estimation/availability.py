@@ -6,6 +6,7 @@ from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.estimator.inputs import world_assumed
 from trainlint.rules.estimation.scope import unmodelled
 from trainlint.spec import TrainingSpec
 
@@ -37,11 +38,22 @@ class EstimateUnavailable(Rule):
         est = ctx.estimate
         if est is None:
             return
+        gaps = unmodelled(spec)
+        if gaps and not all(g.training for g in gaps):
+            yield Finding("memory and speed not estimated: " + "; ".join(f"{g.setting}: {g.why}" for g in gaps))
+            return
         if getattr(est, "ok", False):
-            gaps = unmodelled(spec)
             if gaps:
                 yield Finding("memory and speed not judged: the estimator does not model this run: "
                               + "; ".join(f"{g.setting} ({g.why})" for g in gaps))
+            elif world_assumed(est):
+                yield Finding(f"memory and speed not judged: how many GPUs the run uses is not stated "
+                              f"(`trainlint estimate` assumes {est.inputs.world}); give --nodes N (and --gpus-per-node N), "
+                              "or `nodes = N` in [tool.trainlint]")
+            return
+        if gaps:
+            yield Finding("memory and speed not judged: the estimator does not model this run: "
+                          + "; ".join(f"{g.setting} ({g.why})" for g in gaps))
             return
         by_how: dict[str, list[str]] = {}
         for item in est.missing:
