@@ -44,6 +44,8 @@ KNOWN_KEYS = {
     "gpu", "nodes", "gpus-per-node", "model", "vocab-size", "gpus",
     # planning limits and prices
     "max-days", "max-cost", "price-per-gpu-hour", "prices",
+    # adoption: the baseline file (relative to the config's folder), unused-suppression reports
+    "baseline", "report-unused-per-file-ignores",
 }
 
 
@@ -115,6 +117,10 @@ def load_config(path: Path) -> ProjectConfig:
         from trainlint.suggest import hint
 
         raise ConfigError(f"{path}: unknown setting `{unknown[0]}`{hint(unknown[0], KNOWN_KEYS)}")
+    if "baseline" in section and not isinstance(section["baseline"], str):
+        raise ConfigError(f"{path}: `baseline` must be a file path, e.g. baseline = \".trainlint-baseline.json\"")
+    if "report-unused-per-file-ignores" in section and not isinstance(section["report-unused-per-file-ignores"], bool):
+        raise ConfigError(f"{path}: `report-unused-per-file-ignores` must be true or false")
     if any(k in section for k in ("max-days", "max-cost", "price-per-gpu-hour", "prices")):
         from trainlint.planning.inputs import planning_key_problems
 

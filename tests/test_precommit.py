@@ -357,3 +357,27 @@ def test_readme_snippet_works_as_written(hook_repo, tmp_path, pre_commit_home):
     result = _pre_commit(["run", "--all-files", "--color", "never", "--config", str(config)], repo, pre_commit_home)
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"^trainlint\.+Passed$", result.stdout, re.M), result.stdout
+
+
+@pytest.mark.slow
+def test_baseline_in_the_project_config_gates_only_new_findings(hook_repo, tmp_path, pre_commit_home, monkeypatch):
+    """A repository adopting trainlint: its existing findings recorded in a committed baseline,
+    named in .trainlint.toml; the hook passes, and fails on a new finding only."""
+    from trainlint.cli import main
+
+    repo = _fixture_repo(tmp_path / "project", {**CLEAN, **BAD, ".trainlint.toml": 'baseline = "trainlint-baseline.json"\n'})
+    monkeypatch.chdir(repo)
+    assert main(["check", "--write-baseline", "trainlint-baseline.json", "."]) == 0
+    _git("add", "-A", cwd=repo)
+    _git("commit", "-q", "-m", "baseline", cwd=repo)
+    config = _config(tmp_path / "pre-commit-config.yaml", hook_repo, [{"id": "trainlint"}])
+    result = _pre_commit(["run", "--all-files", "--color", "never", "--config", str(config)], repo, pre_commit_home)
+    assert result.returncode == 0, result.stdout + result.stderr
+    # a new bad config: only it is reported, and the hook fails
+    (repo / "more").mkdir()
+    (repo / "more" / "ds_zero2_config.json").write_text(BAD["ds_zero2_config.json"], encoding="utf-8")
+    _git("add", "-A", cwd=repo)
+    result = _pre_commit(["run", "--all-files", "--color", "never", "--config", str(config)], repo, pre_commit_home)
+    out = _hook_output(result.stdout, "trainlint")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "more/ds_zero2_config.json:2:23: TL100" in out and BAD_NEOX not in out and BAD_MEGATRON not in out, out

@@ -45,6 +45,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "finding is reverted), then report what remains")
     check.add_argument("--unsafe-fixes", action="store_true",
                        help="with --fix or --diff: also apply the fixes that may change what the run does")
+    check.add_argument("--write-baseline", metavar="FILE",
+                       help="record every finding reported now in FILE (JSON) and exit 0; later runs with --baseline FILE "
+                            "report only new findings")
+    check.add_argument("--baseline", metavar="FILE",
+                       help="report only the findings not recorded in FILE (default: baseline in the project config), "
+                            "and say how many recorded ones no longer occur")
     check.add_argument("--diff", action="store_true",
                        help="print the changes --fix would make as a unified diff, write nothing; exit 1 when any")
     add_selection_arguments(check)
@@ -194,8 +200,40 @@ def report(linted: list, args: argparse.Namespace, session: LintSession, out=Non
     from trainlint.engine import plugin_failures
 
     results = plugin_failures(session.registry, session.project) + linted
-    (out or sys.stdout).write(render_results(results, args, session))
+    results, baseline = apply_baseline(results, args, session)
+    (out or sys.stdout).write(render_results(results, args, session, baseline))
     return results, exit_code(results, args)
+
+
+def baseline_file(args: argparse.Namespace, session: LintSession) -> str | None:
+    """--baseline, else ``baseline`` in the project config (relative to the config's folder)."""
+    if getattr(args, "baseline", None):
+        return args.baseline
+    configured = session.project.raw.get("baseline") if session.project.raw else None
+    if configured and not getattr(args, "write_baseline", None):
+        return str(Path(session.project.root or ".") / configured)
+    return None
+
+
+def apply_baseline(results: list, args: argparse.Namespace, session: LintSession) -> tuple[list, tuple | None]:
+    """--write-baseline records the findings (then none is reported); --baseline / the config's
+    ``baseline`` leaves out the recorded ones. Returns the results and (path, Outcome) or None.
+    Raises BaselineError (exit 2)."""
+    from trainlint import baseline as baselines
+
+    if not hasattr(args, "baseline"):
+        return results, None  # a command without baselines (run)
+    path = getattr(args, "write_baseline", None)
+    if path:
+        count = baselines.write(results, path)
+        print(f"Wrote {count} finding{'s' if count != 1 else ''} to the baseline {path}.", file=sys.stderr)
+    else:
+        path = baseline_file(args, session)
+    if not path:
+        return results, None
+    results, outcome = baselines.apply(results, baselines.load(path))
+    print(baselines.describe(outcome, path), file=sys.stderr)
+    return results, (path, outcome)
 
 
 def finish(results: list, args: argparse.Namespace, session: LintSession, out=None) -> tuple[list, int]:
@@ -210,8 +248,9 @@ def statistics_conflict(args: argparse.Namespace) -> str | None:
     return None
 
 
-def render_results(results: list, args: argparse.Namespace, session: LintSession) -> str:
-    """The report in ``args.format``; each format's module is imported only when it is used."""
+def render_results(results: list, args: argparse.Namespace, session: LintSession, baseline: tuple | None = None) -> str:
+    """The report in ``args.format``; each format's module is imported only when it is used.
+    ``baseline``: (path, Outcome) when a baseline left findings out (json and sarif say so)."""
     fmt = args.format
     if getattr(args, "statistics", False):
         from trainlint.output.statistics import render
@@ -219,10 +258,10 @@ def render_results(results: list, args: argparse.Namespace, session: LintSession
                       show_summary=not getattr(args, "no_summary", False))
     if fmt == "json":
         from trainlint.output.json_format import render
-        return render(results)
+        return render(results, baseline=baseline)
     if fmt == "sarif":
         from trainlint.output.sarif import render
-        return render(results, registry=session.registry)
+        return render(results, registry=session.registry, baseline=baseline)
     if fmt == "github":
         from trainlint.output.github import render
         return render(results)
@@ -273,9 +312,15 @@ def run(args: argparse.Namespace) -> int:
     def lint_all() -> list:
         return run_tasks(tasks, check_and_lint, args.jobs)
 
-    if getattr(args, "fix", False) or getattr(args, "diff", False):
-        from trainlint.commands.check_fix import fix_then_report
+    from trainlint.baseline import BaselineError
 
-        return fix_then_report(args, session, lint_all, lambda results: report(results, args, session))
-    _, code = report(lint_all(), args, session)
+    try:
+        if getattr(args, "fix", False) or getattr(args, "diff", False):
+            from trainlint.commands.check_fix import fix_then_report
+
+            return fix_then_report(args, session, lint_all, lambda results: report(results, args, session))
+        _, code = report(lint_all(), args, session)
+    except BaselineError as exc:
+        print(f"trainlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     return code

@@ -219,9 +219,12 @@ def _result(d: Diagnostic, path: str, rule_index: int, artifacts: _Artifacts, se
     return result
 
 
-def render(results: Sequence[FileResult], *, registry: Any = None, root: str | os.PathLike | None = None) -> str:
+def render(results: Sequence[FileResult], *, registry: Any = None, root: str | os.PathLike | None = None,
+           baseline: tuple | None = None) -> str:
     """The SARIF log as JSON text. ``root``: where relative URIs start (default: see
-    :func:`source_root`)."""
+    :func:`source_root`). ``baseline``: (path, Outcome) when a baseline left findings out: every
+    result reported is then ``baselineState: new``, and the run's properties say how many were
+    left out and how many recorded ones no longer occur."""
     base = Path(root).resolve() if root is not None else source_root()
     rule_index: dict[str, int] = {}
     rules: list[dict[str, Any]] = []
@@ -236,6 +239,8 @@ def render(results: Sequence[FileResult], *, registry: Any = None, root: str | o
                 rules.append(rule_descriptor(d.code, d.name, registry))
             failed = failed or d.code in FAILURE_CODES
             sarif_results.append(_result(d, d.path or entry.path, rule_index[d.code], artifacts, seen))
+            if baseline is not None:
+                sarif_results[-1]["baselineState"] = "new"
     run = {
         "tool": {"driver": {
             "name": "trainlint",
@@ -252,4 +257,7 @@ def render(results: Sequence[FileResult], *, registry: Any = None, root: str | o
         "results": sarif_results,
         "columnKind": "unicodeCodePoints",
     }
+    if baseline is not None:
+        path, outcome = baseline
+        run["properties"] = {"baseline": {"path": str(path), "suppressed": outcome.suppressed, "stale": outcome.stale}}
     return json.dumps({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
