@@ -121,3 +121,22 @@ def test_neox_without_a_hostfile_runs_on_one_node():
     assert spec.cluster.nodes.value == 1 and spec.cluster.nodes.provenance.origin is Origin.DEFAULT
     (spec,) = NeoXAdapter().load(SourceText("/x/run.yml", base + "hostfile: /job/hosts\n"), LoadContext()).specs
     assert spec.cluster.nodes is None
+
+
+def test_neox_one_node_of_unstated_gpus_is_an_assumed_world():
+    from trainlint.adapters.base import LoadContext
+    from trainlint.adapters.neox import NeoXAdapter
+    from trainlint.estimator import build_context, estimate
+    from trainlint.estimator.inputs import world_assumed
+    from trainlint.sources import SourceText
+
+    base = ("num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nseq_length: 128\n"
+            "train_micro_batch_size_per_gpu: 1\n")
+    (spec,) = NeoXAdapter().load(SourceText("/x/run.yml", base), LoadContext()).specs
+    est = estimate(spec, build_context(spec))
+    assert est.ok and est.inputs.world == 8 and world_assumed(est)
+    est = estimate(spec, build_context(spec, gpus_per_node=4))
+    assert est.inputs.world == 4 and not world_assumed(est)
+    (spec,) = NeoXAdapter().load(SourceText("/x/run.yml", base + "num_gpus: 2\n"), LoadContext()).specs
+    est = estimate(spec, build_context(spec))
+    assert est.inputs.world == 2 and not world_assumed(est)

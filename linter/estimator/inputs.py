@@ -279,9 +279,16 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         if world is None or per_node is None:
             return None, r.missing, r.assumptions
         world *= per_node
-        r.assumptions.append(Assumption("cluster.world_size", world, Origin.DERIVED.value,
+        # one node by a framework's default (NeoX without a hostfile) x GPUs per node nothing states:
+        # trainlint's assumption, not a fact (a user's --nodes with the default 8 per node is their choice)
+        guessed = ctx.gpus_per_node.provenance.origin is Origin.ASSUMED \
+            and ctx.nodes.provenance.origin in (Origin.DEFAULT, Origin.ASSUMED)
+        r.assumptions.append(Assumption("cluster.world_size", world, (Origin.ASSUMED if guessed else Origin.DERIVED).value,
                                         f"nodes ({_source(ctx.nodes.provenance)}) x GPUs per node "
-                                        f"({_source(ctx.gpus_per_node.provenance)})"))
+                                        f"({_source(ctx.gpus_per_node.provenance)})"
+                                        + ("; the memory, speed and communication rules do not judge an assumed "
+                                           "world size (--gpus-per-node N, or `gpus-per-node` in [tool.trainlint])"
+                                           if guessed else "")))
     dp = None
     if dp_entry is not None:
         dp = _count(r, "parallel.data", dp_entry)
