@@ -27,7 +27,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
-from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.diagnostics import Applicability, Diagnostic, Related, Severity
 from trainlint.document import Document, pointer_parts
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, Span
@@ -94,6 +94,71 @@ def _schema() -> dict:
     from trainlint.schemas import load_schema
 
     return load_schema("neox")
+
+
+_TARGET_SCHEMAS: dict[int, tuple[object, dict]] = {}
+
+
+def _target_schema(catalog) -> dict:
+    """The NeoX schema of one target: exactly the keys its argument dataclasses define, with the
+    choices its ``Literal`` annotations give (a fork's own values), typed as upstream where upstream
+    has the key. Memoised per catalog (the schema checker caches per schema object)."""
+    hit = _TARGET_SCHEMAS.get(id(catalog))
+    if hit is not None and hit[0] is catalog:
+        return hit[1]
+    base = _schema()
+    props: dict = {}
+    for key, arg in catalog.args.items():
+        prop = dict(base["properties"].get(key, {}))
+        prop.pop("enum", None)
+        if arg.choices:
+            prop["enum"] = list(arg.choices) + ([None] if None not in arg.choices and "null" in str(prop.get("type")) else [])
+        props[key] = prop
+    schema = dict(base, properties=props)
+    _TARGET_SCHEMAS[id(catalog)] = (catalog, schema)
+    return schema
+
+
+def _against(target) -> str:
+    from trainlint.frameworks.target import how_to_point
+
+    commit = getattr(target, "commit", None)
+    what = f"upstream GPT-NeoX at {commit}" if commit else "upstream GPT-NeoX"
+    return f"checked against {what}, assumed because no framework source was found beside the config; " + how_to_point("neox")
+
+
+def _elsewhere(key: str) -> str:
+    from trainlint.adapters.megatron.target_flags import defined_by
+
+    where = defined_by("neox", key)
+    return f" ({where})" if where else ""
+
+
+_UNKNOWN_KEY = re.compile(r"^unknown key `([^`]+)` in the top level")
+
+
+def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
+    """Unknown keys and values outside upstream's choices are errors only against a known target:
+    assumed upstream, a fork may define them (Stability's `mlp_type`, `hybrid_cosine_inv_sqrt_2`)."""
+    from dataclasses import replace
+
+    known = target is not None and target.known and target.complete
+    out = []
+    for d in diags:
+        if not known and d.code == "TL004" and d.applicability is Applicability.SAFE:
+            out.append(d)  # a misspelling of an upstream key (two letters at most): no fork is needed to explain it
+            continue
+        if d.severity is Severity.ERROR and (d.code == "TL004" or (d.code == "TL006" and "expected one of" in d.message)):
+            m = _UNKNOWN_KEY.match(d.message)
+            if known:
+                if m is not None:
+                    d = replace(d, message=d.message.replace("(the framework refuses it)",
+                                                             f"(not an argument of {target.describe()}, which refuses it)"))
+            else:
+                extra = _elsewhere(m.group(1)) if m is not None else ""
+                d = replace(d, severity=Severity.WARNING, message=f"{d.message}{extra}; {_against(target)}")
+        out.append(d)
+    return out
 
 
 @lru_cache(maxsize=1)
@@ -258,9 +323,16 @@ class NeoXAdapter(Adapter):
             result.documents.append(doc)
             per_file.append((src, tree, doc))
         autotuning = "autotuning" in merged and merged["autotuning"].value is not None
+        from trainlint.frameworks.locate import first_read_note, resolve
+
+        target = resolve("neox", source.path)
+        note = first_read_note(target)
+        if note is not None:
+            result.diagnostics.append(input_diagnostic("TL014", note, FILE_START, path=source.path))
         for src, tree, doc in per_file:
-            result.diagnostics.extend(self._check_file(doc, tree, src.path, autotuning))
+            result.diagnostics.extend(self._check_file(doc, tree, src.path, autotuning, target))
         spec = _SpecBuilder(merged, source.path, [s.path for s in sources]).build()
+        spec.target = target
         result.specs.append(spec)
         order = {s.path: i for i, s in enumerate(sources)}
         result.diagnostics.sort(key=lambda d: (order.get(d.path or "", len(order)), d.span, d.code))
@@ -338,10 +410,12 @@ class NeoXAdapter(Adapter):
         return Document(src.path, "neox", src.text, data, key_spans, value_spans)
 
     # -- checks -----------------------------------------------------------------------------
-    def _check_file(self, doc: Document, tree: YamlTree, path: str, autotuning: bool) -> list[Diagnostic]:
+    def _check_file(self, doc: Document, tree: YamlTree, path: str, autotuning: bool,
+                    target=None) -> list[Diagnostic]:
         from trainlint.schema_check import check_document
 
         props = _schema()["properties"]
+        catalog = target.catalog if target is not None else None
         out: list[Diagnostic] = []
         unresolved: dict[str, str] = {}
         for sci in tree.sci_strings:
@@ -355,12 +429,19 @@ class NeoXAdapter(Adapter):
             if diag is not None:
                 out.append(diag)
         for key in doc.data:
-            if key in _REMOVED and key not in props:
+            if key in _REMOVED and key not in props and (catalog is None or key not in catalog):
                 unresolved["/" + _escape(key)] = "removed option (TL008)"
+                if catalog is None:
+                    # Upstream removed it; the config may be written for a release or a fork that has it.
+                    out.append(input_diagnostic(
+                        "TL008", f"`{key}` is no longer a GPT-NeoX option: {_REMOVED[key]}{_elsewhere(key)}; "
+                                 f"{_against(target)}", doc.locate_key("/" + _escape(key)), path=path,
+                        severity=Severity.WARNING))
+                    continue
                 out.append(input_diagnostic(
-                    "TL008", f"`{key}` is no longer a GPT-NeoX option: {_REMOVED[key]}; NeoX refuses the config "
-                             "(unexpected keyword argument)", doc.locate_key("/" + _escape(key)), path=path,
-                    severity=Severity.ERROR))
+                    "TL008", f"`{key}` is no longer a GPT-NeoX option: {_REMOVED[key]}; {target.describe()} refuses "
+                             "the config (unexpected keyword argument)", doc.locate_key("/" + _escape(key)), path=path,
+                    severity=Severity.ERROR if target.complete else Severity.WARNING))
         out.extend(self._zero_stage_check(doc, path, autotuning, unresolved))
         if autotuning:
             for ptr, value in _walk(doc.data, ""):
@@ -371,7 +452,8 @@ class NeoXAdapter(Adapter):
                                  "its value is not checked", doc.locate(ptr), path=path))
         check_doc = Document(doc.path, doc.format, doc.text, _canonical_literals(doc.data, props),
                              doc.key_spans, doc.value_spans, unresolved)
-        out.extend(check_document(check_doc, _schema()))
+        schema = _target_schema(catalog) if catalog is not None else _schema()
+        out.extend(_judged(check_document(check_doc, schema), target))
         out.extend(self._exact_integer_check(check_doc, props, path))
         return out
 

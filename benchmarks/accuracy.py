@@ -1,175 +1,181 @@
-"""Accuracy of trainlint's estimator against published measurements of real training runs.
+"""Accuracy of trainlint's estimator against published measurements of real training runs, through the user's path.
 
-Reads ../shared/calibration/published-runs.yaml (relative to the repository), turns every usable
-row into a TrainingSpec + EstimateContext from the row's own fields (the same conversion for
-every row), and prints, per row, estimate / measurement / relative error for trainlint and,
-side by side, for the seeds' first-order formulas:
+Every row of ../shared/calibration/published-runs.yaml and published-runs-more.yaml is written as the
+files its users write (benchmarks/calibration_files.py: a Megatron-LM launch script, a Megatron-DeepSpeed
+script + its DeepSpeed JSON, a GPT-NeoX YAML, a DeepSpeed JSON + the model's HF config.json), into a
+temporary directory, and read and estimated by the steps of ``trainlint estimate`` (its argument parser,
+project-config discovery, ``check_paths`` with the built-in adapters, ``build_context``, ``estimate``). Each
+row's result is checked to be the number ``trainlint estimate --format json`` itself prints for those files.
 
-* seed 000: step time = 6 P D / (N x peak x 0.45); memory = 16 bytes/param split as seed 001's
-  3D-parallel formula + Korthikanti activations (no overhead);
-* seed 002: the roofline u x min(compute, HBM, network) tokens/s per GPU (u = 0.75, alpha 16,
-  c_act 6, recompute multiplier 4/3 full, 1.1 selective);
-* memory: a constant 65 GB.
+The headline is leave-one-source-out: the global coefficients of trainlint/estimator/coefficients.py
+(FITTED, each held in its documented physical range) are refitted without one source (one paper, README
+or benchmark table) and that source's rows are estimated with the refit. In-sample (fitted on every
+source) and the shipped coefficients are printed beside it, and the baselines the calibration README
+names: a constant 65 GB for memory, the seeds' first-order formulas (seed 000: 6PD / (N x peak x 0.45) and
+16 bytes/param + Korthikanti activations; seed 002: its roofline).
 
-Like with like: throughput rows are compared through the step time (the measured TFLOP/s are
-converted back to seconds with the source's own FLOP convention, stated in the row, or the step
-time the row gives), so hardware vs model FLOPs cancel out; memory rows measured by nvidia-smi are
-compared with the full estimate (CUDA context, NCCL, allocator cache included), rows measured as
-torch max_reserved with the estimate minus the CUDA context and NCCL buffers.
+Like with like: throughput rows are compared through the step time (the measured TFLOP/s are converted
+back to seconds with the source's own FLOP convention, or the row's tokens/s), so hardware vs model FLOPs
+cancel out; memory rows measured by nvidia-smi are compared with the full estimate (CUDA context, NCCL,
+allocator cache included), rows measured as torch max_reserved with the estimate without them.
 
-    .venv/bin/python benchmarks/accuracy.py            # table + summary
+Rows of frameworks trainlint reads no file of (Composer/llm-foundry, nanotron, torchtitan) are listed
+apart and are not in any figure.
+
+    .venv/bin/python benchmarks/accuracy.py            # rows, LOSO headline, in-sample, baselines
     .venv/bin/python benchmarks/accuracy.py --summary  # summary only
-    .venv/bin/python benchmarks/accuracy.py --fit      # coordinate search of the global coefficients
+    .venv/bin/python benchmarks/accuracy.py --no-loso  # shipped coefficients only (fast)
+    .venv/bin/python benchmarks/accuracy.py --fit      # print the in-sample fit, to update coefficients.py
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import json
 import math
 import re
 import statistics
 import sys
-from dataclasses import dataclass
+import tempfile
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable
 
 import yaml
 
-from trainlint.catalog import GPU, find_gpu, gpu_from_dict, load_gpus, load_model_presets
-from trainlint.estimator import build_context, estimate
-from trainlint.estimator import closed_forms as CF
-from trainlint.estimator import coefficients as C
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import TrainingSpec
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from calibration_files import Case, NoUserPath, Skip, vocab_of, write_case  # noqa: E402
 
-CALIBRATION = Path(__file__).resolve().parents[1].parent / "shared" / "calibration" / "published-runs.yaml"
-ROW = Provenance(Origin.FILE, path="published-runs.yaml", key="row")
+from trainlint.estimator import closed_forms as CF  # noqa: E402
+from trainlint.estimator import coefficients as C  # noqa: E402
 
+SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "calibration"
+CALIBRATION = SHARED / "published-runs.yaml"
+CALIBRATION_FILES = (SHARED / "published-runs.yaml", SHARED / "published-runs-more.yaml")
 
-def v(x: Any) -> Value:
-    return Value(x, ROW)
+__all__ = ["Skip", "NoUserPath", "row_to_spec", "main"]
 
 
-class Skip(Exception):
-    pass
+def load_rows(paths: Iterable[Path] = CALIBRATION_FILES) -> list[dict]:
+    rows: list[dict] = []
+    for path in paths:
+        if path.is_file():
+            rows += yaml.safe_load(path.read_text(encoding="utf-8"))
+    return rows
 
 
-# --------------------------------------------------------------------------- row -> spec
+def source_of(row: dict) -> str:
+    """The publication a row comes from (one paper, README or benchmark table): the unit left out."""
+    text = str(row.get("source") or "")
+    head = re.split(r"[,(]| at commit| Table| Sec", text)[0].strip()
+    m = re.search(r"github\.com/([^ ]+) (\S+)", head)
+    if m:
+        return f"{m.group(1).split('/')[-1]}:{m.group(2).rsplit('/', 2)[-2] if '/' in m.group(2) else m.group(2)}"
+    return head
 
 
-def _gpu(row: dict) -> GPU:
-    text = str(row["gpu"])
-    name = re.sub(r"\(.*?\)", "", text)
-    mem = re.search(r"(\d+)\s*GB", text)
-    family = re.search(r"(A100|H100|H200|B200|V100|MI300X|L4)", name, re.I)
-    if not family:
-        raise Skip(f"GPU {text!r} not in the catalog")
-    fam = family.group(1).lower()
-    if fam == "a100":
-        gid = "a100-80gb" if (mem and mem.group(1) == "80") else "a100-40gb" if mem else None
-        if gid is None:
-            raise Skip("A100 without memory size")
-        return find_gpu(gid)
-    base = find_gpu({"h100": "h100-sxm"}.get(fam, fam))
-    if mem and abs(float(mem.group(1)) - base.memory_gb) > 1:
-        # the row states a different memory size than the catalog part: same chip, that memory
-        raw = {k: getattr(base, k) for k in ("name", "vendor", "architecture", "form_factor", "bf16_tflops", "fp16_tflops",
-                                             "fp8_tflops", "tf32_tflops", "fp32_tflops", "hbm_bandwidth_tbps",
-                                             "intra_node_bw_gbps", "inter_node_bw_gbps", "gpus_per_node")}
-        raw["memory_gb"] = float(mem.group(1))
-        raw["memory_gib"] = float(mem.group(1)) * 0.99
-        return gpu_from_dict(f"{base.id}-{mem.group(1)}gb", raw)
-    return base
+# --------------------------------------------------------------------------- the user's path
 
 
-def _vocab(row: dict) -> tuple[int, str]:
-    m = row["model"]
-    if m.get("vocab"):
-        return int(m["vocab"]), ""
-    hint = m.get("vocab_hint")
-    if hint:
-        found = re.search(r"(\d+(?:\.\d+)?)\s*([kK]?)", str(hint))
-        if found:
-            n = float(found.group(1)) * (1000 if found.group(2) else 1)
-            return int(n), "vocab from vocab_hint"
-    for preset in load_model_presets().values():
-        if (preset.num_layers, preset.hidden_size, preset.num_attention_heads) == (m["layers"], m["hidden"], m["heads"]):
-            return preset.vocab_size, f"vocab of preset {preset.id} (same layers/hidden/heads)"
-    raise Skip("vocabulary size unknown")
+def materialise(case: Case, where: Path) -> list[str]:
+    """Write the case's files under ``where``; the ``trainlint estimate`` argv (absolute paths)."""
+    where.mkdir(parents=True, exist_ok=True)
+    for name, text in case.files.items():
+        (where / name).write_text(text, encoding="utf-8")
+    argv = [str(where / p) for p in case.paths]
+    for word in case.argv:
+        argv.append(str(where / word) if word in case.files else word)
+    return argv
 
 
-def row_to_spec(row: dict) -> tuple[TrainingSpec, Any, list[str]]:
-    notes: list[str] = []
-    m, p, b = row["model"], row["parallel"], row["batch"]
-    for key, where in (("layers", m), ("hidden", m), ("heads", m), ("seq_len", m)):
-        if where.get(key) is None:
-            raise Skip(f"model.{key} unknown")
-    for key in ("tp", "pp", "dp"):
-        if p.get(key) is None:
-            raise Skip(f"parallel.{key} unknown")
-    if b.get("micro") is None or b.get("global") is None:
-        raise Skip("micro or global batch unknown")
-    precision = str(row.get("precision") or "")
-    if not precision:
-        raise Skip("precision unknown")
-    vocab, vnote = _vocab(row)
-    if vnote:
-        notes.append(vnote)
-    gpu = _gpu(row)
-    framework_text = str(p.get("framework") or "") + " " + precision
-    if p.get("fsdp_degree") or p.get("fsdp"):
-        fw = "fsdp"
-    elif "deepspeed" in framework_text.lower() or (p.get("zero_stage") or 0) >= 1:
-        fw = "deepspeed"
-    else:
-        fw = "megatron"
-    spec = TrainingSpec(framework=fw, path=row["id"], label=row["id"])
-    sm = spec.model
-    sm.num_layers, sm.hidden_size, sm.num_attention_heads = v(m["layers"]), v(m["hidden"]), v(m["heads"])
-    sm.num_kv_heads = v(m.get("kv_heads") or m["heads"])
-    if m.get("ffn_hidden"):
-        sm.ffn_hidden_size = v(m["ffn_hidden"])
-    if m.get("swiglu") is not None:
-        sm.gated_mlp = v(bool(m["swiglu"]))
-    sm.vocab_size = v(vocab)
-    sm.seq_length = v(m["seq_len"])
-    if m.get("untied_embeddings") is not None:
-        sm.tied_embeddings = v(not m["untied_embeddings"])
-    sp = spec.parallel
-    sp.tensor, sp.pipeline, sp.data = v(p["tp"]), v(p["pp"]), v(p["dp"])
-    if p.get("vpp"):
-        sp.virtual_pipeline = v(p["vpp"])
-    sp.context = v(p.get("cp") or 1)
-    if p.get("ep"):
-        sp.expert = v(p["ep"])
-    if p.get("sequence_parallel") is not None:
-        sp.sequence_parallel = v(bool(p["sequence_parallel"]))
-    if p.get("zero_stage") is not None:
-        sp.zero_stage = v(int(p["zero_stage"]))
-    elif fw == "fsdp":
-        sp.zero_stage = v(3)
-    if p.get("distributed_optimizer") is not None:
-        sp.distributed_optimizer = v(bool(p["distributed_optimizer"]))
-    spec.batch.micro_batch, spec.batch.global_batch = v(b["micro"]), v(b["global"])
-    spec.cluster.world_size = v(row["num_gpus"])
-    low = precision.lower()
-    spec.precision.dtype = v("bf16" if "bf16" in low else "fp16" if "fp16" in low else "fp32")
-    if "float8" in low or "fp8" in low:
-        spec.precision.fp8 = v("e4m3")
-    if row.get("recompute"):
-        spec.memory.recompute = v(row["recompute"])
-    if p.get("overlap_grad_reduce") is not None:
-        spec.settings["overlap_grad_reduce"] = v(bool(p["overlap_grad_reduce"]))
-    elif str(p.get("ddp_impl") or "") == "torch":
-        spec.settings["overlap_grad_reduce"] = v(True)  # torch DDP all-reduces buckets during backward
-    if p.get("tp_comm_overlap") is not None:
-        spec.settings["tp_comm_overlap"] = v(bool(p["tp_comm_overlap"]))
-    table = load_gpus()
-    table[gpu.id] = gpu
-    ctx = build_context(spec, gpu=None)
-    ctx.gpu = Value(gpu, ROW)
-    ctx.gpus = table
-    return spec, ctx, notes
+def read_case(argv: list[str]) -> list[tuple[Any, Any]]:
+    """(spec, context) of every run in the files, by the steps ``trainlint estimate`` takes
+    (trainlint/commands/estimate.py:run): its parser, project discovery, check_paths, build_context."""
+    from trainlint.adapters import builtin_adapters
+    from trainlint.checker import check_paths
+    from trainlint.cli import build_parser
+    from trainlint.commands.check import parse_env
+    from trainlint.config import discover
+    from trainlint.estimator import build_context
+
+    args = build_parser("estimate").parse_args(["estimate", *argv])
+    runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
+    environment = parse_env(args.env)
+    project = discover(Path(args.paths[0]), getattr(args, "config", None), getattr(args, "isolated", False))
+    results = check_paths(args.paths, builtin_adapters(), runs=project.runs + runs,
+                          environment={**project.environment, **environment})
+    out = []
+    for result in results:
+        for spec in result.specs:
+            ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+                                model=args.model, project_raw=project.raw, project_path=project.path)
+            out.append((spec, ctx))
+    return out
+
+
+def cli_json(argv: list[str]) -> Any:
+    """What ``trainlint estimate ARGV --format json`` prints (in this process)."""
+    from trainlint.cli import main as cli_main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        cli_main(["estimate", *argv, "--format", "json"])
+    try:
+        return json.loads(out.getvalue())
+    except json.JSONDecodeError:
+        return None
+
+
+@dataclass
+class Loaded:
+    row: dict
+    case: Case
+    spec: Any
+    ctx: Any
+    argv: list[str]
+    cli: Any = None          # the CLI's JSON for the row at the shipped coefficients
+
+
+def load_cases(rows: list[dict], workdir: Path, *, check_cli: bool = True) -> tuple[list[Loaded], list[tuple[dict, str]], list[tuple[dict, str]]]:
+    """Each row through the user's path: (loaded, skipped with why, rows without a user path with why)."""
+    loaded: list[Loaded] = []
+    skipped: list[tuple[dict, str]] = []
+    no_path: list[tuple[dict, str]] = []
+    for n, row in enumerate(rows):
+        try:
+            case = write_case(row)
+        except NoUserPath as why:
+            no_path.append((row, str(why)))
+            continue
+        except Skip as why:
+            skipped.append((row, str(why)))
+            continue
+        argv = materialise(case, workdir / f"{n:03d}")
+        runs = read_case(argv)
+        if len(runs) != 1:
+            skipped.append((row, f"{len(runs)} runs read from the written files"))
+            continue
+        spec, ctx = runs[0]
+        item = Loaded(row, case, spec, ctx, argv)
+        if check_cli:
+            item.cli = cli_json(argv)
+        loaded.append(item)
+    return loaded, skipped, no_path
+
+
+def row_to_spec(row: dict) -> tuple[Any, Any, list[str]]:
+    """One row through the user's path: (spec, context, notes). Raises Skip or NoUserPath."""
+    case = write_case(row)
+    with tempfile.TemporaryDirectory(prefix="trainlint-accuracy-") as tmp:
+        argv = materialise(case, Path(tmp))
+        runs = read_case(argv)
+    if len(runs) != 1:
+        raise Skip(f"{len(runs)} runs read from the written files")
+    spec, ctx = runs[0]
+    return spec, ctx, case.notes
 
 
 # --------------------------------------------------------------------------- measured quantities
@@ -185,7 +191,7 @@ def measured_step_time(row: dict) -> float:
     if unit.startswith("tokens/s"):
         return b["global"] * m["seq_len"] / (value * n)
     what = str(meas.get("what", ""))
-    vocab, _ = _vocab(row)
+    vocab = vocab_of(row)[0] or 50432
     if "96*B*s*l*h^2" in what or "incl. recompute" in what:
         full = row.get("recompute") == "full"
         flops = CF.narayanan_flops_per_step(b["global"], m["seq_len"], m["layers"], m["hidden"], vocab, recompute_full=full)
@@ -199,13 +205,14 @@ def measured_step_time(row: dict) -> float:
 @dataclass
 class Result:
     row: dict
+    source: str
     kind: str            # throughput | memory
     measured: float
     unit: str
     trainlint: float
     seed000: float
     seed002: float | None
-    notes: list[str]
+    notes: list[str] = field(default_factory=list)
     oom: bool = False
     capacity: float = 0.0
     fits: bool = True
@@ -216,14 +223,10 @@ class Result:
         return value / self.measured - 1
 
 
-def _seed_params(row: dict) -> float:
-    return float(row["model"]["params_b"]) * 1e9
-
-
 def seed_memory(row: dict) -> float:
     m, p, b = row["model"], row["parallel"], row["batch"]
-    psi = _seed_params(row)
-    zero = int(p.get("zero_stage") or (3 if p.get("fsdp_degree") else 0))
+    psi = float(m["params_b"]) * 1e9
+    zero = int(p.get("zero_stage") or 0)
     if p.get("distributed_optimizer"):
         zero = max(zero, 1)
     static = CF.static_memory_bytes(psi, zero_stage=zero, shards=p["dp"], model_parallel=p["tp"] * p["pp"])
@@ -233,9 +236,9 @@ def seed_memory(row: dict) -> float:
     return (static.total + layer * m["layers"]) / C.GIB
 
 
-def seed_step_times(row: dict, gpu: GPU, dtype: str) -> tuple[float, float]:
+def seed_step_times(row: dict, gpu: Any, dtype: str) -> tuple[float, float]:
     m, p, b = row["model"], row["parallel"], row["batch"]
-    psi = _seed_params(row)
+    psi = float(m["params_b"]) * 1e9
     peak = (gpu.peak_tflops(dtype) or gpu.fp16_tflops or 0) * 1e12
     tokens = b["global"] * m["seq_len"]
     n = row["num_gpus"]
@@ -247,158 +250,313 @@ def seed_step_times(row: dict, gpu: GPU, dtype: str) -> tuple[float, float]:
     return t000, tokens / (roof.tokens_per_s_per_gpu * n)
 
 
-def evaluate(rows: list[dict]) -> tuple[list[Result], list[tuple[str, str]]]:
+def evaluate(loaded: list[Loaded]) -> tuple[list[Result], list[tuple[dict, str]]]:
+    """Estimate every loaded row with the coefficients as they are now."""
+    from trainlint.estimator import estimate
+
     results: list[Result] = []
-    skipped: list[tuple[str, str]] = []
-    for row in rows:
+    skipped: list[tuple[dict, str]] = []
+    for item in loaded:
+        row = item.row
         try:
-            spec, ctx, notes = row_to_spec(row)
-            est = estimate(spec, ctx)
+            est = estimate(item.spec, item.ctx)
             if not est.ok:
                 raise Skip("estimator: missing " + ", ".join(x.field for x in est.missing))
-            kind = row["kind"]
             meas = row["measured"]
-            if kind == "peak_memory_gb":
+            source = source_of(row)
+            if row["kind"] == "peak_memory_gb":
                 unit = str(meas.get("unit"))
                 worst = est.worst_stage
                 pred = (worst.reserved if "reserved" in unit else worst.total) / C.GIB
                 oom = bool(meas.get("oom"))
                 if meas.get("value") is None and not oom:
                     raise Skip("no measured value")
-                results.append(Result(row, "memory", float(meas["value"] or 0), unit, pred, seed_memory(row), None,
-                                      notes, oom=oom, capacity=est.capacity_bytes / C.GIB, fits=est.fits))
+                results.append(Result(row, source, "memory", float(meas["value"] or 0), unit, pred, seed_memory(row), None,
+                                      item.case.notes, oom=oom, capacity=est.capacity_bytes / C.GIB, fits=est.fits))
             else:
                 t_meas = measured_step_time(row)
-                t000, t002 = seed_step_times(row, ctx.gpu.value, est.inputs.dtype)
+                t000, t002 = seed_step_times(row, est.inputs.gpu, est.inputs.dtype)
                 value = float(meas["value"])
-                # express every prediction in the row's own unit: value x t_measured / t_predicted
-                results.append(Result(row, "throughput", value, str(meas.get("unit")),
-                                      value * t_meas / est.step_time, value * t_meas / t000, value * t_meas / t002, notes))
+                # every prediction in the row's own unit: value x t_measured / t_predicted
+                results.append(Result(row, source, "throughput", value, str(meas.get("unit")),
+                                      value * t_meas / est.step_time, value * t_meas / t000, value * t_meas / t002,
+                                      item.case.notes))
         except Skip as why:
-            skipped.append((row["id"], str(why)))
+            skipped.append((row, str(why)))
     return results, skipped
 
 
-# --------------------------------------------------------------------------- summary
+def cli_agreement(loaded: list[Loaded]) -> list[str]:
+    """Rows whose in-process estimate differs from what ``trainlint estimate --format json`` printed."""
+    from trainlint.estimator import estimate
+
+    bad = []
+    for item in loaded:
+        est = estimate(item.spec, item.ctx)
+        data = item.cli
+        if not est.ok:
+            if isinstance(data, dict) and data.get("estimate", 0) is not None:
+                bad.append(f"{item.row['id']}: CLI estimated, benchmark did not")
+            continue
+        if not isinstance(data, dict) or "step_time_s" not in data:
+            bad.append(f"{item.row['id']}: CLI printed no estimate")
+            continue
+        if not (math.isclose(data["step_time_s"], est.step_time, rel_tol=1e-9)
+                and math.isclose(data["memory_gib"]["total"], est.worst_stage.total / C.GIB, rel_tol=1e-9)):
+            bad.append(f"{item.row['id']}: CLI {data['step_time_s']:.4g} s {data['memory_gib']['total']:.4g} GiB, "
+                       f"benchmark {est.step_time:.4g} s {est.worst_stage.total / C.GIB:.4g} GiB")
+    return bad
+
+
+# --------------------------------------------------------------------------- statistics
 
 
 def _pct(x: float | None) -> str:
     return "   —  " if x is None else f"{x * 100:+6.1f}%"
 
 
-def quantile(values: list[float], q: float) -> float:
-    s = sorted(values)
-    if not s:
+def weighted_quantile(values: list[float], weights: list[float], q: float) -> float:
+    if not values:
         return math.nan
-    k = (len(s) - 1) * q
-    lo, hi = math.floor(k), math.ceil(k)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
+    pairs = sorted(zip(values, weights))
+    total = sum(w for _, w in pairs)
+    acc = 0.0
+    for v, w in pairs:
+        acc += w
+        if acc >= q * total - 1e-12:
+            return v
+    return pairs[-1][0]
 
 
 def stats(errors: list[float]) -> dict[str, float]:
     a = [abs(e) for e in errors]
-    return {"n": len(a), "median": statistics.median(a) if a else math.nan, "p90": quantile(a, 0.9),
+    return {"n": len(a), "median": statistics.median(a) if a else math.nan, "worst": max(a) if a else math.nan,
             "within10": sum(1 for e in a if e <= 0.10) / len(a) if a else math.nan}
 
 
-def summary(results: list[Result]) -> dict[str, dict[str, dict[str, float]]]:
-    out: dict[str, dict[str, dict[str, float]]] = {}
-    for kind in ("throughput", "memory"):
-        rows = [r for r in results if r.kind == kind and not r.oom]
-        out[kind] = {"trainlint": stats([r.err(r.trainlint) for r in rows]),  # type: ignore[misc]
-                     "seed000": stats([r.err(r.seed000) for r in rows])}  # type: ignore[misc]
-        if kind == "throughput":
-            out[kind]["seed002"] = stats([r.err(r.seed002) for r in rows])  # type: ignore[misc]
+def kind_rows(results: list[Result], kind: str) -> list[Result]:
+    return [r for r in results if r.kind == kind and not r.oom]
+
+
+def errors_of(results: list[Result], kind: str, who: str = "trainlint") -> list[float]:
+    out = []
+    for r in kind_rows(results, kind):
+        if who == "constant 65 GB":
+            out.append(65.0 / r.measured - 1)
         else:
-            out[kind]["constant 65 GB"] = stats([65.0 / r.measured - 1 for r in rows])
+            e = r.err(getattr(r, who))
+            if e is not None:
+                out.append(e)
     return out
-
-
-def print_report(results: list[Result], skipped: list[tuple[str, str]], *, rows_too: bool = True) -> None:
-    if rows_too:
-        print(f"{'row':64} {'measured':>9} {'trainlint':>9} {'err':>7} {'seed000':>9} {'err':>7} {'seed002':>9} {'err':>7}")
-        for r in results:
-            if r.oom:
-                verdict = "predicted OOM (ok)" if not r.fits else "PREDICTED TO FIT (wrong)"
-                print(f"{r.row['id'][:64]:64} {'OOM':>9} {r.trainlint:9.1f} {verdict}  capacity {r.capacity:.1f}")
-                continue
-            s2 = "" if r.seed002 is None else f"{r.seed002:9.1f} {_pct(r.err(r.seed002))}"
-            flag = "" if r.kind != "memory" or r.fits else "  ABOVE CAPACITY"
-            print(f"{r.row['id'][:64]:64} {r.measured:9.1f} {r.trainlint:9.1f} {_pct(r.err(r.trainlint))} "
-                  f"{r.seed000:9.1f} {_pct(r.err(r.seed000))} {s2}{flag}"
-                  + (f"  [{'; '.join(r.notes)}]" if r.notes else ""))
-        print()
-        for rid, why in skipped:
-            print(f"skipped {rid}: {why}")
-        print()
-    for kind, by in summary(results).items():
-        print(f"{kind}:")
-        for who, s in by.items():
-            print(f"  {who:16} n={s['n']:3d}  median |err| {s['median'] * 100:5.1f}%  p90 {s['p90'] * 100:5.1f}%  "
-                  f"within 10%: {s['within10'] * 100:5.1f}%")
-    oom = [r for r in results if r.oom]
-    done = [r for r in results if r.kind == "memory" and not r.oom]
-    print(f"OOM rows predicted not to fit: {sum(1 for r in oom if not r.fits)}/{len(oom)}")
-    print(f"completed rows predicted above capacity: {sum(1 for r in done if not r.fits)}/{len(done)}")
 
 
 # --------------------------------------------------------------------------- fitting
 
 
-TIME_COEFFS = ("GEMM_PEAK_FRACTION", "ATTENTION_PEAK_FRACTION", "ELEMENTWISE_BYTES_PER_HIDDEN", "MICROBATCH_OVERHEAD_S",
-               "INTRA_NODE_LINK_FRACTION", "FP8_GEMM_SPEEDUP", "STEP_OVERHEAD_S", "DP_OVERLAP_FRACTION",
-               "ZERO3_OVERLAP_FRACTION")
-MEMORY_COEFFS = ("ALLOCATOR_FRAGMENTATION", "NCCL_GIB_PER_COMMUNICATOR", "CUDA_CONTEXT_GIB", "ACTIVATION_WORKSPACE_LAYERS")
-
-
-def _objective(rows: list[dict], kind: str) -> float:
-    results, _ = evaluate(rows)
-    s = summary(results)[kind]["trainlint"]
-    penalty = 0.0
+def objective(results: list[Result], kind: str) -> float:
+    """Per-source weighted median + half the weighted 90th percentile of |error| (each source weighs the
+    same, so the largest table does not decide alone), plus a penalty per OOM row predicted wrongly."""
+    rows = kind_rows(results, kind)
+    if not rows:
+        return 0.0
+    count: dict[str, int] = {}
+    for r in rows:
+        count[r.source] = count.get(r.source, 0) + 1
+    errs = [abs(r.err(r.trainlint) or 0.0) for r in rows]
+    weights = [1.0 / count[r.source] for r in rows]
+    score = weighted_quantile(errs, weights, 0.5) + 0.5 * weighted_quantile(errs, weights, 0.9)
     if kind == "memory":
-        penalty = sum(0.05 for r in results if r.kind == "memory" and (r.oom == r.fits))
-    return s["median"] + 0.5 * s["p90"] + penalty
+        score += sum(0.05 for r in results if r.kind == "memory" and r.oom and r.fits)
+        score += sum(0.05 for r in rows if not r.fits)
+    return score
 
 
-def fit(rows: list[dict]) -> None:
-    """Coordinate search of the global coefficients (in place, for this process only)."""
-    usable = [r for r in rows if r.get("confidence") != "low"]
-    for kind, names in (("throughput", TIME_COEFFS), ("memory", MEMORY_COEFFS)):
-        subset = [r for r in usable if (r["kind"] == "peak_memory_gb") == (kind == "memory")]
-        best = _objective(subset, kind)
-        for _ in range(3):
+FACTORS = (0.6, 0.8, 0.9, 0.95, 1.05, 1.1, 1.25, 1.6)
+
+
+def fit(loaded: list[Loaded], *, passes: int = 2, kinds: Iterable[str] = ("throughput", "memory")) -> dict[str, float]:
+    """Coordinate search of the FITTED coefficients, each kept inside its documented range
+    (coefficients.FITTED), on the given rows. Sets them in place and returns them."""
+    for kind in kinds:
+        subset = [x for x in loaded if (x.row["kind"] == "peak_memory_gb") == (kind == "memory")]
+        if not subset:
+            continue
+        names = [n for n, spec in C.FITTED.items() if spec.kind == kind]
+        best = objective(evaluate(subset)[0], kind)
+        for _ in range(passes):
+            improved = False
             for name in names:
+                lo, hi = C.FITTED[name].low, C.FITTED[name].high
                 base = getattr(C, name)
-                for factor in (0.5, 0.7, 0.85, 0.93, 1.07, 1.15, 1.3, 1.6, 2.0):
-                    setattr(C, name, base * factor)
-                    score = _objective(subset, kind)
+                candidates = sorted({min(hi, max(lo, base * f)) for f in FACTORS} - {base})
+                if base == 0:
+                    candidates = sorted({lo + (hi - lo) * f for f in (0.1, 0.25, 0.5)} - {base})
+                for value in candidates:
+                    setattr(C, name, value)
+                    score = objective(evaluate(subset)[0], kind)
                     if score < best - 1e-6:
-                        best, base = score, base * factor
-                    setattr(C, name, base)
-        print(f"{kind}: objective {best:.4f}")
-        for name in names:
-            print(f"  {name} = {getattr(C, name):.4g}")
+                        best, base, improved = score, value, True
+                setattr(C, name, base)
+            if not improved:
+                break
+    return {name: getattr(C, name) for name in C.FITTED}
+
+
+_SHIPPED = {name: getattr(C, name) for name in C.FITTED}
+
+
+def shipped_coefficients() -> dict[str, float]:
+    """The FITTED coefficients as coefficients.py ships them (read when this module loaded)."""
+    return dict(_SHIPPED)
+
+
+@contextlib.contextmanager
+def coefficients_restored():
+    saved = {name: getattr(C, name) for name in C.FITTED}
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(C, name, value)
+
+
+def leave_one_source_out(loaded: list[Loaded], *, passes: int = 2) -> tuple[list[Result], dict[str, dict[str, float]]]:
+    """For each source: refit without it (from the shipped values), estimate its rows. Returns the
+    held-out results and each refit's coefficients."""
+    held: list[Result] = []
+    fits: dict[str, dict[str, float]] = {}
+    sources = sorted({source_of(x.row) for x in loaded})
+    for source in sources:
+        kinds = {("memory" if x.row["kind"] == "peak_memory_gb" else "throughput")
+                 for x in loaded if source_of(x.row) == source}
+        with coefficients_restored():
+            fits[source] = fit([x for x in loaded if source_of(x.row) != source], passes=passes, kinds=kinds)
+            held += evaluate([x for x in loaded if source_of(x.row) == source])[0]
+    return held, fits
+
+
+# --------------------------------------------------------------------------- report
+
+
+def print_rows(results: list[Result]) -> None:
+    print(f"{'row':66} {'measured':>9} {'trainlint':>9} {'err':>7} {'seed000':>9} {'err':>7} {'seed002':>9} {'err':>7}")
+    for r in results:
+        if r.oom:
+            verdict = "predicted OOM (ok)" if not r.fits else "PREDICTED TO FIT (wrong)"
+            print(f"{r.row['id'][:66]:66} {'OOM':>9} {r.trainlint:9.1f} {verdict}  capacity {r.capacity:.1f}")
+            continue
+        s2 = "" if r.seed002 is None else f"{r.seed002:9.1f} {_pct(r.err(r.seed002))}"
+        flag = "" if r.kind != "memory" or r.fits else "  ABOVE CAPACITY"
+        print(f"{r.row['id'][:66]:66} {r.measured:9.1f} {r.trainlint:9.1f} {_pct(r.err(r.trainlint))} "
+              f"{r.seed000:9.1f} {_pct(r.err(r.seed000))} {s2}{flag}" + (f"  [{'; '.join(r.notes)}]" if r.notes else ""))
+    print()
+
+
+def _line(label: str, errs: list[float]) -> str:
+    s = stats(errs)
+    if not s["n"]:
+        return f"  {label:34} n=  0"
+    return (f"  {label:34} n={s['n']:3d}  median |err| {s['median'] * 100:5.1f}%  worst {s['worst'] * 100:6.1f}%  "
+            f"within 10%: {s['within10'] * 100:5.1f}%")
+
+
+def print_summary(shipped: list[Result], insample: list[Result] | None, loso: list[Result] | None) -> None:
+    for kind in ("throughput", "memory"):
+        print(f"{kind} ({'step time, in the row unit' if kind == 'throughput' else 'peak memory per GPU'}):")
+        if loso is not None:
+            print(_line("trainlint leave-one-source-out", errors_of(loso, kind)))
+        if insample is not None:
+            print(_line("trainlint in-sample (refit, all)", errors_of(insample, kind)))
+        print(_line("trainlint shipped coefficients", errors_of(shipped, kind)))
+        print(_line("seed 000 first-order", errors_of(shipped, kind, "seed000")))
+        if kind == "throughput":
+            print(_line("seed 002 roofline", errors_of(shipped, kind, "seed002")))
+        else:
+            print(_line("constant 65 GB", errors_of(shipped, kind, "constant 65 GB")))
+        sources = sorted({r.source for r in kind_rows(shipped, kind)})
+        for source in sources:
+            pick = lambda rs: [r for r in (rs or []) if r.source == source]  # noqa: E731
+            parts = []
+            for label, rs in (("LOSO", loso), ("in-sample", insample), ("shipped", shipped)):
+                if rs is None:
+                    continue
+                s = stats(errors_of(pick(rs), kind))
+                if s["n"]:
+                    parts.append(f"{label} {s['median'] * 100:5.1f}% / {s['worst'] * 100:5.1f}%")
+            print(f"    {source[:44]:44} n={len(kind_rows(pick(shipped), kind)):3d}  median/worst: " + ";  ".join(parts))
+    oom = [r for r in shipped if r.oom]
+    done = [r for r in shipped if r.kind == "memory" and not r.oom]
+    print(f"OOM rows predicted not to fit: {sum(1 for r in oom if not r.fits)}/{len(oom)}")
+    print(f"completed rows predicted above capacity: {sum(1 for r in done if not r.fits)}/{len(done)}")
+
+
+def print_apart(skipped: list[tuple[dict, str]], no_path: list[tuple[dict, str]]) -> None:
+    groups: dict[str, int] = {}
+    for row, why in no_path:
+        groups[f"{source_of(row)}: {why}"] = groups.get(f"{source_of(row)}: {why}", 0) + 1
+    print("Rows without a user's path (no adapter for the format its users write), in no figure above:")
+    for what, n in sorted(groups.items()):
+        print(f"  {n:4d}  {what}")
+    reasons: dict[str, list[str]] = {}
+    for row, why in skipped:
+        reasons.setdefault(why, []).append(row["id"])
+    print("Rows skipped (a fact a user must write is not published):")
+    for why, ids in sorted(reasons.items()):
+        print(f"  {len(ids):4d}  {why}  (e.g. {ids[0]})")
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=str(CALIBRATION))
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--data", action="append", help="calibration YAML (default: both files of ../shared/calibration)")
     ap.add_argument("--summary", action="store_true", help="summary only")
-    ap.add_argument("--fit", action="store_true", help="coordinate search of the global coefficients, then report")
-    ap.add_argument("--holdout", metavar="PREFIX",
-                    help="with --fit: fit without the rows whose id starts with PREFIX, report only on those rows")
+    ap.add_argument("--no-loso", action="store_true", help="shipped coefficients only: no refits")
+    ap.add_argument("--fit", action="store_true", help="print the in-sample fit of the FITTED coefficients")
+    ap.add_argument("--passes", type=int, default=2, help="coordinate-search passes per fit (default 2)")
     args = ap.parse_args(argv)
-    path = Path(args.data)
-    if not path.is_file():
-        print(f"calibration file not found: {path}", file=sys.stderr)
+    paths = [Path(p) for p in args.data] if args.data else list(CALIBRATION_FILES)
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        print(f"calibration file not found: {', '.join(missing)}", file=sys.stderr)
         return 2
-    rows = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if args.fit:
-        fit([r for r in rows if not (args.holdout and r["id"].startswith(args.holdout))])
-        if args.holdout:
-            rows = [r for r in rows if r["id"].startswith(args.holdout)]
-    results, skipped = evaluate(rows)
-    print_report(results, skipped, rows_too=not args.summary)
+    rows = load_rows(paths)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="trainlint-accuracy-") as tmp:
+        loaded, skipped, no_path = load_cases(rows, Path(tmp))
+    t_load = time.perf_counter() - t0
+    disagreements = cli_agreement(loaded)
+    shipped, skipped_est = evaluate(loaded)
+    skipped += skipped_est
+    t1 = time.perf_counter()
+    insample = loso = None
+    refits: dict[str, dict[str, float]] = {}
+    if not args.no_loso or args.fit:
+        with coefficients_restored():
+            full_fit = fit(loaded, passes=args.passes)
+            insample = evaluate(loaded)[0]
+        if not args.no_loso:
+            loso, refits = leave_one_source_out(loaded, passes=args.passes)
+    t_fit = time.perf_counter() - t1
+    if not args.summary:
+        print_rows(shipped)
+    print(f"{len(rows)} rows: {len(loaded)} through the user's path ({len(shipped)} estimated), "
+          f"{len(no_path)} without one, {len(skipped)} skipped")
+    print("CLI agreement: " + ("every estimated row equals `trainlint estimate --format json`" if not disagreements
+                               else f"{len(disagreements)} rows differ: " + "; ".join(disagreements[:5])))
+    print()
+    print_summary(shipped, insample, loso)
+    print()
+    if not args.summary:
+        print_apart(skipped, no_path)
+        print()
+    if insample is not None:
+        print("in-sample fit (every source) vs shipped, and each leave-one-source-out refit:")
+        for name, spec in C.FITTED.items():
+            per = "  ".join(f"{s.split(':')[-1][:14]}={v[name]:.3g}" for s, v in refits.items()) if refits else ""
+            print(f"  {name:28} range [{spec.low:g}, {spec.high:g}]  shipped {getattr(C, name):.4g}  "
+                  f"fit {full_fit[name]:.4g}  {per}")
+        print()
+    print(f"timing: {len(rows)} rows written and read through the CLI path (+ CLI JSON check) {t_load:.1f} s; "
+          f"fits ({'in-sample + ' if insample is not None else ''}{len(refits)} leave-one-out) {t_fit:.1f} s")
     return 0
 
 

@@ -30,6 +30,10 @@ class FileResult:
     documents: list[Document] = field(default_factory=list)
     run: list[str] = field(default_factory=list)
     """For a multi-file run (NeoX): every file of it, the first being ``path``."""
+    used_suppressions: frozenset = frozenset()
+    """What suppressed a finding of this result (set by the rule engine): ``("inline", path,
+    directive line, selector)`` and ``("per-file", pattern, selector)``; the unused-suppression
+    report (TL020) is what no result used."""
 
     @property
     def internal_error(self) -> bool:

@@ -38,6 +38,8 @@ class ConfigError(Exception):
 KNOWN_KEYS = {
     # input and runs
     "runs", "env", "plugins",
+    # the framework version configs are written for (a release or a checkout per framework)
+    "framework",
     # rule selection and configuration
     "select", "extend-select", "ignore", "per-file-ignores", "severity", "rules",
     # estimation context (read by trainlint.estimator.context)
@@ -66,6 +68,9 @@ class ProjectConfig:
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Code or name -> {option: value}, from [tool.trainlint.rules.<code-or-name>]."""
     plugins: list[str] = field(default_factory=list)
+    framework: dict[str, str] = field(default_factory=dict)
+    """``framework = {megatron = "core_v0.8.0", neox = "../gpt-neox"}``: a shipped release or a checkout
+    (relative to the config file) per framework; see :mod:`trainlint.frameworks.locate`."""
 
     @property
     def root(self) -> str | None:
@@ -127,8 +132,14 @@ def load_config(path: Path) -> ProjectConfig:
         problems = planning_key_problems(section)
         if problems:
             raise ConfigError(f"{path}: {problems[0]}")
+    framework = section.get("framework", {})
+    if not isinstance(framework, dict) or not all(isinstance(v, str) for v in framework.values()):
+        raise ConfigError(f"{path}: `framework` must be a table of strings, e.g. "
+                          "framework = {{megatron = \"core_v0.8.0\", neox = \"../gpt-neox\"}}".replace("{{", "{").replace("}}", "}"))
+    _use_frameworks(framework, str(base), path)
     return ProjectConfig(
         path=str(path),
+        framework=dict(framework),
         runs=[[str(base / p) for p in run] for run in runs],
         environment={str(k): str(v) for k, v in environment.items()},
         raw=section,
@@ -176,8 +187,19 @@ def _rule_options(section: dict, path: Path) -> dict[str, dict[str, Any]]:
     return value
 
 
+def _use_frameworks(framework: dict[str, str], base: str | None, path: Path | None) -> None:
+    """Tell the framework locator what the project config says (it is consulted per checked file)."""
+    from trainlint.frameworks.locate import FrameworkSettingError, configure
+
+    try:
+        configure(framework, base)
+    except FrameworkSettingError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
 def discover(start: Path, explicit: str | None = None, isolated: bool = False) -> ProjectConfig:
     if isolated:
+        _use_frameworks({}, None, None)
         return ProjectConfig()
     if explicit:
         p = Path(explicit)
@@ -185,4 +207,7 @@ def discover(start: Path, explicit: str | None = None, isolated: bool = False) -
             raise ConfigError(f"config file not found: {explicit}")
         return load_config(p)
     found = find_config(start)
-    return load_config(found) if found else ProjectConfig()
+    if found is None:
+        _use_frameworks({}, None, None)
+        return ProjectConfig()
+    return load_config(found)

@@ -82,15 +82,33 @@ def lint(results: Sequence[FileResult], registry: Registry, settings: LintSettin
         for spec in result.specs:
             diagnostics.extend(_run_rules(spec, rules, settings, estimate=not partial))
         kept = []
+        used: set[tuple] = set()
         for diag in diagnostics:
             diag = _apply_severity(diag, settings.severity)
             path = diag.path or result.path
             if not settings.selection.enabled(diag.code, diag.name, path):
+                used.update(_file_ignores_used(settings.selection, diag, path))
                 continue
-            if _suppressed(diag, path, result, text_cache):
+            hits = _suppressing(diag, path, result, text_cache)
+            if hits:
+                used.update(("inline", path, line, selector) for line, selector in hits)
                 continue
             kept.append(diag)
-        out.append(replace(result, diagnostics=kept))
+        out.append(replace(result, diagnostics=kept, used_suppressions=frozenset(used)))
+    return out
+
+
+def _file_ignores_used(selection: Selection, diag: Diagnostic, path: str) -> list[tuple]:
+    """The per-file-ignores entries that turned this finding off (none when the global
+    selection did)."""
+    if not selection.per_file_ignores or not selection.enabled(diag.code, diag.name, None):
+        return []
+    from trainlint.selection import _file_ignores, _specificity
+
+    out = []
+    for pattern, selectors in selection.per_file_ignores.items():
+        if _file_ignores(path, selection.root, ((pattern, tuple(selectors)),)):
+            out.extend(("per-file", pattern, s) for s in selectors if _specificity(s, diag.code, diag.name) >= 0)
     return out
 
 
@@ -180,13 +198,18 @@ def _apply_severity(diag: Diagnostic, overrides: dict[str, str]) -> Diagnostic:
     return diag
 
 
-def _suppressed(diag: Diagnostic, path: str, result: FileResult, cache: dict[str, Suppressions]) -> bool:
+def _suppressing(diag: Diagnostic, path: str, result: FileResult, cache: dict[str, Suppressions]) -> list[tuple[int, str]]:
+    return suppressions_of(path, result, cache).suppressing(diag.code, diag.name, diag.span.line)
+
+
+def suppressions_of(path: str, result: FileResult | None, cache: dict[str, Suppressions]) -> Suppressions:
+    """The file's suppression comments (JSON has none), parsed once per lint."""
     if path not in cache:
-        text = next((d.text for d in result.documents if d.path == path), None)
+        text = next((d.text for d in result.documents if d.path == path), None) if result is not None else None
         if text is None:
             try:
                 text = Path(path).read_text(encoding="utf-8", errors="replace") if Path(path).is_file() else ""
             except OSError:
                 text = ""
         cache[path] = parse_suppressions(text) if not path.endswith(".json") else Suppressions()
-    return cache[path].suppressed(diag.code, diag.name, diag.span.line)
+    return cache[path]

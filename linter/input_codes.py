@@ -53,10 +53,17 @@ _CODES = [
               "arguments behind it are not checked."),
     InputCode("TL013", "missing-file", Severity.WARNING,
               "A file the config refers to (a --deepspeed_config JSON, a NeoX config) does not exist."),
+    InputCode("TL014", "framework-source", Severity.INFO,
+              "The framework source a config is checked against, said when trainlint reads it for the first time "
+              "(a fork's checkout beside the config, a configured path, the installed package), with the time it took; "
+              "later checks take its argument definitions from the cache."),
     InputCode("TL998", "plugin-error", Severity.ERROR,
               "A plugin could not be loaded, or one of its rules failed; the other rules still ran."),
     InputCode("TL999", "internal-error", Severity.ERROR,
               "trainlint itself failed on this file; please report it."),
+    InputCode("TL020", "unused-suppression", Severity.WARNING,
+              "A `# trainlint: disable` comment (or, with report-unused-per-file-ignores, a per-file-ignores "
+              "entry) that suppresses no finding: remove it, or it will hide a future one (as ruff's RUF100)."),
 ]
 
 INPUT_CODES: dict[str, InputCode] = {c.code: c for c in _CODES}

@@ -126,6 +126,9 @@ class TrainingSpec:
     (current), ``megatron-deepspeed`` or ``legacy`` (old Megatron-LM copies)."""
     entry_point: str | None = None
     """The training script a launch command runs (``pretrain_gpt.py``), when there is one."""
+    target: Any = None
+    """The framework variant and version the config was checked against, with where that came from
+    (a :class:`trainlint.frameworks.target.FrameworkTarget`); None when the adapter does not say."""
     anchor: Span | None = None
     """Where the run is declared (the launch command of a script); findings about values that
     no file sets (framework defaults) point here. None: the start of ``path``."""
@@ -193,6 +196,8 @@ class TrainingSpec:
             out["dialect"] = self.dialect
         if self.entry_point:
             out["entry_point"] = self.entry_point
+        if self.target is not None:
+            out["target"] = self.target.to_dict()
         for section in SECTIONS:
             obj = getattr(self, section)
             out[section] = {}

@@ -23,6 +23,25 @@ _DIRECTIVE = re.compile(
 )
 
 
+ALL_CODES = "*"
+"""The selector of a directive that names no code (it suppresses every code)."""
+
+
+@dataclass(frozen=True)
+class Directive:
+    """One disabling comment: where it is written and what it names ([] = every code)."""
+
+    line: int
+    column: int
+    end_column: int
+    kind: str
+    codes: tuple[str, ...]
+
+    @property
+    def selectors(self) -> tuple[str, ...]:
+        return self.codes or (ALL_CODES,)
+
+
 @dataclass
 class Suppressions:
     file_codes: list[str] | None = None
@@ -30,6 +49,10 @@ class Suppressions:
     lines: dict[int, list[str]] = field(default_factory=dict)
     """Line -> codes disabled on it ([] = all)."""
     ranges: list[tuple[int, int, list[str]]] = field(default_factory=list)
+    directives: list[Directive] = field(default_factory=list)
+    """Every disabling comment (not ``enable``), for the unused-suppression report."""
+    _scopes: list[tuple[int, int, Directive]] = field(default_factory=list)
+    """(first line, last line, directive): where each directive applies."""
 
     def suppressed(self, code: str, name: str, line: int) -> bool:
         if code in UNSUPPRESSIBLE:
@@ -44,6 +67,19 @@ class Suppressions:
             return True
         return any(start <= line <= end and hit(codes) for start, end, codes in self.ranges)
 
+    def suppressing(self, code: str, name: str, line: int) -> list[tuple[int, str]]:
+        """(directive line, selector) of every directive that suppresses this finding; [] when
+        none does. A directive is used when any finding names it here."""
+        if code in UNSUPPRESSIBLE:
+            return []
+        out = []
+        for first, last, directive in self._scopes:
+            if first <= line <= last:
+                for selector in directive.selectors:
+                    if selector == ALL_CODES or _specificity(selector, code, name) > 0:
+                        out.append((directive.line, selector))
+        return out
+
 
 def _codes(raw: str | None) -> list[str]:
     return [c.strip() for c in (raw or "").split(",") if c.strip()]
@@ -54,7 +90,7 @@ def parse_suppressions(text: str) -> Suppressions:
     result = Suppressions()
     if "trainlint:" not in text:
         return result
-    open_ranges: dict[str, int] = {}
+    open_ranges: dict[str, tuple[int, Directive]] = {}
     lines = text.split("\n")
     for number, line in enumerate(lines, start=1):
         hash_at = line.find("#")
@@ -65,24 +101,39 @@ def parse_suppressions(text: str) -> Suppressions:
             continue
         kind, codes = match.group("kind"), _codes(match.group("codes"))
         own_line = not line[:match.start()].strip()
+        directive = Directive(number, match.start() + 1, len(line.rstrip()) + 1, kind, tuple(codes))
+        if kind != "enable":
+            result.directives.append(directive)
         if kind == "disable-file":
             result.file_codes = (result.file_codes or []) + codes if codes else []
+            result._scopes.append((1, len(lines), directive))
         elif kind == "disable-next-line":
             result.lines.setdefault(number + 1, []).extend(codes)
             if not codes:
                 result.lines[number + 1] = []
+            result._scopes.append((number + 1, number + 1, directive))
         elif kind == "disable-line" or (kind == "disable" and not own_line):
             result.lines.setdefault(number, []).extend(codes)
             if not codes:
                 result.lines[number] = []
+            result._scopes.append((number, number, directive))
         elif kind == "disable":
             for code in codes or ["*"]:
-                open_ranges.setdefault(code, number)
+                open_ranges.setdefault(code, (number, directive))
         elif kind == "enable":
             for code in codes or list(open_ranges):
                 start = open_ranges.pop(code, None)
                 if start is not None:
-                    result.ranges.append((start, number, [] if code == "*" else [code]))
-    for code, start in open_ranges.items():
+                    result.ranges.append((start[0], number, [] if code == "*" else [code]))
+                    result._scopes.append((start[0], number, _narrowed(start[1], code)))
+    for code, (start, directive) in open_ranges.items():
         result.ranges.append((start, len(lines), [] if code == "*" else [code]))
+        result._scopes.append((start, len(lines), _narrowed(directive, code)))
     return result
+
+
+def _narrowed(directive: Directive, code: str) -> Directive:
+    """A range opened by ``disable=A,B`` and closed per code: the scope of one of its codes
+    (the same directive line, so its use is counted against the comment that opened it)."""
+    return directive if code == "*" else Directive(directive.line, directive.column, directive.end_column,
+                                                   directive.kind, (code,))

@@ -46,11 +46,16 @@ def manifest(corpus_dir: Path) -> list[dict[str, str]]:
     return corpus_manifest()
 
 
-def calibration_rows() -> list[dict]:
-    """The published runs of ../shared/calibration; [] when absent."""
-    if not CALIBRATION.is_file():
-        return []
-    return yaml.safe_load(CALIBRATION.read_text(encoding="utf-8"))
+CALIBRATION_MORE = SHARED / "calibration" / "published-runs-more.yaml"
+
+
+def calibration_rows(*, more: bool = True) -> list[dict]:
+    """The published runs of ../shared/calibration (both files, or only published-runs.yaml); [] when absent."""
+    rows: list[dict] = []
+    for path in (CALIBRATION, CALIBRATION_MORE) if more else (CALIBRATION,):
+        if path.is_file():
+            rows += yaml.safe_load(path.read_text(encoding="utf-8"))
+    return rows
 
 
 @pytest.fixture(scope="module")
@@ -62,3 +67,19 @@ def accuracy():
     finally:
         sys.path.pop(0)
     return module
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _framework_cache(tmp_path_factory):
+    """Catalogs read from framework sources are cached in a folder of this test session, not in
+    the user's cache; subprocesses inherit it through the environment."""
+    import os
+
+    folder = tmp_path_factory.mktemp("trainlint-cache")
+    old = os.environ.get("TRAINLINT_CACHE_DIR")
+    os.environ["TRAINLINT_CACHE_DIR"] = str(folder)
+    yield folder
+    if old is None:
+        os.environ.pop("TRAINLINT_CACHE_DIR", None)
+    else:
+        os.environ["TRAINLINT_CACHE_DIR"] = old

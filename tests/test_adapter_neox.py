@@ -100,10 +100,26 @@ def test_exact_duplicate_in_one_mapping_is_a_warning():
 
 
 def test_removed_key_is_explained():
+    # No NeoX source beside the file and none configured: upstream is assumed, and the config may be
+    # written for an older release that still has the key, so this is a warning that says so.
     result = load(BASE + '  "save_interval": 1000,\n}\n')
     assert found(result) == [("TL008", 8, 3)]
     assert "checkpoint_factor" in result.diagnostics[0].message
+    assert "assumed" in result.diagnostics[0].message
+    assert result.diagnostics[0].severity is Severity.WARNING
+
+
+def test_removed_key_is_an_error_against_a_pinned_release():
+    from trainlint.frameworks.locate import configure
+
+    configure({"neox": "main"})
+    try:
+        result = load(BASE + '  "save_interval": 1000,\n}\n')
+    finally:
+        configure({})
+    assert found(result) == [("TL008", 8, 3)]
     assert result.diagnostics[0].severity is Severity.ERROR
+    assert "GPT-NeoX main" in result.diagnostics[0].message
 
 
 def test_zero_stage_list_needs_autotuning():

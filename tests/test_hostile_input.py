@@ -11,6 +11,9 @@ import pytest
 
 from trainlint.cli import main
 
+import sys
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
 
 def check_json(capsys, *argv: str) -> tuple[int, dict[str, list[dict]]]:
     code = main(["check", "--isolated", "--format", "json", *argv])
@@ -151,3 +154,89 @@ def test_json_with_too_many_values_stops_with_tl001(tmp_path, capsys):
     assert [(d["code"], d["line"], d["column"]) for d in diags] == [("TL001", 3 + 200_000 - 2, 1)]
     assert "more than 200,000 values" in diags[0]["message"]
     assert code == 1
+
+
+# ============================================================== issue 20: bounded shell work
+
+from hostile_cases import (LAUNCH, deep_expansion, deep_nesting, deep_subshells, function_bomb,  # noqa: E402
+                           many_assignments, source_fan_out)
+
+
+def codes_at(diags: list[dict], code: str) -> list[tuple[int, int, str]]:
+    return [(d["line"], d["column"], d["severity"]) for d in diags if d["code"] == code]
+
+
+def test_function_bomb_stops_following_calls_and_still_reads_the_launch_line(tmp_path, capsys):
+    script = tmp_path / "bomb.sh"
+    script.write_text(function_bomb())
+    assert len(function_bomb()) - len(LAUNCH) < 500
+    code, found = check_json(capsys, "--select", "TL012,TL101", str(script))
+    diags = found["bomb.sh"]
+    (tl012,) = [d for d in diags if d["code"] == "TL012"]
+    assert "no longer followed" in tl012["message"] and tl012["severity"] == "error"
+    # the launch line after the bomb was read: TP 2 on one GPU is TL101 at line 12
+    assert [d["line"] for d in diags if d["code"] == "TL101"] == [12]
+    assert code == 1
+
+
+def test_source_fan_out_is_bounded(tmp_path, capsys):
+    script = tmp_path / "fan.sh"
+    script.write_text(source_fan_out(tmp_path))
+    code, found = check_json(capsys, "--select", "TL012,TL101", str(script))
+    # reported in the sourced file where following stopped
+    assert [(name, d["line"]) for name, diags in found.items() for d in diags if d["code"] == "TL012"] == [("s3.sh", 25)]
+    assert [d["line"] for d in found["fan.sh"] if d["code"] == "TL101"] == [2]
+    assert code == 1
+
+
+def test_eight_megabytes_of_assignments_are_refused_quickly(tmp_path, capsys):
+    script = tmp_path / "assign.sh"
+    script.write_text(many_assignments())
+    code, found = check_json(capsys, str(script))
+    assert codes_at(found["assign.sh"], "TL012") == [(1, 1, "error")]
+    assert "not evaluate shell scripts over 1 MB" in found["assign.sh"][0]["message"] and code == 1
+
+
+def test_step_budget_stops_with_tl012_where_it_stopped(tmp_path, capsys):
+    from trainlint.adapters.megatron.shell import MAX_STEPS
+
+    script = tmp_path / "steps.sh"
+    script.write_text("X=1\n" * (MAX_STEPS + 10) + LAUNCH)
+    code, found = check_json(capsys, str(script))
+    assert codes_at(found["steps.sh"], "TL012") == [(MAX_STEPS + 1, 1, "error")]
+    assert code == 1
+
+
+@pytest.mark.parametrize("make, column", [(deep_nesting, 1), (deep_subshells, 1), (deep_expansion, 4)])
+def test_a_thousand_levels_of_shell_nesting_is_tl002(tmp_path, capsys, make, column):
+    script = tmp_path / "deep.sh"
+    script.write_text(make(1000))
+    code, found = check_json(capsys, str(script))
+    diags = found["deep.sh"]
+    assert [d for d in diags if d["code"] == "TL002" and d["severity"] == "error"], diags
+    assert not [d for d in diags if d["code"] in ("TL998", "TL999")]
+    assert code == 1
+
+
+def test_shell_nesting_within_the_limit_is_read(tmp_path, capsys):
+    script = tmp_path / "ok.sh"
+    script.write_text(deep_nesting(20))
+    code, found = check_json(capsys, "--select", "TL002,TL101", str(script))
+    assert [d["code"] for d in found["ok.sh"]] == ["TL101"]
+
+
+def test_shell_arithmetic_wraps_at_64_bits_with_long_literals(tmp_path, capsys):
+    script = tmp_path / "arith.sh"
+    script.write_text("N=$((" + "9" * 4301 + " * 0 + 2 ** 65 + 4))\nM=$(( 4611686018427387904 * 8 + 2))\n"
+                      + LAUNCH.replace("--num-layers 24", "--num-layers $N").replace("size 2 ", "size $M "))
+    code, found = check_json(capsys, "--select", "TL006,TL101,TL007", str(script))
+    # bash: 2**65 wraps to 0, so N=4; 2^62 * 8 wraps to 0, so M=2
+    assert found["arith.sh"] and [d["code"] for d in found["arith.sh"]] == ["TL101"]
+
+
+def test_launch_line_after_256_kb_of_comments_is_still_read(tmp_path, capsys):
+    script = tmp_path / "late.sh"
+    script.write_text("# padding comment line .........................\n" * 5400 + LAUNCH)
+    assert script.stat().st_size > 256 * 1024
+    code, found = check_json(capsys, "--select", "TL101", str(script))
+    assert [d["line"] for d in found["late.sh"]] == [5401] and code == 1

@@ -170,10 +170,17 @@ def _dialect(args: list[Field], entry: str | None, path: str, launchers: list[st
 def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shell: ShellResult | None,
               spans: _Spans, args: list[Field], build: BuildContext,
               collect: list[ParsedRun] | None = None) -> TrainingSpec:
-    reader = ArgReader(flag_table(), spans, build.dialect, build.entry, source.path)
+    from trainlint.frameworks.locate import first_read_note, resolve
+
+    target = resolve("megatron", source.path)
+    reader = ArgReader(flag_table(), spans, build.dialect, build.entry, source.path, target)
     parsed = reader.read(args)
+    note = first_read_note(target)
+    if note is not None:
+        result.diagnostics.append(input_diagnostic("TL014", note, build.anchor or FILE_START, path=source.path))
     result.diagnostics.extend(parsed.diagnostics)
     spec = SpecBuilder(parsed, build).build()
+    spec.target = target
     _merge_deepspeed(result, spec, parsed, source, context, shell, spans)
     result.specs.append(spec)
     result.documents.append(_document(source, parsed, spans))
@@ -247,7 +254,10 @@ def _variables_spec(result: LoadResult, source: SourceText, context: LoadContext
                                  spans, dict(inv.world), inv.all_local_gpus, list(inv.launchers))
             _one_spec(result, source, context, shell, spans, inv.args, build, collect)
             return
-    build = BuildContext(source.path, label, _dialect(args, None, source.path, []), None, spans)
+    # A command trainlint could not place (`cd $REPO && python -m ... tools/x.py ${ARGS}`): its flags
+    # are read, but the script it runs decides which ones exist, so it is named as the entry point.
+    script = next((f.text for f in args if f.text and f.text.endswith(".py") and not f.text.startswith("-")), None)
+    build = BuildContext(source.path, label, _dialect(args, script, source.path, []), script, spans)
     _one_spec(result, source, context, shell, spans, args, build, collect)
 
 

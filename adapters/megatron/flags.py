@@ -193,7 +193,13 @@ class ArgReader:
     """Reads a Megatron argument list the way argparse would, reporting at source positions."""
 
     def __init__(self, table: FlagTable, span_of: Callable[[Loc | None], tuple[str | None, Span | None]],
-                 dialect: str, entry: str | None, default_path: str) -> None:
+                 dialect: str, entry: str | None, default_path: str, target: Any = None) -> None:
+        self.target = target
+        """The :class:`~trainlint.frameworks.target.FrameworkTarget` checked against (None: assumed upstream)."""
+        if target is not None and target.catalog is not None:
+            from trainlint.adapters.megatron.target_flags import table_for
+
+            table = table_for(target.catalog)
         self.table = table
         self.span_of = span_of
         self.dialect = dialect
@@ -216,6 +222,56 @@ class ArgReader:
             edits = (Edit(span, edit),) if edit is not None and span is not None and path == self.default_path else ()
             diag = replace(diag, applicability=applicability, edits=edits)
         self.out.diagnostics.append(diag)
+
+    # ------------------------------------------------------------ the target
+
+    @property
+    def _known_target(self) -> bool:
+        """The version is known (source read, pinned, installed) and everything in it was read."""
+        t = self.target
+        return t is not None and t.known and t.complete
+
+    def _against(self) -> str:
+        """What the flag was checked against, for messages."""
+        from trainlint.frameworks.target import how_to_point
+
+        t = self.target
+        if t is None or not t.known:
+            commit = t.commit if t is not None and t.commit else None
+            what = f"upstream Megatron-LM at {commit}" if commit else "upstream Megatron-LM"
+            return f"checked against {what}, assumed because no framework source was found beside the config; " + how_to_point("megatron")
+        if not t.complete:
+            return (f"checked against {t.describe()}, whose arguments trainlint could not all read statically "
+                    f"({t.catalog.partial[0]})")
+        return f"checked against {t.describe()}"
+
+    def _removed_in(self, name: str) -> str | None:
+        """For a pinned release: "was removed in core_v0.9.0" when an earlier release of the same
+        variant defines the name (the only case where trainlint knows that it was removed)."""
+        t = self.target
+        if t is None or not t.known or not t.version or t.path is not None:
+            return None
+        from trainlint.frameworks.catalog import load_shipped, shipped_index
+
+        line = [e for e in shipped_index() if e.family == "megatron" and e.variant == t.variant]
+        idx = next((k for k, e in enumerate(line) if e.version == t.version), None)
+        if idx is None:
+            return None
+        last = None
+        for k in range(idx - 1, -1, -1):
+            if name in load_shipped(line[k].file):
+                last = k
+                break
+        if last is None:
+            return None
+        return (f"`{name}` was removed from {t.variant} in {line[last + 1].version} (defined up to {line[last].version}); "
+                f"{t.describe()}, which this config is checked against, exits with \"unrecognized arguments\"")
+
+    def _elsewhere(self, name: str) -> str:
+        from trainlint.adapters.megatron.target_flags import defined_by
+
+        where = defined_by("megatron", name)
+        return f" ({where})" if where else ""
 
     def _related(self, message: str, loc: Loc | None) -> tuple[Related, ...]:
         path, span = self.span_of(loc)
@@ -277,8 +333,13 @@ class ArgReader:
                 alt = [a for a in self.table.normalised(name) if a != name]
                 if alt:
                     info = self._choose(alt[0])
+                    known = self._known_target
+                    tail = "" if known else f" ({self._against()})"
                     self._diag("TL004", f"unknown flag `{name}`: Megatron's argparse matches option strings exactly; "
-                               f"did you mean `{alt[0]}`?", f.value_loc, severity=Severity.ERROR, fix=alt[0])
+                               f"did you mean `{alt[0]}`?{tail}", f.value_loc,
+                               severity=Severity.ERROR if known else Severity.WARNING, fix=alt[0],
+                               applicability=Applicability.SAFE if known else Applicability.UNSAFE,
+                               edit=alt[0] if eq == "" and text == name else None)
                 else:
                     i = self._unknown_flag(fields, i, name, bool(eq))
                     continue
@@ -286,6 +347,8 @@ class ArgReader:
         return self.out
 
     def _unknown_severity(self) -> Severity:
+        if not self._known_target:
+            return Severity.WARNING  # a fork or another release may define it
         if self.entry is None or is_core_entry(self.entry):
             return Severity.ERROR
         return Severity.WARNING
@@ -333,12 +396,36 @@ class ArgReader:
 
     def _unknown_flag(self, fields: list[Field], i: int, name: str, inline: bool) -> int:
         f = fields[i]
+        removed = self._removed_in(name)
+        if removed is not None:
+            self._diag("TL008", removed, f.value_loc, severity=Severity.ERROR)
+            self.out.unknown_flags.append(name)
+            i += 1
+            if not inline:
+                while i < len(fields) and _is_value_field(fields[i]):
+                    i += 1
+            return i
         suggestion = did_you_mean(name, self.table.all_flags)
         tail = f" (did you mean `{suggestion[0]}`?)" if suggestion else ""
         severity = self._unknown_severity()
-        extra = "" if severity is Severity.ERROR else f"; {self.entry} may add it with its own argument provider"
-        self._diag("TL004", f"unknown flag `{name}`{tail}: Megatron's argparse exits with \"unrecognized arguments\"{extra}",
-                   f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None)
+        extra = ""
+        if self.entry and not is_core_entry(self.entry):
+            extra = f"; {self.entry} may add it with its own argument provider"
+        if self._known_target and not extra:
+            message = (f"unknown flag `{name}`{tail}: not an argument of {self.target.describe()}, so its argparse exits "
+                       f"with \"unrecognized arguments\"{self._elsewhere(name)}")
+        elif self._known_target:
+            message = f"unknown flag `{name}`{tail}: not an argument of {self.target.describe()}{self._elsewhere(name)}{extra}"
+        else:
+            message = (f"unknown flag `{name}`{tail}{self._elsewhere(name)}{extra}; {self._against()}")
+        known = self._known_target
+        typo = bool(suggestion) and _typo(name, suggestion[0])
+        if typo and not known and (self.entry is None or is_core_entry(self.entry)):
+            # Two letters from a flag upstream defines: a misspelling, whatever the fork.
+            severity = Severity.ERROR
+        self._diag("TL004", message, f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None,
+                   applicability=(Applicability.SAFE if typo and severity is Severity.ERROR else Applicability.DISPLAY)
+                   if suggestion else None, edit=suggestion[0] if suggestion and not inline else None)
         self.out.unknown_flags.append(name)
         i += 1
         if not inline:
@@ -403,6 +490,17 @@ class ArgReader:
         replacement = dep.get("replacement")
         message = dep.get("message", "")
         severity = Severity.WARNING if status == "deprecated" else Severity.ERROR
+        if status == "removed" and not self._known_target:
+            # Removed from the upstream trainlint assumed; the script may target a release or a fork
+            # that still has it, so this is only known to break where that is known.
+            use = f"; current Megatron-LM uses `{replacement}`" if replacement else ""
+            renamed = self._one_to_one(info, replacement)
+            # The rename is right for current Megatron-LM only: unsafe while the version is assumed.
+            self._diag("TL008", f"`{spelled}` is not an argument of current Megatron-LM{self._elsewhere(spelled)}{use}; "
+                       f"{self._against()}", loc, severity=Severity.WARNING, fix=replacement,
+                       applicability=(Applicability.UNSAFE if renamed else Applicability.DISPLAY) if replacement else None,
+                       edit=replacement if renamed and whole_word else None)
+            return
         what = {"removed": "was removed from Megatron-LM", "exits": "makes Megatron-LM exit at start-up",
                 "error": "makes Megatron-LM fail at start-up", "deprecated": "is deprecated"}.get(status, "is deprecated")
         use = f"; use `{replacement}`" if replacement else ""
@@ -463,8 +561,13 @@ class ArgReader:
             value, error = _convert_one(vf.text, typed)
             if error:
                 setting.invalid = True
-                self._diag("TL005" if error == "type" else "TL006", _value_message(spelled, vf.text, typed, error),
-                           vf.value_loc, related=self._related(f"`{spelled}` here", flag_field.value_loc)
+                message = _value_message(spelled, vf.text, typed, error)
+                severity = None
+                if error == "choice" and not self._known_target:
+                    # upstream's choices; a fork may add its own (alibi, PretrainedFromHF)
+                    severity, message = Severity.WARNING, f"{message} ({self._against()})"
+                self._diag("TL005" if error == "type" else "TL006", message,
+                           vf.value_loc, severity=severity, related=self._related(f"`{spelled}` here", flag_field.value_loc)
                            if vf.value_loc != flag_field.value_loc else ())
                 converted.append(None)
                 continue
@@ -482,6 +585,17 @@ class ArgReader:
         elif values:
             setting.value_loc = _cover([v.value_loc for v in values]) or values[0].value_loc
         return setting
+
+
+def _typo(written: str, known: str) -> bool:
+    """At most two letters added, dropped, changed or swapped, and not only a dash/underscore/case
+    difference (forks such as Megatron-LLM accept `--num_layers`)."""
+    from trainlint.key_edits import is_misspelling
+
+    def norm(name: str) -> str:
+        return name.replace("_", "-").lower()
+
+    return norm(written) != norm(known) and is_misspelling(written, known)
 
 
 def _cover(locs: list[Loc | None]) -> Loc | None:

@@ -102,6 +102,19 @@ def _quote_states(text: str, offsets: list[int]) -> list[str | None]:
     return [found.get(o, state) for o in offsets]
 MAX_CALL_DEPTH = 8
 MAX_COMMANDS = 20000
+MAX_STEPS = 20_000
+"""Evaluation steps (statements, word expansions, function calls, sourced files) for one script and
+everything it sources (the corpus's largest script takes 397): a generated bomb (functions calling functions, ``source`` fan-out, millions of
+assignments) stops here with a TL012 error instead of running for minutes."""
+FOLLOW_STEPS = 5_000
+"""After this many steps function calls and ``source`` are no longer followed (TL012), so the rest
+of the file is still read once, in linear time, and a launch line after a bomb is still found."""
+MAX_SCRIPT_BYTES = 1024 * 1024
+"""A script (or a sourced file) larger than this is not parsed (TL012 error): tree-sitter takes ~1 s
+and ~150 MB per MB of short statements, and the corpus's largest launch script is 10 KB."""
+MAX_NESTING = 64
+"""Nested statements, expansions and arithmetic (``{ { ...``, ``${A:-${B:-...``): deeper is TL002,
+as JSON and YAML nesting; a real launch script nests a handful of levels."""
 MAX_WORDS = 5000
 """Words of one command evaluated (flags.MAX_ARGUMENTS reports the cut): bounds a generated script."""
 
@@ -219,6 +232,18 @@ class Unresolvable(Exception):
     pass
 
 
+class _OutOfSteps(Exception):
+    """MAX_STEPS reached: the evaluation stops (``run`` reports where)."""
+
+
+class _TooDeep(Exception):
+    """MAX_NESTING reached inside one top-level statement: that statement is skipped (TL002)."""
+
+    def __init__(self, loc: "Loc") -> None:
+        super().__init__()
+        self.loc = loc
+
+
 class ShellEvaluator:
     def __init__(
         self,
@@ -243,29 +268,50 @@ class ShellEvaluator:
         self._uncertain = 0
         self._quiet = 0
         self._loop: Loc | None = None
+        self._steps = 0
+        self._depth = 0
+        self._not_followed: Loc | None = None
 
     # ----------------------------------------------------------------- entry
 
     def run(self) -> ShellResult:
-        self._eval_file(self._root, None)
-        # Functions that are defined but never called may still hold the training command.
-        for name, (body, ft) in list(self.functions.items()):
-            if name in self.called:
-                continue
-            saved = self.env
-            self.env = self.env.copy()
-            self._quiet += 1
-            try:
-                self._call_depth += 1
-                self._stmt(body, ft)
-            finally:
-                self._call_depth -= 1
-                self._quiet -= 1
-                self.env = saved
+        try:
+            self._eval_file(self._root, None)
+            # Functions that are defined but never called may still hold the training command.
+            for name, (body, ft) in list(self.functions.items()):
+                if name in self.called:
+                    continue
+                saved = self.env
+                self.env = self.env.copy()
+                self._quiet += 1
+                try:
+                    self._call_depth += 1
+                    self._stmt(body, ft)
+                except _TooDeep:
+                    pass  # reported where the function is defined, when the file was read
+                finally:
+                    self._call_depth -= 1
+                    self._quiet -= 1
+                    self.env = saved
+        except _OutOfSteps:
+            pass
+        return self.result()
+
+    def result(self) -> ShellResult:
         return ShellResult(self.commands, self.assignments, self.env, self.diagnostics, self.files,
                            self.virtual_files)
 
     def _eval_file(self, source: SourceText, at: Loc | None) -> None:
+        if len(source.text) > MAX_SCRIPT_BYTES:
+            ft = FileText.of(source.path, source.text[:0])
+            self.files.setdefault(source.path, ft)
+            where = self._span(at) if at is not None else None
+            self.diagnostics.append(input_diagnostic(
+                "TL012", f"the script is {len(source.text) / 1e6:.1f} MB; trainlint does not evaluate shell scripts "
+                f"over {MAX_SCRIPT_BYTES // 1024 // 1024} MB (a launch script is a few KB), so its commands are not "
+                "checked", where or Span.point(1, 1), path=at.path if at is not None else source.path,
+                severity=Severity.ERROR))
+            return
         ft = FileText.of(source.path, source.text)
         self.files[source.path] = ft
         tree = _parser().parse(ft.data)
@@ -274,9 +320,48 @@ class ShellEvaluator:
             self._report_errors(root, ft)
         self._source_stack.append(os.path.abspath(source.path))
         try:
-            self._block(root.children, ft)
+            for node in root.children:
+                if len(self.commands) > MAX_COMMANDS:
+                    break
+                try:
+                    self._stmt(node, ft)
+                except _TooDeep as exc:
+                    self.diagnostics.append(input_diagnostic(
+                        "TL002", f"shell syntax: nesting too deep (more than {MAX_NESTING} levels of groups, "
+                        "subshells, expansions or arithmetic); this command is not read", self._span(exc.loc),
+                        path=exc.loc.path))
         finally:
             self._source_stack.pop()
+
+    # ------------------------------------------------------------- bounds
+
+    def _step(self, node, ft: FileText) -> None:
+        self._steps += 1
+        if self._steps > MAX_STEPS:
+            loc = self._loc(node, ft)
+            self.diagnostics.append(input_diagnostic(
+                "TL012", f"the script takes more than {MAX_STEPS:,} evaluation steps (statements, expansions, "
+                "function calls, sourced files); trainlint stops reading it here, and the commands after "
+                "this point are not checked", self._span(loc), path=loc.path, severity=Severity.ERROR))
+            raise _OutOfSteps
+
+    def _may_follow(self, what: str, loc: Loc) -> bool:
+        """False once FOLLOW_STEPS are used: calls and ``source`` are then skipped (one TL012)."""
+        if self._steps <= FOLLOW_STEPS:
+            return True
+        if self._not_followed is None:
+            self._not_followed = loc
+            self.diagnostics.append(input_diagnostic(
+                "TL012", f"after {FOLLOW_STEPS:,} evaluation steps, function calls and `source` are no longer "
+                f"followed (from this {what} on); the variables and commands in them are not checked",
+                self._span(loc), path=loc.path, severity=Severity.ERROR))
+        return False
+
+    def _enter(self, node, ft: FileText) -> None:
+        self._depth += 1
+        if self._depth > MAX_NESTING:
+            self._depth -= 1
+            raise _TooDeep(self._loc(node, ft))
 
     # ----------------------------------------------------------- diagnostics
 
@@ -328,6 +413,14 @@ class ShellEvaluator:
         kind = node.type
         if kind in ("comment", ";", "&", ";;", "\n") or not node.is_named:
             return
+        self._step(node, ft)
+        self._enter(node, ft)
+        try:
+            self._stmt_of(kind, node, ft)
+        finally:
+            self._depth -= 1
+
+    def _stmt_of(self, kind: str, node, ft: FileText) -> None:
         handler = _STATEMENTS.get(kind)
         if handler is not None:
             handler(self, node, ft)
@@ -598,6 +691,13 @@ class ShellEvaluator:
         return self._cond_node(nodes[-1], ft)
 
     def _cond_node(self, node, ft: FileText) -> bool | None:
+        self._enter(node, ft)
+        try:
+            return self._cond_node_of(node, ft)
+        finally:
+            self._depth -= 1
+
+    def _cond_node_of(self, node, ft: FileText) -> bool | None:
         kind = node.type
         if kind == "test_command":
             inner = [c for c in node.named_children]
@@ -831,7 +931,10 @@ class ShellEvaluator:
                 if t and not t.startswith("-") and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", t):
                     self._set(t, VarValue(scalar=(Seg("", a.site, False, f"${t} (read at run time)"),)), loc)
             return
-        if head in self.functions and self._call_depth < MAX_CALL_DEPTH:
+        if head in self.functions:
+            # deeper calls (recursion) are not followed, and are not programs either
+            if self._call_depth >= MAX_CALL_DEPTH or not self._may_follow("call", loc):
+                return
             self.called.add(head)
             body, fft = self.functions[head]
             self._call_depth += 1
@@ -840,6 +943,12 @@ class ShellEvaluator:
             finally:
                 self._call_depth -= 1
             return
+        if len(self.commands) >= MAX_COMMANDS:
+            self.diagnostics.append(input_diagnostic(
+                "TL012", f"the script runs more than {MAX_COMMANDS:,} commands; trainlint stops reading it here, "
+                "and the commands after this point are not checked", self._span(loc), path=loc.path,
+                severity=Severity.ERROR))
+            raise _OutOfSteps
         self.commands.append(Command(fields, loc, prefix, self._loop, via_eval, bool(self._uncertain)))
 
     def _source(self, target: Field, loc: Loc) -> None:
@@ -861,6 +970,8 @@ class ShellEvaluator:
                     d = os.path.dirname(d)
         if len(self._source_stack) > MAX_SOURCE_DEPTH:
             self._diag("TL012", "`source` nested too deeply; not followed", loc)
+            return
+        if not self._may_follow("`source`", loc):
             return
         for cand in candidates:
             norm = os.path.normpath(cand)
@@ -906,10 +1017,18 @@ class ShellEvaluator:
     # ----------------------------------------------------------------- words
 
     def _word_fields(self, node, ft: FileText) -> list[Field]:
+        self._step(node, ft)
         pieces = self._pieces(node, ft, quoted=False)
         return split_pieces(pieces, self._loc(node, ft), bool(self._uncertain))
 
     def _pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
+        self._enter(node, ft)
+        try:
+            return self._pieces_of(node, ft, quoted)
+        finally:
+            self._depth -= 1
+
+    def _pieces_of(self, node, ft: FileText, quoted: bool) -> list[Piece]:
         kind = node.type
         if kind == "command_name":
             out_name: list[Piece] = []
@@ -1260,9 +1379,18 @@ class ShellEvaluator:
     # ------------------------------------------------------------ arithmetic
 
     def _arith(self, node, ft: FileText) -> int:
+        self._enter(node, ft)
+        try:
+            return _wrap64(self._arith_of(node, ft))
+        finally:
+            self._depth -= 1
+
+    def _arith_of(self, node, ft: FileText) -> int:
         kind = node.type
         if kind == "number":
             text = node.text.decode("utf-8", "replace")
+            if re.fullmatch(r"[0-9]+", text) and not text.startswith("0"):
+                return _decimal64(text)
             try:
                 return int(text, 0) if not re.fullmatch(r"0\d+", text) else int(text, 8)
             except ValueError:
@@ -1270,7 +1398,7 @@ class ShellEvaluator:
         if kind in ("variable_name", "word"):
             name = node.text.decode("utf-8", "replace")
             if kind == "word" and re.fullmatch(r"-?\d+", name):
-                return int(name)
+                return -_decimal64(name[1:]) if name.startswith("-") else _decimal64(name)
             return self._arith_var(name, self._loc(node, ft))
         if kind in ("simple_expansion", "expansion"):
             pieces = self._expansion_pieces(node, ft, quoted=True)
@@ -1321,9 +1449,9 @@ class ShellEvaluator:
                 r = abs(a) % abs(b)
                 return r if a >= 0 else -r
             if op == "**":
-                if b < 0 or b > 64:
+                if b < 0:
                     raise Unresolvable("exponent out of range")
-                return a ** b
+                return pow(a, b, 1 << 64)
             if op in ("<", ">", "<=", ">=", "==", "!="):
                 return int({"<": a < b, ">": a > b, "<=": a <= b, ">=": a >= b, "==": a == b, "!=": a != b}[op])
             raise Unresolvable(f"operator {op}")
@@ -1349,8 +1477,27 @@ class ShellEvaluator:
 
     def _arith_text(self, text: str) -> int:
         if re.fullmatch(r"[+-]?\d+", text):
-            return int(text)
+            value = _decimal64(text.lstrip("+-"))
+            return -value if text.startswith("-") else value
         raise Unresolvable(f"`{text}` is not an integer")
+
+
+def _wrap64(value: int) -> int:
+    """Bash arithmetic is signed 64-bit: results wrap (and stay small, whatever a script multiplies)."""
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value >> 63 else value
+
+
+def _decimal64(digits: str) -> int:
+    """A decimal literal of any length, as bash reads it (modulo 2^64), in linear time: Python's
+    int() refuses more than 4,300 digits and is quadratic before that."""
+    if len(digits) <= 18:
+        return _wrap64(int(digits))
+    value = 0
+    for i in range(0, len(digits), 18):
+        chunk = digits[i:i + 18]
+        value = (value * 10 ** len(chunk) + int(chunk)) & ((1 << 64) - 1)
+    return _wrap64(value)
 
 
 def _tri(op: str, left: bool | None, right: bool | None) -> bool | None:
@@ -1404,4 +1551,11 @@ _STATEMENTS: dict[str, Callable[[ShellEvaluator, object, FileText], None]] = {
 
 
 def evaluate(source: SourceText, read: Callable[[str], SourceText], environment: dict[str, str] | None = None) -> ShellResult:
-    return ShellEvaluator(source, read, environment).run()
+    """Evaluate ``source`` (see the module docstring); bounded by MAX_STEPS and MAX_NESTING."""
+    evaluator = ShellEvaluator(source, read, environment)
+    try:
+        return evaluator.run()
+    except RecursionError:  # a recursion MAX_NESTING does not count: still a diagnostic, not a crash
+        evaluator.diagnostics.append(input_diagnostic(
+            "TL002", "shell syntax: nesting too deep; the script is read only up to here", path=source.path))
+        return evaluator.result()

@@ -199,7 +199,11 @@ def report(linted: list, args: argparse.Namespace, session: LintSession, out=Non
     """Plugin failures added to linted results, rendered in ``args.format``; the exit code."""
     from trainlint.engine import plugin_failures
 
-    results = plugin_failures(session.registry, session.project) + linted
+    from trainlint.unused_suppressions import report_unused
+
+    results = report_unused(linted, session.settings.selection, session.project,
+                            bool(session.project.raw.get("report-unused-per-file-ignores", False)))
+    results = plugin_failures(session.registry, session.project) + results
     results, baseline = apply_baseline(results, args, session)
     (out or sys.stdout).write(render_results(results, args, session, baseline))
     return results, exit_code(results, args)

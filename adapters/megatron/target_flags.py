@@ -1,0 +1,92 @@
+"""The flag table of one framework target: what its own source defines, typed as it defines it.
+
+trainlint's built-in table (schemas/megatron.schema.json) describes upstream Megatron-LM at one
+commit plus what Megatron-DeepSpeed and older copies accept. A target read from source (a fork's
+checkout, a pinned release) replaces that: its flags are exactly the ones its parser defines
+(plus what DeepSpeed's ``add_config_arguments`` adds when the parser is handed to it, and the
+flags entry points add with their own argument providers), typed and with the choices its own
+``add_argument`` calls give. What the built-in table knows beyond that (a ``minimum``, an
+upstream start-up refusal) is kept for flags both define with the same destination.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from trainlint.adapters.megatron.flags import FlagInfo, FlagTable, _norm, flag_table
+
+# What ``deepspeed.add_config_arguments(parser)`` adds (deepspeed/__init__.py, _add_core_arguments).
+DEEPSPEED_CORE_FLAGS = ("--deepspeed", "--deepspeed_config", "--deepscale", "--deepscale_config", "--deepspeed_mpi")
+_TYPES = {"int": ("integer",), "float": ("number",), "str": ("string",), "bool": ("boolean",)}
+
+_tables: dict[int, tuple[Any, FlagTable]] = {}
+
+
+def table_for(catalog: Any) -> FlagTable:
+    """The FlagTable of an :class:`~trainlint.frameworks.catalog.ArgCatalog` (memoised per catalog)."""
+    hit = _tables.get(id(catalog))
+    if hit is not None and hit[0] is catalog:
+        return hit[1]
+    table = _build(catalog)
+    _tables[id(catalog)] = (catalog, table)
+    return table
+
+
+def _build(catalog: Any) -> FlagTable:
+    base = flag_table()
+    by_flag: dict[str, list[FlagInfo]] = {}
+    for name, arg in catalog.args.items():
+        known = [c for c in base.candidates(name) if c.dest == arg.dest and c.entry_points is None]
+        like = known[0] if known else None
+        deprecated = like.deprecated if like is not None and like.deprecated else None
+        if deprecated is not None and deprecated.get("status") == "removed":
+            deprecated = None  # the target defines it: not removed there
+        action = arg.action if arg.action != "boolean_optional" else "store_true"
+        types = _TYPES.get(arg.type or "", ()) if action in ("store", "append") else ("boolean",)
+        if action in ("store", "append") and not types:
+            types = like.types if like is not None and like.types else ("string",)
+        enum = tuple(c for c in arg.choices if c is not None) if arg.choices else None
+        by_flag.setdefault(name, []).append(FlagInfo(
+            name, arg.dest, action, types, arg.nargs, enum, arg.default, None, None, None, deprecated, (),
+            like.minimum if like is not None else None))
+    extra = [f for f in DEEPSPEED_CORE_FLAGS if catalog.uses_deepspeed_args]
+    for flag, infos in base.by_flag.items():
+        if flag in by_flag:
+            continue
+        keep = [i for i in infos if i.entry_points is not None or flag in extra]
+        if keep:
+            by_flag[flag] = keep
+    by_norm: dict[str, list[str]] = {}
+    for flag in by_flag:
+        by_norm.setdefault(_norm(flag), []).append(flag)
+    return FlagTable(by_flag, by_norm, sorted(by_flag))
+
+
+@lru_cache(maxsize=4)
+def shipped_name_index(family: str) -> dict[str, list[str]]:
+    """Name -> the shipped releases that define it (``Megatron-LM core_v0.8.0``), oldest first."""
+    from trainlint.frameworks.catalog import load_shipped, shipped_index
+
+    out: dict[str, list[str]] = {}
+    for entry in shipped_index():
+        if entry.family != family:
+            continue
+        for name in load_shipped(entry.file).args:
+            out.setdefault(name, []).append(f"{entry.variant} {entry.version}")
+    return out
+
+
+def defined_by(family: str, name: str) -> str:
+    """"Megatron-LM core_v0.4.0 to core_v0.9.0 and Megatron-DeepSpeed main define it", or ""."""
+    releases = shipped_name_index(family).get(name)
+    if not releases:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for r in releases:
+        variant, _, version = r.rpartition(" ")
+        groups.setdefault(variant, []).append(version)
+    parts = []
+    for variant, versions in groups.items():
+        parts.append(f"{variant} {versions[0]}" if len(versions) == 1 else f"{variant} {versions[0]} to {versions[-1]}")
+    return " and ".join(parts) + (" define it" if len(releases) > 1 else " defines it")

@@ -1,0 +1,499 @@
+"""Argument definitions read statically from a framework's source, with :mod:`ast`.
+
+Nothing is imported or run: the source is parsed, and only literal values are taken from it
+(``add_argument('--num-layers', type=int, default=None)``). What cannot be read literally (an
+option string built at run time, a parser extended by code trainlint does not see) makes the
+catalog *partial*, and a partial catalog never turns an unknown name into an error.
+
+Three readers, one per framework family:
+
+* Megatron (Megatron-LM, Megatron-DeepSpeed and their forks): every ``X.add_argument(...)`` call
+  in the argument modules, plus the flags ``ArgumentGroupFactory(SomeConfig)`` builds from a
+  config dataclass (newer Megatron-LM), read from that class's fields.
+* GPT-NeoX: the fields of the ``@dataclass`` argument classes (``NeoXArgsModel`` ...).
+* DeepSpeed: the config keys of its pydantic config models (field names and ``alias=``) and the
+  string constants of its ``constants.py`` modules.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping
+
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+"""A file larger than this is not read (an argument module is ~100-200 KB)."""
+MAX_FILES = 64
+"""At most this many files are parsed for one catalog."""
+
+
+@dataclass(frozen=True)
+class ArgDef:
+    """One argument (Megatron: a flag; NeoX / DeepSpeed: a config key) as the source defines it."""
+
+    name: str
+    """The option string (``--num-layers``) or the key (``num_layers``)."""
+    dest: str
+    action: str = "store"
+    """store | store_true | store_false | store_const | append | count | boolean_optional | key"""
+    type: str | None = None
+    """int | float | str | bool | None (not literal / not given)."""
+    choices: tuple | None = None
+    nargs: Any = None
+    default: Any = None
+    has_default: bool = False
+    file: str = ""
+    line: int = 0
+
+    def to_json(self) -> list:
+        return [self.name, self.dest, self.action, self.type, list(self.choices) if self.choices is not None else None,
+                self.nargs, self.default if _jsonable(self.default) else None, self.has_default, self.file, self.line]
+
+    @classmethod
+    def from_json(cls, row: list) -> "ArgDef":
+        name, dest, action, typ, choices, nargs, default, has_default, path, line = row
+        return cls(name, dest, action, typ, tuple(choices) if choices is not None else None, nargs, default,
+                   has_default, path, line)
+
+
+@dataclass
+class ScanResult:
+    args: dict[str, ArgDef] = field(default_factory=dict)
+    """By name (option string or key); the first definition wins, as argparse refuses a second."""
+    partial: list[str] = field(default_factory=list)
+    """Why the catalog may miss names (dynamic option strings, unresolved factories...)."""
+    files: list[str] = field(default_factory=list)
+    uses_deepspeed_args: bool = False
+    """The parser is handed to ``deepspeed.add_config_arguments`` (adds ``--deepspeed`` ...)."""
+
+    def add(self, arg: ArgDef) -> None:
+        self.args.setdefault(arg.name, arg)
+
+
+def _jsonable(value: Any) -> bool:
+    return value is None or isinstance(value, (bool, int, float, str)) or (
+        isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float, str)) or v is None for v in value))
+
+
+def _literal(node: ast.AST | None) -> tuple[bool, Any]:
+    if node is None:
+        return False, None
+    try:
+        return True, ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return False, None
+
+
+def _type_name(node: ast.AST | None) -> str | None:
+    if isinstance(node, ast.Name) and node.id in ("int", "float", "str", "bool"):
+        return node.id
+    return None
+
+
+def _parse(text: str, path: str) -> ast.Module | None:
+    if len(text) > MAX_SOURCE_BYTES:
+        return None
+    try:
+        return ast.parse(text, filename=path)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return None
+
+
+# --------------------------------------------------------------------------- Megatron
+
+
+def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None = None) -> ScanResult:
+    """The flags of Megatron argument modules (``{relative path: text}``).
+
+    ``classes`` are further modules where config dataclasses used by ``ArgumentGroupFactory`` may
+    be defined (only their class definitions are read)."""
+    out = ScanResult()
+    trees: dict[str, ast.Module] = {}
+    for path, text in list(sources.items())[:MAX_FILES]:
+        tree = _parse(text, path)
+        if tree is None:
+            out.partial.append(f"{path} could not be parsed")
+            continue
+        trees[path] = tree
+        out.files.append(path)
+    factories: list[tuple[str, str, set[str], str, int]] = []
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "add_argument":
+                _megatron_flag(node, path, out)
+            elif name == "add_config_arguments":
+                out.uses_deepspeed_args = True
+            elif name == "ArgumentGroupFactory" and node.args and isinstance(node.args[0], ast.Name):
+                exclude_node = next((k.value for k in node.keywords if k.arg == "exclude"), None)
+                if exclude_node is None and len(node.args) > 1:
+                    exclude_node = node.args[1]
+                if isinstance(exclude_node, ast.Name):
+                    exclude_node = _assigned_before(tree, exclude_node.id, node.lineno)
+                ok, exclude = _literal(exclude_node)
+                if exclude_node is not None and not ok:
+                    out.partial.append(f"{path}:{node.lineno}: the fields excluded from {node.args[0].id} are not literal")
+                factories.append((node.args[0].id, path, set(exclude or ()) if ok else set(), path, node.lineno))
+    if factories:
+        class_trees = dict(trees)
+        for path, text in list((classes or {}).items())[:MAX_FILES]:
+            tree = _parse(text, path)
+            if tree is not None:
+                class_trees[path] = tree
+        index = _class_index(class_trees)
+        for cls_name, _p, exclude, path, line in factories:
+            fields_ = _dataclass_fields(cls_name, index, set())
+            if fields_ is None:
+                out.partial.append(f"{path}:{line}: the fields of {cls_name} (ArgumentGroupFactory) were not found")
+                continue
+            for fname, ann, default_node, meta, fpath, fline in fields_:
+                if fname in exclude or fname.startswith("_"):
+                    continue
+                _factory_flag(fname, ann, default_node, meta, fpath, fline, out)
+    return out
+
+
+def _assigned_before(tree: ast.Module, name: str, line: int) -> ast.AST | None:
+    """The value last assigned to ``name`` before ``line`` (a local ``exclude = [...]`` list)."""
+    best: ast.AST | None = None
+    best_line = -1
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and node.lineno < line and node.lineno > best_line and any(
+                isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            best, best_line = node.value, node.lineno
+    return best
+
+
+def _megatron_flag(call: ast.Call, path: str, out: ScanResult) -> None:
+    flags: list[str] = []
+    for a in call.args:
+        ok, value = _literal(a)
+        if not ok or not isinstance(value, str):
+            out.partial.append(f"{path}:{call.lineno}: an option string that is not a literal")
+            return
+        flags.append(value)
+    if not flags or not all(f.startswith("-") for f in flags):
+        return  # a positional argument: not a flag a launch script passes by name
+    kw = {k.arg: k.value for k in call.keywords if k.arg}
+    _, dest = _literal(kw.get("dest"))
+    long_flags = [f for f in flags if f.startswith("--")]
+    if not isinstance(dest, str):
+        dest = (long_flags[0] if long_flags else flags[0]).lstrip("-").replace("-", "_")
+    action = "store"
+    if "action" in kw:
+        ok, act = _literal(kw["action"])
+        if ok and isinstance(act, str):
+            action = act
+        elif isinstance(kw["action"], ast.Attribute) and kw["action"].attr == "BooleanOptionalAction":
+            action = "boolean_optional"
+        else:
+            action = "store"  # a custom Action class: it takes a value in Megatron's code base
+    typ = _type_name(kw.get("type"))
+    ok_choices, choices = _literal(kw.get("choices"))
+    choices_t = tuple(choices) if ok_choices and isinstance(choices, (list, tuple)) else None
+    _, nargs = _literal(kw.get("nargs"))
+    has_default, default = _literal(kw.get("default"))
+    if action == "store_true" and "default" not in kw:
+        default, has_default = False, True
+    elif action == "store_false" and "default" not in kw:
+        default, has_default = True, True
+    if action == "store" and typ is None and kw.get("type") is None:
+        typ = "str"
+    for flag in flags:
+        if action == "boolean_optional" and flag.startswith("--"):
+            out.add(ArgDef(flag, dest, "store_true", None, None, None, default, has_default, path, call.lineno))
+            out.add(ArgDef("--no-" + flag[2:], dest, "store_false", None, None, None, default, has_default,
+                           path, call.lineno))
+            continue
+        out.add(ArgDef(flag, dest, action, typ, choices_t, nargs if _jsonable(nargs) else None, default,
+                       has_default, path, call.lineno))
+
+
+_FieldRow = tuple[str, ast.AST | None, ast.AST | None, dict, str, int]
+
+
+def _class_index(trees: Mapping[str, ast.Module]) -> dict[str, tuple[ast.ClassDef, str]]:
+    index: dict[str, tuple[ast.ClassDef, str]] = {}
+    for path, tree in trees.items():
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef):
+                index.setdefault(node.name, (node, path))
+    return index
+
+
+def _dataclass_fields(name: str, index: Mapping[str, tuple[ast.ClassDef, str]], seen: set[str]) -> list[_FieldRow] | None:
+    """Annotated class attributes of ``name`` and its bases (bases first, as dataclasses order them)."""
+    if name in seen:
+        return []
+    seen.add(name)
+    entry = index.get(name)
+    if entry is None:
+        return None
+    node, path = entry
+    rows: list[_FieldRow] = []
+    for base in node.bases:
+        base_name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else None
+        if base_name and base_name in index:
+            rows.extend(_dataclass_fields(base_name, index, seen) or [])
+    own: dict[str, _FieldRow] = {}
+    for stmt in node.body:
+        if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+            continue
+        if isinstance(stmt.annotation, ast.Subscript) and _ann_name(stmt.annotation.value) == "ClassVar":
+            continue
+        meta: dict = {}
+        default_node = stmt.value
+        if isinstance(stmt.value, ast.Call) and _ann_name(stmt.value.func) == "field":
+            kws = {k.arg: k.value for k in stmt.value.keywords if k.arg}
+            if _literal(kws.get("init")) == (True, False):
+                continue  # not an __init__ argument: the factory skips it
+            default_node = kws.get("default")
+            ok, metadata = _literal(kws.get("metadata"))
+            if not ok and isinstance(kws.get("metadata"), ast.Dict):
+                metadata = _partial_dict(kws["metadata"])
+            if isinstance(metadata, dict):
+                meta = metadata.get("argparse_meta") if isinstance(metadata.get("argparse_meta"), dict) else {}
+        own[stmt.target.id] = (stmt.target.id, stmt.annotation, default_node, meta, path, stmt.lineno)
+    names = {r[0] for r in rows}
+    rows = [own.get(r[0], r) for r in rows] + [r for n, r in own.items() if n not in names]
+    return rows
+
+
+def _partial_dict(node: ast.Dict) -> dict:
+    out: dict = {}
+    for k, v in zip(node.keys, node.values):
+        ok, key = _literal(k)
+        if not ok:
+            continue
+        if isinstance(v, ast.Dict):
+            out[key] = _partial_dict(v)
+        else:
+            okv, value = _literal(v)
+            if okv:
+                out[key] = value
+    return out
+
+
+def _ann_name(node: ast.AST | None) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return ""
+
+
+def _ann_type(ann: ast.AST | None) -> tuple[str | None, tuple | None, bool]:
+    """(type, choices, optional) of an annotation: ``int``, ``Optional[float]``, ``Literal["a", "b"]``."""
+    if ann is None:
+        return None, None, False
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        try:
+            ann = ast.parse(ann.value, mode="eval").body
+        except SyntaxError:
+            return None, None, False
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        left = _ann_type(ann.left)
+        right = _ann_type(ann.right)
+        if _is_none(ann.right):
+            return left[0], left[1], True
+        if _is_none(ann.left):
+            return right[0], right[1], True
+        return None, None, left[2] or right[2]
+    if isinstance(ann, ast.Subscript):
+        head = _ann_name(ann.value)
+        inner = ann.slice
+        if head == "Optional":
+            t, c, _ = _ann_type(inner)
+            return t, c, True
+        if head == "Literal":
+            items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            values = []
+            for it in items:
+                ok, v = _literal(it)
+                if not ok:
+                    return None, None, False
+                values.append(v)
+            kinds = {type(v).__name__ for v in values if v is not None}
+            return (kinds.pop() if len(kinds) == 1 else None), tuple(values), None in values
+        if head == "Union":
+            items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
+            non_none = [i for i in items if not _is_none(i)]
+            if len(non_none) == 1:
+                t, c, _ = _ann_type(non_none[0])
+                return t, c, len(non_none) != len(items)
+            return None, None, len(non_none) != len(items)
+        return None, None, False
+    name = _ann_name(ann)
+    return (name if name in ("int", "float", "str", "bool") else None), None, False
+
+
+def _is_none(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Constant) and node.value is None) or (isinstance(node, ast.Name) and node.id == "None")
+
+
+def _factory_flag(fname: str, ann: ast.AST | None, default_node: ast.AST | None, meta: dict, path: str, line: int,
+                  out: ScanResult) -> None:
+    """The flag ArgumentGroupFactory builds from one dataclass field (``--field-name``; a bool
+    that defaults to True becomes ``--no-field-name``), unless ``argparse_meta`` names it."""
+    typ, choices, _optional = _ann_type(ann)
+    has_default, default = _literal(default_node)
+    names = meta.get("arg_names") if isinstance(meta.get("arg_names"), list) else None
+    action = meta.get("action") if isinstance(meta.get("action"), str) else None
+    dest = meta.get("dest") if isinstance(meta.get("dest"), str) else fname
+    if typ == "bool" and action is None:
+        action = "store_false" if default is True else "store_true"
+        dashed = fname.replace("_", "-")
+        flags = names or (["--no-" + dashed, "--disable-" + dashed] if default is True else ["--" + dashed])
+        typ = None
+    else:
+        flags = names or ["--" + fname.replace("_", "-")]
+        action = action or "store"
+    meta_type = meta.get("type")
+    if isinstance(meta_type, str) and meta_type in ("int", "float", "str"):
+        typ = meta_type
+    if isinstance(meta.get("choices"), (list, tuple)):
+        choices = tuple(meta["choices"])
+    nargs = meta.get("nargs")
+    for flag in flags:
+        if isinstance(flag, str) and flag.startswith("-"):
+            out.add(ArgDef(flag, dest, action, typ, choices, nargs if _jsonable(nargs) else None, default, has_default,
+                           path, line))
+
+
+# --------------------------------------------------------------------------- GPT-NeoX
+
+
+def scan_neox(sources: Mapping[str, str]) -> ScanResult:
+    """The config keys of NeoX's argument dataclasses (``class NeoXArgs...``, ``@dataclass``)."""
+    out = ScanResult()
+    for path, text in list(sources.items())[:MAX_FILES]:
+        tree = _parse(text, path)
+        if tree is None:
+            # Older NeoX releases hold docstrings Python 3.12 no longer parses; their fields are
+            # still one `name: type = default` line each.
+            if not _neox_lines(text, path, out):
+                out.partial.append(f"{path} could not be parsed")
+            continue
+        out.files.append(path)
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef) or not node.name.startswith("NeoXArgs"):
+                continue
+            for stmt in node.body:
+                if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+                    continue
+                name = stmt.target.id
+                typ, choices, _opt = _ann_type(stmt.annotation)
+                has_default, default = _literal(stmt.value)
+                out.add(ArgDef(name, name, "key", typ, choices, None, default, has_default, path, stmt.lineno))
+    return out
+
+
+_NEOX_CLASS = re.compile(r"^class (NeoXArgs\w*)\b")
+_NEOX_FIELD = re.compile(r"^    ([A-Za-z_]\w*)\s*:\s*([^=#]+?)\s*(?:=\s*(.+?))?\s*$")
+
+
+def _neox_lines(text: str, path: str, out: ScanResult) -> bool:
+    """Fields of NeoX argument classes read line by line (when the module does not parse)."""
+    in_class = False
+    in_doc = False
+    found = False
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.startswith("class "):
+            in_class = bool(_NEOX_CLASS.match(line))
+            continue
+        if not in_class:
+            continue
+        if line and not line[0].isspace():
+            in_class = False
+            continue
+        if line.count('"""') % 2 == 1:
+            in_doc = not in_doc
+            continue
+        if in_doc:
+            continue
+        m = _NEOX_FIELD.match(line)
+        if m is None:
+            continue
+        try:
+            ann = ast.parse(m.group(2), mode="eval").body
+        except SyntaxError:
+            ann = None
+        typ, choices, _opt = _ann_type(ann)
+        has_default, default = False, None
+        if m.group(3):
+            try:
+                has_default, default = _literal(ast.parse(m.group(3), mode="eval").body)
+            except SyntaxError:
+                pass
+        out.add(ArgDef(m.group(1), m.group(1), "key", typ, choices, None, default, has_default, path, lineno))
+        found = True
+    if found:
+        out.files.append(path)
+    return found
+
+
+# --------------------------------------------------------------------------- DeepSpeed
+
+
+def scan_deepspeed(sources: Mapping[str, str]) -> ScanResult:
+    """Config keys DeepSpeed reads: pydantic config-model fields (and their ``alias``) and the
+    string constants of ``constants.py`` modules (``TRAIN_BATCH_SIZE = "train_batch_size"``)."""
+    out = ScanResult()
+    for path, text in list(sources.items())[:MAX_FILES * 4]:
+        tree = _parse(text, path)
+        if tree is None:
+            continue
+        out.files.append(path)
+        if path.endswith("constants.py"):
+            for node in tree.body:
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    ok, value = _literal(node.value)
+                    target = node.targets[0].id
+                    if ok and isinstance(value, str) and target.isupper() and _key_like(value) \
+                            and not target.endswith(("_DEFAULT", "_FORMAT")):
+                        out.add(ArgDef(value, value, "key", None, None, None, None, False, path, node.lineno))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.ClassDef) or not _is_config_model(node):
+                continue
+            for stmt in node.body:
+                if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
+                    continue
+                name = stmt.target.id
+                if name.startswith("_") or name == "model_config":
+                    continue
+                typ, choices, _opt = _ann_type(stmt.annotation)
+                alias = None
+                default_node = stmt.value
+                if isinstance(stmt.value, ast.Call) and _ann_name(stmt.value.func) == "Field":
+                    kws = {k.arg: k.value for k in stmt.value.keywords if k.arg}
+                    _, alias = _literal(kws.get("alias"))
+                    default_node = stmt.value.args[0] if stmt.value.args else kws.get("default")
+                has_default, default = _literal(default_node)
+                key = alias if isinstance(alias, str) else name
+                out.add(ArgDef(key, name, "key", typ, choices, None, default, has_default, path, stmt.lineno))
+    return out
+
+
+def _key_like(value: str) -> bool:
+    return 0 < len(value) <= 64 and value.replace("_", "").isalnum() and value.lower() == value
+
+
+def _is_config_model(node: ast.ClassDef) -> bool:
+    return any(_ann_name(b).endswith(("ConfigModel", "BaseModel")) for b in node.bases) or node.name.endswith("Config")
+
+
+def merge(results: Iterable[ScanResult]) -> ScanResult:
+    out = ScanResult()
+    for r in results:
+        for arg in r.args.values():
+            out.add(arg)
+        out.partial.extend(r.partial)
+        out.files.extend(r.files)
+        out.uses_deepspeed_args = out.uses_deepspeed_args or r.uses_deepspeed_args
+    return out

@@ -1,0 +1,212 @@
+"""Finding the framework a config targets, in order:
+
+1. the project config: ``framework = {megatron = "...", neox = "...", deepspeed = "..."}`` naming a
+   shipped release (``core_v0.8.0``, ``v2.0``, ``0.14.0``) or a path to a checkout;
+2. the framework's source beside the config: the nearest folder above it that holds the family's
+   argument module (``megatron/training/arguments.py``, ``megatron/arguments.py``,
+   ``megatron/neox_arguments/neox_args.py``, ``deepspeed/runtime/config.py``), or such a checkout
+   as a git submodule or a vendored folder of one of those folders;
+3. the package installed in the active Python environment (located, never imported);
+4. else upstream as trainlint's built-in table has it (:attr:`TargetOrigin.ASSUMED`).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Mapping
+
+from trainlint.frameworks.catalog import (
+    ArgCatalog,
+    MARKERS,
+    find_shipped,
+    load_shipped,
+    marker,
+    read_checkout,
+    shipped_index,
+)
+from trainlint.frameworks.target import FrameworkTarget, TargetOrigin
+
+FAMILIES = ("megatron", "neox", "deepspeed")
+MAX_LEVELS = 40
+DEFAULT_VARIANT = {"megatron": "Megatron-LM", "neox": "GPT-NeoX", "deepspeed": "DeepSpeed"}
+_VENDOR_HINTS = ("megatron", "neox", "deepspeed", "third_party", "third-party", "3rdparty", "external", "vendor")
+
+
+class FrameworkSettingError(ValueError):
+    """A ``framework`` entry of the project config that names nothing trainlint can read."""
+
+
+_project: dict[str, tuple[str, str]] = {}
+"""family -> ("path" | "version", value), from the project config."""
+_memo: dict[tuple[str, str], FrameworkTarget] = {}
+_reported: set[str] = set()
+
+
+def configure(settings: Mapping[str, str] | None, base: str | None = None) -> None:
+    """Take the project config's ``framework`` table (paths relative to ``base``). Raises
+    :class:`FrameworkSettingError` for an entry that names no checkout and no shipped release."""
+    _project.clear()
+    _memo.clear()
+    for family, value in (settings or {}).items():
+        if family not in FAMILIES:
+            raise FrameworkSettingError(f"`framework.{family}`: unknown framework; expected one of {', '.join(FAMILIES)}")
+        if not isinstance(value, str) or not value.strip():
+            raise FrameworkSettingError(f"`framework.{family}` must be a string: a release or a path to a checkout")
+        candidate = Path(os.path.expanduser(value))
+        if not candidate.is_absolute() and base:
+            candidate = Path(base) / candidate
+        looks_like_path = any(c in value for c in "/\\") or value.startswith((".", "~")) or candidate.is_dir()
+        if looks_like_path:
+            if not candidate.is_dir() or marker(candidate, family) is None:
+                wanted = " or ".join(MARKERS[family])
+                raise FrameworkSettingError(f"`framework.{family}` = \"{value}\": no {wanted} under {candidate}")
+            _project[family] = ("path", str(candidate.resolve()))
+        else:
+            if find_shipped(family, value) is None:
+                known = ", ".join(e.version if e.variant == DEFAULT_VARIANT[family] else f"{e.variant} ({e.version})"
+                                  for e in shipped_index() if e.family == family)
+                raise FrameworkSettingError(f"`framework.{family}` = \"{value}\": trainlint ships no catalog of that "
+                                            f"release (it has: {known}); give a path to a checkout instead")
+            _project[family] = ("version", value)
+
+
+def resolve(family: str, config_path: str | None) -> FrameworkTarget:
+    """The target of a config file of ``family`` at ``config_path`` (memoised per folder)."""
+    folder = _folder(config_path)
+    key = (family, folder)
+    hit = _memo.get(key)
+    if hit is not None:
+        return replace(hit, read_seconds=None) if hit.read_seconds is not None else hit
+    target = _resolve(family, folder)
+    _memo[key] = target
+    return target
+
+
+def _folder(config_path: str | None) -> str:
+    if not config_path or config_path.startswith("<"):
+        return os.getcwd()
+    try:
+        return str(Path(config_path).resolve().parent)
+    except OSError:
+        return os.getcwd()
+
+
+def _resolve(family: str, folder: str) -> FrameworkTarget:
+    setting = _project.get(family)
+    if setting is not None:
+        kind, value = setting
+        if kind == "version":
+            entry = find_shipped(family, value)
+            assert entry is not None  # checked by configure()
+            return FrameworkTarget(family, entry.variant, entry.version, TargetOrigin.PROJECT_CONFIG,
+                                   commit=entry.commit, catalog=load_shipped(entry.file),
+                                   note=f"framework.{family} = \"{value}\" in the project config")
+        return _from_checkout(family, Path(value), TargetOrigin.PROJECT_CONFIG,
+                              f"framework.{family} in the project config")
+    root = find_source_beside(family, Path(folder))
+    if root is not None:
+        return _from_checkout(family, root, TargetOrigin.SOURCE_BESIDE,
+                              f"{marker(root, family)} found above the config")
+    installed = find_installed(family)
+    if installed is not None:
+        return _from_checkout(family, installed, TargetOrigin.INSTALLED, "the installed package")
+    return assumed(family)
+
+
+def assumed(family: str) -> FrameworkTarget:
+    """Nothing says which version: trainlint's built-in table (upstream at its commit)."""
+    from trainlint.schemas import load_schema
+
+    commit = None
+    try:
+        sources = load_schema(family).get("x-source") or []
+        first = sources[0] if isinstance(sources, list) and sources else sources
+        commit = first.get("commit") if isinstance(first, dict) else None
+    except Exception:  # noqa: BLE001 - a missing provenance only shortens the message
+        commit = None
+    return FrameworkTarget(family, DEFAULT_VARIANT[family], None, TargetOrigin.ASSUMED, commit=commit,
+                           note="no framework source found beside the config and none configured")
+
+
+def _from_checkout(family: str, root: Path, origin: TargetOrigin, note: str) -> FrameworkTarget:
+    catalog: ArgCatalog | None = read_checkout(root, family)
+    if catalog is None:
+        return assumed(family)
+    return FrameworkTarget(family, catalog.variant, catalog.version, origin, path=str(root), catalog=catalog,
+                           read_seconds=catalog.read_seconds, note=note)
+
+
+def find_source_beside(family: str, start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding the family's argument module, or a
+    submodule / vendored checkout of one (a direct child folder named like a framework)."""
+    folder = start
+    for _ in range(MAX_LEVELS):
+        if marker(folder, family) is not None:
+            return folder
+        for child in _vendored(folder):
+            if marker(child, family) is not None:
+                return child
+        if folder.parent == folder:
+            break
+        folder = folder.parent
+    return None
+
+
+def _vendored(folder: Path) -> list[Path]:
+    """Submodule paths of ``.gitmodules`` and child folders named like a framework checkout."""
+    out: list[Path] = []
+    modules = folder / ".gitmodules"
+    if modules.is_file():
+        try:
+            for line in modules.read_text(encoding="utf-8", errors="replace").splitlines()[:2000]:
+                key, _, value = line.strip().partition("=")
+                if key.strip() == "path" and value.strip():
+                    out.append(folder / value.strip())
+        except OSError:
+            pass
+    try:
+        with os.scandir(folder) as entries:
+            for i, entry in enumerate(entries):
+                if i > 2000:
+                    break
+                if entry.name.lower().startswith(_VENDOR_HINTS) or any(h in entry.name.lower() for h in _VENDOR_HINTS[:3]):
+                    if entry.is_dir(follow_symlinks=False):
+                        out.append(Path(entry.path))
+    except OSError:
+        pass
+    return out
+
+
+def find_installed(family: str) -> Path | None:
+    """The root above the installed top-level package, located by ``importlib.util.find_spec``
+    (which, for a top-level name, imports nothing)."""
+    import importlib.util
+
+    top = "deepspeed" if family == "deepspeed" else "megatron"
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for loc in locations:
+        root = Path(loc).parent
+        if marker(root, family) is not None:
+            return root
+    return None
+
+
+def first_read_note(target: FrameworkTarget) -> str | None:
+    """"read 412 arguments of X from megatron/training/arguments.py in 0.21 s", once per source and process."""
+    if target.read_seconds is None or target.catalog is None or target.path is None:
+        return None
+    if target.path in _reported:
+        return None
+    _reported.add(target.path)
+    files = ", ".join(target.catalog.files[:3]) + (" ..." if len(target.catalog.files) > 3 else "")
+    partial = ""
+    if target.catalog.partial:
+        partial = f"; not everything could be read statically ({target.catalog.partial[0]}), so names it lacks are warnings"
+    return (f"checked against {target.describe()}: read {len(target.catalog.args)} argument definitions from {files} "
+            f"in {target.read_seconds:.2f} s (cached for the next checks){partial}")

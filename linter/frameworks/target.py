@@ -1,0 +1,87 @@
+"""Which framework variant and version a config is checked against, and how trainlint knows.
+
+Kept free of heavy imports: :mod:`trainlint.spec` refers to it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class TargetOrigin(str, Enum):
+    """Where the target came from, in the order trainlint looks."""
+
+    PROJECT_CONFIG = "project-config"
+    """``framework = {megatron = "core_v0.8.0" | "path/to/checkout"}`` in the project config."""
+    SOURCE_BESIDE = "source-beside"
+    """The framework's source found in a folder above the config (a fork's checkout, a submodule)."""
+    INSTALLED = "installed"
+    """The package installed in the active Python environment (read, never imported)."""
+    ASSUMED = "assumed"
+    """Nothing says: upstream at the commit trainlint's own argument table was read from."""
+
+
+@dataclass(frozen=True)
+class FrameworkTarget:
+    family: str
+    """megatron | neox | deepspeed"""
+    variant: str
+    """e.g. ``Megatron-LM``, ``Megatron-DeepSpeed``, ``GPT-NeoX``, ``DeepSpeed``, or a fork's folder name."""
+    version: str | None
+    """A release (``core_v0.8.0``), or None for a checkout of unknown version."""
+    origin: TargetOrigin
+    path: str | None = None
+    """The source read (the checkout's root), when there is one."""
+    commit: str | None = None
+    """The commit a shipped catalog was read from."""
+    catalog: Any = field(default=None, compare=False, repr=False)
+    """The :class:`~trainlint.frameworks.catalog.ArgCatalog` (None: trainlint's built-in table)."""
+    read_seconds: float | None = field(default=None, compare=False)
+    """Seconds spent reading the source on this check (None when the cache had it)."""
+    note: str = ""
+    """How the target was found, for messages (``megatron/training/arguments.py found above the config``)."""
+
+    @property
+    def known(self) -> bool:
+        """The config's framework is known (not assumed): its unknown names may be errors."""
+        return self.origin is not TargetOrigin.ASSUMED
+
+    @property
+    def complete(self) -> bool:
+        return self.catalog is None or not self.catalog.partial
+
+    def describe(self) -> str:
+        """``the fork at ../Megatron-LM`` / ``Megatron-LM core_v0.8.0`` / ``upstream Megatron-LM at d98e8a64dd``."""
+        if self.origin is TargetOrigin.ASSUMED:
+            return f"upstream {self.variant} at {self.commit}" if self.commit else f"upstream {self.variant}"
+        name = f"{self.variant} {self.version}" if self.version else self.variant
+        if self.path and self.origin is not TargetOrigin.PROJECT_CONFIG or (self.path and not self.version):
+            return f"{name} (source at {self.path})"
+        return name
+
+    def to_dict(self) -> dict:
+        out: dict[str, Any] = {"family": self.family, "variant": self.variant, "origin": self.origin.value}
+        if self.version:
+            out["version"] = self.version
+        if self.commit:
+            out["commit"] = self.commit
+        if self.path:
+            out["path"] = self.path
+        if self.note:
+            out["note"] = self.note
+        return out
+
+
+POINT_AT_FORK = {
+    "megatron": 'framework = {{megatron = "<path to the checkout, or a release such as core_v0.8.0>"}}',
+    "neox": 'framework = {{neox = "<path to the checkout, or v2.0 / main>"}}',
+    "deepspeed": 'framework = {{deepspeed = "<path to the checkout, or a release such as 0.14.0>"}}',
+}
+
+
+def how_to_point(family: str) -> str:
+    """The hint every assumed-target finding carries."""
+    return ("if it runs on a fork or another release, check it beside that source, or set "
+            + POINT_AT_FORK.get(family, POINT_AT_FORK["megatron"]).format() + " under [tool.trainlint]")

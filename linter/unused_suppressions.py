@@ -1,0 +1,124 @@
+"""TL020 unused-suppression: suppressions that suppress nothing (as ruff's RUF100).
+
+An inline ``# trainlint: disable...`` comment names codes; when no finding of one of them was
+suppressed by it, the comment is stale and would hide a future finding: reported (on by
+default). A ``per-file-ignores`` entry that turned no finding off is reported only with
+``report-unused-per-file-ignores = true`` (ignores are often set ahead for files to come).
+
+Usage is gathered from every result of the run (the rule engine records it in
+``FileResult.used_suppressions``), so that a comment used by one run of a shared file is used.
+A selector for a code that is not selected at all is not reported: it could not have been used.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from typing import Sequence
+
+from trainlint.checker import FileResult
+from trainlint.diagnostics import Diagnostic
+from trainlint.input_codes import input_diagnostic
+from trainlint.positions import Span
+from trainlint.suppressions import ALL_CODES, Directive, Suppressions
+
+CODE = "TL020"
+_FULL_CODE = re.compile(r"[A-Z]+[0-9]+\Z")
+
+
+def _could_fire(selector: str, selection, path: str) -> bool:
+    """False for a code the selection turns off everywhere (nothing of it is ever checked)."""
+    if selection is None or selector == ALL_CODES or not _FULL_CODE.match(selector.upper()):
+        return True
+    return selection.enabled(selector.upper(), "", None)
+
+
+def _inline_findings(path: str, suppressions: Suppressions, used: set, selection) -> list[Diagnostic]:
+    out = []
+    for directive in suppressions.directives:
+        unused = [s for s in directive.selectors if ("inline", path, directive.line, s) not in used
+                  and _could_fire(s, selection, path)]
+        if not unused:
+            continue
+        out.append(input_diagnostic(CODE, _message(directive, unused), _span(directive), path=path,
+                                    fix=_fix_hint(directive, unused)))
+    return out
+
+
+def _message(directive: Directive, unused: list[str]) -> str:
+    if unused == [ALL_CODES]:
+        return f"`# trainlint: {directive.kind}` suppresses nothing here: no finding to suppress"
+    names = ", ".join(f"`{s}`" for s in unused)
+    return (f"unused suppression: {names} in `# trainlint: {directive.kind}` "
+            f"suppress{'es' if len(unused) == 1 else ''} no finding")
+
+
+def _fix_hint(directive: Directive, unused: list[str]) -> str:
+    if unused == [ALL_CODES] or set(unused) == set(directive.codes):
+        return "remove the comment"
+    keep = [c for c in directive.codes if c not in unused]
+    return f"keep only {', '.join(keep)}"
+
+
+def _span(directive: Directive) -> Span:
+    return Span(directive.line, directive.column, directive.line, directive.end_column)
+
+
+def report_unused(results: Sequence[FileResult], selection=None, project=None,
+                  per_file_ignores: bool = False) -> list[FileResult]:
+    """``results`` with a TL020 added for every suppression nothing used, in the file that has it
+    (per-file-ignores entries: in the project config). TL020 itself obeys the selection."""
+    from trainlint.engine import suppressions_of
+
+    if selection is not None and not selection.enabled(CODE, "unused-suppression", None):
+        return list(results)
+    used: set = set()
+    for result in results:
+        used |= result.used_suppressions
+    cache: dict[str, Suppressions] = {}
+    out, seen = [], set()
+    for result in results:
+        added: list[Diagnostic] = []
+        if result.format is not None:
+            for path in result.run or [result.path]:
+                if path in seen:
+                    continue
+                seen.add(path)
+                if selection is not None and not selection.enabled(CODE, "unused-suppression", path):
+                    continue
+                added += _inline_findings(path, suppressions_of(path, result, cache), used, selection)
+        out.append(replace(result, diagnostics=[*result.diagnostics, *added]) if added else result)
+    if per_file_ignores and project is not None and project.path and project.per_file_ignores:
+        stale = _per_file_findings(project, used, selection)
+        if stale:
+            out.append(FileResult(project.path, None, stale))
+    return out
+
+
+def _per_file_findings(project, used: set, selection) -> list[Diagnostic]:
+    try:
+        lines = Path(project.path).read_text(encoding="utf-8").split("\n")
+    except (OSError, UnicodeDecodeError):
+        lines = []
+    out = []
+    for pattern, selectors in project.per_file_ignores.items():
+        unused = [s for s in selectors if ("per-file", pattern, s) not in used and _could_fire(s, selection, pattern)]
+        if not unused:
+            continue
+        span = _where(lines, pattern)
+        names = ", ".join(f"`{s}`" for s in unused)
+        out.append(input_diagnostic(
+            CODE, f"unused per-file-ignores entry: {names} for \"{pattern}\" turned off no finding",
+            span, path=project.path, fix="remove the entry" if len(unused) == len(selectors) else f"remove {names}"))
+    return out
+
+
+def _where(lines: list[str], pattern: str) -> Span:
+    """The line of the config that names ``pattern`` (its quoted key), else the file's start."""
+    for quoted in (f'"{pattern}"', f"'{pattern}'"):
+        for number, line in enumerate(lines, start=1):
+            column = line.find(quoted)
+            if column >= 0:
+                return Span(number, column + 1, number, column + 1 + len(quoted))
+    return Span(1, 1, 1, 1)

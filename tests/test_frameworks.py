@@ -1,0 +1,342 @@
+"""Framework targets: argument definitions read statically from source, the target's provenance,
+and fork-aware unknown / removed findings (issue 17)."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from trainlint.adapters.base import LoadContext
+from trainlint.adapters.megatron.adapter import MegatronAdapter
+from trainlint.adapters.neox import NeoXAdapter
+from trainlint.diagnostics import Applicability, Severity
+from trainlint.frameworks import locate
+from trainlint.frameworks.argscan import scan_megatron, scan_neox
+from trainlint.frameworks.catalog import load_shipped, read_checkout, shipped_index
+from trainlint.frameworks.target import TargetOrigin
+from trainlint.sources import SourceText
+
+MEGATRON = MegatronAdapter()
+NEOX = NeoXAdapter()
+
+BASE_FLAGS = ("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "
+              "--max-position-embeddings 128 --micro-batch-size 1 --global-batch-size 8")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_locator():
+    locate.configure({})
+    yield
+    locate.configure({})
+
+
+def megatron_script(path: Path, extra: str) -> list:
+    text = f"torchrun pretrain_gpt.py {BASE_FLAGS} {extra}\n"
+    path.write_text(text)
+    return MEGATRON.load(SourceText(str(path), text), LoadContext()).diagnostics
+
+
+def found(diags, *codes) -> list[tuple[str, str, int, int]]:
+    return [(d.code, d.severity.value, d.line, d.column) for d in diags if d.code in codes]
+
+
+# ------------------------------------------------------------------------------ reading source
+
+
+FORK_ARGUMENTS = '''
+import argparse
+
+def _add_network_size_args(parser):
+    group = parser.add_argument_group(title='network size')
+    group.add_argument('--num-layers', type=int, default=None)
+    group.add_argument('--hidden-size', type=int, default=None)
+    group.add_argument('--num-attention-heads', type=int, default=None)
+    group.add_argument('--seq-length', type=int, default=None)
+    group.add_argument('--max-position-embeddings', type=int, default=None)
+    group.add_argument('--micro-batch-size', type=int, default=None)
+    group.add_argument('--global-batch-size', type=int, default=None)
+    group.add_argument('--position-embedding-type', type=str, default='learned_absolute',
+                       choices=['learned_absolute', 'rope', 'alibi'])
+    group.add_argument('--embed-layernorm', action='store_true')
+    group.add_argument('--tokenizer-name-or-path', type=str, default=None)
+    group.add_argument('--use-fancy-kernel', action=argparse.BooleanOptionalAction, default=True)
+    return parser
+'''
+
+
+def write_fork(root: Path, arguments: str = FORK_ARGUMENTS) -> Path:
+    (root / "megatron" / "training").mkdir(parents=True)
+    (root / "megatron" / "training" / "arguments.py").write_text(arguments)
+    (root / "examples").mkdir()
+    return root
+
+
+def test_add_argument_calls_are_read_with_their_types_and_choices():
+    scan = scan_megatron({"megatron/training/arguments.py": FORK_ARGUMENTS})
+    assert scan.partial == []
+    pet = scan.args["--position-embedding-type"]
+    assert (pet.dest, pet.type, pet.choices) == ("position_embedding_type", "str", ("learned_absolute", "rope", "alibi"))
+    assert scan.args["--embed-layernorm"].action == "store_true"
+    assert scan.args["--num-layers"].type == "int"
+    # BooleanOptionalAction adds both spellings
+    assert scan.args["--use-fancy-kernel"].action == "store_true"
+    assert scan.args["--no-use-fancy-kernel"].action == "store_false"
+
+
+def test_an_option_string_built_at_run_time_makes_the_catalog_partial():
+    scan = scan_megatron({"a.py": "def f(p, name):\n    p.add_argument('--' + name, type=int)\n"})
+    assert scan.args == {}
+    assert scan.partial and "a.py:2" in scan.partial[0]
+
+
+def test_argument_group_factory_flags_come_from_the_dataclass_fields():
+    arguments = textwrap.dedent('''
+        from megatron.training.config import TrainingConfig
+        def add(parser):
+            exclude = ["skipped"]
+            ArgumentGroupFactory(TrainingConfig, exclude=exclude).build_group(parser, "training")
+    ''')
+    config = textwrap.dedent('''
+        from dataclasses import dataclass, field
+        from typing import Literal, Optional
+        @dataclass
+        class Base:
+            seed: int = 1234
+        @dataclass
+        class TrainingConfig(Base):
+            train_iters: Optional[int] = None
+            use_flash: bool = True
+            verbose: bool = False
+            skipped: int = 0
+            mode: Literal["a", "b"] = "a"
+            internal: int = field(default=0, init=False)
+            renamed: int = field(default=0, metadata={"argparse_meta": {"arg_names": ["--other-name"]}})
+    ''')
+    scan = scan_megatron({"megatron/training/arguments.py": arguments}, {"megatron/training/config.py": config})
+    assert scan.partial == []
+    assert set(scan.args) == {"--seed", "--train-iters", "--no-use-flash", "--disable-use-flash", "--verbose",
+                              "--mode", "--other-name"}
+    assert scan.args["--no-use-flash"].action == "store_false"
+    assert scan.args["--mode"].choices == ("a", "b")
+    assert scan.args["--train-iters"].type == "int"
+
+
+def test_neox_argument_dataclasses_are_read():
+    scan = scan_neox({"megatron/neox_arguments/neox_args.py": textwrap.dedent('''
+        from dataclasses import dataclass
+        from typing import Literal
+        @dataclass
+        class NeoXArgsModel(NeoXArgsTemplate):
+            num_layers: int = None
+            mlp_type: str = "regular"
+            lr_decay_style: Literal["constant", "linear", "hybrid_cosine_inv_sqrt_2"] = "linear"
+        class Helper:
+            not_an_arg: int = 3
+    ''')})
+    assert set(scan.args) == {"num_layers", "mlp_type", "lr_decay_style"}
+    assert scan.args["lr_decay_style"].choices == ("constant", "linear", "hybrid_cosine_inv_sqrt_2")
+
+
+def test_a_checkout_is_read_once_then_taken_from_the_cache(tmp_path):
+    root = write_fork(tmp_path / "fork")
+    first = read_checkout(root, "megatron")
+    assert first is not None and first.read_seconds is not None and "--embed-layernorm" in first
+    again = read_checkout(root, "megatron")
+    assert again is not None and again.read_seconds is None and set(again.args) == set(first.args)
+    # a changed source is read again (the cache is keyed by content)
+    (root / "megatron/training/arguments.py").write_text(FORK_ARGUMENTS + "    parser.add_argument('--new-flag')\n")
+    changed = read_checkout(root, "megatron")
+    assert changed.read_seconds is not None and "--new-flag" in changed
+
+
+# ------------------------------------------------------------------------------ a fork beside the config
+
+
+def test_fork_flags_are_known_when_checked_in_the_fork(tmp_path):
+    # content of its own, so the cache of another test's identical source does not answer
+    root = write_fork(tmp_path / "bigscience-Megatron-DeepSpeed", FORK_ARGUMENTS + f"# {tmp_path}\n")
+    diags = megatron_script(root / "examples" / "train.sh",
+                            "--position-embedding-type alibi --embed-layernorm --tokenizer-name-or-path gpt2")
+    assert found(diags, "TL004", "TL006", "TL008") == []
+    note = [d for d in diags if d.code == "TL014"]
+    assert len(note) == 1 and note[0].severity is Severity.INFO
+    assert "bigscience-Megatron-DeepSpeed" in note[0].message and " s " in note[0].message
+
+
+def test_the_fork_decides_what_is_unknown(tmp_path):
+    root = write_fork(tmp_path / "fork")
+    line = f"torchrun pretrain_gpt.py {BASE_FLAGS} "
+    diags = megatron_script(root / "examples" / "train.sh", "--swiglu --position-embedding-type xpos")
+    assert found(diags, "TL004", "TL006") == [("TL004", "error", 1, len(line) + 1),
+                                              ("TL006", "error", 1, len(line) + len("--swiglu --position-embedding-type ") + 1)]
+    unknown = next(d for d in diags if d.code == "TL004")
+    assert "not an argument of fork" in unknown.message
+    assert "Megatron-LM core_v0.4.0" in unknown.message  # where trainlint knows it from
+
+
+def test_the_same_script_checked_against_upstream_names_what_upstream_lacks(tmp_path):
+    script = tmp_path / "elsewhere" / "train.sh"
+    script.parent.mkdir()
+    diags = megatron_script(script, "--position-embedding-type alibi --embed-layernorm")
+    got = found(diags, "TL004", "TL006", "TL008")
+    assert [(c, s) for c, s, _l, _c in got] == [("TL006", "warning"), ("TL004", "warning")]
+    for d in diags:
+        if d.code in ("TL004", "TL006"):
+            assert "assumed" in d.message and "framework = {megatron" in d.message
+
+
+def test_rename_fix_only_to_a_name_the_target_defines(tmp_path):
+    root = write_fork(tmp_path / "fork")
+    diags = megatron_script(root / "examples" / "train.sh", "--embed_layernorm")
+    d = next(d for d in diags if d.code == "TL004")
+    assert d.severity is Severity.ERROR and d.fix == "--embed-layernorm"
+    assert d.applicability is Applicability.SAFE and d.edits and d.edits[0].content == "--embed-layernorm"
+    # assumed upstream: the same spelling fix is offered, but as unsafe (a fork may spell it so)
+    other = tmp_path / "other.sh"
+    d2 = next(d for d in megatron_script(other, "--num_layers 2") if d.code == "TL004")
+    assert d2.severity is Severity.WARNING and d2.applicability is Applicability.UNSAFE
+
+
+def test_a_submodule_checkout_is_found(tmp_path):
+    project = tmp_path / "project"
+    write_fork(project / "third_party" / "Megatron-LM")
+    (project / ".gitmodules").write_text('[submodule "mlm"]\n\tpath = third_party/Megatron-LM\n')
+    (project / "scripts").mkdir()
+    target = locate.resolve("megatron", str(project / "scripts" / "train.sh"))
+    assert target.origin is TargetOrigin.SOURCE_BESIDE and target.path == str(project / "third_party" / "Megatron-LM")
+
+
+def test_project_config_names_a_checkout_or_a_release(tmp_path):
+    root = write_fork(tmp_path / "fork")
+    locate.configure({"megatron": str(root)})
+    target = locate.resolve("megatron", str(tmp_path / "x.sh"))
+    assert target.origin is TargetOrigin.PROJECT_CONFIG and "--embed-layernorm" in target.catalog
+    locate.configure({"megatron": "core_v0.8.0"})
+    target = locate.resolve("megatron", str(tmp_path / "x.sh"))
+    assert (target.variant, target.version, target.origin) == ("Megatron-LM", "core_v0.8.0", TargetOrigin.PROJECT_CONFIG)
+    assert target.commit and len(target.commit) == 40
+    with pytest.raises(locate.FrameworkSettingError):
+        locate.configure({"megatron": "core_v0.99.0"})
+    with pytest.raises(locate.FrameworkSettingError):
+        locate.configure({"megatron": str(tmp_path / "nothing-here")})
+
+
+def test_project_config_in_pyproject(tmp_path):
+    from trainlint.config import ConfigError, discover
+
+    (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nframework = {megatron = "core_v0.4.0"}\n')
+    project = discover(tmp_path)
+    assert project.framework == {"megatron": "core_v0.4.0"}
+    assert locate.resolve("megatron", str(tmp_path / "a.sh")).version == "core_v0.4.0"
+    (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nframework = {megatron = 3}\n')
+    with pytest.raises(ConfigError):
+        discover(tmp_path)
+
+
+def test_the_spec_records_the_target(tmp_path):
+    root = write_fork(tmp_path / "fork")
+    text = f"torchrun pretrain_gpt.py {BASE_FLAGS}\n"
+    result = MEGATRON.load(SourceText(str(root / "examples" / "t.sh"), text), LoadContext())
+    data = result.specs[0].to_dict()["target"]
+    assert data["origin"] == "source-beside" and data["family"] == "megatron" and data["path"] == str(root)
+    elsewhere = MEGATRON.load(SourceText(str(tmp_path / "t.sh"), text), LoadContext()).specs[0].to_dict()["target"]
+    assert elsewhere["origin"] == "assumed" and elsewhere["commit"]
+
+
+# ------------------------------------------------------------------------------ shipped catalogs
+
+
+def _entries(family: str):
+    return [e for e in shipped_index() if e.family == family]
+
+
+def _pair(entry, family: str, usable):
+    """A name ``entry`` defines that another shipped release of the family lacks, and that release."""
+    mine = load_shipped(entry.file)
+    for other in _entries(family):
+        if other == entry:
+            continue
+        theirs = load_shipped(other.file)
+        for name, arg in sorted(mine.args.items()):
+            if name not in theirs and usable(arg):
+                return name, arg, other
+    return None
+
+
+def test_shipped_catalogs_cover_the_releases_configs_target():
+    versions = {(e.variant, e.version) for e in shipped_index()}
+    for minor in range(4, 20):
+        assert ("Megatron-LM", f"core_v0.{minor}.0") in versions
+    assert ("Megatron-DeepSpeed", "main") in versions
+    assert {("GPT-NeoX", "v2.0"), ("GPT-NeoX", "main")} <= versions
+    for minor in range(9, 20):
+        assert ("DeepSpeed", f"0.{minor}.0") in versions
+    for e in shipped_index():
+        assert len(e.commit) == 40 and e.repository
+
+
+@pytest.mark.parametrize("entry", _entries("megatron"), ids=lambda e: f"{e.variant}-{e.version}")
+def test_golden_megatron_catalog(entry, tmp_path):
+    """The same script is clean against the release that defines its flag, and gets the right
+    finding against a release that does not (TL008 when an earlier release of the line had it)."""
+    pair = _pair(entry, "megatron", lambda a: a.action == "store_true" and a.name.startswith("--")
+                 and a.name not in ("--deepspeed",))
+    assert pair is not None
+    flag, _arg, other = pair
+    script = tmp_path / "t.sh"
+    locate.configure({"megatron": entry.version if entry.variant == "Megatron-LM" else entry.variant})
+    assert found(megatron_script(script, flag), "TL004", "TL008") == []
+    locate.configure({"megatron": other.version if other.variant == "Megatron-LM" else other.variant})
+    got = found(megatron_script(script, flag), "TL004", "TL008")
+    column = len(f"torchrun pretrain_gpt.py {BASE_FLAGS} ") + 1
+    expected = "TL008" if other.variant == entry.variant and other.order > entry.order else "TL004"
+    assert got == [(expected, "error", 1, column)]
+
+
+NEOX_BASE = "num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nseq_length: 128\nmax_position_embeddings: 128\n"
+
+
+@pytest.mark.parametrize("entry", _entries("neox"), ids=lambda e: e.version)
+def test_golden_neox_catalog(entry, tmp_path):
+    pair = _pair(entry, "neox", lambda a: a.type in ("int", "bool") and not a.choices)
+    assert pair is not None
+    key, arg, other = pair
+    value = "true" if arg.type == "bool" else "1"
+    text = NEOX_BASE + f"{key}: {value}\n"
+    path = tmp_path / "run.yml"
+    path.write_text(text)
+    locate.configure({"neox": entry.version})
+    clean = NEOX.load(SourceText(str(path), text), LoadContext()).diagnostics
+    assert found(clean, "TL004", "TL008") == []
+    locate.configure({"neox": other.version})
+    got = found(NEOX.load(SourceText(str(path), text), LoadContext()).diagnostics, "TL004", "TL008")
+    assert [(c, s, l) for c, s, l, _ in got] == [(got[0][0], "error", 6)] and got[0][0] in ("TL004", "TL008")
+
+
+def test_neox_fork_keys_are_known_in_the_fork(tmp_path):
+    root = tmp_path / "a" / "fork-checkout"
+    (root / "megatron" / "neox_arguments").mkdir(parents=True)
+    (root / "megatron" / "neox_arguments" / "neox_args.py").write_text(textwrap.dedent('''
+        from dataclasses import dataclass
+        from typing import Literal
+        @dataclass
+        class NeoXArgsModel:
+            num_layers: int = None
+            hidden_size: int = None
+            num_attention_heads: int = None
+            seq_length: int = None
+            max_position_embeddings: int = None
+            mlp_type: str = "regular"
+            lr_decay_style: Literal["linear", "hybrid_cosine_inv_sqrt_2"] = "linear"
+    '''))
+    (root / "configs").mkdir()
+    text = NEOX_BASE + "mlp_type: llama\nlr_decay_style: hybrid_cosine_inv_sqrt_2\n"
+    inside = NEOX.load(SourceText(str(root / "configs" / "run.yml"), text), LoadContext()).diagnostics
+    assert found(inside, "TL004", "TL006", "TL008") == []
+    (tmp_path / "b").mkdir()
+    outside = NEOX.load(SourceText(str(tmp_path / "b" / "run.yml"), text), LoadContext()).diagnostics
+    got = found(outside, "TL004", "TL006")
+    assert [(c, s, l) for c, s, l, _ in got] == [("TL004", "warning", 6), ("TL006", "warning", 7)]
