@@ -22,11 +22,11 @@ from trainlint.diagnostics import Diagnostic, Related, Severity
 from trainlint.document import Document, pointer_parts
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START
-from trainlint.provenance import Value, default, derived, from_file
+from trainlint.provenance import Origin, Provenance, Value, default, derived, from_file
 from trainlint.schema_check import check_document
 from trainlint.schemas import load_schema
 from trainlint.sources import SourceText
-from trainlint.spec import TrainingSpec
+from trainlint.spec import EngineSpec, TrainingSpec
 
 FORMAT = "deepspeed"
 AUTO_REASON = "\"auto\": set at launch by the Hugging Face Trainer / Accelerate from TrainingArguments"
@@ -380,6 +380,7 @@ def build_spec(doc: Document) -> TrainingSpec:
     _memory(spec, r)
     _model(spec, r)
     _settings(spec, doc)
+    set_engine(spec)
     return spec
 
 
@@ -517,3 +518,121 @@ class DeepSpeedAdapter(Adapter):
 
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
         return load_deepspeed_config(source)
+
+
+# ------------------------------------------------------------------------------------ engine
+
+DS_ENGINE_PY = "deepspeed/runtime/engine.py"
+DS_BF16_PY = "deepspeed/runtime/bf16_optimizer.py"
+DS_ZERO_CONFIG_PY = "deepspeed/runtime/zero/config.py"
+_DTYPES = {"fp32": "fp32", "float32": "fp32", "float": "fp32", "fp16": "fp16", "float16": "fp16", "half": "fp16",
+           "bf16": "bf16", "bfloat16": "bf16"}
+
+
+def deepspeed_optimizer(dtype: str, zero: int, grad_accum_dtype: str | None, pipeline: bool) -> tuple[str, int, str, str]:
+    """(optimizer owner, shard stage, gradient dtype, why) as DeepSpeed's engine picks its optimizer
+    wrapper (engine.py ``get_data_types`` and ``_do_optimizer_sanity_check``):
+
+    * ZeRO stage >= 1: the ZeRO optimizer; gradients in ``data_types.grad_accum_dtype``, else the
+      model dtype.
+    * ZeRO 0 in bf16: gradients accumulate in fp32 unless ``grad_accum_dtype`` says otherwise;
+      bf16 params with fp32 accumulation select ``BF16_Optimizer``, and so does bf16 accumulation
+      on the pipeline engine. BF16_Optimizer keeps a full fp32 gradient buffer and shards the fp32
+      master weights and the optimizer states over DP (bf16_optimizer.py: the fp32 partition of
+      the flat bf16 group, ``fp32_groups_gradients_flat`` the size of the whole group).
+    * ZeRO 0 in fp16: FP16_Optimizer (fp16 grads, fp32 master and states, nothing sharded).
+    """
+    acc = _DTYPES.get(str(grad_accum_dtype).lower()) if grad_accum_dtype is not None else None
+    if zero >= 1:
+        grads = acc or (dtype if dtype in ("bf16", "fp16") else "fp32")
+        what = {1: "optimizer states", 2: "optimizer states and gradients", 3: "optimizer states, gradients and parameters"}
+        return ("deepspeed-zero", min(zero, 3), grads,
+                f"ZeRO stage {zero} shards the {what[min(zero, 3)]} over data parallel; gradients in {grads} "
+                f"({'data_types.grad_accum_dtype' if acc else 'the model dtype'}; {DS_ENGINE_PY} get_data_types)")
+    if dtype == "bf16":
+        acc = acc or "fp32"
+        if acc == "fp32" or pipeline:
+            return ("deepspeed-bf16", 1, acc,
+                    f"bf16 with ZeRO 0 and {acc} gradient accumulation selects BF16_Optimizer ({DS_ENGINE_PY} "
+                    f"get_data_types / _do_optimizer_sanity_check), which keeps a full {acc} gradient buffer and "
+                    f"shards the fp32 master weights and optimizer states over data parallel ({DS_BF16_PY})")
+        return ("deepspeed", 0, "bf16", f"bf16 gradient accumulation with ZeRO 0 outside the pipeline engine: "
+                                        f"no sharding (DDP_BFLOAT16, {DS_ENGINE_PY})")
+    if dtype == "fp16":
+        return ("deepspeed", 0, acc or "fp16", f"fp16 with ZeRO 0: FP16_Optimizer, nothing sharded ({DS_ENGINE_PY})")
+    return ("deepspeed", 0, acc or "fp32", f"fp32 with ZeRO 0: the optimizer itself, nothing sharded ({DS_ENGINE_PY})")
+
+
+def _ds_setting(spec: TrainingSpec, prefix: str, key: str) -> Value | None:
+    entry = spec.settings.get(prefix + key)
+    if entry is None or entry.value is None or isinstance(entry.value, str):
+        return None
+    return entry
+
+
+def _number_setting(spec: TrainingSpec, prefix: str, key: str, fallback: float) -> Value:
+    entry = _ds_setting(spec, prefix, key)
+    if entry is not None and isinstance(entry.value, (int, float)) and not isinstance(entry.value, bool) \
+            and 0 <= entry.value < 1e15:
+        return entry
+    return default(fallback, f"DeepSpeed default {key} ({DS_ZERO_CONFIG_PY})")
+
+
+def deepspeed_engine(spec: TrainingSpec, *, prefix: str = "", pipeline: bool = False) -> None:
+    """Sets ``spec.engine``'s optimizer, gradient and data-parallel fields as DeepSpeed's engine runs
+    the step. ``prefix`` is how the spec's settings name the DeepSpeed JSON's keys (``deepspeed:``
+    when a Megatron-DeepSpeed script merged it); ``pipeline``: DeepSpeed's PipelineEngine runs it."""
+    e = spec.engine
+    dtype_v, zero_v = spec.precision.dtype, spec.parallel.zero_stage
+    dtype = str(dtype_v.value) if dtype_v is not None and dtype_v.value in ("fp32", "fp16", "bf16") else None
+    zero = zero_v.value if zero_v is not None and type(zero_v.value) is int and 0 <= zero_v.value <= 3 else None
+    acc_v = _ds_setting_str(spec, prefix, "data_types.grad_accum_dtype")
+    sources = (dtype_v, zero_v, acc_v)
+    if dtype is None or zero is None:
+        assumed = Provenance(Origin.ASSUMED, note="ZeRO stage or precision not known statically: "
+                                                  "ZeRO 0 in bf16 assumed for the engine")
+        dtype = dtype or "bf16"
+        zero = 0 if zero is None else zero
+        owner, stage, grads, why = deepspeed_optimizer(dtype, zero, acc_v.value if acc_v else None, pipeline)
+        e.optimizer_owner, e.shard_stage, e.grad_dtype = (Value(x, assumed) for x in (owner, stage, grads))
+    else:
+        owner, stage, grads, why = deepspeed_optimizer(dtype, zero, acc_v.value if acc_v else None, pipeline)
+        e.optimizer_owner = derived(owner, why, *sources)
+        e.shard_stage = derived(stage, why, *sources)
+        e.grad_dtype = derived(grads, why, *sources)
+    e.shard_group = default("dp", f"DeepSpeed shards over its data-parallel group ({DS_ENGINE_PY})")
+    e.offload_optimizer = spec.parallel.offload_optimizer
+    e.offload_params = spec.parallel.offload_params
+    overlap = _ds_setting(spec, prefix, "zero_optimization.overlap_comm")
+    if stage == 0 or owner == "deepspeed-bf16":
+        e.dp_overlap = derived(False, "without ZeRO the engine all-reduces the gradients at the accumulation "
+                                      f"boundary, after the backward pass (allreduce_gradients, {DS_ENGINE_PY})",
+                               e.optimizer_owner)
+    elif overlap is not None and isinstance(overlap.value, bool):
+        e.dp_overlap = overlap
+    else:
+        e.dp_overlap = derived(stage >= 3, f"DeepSpeed default overlap_comm: true at stage 3 only ({DS_ZERO_CONFIG_PY})",
+                               e.shard_stage)
+    e.reduce_bucket = _number_setting(spec, prefix, "zero_optimization.reduce_bucket_size", 5e8)
+    e.allgather_bucket = _number_setting(spec, prefix, "zero_optimization.allgather_bucket_size", 5e8)
+    e.zero3_max_live = _number_setting(spec, prefix, "zero_optimization.stage3_max_live_parameters", 1e9)
+    e.zero3_prefetch = _number_setting(spec, prefix, "zero_optimization.stage3_prefetch_bucket_size", 5e7)
+    e.tp_overlap = default(False, "DeepSpeed's engine does not overlap tensor-parallel communication")
+
+
+def _ds_setting_str(spec: TrainingSpec, prefix: str, key: str) -> Value | None:
+    entry = spec.settings.get(prefix + key)
+    if entry is None or not isinstance(entry.value, str) or entry.value.lower() not in _DTYPES:
+        return None
+    return entry
+
+
+def set_engine(spec: TrainingSpec) -> None:
+    """A DeepSpeed JSON on its own: DeepSpeed's engine, its batch settings; the model code (and so
+    the attention kernel and MoE layout) is not in the file."""
+    spec.engine = EngineSpec()
+    pipeline = spec.parallel.pipeline is not None and isinstance(spec.parallel.pipeline.value, int) \
+        and spec.parallel.pipeline.value > 1
+    deepspeed_engine(spec, pipeline=pipeline)
+    spec.engine.batch_owner = default("deepspeed", "DeepSpeed derives the missing member of the batch triple "
+                                                   "(_set_batch_related_parameters, deepspeed/runtime/config.py)")

@@ -33,7 +33,7 @@ from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, Span
 from trainlint.provenance import Value, default, derived, from_file
 from trainlint.sources import SourceText, UnreadableSource
-from trainlint.spec import TrainingSpec
+from trainlint.spec import EngineSpec, TrainingSpec
 
 if TYPE_CHECKING:  # pragma: no cover - yaml_tree (and PyYAML) is imported when a YAML is read
     from trainlint.adapters.yaml_tree import YamlTree
@@ -610,7 +610,11 @@ class _SpecBuilder:
         self.memory()
         self.cluster()
         self.settings()
+        self.engine()
         return self.spec
+
+    def engine(self) -> None:
+        set_engine(self.spec)
 
     def model(self) -> None:
         s = self.spec
@@ -832,3 +836,24 @@ def _attention_kinds(config: Any) -> set[str]:
             elif isinstance(names, str):
                 kinds.add(names.lower())
     return kinds
+
+
+def set_engine(spec: TrainingSpec) -> None:
+    """GPT-NeoX trains with DeepSpeed's engine (its PipelineEngine when pipe_parallel_size >= 1):
+    DeepSpeed's optimizer rules, NeoX's own model code for attention and MoE, NeoX's batch rules."""
+    from trainlint.adapters.deepspeed import deepspeed_engine
+
+    spec.engine = EngineSpec()
+    pipe = spec.parallel.pipeline_engine
+    deepspeed_engine(spec, pipeline=bool(pipe is not None and pipe.value))
+    e = spec.engine
+    flash = spec.memory.flash_attention
+    if flash is not None:
+        e.attention = Value("flash" if flash.value else "unfused", flash.provenance)
+    interval = spec.settings.get("moe_expert_interval")
+    if interval is not None and type(interval.value) is int and interval.value >= 1:
+        e.moe_layer_interval = interval
+    else:
+        e.moe_layer_interval = default(1, _default_note("moe_expert_interval"))
+    e.batch_owner = default("neox", f"GPT-NeoX: gradient_accumulation_steps defaults to 1 and the triple is "
+                                    f"asserted (calculate_batch_parameters / check_batch_parameters, {ARGUMENTS_PY})")

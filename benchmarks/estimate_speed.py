@@ -13,6 +13,7 @@ import statistics
 import time
 
 from trainlint.estimator import build_context, estimate
+from trainlint.adapters.engine import set_engine
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
 
@@ -26,6 +27,7 @@ def spec() -> TrainingSpec:
                         "batch.micro_batch": 1, "batch.global_batch": 1024, "precision.dtype": "bf16",
                         "memory.recompute": "full", "model.seq_length": 4096}.items():
         s.set(name, Value(value, F))
+    set_engine(s)
     return s
 
 

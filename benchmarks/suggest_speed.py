@@ -31,6 +31,7 @@ from trainlint.layout import SearchOptions, search
 from trainlint.layout.launch import default_launch_rules
 from trainlint.layout.search import InputsFactory, prepare
 from trainlint.layout.space import build_space
+from trainlint.adapters.engine import set_engine
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import MEGATRON_LM, TrainingSpec
 
@@ -42,6 +43,7 @@ def megatron_spec(world: int, fields: dict) -> TrainingSpec:
     spec = TrainingSpec(framework="megatron", path="bench.sh", label="bench", dialect=MEGATRON_LM)
     for name, value in {"cluster.world_size": world, **fields}.items():
         spec.set(name, Value(value, F))
+    set_engine(spec)
     return spec
 
 

@@ -105,12 +105,55 @@ class ClusterSpec:
 
 
 @dataclass
+class EngineSpec:
+    """What runs the step, whatever file format wrote the run: the adapters set these from the
+    framework's own rules (citing them in each value's provenance note); the estimator reads
+    these fields and never the file format or a raw framework key.
+
+    Megatron-DeepSpeed and GPT-NeoX are Megatron front ends on DeepSpeed's engine: their
+    optimizer, gradient buffers and data-parallel exchange are DeepSpeed's."""
+
+    optimizer_owner: Value | None = None
+    """``megatron`` (Megatron's own optimizer, with or without the distributed optimizer),
+    ``deepspeed-zero`` (ZeRO stage 1-3), ``deepspeed-bf16`` (DeepSpeed's BF16_Optimizer),
+    ``deepspeed`` (DeepSpeed at ZeRO 0 without BF16_Optimizer: FP16_Optimizer, fp32 or DDP) or
+    ``fsdp`` (PyTorch FSDP full sharding)."""
+    shard_stage: Value | None = None
+    """What the owner shards over ``shard_group``: 0 nothing, 1 the fp32 master weights and
+    optimizer states, 2 and the gradients, 3 and the 16-bit parameters."""
+    shard_group: Value | None = None
+    """``dp`` (DeepSpeed's data-parallel group) or ``dp_cp`` (Megatron's distributed optimizer
+    and FSDP: data x context parallel ranks)."""
+    grad_dtype: Value | None = None
+    """dtype of the gradient buffer accumulated over micro-batches and reduced over DP:
+    ``fp32`` (Megatron's main grads, BF16_Optimizer's fp32 grads) or ``bf16`` / ``fp16``."""
+    offload_optimizer: Value | None = None   # none | cpu | nvme
+    offload_params: Value | None = None      # none | cpu | nvme
+    attention: Value | None = None
+    """``flash`` (a fused kernel that keeps no s x s scores: FlashAttention, cuDNN / TE fused
+    attention) or ``unfused`` (scores materialised, with or without a fused softmax)."""
+    moe_layer_interval: Value | None = None
+    """Every k-th transformer layer is a MoE layer (1: every layer)."""
+    dp_overlap: Value | None = None
+    """The data-parallel gradient reduction runs during the backward pass."""
+    tp_overlap: Value | None = None
+    """Tensor-parallel communication overlapped with GEMMs (Megatron --tp-comm-overlap)."""
+    reduce_bucket: Value | None = None        # elements (DeepSpeed reduce_bucket_size)
+    allgather_bucket: Value | None = None     # elements (DeepSpeed allgather_bucket_size)
+    zero3_max_live: Value | None = None       # elements (stage3_max_live_parameters)
+    zero3_prefetch: Value | None = None       # elements (stage3_prefetch_bucket_size)
+    batch_owner: Value | None = None
+    """Whose batch settings the run uses: ``megatron`` (Megatron's flags, also under
+    Megatron-DeepSpeed, which sets DeepSpeed's batch each step), ``deepspeed`` or ``neox``."""
+
+
+@dataclass
 class RunSpec:
     train_iters: Value | None = None
     train_samples: Value | None = None
 
 
-SECTIONS = ("model", "parallel", "batch", "precision", "memory", "cluster", "run")
+SECTIONS = ("model", "parallel", "batch", "precision", "memory", "cluster", "run", "engine")
 
 
 @dataclass
@@ -139,6 +182,7 @@ class TrainingSpec:
     memory: MemorySpec = field(default_factory=MemorySpec)
     cluster: ClusterSpec = field(default_factory=ClusterSpec)
     run: RunSpec = field(default_factory=RunSpec)
+    engine: EngineSpec = field(default_factory=EngineSpec)
     settings: dict[str, Value] = field(default_factory=dict)
     """Framework-specific settings that launch-time checks need but that have no common
     meaning, keyed by the framework's own name (``zero_optimization.overlap_comm``,

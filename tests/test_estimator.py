@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from trainlint.adapters.deepspeed import deepspeed_optimizer
 from trainlint.catalog import find_gpu
 from trainlint.estimator import MissingInputs, build_context, estimate, estimate_inputs
 from trainlint.estimator import closed_forms as CF
@@ -35,6 +36,19 @@ def make_inputs(**over) -> Inputs:
     base.update(over)
     if "world" not in over:
         base["world"] = base["dp"] * base["tp"] * base["pp"] * base["cp"]
+    if "global_batch" not in over:
+        base["global_batch"] = base["micro"] * base["grad_accum"] * base["dp"]
+    framework = base.pop("framework")
+    # the engine fields as the adapters set them for that framework (see tests/test_engine_spec.py)
+    if framework == "deepspeed":
+        owner, stage, grads, _ = deepspeed_optimizer(base["dtype"], base["zero"], None, False)
+        engine = dict(owner=owner, shard_stage=stage, shard_cp=False, grad_bytes=4.0 if grads == "fp32" else 2.0)
+    else:
+        grads = 2.0 if base["dtype"] == "fp16" else 4.0
+        engine = dict(owner="megatron", shard_stage=1 if base["dist_opt"] else 0, shard_cp=True, grad_bytes=grads)
+    engine["moe_interval"] = 1
+    engine.update({k: over[k] for k in engine if k in over})
+    base.update(engine)
     return Inputs(**base)
 
 
@@ -124,7 +138,10 @@ def test_megatron_bytes_per_param():
 def test_deepspeed_bytes_per_param_and_zero_stages():
     n = 1e9
     ds = {z: sum(static_bytes(make_inputs(framework="deepspeed", dp=8, zero=z), n)) / n for z in range(4)}
-    assert ds[0] == pytest.approx(2 + 2 + 12 + 4)        # 16 B/param + the fp32 gradient partition
+    fp16 = sum(static_bytes(make_inputs(framework="deepspeed", dp=8, zero=0, dtype="fp16"), n)) / n
+    assert fp16 == pytest.approx(2 + 2 + 12 + 4)         # FP16_Optimizer: 16 B/param + the fp32 gradient copy
+    assert ds[0] == pytest.approx(2 + 4 + 12 / 8)        # bf16 at ZeRO 0: BF16_Optimizer (fp32 grads, sharded master + Adam)
+    assert ds[1] == pytest.approx(2 + 2 + 16 / 8)
     assert ds[2] == pytest.approx(2 + 18 / 8)            # DeepSpeed's own estimate_zero2: 2 + 18/N
     assert ds[3] == pytest.approx(20 / 8)
     assert ds[0] > ds[1] > ds[2] > ds[3]

@@ -25,6 +25,7 @@ from trainlint.layout.fast import FastModel, stage_kinds, step_seconds, worst_st
 from trainlint.layout.launch import default_launch_rules, launch_findings
 from trainlint.layout.search import InputsFactory, prepare
 from trainlint.layout.space import build_space
+from trainlint.adapters.engine import set_engine
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.sources import SourceText
 from trainlint.spec import MEGATRON_LM, TrainingSpec
@@ -92,6 +93,7 @@ def synthetic(framework="megatron", *, world, model=None, gpu="h100-sxm", **fiel
     defaults = {"precision.dtype": "bf16", "cluster.world_size": world, "batch.micro_batch": 1}
     for name, value in {**defaults, **fields}.items():
         spec.set(name, Value(value, F))
+    set_engine(spec)
     return spec, build_context(spec, gpu=gpu, model=model)
 
 

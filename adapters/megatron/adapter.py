@@ -52,7 +52,7 @@ from trainlint.adapters.megatron.flags import (
 )
 from trainlint.adapters.megatron.launch import DISTINCTIVE, Invocation, find_invocation
 from trainlint.adapters.megatron.shell import FileText, ShellResult, evaluate
-from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder
+from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder, set_engine
 from trainlint.adapters.megatron.words import Field, Loc, Seg
 
 # The class and its sniffing live in .detect, which does not import this module's readers.
@@ -182,6 +182,7 @@ def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shel
     spec = SpecBuilder(parsed, build).build()
     spec.target = target
     _merge_deepspeed(result, spec, parsed, source, context, shell, spans)
+    set_engine(spec)  # after the merge: under --deepspeed the JSON decides the optimizer
     result.specs.append(spec)
     result.documents.append(_document(source, parsed, spans))
     if collect is not None:
@@ -334,9 +335,18 @@ _JSON_WINS = {"parallel.zero_stage", "parallel.offload_optimizer", "parallel.off
               "memory.partition_activations", "memory.cpu_checkpointing"}
 
 
+# Fields Megatron's flags decide even under DeepSpeed: Megatron-DeepSpeed sets DeepSpeed's batch from
+# its own flags every step (megatron/training.py: model[0].set_train_batch_size(...)) and DP from the
+# world size; the JSON's triple only fills what the flags leave unknown.
+_FLAGS_WIN = {"batch.micro_batch", "batch.grad_accum", "batch.global_batch", "parallel.data"}
+
+
 def _merge_spec(spec: TrainingSpec, ds: TrainingSpec) -> None:
     for dotted, value in ds.items():
-        if dotted.startswith("cluster."):
+        if dotted.startswith(("cluster.", "engine.")):
+            continue
+        if dotted in _FLAGS_WIN and spec.get(dotted) is not None:
+            spec.settings[f"deepspeed:{dotted}"] = value
             continue
         current = spec.get(dotted)
         if current is not None:

@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from trainlint.positions import Span
 from trainlint.provenance import Origin, Provenance, Value, default, derived
-from trainlint.spec import TrainingSpec
+from trainlint.spec import EngineSpec, TrainingSpec
 
 from trainlint.adapters.megatron.flags import CURRENT, DEEPSPEED, ParsedArgs, Setting
 from trainlint.adapters.megatron.vocab import vocab_fields
@@ -164,8 +164,17 @@ class SpecBuilder:
         elif self.ctx.dialect == CURRENT or self.given("num_layers"):
             m.tied_embeddings = self.dflt(True)
         m.num_experts = self.get("num_experts") or self.get("num_experts_switch")
+        if m.num_experts is not None and isinstance(m.num_experts.value, list):
+            # Megatron-DeepSpeed: --num-experts takes one count per MoE layer group (nargs='+')
+            counts = [n for n in m.num_experts.value if type(n) is int]
+            m.num_experts = Value(max(counts), m.num_experts.provenance) if counts else None
         if m.num_experts is not None:
-            m.moe_top_k = self.get_or_default("moe_router_topk", 2) if self.ctx.dialect == CURRENT else self.get("topk")
+            if self.ctx.dialect == CURRENT:
+                m.moe_top_k = self.get_or_default("moe_router_topk", 2)
+            elif self.ctx.dialect == DEEPSPEED:
+                m.moe_top_k = self.get_or_default("topk", 1)
+            else:
+                m.moe_top_k = self.get("topk")
             m.moe_ffn_hidden_size = self.get("moe_ffn_hidden_size")
             if m.moe_ffn_hidden_size is None and m.ffn_hidden_size is not None and not self.given("moe_ffn_hidden_size"):
                 m.moe_ffn_hidden_size = derived(m.ffn_hidden_size.value, "ffn_hidden_size (Megatron's default for MoE)",
@@ -242,7 +251,10 @@ class SpecBuilder:
                     p.virtual_pipeline = derived(per_stage // k.value,
                                                  "num_layers / pipeline size / layers per virtual stage", L, pp, k)
         p.context = self.get_or_default("context_parallel_size", 1)
-        p.expert = self.get_or_default("expert_model_parallel_size", 1)
+        if self.ctx.dialect == DEEPSPEED and self.given("moe_expert_parallel_size"):
+            p.expert = self.get("moe_expert_parallel_size")
+        else:
+            p.expert = self.get_or_default("expert_model_parallel_size", 1)
         if self.given("expert_tensor_parallel_size"):
             p.expert_tensor = self.get("expert_tensor_parallel_size")
         elif tp is not None and not legacy:
@@ -273,7 +285,7 @@ class SpecBuilder:
         if self.given("gas"):
             b.grad_accum = self.get("gas")
         if b.global_batch is None and not self.given("global_batch_size") and not self.given("step_batch_size_schedule") \
-                and b.micro_batch is not None and dp is not None and self.ctx.dialect == CURRENT:
+                and b.micro_batch is not None and dp is not None and self.ctx.dialect in (CURRENT, DEEPSPEED):
             b.global_batch = derived(b.micro_batch.value * dp.value,
                                      "micro batch x data-parallel size: Megatron's default without --global-batch-size",
                                      b.micro_batch, dp)
@@ -371,3 +383,119 @@ def _env_name(fields: list[Field]) -> str | None:
     if segs and all(seg.env for seg in segs):
         return segs[0].env
     return None
+
+
+# ------------------------------------------------------------------------------------ engine
+
+MEGATRON_ARGS_PY = "megatron/training/arguments.py"
+MDS_ARGS_PY = "megatron/arguments.py (Megatron-DeepSpeed)"
+
+
+def _setting(spec: TrainingSpec, dest: str) -> Value | None:
+    entry = spec.settings.get(dest)
+    return entry if entry is not None and entry.value is not None else None
+
+
+def _on(spec: TrainingSpec, dest: str) -> Value | None:
+    """The setting when it is written and true (a store_true flag given)."""
+    entry = _setting(spec, dest)
+    return entry if entry is not None and entry.value is True else None
+
+
+def deepspeed_runs(spec: TrainingSpec) -> bool:
+    """Megatron-DeepSpeed hands the model to DeepSpeed's engine only with ``--deepspeed``
+    (megatron/training.py setup_model_and_optimizer: ``if args.deepspeed: deepspeed.initialize``)."""
+    return spec.dialect == DEEPSPEED and _on(spec, "deepspeed") is not None
+
+
+def set_engine(spec: TrainingSpec) -> None:
+    """``spec.engine`` as the run's engine has it: DeepSpeed's (ZeRO / BF16_Optimizer, from the
+    ``--deepspeed_config`` JSON merged into the spec) for a Megatron-DeepSpeed run with
+    ``--deepspeed``, else Megatron's own optimizer. Attention, MoE layout and the batch are
+    Megatron's in both cases (its model code and its batch flags)."""
+    spec.engine = EngineSpec()
+    e = spec.engine
+    current = spec.dialect == CURRENT
+    note = DEFAULT_NOTES.get(spec.dialect, DEFAULT_NOTES[CURRENT])
+    if deepspeed_runs(spec):
+        from trainlint.adapters.deepspeed import deepspeed_engine
+
+        pipe = spec.parallel.pipeline_engine
+        deepspeed_engine(spec, prefix="deepspeed:", pipeline=bool(pipe is not None and pipe.value))
+    else:
+        _megatron_optimizer(spec, note)
+    # attention kernel
+    flash_flag = next((v for v in (_on(spec, d) for d in ("use_flash_attn", "use_flash_attn_v2", "use_flash_attn_triton",
+                                                          "use_flash_attn_builder")) if v is not None), None)
+    backend = _setting(spec, "attention_backend")
+    impl = _setting(spec, "transformer_impl")
+    if flash_flag is not None:
+        e.attention = Value("flash", flash_flag.provenance)
+    elif current and backend is not None and str(backend.value) in ("unfused", "local"):
+        e.attention = Value("unfused", backend.provenance)
+    elif current and backend is not None and str(backend.value) in ("flash", "fused"):
+        e.attention = Value("flash", backend.provenance)
+    elif current and impl is not None and str(impl.value) == "local":
+        e.attention = derived("unfused", "--transformer-impl local: Megatron's own DotProductAttention keeps the "
+                                         "softmax scores (no fused attention kernel)", impl)
+    elif current:
+        e.attention = default("flash", f"Megatron-LM default --attention-backend auto: Transformer Engine picks a "
+                                       f"flash or cuDNN fused attention kernel ({MEGATRON_ARGS_PY})")
+    else:
+        e.attention = default("unfused", f"{note}: attention scores are materialised (fused softmax at most) "
+                                         "unless --use-flash-attn* is given")
+    # MoE layout
+    if current:
+        freq = _setting(spec, "moe_layer_freq")
+        if freq is not None and type(freq.value) is int and freq.value >= 1:
+            e.moe_layer_interval = freq
+        else:
+            e.moe_layer_interval = default(1, f"Megatron-LM default --moe-layer-freq 1: every layer is a MoE layer "
+                                              f"({MEGATRON_ARGS_PY})")
+    elif spec.dialect == DEEPSPEED:
+        interval = _setting(spec, "expert_interval")
+        if interval is not None and type(interval.value) is int and interval.value >= 1:
+            e.moe_layer_interval = interval
+        else:
+            e.moe_layer_interval = default(2, f"Megatron-DeepSpeed default --expert-interval 2: every second layer "
+                                              f"is a MoE layer ({MDS_ARGS_PY})")
+    e.batch_owner = default("megatron", "Megatron's batch flags: the global batch is micro x DP x microbatches "
+                                        "(megatron/core/num_microbatches_calculator.py); Megatron-DeepSpeed sets "
+                                        "DeepSpeed's batch from them each step (set_train_batch_size)")
+
+
+def _megatron_optimizer(spec: TrainingSpec, note: str) -> None:
+    e = spec.engine
+    dist = spec.parallel.distributed_optimizer
+    on = dist is not None and dist.value is True
+    e.optimizer_owner = derived("megatron", "Megatron's own optimizer (no DeepSpeed engine)", dist)
+    e.shard_stage = derived(1 if on else 0, "--use-distributed-optimizer shards the fp32 master weights and optimizer "
+                                            "states over data x context parallel ranks" if on else
+                            "no --use-distributed-optimizer: every rank keeps the whole optimizer", dist)
+    e.shard_group = default("dp_cp", "Megatron's distributed optimizer shards over the data-parallel group with "
+                                     "context parallelism (megatron/core/optimizer, docs dist_optimizer.md)")
+    dtype_v = spec.precision.dtype
+    dtype = dtype_v.value if dtype_v is not None else None
+    bf16_reduce = _on(spec, "grad_reduce_in_bf16")
+    main = _setting(spec, "main_grads_dtype")
+    fp32_acc = _on(spec, "accumulate_allreduce_grads_in_fp32")
+    if dtype == "bf16":
+        if bf16_reduce is not None:
+            e.grad_dtype = Value("bf16", bf16_reduce.provenance)
+        elif main is not None and str(main.value) in ("bf16", "bfloat16"):
+            e.grad_dtype = Value("bf16", main.provenance)
+        else:
+            e.grad_dtype = derived("fp32", f"bf16: Megatron accumulates and all-reduces gradients in fp32 main grads "
+                                           f"({MEGATRON_ARGS_PY}: accumulate_allreduce_grads_in_fp32)", dtype_v)
+    elif dtype == "fp16":
+        e.grad_dtype = (Value("fp32", fp32_acc.provenance) if fp32_acc is not None else
+                        derived("fp16", "fp16: gradients in fp16 (without --accumulate-allreduce-grads-in-fp32)", dtype_v))
+    elif dtype == "fp32":
+        e.grad_dtype = derived("fp32", "fp32 training", dtype_v)
+    e.offload_optimizer = default("none", f"{note}: no optimizer offload")
+    e.offload_params = default("none", f"{note}: no parameter offload")
+    overlap = _setting(spec, "overlap_grad_reduce")
+    e.dp_overlap = overlap if overlap is not None and isinstance(overlap.value, bool) else \
+        default(False, f"{note}: --overlap-grad-reduce off")
+    tp = _setting(spec, "tp_comm_overlap")
+    e.tp_overlap = tp if tp is not None and isinstance(tp.value, bool) else default(False, f"{note}: --tp-comm-overlap off")

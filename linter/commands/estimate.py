@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.checker import check_paths
     from trainlint.commands.check import parse_env
     from trainlint.config import ConfigError, discover
-    from trainlint.estimator import ContextError, build_context, estimate
+    from trainlint.estimator import ContextError, InvariantError, build_context, estimate
     from trainlint.estimator.render import render_text
     from trainlint.estimator.core import MissingInputs
     from trainlint.estimator.inputs import MissingInput
@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     totals_by_id: dict[int, dict] = {}
     comparisons: list[tuple[str, list[dict]]] = []
     problems = False
+    internal = False
     for result in results:
         errors = [d for d in result.diagnostics if d.severity.value == "error"]
         if result.internal_error or (not result.specs and errors):
@@ -142,7 +143,12 @@ def run(args: argparse.Namespace) -> int:
                 print(f"trainlint: {spec.label or result.path}: the estimator does not model this run ("
                       + "; ".join(f"{g.setting}: {g.why}" for g in gaps) + "); the figures describe a GPT decoder "
                       "of the same shape", file=sys.stderr)
-            est = estimate(spec, ctx)
+            try:
+                est = estimate(spec, ctx)
+            except InvariantError as exc:  # an estimator bug: never print the broken number
+                print(f"{result.path}: TL999 internal error: {exc}", file=sys.stderr)
+                internal = True
+                continue
             if est.ok:
                 est = with_sensitivity(est)
             problems |= not est.ok
@@ -180,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write("\n".join(render_text(e) + (render_run(totals_by_id[id(e)]) if id(e) in totals_by_id else "")
                                    for _, e in outputs))
-    if not outputs:
+    if not outputs or internal:
         return EXIT_ERROR
     return EXIT_FINDINGS if problems else EXIT_CLEAN
 
@@ -220,7 +226,7 @@ def compare_gpus(spec: object, base: object, args: argparse.Namespace, project: 
                                 vocab_size=args.vocab_size,
                                 project_raw=project.raw, project_path=project.path)
             est = estimate(spec, ctx)
-        except (ContextError, ValueError) as exc:
+        except (ContextError, ValueError, RuntimeError) as exc:  # RuntimeError: InvariantError (an estimator bug)
             row["error"] = str(exc)
             rows.append(row)
             continue

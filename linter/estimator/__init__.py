@@ -5,8 +5,8 @@ cluster size and the model from CLI flags, the project config, the spec and defa
 """
 
 from trainlint.estimator.context import ContextError, EstimateContext, build_context, fill_model
-from trainlint.estimator.core import Estimate, MissingInputs, estimate, estimate_inputs
+from trainlint.estimator.core import Estimate, InvariantError, MissingInputs, estimate, estimate_inputs
 from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
 
-__all__ = ["Assumption", "ContextError", "Estimate", "EstimateContext", "Inputs", "MissingInput", "MissingInputs",
+__all__ = ["Assumption", "ContextError", "Estimate", "EstimateContext", "Inputs", "InvariantError", "MissingInput", "MissingInputs",
            "build_context", "estimate", "estimate_inputs", "fill_model", "resolve"]

@@ -116,6 +116,33 @@ class Estimate:
         }
 
 
+class InvariantError(RuntimeError):
+    """An estimate broke one of its invariants (MFU in (0, 1], finite non-negative memory, a positive
+    step time, tokens per step = micro x accumulation x DP x seq): an estimator bug, reported as an
+    internal error (TL999) instead of a number."""
+
+
+def check_invariants(est: "Estimate") -> None:
+    import math
+
+    i = est.inputs
+    problems = []
+    mfu = est.mfu
+    if not (math.isfinite(mfu) and 0.0 < mfu <= 1.0):
+        problems.append(f"MFU {mfu:.3g} outside (0, 1]")
+    if not (math.isfinite(est.step_time) and est.step_time > 0):
+        problems.append(f"step time {est.step_time!r} s")
+    for s in est.stages:
+        if not math.isfinite(s.total) or min(s.params, s.grads, s.optimizer, s.activations, s.buffers, s.overhead) < 0:
+            problems.append(f"memory of stage {s.stage} is {s.total!r} bytes (a component is negative or not finite)")
+            break
+    if est.tokens_per_step != float(i.micro * i.grad_accum * i.dp * i.seq):
+        problems.append(f"tokens per step {est.tokens_per_step:g} != micro x accumulation x DP x seq "
+                        f"= {i.micro * i.grad_accum * i.dp * i.seq}")
+    if problems:
+        raise InvariantError(f"estimate of {est.spec_label or 'the run'} broke its invariants: " + "; ".join(problems))
+
+
 def estimate_inputs(inputs: Inputs, label: str = "") -> Estimate:
     # imported here: a run that lacks inputs (MissingInputs) never needs them
     from trainlint.estimator.memory import stage_memory, total_params
@@ -123,7 +150,7 @@ def estimate_inputs(inputs: Inputs, label: str = "") -> Estimate:
 
     stages = stage_memory(inputs)
     time = step_time(inputs)
-    return Estimate(
+    est = Estimate(
         spec_label=label, inputs=inputs, stages=stages, time=time,
         model_flops_per_step=model_flops_per_step(inputs),
         hardware_flops_per_step=hardware_flops_per_step(inputs),
@@ -133,6 +160,8 @@ def estimate_inputs(inputs: Inputs, label: str = "") -> Estimate:
         peak_flops_per_gpu=peak_flops(inputs),
         assumptions=inputs.assumptions,
     )
+    check_invariants(est)
+    return est
 
 
 def estimate(spec: TrainingSpec, ctx: EstimateContext) -> Estimate | MissingInputs:

@@ -13,7 +13,7 @@ from typing import Any
 
 from trainlint.catalog import GPU
 from trainlint.estimator.context import EstimateContext
-from trainlint.provenance import Origin, Provenance, Value
+from trainlint.provenance import Origin, Provenance, Value, first_span
 from trainlint.spec import TrainingSpec
 from trainlint.tokenizer_vocab import ASSUMED_VOCAB
 
@@ -48,7 +48,6 @@ class Assumption:
 class Inputs:
     """Everything the formulas read, as plain values."""
 
-    framework: str
     gpu: GPU
     gpus_per_node: int
     # model
@@ -76,9 +75,22 @@ class Inputs:
     world: int
     sp: bool
     zero: int
+    """The ZeRO stage the config writes (descriptive: the engine fields below are what the formulas read)."""
     dist_opt: bool
+    """Megatron's --use-distributed-optimizer as written (descriptive)."""
     offload_opt: str
     offload_params: str
+    # engine (spec.engine): who owns the optimizer and how it shards
+    owner: str
+    """megatron | deepspeed | deepspeed-zero | deepspeed-bf16 | fsdp"""
+    shard_stage: int
+    """0 nothing sharded, 1 master weights + optimizer states, 2 + gradients, 3 + parameters"""
+    shard_cp: bool
+    """the shard group spans data x context parallel ranks (else data parallel only)"""
+    grad_bytes: float
+    """bytes per element of the gradient buffer accumulated and reduced over DP"""
+    moe_interval: int
+    """every k-th layer is a MoE layer"""
     # batch
     micro: int
     grad_accum: int
@@ -126,6 +138,14 @@ class Inputs:
         return self.experts > 1
 
     @property
+    def moe_fraction(self) -> float:
+        """Share of the layers that are MoE layers (Megatron-DeepSpeed: layer numbers divisible by
+        the expert interval; Megatron-LM --moe-layer-freq k likewise)."""
+        if not self.moe:
+            return 0.0
+        return (self.layers // max(1, self.moe_interval)) / self.layers if self.layers else 1.0
+
+    @property
     def act_bytes(self) -> int:
         return 4 if self.dtype == "fp32" else 2
 
@@ -159,6 +179,7 @@ class _Reader:
         self.spec = spec
         self.assumptions: list[Assumption] = []
         self.missing: list[MissingInput] = []
+        self.stale_batch = False
 
     def note(self, name: str, entry: Value) -> None:
         prov = entry.provenance
@@ -187,13 +208,15 @@ class _Reader:
             self.assumptions.append(Assumption(name, fallback, Origin.ASSUMED.value, why))
         return fallback
 
-    def setting(self, names: tuple[str, ...], fallback: Any, why: str) -> Any:
-        for name in names:
-            entry = self.spec.settings.get(name)
-            if entry is not None and entry.value is not None and not isinstance(entry.value, str):
-                self.note(f"settings.{name}", entry)
-                return entry.value
-        return fallback
+
+
+def _cluster_override(ctx: EstimateContext) -> bool:
+    """The cluster size comes from outside the file (a trainlint flag or the project config), which
+    wins over a launcher's world size written in the file."""
+    if ctx.nodes is None:
+        return False
+    outside = (Origin.CLI, Origin.PROJECT_CONFIG)
+    return ctx.nodes.provenance.origin in outside or ctx.gpus_per_node.provenance.origin in outside
 
 
 def _source(prov: Provenance) -> str:
@@ -221,7 +244,6 @@ def _norm_mode(value: Any) -> str:
 def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, list[MissingInput], list[Assumption]]:
     """Plain inputs, what is missing, and every non-file input with its source."""
     r = _Reader(spec)
-    fw = spec.framework
     gpu: GPU = ctx.gpu.value
     r.note("cluster.gpu", Value(gpu.id, ctx.gpu.provenance))
 
@@ -251,16 +273,10 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     ep = r.get("parallel.expert", fallback=1, why="no expert parallelism given: 1", cast=int) if experts > 1 else 1
     etp = r.get("parallel.expert_tensor", fallback=tp, why="expert tensor parallel = tensor parallel", cast=int) if experts > 1 else tp
     sp = _bool(r.get("parallel.sequence_parallel", fallback=False, why="no sequence parallelism")) and tp > 1
-    zero_default = 0
-    if fw == "megatron" and spec.parallel.zero_stage is None:
-        zero = 0  # Megatron-LM has no ZeRO stages (its distributed optimizer is read below)
-    else:
-        zero = r.get("parallel.zero_stage", fallback=zero_default,
-                     why="no ZeRO stage given: 0" if fw != "fsdp" else "FSDP full sharding (ZeRO-3 equivalent)", cast=int)
-    dist_opt = _bool(r.get("parallel.distributed_optimizer", fallback=False, why="no distributed optimizer")) if fw == "megatron" else False
-    quiet = fw == "megatron"  # no offload options in Megatron-LM: nothing to report
-    off_opt = str(r.get("parallel.offload_optimizer", fallback="none", why="" if quiet else "no optimizer offload") or "none").lower()
-    off_par = str(r.get("parallel.offload_params", fallback="none", why="" if quiet else "no parameter offload") or "none").lower()
+    zero = r.get("parallel.zero_stage", fallback=0, why="", cast=int) or 0
+    dist_opt = _bool(r.get("parallel.distributed_optimizer", fallback=False, why=""))
+    e = _engine(r, spec)
+    off_opt, off_par = e["offload_optimizer"], e["offload_params"]
 
     vocab_tokens, vocab_multiple = vocab, _pad_multiple(r)
     vocab = _padded_vocab(r, vocab, tp)
@@ -268,6 +284,17 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     world_entry = spec.cluster.world_size
     dp_entry = spec.parallel.data
     world = None
+    overridden = _cluster_override(ctx)
+    if overridden and world_entry is not None:
+        # --nodes / --gpus-per-node (or the project config) win over the launcher in the file
+        # (context.py's precedence); the disagreement is reported with the file's value and line.
+        if dp_entry is not None and world_entry.provenance in dp_entry.provenance.inputs:
+            dp_entry = None  # DP was derived from the launcher's world size: derive it again
+            r.stale_batch = True  # and so were any batch members derived from that DP
+        file_world = world_entry
+        world_entry = None
+    else:
+        file_world = None
     if world_entry is not None:
         world = _count(r, "cluster.world_size", world_entry)
         if world is None:
@@ -279,16 +306,20 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         if world is None or per_node is None:
             return None, r.missing, r.assumptions
         world *= per_node
+        source = f"nodes ({_source(ctx.nodes.provenance)}) x GPUs per node ({_source(ctx.gpus_per_node.provenance)})"
+        if file_world is not None and file_world.value != world:
+            fpath, fspan = first_span(file_world)
+            where = f"{fpath}:{fspan.line}" if fpath and fspan else file_world.provenance.describe()
+            source += f"; overrides the world size {file_world.value} the file states at {where}"
         # one node by a framework's default (NeoX without a hostfile) x GPUs per node nothing states:
         # trainlint's assumption, not a fact (a user's --nodes with the default 8 per node is their choice)
         guessed = ctx.gpus_per_node.provenance.origin is Origin.ASSUMED \
             and ctx.nodes.provenance.origin in (Origin.DEFAULT, Origin.ASSUMED)
+        if guessed:
+            source += ("; the memory, speed and communication rules do not judge an assumed world size "
+                       "(--gpus-per-node N, or `gpus-per-node` in [tool.trainlint])")
         r.assumptions.append(Assumption("cluster.world_size", world, (Origin.ASSUMED if guessed else Origin.DERIVED).value,
-                                        f"nodes ({_source(ctx.nodes.provenance)}) x GPUs per node "
-                                        f"({_source(ctx.gpus_per_node.provenance)})"
-                                        + ("; the memory, speed and communication rules do not judge an assumed "
-                                           "world size (--gpus-per-node N, or `gpus-per-node` in [tool.trainlint])"
-                                           if guessed else "")))
+                                        source))
     dp = None
     if dp_entry is not None:
         dp = _count(r, "parallel.data", dp_entry)
@@ -329,33 +360,23 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     recompute = _norm_mode(r.get("memory.recompute", fallback="none", why="no activation recompute"))
     method = str(r.get("memory.recompute_method", fallback="uniform", why="recompute method uniform") if recompute == "full" else "uniform")
     rlayers = int(r.get("memory.recompute_num_layers", fallback=1, why="one layer per checkpoint", cast=int) if recompute == "full" else 0)
-    flash = _bool(r.get("memory.flash_attention", fallback=True,
-                        why="fused (flash) attention assumed: no s^2 score tensors kept"))
+    flash = e["attention"] == "flash"
     part_act = _bool(r.get("memory.partition_activations", fallback=False, why="activations not partitioned"))
 
-    ds = fw in ("deepspeed", "neox")
-    reduce_bucket = float(r.setting(("zero_optimization.reduce_bucket_size", "reduce_bucket_size"), 5e8, "")) if ds else 0.0
-    allgather_bucket = float(r.setting(("zero_optimization.allgather_bucket_size", "allgather_bucket_size"), 5e8, "")) if ds else 0.0
-    max_live = float(r.setting(("zero_optimization.stage3_max_live_parameters", "stage3_max_live_parameters"), 1e9, "")) if ds else 0.0
-    prefetch = float(r.setting(("zero_optimization.stage3_prefetch_bucket_size", "stage3_prefetch_bucket_size"), 5e7, "")) if ds else 0.0
-    if ds:
-        overlap_dp = _bool(r.setting(("zero_optimization.overlap_comm", "overlap_comm"), zero >= 3, ""))
-    elif fw == "fsdp":
-        overlap_dp = True
-    else:
-        overlap_dp = _bool(r.setting(("overlap_grad_reduce", "--overlap-grad-reduce"), False, ""))
-    overlap_tp = _bool(r.setting(("tp_comm_overlap", "--tp-comm-overlap"), False, ""))
 
     inputs = Inputs(
-        framework=fw, gpu=gpu, gpus_per_node=int(ctx.gpus_per_node.value),
+        gpu=gpu, gpus_per_node=int(ctx.gpus_per_node.value),
         layers=layers, hidden=hidden, heads=heads, kv_heads=kv, head_dim=head_dim, ffn=ffn, gated=gated,
         vocab=vocab, seq=seq, tied=tied, experts=experts, top_k=top_k, moe_ffn=moe_ffn,
         tp=tp, pp=pp, vpp=max(1, vpp), cp=cp, ep=ep, etp=etp, dp=dp, world=world, sp=sp, zero=zero,
-        dist_opt=dist_opt, offload_opt=off_opt, offload_params=off_par,
+        dist_opt=dist_opt, offload_opt=off_opt, offload_params=off_par, owner=e["optimizer_owner"],
+        shard_stage=e["shard_stage"], shard_cp=e["shard_group"] == "dp_cp", grad_bytes=_DTYPE_BYTES[e["grad_dtype"]],
+        moe_interval=e["moe_layer_interval"],
         micro=micro, grad_accum=ga, global_batch=gb, dtype=dtype, fp8=bool(fp8), optimizer=optimizer,
         recompute=recompute, recompute_method=method, recompute_layers=max(1, rlayers), flash=flash,
-        partition_activations=part_act, reduce_bucket=reduce_bucket, allgather_bucket=allgather_bucket,
-        max_live_params=max_live, prefetch_bucket=prefetch, overlap_dp=overlap_dp, overlap_tp=overlap_tp,
+        partition_activations=part_act, reduce_bucket=e["reduce_bucket"], allgather_bucket=e["allgather_bucket"],
+        max_live_params=e["zero3_max_live"], prefetch_bucket=e["zero3_prefetch"], overlap_dp=e["dp_overlap"],
+        overlap_tp=e["tp_overlap"],
         assumptions=r.assumptions,
         vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
     )
@@ -406,9 +427,23 @@ def _padded_vocab(r: _Reader, vocab: int, tp: int) -> int:
     return rows
 
 
+BATCH_HOW = "fix the batch sizes so that global = micro x gradient accumulation x data parallel (see TL100)"
+
+
 def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
+    """The batch triple as the framework will run it, or a refusal (a MissingInput on ``batch``).
+
+    The adapters give each framework's own defaults and derivations (Megatron: global = micro x DP
+    without --global-batch-size, accumulation = global / (micro x DP); GPT-NeoX: accumulation 1
+    unless written; DeepSpeed: accumulation 1 when only one of train_batch_size / micro is given).
+    What is left here is DeepSpeed's ``_set_batch_related_parameters`` (the missing member of the
+    three from the other two and DP, by whole division) and every framework's assertion that
+    global = micro x accumulation x DP: a triple that fails it is refused, never estimated."""
     spec = r.spec
     mb_e, ga_e, gb_e = spec.batch.micro_batch, spec.batch.grad_accum, spec.batch.global_batch
+    if r.stale_batch:
+        # the adapter derived these from a DP that --nodes changed: derive them again from the new DP
+        ga_e, gb_e = (None if e is not None and e.provenance.origin is Origin.DERIVED else e for e in (ga_e, gb_e))
     missing_before = len(r.missing)
     mb, ga, gb = (_count(r, name, e) if e is not None and e.value is not None else None
                   for name, e in (("batch.micro_batch", mb_e), ("batch.grad_accum", ga_e), ("batch.global_batch", gb_e)))
@@ -418,14 +453,25 @@ def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
         if entry is not None and entry.value is not None:
             r.note(name, entry)
     how = "set train_micro_batch_size_per_gpu / --micro-batch-size and the global batch in the config"
+
+    def refuse(what: str) -> tuple[int, int, int]:
+        r.missing.append(MissingInput("batch", what, BATCH_HOW))
+        return 0, 0, 0
+
     if mb is None and gb is not None and ga is not None:
-        mb = gb // (ga * dp) if ga * dp else None
+        if gb % (ga * dp):
+            return refuse(f"global batch {gb} is not divisible by gradient accumulation {ga} x data parallel {dp}: "
+                          "the framework refuses the batch triple")
+        mb = gb // (ga * dp)
         r.assumptions.append(Assumption("batch.micro_batch", mb, Origin.DERIVED.value, "global / (grad accum x DP)"))
     if mb is None:
         r.missing.append(MissingInput("batch.micro_batch", "micro-batch size per GPU", how))
         return 0, 0, 0
     if ga is None and gb is not None:
-        ga = max(1, gb // (mb * dp))
+        if gb % (mb * dp):
+            return refuse(f"global batch {gb} is not divisible by micro batch {mb} x data parallel {dp} = {mb * dp}: "
+                          "the framework refuses the batch triple")
+        ga = gb // (mb * dp)
         r.assumptions.append(Assumption("batch.grad_accum", ga, Origin.DERIVED.value, "global / (micro x DP)"))
     if ga is None:
         ga = 1
@@ -433,4 +479,71 @@ def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
     if gb is None:
         gb = mb * ga * dp
         r.assumptions.append(Assumption("batch.global_batch", gb, Origin.DERIVED.value, "micro x grad accum x DP"))
+    if mb * ga * dp != gb:
+        return refuse(f"global batch {gb} != micro {mb} x gradient accumulation {ga} x data parallel {dp} = "
+                      f"{mb * ga * dp}: the framework refuses the batch triple")
     return mb, ga, gb
+
+
+_DTYPE_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}
+
+# What the estimator takes when no adapter said what the engine does (a spec built in code):
+# trainlint's own assumptions, each reported, never a framework's rule.
+_ENGINE_FALLBACK: dict[str, tuple[Any, str]] = {
+    "optimizer_owner": ("megatron", "no engine stated: the optimizer is assumed unsharded, with fp32 master weights"),
+    "shard_stage": (0, "no engine stated: nothing sharded"),
+    "shard_group": ("dp", "no engine stated: shards over data parallel"),
+    "grad_dtype": ("fp32", "no engine stated: fp32 gradient buffer"),
+    "offload_optimizer": ("none", "no optimizer offload"),
+    "offload_params": ("none", "no parameter offload"),
+    "attention": ("flash", "fused (flash) attention assumed: no s^2 score tensors kept"),
+    "moe_layer_interval": (1, "every layer a MoE layer"),
+    "dp_overlap": (False, ""),
+    "tp_overlap": (False, ""),
+    "reduce_bucket": (5e8, ""),
+    "allgather_bucket": (5e8, ""),
+    "zero3_max_live": (1e9, ""),
+    "zero3_prefetch": (5e7, ""),
+}
+_ENGINE_REPORTED = frozenset({"optimizer_owner", "shard_stage", "grad_dtype", "attention"})
+"""Engine facts listed among the estimate's assumptions when no file wrote them (buckets and
+overlap defaults stay quiet, as the framework defaults they are)."""
+_ENGINE_CHOICES = {
+    "optimizer_owner": ("megatron", "deepspeed", "deepspeed-zero", "deepspeed-bf16", "fsdp"),
+    "shard_group": ("dp", "dp_cp"),
+    "grad_dtype": tuple(_DTYPE_BYTES),
+    "attention": ("flash", "unfused"),
+}
+
+
+def _engine(r: _Reader, spec: TrainingSpec) -> dict[str, Any]:
+    """The engine fields as plain values: what the adapter set, else a reported assumption."""
+    out: dict[str, Any] = {}
+    for name, (fallback, why) in _ENGINE_FALLBACK.items():
+        entry = spec.get(f"engine.{name}")
+        value = entry.value if entry is not None else None
+        if isinstance(value, str):
+            value = value.lower()
+        ok = value is not None and (value in _ENGINE_CHOICES[name] if name in _ENGINE_CHOICES else
+                                    (isinstance(value, bool) if isinstance(fallback, bool) else
+                                     isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0))
+        if name in ("offload_optimizer", "offload_params"):
+            ok = isinstance(value, str)
+        if name == "shard_stage":
+            ok = ok and value in (0, 1, 2, 3)
+        if name == "moe_layer_interval":
+            ok = ok and int(value) >= 1
+        if ok:
+            if name in _ENGINE_REPORTED:
+                r.note(f"engine.{name}", entry)
+            out[name] = value
+        else:
+            if why:
+                r.assumptions.append(Assumption(f"engine.{name}", fallback, Origin.ASSUMED.value, why))
+            out[name] = fallback
+    if out["offload_optimizer"] not in ("cpu", "nvme"):
+        out["offload_optimizer"] = "none"
+    if out["offload_params"] not in ("cpu", "nvme"):
+        out["offload_params"] = "none"
+    out["moe_layer_interval"] = int(out["moe_layer_interval"])
+    return out

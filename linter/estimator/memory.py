@@ -2,8 +2,9 @@
 
 Pure functions of :class:`~trainlint.estimator.inputs.Inputs`. Bytes everywhere.
 
-Framework byte conventions (per parameter held by the GPU, before ZeRO / distributed-optimizer
-sharding), read from the frameworks' own sources:
+Byte conventions of each optimizer owner (per parameter held by the GPU, before sharding), read
+from the frameworks' own sources; the formulas read the engine fields (owner, shard stage and
+group, gradient dtype), never the file format:
 
 * Megatron-LM (megatron/training/theoretical_memory_usage.py, num_bytes_per_parameter, and
   docs/user-guide/features/dist_optimizer.md at d98e8a6): bf16 params + fp32 main grads + fp32
@@ -57,14 +58,16 @@ class StageMemory:
 
 
 def layer_params(i: Inputs) -> tuple[float, float, float]:
-    """(tensor-parallel-split, replicated, expert) parameters of one layer, whole model."""
+    """(tensor-parallel-split, replicated, expert) parameters of one layer, whole model, averaged
+    over the layers when only every k-th layer is a MoE layer (the others keep a dense MLP)."""
     h = i.hidden
     attn = h * (i.q_dim + 2 * i.kv_dim) + i.q_dim * h
     mats = 3 if i.gated else 2
     norms = 2 * h
     if i.moe:
-        expert = i.experts * mats * h * i.moe_ffn
-        return float(attn), float(norms + h * i.experts), float(expert)
+        f = i.moe_fraction
+        expert = f * i.experts * mats * h * i.moe_ffn
+        return float(attn + (1 - f) * mats * h * i.ffn), float(norms + f * h * i.experts), float(expert)
     return float(attn + mats * h * i.ffn), float(norms), 0.0
 
 
@@ -104,9 +107,9 @@ def active_params(i: Inputs) -> float:
 
 
 def shard_group(i: Inputs) -> int:
-    """Ranks the optimizer / ZeRO / FSDP shards over: Megatron's distributed optimizer and FSDP
-    (torchtitan's dp_shard x cp mesh) shard over DP x CP; DeepSpeed ZeRO over DP."""
-    return max(1, i.dp * (i.cp if i.framework in ("megatron", "fsdp") else 1))
+    """Ranks the optimizer owner shards over (engine.shard_group): Megatron's distributed optimizer
+    and FSDP (torchtitan's dp_shard x cp mesh) over DP x CP; DeepSpeed (ZeRO, BF16_Optimizer) over DP."""
+    return max(1, i.dp * (i.cp if i.shard_cp else 1))
 
 
 def _optimizer_state_bytes(optimizer: str) -> float:
@@ -121,35 +124,30 @@ def _optimizer_state_bytes(optimizer: str) -> float:
 
 
 def static_bytes(i: Inputs, n: float) -> tuple[float, float, float]:
-    """(params, grads, optimizer) bytes on one GPU holding ``n`` parameters (before ZeRO-3 etc)."""
+    """(params, grads, optimizer) bytes on one GPU holding ``n`` parameters, from the engine fields:
+
+    * 16-bit weights (2 bytes; 4 in fp32) and a gradient buffer in ``grad_bytes`` (Megatron's fp32
+      main grads, BF16_Optimizer's fp32 grads, DeepSpeed ZeRO's 16-bit grads);
+    * the optimizer's own bytes: fp32 master weights (mixed precision), the optimizer states, and an
+      fp32 copy of the gradients where the buffer is 16-bit (DeepSpeed's fp32 gradient partition,
+      Megatron's fp32 main grads of fp16 params): 4 + 8 + 4 for Adam;
+    * sharded over the shard group from ``shard_stage`` on: 1 the optimizer bytes, 2 the gradients,
+      3 the weights; offloaded optimizer state (and ZeRO-3 parameters) leave the GPU.
+    PyTorch FSDP keeps fp32 parameters and gradients, all sharded."""
     d = shard_group(i)
     states = _optimizer_state_bytes(i.optimizer)
+    if i.owner == "fsdp":
+        return 4.0 * n / d, 4.0 * n / d, states * n / d
     mixed = i.dtype in ("bf16", "fp16")
-    offload_opt = i.offload_opt in ("cpu", "nvme")
-    offload_par = i.offload_params in ("cpu", "nvme")
-    if i.framework == "megatron":
-        if mixed:
-            grad_b = 4.0 if i.dtype == "bf16" else 2.0
-            opt_b = 4.0 + states + (4.0 if i.dtype == "fp16" else 0.0)
-            params_b = 2.0
-        else:
-            params_b, grad_b, opt_b = 4.0, 4.0, states
-        opt_shard = d if i.dist_opt else 1
-        return params_b * n, grad_b * n, opt_b * n / opt_shard
-    if i.framework == "fsdp" or (i.framework not in ("deepspeed", "neox") and i.zero >= 3):
-        shard = d if i.zero >= 1 or i.framework == "fsdp" else 1
-        return 4.0 * n / shard, 4.0 * n / shard, states * n / shard
-    # DeepSpeed (and GPT-NeoX, which trains with DeepSpeed's engine)
-    if mixed:
-        params_b, grad_b, opt_b = 2.0, 2.0, 4.0 + states + 4.0
-    else:
-        params_b, grad_b, opt_b = 4.0, 4.0, states
-    params = params_b * n / (d if i.zero >= 3 else 1)
-    grads = grad_b * n / (d if i.zero >= 2 else 1)
-    opt = opt_b * n / (d if i.zero >= 1 else 1)
-    if offload_opt:
+    weight_b = 2.0 if mixed else 4.0
+    grad_b = i.grad_bytes if mixed else 4.0
+    opt_b = states + ((4.0 + (4.0 if grad_b < 4.0 else 0.0)) if mixed else 0.0)
+    params = weight_b * n / (d if i.shard_stage >= 3 else 1)
+    grads = grad_b * n / (d if i.shard_stage >= 2 else 1)
+    opt = opt_b * n / (d if i.shard_stage >= 1 else 1)
+    if i.offload_opt in ("cpu", "nvme"):
         opt = 0.0
-    if offload_par and i.zero >= 3:
+    if i.offload_params in ("cpu", "nvme") and i.shard_stage >= 3:
         params = 0.0
     return params, grads, opt
 
@@ -176,13 +174,14 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
         attention += 5 * (i.heads / t) * sb * i.seq * (a / 2)
     elif i.flash:
         attention += 4 * (i.heads / t) * sb  # fp32 log-sum-exp kept by fused attention
-    f = i.moe_ffn if i.moe else i.ffn
-    if i.gated:
-        inner = a * sb * 3 * f  # gate and up outputs, and their product
+    per_width = a * sb * (3 if i.gated else 2)  # gated: gate and up outputs and their product; else input and output
+    dense_inner = per_width * i.ffn / t
+    if i.moe:
+        f = i.moe_fraction  # MoE layers hold top-k expert activations, the others a dense MLP
+        inner = f * per_width * i.moe_ffn * i.top_k / i.etp + (1 - f) * dense_inner
     else:
-        inner = a * sb * 2 * f  # activation input and output
-    mlp_t = i.etp if i.moe else t
-    mlp = a * sb * h / rep + inner * (i.top_k if i.moe else 1) / mlp_t + sb * h / rep
+        inner = dense_inner
+    mlp = a * sb * h / rep + inner + sb * h / rep
     norms = 2 * a * sb * h / rep
     return attention + mlp + norms
 
@@ -218,7 +217,7 @@ def in_flight(i: Inputs, stage: int) -> float:
 
 def stage_activation_bytes(i: Inputs, stage: int, layers: int) -> tuple[float, dict[str, float]]:
     full = layer_activation_bytes(i, keep_scores=not i.flash)
-    if i.recompute == "selective" and i.framework == "fsdp":
+    if i.recompute == "selective" and i.owner == "fsdp":
         stored_layer = op_sac_layer_bytes(i)
     elif i.recompute == "selective":
         stored_layer = layer_activation_bytes(i, keep_scores=False)
@@ -257,17 +256,17 @@ def stage_activation_bytes(i: Inputs, stage: int, layers: int) -> tuple[float, d
 
 
 def buffer_bytes(i: Inputs, n_local: float) -> float:
-    """Framework communication buffers and ZeRO-3 / FSDP live parameters."""
-    if i.framework in ("deepspeed", "neox"):
+    """The optimizer owner's communication buffers and ZeRO-3 / FSDP live parameters."""
+    if i.owner == "deepspeed-zero":
         out = 0.0
-        if i.zero in (1, 2) and i.dp > 1:
+        if i.shard_stage in (1, 2) and i.dp > 1:
             out += 2 * min(i.reduce_bucket, n_local) + 2 * min(i.allgather_bucket, n_local)
-        if i.zero >= 3:
+        if i.shard_stage >= 3:
             unit = layer_params_per_gpu(i)
             live = min(i.max_live_params, 2 * unit + i.prefetch_bucket, n_local * i.dp)
             out += 2 * live + 2 * min(i.reduce_bucket, n_local * i.dp)
         return out
-    if i.framework == "fsdp" or i.zero >= 3:
+    if i.owner == "fsdp":
         unit = max(layer_params_per_gpu(i), i.vocab * i.hidden / i.tp)
         return 2 * unit * (2 + 4)  # current + prefetched unit: 16-bit params and fp32 grads before reduce-scatter
     return 0.0

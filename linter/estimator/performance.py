@@ -111,16 +111,21 @@ def layer_forward(i: Inputs) -> tuple[Cost, Cost]:
     fp8 = i.fp8
     cost = gemm(i, m, h, (i.q_dim + 2 * i.kv_dim) / t, fp8=fp8) + gemm(i, m, i.q_dim / t, h, fp8=fp8)
     mats = 2 if i.gated else 1
+    dense = gemm(i, m, h, mats * i.ffn / t, fp8=fp8) + gemm(i, m, i.ffn / t, h, fp8=fp8)
+    dense_elems = m * i.ffn / t
     if i.moe:
+        # the average layer: a share f of MoE layers (top-k experts + router), the rest dense
+        f = i.moe_fraction
         local_experts = max(1.0, i.experts / i.ep)
         tokens = m * i.top_k * i.ep / i.experts
-        cost = cost + gemm(i, tokens, h, mats * i.moe_ffn / i.etp, local_experts, fp8=fp8)
-        cost = cost + gemm(i, tokens, i.moe_ffn / i.etp, h, local_experts, fp8=fp8)
-        cost = cost + gemm(i, m, h, i.experts)  # router
-        act_elems = m * i.top_k * i.moe_ffn / i.etp
+        moe = gemm(i, tokens, h, mats * i.moe_ffn / i.etp, local_experts, fp8=fp8)
+        moe = moe + gemm(i, tokens, i.moe_ffn / i.etp, h, local_experts, fp8=fp8)
+        moe = moe + gemm(i, m, h, i.experts)  # router
+        cost = cost + moe.scale(f) + dense.scale(1 - f)
+        act_elems = f * m * i.top_k * i.moe_ffn / i.etp + (1 - f) * dense_elems
     else:
-        cost = cost + gemm(i, m, h, mats * i.ffn / t, fp8=fp8) + gemm(i, m, i.ffn / t, h, fp8=fp8)
-        act_elems = m * i.ffn / t
+        cost = cost + dense
+        act_elems = dense_elems
     rep = t if i.sp else 1
     elementwise = C.ELEMENTWISE_BYTES_PER_HIDDEN * m * h / rep + (3 if i.gated else 2) * i.act_bytes * act_elems
     cost = cost + Cost(0.0, elementwise / hbm(i))
@@ -157,7 +162,7 @@ def tp_comm_per_layer(i: Inputs) -> float:
     if i.moe and i.ep > 1:
         msg = i.act_bytes * i.micro * i.seq / i.cp * i.hidden * i.top_k
         bw = link_bw(i, i.tp * i.ep)
-        total += passes * ring_time(msg, i.ep, bw, phases=1.0)
+        total += i.moe_fraction * passes * ring_time(msg, i.ep, bw, phases=1.0)  # all-to-all on MoE layers only
     if i.cp > 1:
         # ring attention exchanges K and V around the CP group, mostly hidden behind the blocks
         kv = 2 * i.act_bytes * i.micro * i.seq / i.cp * i.kv_dim / i.tp
@@ -200,11 +205,8 @@ def stage_microbatch(i: Inputs, stage: int, layers: int) -> tuple[Cost, float, f
 
 
 def _grad_bytes(i: Inputs) -> float:
-    if i.framework == "megatron":
-        return 4.0 if i.dtype in ("bf16", "fp32") else 2.0
-    if i.framework == "fsdp":
-        return 4.0
-    return 4.0 if i.dtype == "fp32" else 2.0
+    """Bytes per gradient element the data-parallel exchange moves: the engine's gradient buffer."""
+    return 4.0 if i.dtype == "fp32" else i.grad_bytes
 
 
 def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float:
@@ -214,26 +216,29 @@ def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float
         return 0.0
     bw = link_bw(i, i.tp * i.cp * d)
     gb = _grad_bytes(i)
-    if i.zero >= 3 or i.framework == "fsdp":
+    if i.shard_stage >= 3:
         per_mb = (ring_time(2 * n_local, d, bw, 1.0) * 2 + ring_time(gb * n_local, d, bw, 1.0))
         return i.grad_accum * max(0.0, per_mb - C.ZERO3_OVERLAP_FRACTION * t_mb)
-    if i.zero == 2:
+    if i.shard_stage == 2:
         reduce = i.grad_accum * ring_time(gb * n_local, d, bw, 1.0)
         gather = ring_time(2 * n_local, d, bw, 1.0)
         hidden = C.DP_OVERLAP_FRACTION * t_bwd * i.grad_accum if i.overlap_dp else 0.0
         return max(0.0, reduce - hidden) + gather
-    if i.dist_opt or i.zero == 1:
-        reduce = ring_time(gb * n_local, d, bw, 1.0)
+    if i.shard_stage == 1:
+        # BF16_Optimizer all-reduces its whole fp32 gradient buffer, then all-gathers the updated
+        # 16-bit weights; the distributed optimizer and ZeRO-1 reduce-scatter instead.
+        reduce = ring_time(gb * n_local, d, bw, 2.0 if i.owner == "deepspeed-bf16" else 1.0)
         gather = ring_time(2 * n_local, d, bw, 1.0)
     else:
         reduce, gather = ring_time(gb * n_local, d, bw, 2.0), 0.0
     hidden = C.DP_OVERLAP_FRACTION * t_bwd if i.overlap_dp else 0.0
-    return max(0.0, reduce - hidden) + gather * (1 - (C.DP_OVERLAP_FRACTION if i.overlap_dp and i.dist_opt else 0.0))
+    overlap_gather = i.overlap_dp and i.owner == "megatron"  # --overlap-param-gather goes with the distributed optimizer
+    return max(0.0, reduce - hidden) + gather * (1 - (C.DP_OVERLAP_FRACTION if overlap_gather else 0.0))
 
 
 def optimizer_time(i: Inputs, n_local: float) -> float:
     d = shard_group(i)
-    sharded = n_local / d if (i.zero >= 1 or i.dist_opt or i.framework == "fsdp") else n_local
+    sharded = n_local / d if i.shard_stage >= 1 else n_local
     if i.offload_opt in ("cpu", "nvme"):
         return sharded * (6.0 / C.PCIE_BYTES_PER_S + C.CPU_OPTIMIZER_S_PER_PARAM)
     return sharded * C.OPTIMIZER_BYTES_PER_PARAM / hbm(i)
@@ -273,7 +278,7 @@ def model_flops_per_step(i: Inputs) -> float:
     tokens = i.global_batch * i.seq
     split, _, expert = layer_params(i)
     if i.moe:
-        expert = expert * i.top_k / i.experts + i.hidden * i.experts
+        expert = expert * i.top_k / i.experts + i.moe_fraction * i.hidden * i.experts
     matmul = i.layers * (split + expert) + i.vocab * i.hidden
     return 6 * matmul * tokens + 12 * i.layers * i.seq * i.q_dim * tokens
 
@@ -318,12 +323,12 @@ def data_parallel_traffic(i: Inputs) -> DataParallelTraffic:
     d = shard_group(i)
     n_max = max(stage_params_per_gpu(i, s, layers) for s, layers in enumerate(stage_layers(i)))
     gb = _grad_bytes(i)
-    if i.zero >= 3 or i.framework == "fsdp":
+    if i.shard_stage >= 3:
         volume = i.grad_accum * (2 * 2 * n_max + gb * n_max)
-    elif i.zero == 2:
+    elif i.shard_stage == 2:
         volume = i.grad_accum * gb * n_max + 2 * n_max
-    elif i.dist_opt or i.zero == 1:
-        volume = gb * n_max + 2 * n_max
+    elif i.shard_stage == 1:
+        volume = (2 if i.owner == "deepspeed-bf16" else 1) * gb * n_max + 2 * n_max
     else:
         volume = 2 * gb * n_max
     exposed = step_time(i).dp_comm if d > 1 else 0.0

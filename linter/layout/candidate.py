@@ -14,6 +14,7 @@ from typing import Any
 
 from trainlint.estimator.inputs import Inputs
 from trainlint.layout.space import Layout, raw_sequence_parallel
+from trainlint.adapters.engine import set_engine
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import MEGATRON_LM, TrainingSpec
 
@@ -192,7 +193,7 @@ def candidate_spec(spec: TrainingSpec, base: Inputs, changes: dict[str, Any], ne
     """``spec`` as re-reading the file after ``changes`` would give it (shallow copies: Values
     are immutable, nothing here mutates the original)."""
     out = copy.copy(spec)
-    for section in ("model", "parallel", "batch", "precision", "memory", "cluster", "run"):
+    for section in ("model", "parallel", "batch", "precision", "memory", "cluster", "run", "engine"):
         setattr(out, section, copy.copy(getattr(spec, section)))
     out.settings = dict(spec.settings)
     out.unresolved = dict(spec.unresolved)
@@ -227,6 +228,7 @@ def candidate_spec(spec: TrainingSpec, base: Inputs, changes: dict[str, Any], ne
         engine = new.pp > 1 or bool(new.pipeline_engine)
         out.parallel.pipeline_engine = Value(engine, Provenance(Origin.DERIVED, note=f"{NOTE}: pipe_parallel_size"))
     _mirror_settings(out, base, changes, new)
+    set_engine(out)  # the engine follows the new layout, as re-reading the rewritten file would give
     return out
 
 

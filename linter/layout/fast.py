@@ -115,7 +115,7 @@ class FastModel:
         if found is None:
             full = layer_activation_bytes(i, keep_scores=not i.flash)
             no_scores = full if i.flash else layer_activation_bytes(i, keep_scores=False)
-            sac = op_sac_layer_bytes(i) if i.framework == "fsdp" else 0.0
+            sac = op_sac_layer_bytes(i) if i.owner == "fsdp" else 0.0
             found = self._acts[key] = (full, no_scores, sac, layer_input_bytes(i))
         return found
 
@@ -123,7 +123,7 @@ class FastModel:
         """memory.stage_activation_bytes(i, stage, layers)[0]."""
         full, no_scores, sac, checkpoint = self._layer_acts(i)
         if i.recompute == "selective":
-            stored_layer = sac if i.framework == "fsdp" else no_scores
+            stored_layer = sac if i.owner == "fsdp" else no_scores
         else:
             stored_layer = full
         if i.recompute == "full":

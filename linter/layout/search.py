@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from trainlint.estimator import Estimate, EstimateContext, MissingInputs, estimate
+from trainlint.estimator import Estimate, EstimateContext, InvariantError, MissingInputs, estimate
 from trainlint.estimator.inputs import Inputs
 from trainlint.layout.candidate import candidate_spec, etp_follows_tp, layout_changes, recompute_detail, spell_changes
 from trainlint.layout.fast import FastModel, derive
@@ -115,22 +115,50 @@ class InputsFactory:
         self.spec = spec
         self.base = base
         self.etp_follows = etp_follows_tp(spec)
+        # The engine's rules for another ZeRO stage / distributed optimizer (what re-reading the
+        # rewritten file gives: adapters/deepspeed.py deepspeed_optimizer, Megatron's own optimizer).
+        self.deepspeed = base.owner.startswith("deepspeed")
         self.overlap_setting = None
-        if spec.framework in ("deepspeed", "neox"):
-            for name in ("zero_optimization.overlap_comm", "overlap_comm"):
-                entry = spec.settings.get(name)
-                if entry is not None and entry.value is not None and not isinstance(entry.value, str):
-                    self.overlap_setting = bool(entry.value)
-                    break
+        self.grad_accum_dtype = None
+        prefix = "deepspeed:" if spec.framework == "megatron" else ""
+        entry = spec.settings.get(prefix + "zero_optimization.overlap_comm")
+        if entry is not None and isinstance(entry.value, bool):
+            self.overlap_setting = entry.value
+        entry = spec.settings.get(prefix + "data_types.grad_accum_dtype")
+        if entry is not None and isinstance(entry.value, str):
+            self.grad_accum_dtype = entry.value
+        engine = spec.parallel.pipeline_engine
+        self.pipeline_engine = bool(engine.value) if engine is not None else None
+        self._engines: dict[tuple[int, bool], dict] = {}
+
+    def engine(self, zero: int, dist_opt: bool, pp: int) -> dict:
+        key = (zero, dist_opt, pp > 1)
+        found = self._engines.get(key)
+        if found is not None:
+            return found
+        b = self.base
+        if self.deepspeed:
+            from trainlint.adapters.deepspeed import deepspeed_optimizer
+
+            pipeline = self.pipeline_engine if self.pipeline_engine is not None else pp > 1
+            owner, stage, grads, _ = deepspeed_optimizer(b.dtype, zero, self.grad_accum_dtype, pipeline)
+            overlap = False if stage == 0 or owner == "deepspeed-bf16" else (
+                self.overlap_setting if self.overlap_setting is not None else stage >= 3)
+            found = {"owner": owner, "shard_stage": stage, "grad_bytes": 4.0 if grads == "fp32" else 2.0,
+                     "overlap_dp": overlap}
+        elif b.owner == "megatron":
+            found = {"shard_stage": 1 if dist_opt else 0}
+        else:
+            found = {}
+        self._engines[key] = found
+        return found
 
     def structure(self, tp: int, pp: int, vpp: int, cp: int, dp: int, sp: bool, zero: int, dist_opt: bool) -> Inputs:
         b = self.base
-        overlap = b.overlap_dp
-        if b.framework in ("deepspeed", "neox"):
-            overlap = self.overlap_setting if self.overlap_setting is not None else zero >= 3
         return derive(b, tp=tp, pp=pp, vpp=vpp if pp > 1 else 1, cp=cp, dp=dp, sp=sp and tp > 1, zero=zero,
-                       vocab=b.repadded(tp),
-                       dist_opt=dist_opt, etp=tp if (self.etp_follows or not b.moe) else b.etp, overlap_dp=overlap)
+                      vocab=b.repadded(tp),
+                      dist_opt=dist_opt, etp=tp if (self.etp_follows or not b.moe) else b.etp,
+                      **self.engine(zero, dist_opt, pp))
 
     def point(self, s: Inputs, micro: int, ga: int, gb: int, recompute: str) -> Inputs:
         method, layers = recompute_detail(self.spec, self.base, recompute, s.pp)
@@ -178,7 +206,10 @@ def search(spec: TrainingSpec, ctx: EstimateContext | None, options: SearchOptio
         # A layout that does not divide the world size cannot be estimated, but it can be
         # searched: from a neutral layout, with the diff against what the file writes.
         neutral, written = _neutral(spec, current)
-        fallback = estimator(neutral) if neutral is not None else None
+        try:
+            fallback = estimator(neutral) if neutral is not None else None
+        except InvariantError:
+            fallback = None
         if not getattr(fallback, "ok", False):
             return SearchResult(spec, current, [], None, stats, options)
         base = fallback.inputs
@@ -206,7 +237,7 @@ def _neutral(spec: TrainingSpec, current: Any) -> tuple[TrainingSpec | None, Lay
     from trainlint.rules.launch.derive import as_int
 
     missing = getattr(current, "missing", None) or []
-    if not missing or any(m.field != "parallel.data" for m in missing):
+    if not missing or any(m.field not in ("parallel.data", "batch") for m in missing):
         return None, None
     neutral = copy.copy(spec)
     neutral.parallel = copy.copy(spec.parallel)
@@ -218,6 +249,11 @@ def _neutral(spec: TrainingSpec, current: Any) -> tuple[TrainingSpec | None, Lay
     neutral.parallel.data = None
     if neutral.batch.grad_accum is not None and neutral.batch.grad_accum.provenance.origin is not Origin.FILE:
         neutral.batch.grad_accum = None
+    if any(m.field == "batch" for m in missing):
+        # the written batch triple does not hold (the framework would refuse it): search from
+        # micro x DP, the space keeps the written global batch as its target
+        neutral.batch.grad_accum = None
+        neutral.batch.global_batch = None
     p, b = spec.parallel, spec.batch
 
     def raw(entry, fallback: int = 1) -> int:
@@ -348,8 +384,11 @@ def _finalists(spec: TrainingSpec, estimator: Estimator, base: Inputs, space: Sp
         stats.checked += 1
         changes = layout_changes(spec, base, cur, layout)
         modified = candidate_spec(spec, base, changes, layout) if changes else spec
-        result = estimator(modified)
-        if not getattr(result, "ok", False) or result.mfu > 1.0 or result.worst_stage.total > options.headroom * result.capacity_bytes:
+        try:
+            result = estimator(modified)
+        except InvariantError:
+            result = None
+        if not getattr(result, "ok", False) or result.worst_stage.total > options.headroom * result.capacity_bytes:
             stats.estimate_refused += 1
             continue
         if rules is not None and changes and launch_findings(modified, rules, project) - before:

@@ -317,7 +317,8 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: set[str] = frozenset()
         sp_policy = "keep"
     space = Space(
         framework=fw, world=i.world, gpus_per_node=gpn, layers=i.layers, heads=i.heads, kv_heads=i.kv_heads,
-        ffn=i.ffn if not i.moe else i.moe_ffn, seq=i.seq, global_batch=i.global_batch,
+        ffn=i.ffn if not i.moe else i.moe_ffn, seq=i.seq,
+        global_batch=written.global_batch if written is not None and written.global_batch > 0 else i.global_batch,
         tp=[t for t in values("tp", tp_cands, i.tp)],
         pp=values("pp", pp_cands, i.pp),
         cp=values("cp", cp_cands, i.cp),

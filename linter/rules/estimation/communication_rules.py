@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint.diagnostics import Severity
+from trainlint.estimator.core import InvariantError
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.fixes import communication_candidates, final_changes, fits, point_at, search_closest
 from trainlint.rules.estimation.scope import usable_estimate
@@ -130,7 +131,10 @@ class Zero3AtLargeDp(Rule):
         for candidate in communication_candidates(spec):
             if candidate.target != "parallel.zero_stage" or "stage" not in candidate.spelling:
                 continue
-            result = ctx.estimator(candidate.spec)
+            try:
+                result = ctx.estimator(candidate.spec)
+            except InvariantError:
+                continue
             if getattr(result, "ok", False) and fits(result, headroom) \
                     and result.tokens_per_s > est.tokens_per_s * 1.05 \
                     and (best is None or result.tokens_per_s > best[1].tokens_per_s):

@@ -10,6 +10,8 @@ import copy
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator
 
+from trainlint.adapters.engine import set_engine
+from trainlint.estimator.core import InvariantError
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
 
@@ -32,7 +34,7 @@ def copy_spec(spec: TrainingSpec) -> TrainingSpec:
     Values are immutable, so the sections and the settings are copied, not the values (a deep
     copy cost most of a check's time on the corpus)."""
     out = copy.copy(spec)
-    for section in ("model", "parallel", "batch", "precision", "memory", "cluster", "run"):
+    for section in ("model", "parallel", "batch", "precision", "memory", "cluster", "run", "engine"):
         setattr(out, section, copy.copy(getattr(spec, section)))
     out.settings = dict(spec.settings)
     out.unresolved = dict(spec.unresolved)
@@ -44,6 +46,7 @@ def _with(spec: TrainingSpec, **fields: Any) -> TrainingSpec:
     modified = copy_spec(spec)
     for dotted, value in fields.items():
         modified.set(dotted.replace("__", "."), _fix_value(value, dotted))
+    set_engine(modified)  # the engine follows the change, as re-reading the fixed file would give
     return modified
 
 
@@ -140,8 +143,11 @@ def search_closest(spec: TrainingSpec, candidates: Callable[[TrainingSpec], Iter
         best: tuple[float, Candidate, Any] | None = None
         resolving: tuple[float, Candidate, Any] | None = None
         for candidate in candidates(current):
-            result = estimator(candidate.spec)
-            if not getattr(result, "ok", False) or result.mfu > 1.0:  # an inconsistent layout, not a fix
+            try:
+                result = estimator(candidate.spec)
+            except InvariantError:  # an inconsistent layout, not a fix
+                continue
+            if not getattr(result, "ok", False):
                 continue
             if accept(result):
                 # Of the changes that resolve it at this depth, the one that keeps the most
@@ -168,6 +174,7 @@ def search_closest(spec: TrainingSpec, candidates: Callable[[TrainingSpec], Iter
 def _with_setting(spec: TrainingSpec, key: str, value: Any) -> TrainingSpec:
     modified = copy_spec(spec)
     modified.settings[key] = _fix_value(value, key)
+    set_engine(modified)
     return modified
 
 

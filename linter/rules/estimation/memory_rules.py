@@ -7,6 +7,8 @@ from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.estimator import coefficients as C
+from trainlint.adapters.engine import set_engine
+from trainlint.estimator.core import InvariantError
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.fixes import (final_changes, fits, layout_sentence, memory_candidates, point_at, search_closest,
@@ -129,7 +131,7 @@ class BuffersDominateMemory(Rule):
             return
         i = est.inputs
         keys = ("zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size")
-        if i.zero >= 3:
+        if i.shard_stage >= 3:
             keys = ("zero_optimization.stage3_max_live_parameters", "zero_optimization.max_live_parameters",
                     "zero_optimization.reduce_bucket_size", "zero_optimization.stage3_prefetch_bucket_size")
         fix = None
@@ -138,8 +140,13 @@ class BuffersDominateMemory(Rule):
             smaller = 5e7
             for key in ("zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size",
                         "zero_optimization.stage3_max_live_parameters", "zero_optimization.stage3_prefetch_bucket_size"):
-                modified.settings[key] = Value(smaller, Provenance(Origin.ASSUMED, note="candidate fix"))
-            result = ctx.estimator(modified)
+                for prefix in ("", "deepspeed:"):  # a DeepSpeed JSON, or one merged into a Megatron-DeepSpeed run
+                    modified.settings[prefix + key] = Value(smaller, Provenance(Origin.ASSUMED, note="candidate fix"))
+            set_engine(modified)  # the engine's buckets follow the settings, as re-reading the file gives
+            try:
+                result = ctx.estimator(modified)
+            except InvariantError:
+                result = None
             if getattr(result, "ok", False) and result.worst_stage.buffers < worst.buffers:
                 fix = (f"with the bucket sizes at 5e7: buffers {_gib(result.worst_stage.buffers)} GiB, total "
                        f"{_gib(result.worst_stage.total)} of {_gib(result.capacity_bytes)} GiB")

@@ -1,0 +1,181 @@
+"""One training run written as the files a user would write, in three formats, and read back
+through trainlint's adapters exactly as ``trainlint check`` / ``estimate`` read a user's files.
+
+* :func:`write_megatron_lm`: a launch script running Megatron-LM's ``pretrain_gpt.py`` with
+  ``torchrun`` (Megatron's own optimizer; ZeRO >= 1 becomes ``--use-distributed-optimizer``, the
+  nearest thing Megatron-LM has);
+* :func:`write_megatron_deepspeed`: a Megatron-DeepSpeed launch script (``deepspeed`` launcher,
+  ``--deepspeed --deepspeed_config ds_config.json --zero-stage N``) and its DeepSpeed JSON;
+* :func:`write_neox`: a GPT-NeoX YAML (DeepSpeed keys inline, as NeoX configs carry them).
+
+Used by tests/test_engine_invariants.py (property tests) and benchmarks/cross_format.py; nothing
+here runs a framework. Each writer takes a :class:`Run` and a directory and returns the path a user
+would pass to trainlint.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+
+from trainlint.adapters import builtin_adapters
+from trainlint.checker import check_file
+from trainlint.spec import TrainingSpec
+
+FORMATS = ("megatron-lm", "megatron-deepspeed", "neox")
+
+
+@dataclass(frozen=True)
+class Run:
+    """A run in framework-neutral terms (what the three files must all say)."""
+
+    layers: int = 8
+    hidden: int = 1024
+    heads: int = 16
+    vocab: int = 51200
+    seq: int = 2048
+    tp: int = 1
+    pp: int = 1
+    dp: int = 8
+    micro: int = 1
+    accum: int = 1
+    zero: int = 0
+    recompute: str = "none"        # none | full
+    offload: str = "none"          # none | cpu (optimizer offload, DeepSpeed formats only)
+    dtype: str = "bf16"            # bf16 | fp16
+    flash: bool = True
+    experts: int = 1               # 1: dense
+    top_k: int = 1
+    expert_interval: int = 1
+    ep: int = 1
+    gpus_per_node: int = 8
+
+    @property
+    def world(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def global_batch(self) -> int:
+        return self.micro * self.accum * self.dp
+
+    @property
+    def nodes(self) -> int:
+        return max(1, self.world // self.gpus_per_node)
+
+    @property
+    def per_node(self) -> int:
+        return min(self.world, self.gpus_per_node)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _write(path: str, text: str) -> str:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return path
+
+
+def _model_flags(run: Run) -> list[str]:
+    flags = [f"--num-layers {run.layers}", f"--hidden-size {run.hidden}", f"--num-attention-heads {run.heads}",
+             f"--seq-length {run.seq}", f"--max-position-embeddings {run.seq}", f"--vocab-size {run.vocab}",
+             "--make-vocab-size-divisible-by 1",
+             f"--tensor-model-parallel-size {run.tp}", f"--pipeline-model-parallel-size {run.pp}",
+             f"--micro-batch-size {run.micro}", f"--global-batch-size {run.global_batch}", f"--{run.dtype}"]
+    return flags
+
+
+def _script(launcher: str, flags: list[str]) -> str:
+    body = " \\\n    ".join(flags)
+    return f"#!/bin/bash\n{launcher} pretrain_gpt.py \\\n    {body}\n"
+
+
+def write_megatron_lm(run: Run, directory: str) -> str:
+    """Megatron-LM (current): flash attention unless told otherwise, --recompute-granularity full."""
+    flags = _model_flags(run)
+    if run.zero >= 1:
+        flags.append("--use-distributed-optimizer")
+    if run.recompute == "full":
+        flags += ["--recompute-granularity full", "--recompute-method uniform", "--recompute-num-layers 1"]
+    if not run.flash:
+        flags.append("--attention-backend unfused")
+    if run.experts > 1:
+        flags += [f"--num-experts {run.experts}", f"--moe-router-topk {run.top_k}",
+                  f"--expert-model-parallel-size {run.ep}", f"--moe-layer-freq {run.expert_interval}"]
+    launcher = f"torchrun --nproc_per_node {run.per_node} --nnodes {run.nodes}"
+    return _write(os.path.join(directory, "megatron_lm.sh"), _script(launcher, flags))
+
+
+def deepspeed_json(run: Run) -> dict:
+    zero: dict = {"stage": run.zero}
+    if run.offload != "none" and run.zero >= 1:
+        zero["offload_optimizer"] = {"device": run.offload}
+    return {"train_batch_size": run.global_batch, "train_micro_batch_size_per_gpu": run.micro,
+            "gradient_accumulation_steps": run.accum, "zero_optimization": zero,
+            "bf16" if run.dtype == "bf16" else "fp16": {"enabled": True}, "gradient_clipping": 1.0}
+
+
+def write_megatron_deepspeed(run: Run, directory: str) -> str:
+    """Megatron-DeepSpeed with --deepspeed: DeepSpeed's engine (ZeRO / BF16_Optimizer from the JSON),
+    unfused attention unless --use-flash-attn-v2, --checkpoint-activations for full recompute."""
+    _write(os.path.join(directory, "ds_config.json"), json.dumps(deepspeed_json(run), indent=2) + "\n")
+    flags = _model_flags(run)
+    if run.recompute == "full":
+        flags.append("--checkpoint-activations")
+    if run.flash:
+        flags.append("--use-flash-attn-v2")
+    if run.experts > 1:
+        flags += [f"--num-experts {run.experts}", f"--topk {run.top_k}", f"--moe-expert-parallel-size {run.ep}",
+                  f"--expert-interval {run.expert_interval}"]
+    if run.pp == 1:
+        flags.append("--no-pipeline-parallel")
+    flags += ["--deepspeed", "--deepspeed_config ds_config.json", f"--zero-stage {run.zero}"]
+    launcher = f"deepspeed --num_nodes {run.nodes} --num_gpus {run.per_node}"
+    return _write(os.path.join(directory, "megatron_deepspeed.sh"), _script(launcher, flags))
+
+
+def write_neox(run: Run, directory: str) -> str:
+    """GPT-NeoX YAML: pipe_parallel_size = PP (the PipelineEngine even at 1 stage, as NeoX does for
+    pipe_parallel_size >= 1), attention_config flash or global, checkpoint_activations."""
+    zero = deepspeed_json(run)["zero_optimization"]
+    lines = [
+        f"num_layers: {run.layers}", f"hidden_size: {run.hidden}", f"num_attention_heads: {run.heads}",
+        f"seq_length: {run.seq}", f"max_position_embeddings: {run.seq}", f"padded_vocab_size: {run.vocab}",
+        f"model_parallel_size: {run.tp}", f"pipe_parallel_size: {run.pp}",
+        f"train_micro_batch_size_per_gpu: {run.micro}", f"gradient_accumulation_steps: {run.accum}",
+        f"train_batch_size: {run.global_batch}",
+        f"zero_optimization: {json.dumps(zero)}",
+        ("bf16: {enabled: true}" if run.dtype == "bf16" else "fp16: {enabled: true}"),
+        f"precision: {'bfloat16' if run.dtype == 'bf16' else 'fp16'}",
+        f"checkpoint_activations: {'true' if run.recompute == 'full' else 'false'}",
+        "checkpoint_num_layers: 1",
+        f"attention_config: [[[\"{'flash' if run.flash else 'global'}\"], {run.layers}]]",
+        f"global_num_gpus: {run.world}", f"num_gpus: {run.per_node}",
+    ]
+    if run.experts > 1:
+        lines += [f"moe_num_experts: {run.experts}", f"moe_top_k: {run.top_k}",
+                  f"moe_expert_interval: {run.expert_interval}"]
+    return _write(os.path.join(directory, "neox.yml"), "\n".join(lines) + "\n")
+
+
+WRITERS = {"megatron-lm": write_megatron_lm, "megatron-deepspeed": write_megatron_deepspeed, "neox": write_neox}
+
+
+def write(run: Run, fmt: str, directory: str) -> str:
+    os.makedirs(directory, exist_ok=True)
+    return WRITERS[fmt](run, directory)
+
+
+def read(path: str) -> tuple[list[TrainingSpec], list]:
+    """The specs and diagnostics trainlint's adapters give for ``path`` (as ``trainlint check`` reads it)."""
+    result = check_file(path, builtin_adapters())
+    return list(result.specs), list(result.diagnostics)
+
+
+def read_one(path: str) -> TrainingSpec:
+    specs, diagnostics = read(path)
+    if len(specs) != 1:
+        raise ValueError(f"{path}: expected one run, read {len(specs)}: "
+                         + "; ".join(f"{d.code} {d.message}" for d in diagnostics[:5]))
+    return specs[0]
