@@ -356,6 +356,16 @@ def create_server() -> TrainlintServer:
             log.exception("hover failed")
             return None
 
+    from trainlint.lsp import actions
+
+    @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=actions.KINDS))
+    async def on_code_action(ls: TrainlintServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+        try:
+            return await actions.handle(ls, params)
+        except Exception:  # noqa: BLE001 - no actions rather than a failed request
+            log.exception("code actions failed")
+            return []
+
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: TrainlintServer, params: None) -> None:
         ls.shutting_down = True

@@ -220,6 +220,9 @@ class Linter:
         results = [result]
         declare_cluster(results, self.args, session.project)
         checked = lint(results, session.registry, session.settings)
+        from trainlint.lsp.actions import as_check_reports
+
+        checked = as_check_reports(checked, session)
         failures = plugin_failures(session.registry, session.project)
         linted.result = checked[0] if checked else result
         by_path: dict[str, list[Diagnostic]] = {path: []}

@@ -210,6 +210,9 @@ def _result(d: Diagnostic, path: str, rule_index: int, artifacts: _Artifacts, se
         digest = _line_hash(d.code, uri, d.span, artifacts.lines.get(uri, []))
         seen[digest] += 1  # GitHub's own form, "hash:occurrence", keeps equal lines apart
         result["partialFingerprints"] = {"primaryLocationLineHash": f"{digest}:{seen[digest]}"}
+    fixes = _fixes(d, path, artifacts)
+    if fixes:
+        result["fixes"] = fixes
     related = []
     for i, r in enumerate(d.related, start=1):
         rel = _physical_or_logical(r.path or path, r.span, artifacts)
@@ -217,6 +220,29 @@ def _result(d: Diagnostic, path: str, rule_index: int, artifacts: _Artifacts, se
     if related:
         result["relatedLocations"] = related
     return result
+
+
+def _fixes(d: Diagnostic, path: str, artifacts: _Artifacts) -> list[dict[str, Any]]:
+    """SARIF ``fixes`` for a safe fix (what ``check --fix`` applies): its edits as replacements,
+    grouped by file. Unsafe and display-only fixes stay in the message text."""
+    from trainlint.diagnostics import Applicability
+
+    if d.applicability is not Applicability.SAFE or not d.edits:
+        return []
+    changes: dict[str, list[dict[str, Any]]] = {}
+    for edit in d.edits:
+        target = edit.path or path
+        if is_pseudo_path(target):
+            return []
+        span = edit.span
+        changes.setdefault(target, []).append({
+            "deletedRegion": {"startLine": span.line, "startColumn": span.column,
+                              "endLine": span.end_line, "endColumn": span.end_column},
+            "insertedContent": {"text": edit.content},
+        })
+    return [{"description": {"text": d.fix or "apply the fix"},
+             "artifactChanges": [{"artifactLocation": artifacts.location(target), "replacements": replacements}
+                                 for target, replacements in changes.items()]}]
 
 
 def render(results: Sequence[FileResult], *, registry: Any = None, root: str | os.PathLike | None = None,
