@@ -95,9 +95,21 @@ def vocab_of(row: dict) -> tuple[int | None, str | None, str]:
     padded = re.search(r"padded to (\d{4,})", hint)
     if padded:
         return int(padded.group(1)), None, f"vocab {padded.group(1)} from the row's vocab_hint"
-    if "20b" in row["id"].lower() and "neox" in row["id"].lower():
-        return None, "gpt-neox-20b", "vocab from --model gpt-neox-20b (the row leaves the padded vocabulary null)"
+    preset = _preset_named_by(row["id"])
+    if preset:
+        return None, preset, f"vocab from --model {preset}, the model the row names (its vocabulary is null)"
     raise Skip("vocabulary size unknown")
+
+
+def _preset_named_by(row_id: str) -> str | None:
+    """The longest model-preset id that the row's id spells (ignoring case and punctuation): the model a
+    user would pass with --model for the tokenizer, as the estimate's message asks."""
+    from trainlint.catalog import load_model_presets
+
+    squash = lambda text: re.sub(r"[^a-z0-9]", "", text.lower())  # noqa: E731
+    name = squash(row_id)
+    hits = [pid for pid in load_model_presets() if squash(pid) and squash(pid) in name]
+    return max(hits, key=len) if hits else None
 
 
 CUSTOM_GPUS = {

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from trainlint.cli import main
+from trainlint.estimator import closed_forms as CF
 
-from conftest import EXAMPLES
+from conftest import EXAMPLES, SHARED
 
 
 def estimate_json(capsys, *argv: str) -> dict:
@@ -25,6 +26,80 @@ def estimate_json(capsys, *argv: str) -> dict:
     data = json.loads(out)
     assert isinstance(data, dict) and data.get("step_time_s"), data
     return data
+
+
+# --------------------------------------------------------------------------- BLOOM-176B
+
+
+BLOOM_DS_CONFIG = {
+    "train_micro_batch_size_per_gpu": 2,
+    "train_batch_size": 2048,
+    "gradient_clipping": 1.0,
+    "zero_optimization": {"stage": 1},
+    "bf16": {"enabled": True},
+    "steps_per_print": 2000,
+    "wall_clock_breakdown": False,
+}
+
+BLOOM_SCRIPT = """\
+#!/bin/bash
+# BLOOM-176B, bigscience tr11-176B-ml: 48 nodes x 8 A100-80GB, TP 4, PP 12, DP 8, bf16, ZeRO 1
+GPUS_PER_NODE=8
+NNODES=48
+TP_SIZE=4
+PP_SIZE=12
+MICRO_BATCH_SIZE=2
+GLOBAL_BATCH_SIZE=2048
+NLAYERS=70
+NHIDDEN=14336
+NHEADS=112
+SEQ_LEN=2048
+ZERO_STAGE=1
+
+python -u -m torch.distributed.run --nproc_per_node $GPUS_PER_NODE --nnodes $NNODES pretrain_gpt.py \\
+    --tensor-model-parallel-size $TP_SIZE \\
+    --pipeline-model-parallel-size $PP_SIZE \\
+    --num-layers $NLAYERS \\
+    --hidden-size $NHIDDEN \\
+    --num-attention-heads $NHEADS \\
+    --seq-length $SEQ_LEN \\
+    --max-position-embeddings $SEQ_LEN \\
+    --vocab-size 250880 \\
+    --micro-batch-size $MICRO_BATCH_SIZE \\
+    --global-batch-size $GLOBAL_BATCH_SIZE \\
+    --bf16 \\
+    --checkpoint-activations \\
+    --train-samples 220000000 \\
+    --deepspeed \\
+    --deepspeed_config ds_config.json \\
+    --zero-stage $ZERO_STAGE \\
+    --deepspeed-activation-checkpointing
+"""
+
+
+@pytest.fixture
+def bloom(tmp_path: Path) -> Path:
+    (tmp_path / "ds_config.json").write_text(json.dumps(BLOOM_DS_CONFIG, indent=2), encoding="utf-8")
+    script = tmp_path / "tr11-176B-ml.slurm.sh"
+    script.write_text(BLOOM_SCRIPT, encoding="utf-8")
+    return script
+
+
+def test_bloom_176b_tr11_fits_on_a100_80gb_at_about_150_tflops(bloom: Path, capsys) -> None:
+    """BLOOM-176B trained on 384 A100-80GB with this layout at "about 150 TFLOPs" per GPU, "one copy
+    of the model takes 48 GPUs (using 60 GB of memory on each GPU)": BigScience's 176B model page
+    (bigscience.notion.site/BigScience-176B-Model) and the bigscience/bloom model card ("Training
+    throughput: About 150 TFLOP per GPU per second"); layout, batch and shape from Le Scao et al. 2022
+    (arXiv:2211.05100, sec. 3.4) and bigscience train/tr11-176B-ml. BLOOM's TFLOP/s are Megatron-DeepSpeed's
+    hardware count with the recompute forward (Narayanan et al. 2021, eq. 3), so the estimate's step time
+    is converted with that formula."""
+    data = estimate_json(capsys, str(bloom), "--gpu", "a100-80gb")
+    assert data["world_size"] == 384
+    assert data["fits"], data["memory_gib"]
+    assert data["memory_gib"]["total"] <= data["capacity_gib"]
+    flops = CF.narayanan_flops_per_step(2048, 2048, 70, 14336, 250880, recompute_full=True)
+    tflops = flops / (data["step_time_s"] * 384) / 1e12
+    assert tflops == pytest.approx(150, rel=0.10), tflops
 
 
 # --------------------------------------------------------------------------- GPT-NeoX: Pythia, 20B
@@ -97,6 +172,48 @@ def test_gpt_neox_20b_fits_on_a100_40gb(tmp_path: Path, capsys) -> None:
     assert data["world_size"] == 96
     assert data["fits"], data["memory_gib"]
     assert 0 < data["mfu"] <= 1
+
+
+# --------------------------------------------------------------------------- seed 000
+
+
+SEED000_DS = {"train_micro_batch_size_per_gpu": 8, "train_batch_size": 64, "gradient_clipping": 1.0,
+              "zero_optimization": {"stage": 3}, "bf16": {"enabled": True}}
+
+
+def seed000_script(recompute: str) -> str:
+    flags = {"full": "--checkpoint-activations", "none": ""}[recompute]
+    return f"""\
+#!/bin/bash
+torchrun --nproc_per_node 8 --nnodes 4 pretrain_gpt.py \\
+    --tensor-model-parallel-size 4 --pipeline-model-parallel-size 1 \\
+    --num-layers 40 --hidden-size 5120 --num-attention-heads 40 \\
+    --seq-length 4096 --max-position-embeddings 4096 --vocab-size 32000 \\
+    --micro-batch-size 8 --global-batch-size 64 \\
+    --bf16 {flags} --use-flash-attn-v2 \\
+    --deepspeed --deepspeed_config ds_config.json --zero-stage 3
+"""
+
+
+def test_seed000_13b_zero3_exercise(tmp_path: Path, capsys) -> None:
+    """Seed 000 ("Estimation as Discipline", exercise 1): a 13B model (40 layers, hidden 5120, 40 heads),
+    TP 4, ZeRO-3 over 32 GPUs, batch 8, sequence 4096. Its solution: the static memory (16 bytes per
+    parameter sharded) is ~6.5 GB per GPU; the activations do not fit in 80 GB without recompute, and with
+    full recompute the run fits (~44 GB)."""
+    seed = SHARED / "seeds" / "000_67a720a9e52de98b.txt"
+    if seed.is_file():
+        assert "13B model with TP=4, ZeRO-3 across 32 GPUs" in seed.read_text(encoding="utf-8")
+    (tmp_path / "ds_config.json").write_text(json.dumps(SEED000_DS), encoding="utf-8")
+    results = {}
+    for recompute in ("none", "full"):
+        script = tmp_path / f"seed000-{recompute}.sh"
+        script.write_text(seed000_script(recompute), encoding="utf-8")
+        results[recompute] = estimate_json(capsys, str(script), "--gpu", "h100-sxm")
+    full = results["full"]
+    static = sum(full["memory_gib"][k] for k in ("params", "grads", "optimizer"))
+    assert static * 2**30 / 1e9 == pytest.approx(6.5, rel=0.25), full["memory_gib"]
+    assert full["fits"], full["memory_gib"]
+    assert not results["none"]["fits"], results["none"]["memory_gib"]
 
 
 # --------------------------------------------------------------------------- examples/
