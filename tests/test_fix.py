@@ -193,3 +193,21 @@ def test_apply_defers_overlapping_fixes_and_keeps_the_first():
     assert [f.diagnostic.message for f in plan.fixes] == ["ab", "Q"]
     assert [f.diagnostic.message for f in plan.deferred] == ["XYZ"]
     assert apply("abcdefg\nxyz", plan.fixes) == "abdefg\nQyz"
+
+
+def test_derivable_batch_key_is_an_unsafe_fix(tmp_path, capsys):
+    """train_batch_size = micro x accumulation x DP: the value is derivable, but setting it changes
+    the batch the run trains with (and which of the three to change is a choice): unsafe."""
+    config = tmp_path / "ds_config.json"
+    text = (b'{\n  "train_batch_size": 100,   \n  "train_micro_batch_size_per_gpu": 4,\n'
+            b'  "gradient_accumulation_steps": 2\n}\n')
+    config.write_bytes(text)
+    cluster = ("--nodes", "1", "--gpus-per-node", "8", "--ignore", "TL900")
+    code, out, _ = run(capsys, "check", "--isolated", *cluster, "--format", "json", str(config))
+    (diag,) = [d for f in json.loads(out)["files"] for d in f["diagnostics"] if d["code"] == "TL100"]
+    assert diag["applicability"] == "unsafe"
+    code, _, err = run(capsys, "check", "--isolated", *cluster, "--fix", str(config))
+    assert config.read_bytes() == text and code == 1 and "Fixed 0 findings" in err
+    code, out, err = run(capsys, "check", "--isolated", *cluster, "--fix", "--unsafe-fixes", str(config))
+    assert config.read_bytes() == text.replace(b"100", b"64")
+    assert code == 0 and "TL100" not in out and "Fixed 1 finding in 1 file." in err

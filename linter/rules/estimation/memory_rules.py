@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Iterator
 
-from trainlint.diagnostics import Severity
+from trainlint.diagnostics import Applicability, Severity
 from trainlint.estimator import coefficients as C
 from trainlint.adapters.engine import set_engine
 from trainlint.estimator.core import InvariantError
@@ -98,7 +98,9 @@ class BuffersDominateMemory(Rule):
     """## What it does
     Warns when DeepSpeed's communication buffers (the reduce and all-gather buckets of ZeRO
     1/2, the live parameters and prefetch of ZeRO-3) take more than a share (default 20%) of
-    the estimated memory per GPU.
+    the estimated memory per GPU, and the run is tight on memory: it uses more than ``headroom``
+    (default 90%, TL201's warning level) of the GPU. A run with room to spare loses nothing to
+    its buffers.
 
     ## Why is this bad?
     The buckets are sized in elements, not bytes, with defaults (5e8) chosen for large clusters;
@@ -119,7 +121,9 @@ class BuffersDominateMemory(Rule):
     default_severity = Severity.WARNING
     frameworks = ("deepspeed", "neox")
     needs_estimate = True
-    options = {"threshold": Option(0.20, "warn when buffers exceed this share of the estimated memory")}
+    options = {"threshold": Option(0.20, "warn when buffers exceed this share of the estimated memory"),
+               "headroom": Option(0.90, "speak only when the run uses more than this fraction of the GPU's memory "
+                                        "(buffers matter when memory is tight)")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         est = usable_estimate(spec, ctx.estimate)
@@ -128,6 +132,11 @@ class BuffersDominateMemory(Rule):
         worst = est.worst_stage
         share = worst.buffers / worst.total if worst.total else 0.0
         if share <= float(ctx.options["threshold"]):
+            return
+        # Buffers are worth shrinking only when memory is tight: a run at 22% of the GPU loses
+        # nothing to them (issue 17), one above the headroom may not start.
+        used = worst.total / est.capacity_bytes if est.capacity_bytes else 0.0
+        if used <= float(ctx.options["headroom"]):
             return
         i = est.inputs
         keys = ("zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size")
@@ -151,8 +160,9 @@ class BuffersDominateMemory(Rule):
                 fix = (f"with the bucket sizes at 5e7: buffers {_gib(result.worst_stage.buffers)} GiB, total "
                        f"{_gib(result.worst_stage.total)} of {_gib(result.capacity_bytes)} GiB")
         at = next((f"settings:{k}" for k in keys if k in spec.settings), "parallel.zero_stage")
-        yield Finding(f"DeepSpeed buffers take {_gib(worst.buffers)} of {_gib(worst.total)} GiB per GPU ({share:.0%})",
-                      at=at, fix=fix)
+        yield Finding(f"DeepSpeed buffers take {_gib(worst.buffers)} of {_gib(worst.total)} GiB per GPU ({share:.0%}), "
+                      f"and the run uses {used:.0%} of the {_gib(est.capacity_bytes)} GiB GPU",
+                      at=at, fix=fix, applicability=Applicability.UNSAFE if fix else None)
 
 
 RULES: list[type] = [OomRisk, BuffersDominateMemory]

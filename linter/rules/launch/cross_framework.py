@@ -36,6 +36,19 @@ def _also(*pairs: tuple[Value | str | None, str]) -> tuple[tuple[Value | str | N
     return tuple((t, n) for t, n in pairs if t is not None)
 
 
+def _value_fix(value: Value | None, new_text: str) -> dict:
+    """An unsafe fix replacing a value as written in a config file (``train_batch_size: 100`` ->
+    the one derivable from the other two and DP). Unsafe: it changes the batch the run trains
+    with, and picking that key rather than the micro batch or accumulation is a choice."""
+    from trainlint.diagnostics import Applicability, Edit
+
+    prov = value.provenance if value is not None else None
+    if prov is None or prov.origin is not Origin.FILE or prov.span is None or prov.path is None or prov.inputs \
+            or prov.span.line != prov.span.end_line:
+        return {}
+    return {"applicability": Applicability.UNSAFE, "edits": (Edit(prov.span, new_text, prov.path),)}
+
+
 # =============================================================================== TL100
 
 
@@ -139,7 +152,8 @@ class BatchSizeMismatch(Rule):
                     yield Finding(
                         f"{whose}train_batch_size {t} != micro {m} x grad_accum {a} x DP {d} = {m * a * d} "
                         f"(DP = {dp.how}); DeepSpeed stops: {quote}",
-                        at=tbs, also=also_dp, fix=f"set train_batch_size to {m * a * d}, or leave one of the three out")
+                        at=tbs, also=also_dp, fix=f"set train_batch_size to {m * a * d}, or leave one of the three out",
+                        **_value_fix(tbs, str(m * a * d)))
             elif m is not None:
                 derived_gas = (t // m) // d
                 if derived_gas < 1 or t != m * derived_gas * d:
