@@ -20,6 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_context_arguments(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     add_input_arguments(p)
+    p.add_argument("--micro-batch-size", type=int, metavar="N",
+                   help="micro batch per GPU when the config does not state it (a Trainer's DeepSpeed JSON: "
+                        "--per_device_train_batch_size); a value the config states wins")
+    p.add_argument("--seq-length", type=int, metavar="N", help="sequence length when the config does not state it")
+    p.add_argument("--grad-accum", type=int, metavar="N", help="gradient accumulation steps when the config does not state them")
     p.add_argument("--tokens", type=positive_count, metavar="N",
                    help="tokens to train (e.g. 2T, 300B, 1.5e12); overrides the config's run length")
     p.add_argument("--train-samples", type=positive_count, metavar="N", help="samples to train (x sequence length = tokens)")
@@ -126,7 +131,8 @@ def run(args: argparse.Namespace) -> int:
         for spec in result.specs:
             try:
                 ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                                    model=args.model, vocab_size=args.vocab_size, project_raw=project.raw,
+                                    model=args.model, vocab_size=args.vocab_size, micro_batch=args.micro_batch_size,
+                                    seq_length=args.seq_length, grad_accum=args.grad_accum, project_raw=project.raw,
                                     project_path=project.path)
             except ContextError as exc:
                 print(f"trainlint: error: {exc}", file=sys.stderr)
@@ -223,7 +229,8 @@ def compare_gpus(spec: object, base: object, args: argparse.Namespace, project: 
         row: dict = {"gpu": gid}
         try:
             ctx = build_context(spec, gpu=gid, nodes=args.nodes, gpus_per_node=args.gpus_per_node, model=args.model,
-                                vocab_size=args.vocab_size,
+                                vocab_size=args.vocab_size, micro_batch=args.micro_batch_size,
+                                seq_length=args.seq_length, grad_accum=args.grad_accum,
                                 project_raw=project.raw, project_path=project.path)
             est = estimate(spec, ctx)
         except (ContextError, ValueError, RuntimeError) as exc:  # RuntimeError: InvariantError (an estimator bug)

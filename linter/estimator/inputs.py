@@ -253,7 +253,9 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     vocab = r.get("model.vocab_size", fallback=ASSUMED_VOCAB, cast=int,
                   why=f"the config's tokenizer options do not identify the tokenizer: {ASSUMED_VOCAB:,} tokens assumed "
                       "(--vocab-size N or `vocab-size` in [tool.trainlint] to set it)")
-    seq = r.get("model.seq_length", missing=("sequence length", "set it in the config (--seq-length, seq_length) or give --model PRESET"), cast=int)
+    seq = r.get("model.seq_length", cast=int)
+    if seq is None and spec.get("model.seq_length") is None:
+        seq = _seq_from_positions(r)
     model_missing = bool(r.missing)
     if model_missing:
         heads = hidden = layers = vocab = seq = 1  # placeholders: only the cluster checks below still run
@@ -402,8 +404,7 @@ def _assumed_world(per_node: int, model_par: int, cp: int, ep: int) -> int:
 
 def world_assumed(est: object) -> bool:
     """The estimate's world size is trainlint's own assumption (nothing in the config or the context said it)."""
-    return any(a.field == "cluster.world_size" and a.origin == Origin.ASSUMED.value
-               for a in getattr(est, "assumptions", ()) or ())
+    return any(a.field == "cluster.world_size" for a in unjudged(est))
 
 
 def _pad_multiple(r: _Reader) -> int:
@@ -428,6 +429,32 @@ def _padded_vocab(r: _Reader, vocab: int, tp: int) -> int:
 
 
 BATCH_HOW = "fix the batch sizes so that global = micro x gradient accumulation x data parallel (see TL100)"
+
+
+UNJUDGED = {"cluster.world_size": "--nodes N (and --gpus-per-node N)", "batch.micro_batch": "--micro-batch-size N",
+            "model.seq_length": "--seq-length N"}
+"""Inputs that, when trainlint assumed them, move memory and time too much for a rule to judge the
+estimate: `estimate` states them; the rules stay silent and TL900 names the flag that sets each."""
+
+
+def unjudged(est: object) -> list[Assumption]:
+    """The assumptions of ``est`` that keep the memory, speed and communication rules silent."""
+    return [a for a in getattr(est, "assumptions", ()) or () if a.field in UNJUDGED and a.origin == Origin.ASSUMED.value]
+
+
+def _seq_from_positions(r: _Reader) -> int | None:
+    """No sequence length: the longest the position embeddings allow, stated as assumed; else missing."""
+    entry = r.spec.model.max_position_embeddings
+    value = entry.value if entry is not None else None
+    if type(value) is int and 1 <= value <= MAX_COUNT:
+        r.assumptions.append(Assumption("model.seq_length", value, Origin.ASSUMED.value,
+                                        f"no sequence length given: max position embeddings {value} assumed "
+                                        "(--seq-length N to set it)"))
+        return value
+    r.missing.append(MissingInput("model.seq_length", "sequence length",
+                                  "set it in the config (--seq-length, seq_length), or give `trainlint estimate "
+                                  "--seq-length N`, or --model PRESET"))
+    return None
 
 
 def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
@@ -464,6 +491,11 @@ def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
                           "the framework refuses the batch triple")
         mb = gb // (ga * dp)
         r.assumptions.append(Assumption("batch.micro_batch", mb, Origin.DERIVED.value, "global / (grad accum x DP)"))
+    if mb is None and gb is None and (ga is None or ga_e.provenance.origin is Origin.DEFAULT):
+        # nothing about the batch (a model-only fragment): one sample per GPU, stated, not judged
+        mb = 1
+        r.assumptions.append(Assumption("batch.micro_batch", 1, Origin.ASSUMED.value,
+                                        "no batch size given: micro batch 1 assumed (--micro-batch-size N to set it)"))
     if mb is None:
         r.missing.append(MissingInput("batch.micro_batch", "micro-batch size per GPU", how))
         return 0, 0, 0

@@ -6,9 +6,13 @@ from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.estimator.inputs import world_assumed
+from trainlint.estimator.inputs import UNJUDGED, unjudged
 from trainlint.rules.estimation.scope import unmodelled
 from trainlint.spec import TrainingSpec
+
+
+_WHAT = {"cluster.world_size": "how many GPUs the run uses", "batch.micro_batch": "the micro-batch size",
+         "model.seq_length": "the sequence length"}
 
 
 class EstimateUnavailable(Rule):
@@ -46,10 +50,10 @@ class EstimateUnavailable(Rule):
             if gaps:
                 yield Finding("memory and speed not judged: the estimator does not model this run: "
                               + "; ".join(f"{g.setting} ({g.why})" for g in gaps))
-            elif world_assumed(est):
-                yield Finding(f"memory and speed not judged: how many GPUs the run uses is not stated "
-                              f"(`trainlint estimate` assumes {est.inputs.world}); give --nodes N (and --gpus-per-node N), "
-                              "or `nodes = N` in [tool.trainlint]")
+            elif unjudged(est):
+                said = "; ".join(f"{_WHAT[a.field]} is not stated (`trainlint estimate` assumes {a.value}; "
+                                 f"give {UNJUDGED[a.field]})" for a in unjudged(est))
+                yield Finding(f"memory and speed not judged: {said}")
             return
         if gaps:
             yield Finding("memory and speed not judged: the estimator does not model this run: "

@@ -85,8 +85,8 @@ def unmodelled(spec: TrainingSpec) -> list[Unmodelled]:
 def usable_estimate(spec: TrainingSpec, estimate: Any) -> Any:
     """``estimate`` when a rule may act on it: made (not MissingInputs) and for a spec the
     estimator models; None otherwise."""
-    from trainlint.estimator.inputs import world_assumed
+    from trainlint.estimator.inputs import unjudged
 
-    if not getattr(estimate, "ok", False) or unmodelled(spec) or world_assumed(estimate):
+    if not getattr(estimate, "ok", False) or unmodelled(spec) or unjudged(estimate):
         return None
     return estimate
