@@ -23,6 +23,8 @@ the last duplicate; PyYAML reads ``1e-5`` as a string and rejects tabs (research
 
 from __future__ import annotations
 
+from trainlint.numbers import read_int
+
 import json
 import math
 import re
@@ -371,7 +373,7 @@ class _Parser:
             rough = _NUMBERISH.match(text, i)
             if m and (rough is None or rough.end() <= m.end()):
                 token = m.group()
-                number: Any = float(token) if any(ch in token for ch in ".eE") else int(token)
+                number: Any = float(token) if any(ch in token for ch in ".eE") else read_int(token)
                 self.put(number, ptr, i, m.end())
                 return m.end()
             token = rough.group() if rough else c

@@ -32,6 +32,7 @@ import yaml
 
 from trainlint.diagnostics import Diagnostic, Related, Severity
 from trainlint.input_codes import input_diagnostic
+from trainlint.numbers import read_int
 from trainlint.positions import FILE_START, LineIndex, Span
 
 try:  # libyaml: ~10x faster; same events and marks (code-point columns)
@@ -50,6 +51,7 @@ a "billion laughs" file claims 10^9 and is refused as soon as the count passes t
 _MAP_TAGS = {None, "!", "tag:yaml.org,2002:map"}
 _SEQ_TAGS = {None, "!", "tag:yaml.org,2002:seq"}
 _STR_TAG = "tag:yaml.org,2002:str"
+_INT_TAG = "tag:yaml.org,2002:int"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 _SAFE_SCALAR_TAGS = {
     "tag:yaml.org,2002:null", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
@@ -291,6 +293,11 @@ class _Composer:
             node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
             try:
                 value = self.loader.construct_object(node, deep=True)
+            except ValueError as exc:  # an int of over 4,300 digits (PyYAML's int() refuses it)
+                if tag != _INT_TAG or not re.fullmatch(r"[-+]?[0-9_]+", event.value):
+                    raise _Problem(f"cannot read the value: {exc}", span) from None
+                value = read_int(event.value)
+                self.loader.constructed_objects.clear()
             except yaml.YAMLError as exc:
                 raise _Problem(f"cannot read the value {event.value!r}: {getattr(exc, 'problem', exc)}", span) from None
             self.loader.constructed_objects.clear()

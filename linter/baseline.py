@@ -87,11 +87,10 @@ class _Lines:
     def __call__(self, path: str) -> list[str]:
         key = os.path.abspath(path)
         if key not in self.cache:
-            try:
-                with open(key, encoding="utf-8", errors="replace") as handle:
-                    self.cache[key] = handle.read().split("\n")
-            except OSError:
-                self.cache[key] = []
+            from trainlint.sources import read_text_lenient
+
+            text = read_text_lenient(key)
+            self.cache[key] = text.split("\n") if text is not None else []
         return self.cache[key]
 
 

@@ -7,6 +7,8 @@ becomes a TL999 diagnostic for that file; the other files are still checked.
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -86,6 +88,8 @@ def check_file(
     *,
     explicit: bool = True,
 ) -> FileResult:
+    if not explicit and os.path.basename(path).lower() in NEVER_CONFIGS:
+        return FileResult(path, None)  # skipped by name before any read, however large
     try:
         source = read_source(path)
     except UnreadableSource as unreadable:
@@ -93,10 +97,32 @@ def check_file(
         # config: report it only when the user named it.
         if not explicit and unreadable.diagnostic.code == "TL001" and "binary" in unreadable.diagnostic.message:
             return FileResult(path, None)
+        if not explicit and "limit for a config" in unreadable.diagnostic.message and not _head_claimed(path, adapters):
+            return FileResult(path, None)  # too large, and its start is nothing an adapter reads: not a config
         return FileResult(path, None, [_with_path(unreadable.diagnostic, path)])
     except Exception as exc:  # noqa: BLE001
         return _internal(path, f"{type(exc).__name__}: {exc}", exc)
     return check_source(source, adapters, context)
+
+
+NEVER_CONFIGS = frozenset({
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "added_tokens.json",
+    "model.safetensors.index.json", "pytorch_model.bin.index.json", "trainer_state.json", "merges.txt",
+    "package.json", "package-lock.json",
+})
+"""Files a walk passes by unread: model/tokenizer artefacts and tool files no adapter claims."""
+
+_HEAD_BYTES = 256 * 1024
+
+
+def _head_claimed(path: str, adapters: Sequence[Adapter]) -> bool:
+    """Whether an adapter would claim a too-large file by its name and first 256 KB."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(_HEAD_BYTES).decode("utf-8", errors="replace")
+    except OSError:
+        return True  # unreadable: let the TL001 stand
+    return detect(adapters, path, head) is not None
 
 
 @dataclass(frozen=True)

@@ -77,7 +77,15 @@ EXIT_PIPE_CLOSED = 128 + 13
 process that SIGPIPE ends, as shells report for ``yes | head``."""
 
 
+EXIT_INTERRUPTED = 128 + 2
+"""Ctrl-C (SIGINT): the status a shell reports for a process SIGINT ends, without a traceback."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stdout is None or sys.stderr is None:  # started with stdout or stderr closed (>&-)
+        _report_closed_stream()
+        return EXIT_ERROR
+    _no_encoding_errors()
     previous = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)
     try:
@@ -87,8 +95,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:
         _silence_stdout()
         return EXIT_PIPE_CLOSED
+    except KeyboardInterrupt:
+        _silence_stdout()
+        return EXIT_INTERRUPTED
+    except OSError as exc:
+        # the output could not be written (a full disk: /dev/full, ENOSPC; a closed descriptor: EBADF)
+        if not _is_output_error(exc):
+            raise
+        _silence_stdout()
+        try:
+            print(f"trainlint: error: cannot write the output: {exc.strerror or exc}", file=sys.stderr)
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            pass
+        return EXIT_ERROR
     finally:
         gc.set_threshold(*previous)  # in-process callers (tests) get their own settings back
+
+
+def _is_output_error(exc: OSError) -> bool:
+    import errno
+
+    return exc.errno in (errno.ENOSPC, errno.EBADF, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EINVAL)
+
+
+def _no_encoding_errors() -> None:
+    """A character the terminal's encoding lacks (or a lone surrogate from a non-UTF-8 file name)
+    is written as a backslash escape instead of raising UnicodeEncodeError mid-report."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.reconfigure(errors="backslashreplace")  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            pass
+
+
+def _report_closed_stream() -> None:
+    import os
+
+    for fd in (2, 1):
+        try:
+            os.write(fd, b"trainlint: error: standard output or standard error is closed; nothing can be reported\n")
+            return
+        except OSError:
+            continue
 
 
 def _silence_stdout() -> None:

@@ -92,17 +92,31 @@ def find_config(start: Path) -> Path | None:
         pyproject = folder / "pyproject.toml"
         if pyproject.is_file():
             try:
-                data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+                data = tomllib.loads(_read_config_text(pyproject))
+            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError):
                 continue
             if "trainlint" in data.get("tool", {}):
                 return pyproject
     return None
 
 
+MAX_CONFIG_BYTES = 1024 * 1024
+
+
+def _read_config_text(path: Path) -> str:
+    """A project config's text, within a size limit (a sparse 2 GB pyproject.toml is not read)."""
+    import stat as _stat
+
+    info = path.stat()
+    if not _stat.S_ISREG(info.st_mode) or info.st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: over {MAX_CONFIG_BYTES // 1024 // 1024} MB or not a regular file; not read")
+    with open(path, "rb") as handle:
+        return handle.read(MAX_CONFIG_BYTES + 1).decode("utf-8")
+
+
 def load_config(path: Path) -> ProjectConfig:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(_read_config_text(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:

@@ -113,12 +113,15 @@ def _file_ignores_used(selection: Selection, diag: Diagnostic, path: str) -> lis
 
 
 def plugin_failures(registry: Registry, project: ProjectConfig | None) -> list[FileResult]:
-    """One TL998 per plugin that could not be loaded, located at the project config."""
+    """One TL998 per plugin that could not be loaded (one TL015 when local plugins were not
+    trusted), located at the project config."""
     if not registry.failures:
         return []
     path = (project.path if project and project.path else "<plugins>")
-    return [FileResult(path, None, [input_diagnostic("TL998", f"plugin `{f.plugin}`: {f.reason}", path=path)
-                                    for f in registry.failures])]
+    return [FileResult(path, None, [
+        input_diagnostic(f.code, f"plugin `{f.plugin}`: {f.reason}" if f.code == "TL998" else f"plugins {f.plugin}: {f.reason}",
+                         path=path)
+        for f in registry.failures])]
 
 
 def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings,
@@ -207,9 +210,8 @@ def suppressions_of(path: str, result: FileResult | None, cache: dict[str, Suppr
     if path not in cache:
         text = next((d.text for d in result.documents if d.path == path), None) if result is not None else None
         if text is None:
-            try:
-                text = Path(path).read_text(encoding="utf-8", errors="replace") if Path(path).is_file() else ""
-            except OSError:
-                text = ""
+            from trainlint.sources import read_text_lenient
+
+            text = read_text_lenient(path) or ""
         cache[path] = parse_suppressions(text) if not path.endswith(".json") else Suppressions()
     return cache[path]

@@ -61,6 +61,10 @@ _CODES = [
               "A plugin could not be loaded, or one of its rules failed; the other rules still ran."),
     InputCode("TL999", "internal-error", Severity.ERROR,
               "trainlint itself failed on this file; please report it."),
+    InputCode("TL015", "plugins-not-loaded", Severity.WARNING,
+              "The project config names local plugins (Python files or modules) that were not imported because "
+              "they are not trusted: the config must be the user's own, at or below the current directory, and "
+              "trusted explicitly (--allow-plugins, TRAINLINT_ALLOW_PLUGINS=1, or the trusted-projects list)."),
     InputCode("TL020", "unused-suppression", Severity.WARNING,
               "A `# trainlint: disable` comment (or, with report-unused-per-file-ignores, a per-file-ignores "
               "entry) that suppresses no finding: remove it, or it will hide a future one (as ruff's RUF100)."),

@@ -87,15 +87,24 @@ def _run_forked(chunks: list[Sequence[FileTask]], work: Callable[[Sequence[FileT
 
     results: list[list[FileResult] | None] = [None] * len(chunks)
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_ignore_sigint) as pool:
             futures = [pool.submit(_work_in_child, chunk) for chunk in chunks]
-            for index, future in enumerate(futures):
-                try:
-                    results[index] = future.result()
-                except BrokenProcessPool:
-                    break  # a worker died: the rest are redone below
-                except Exception:  # noqa: BLE001 - e.g. a plugin's finding that cannot be pickled: redone below
-                    continue
+            try:
+                for index, future in enumerate(futures):
+                    try:
+                        results[index] = future.result()
+                    except BrokenProcessPool:
+                        break  # a worker died: the rest are redone below
+                    except Exception:  # noqa: BLE001 - e.g. a plugin's finding that cannot be pickled: redone below
+                        continue
+            except KeyboardInterrupt:
+                # Ctrl-C: the workers ignore it (no traceback from each); stop them, and let the
+                # CLI end with 130
+                for process in list(getattr(pool, "_processes", {}).values()):
+                    process.terminate()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
     except (OSError, BrokenProcessPool):  # cannot fork (process limit), or the pool broke on shutdown
         pass
     out: list[FileResult] = []
@@ -103,6 +112,13 @@ def _run_forked(chunks: list[Sequence[FileTask]], work: Callable[[Sequence[FileT
         done = results[index]
         out.extend(done if done is not None else work(chunk))
     return out
+
+
+def _ignore_sigint() -> None:
+    """In a worker: Ctrl-C goes to the whole process group; the parent alone handles it."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _work_in_child(chunk: Sequence[FileTask]) -> list[FileResult]:

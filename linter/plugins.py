@@ -27,6 +27,8 @@ BUILTIN_PLUGINS = ("trainlint.builtin",)
 class PluginFailure:
     plugin: str
     reason: str
+    code: str = "TL998"
+    """TL998 (a plugin failed) or TL015 (local plugins not loaded: not trusted)."""
 
 
 @dataclass
@@ -50,6 +52,27 @@ def create_host(local_plugins: Sequence[str] = (), base_dir: Path | None = None,
         _load_entry_points(host)
     for item in local_plugins:
         _load_local(host, item, base_dir or Path.cwd())
+    return host
+
+
+def project_host(project: Any, *, allow: bool = False, roots: Sequence[str] | None = None,
+                 editor_trusted: bool | None = None) -> PluginHost:
+    """The plugin host for a project config: its local plugins only when :mod:`trainlint.trust`
+    allows them (else one TL015 notice); built-ins and installed entry points always."""
+    from trainlint import trust
+
+    plugins = list(getattr(project, "plugins", []) or [])
+    config = getattr(project, "path", None)
+    base = Path(project.root) if getattr(project, "root", None) else None
+    if not plugins or config is None:
+        return create_host(plugins if config is None else (), base)
+    decision = trust.decide(config, allow_flag=allow, roots=roots, editor_trusted=editor_trusted)
+    if decision.allowed:
+        return create_host(plugins, base)
+    host = create_host((), base)
+    names = ", ".join(f"`{p}`" for p in plugins)
+    host.failures.append(PluginFailure(
+        names, f"local plugins from {config} not loaded ({decision.reason}): {trust.how_to_allow(config)}", "TL015"))
     return host
 
 

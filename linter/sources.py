@@ -7,6 +7,7 @@ TL001 diagnostic and nothing else.
 from __future__ import annotations
 
 import codecs
+import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,3 +102,21 @@ def read_source(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> SourceText
     except OSError as exc:
         raise UnreadableSource(input_diagnostic("TL001", f"cannot read file: {exc.strerror or exc}", path=name)) from None
     return SourceText(name, decode(data, name))
+
+
+def read_text_lenient(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str | None:
+    """A file's text for a side look-up (suppression comments, SARIF line hashes, baselines): through
+    the same size limit and regular-file check as :func:`read_source`, undecodable bytes replaced,
+    newlines kept as written. ``None`` when it cannot or should not be read (a 2 GB sparse file is
+    never read whole)."""
+    try:
+        info = os.stat(path)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
+            return None
+        with open(path, "rb") as handle:
+            data = handle.read(max_bytes + 1)
+    except (OSError, ValueError):
+        return None
+    if len(data) > max_bytes:
+        return None
+    return data.decode("utf-8", errors="replace")

@@ -64,6 +64,14 @@ LOCAL_PLUGIN = textwrap.dedent('''\
     ''')
 
 
+@pytest.fixture(autouse=True)
+def _trusted_local_plugins(tmp_path, monkeypatch):
+    """These tests are about what plugins do once loaded: the project in tmp_path is the user's
+    own and trusted (tests/test_trust.py is about when they load)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRAINLINT_ALLOW_PLUGINS", "1")
+
+
 def _project(tmp_path: Path, toml: str, plugin: str | None = LOCAL_PLUGIN) -> Path:
     (tmp_path / ".trainlint.toml").write_text(textwrap.dedent(toml))
     if plugin is not None:

@@ -105,7 +105,8 @@ def test_large_binary_and_badly_encoded_files(tmp_path, capsys):
     (tmp_path / "utf16.json").write_bytes('{"train_micro_batch_size_per_gpu": 2}'.encode("utf-16"))
     (tmp_path / "blob.json").write_bytes(bytes(range(256)) * 64)
     code, found = check_json(capsys, str(tmp_path))
-    assert positions(found["big.json"], "TL001") == [(1, 1)]
+    # too large, and its start is nothing an adapter claims: skipped in a walk (TL001 when named)
+    assert positions(found.get("big.json", []), "TL001") == []
     assert positions(found["bad_utf8.yml"], "TL001") == [(2, 7)]
     assert [d["code"] for d in found["utf16.json"]] == ["TL900"]  # read as a DeepSpeed config; no model given
     assert found["blob.json"] == []  # NUL bytes: not a config, skipped
@@ -240,3 +241,64 @@ def test_launch_line_after_256_kb_of_comments_is_still_read(tmp_path, capsys):
     assert script.stat().st_size > 256 * 1024
     code, found = check_json(capsys, "--select", "TL101", str(script))
     assert [d["line"] for d in found["late.sh"]] == [5401] and code == 1
+
+
+# ======================================================= issue 20: numbers, sizes, the sniffer
+
+from hostile_cases import big_integer  # noqa: E402
+
+
+def test_integers_of_any_length_are_values_not_unrecognised_files(tmp_path, capsys):
+    (tmp_path / "ds_config.json").write_text('{"train_micro_batch_size_per_gpu": 4,\n "train_batch_size": '
+                                             + big_integer(4301) + "}\n")
+    (tmp_path / "neox.yml").write_text("num_layers: " + big_integer(4301) + "\nhidden_size: 2048\n"
+                                       "num_attention_heads: 16\nseq_length: 2048\nmax_position_embeddings: 2048\n"
+                                       "model_parallel_size: 1\npipe_parallel_size: 1\n")
+    (tmp_path / "neox4000.yml").write_text("num_layers: " + big_integer(4000) + "\nhidden_size: 2048\n"
+                                           "num_attention_heads: 16\nseq_length: 2048\n")
+    code, found = check_json(capsys, str(tmp_path))
+    assert set(found) == {"ds_config.json", "neox.yml", "neox4000.yml"}  # every file recognised
+    assert positions(found["ds_config.json"], "TL100") == [(2, 22)]
+    for name, diags in found.items():
+        assert not [d for d in diags if d["code"] in ("TL998", "TL999")], name
+    unusable = [d["message"] for d in found["neox.yml"] if "unusable value" in d["message"]]
+    assert unusable and len(unusable[0]) < 400  # the value is shortened in the message
+    assert code == 1
+
+
+def test_sparse_two_gigabyte_file_is_not_read_whole(tmp_path, capsys):
+    import resource
+
+    path = tmp_path / "train.sh"
+    with open(path, "wb") as handle:
+        handle.write(b"# trainlint: noqa\n")
+        handle.truncate(2 * 1024 ** 3)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    code, found = check_json(capsys, str(path))
+    assert [d["code"] for d in found["train.sh"]] == ["TL001"] and code == 1
+    # ru_maxrss is in KiB on Linux: the run must not have grown by anything like 2 GB
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 200 * 1024
+
+
+def test_side_reads_go_through_the_size_limit(tmp_path):
+    from trainlint.sources import MAX_FILE_BYTES, read_text_lenient
+
+    path = tmp_path / "big.sh"
+    with open(path, "wb") as handle:
+        handle.truncate(MAX_FILE_BYTES + 1)
+    assert read_text_lenient(path) is None and read_text_lenient(tmp_path) is None
+    assert read_text_lenient(tmp_path / "missing") is None
+
+
+def test_large_files_no_adapter_claims_are_skipped_in_a_walk(tmp_path, capsys):
+    vocab = '{"version": "1.0", "model": {"vocab": {' + ",".join(f'"t{i}": {i}' for i in range(900_000)) + "}}}\n"
+    (tmp_path / "tokenizer.json").write_text(vocab)
+    (tmp_path / "embeddings.json").write_text('{"rows": [' + ",".join("0.5" for _ in range(2_300_000)) + "]}\n")
+    (tmp_path / "ds_config.json").write_text('{"train_micro_batch_size_per_gpu": 4}\n')
+    assert (tmp_path / "tokenizer.json").stat().st_size > 8 * 1024 * 1024
+    assert (tmp_path / "embeddings.json").stat().st_size > 8 * 1024 * 1024
+    code, found = check_json(capsys, "--select", "TL001", str(tmp_path))
+    assert not any(found.values()) and code == 0
+    # named explicitly, a too-large file is still TL001
+    code, found = check_json(capsys, str(tmp_path / "embeddings.json"))
+    assert [d["code"] for d in found["embeddings.json"]] == ["TL001"] and code == 1

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from trainlint.commands.argtypes import int_at_most
+
 import argparse
 import sys
 from dataclasses import dataclass
@@ -39,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "(never read from the real environment); repeatable")
     check.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
     check.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    check.add_argument("--allow-plugins", action="store_true",
+                       help="import the local plugins the project config names (see README: Trust); "
+                             "also TRAINLINT_ALLOW_PLUGINS=1 or the trusted-projects list")
     check.add_argument("--no-summary", action="store_true", help="text output: no summary line")
     check.add_argument("--fix", action="store_true",
                        help="apply the safe fixes in place (in the file's own format; a fix that does not remove its "
@@ -66,15 +71,18 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
                         help="value of a launch-script variable for static resolution; repeatable")
     parser.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
     parser.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    parser.add_argument("--allow-plugins", action="store_true",
+                        help="import the local plugins the project config names (see README: Trust); "
+                             "also TRAINLINT_ALLOW_PLUGINS=1 or the trusted-projects list")
 
 
 def add_context_arguments(parser: argparse.ArgumentParser) -> None:
     """What the estimate needs that a config may not say (also [tool.trainlint] gpu, nodes, ...)."""
     parser.add_argument("--gpu", metavar="ID", help="GPU catalog id (default: the project config, else h100-sxm, assumed)")
-    parser.add_argument("--nodes", type=int, metavar="N", help="number of nodes")
-    parser.add_argument("--gpus-per-node", type=int, metavar="N", help="GPUs per node (default 8)")
+    parser.add_argument("--nodes", type=int_at_most(1_000_000), metavar="N", help="number of nodes")
+    parser.add_argument("--gpus-per-node", type=int_at_most(1024), metavar="N", help="GPUs per node (default 8)")
     parser.add_argument("--model", metavar="PRESET|PATH", help="model preset id (e.g. llama2-7b) or a local HF config.json")
-    parser.add_argument("--vocab-size", type=int, metavar="N",
+    parser.add_argument("--vocab-size", type=int_at_most(1_000_000_000), metavar="N",
                         help="vocabulary (embedding rows) when the config's tokenizer options do not give it "
                              "(also `vocab-size` in [tool.trainlint]); a size the config states wins")
 
@@ -173,12 +181,13 @@ def open_session(args: argparse.Namespace, start: Path) -> LintSession:
     ConfigError (usage errors, exit 2)."""
     from trainlint.config import discover
     from trainlint.engine import check_settings, settings_from
-    from trainlint.plugins import create_host
+    from trainlint.plugins import project_host
     from trainlint.registry import build_registry
 
     environment = parse_env(getattr(args, "env", []))
     project = discover(start, getattr(args, "config", None), getattr(args, "isolated", False))
-    host = create_host(project.plugins, Path(project.root) if project.root else None)
+    host = project_host(project, allow=getattr(args, "allow_plugins", False), roots=getattr(args, "trust_roots", None),
+                        editor_trusted=getattr(args, "editor_trusted", None))
     registry = build_registry(host)
     settings = settings_from(project, select=args.select, extend_select=args.extend_select, ignore=args.ignore)
     check_settings(registry, settings)

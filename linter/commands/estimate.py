@@ -48,6 +48,10 @@ def positive_count(text: str) -> float:
         raise argparse.ArgumentTypeError(str(exc)) from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be > 0, got {text!r}")
+    from trainlint.commands.argtypes import COUNT_MAX, COUNT_MIN
+
+    if not COUNT_MIN <= value <= COUNT_MAX:
+        raise argparse.ArgumentTypeError(f"must be between {COUNT_MIN:g} and {COUNT_MAX:g}, got {text!r}")
     return value
 
 

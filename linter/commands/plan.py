@@ -9,6 +9,8 @@ same plan on each GPU kind, with the cost per memory bandwidth of the same paper
 
 from __future__ import annotations
 
+from trainlint.commands.argtypes import int_at_most
+
 import argparse
 import json
 import sys
@@ -41,15 +43,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--model", metavar="PRESET|PATH", help="model preset id or a local HF config.json")
     g.add_argument("--params", metavar="N", help="parameter count, e.g. 30B")
-    g.add_argument("--layers", type=int, metavar="L", help="with --hidden (and --vocab): P = 12 L H^2 + 2 V H")
-    p.add_argument("--hidden", type=int, metavar="H", help="hidden size, with --layers")
-    p.add_argument("--vocab", type=int, default=0, metavar="V", help="vocabulary size, with --layers (default 0: "
+    g.add_argument("--layers", type=int_at_most(1_000_000), metavar="L", help="with --hidden (and --vocab): P = 12 L H^2 + 2 V H")
+    p.add_argument("--hidden", type=int_at_most(10_000_000), metavar="H", help="hidden size, with --layers")
+    p.add_argument("--vocab", type=int_at_most(1_000_000_000), default=0, metavar="V", help="vocabulary size, with --layers (default 0: "
                                                                       "embeddings not counted)")
     p.add_argument("--tokens", metavar="N", help="training tokens, e.g. 2T or 600B (default: compute-optimal 20 x P)")
     p.add_argument("--gpu", metavar="ID", help="GPU catalog id (default: the project config's gpu, else h100-sxm)")
     p.add_argument("--dtype", default="bf16", help="dtype of the peak (default bf16)")
-    p.add_argument("--gpus", type=int, metavar="N", help="number of GPUs (solved when absent)")
-    p.add_argument("--round-gpus", type=int, default=8, metavar="M",
+    p.add_argument("--gpus", type=int_at_most(100_000_000), metavar="N", help="number of GPUs (solved when absent)")
+    p.add_argument("--round-gpus", type=int_at_most(1_000_000), default=8, metavar="M",
                    help="round a solved GPU count to a multiple of M (default 8, whole nodes)")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--days", type=positive_count, metavar="D")
@@ -187,6 +189,17 @@ def _solve_one(gpu: Any, model: Model, tokens: float, args: argparse.Namespace, 
 
 
 def run(args: argparse.Namespace) -> int:
+    """:func:`_run`, with arithmetic that still fails on extreme inputs (a product of values each
+    in range) reported as a usage error instead of a traceback."""
+    try:
+        return _run(args)
+    except (ArithmeticError, ValueError) as exc:
+        print(f"trainlint plan: the values given are out of the range trainlint can plan with "
+              f"({type(exc).__name__}: {exc})", file=sys.stderr)
+        return EXIT_ERROR
+
+
+def _run(args: argparse.Namespace) -> int:
     from trainlint.catalog import CatalogError
     from trainlint.config import ConfigError, discover
     from trainlint.estimator.context import ContextError, custom_gpus
@@ -204,6 +217,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             tokens = compute_optimal_tokens(model.params)
             tokens_note = f"20 x {_si(model.params)} = {_si(tokens)} (compute-optimal D = 20 P; --tokens to change)"
+        from trainlint.commands.argtypes import COUNT_MAX, COUNT_MIN
+
+        for what, value in (("the parameter count", model.params), ("--tokens", tokens)):
+            if not COUNT_MIN <= value <= COUNT_MAX:
+                raise PlanInputError(f"{what} must be between {COUNT_MIN:g} and {COUNT_MAX:g}, got {value:g}")
         if args.gpus is not None and args.gpus < 1:
             raise PlanInputError("--gpus must be >= 1")
         if args.round_gpus < 1:

@@ -15,21 +15,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     rules.add_argument("--format", choices=("text", "json", "markdown"), default="text")
     rules.add_argument("--config", metavar="FILE", help="project config (for its local plugins)")
     rules.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    rules.add_argument("--allow-plugins", action="store_true",
+                        help="import the local plugins the project config names (see README: Trust)")
     rules.set_defaults(func=run_rules)
     explain = sub.add_parser("explain", help="show the documentation of a rule")
     explain.add_argument("code", metavar="CODE", help="a code (TL110) or rule name (zero-pipeline-conflict)")
     explain.add_argument("--config", metavar="FILE", help="project config (for its local plugins)")
     explain.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    explain.add_argument("--allow-plugins", action="store_true",
+                        help="import the local plugins the project config names (see README: Trust)")
     explain.set_defaults(func=run_explain)
 
 
 def _registry(args: argparse.Namespace):
     from trainlint.config import discover
-    from trainlint.plugins import create_host
+    from trainlint.plugins import project_host
     from trainlint.registry import build_registry
 
     project = discover(Path("."), args.config, args.isolated)
-    return build_registry(create_host(project.plugins, Path(project.root) if project.root else None))
+    return build_registry(project_host(project, allow=getattr(args, "allow_plugins", False)))
 
 
 def run_rules(args: argparse.Namespace) -> int:
@@ -55,7 +59,8 @@ def run_rules(args: argparse.Namespace) -> int:
             origin = "" if plugin in ("trainlint", "trainlint.builtin") else f"  [{plugin}]"
             print(f"{code}  {name:<{width}}  {severity:<7}  {summary}{origin}")
     for failure in registry.failures:
-        print(f"trainlint: warning: plugin `{failure.plugin}`: {failure.reason}", file=sys.stderr)
+        what = f"plugin `{failure.plugin}`: " if failure.code == "TL998" else ""
+        print(f"trainlint: warning: {what}{failure.reason}", file=sys.stderr)
     return EXIT_CLEAN
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from trainlint.commands.argtypes import int_at_most
+
 import argparse
 import sys
 from pathlib import Path
@@ -53,7 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("path", metavar="PATH", help="config file (DeepSpeed JSON, Megatron-LM launch script, GPT-NeoX YAML)")
     add_context_arguments(p)
     add_input_arguments(p)
-    p.add_argument("--top", type=int, default=5, metavar="K", help="how many layouts to show (default 5)")
+    p.add_argument("--top", type=int_at_most(10_000), default=5, metavar="K", help="how many layouts to show (default 5)")
     p.add_argument("--headroom", type=_fraction, metavar="FRACTION",
                    help="keep the worst stage under this fraction of the GPU's memory "
                         "(default: TL201's headroom option, else 0.90)")
@@ -66,12 +68,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"dimensions to keep as they are (comma-separated: {', '.join(DIMENSION_NAMES)})")
     p.add_argument("--vary", type=_dimensions, metavar="DIMS",
                    help="search only these dimensions (comma-separated); the others stay as they are")
-    p.add_argument("--max-micro", type=int, default=64, metavar="N", help="largest micro batch tried (default 64)")
+    p.add_argument("--max-micro", type=int_at_most(1_000_000), default=64, metavar="N", help="largest micro batch tried (default 64)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     p.add_argument("--write-to", metavar="FILE",
                    help="write the chosen layout (see --pick) back in the config's own format to FILE "
                         "(a directory for a multi-file run; - for standard output)")
-    p.add_argument("--pick", type=int, default=1, metavar="N", help="which suggestion --write-to writes (default 1)")
+    p.add_argument("--pick", type=int_at_most(10_000), default=1, metavar="N", help="which suggestion --write-to writes (default 1)")
     p.set_defaults(func=run)
 
 
@@ -83,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.layout import SearchError, SearchOptions, search
     from trainlint.layout.launch import launch_rules
     from trainlint.layout.render import render_json, render_text
-    from trainlint.plugins import create_host
+    from trainlint.plugins import project_host
     from trainlint.registry import build_registry
 
     if args.top < 1 or args.pick < 1 or args.max_micro < 1:
@@ -100,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    host = create_host(project.plugins, Path(project.root) if project.root else None)
+    host = project_host(project, allow=getattr(args, "allow_plugins", False))
     registry = build_registry(host)
     try:
         rules = launch_rules(registry, project.rule_options)

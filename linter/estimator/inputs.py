@@ -8,6 +8,8 @@ nothing gives are returned as :class:`MissingInput` items saying how to supply t
 
 from __future__ import annotations
 
+from trainlint.numbers import short
+
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,7 +169,7 @@ def _count(r: "_Reader", name: str, entry: Value) -> int | None:
     except (TypeError, ValueError, OverflowError):
         value = 0
     if not 1 <= value <= MAX_COUNT:
-        r.missing.append(MissingInput(name, f"{name} has an unusable value {entry.value!r}", "fix it in the config"))
+        r.missing.append(MissingInput(name, f"{name} has an unusable value {short(repr(entry.value))}", "fix it in the config"))
         return None
     return value
 
@@ -196,7 +198,7 @@ class _Reader:
                 value = None
             if value is None or (cast is int and not 1 <= value <= MAX_COUNT and name not in ZERO_ALLOWED) \
                     or (cast is int and name in ZERO_ALLOWED and not 0 <= value <= MAX_COUNT):
-                self.missing.append(MissingInput(name, f"{name} has an unusable value {entry.value!r}",
+                self.missing.append(MissingInput(name, f"{name} has an unusable value {short(repr(entry.value))}",
                                                  "fix it in the config"))
                 return fallback
             self.note(name, entry)

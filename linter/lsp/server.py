@@ -121,7 +121,8 @@ class TrainlintServer(LanguageServer):
             self.debounce = float(debounce)
         if isinstance(options.get("docsUrl"), str):
             self.docs_url = options["docsUrl"].rstrip("#")
-        context = {k: options[k] for k in ("gpu", "nodes", "gpusPerNode", "model") if options.get(k) is not None}
+        context = {k: options[k] for k in ("gpu", "nodes", "gpusPerNode", "model", "allowPlugins", "workspaceTrusted")
+                   if options.get(k) is not None}
         if context:
             linter = Linter(context)
             try:

@@ -31,10 +31,15 @@ def session_args(options: Mapping[str, Any] | None = None) -> argparse.Namespace
     """The flags ``trainlint check`` has when none are given (the project config decides), plus
     the context the editor's initialization options give (gpu, nodes, gpusPerNode, model)."""
     options = options or {}
+    trusted = options.get("workspaceTrusted")
     return argparse.Namespace(
         select=None, extend_select=[], ignore=[], config=None, isolated=False, env=[], run=[],
         gpu=options.get("gpu"), nodes=options.get("nodes"), gpus_per_node=options.get("gpusPerNode"),
-        model=options.get("model"), vocab_size=options.get("vocabSize"))
+        model=options.get("model"), vocab_size=options.get("vocabSize"),
+        # local plugins: the same trust rule as the CLI (trainlint.trust), with the editor's
+        # workspace trust on top and the workspace folder in place of the current directory
+        allow_plugins=options.get("allowPlugins") is True,
+        editor_trusted=trusted if isinstance(trusted, bool) else None, trust_roots=None)
 
 
 def same_file(a: str | None, b: str | None) -> bool:
@@ -143,16 +148,19 @@ class Linter:
         entry = self._sessions.get(name)
         if entry is not None and entry.mtime == mtime:
             return entry
-        entry = self._open(name, mtime, start)
+        entry = self._open(name, mtime, start, folder)
         self._sessions[name] = entry
         return entry
 
-    def _open(self, config: str | None, mtime: int | None, start: Path | None) -> SessionEntry:
+    def _open(self, config: str | None, mtime: int | None, start: Path | None,
+              folder: str | None = None) -> SessionEntry:
         from trainlint.commands.check import open_session
         from trainlint.config import ConfigError
 
         args = argparse.Namespace(**vars(self.args))
         args.config, args.isolated = config, config is None
+        if folder:
+            args.trust_roots = [folder]
         try:
             return SessionEntry(open_session(args, start or Path.cwd()), config, mtime)
         except (ValueError, ConfigError) as exc:

@@ -16,9 +16,12 @@ from typing import Sequence
 from trainlint.checker import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries, summary_line
+from trainlint.output.escape import printable
 from trainlint.output.sarif import is_pseudo_path, relative_path, source_root
 from trainlint.positions import Span
 
+BREAKS = "\r\n"
+"""Left to escape_data, which encodes them as %0D %0A (shown as line breaks inside one annotation)."""
 COMMANDS = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
 
 
@@ -37,13 +40,16 @@ def annotation(d: Diagnostic, path: str) -> str:
     them when ``line`` and ``endLine`` differ."""
     span = d.span
     props = [] if is_pseudo_path(path) else _position(path, span)  # "<command line>": no file
-    props.append(f"title={escape_property(f'{d.code} {d.name}')}")
-    message = f"{path}:{span.line}:{span.column}: {d.code} {d.message}" + (f"\nfix: {d.fix}" if d.fix else "")
+    props.append(f"title={escape_property(printable(f'{d.code} {d.name}', keep=BREAKS))}")
+    # control characters from the config are shown escaped (an ESC would reach the log viewer);
+    # line breaks are encoded by escape_data (%0A), so they cannot start a command of their own
+    message = printable(f"{path}:{span.line}:{span.column}: {d.code} {d.message}" + (
+        f"\nfix: {d.fix}" if d.fix else ""), keep=BREAKS)
     return f"::{COMMANDS[d.severity]} {','.join(props)}::{escape_data(message)}"
 
 
 def _position(path: str, span: Span) -> list[str]:
-    props = [f"file={escape_property(path)}", f"line={span.line}"]
+    props = [f"file={escape_property(printable(path, keep=BREAKS))}", f"line={span.line}"]
     one_line = span.end_line == span.line
     if one_line:
         props.append(f"col={span.column}")

@@ -13,6 +13,7 @@ from typing import Any, Sequence
 from trainlint.checker import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries, severity_counts, summary_line
+from trainlint.output.escape import printable
 from trainlint.output.statistics import code_counts
 
 MAX_ROWS = 500
@@ -29,6 +30,8 @@ def cell(text: str) -> str:
     escape the ``\\|`` that stands for a pipe), ``& < >`` become entities, a stray backtick is
     escaped and line breaks become ``<br>``."""
     parts = []
+    # line breaks are handled below; every other control, bidi or surrogate character is escaped
+    text = printable(text, keep="\r\n")
     for i, part in enumerate(CODE_SPAN.split(text)):
         if i % 2:
             parts.append(part.replace("\r", "\\r").replace("\n", "\\n").replace("|", "\\|"))
@@ -41,6 +44,7 @@ def cell(text: str) -> str:
 
 def literal(text: str) -> str:
     """A path shown as it is: the characters that would format or break a cell escaped."""
+    text = printable(text)
     out = "".join(f"\\{c}" if c in "\\`*_[]|~" else c for c in text)
     return out.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
 

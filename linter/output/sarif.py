@@ -67,7 +67,8 @@ def artifact_location(path: str, root: Path) -> dict[str, str]:
     the checkout; other viewers can still open them)."""
     relative = relative_path(path, root)
     if relative is not None:
-        return {"uri": quote(relative, safe="/"), "uriBaseId": SRCROOT}
+        # os.fsencode: a non-UTF-8 file name (surrogate-escaped) is percent-encoded byte by byte
+        return {"uri": quote(os.fsencode(relative), safe="/"), "uriBaseId": SRCROOT}
     return {"uri": Path(path).resolve().as_uri()}
 
 
@@ -176,11 +177,10 @@ class _Artifacts:
 
 
 def _read_lines(path: str) -> list[str]:
-    try:
-        with open(path, encoding="utf-8", errors="replace", newline="") as handle:
-            return handle.read().split("\n")
-    except OSError:
-        return []
+    from trainlint.sources import read_text_lenient
+
+    text = read_text_lenient(path)
+    return text.split("\n") if text is not None else []
 
 
 def _line_hash(code: str, uri: str, span: Span, lines: list[str]) -> str:

@@ -40,6 +40,10 @@ def _properties() -> dict[str, dict]:
     return load_schema("neox")["properties"]
 
 
+_MAX_EXPANDED_LAYERS = 100_000
+"""More layers than any model has: the per-layer attention list is not built beyond this."""
+
+
 def _number(value: Any) -> Any:
     return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
@@ -82,6 +86,8 @@ class NeoXArgs:
     def attention_types(self) -> tuple[list[str] | None, str | None]:
         """expand_attention_types (megatron/utils.py:326-353): the per-layer list, or an error message."""
         config, layers = self.get("attention_config"), _number(self.spec.value("model.num_layers"))
+        if isinstance(layers, int) and not 0 <= layers <= _MAX_EXPANDED_LAYERS:
+            return None, None  # a list per layer of a 4,000-digit num_layers is not built (TL006 says why)
         if config is None:
             return (["global"] * layers if isinstance(layers, int) else None), None
         if not isinstance(config, list):
@@ -99,7 +105,7 @@ class NeoXArgs:
                 if layers % len(kinds):
                     return None, (f"Number of layers ({layers}) is not divisible by the length of pattern: {kinds}")
                 return [str(k) for k in kinds] * (layers // len(kinds)), None
-            if not isinstance(count, int) or isinstance(count, bool):
+            if not isinstance(count, int) or isinstance(count, bool) or count > _MAX_EXPANDED_LAYERS - len(out):
                 return None, None
             for _ in range(count):
                 out.extend(str(k) for k in kinds)
