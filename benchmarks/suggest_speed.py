@@ -132,7 +132,7 @@ def report(label, spec, ctx, rules, repeat: int, verify: bool = False) -> float:
     print(label)
     print(f"  space: {s.space_points:,} layouts ({s.structures:,} TP/PP/VP/CP/DP structures); "
           f"{s.static_pruned:,} structure x optimizer branches pruned on static memory, {s.evaluated:,} layouts evaluated "
-          f"(fast path), {s.memory_pruned:,} over the headroom, {s.feasible:,} fit; {s.checked} finalists estimated "
+          f"(the estimator's own memory and step time), {s.memory_pruned:,} over the headroom, {s.feasible:,} fit; {s.checked} finalists estimated "
           f"for real and checked with the TL1xx rules ({s.launch_refused} refused)")
     print(f"  one full estimate():   best {est_best * 1e3:8.3f} ms   median {est_median * 1e3:8.3f} ms")
     print(f"  search (whole space):  best {best * 1e3:8.1f} ms   median {median * 1e3:8.1f} ms   "

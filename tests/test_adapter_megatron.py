@@ -299,3 +299,13 @@ def test_example_placeholders_are_unknown_not_syntax_errors():
     result = load_text(text)
     # Unknown paths (--save) are not reported: nothing trainlint checks depends on them.
     assert codes(result) == [("TL007", 1, 4), ("TL007", 2, 5)]
+
+
+def test_array_expanded_inside_a_string_assignment_is_joined_with_spaces():
+    # TRAINING_CMD="python pretrain_gpt.py ${ARGS[@]} ..." (swiss-ai's submit scripts): one word, the
+    # elements joined by spaces, not glued into `--num-layers2--hidden-size64`.
+    result = load_text('A=(\n  --num-layers 2\n  --hidden-size 64\n)\nCMD="python pretrain_gpt.py ${A[@]} '
+                       '--num-attention-heads 4"\n$CMD\n')
+    assert [d for d in result.diagnostics if d.code == "TL004"] == []
+    spec = result.specs[0]
+    assert (spec.value("model.num_layers"), spec.value("model.hidden_size")) == (2, 64)

@@ -140,3 +140,15 @@ def test_neox_one_node_of_unstated_gpus_is_an_assumed_world():
     (spec,) = NeoXAdapter().load(SourceText("/x/run.yml", base + "num_gpus: 2\n"), LoadContext()).specs
     est = estimate(spec, build_context(spec))
     assert est.inputs.world == 2 and not world_assumed(est)
+
+
+def test_generation_and_export_entry_points_are_not_estimated_as_training():
+    from trainlint.rules.estimation.scope import unmodelled
+    from trainlint.spec import TrainingSpec
+
+    for entry in ("tools/run_text_generation_server.py", "examples/export/ptq_and_trtllm_export/text_generation_ptq.py",
+                  "examples/detxoify_lm/generate_samples_gpt.py", "examples/inference/gpt/gpt_dynamic_inference.py",
+                  "examples/mimo/train.py"):
+        assert unmodelled(TrainingSpec("megatron", "x.sh", entry_point=entry)), entry
+    for entry in ("pretrain_gpt.py", "examples/multimodal/../../pretrain_gpt.py", "finetune.py", None):
+        assert not unmodelled(TrainingSpec("megatron", "x.sh", entry_point=entry)), entry

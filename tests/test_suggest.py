@@ -1,6 +1,6 @@
 """``trainlint suggest``: the layout search (issue 6).
 
-The fast path agrees with the estimator; the modified specs resolve to the inputs the search
+The search uses the estimator's own memory and time; the modified specs resolve to the inputs the search
 assumed; seed 000's 13B exercise gets a layout that fits in 80 GB; no suggestion introduces a
 launch-time (TL1xx) finding; for every calibration run the best suggestion is at least as fast
 as the run as published; the JSON shape, --allow-batch-change, --fix/--vary and the price ranking.
@@ -21,7 +21,8 @@ from trainlint.cli import main
 from trainlint.estimator import build_context, estimate, estimate_inputs
 from trainlint.layout import SearchOptions, search
 from trainlint.layout.candidate import candidate_spec, layout_changes
-from trainlint.layout.fast import FastModel, stage_kinds, step_seconds, worst_stage_bytes
+from trainlint.estimator.memory import stage_kinds, stage_layers, stage_memory, static_floor, worst_stage_total
+from trainlint.estimator.performance import stage_microbatch
 from trainlint.layout.launch import default_launch_rules, launch_findings
 from trainlint.layout.search import InputsFactory, prepare
 from trainlint.layout.space import build_space
@@ -131,15 +132,33 @@ def cases() -> list[tuple[str, TrainingSpec, object]]:
 CASES = cases()
 
 
-# ------------------------------------------------------------------------------- fast path
+# ------------------------------------------------------------------------------- one estimator
+
+
+def per_stage_step_time(i) -> float:
+    """The step time walking every pipeline stage (a reference for the estimator's per-kind walk)."""
+    from trainlint.estimator import coefficients as C
+    from trainlint.estimator.memory import stage_params_per_gpu
+    from trainlint.estimator.performance import data_parallel, optimizer_time
+
+    stages = [stage_microbatch(i, s, layers) for s, layers in enumerate(stage_layers(i))]
+    totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S for c, tp, p2p, _ in stages]
+    w = max(range(len(stages)), key=lambda k: totals[k])
+    compute, tp, p2p, bwd = stages[w]
+    n_max = max(stage_params_per_gpu(i, s, layers) for s, layers in enumerate(stage_layers(i)))
+    bubble = (i.pp - 1) / i.vpp * sum(totals) / len(totals) if i.pp > 1 else 0.0
+    return (i.grad_accum * (compute.total + C.MICROBATCH_OVERHEAD_S + tp + p2p) + bubble
+            + data_parallel(i, n_max, totals[w], bwd.total) + optimizer_time(i, n_max) + C.STEP_OVERHEAD_S)
 
 
 @pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])
-def test_fast_path_equals_the_estimator(name, spec, ctx):
+def test_search_uses_the_estimators_own_numbers(name, spec, ctx):
+    """The search's memory and time per layout are the estimator's: the worst-stage shortcut equals
+    the full per-stage memory, the static floor bounds it, the per-kind time equals a walk of every stage."""
     _, base = prepare(spec, ctx)
     assert base is not None
     space = build_space(spec, base)
-    factory, model = InputsFactory(spec, base), FastModel()
+    factory = InputsFactory(spec, base)
     rng = random.Random(7)
     structures = list(space.structures())
     checked = 0
@@ -147,21 +166,19 @@ def test_fast_path_equals_the_estimator(name, spec, ctx):
         for zero, _, _ in space.zero_values(pp):
             for dist in space.dist_opt:
                 s = factory.structure(tp, pp, vpp, cp, dp, space.sp_for(tp), zero, dist)
-                st = model.structure(s)
                 for recompute in space.recompute:
                     for micro, ga, gb in list(space.batches(dp, pp, vpp))[:3]:
                         i = factory.point(s, micro, ga, gb, recompute)
                         real = estimate_inputs(i)
-                        assert model.memory(st, i) == pytest.approx(real.worst_stage.total, rel=1e-9)
-                        assert model.step_seconds(st, i) == pytest.approx(real.step_time, rel=1e-9)
-                        assert st.memory_floor <= real.worst_stage.total * (1 + 1e-9)
+                        assert worst_stage_total(i) == pytest.approx(max(st.total for st in stage_memory(i)), rel=1e-12)
+                        assert real.worst_stage.total == pytest.approx(worst_stage_total(i), rel=1e-12)
+                        assert real.step_time == pytest.approx(per_stage_step_time(i), rel=1e-9)
+                        assert static_floor(s) <= real.worst_stage.total * (1 + 1e-9)
                         checked += 1
     assert checked > 0
 
 
 def test_stage_kinds_cover_every_stage():
-    from trainlint.estimator.memory import stage_layers
-
     base = prepare(CASES[0][1], CASES[0][2])[1]
     for layers in (1, 7, 24, 30, 80, 96, 128):
         for pp in range(1, min(layers, 40) + 1):
@@ -170,8 +187,8 @@ def test_stage_kinds_cover_every_stage():
             expanded = [layers_ for _, layers_, count in kinds for _ in range(count)]
             assert expanded == stage_layers(i)
             assert [s for s, _, _ in kinds] == sorted(s for s, _, _ in kinds)
-            assert worst_stage_bytes(i) == pytest.approx(estimate_inputs(i).worst_stage.total, rel=1e-9)
-            assert step_seconds(i) == pytest.approx(estimate_inputs(i).step_time, rel=1e-9)
+            assert worst_stage_total(i) == pytest.approx(max(st.total for st in stage_memory(i)), rel=1e-12)
+            assert estimate_inputs(i).step_time == pytest.approx(per_stage_step_time(i), rel=1e-9)
 
 
 @pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])

@@ -848,9 +848,13 @@ class ShellEvaluator:
                 new = VarValue(array=elements)
         else:
             pieces = self._pieces(value_node, ft, quoted=True)
-            # X="... ${A[@]} ...": an assignment does not split, it joins the elements with spaces
-            segs = tuple(join_segs([s for p in pieces
-                                    for s in ([Seg(" ", None, False)] if p.field_break_before else []) + list(p.segs)]))
+            # An assignment is one word: bash joins the elements of "${A[@]}" in it with spaces.
+            joined: list[Seg] = []
+            for p in pieces:
+                if p.field_break_before and joined:
+                    joined.append(Seg(" ", None, False))
+                joined.extend(p.segs)
+            segs = tuple(join_segs(joined))
             if index is not None:
                 arr = old.as_fields() if old is not None and old.is_array else (
                     [Field(old.scalar or (), old.assigned_at)] if old is not None and old.scalar else [])

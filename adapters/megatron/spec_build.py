@@ -15,7 +15,7 @@ from trainlint.positions import Span
 from trainlint.provenance import Origin, Provenance, Value, default, derived
 from trainlint.spec import EngineSpec, TrainingSpec
 
-from trainlint.adapters.megatron.flags import CURRENT, DEEPSPEED, ParsedArgs, Setting
+from trainlint.adapters.megatron.flags import CURRENT, DEEPSPEED, LEGACY, ParsedArgs, Setting
 from trainlint.adapters.megatron.vocab import vocab_fields
 from trainlint.adapters.megatron.words import Field, Loc
 
@@ -404,8 +404,9 @@ def _on(spec: TrainingSpec, dest: str) -> Value | None:
 
 def deepspeed_runs(spec: TrainingSpec) -> bool:
     """Megatron-DeepSpeed hands the model to DeepSpeed's engine only with ``--deepspeed``
-    (megatron/training.py setup_model_and_optimizer: ``if args.deepspeed: deepspeed.initialize``)."""
-    return spec.dialect == DEEPSPEED and _on(spec, "deepspeed") is not None
+    (megatron/training.py setup_model_and_optimizer: ``if args.deepspeed: deepspeed.initialize``),
+    as do the DeepSpeed-integrated Megatron-LM v1.1.5 copies (DeepSpeedExamples, legacy dialect)."""
+    return spec.dialect in (DEEPSPEED, LEGACY) and _on(spec, "deepspeed") is not None
 
 
 def set_engine(spec: TrainingSpec) -> None:
@@ -474,6 +475,19 @@ def _megatron_optimizer(spec: TrainingSpec, note: str) -> None:
                             "no --use-distributed-optimizer: every rank keeps the whole optimizer", dist)
     e.shard_group = default("dp_cp", "Megatron's distributed optimizer shards over the data-parallel group with "
                                      "context parallelism (megatron/core/optimizer, docs dist_optimizer.md)")
+    fsdp = _on(spec, "use_megatron_fsdp") or _on(spec, "use_torch_fsdp2")
+    if fsdp is not None:
+        # Megatron-FSDP shards what --data-parallel-sharding-strategy says (default optim_grads_params:
+        # ZeRO-3-like); torch FSDP2 shards parameters, gradients and optimizer states.
+        strategy = _setting(spec, "data_parallel_sharding_strategy")
+        stages = {"no_shard": 0, "optim": 1, "optim_grads": 2, "optim_grads_params": 3}
+        if _on(spec, "use_megatron_fsdp") is not None and strategy is not None and str(strategy.value) in stages:
+            e.shard_stage = derived(stages[str(strategy.value)], f"--use-megatron-fsdp with --data-parallel-sharding-"
+                                                                 f"strategy {strategy.value}", fsdp, strategy)
+        else:
+            e.shard_stage = derived(3, "Megatron-FSDP (default --data-parallel-sharding-strategy optim_grads_params) / "
+                                       "torch FSDP2: parameters, gradients and optimizer states sharded "
+                                       f"({MEGATRON_ARGS_PY})", fsdp)
     dtype_v = spec.precision.dtype
     dtype = dtype_v.value if dtype_v is not None else None
     bf16_reduce = _on(spec, "grad_reduce_in_bf16")

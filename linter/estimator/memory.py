@@ -57,9 +57,23 @@ class StageMemory:
 # --------------------------------------------------------------------------- parameters
 
 
+_LAYER_PARAMS: dict[tuple, tuple[float, float, float]] = {}
+
+
 def layer_params(i: Inputs) -> tuple[float, float, float]:
     """(tensor-parallel-split, replicated, expert) parameters of one layer, whole model, averaged
-    over the layers when only every k-th layer is a MoE layer (the others keep a dense MLP)."""
+    over the layers when only every k-th layer is a MoE layer (the others keep a dense MLP).
+    Memoised on what it reads: a layout search asks for the same model thousands of times."""
+    key = (i.hidden, i.heads, i.kv_heads, i.head_dim, i.gated, i.ffn, i.experts, i.moe_ffn, i.moe_interval, i.layers)
+    found = _LAYER_PARAMS.get(key)
+    if found is None:
+        if len(_LAYER_PARAMS) > 4096:
+            _LAYER_PARAMS.clear()
+        found = _LAYER_PARAMS[key] = _layer_params(i)
+    return found
+
+
+def _layer_params(i: Inputs) -> tuple[float, float, float]:
     h = i.hidden
     attn = h * (i.q_dim + 2 * i.kv_dim) + i.q_dim * h
     mats = 3 if i.gated else 2
@@ -79,6 +93,26 @@ def layer_params_per_gpu(i: Inputs) -> float:
 def stage_layers(i: Inputs) -> list[int]:
     base, extra = divmod(i.layers, i.pp)
     return [base + (1 if s < extra else 0) for s in range(i.pp)]
+
+
+def stage_kinds(i: Inputs) -> list[tuple[int, int, int]]:
+    """(a representative stage, its layers, how many stages are like it), in stage order. The
+    stages of a layout come in at most four kinds whose time per micro-batch is identical within a
+    kind (the first stage, middle stages with one layer more or not, the last stage), so the step
+    time is computed once per kind, not once per stage (PP 64 costs what PP 4 does)."""
+    base, extra = divmod(i.layers, i.pp)
+    last = i.pp - 1
+    kinds = [(0, base + (1 if extra > 0 else 0), 1)]
+    if last == 0:
+        return kinds
+    longer = max(0, min(extra, last) - 1)  # middle stages 1..extra-1 hold one layer more
+    if longer:
+        kinds.append((1, base + 1, longer))
+    shorter = last - 1 - longer
+    if shorter:
+        kinds.append((1 + longer, base, shorter))
+    kinds.append((last, base + (1 if last < extra else 0), 1))
+    return kinds
 
 
 def stage_params_per_gpu(i: Inputs, stage: int, layers: int) -> float:
@@ -215,22 +249,39 @@ def in_flight(i: Inputs, stage: int) -> float:
     return min(float(m), base) if m >= 1 else base
 
 
-def stage_activation_bytes(i: Inputs, stage: int, layers: int) -> tuple[float, dict[str, float]]:
-    full = layer_activation_bytes(i, keep_scores=not i.flash)
-    if i.recompute == "selective" and i.owner == "fsdp":
-        stored_layer = op_sac_layer_bytes(i)
-    elif i.recompute == "selective":
-        stored_layer = layer_activation_bytes(i, keep_scores=False)
-    else:
-        stored_layer = full
+Cache = dict
+"""A memo a caller may pass for many layouts of one run in one context (a layout search): per-layer
+costs keyed by what varies between layouts. Never shared across runs, GPUs or coefficients."""
+
+
+def _layer_acts(i: Inputs, cache: Cache | None) -> tuple[float, float, float]:
+    """(stored without recompute, stored with selective recompute, checkpointed input) of one layer."""
+    key = ("acts", i.tp, i.cp, i.micro, i.sp, i.etp, i.recompute, i.partition_activations)
+    found = cache.get(key) if cache is not None else None
+    if found is None:
+        full = layer_activation_bytes(i, keep_scores=not i.flash)
+        if i.recompute == "selective" and i.owner == "fsdp":
+            selective = op_sac_layer_bytes(i)
+        elif i.recompute == "selective":
+            selective = layer_activation_bytes(i, keep_scores=False)
+        else:
+            selective = full
+        found = (full, selective, layer_input_bytes(i))
+        if cache is not None:
+            cache[key] = found
+    return found
+
+
+def stage_activation_bytes(i: Inputs, stage: int, layers: int, cache: Cache | None = None) -> tuple[float, dict[str, float]]:
+    full, stored_layer, checkpoint = _layer_acts(i, cache)
     if i.recompute == "full":
         n_rec = min(layers, i.recompute_layers)
         if i.recompute_method == "block":
-            stored = n_rec * layer_input_bytes(i) + (layers - n_rec) * stored_layer
+            stored = n_rec * checkpoint + (layers - n_rec) * stored_layer
             group = 1
         else:
             groups = -(-layers // max(1, n_rec))
-            stored = groups * layer_input_bytes(i)
+            stored = groups * checkpoint
             group = n_rec
         workspace = C.ACTIVATION_WORKSPACE_LAYERS * group * full
     else:
@@ -280,18 +331,56 @@ def communicator_count(i: Inputs) -> int:
     return count
 
 
-def stage_memory(i: Inputs) -> list[StageMemory]:
-    out: list[StageMemory] = []
-    for stage, layers in enumerate(stage_layers(i)):
+def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) -> StageMemory:
+    """Memory of one pipeline stage holding ``layers`` layers."""
+    n, params, grads, opt, buffers, nccl = _stage_static(i, stage, layers, cache)
+    acts, detail = stage_activation_bytes(i, stage, layers, cache)
+    allocated = params + grads + opt + acts + buffers
+    ctx = C.CUDA_CONTEXT_GIB * C.GIB
+    frag = C.ALLOCATOR_FRAGMENTATION * allocated
+    detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
+    return StageMemory(stage, layers, params, grads, opt, acts, buffers, ctx + nccl + frag, detail,
+                       in_flight(i, stage), n)
+
+
+def _stage_static(i: Inputs, stage: int, layers: int, cache: Cache | None) -> tuple[float, ...]:
+    """(parameters, their bytes, gradient bytes, optimizer bytes, buffers, NCCL) of a stage: what no
+    micro batch or recompute mode changes (memoised per layout structure in a search)."""
+    key = ("static", stage == 0, stage == i.pp - 1, layers, i.tp, i.pp, i.cp, i.dp, i.ep, i.etp, i.vocab,
+           i.owner, i.shard_stage, i.shard_cp, i.grad_bytes) if cache is not None else None
+    found = cache.get(key) if cache is not None else None
+    if found is None:
         n = stage_params_per_gpu(i, stage, layers)
         params, grads, opt = static_bytes(i, n)
-        acts, detail = stage_activation_bytes(i, stage, layers)
-        buffers = buffer_bytes(i, n)
-        allocated = params + grads + opt + acts + buffers
-        ctx = C.CUDA_CONTEXT_GIB * C.GIB
-        nccl = C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i)
-        frag = C.ALLOCATOR_FRAGMENTATION * allocated
-        detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
-        out.append(StageMemory(stage, layers, params, grads, opt, acts, buffers, ctx + nccl + frag, detail,
-                               in_flight(i, stage), n))
-    return out
+        found = (n, params, grads, opt, buffer_bytes(i, n),
+                 C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i))
+        if cache is not None:
+            cache[key] = found
+    return found
+
+
+def stage_memory(i: Inputs) -> list[StageMemory]:
+    return [one_stage(i, stage, layers) for stage, layers in enumerate(stage_layers(i))]
+
+
+def worst_stage_total(i: Inputs, cache: Cache | None = None) -> float:
+    """The worst stage's total without building every stage: it is the first or the last stage (the
+    first holds at least as many layers, micro-batches in flight and parameters as any middle
+    stage, and the embedding; the last holds the output layer and the logits)."""
+    kinds = stage_kinds(i)
+    first = one_stage(i, 0, kinds[0][1], cache).total
+    if i.pp == 1:
+        return first
+    return max(first, one_stage(i, i.pp - 1, kinds[-1][1], cache).total)
+
+
+def static_floor(i: Inputs, cache: Cache | None = None) -> float:
+    """A lower bound of the worst stage's total whatever the micro batch and recompute: its
+    parameters, gradients, optimizer states and buffers (with fragmentation), CUDA context, NCCL."""
+    kinds = stage_kinds(i)
+    fixed = C.CUDA_CONTEXT_GIB * C.GIB + C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i)
+    out = 0.0
+    for stage, layers in ((0, kinds[0][1]), (i.pp - 1, kinds[-1][1])):
+        _, params, grads, opt, buffers, _ = _stage_static(i, stage, layers, cache)
+        out = max(out, (params + grads + opt + buffers) * (1 + C.ALLOCATOR_FRAGMENTATION))
+    return out + fixed

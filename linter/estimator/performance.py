@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.inputs import Inputs
-from trainlint.estimator.memory import active_params, shard_group, layer_params, layer_params_per_gpu, stage_layers, stage_params_per_gpu
+from trainlint.estimator.memory import active_params, shard_group, layer_params, layer_params_per_gpu, stage_kinds, stage_layers, stage_params_per_gpu
 
 
 @dataclass
@@ -173,8 +173,20 @@ def tp_comm_per_layer(i: Inputs) -> float:
 # --------------------------------------------------------------------------- per micro-batch, per stage
 
 
-def stage_microbatch(i: Inputs, stage: int, layers: int) -> tuple[Cost, float, float, Cost]:
-    """(compute cost, exposed TP seconds, p2p seconds, backward cost) of one micro-batch on a stage."""
+def layer_costs(i: Inputs, cache: dict | None = None) -> tuple[Cost, Cost, float]:
+    """(all passes, backward + recompute, exposed TP seconds) of one layer for one micro-batch: the
+    same on every stage, computed once per layout (and, with a search's ``cache``, once per
+    TP / CP / micro batch / recompute)."""
+    if cache is None:
+        return _layer_costs(i)
+    key = ("layer", i.tp, i.cp, i.micro, i.sp, i.etp, i.ep, i.recompute)
+    found = cache.get(key)
+    if found is None:
+        found = cache[key] = _layer_costs(i)
+    return found
+
+
+def _layer_costs(i: Inputs) -> tuple[Cost, Cost, float]:
     lin, attn = layer_forward(i)
     fwd = lin + attn
     bwd = lin.scale(2.0) + attention_backward(i, attn)
@@ -184,16 +196,22 @@ def stage_microbatch(i: Inputs, stage: int, layers: int) -> tuple[Cost, float, f
         extra = attn
     else:
         extra = Cost()
-    per_layer = fwd + bwd + extra
-    compute = per_layer.scale(layers)
-    backward = (bwd + extra).scale(layers)
+    return fwd + bwd + extra, bwd + extra, tp_comm_per_layer(i)
+
+
+def stage_microbatch(i: Inputs, stage: int, layers: int,
+                     per_layer: tuple[Cost, Cost, float] | None = None) -> tuple[Cost, float, float, Cost]:
+    """(compute cost, exposed TP seconds, p2p seconds, backward cost) of one micro-batch on a stage."""
+    layer, layer_bwd, layer_tp = per_layer or layer_costs(i)
+    compute = layer.scale(layers)
+    backward = layer_bwd.scale(layers)
     m = i.micro * i.seq / i.cp
     if stage == i.pp - 1:
         logits = gemm(i, m, i.hidden, i.vocab / i.tp).scale(3.0)
         ce = Cost(0.0, 16 * m * i.vocab / i.tp / hbm(i))
-        compute = compute + logits + ce
+        compute = compute + (logits + ce)
         backward = backward + logits.scale(2 / 3)
-    tp = layers * tp_comm_per_layer(i)
+    tp = layers * layer_tp
     p2p = 0.0
     if i.pp > 1:
         split = i.tp if i.sp else 1
@@ -244,18 +262,22 @@ def optimizer_time(i: Inputs, n_local: float) -> float:
     return sharded * C.OPTIMIZER_BYTES_PER_PARAM / hbm(i)
 
 
-def step_time(i: Inputs) -> TimeBreakdown:
-    per_stage = []
-    for stage, layers in enumerate(stage_layers(i)):
-        compute, tp, p2p, bwd = stage_microbatch(i, stage, layers)
-        per_stage.append((compute, tp, p2p, bwd, stage_params_per_gpu(i, stage, layers)))
-    totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S for c, tp, p2p, _, _ in per_stage]
-    worst = max(range(len(per_stage)), key=lambda k: totals[k])
-    compute, tp, p2p, bwd, n_local = per_stage[worst]
+def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
+    """Time per step: the slowest stage's micro-batches, the bubble from the mean stage, DP and the
+    optimizer. Stages are timed once per kind (:func:`~trainlint.estimator.memory.stage_kinds`).
+    ``cache``: a layout search's memo (:data:`trainlint.estimator.memory.Cache`)."""
+    per_layer = layer_costs(i, cache)
+    per_kind = []
+    for stage, layers, count in stage_kinds(i):
+        compute, tp, p2p, bwd = stage_microbatch(i, stage, layers, per_layer)
+        per_kind.append((compute, tp, p2p, bwd, stage_params_per_gpu(i, stage, layers), count))
+    totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S for c, tp, p2p, _, _, _ in per_kind]
+    worst = max(range(len(per_kind)), key=lambda k: totals[k])
+    compute, tp, p2p, bwd, _, _ = per_kind[worst]
     m = i.grad_accum
-    mean_mb = sum(totals) / len(totals)
+    mean_mb = sum(t * k[5] for t, k in zip(totals, per_kind)) / i.pp
     bubble = (i.pp - 1) / i.vpp * mean_mb if i.pp > 1 else 0.0
-    n_max = max(n for *_, n in per_stage)
+    n_max = max(k[4] for k in per_kind)
     dp = data_parallel(i, n_max, totals[worst], bwd.total)
     opt = optimizer_time(i, n_max)
     bubble_cost = compute.scale(bubble / totals[worst]) if totals[worst] else Cost()
@@ -265,7 +287,7 @@ def step_time(i: Inputs) -> TimeBreakdown:
         flops_time=m * compute.flops + bubble_cost.flops,
         bytes_time=m * compute.bytes + bubble_cost.bytes + opt,
         net_time=m * (tp + p2p) + dp,
-        stage_microbatch_s=totals,
+        stage_microbatch_s=[t for t, k in zip(totals, per_kind) for _ in range(k[5])],
     )
 
 

@@ -7,8 +7,9 @@
    headroom; over it, the whole branch is skipped.
 3. Per recompute mode, micro batches in ascending order: the worst stage's memory only grows
    with the micro batch (a larger one holds the same or more micro-batches' activations in
-   flight), so the first one over the headroom ends the loop. Memory and step time come from
-   :mod:`trainlint.layout.fast` (the estimator's own per-stage functions, one stage per kind).
+   flight), so the first one over the headroom ends the loop. Memory and step time are the
+   estimator's own (:func:`~trainlint.estimator.memory.worst_stage_total`,
+   :func:`~trainlint.estimator.performance.step_time`): one estimator, no second assembly.
 4. Finalists in order of tokens/s (or cost per token): the real estimate of the modified spec
    (``trainlint.estimator.estimate``, exactly what ``trainlint estimate`` prints for the
    rewritten config), the headroom again, and the launch-time rules (TL1xx) on the modified
@@ -24,7 +25,8 @@ from typing import Any, Callable, Iterator
 from trainlint.estimator import Estimate, EstimateContext, InvariantError, MissingInputs, estimate
 from trainlint.estimator.inputs import Inputs
 from trainlint.layout.candidate import candidate_spec, etp_follows_tp, layout_changes, recompute_detail, spell_changes
-from trainlint.layout.fast import FastModel, derive
+from trainlint.estimator.memory import static_floor, worst_stage_total
+from trainlint.estimator.performance import step_time
 from trainlint.layout.launch import LaunchRules, launch_findings
 from trainlint.layout.space import Layout, Space, build_space
 from trainlint.spec import TrainingSpec
@@ -105,6 +107,14 @@ class SearchError(ValueError):
 
 
 # --------------------------------------------------------------------------- inputs per layout
+
+
+def derive(source: Inputs, **fields) -> Inputs:
+    """``dataclasses.replace`` without running ``__init__`` again (Inputs has no validation): ~10x faster."""
+    out = object.__new__(Inputs)
+    out.__dict__.update(source.__dict__)
+    out.__dict__.update(fields)
+    return out
 
 
 class InputsFactory:
@@ -279,7 +289,7 @@ def _enumerate(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOp
     """(score, layout) of every layout under the headroom, best first."""
     budget = options.headroom * base.gpu.memory_bytes
     factory = InputsFactory(spec, base)
-    model = FastModel()
+    cache: dict = {}  # the estimator's per-layer costs, shared by this search's layouts
     cur = space.current
     fixed_batch = space.batch_tolerance is None
     out: list[tuple[float, Layout]] = []
@@ -303,8 +313,7 @@ def _enumerate(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOp
                 if dp * cp == 1 and dist_opt != cur.dist_opt and space.framework == "megatron":
                     continue  # nothing to shard over: the flag would change nothing
                 s = factory.structure(tp, pp, vpp, cp, dp, sp, zero, dist_opt)
-                st = model.structure(s)
-                if st.memory_floor > budget:
+                if static_floor(s, cache) > budget:
                     stats.static_pruned += 1
                     continue
                 for recompute in space.recompute:
@@ -313,13 +322,13 @@ def _enumerate(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOp
                             continue
                         i = factory.point(s, micro, ga, gb, recompute)
                         stats.evaluated += 1
-                        memory = model.memory(st, i)
+                        memory = worst_stage_total(i, cache)
                         if memory > budget:
                             stats.memory_pruned += 1
                             if fixed_batch:
                                 break  # larger micro batches only need more
                             continue
-                        tokens = i.global_batch * i.seq / model.step_seconds(st, i)
+                        tokens = i.global_batch * i.seq / step_time(i, cache).step_time
                         layout = Layout(tp, pp, i.vpp, cp, dp, micro, ga, gb, recompute, zero, dist_opt, i.sp, engine)
                         out.append((_score(tokens, i.world, options), layout))
     stats.feasible = len(out)

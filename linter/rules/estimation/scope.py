@@ -55,6 +55,11 @@ _ARCHITECTURES = {
     "other": "layers other than transformer attention (RWKV, gMLP, vision) are not modelled",
 }
 
+# The same, by name (main's reading): anything generating, running inference, quantising, exporting,
+# converting or evaluating that is not a pretrain_* script.
+_NOT_TRAINING_NAME = re.compile(
+    r"(^|[/.])(\w*(generat|inference|text_gen|ptq|quantiz|export|convert|evaluat)\w*)(\.py)?$", re.IGNORECASE)
+
 
 def _truthy(value: Any) -> bool:
     return value not in (None, False, "", 0, "false", "False")
@@ -64,7 +69,8 @@ def unmodelled(spec: TrainingSpec) -> list[Unmodelled]:
     """What in ``spec`` the estimator does not model (empty when the estimate can be trusted)."""
     out: list[Unmodelled] = []
     entry = spec.entry_point or ""
-    if _NOT_TRAINING_ENTRY.search(entry):
+    if _NOT_TRAINING_ENTRY.search(entry) or (
+            _NOT_TRAINING_NAME.search(entry) and "pretrain" not in entry.rsplit("/", 1)[-1]):
         task = spec.settings.get("task")
         what = f" (--task {task.value})" if task is not None and isinstance(task.value, str) else ""
         return [Unmodelled(entry, f"this entry point{what} generates, evaluates, converts or quantizes: it does not "
