@@ -385,3 +385,14 @@ def test_deepspeed_against_an_assumed_upstream(tmp_path):
         assert found(diags, "TL004") == [("TL004", severity, 6, 5)], name
     warned = [d for d in adapter.load(SourceText(str(path), DS_BASE % key), LoadContext()).diagnostics if d.code == "TL004"][0]
     assert "DeepSpeed 0.9.0" in warned.message and "assumed" in warned.message
+
+
+def test_the_installed_package_is_read_when_nothing_is_beside_the_config(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    write_fork(site)
+    (site / "megatron" / "__init__.py").write_text("raise RuntimeError('never imported')\n")
+    monkeypatch.syspath_prepend(str(site))
+    (tmp_path / "cfg").mkdir()
+    target = locate.resolve("megatron", str(tmp_path / "cfg" / "t.sh"))
+    assert target.origin is TargetOrigin.INSTALLED and target.path == str(site)
+    assert "--embed-layernorm" in target.catalog
