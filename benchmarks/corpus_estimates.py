@@ -24,6 +24,7 @@ from trainlint.adapters.engine import set_engine
 from trainlint.checker import check_paths
 from trainlint.estimator import ContextError, InvariantError, build_context, estimate
 from trainlint.provenance import Origin, Provenance, Value
+from trainlint.rules.estimation.scope import unmodelled
 
 REPO = Path(__file__).resolve().parents[1]
 GIB = 2**30
@@ -87,8 +88,10 @@ def survey(directory: Path, gpu: str) -> dict:
                     ignored_zero.append({"path": rel, "label": spec.label, "why": why})
             if not est.fits:
                 i, w = est.inputs, est.worst_stage
+                gaps = unmodelled(spec)
                 over.append({
-                    "path": rel, "label": spec.label, "framework": spec.framework, "dialect": spec.dialect,
+                    "path": rel, "label": spec.label,
+                    "scope": "; ".join(g.why for g in gaps) if gaps else "", "framework": spec.framework, "dialect": spec.dialect,
                     "total_gib": round(w.total / GIB, 1), "capacity_gib": round(est.capacity_bytes / GIB, 1),
                     "params_b": round(est.num_params / 1e9, 2), "world": i.world,
                     "layout": f"TP {i.tp} PP {i.pp} DP {i.dp} CP {i.cp} micro {i.micro} seq {i.seq} "
@@ -122,10 +125,12 @@ def main(argv: list[str] | None = None) -> int:
           f"memory ignoring the ZeRO stage: {len(report['megatron_deepspeed_zero_ignored'])}")
     for e in report["megatron_deepspeed_zero_ignored"]:
         print(f"    {e['path']} ({e['label']}): {e['why']}")
-    print(f"  predicted above capacity: {len(report['over_capacity'])}")
-    for o in report["over_capacity"]:
+    inside = [o for o in report["over_capacity"] if not o["scope"]]
+    print(f"  predicted above capacity: {len(report['over_capacity'])}, of which {len(inside)} judged by TL201 "
+          f"(the others are outside what the estimator models, and TL900 says why)")
+    for o in sorted(report["over_capacity"], key=lambda o: (bool(o["scope"]), o["path"])):
         print(f"    {o['path']} ({o['label']}): {o['total_gib']} of {o['capacity_gib']} GiB, {o['params_b']}B params, "
-              f"{o['world']} GPUs [{o['layout']}] {o['parts_gib']}")
+              f"{o['world']} GPUs [{o['layout']}] {o['parts_gib']}" + (f"\n      not judged: {o['scope']}" if o["scope"] else ""))
     return 0
 
 

@@ -90,7 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     gc.set_threshold(*GC_THRESHOLD)
     try:
         code = _main(argv)
-        sys.stdout.flush()  # here, not at interpreter exit, so that a closed pipe is handled below
+        try:
+            sys.stdout.flush()  # here, not at interpreter exit, so that a closed pipe is handled below
+        except ValueError:  # already closed by the command (the language server's `exit`)
+            pass
         return code
     except BrokenPipeError:
         _silence_stdout()

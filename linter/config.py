@@ -37,7 +37,7 @@ class ConfigError(Exception):
 
 KNOWN_KEYS = {
     # input and runs
-    "runs", "env", "plugins",
+    "runs", "env", "plugins", "source-roots",
     # the framework version configs are written for (a release or a checkout per framework)
     "framework",
     # rule selection and configuration
@@ -68,6 +68,9 @@ class ProjectConfig:
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Code or name -> {option: value}, from [tool.trainlint.rules.<code-or-name>]."""
     plugins: list[str] = field(default_factory=list)
+    source_roots: list[str] = field(default_factory=list)
+    """Directories (relative to the config) outside the checkout that ``source`` and
+    ``--deepspeed_config`` may read (see :mod:`trainlint.containment`)."""
     framework: dict[str, str] = field(default_factory=dict)
     """``framework = {megatron = "core_v0.8.0", neox = "../gpt-neox"}``: a shipped release or a checkout
     (relative to the config file) per framework; see :mod:`trainlint.frameworks.locate`."""
@@ -164,6 +167,7 @@ def load_config(path: Path) -> ProjectConfig:
         severity=_severities(section, path),
         rule_options=_rule_options(section, path),
         plugins=_string_list(section, "plugins", path),
+        source_roots=_string_list(section, "source-roots", path),
     )
 
 

@@ -302,3 +302,59 @@ def test_large_files_no_adapter_claims_are_skipped_in_a_walk(tmp_path, capsys):
     # named explicitly, a too-large file is still TL001
     code, found = check_json(capsys, str(tmp_path / "embeddings.json"))
     assert [d["code"] for d in found["embeddings.json"]] == ["TL001"] and code == 1
+
+
+# ================================================ issue 20: source and included files stay inside
+
+def _repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "scripts").mkdir()
+    return repo
+
+
+def test_source_outside_the_repository_is_not_read_nor_quoted(tmp_path, capsys):
+    repo = _repo(tmp_path)
+    secrets = tmp_path / "home" / "secrets.sh"
+    secrets.parent.mkdir()
+    secrets.write_text("TP=SECRET_TOKEN_123\n")
+    (repo / "common.sh").write_text("PP=1\n")
+    script = repo / "scripts" / "train.sh"
+    script.write_text(f"source {secrets}\nsource ../common.sh\n"
+                      + LAUNCH.replace("size 2 ", "size $TP ").replace("--num-layers", "--pipeline-model-parallel-size $PP --num-layers"))
+    code = main(["check", "--isolated", "--format", "json", str(script)])
+    out, err = capsys.readouterr()
+    assert "SECRET_TOKEN_123" not in out and "SECRET_TOKEN_123" not in err
+    diags = [d for f in json.loads(out)["files"] for d in f["diagnostics"]]
+    outside = [d for d in diags if d["code"] == "TL012" and "outside the project" in d["message"]]
+    assert [(d["line"], d["column"]) for d in outside] == [(1, 8)]
+    assert str(repo) in outside[0]["message"] and "source-roots" in outside[0]["message"]
+    # the file inside the repository was read: PP=1 is known (no TL007 for it)
+    assert not [d for d in diags if d["code"] == "TL007" and "$PP" in d["message"]]
+
+
+def test_source_roots_in_the_project_config_allow_more(tmp_path, capsys):
+    repo = _repo(tmp_path)
+    shared = tmp_path / "cluster"
+    shared.mkdir()
+    (shared / "env.sh").write_text("TP=4\n")
+    (repo / ".trainlint.toml").write_text('source-roots = ["../cluster"]\n')
+    script = repo / "scripts" / "train.sh"
+    script.write_text(f"source {shared / 'env.sh'}\n" + LAUNCH.replace("size 2 ", "size $TP "))
+    code = main(["check", "--format", "json", "--select", "TL012,TL007", str(script)])
+    out = capsys.readouterr().out
+    assert [d for f in json.loads(out)["files"] for d in f["diagnostics"]] == []
+
+
+def test_deepspeed_config_outside_the_repository_is_not_read(tmp_path, capsys):
+    repo = _repo(tmp_path)
+    outside = tmp_path / "etc" / "ds.json"
+    outside.parent.mkdir()
+    outside.write_text('{"SECRET_KEY_NAME_XYZ": 1, "train_micro_batch_size_per_gpu": 4}\n')
+    script = repo / "scripts" / "train.sh"
+    script.write_text(LAUNCH.strip() + f" --deepspeed --deepspeed_config {outside}\n")
+    main(["check", "--isolated", "--format", "json", str(script)])
+    out = capsys.readouterr().out
+    assert "SECRET_KEY_NAME_XYZ" not in out
+    diags = [d for f in json.loads(out)["files"] for d in f["diagnostics"]]
+    assert [d["code"] for d in diags if "outside the project" in d["message"]] == ["TL012"]

@@ -297,8 +297,18 @@ def _merge_deepspeed(result: LoadResult, spec: TrainingSpec, parsed: ParsedArgs,
             if not os.path.isabs(written):
                 candidates.append(os.path.normpath(os.path.join(d, written)))
             d = os.path.dirname(d) if d else d
+        from trainlint.containment import contained, outside_message, roots_for
+
+        roots = roots_for(source.path)
         for cand in candidates:
             tried.append(cand)
+            if not contained(cand, roots):
+                if os.path.exists(cand):
+                    result.diagnostics.append(input_diagnostic(
+                        "TL012", outside_message("DeepSpeed config", written, roots), vspan or FILE_START,
+                        path=vpath or source.path))
+                    return
+                continue
             try:
                 ds_source = context.read(cand)
                 break

@@ -979,10 +979,18 @@ class ShellEvaluator:
             return
         if not self._may_follow("`source`", loc):
             return
+        from trainlint.containment import contained, outside_message, roots_for
+
+        roots = roots_for(self.root_path)
         for cand in candidates:
             norm = os.path.normpath(cand)
             if os.path.abspath(norm) in self._source_stack:
                 return
+            if not contained(norm, roots):
+                if os.path.exists(norm):
+                    self._diag("TL012", outside_message("sourced file", text or norm, roots), target.value_loc or loc)
+                    return
+                continue
             try:
                 source = self.read(norm)
             except UnreadableSource:

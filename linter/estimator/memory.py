@@ -181,6 +181,8 @@ def static_bytes(i: Inputs, n: float) -> tuple[float, float, float]:
     opt = opt_b * n / (d if i.shard_stage >= 1 else 1)
     if i.offload_opt in ("cpu", "nvme"):
         opt = 0.0
+        if i.shard_stage >= 2:
+            grads = 0.0  # ZeRO-Offload: gradients go to the CPU partition bucket by bucket (the bucket is a buffer)
     if i.offload_params in ("cpu", "nvme") and i.shard_stage >= 3:
         params = 0.0
     return params, grads, opt

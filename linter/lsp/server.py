@@ -28,7 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping
 
 from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
 from trainlint import __version__
@@ -40,6 +42,10 @@ log = logging.getLogger("trainlint.lsp")
 
 DOCS_URL = "https://github.com/trainlint/trainlint/blob/main/docs/rules.md"
 DEFAULT_DEBOUNCE = 0.3
+DEFAULT_LINT_BUDGET = 10.0
+"""Seconds a document's lint may take before the server stops waiting for it: the document gets
+one diagnostic saying so, and the other documents are linted on a fresh worker (the abandoned
+lint ends on its own; every reader is bounded)."""
 CONFIG_FILES = ("pyproject.toml", ".trainlint.toml", "trainlint.toml")
 _SEVERITY = {
     Severity.ERROR: lsp.DiagnosticSeverity.Error,
@@ -91,11 +97,50 @@ def _key(diag: lsp.Diagnostic) -> tuple:
     return (r.start.line, r.start.character, r.end.line, r.end.character, str(diag.code), diag.message)
 
 
+class TrainlintProtocol(LanguageServerProtocol):
+    """pygls 2.1.1's protocol with two fixes:
+
+    * a notification handled by a generator (every plain handler is run as one) leaves its
+      Future in ``_request_futures`` for ever (only responses pop it): ~1.9 KB per ``didChange``,
+      measured by benchmarks/lsp_memory.py. The entry is dropped when the handler is done.
+    * a request whose params do not match the method's type is logged and never answered; JSON-RPC
+      requires an InvalidParams (-32602) error response, which is sent here."""
+
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):  # type: ignore[override]
+        super()._execute_handler(msg_id, handler, callback, args, kwargs)
+        if callback == self._check_handler_result:  # a notification: nobody will pop its future
+            future = self._request_futures.get(msg_id)
+            if future is not None:
+                if future.done():
+                    self._request_futures.pop(msg_id, None)
+                else:
+                    future.add_done_callback(lambda _f, key=msg_id: self._request_futures.pop(key, None))
+
+    def structure_message(self, data):  # type: ignore[override]
+        try:
+            return super().structure_message(data)
+        except JsonRpcInvalidParams as exc:
+            if isinstance(data, dict) and "id" in data and "method" in data:
+                self._send_response(data["id"], error=lsp.ResponseError(
+                    code=exc.code, message=f"invalid params for {str(data.get('method'))[:80]}"))
+            return None
+
+    def handle_message(self, message):  # type: ignore[override]
+        if message is None:  # answered above with InvalidParams
+            return
+        super().handle_message(message)
+
+
 class TrainlintServer(LanguageServer):
     def __init__(self) -> None:
         # Full sync: pygls applies incremental edits over str.splitlines(), which also breaks
         # lines at \x0b, \x85 and \u2028; a config is small, the whole text is cheap to send.
-        super().__init__("trainlint", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full)
+        super().__init__("trainlint", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full,
+                         protocol_cls=TrainlintProtocol)
+        self.lint_budget = DEFAULT_LINT_BUDGET
+        self.running_uri: str | None = None
+        """The document the current worker is linting (set in the worker thread)."""
+        self.options: dict = {}
         self.linter = Linter()
         self.debounce = DEFAULT_DEBOUNCE
         self.docs_url = DOCS_URL
@@ -119,6 +164,9 @@ class TrainlintServer(LanguageServer):
         debounce = options.get("debounce")
         if isinstance(debounce, (int, float)) and not isinstance(debounce, bool) and 0 <= debounce <= 60:
             self.debounce = float(debounce)
+        budget = options.get("lintBudget")
+        if isinstance(budget, (int, float)) and not isinstance(budget, bool) and 0 < budget <= 3600:
+            self.lint_budget = float(budget)
         if isinstance(options.get("docsUrl"), str):
             self.docs_url = options["docsUrl"].rstrip("#")
         context = {k: options[k] for k in ("gpu", "nodes", "gpusPerNode", "model", "allowPlugins", "workspaceTrusted")
@@ -131,6 +179,7 @@ class TrainlintServer(LanguageServer):
                 self.startup_errors.append(f"trainlint: initialization options {context}: {exc}; ignored")
             else:
                 self.linter = linter
+                self.options = context
 
     # ------------------------------------------------------------------ linting
 
@@ -149,6 +198,15 @@ class TrainlintServer(LanguageServer):
     def _lint_blocking(self, uri: str, path: str, text: str, version: int | None,
                        open_texts: dict[str, str]) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]]:
         """In the worker thread: lint, and convert every diagnostic to its file's LSP positions."""
+        self.running_uri = uri
+        try:
+            return self._lint_and_convert(uri, path, text, version, open_texts)
+        finally:
+            if self.running_uri == uri:
+                self.running_uri = None
+
+    def _lint_and_convert(self, uri: str, path: str, text: str, version: int | None,
+                          open_texts: dict[str, str]) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]]:
         linted = self.linter.lint(path, text, version, folder=self.folder(), open_texts=open_texts)
         try:
             out: dict[str, list[lsp.Diagnostic]] = {uri: []}
@@ -175,8 +233,21 @@ class TrainlintServer(LanguageServer):
         path = to_fs_path(uri) or uri
         loop = asyncio.get_running_loop()
         try:
-            linted, out = await loop.run_in_executor(self.executor, self._lint_blocking, uri, path, text, version,
-                                                     self.open_texts())
+            for attempt in range(3):
+                executor = self.executor
+                running = loop.run_in_executor(executor, self._lint_blocking, uri, path, text, version,
+                                               self.open_texts())
+                try:
+                    linted, out = await asyncio.wait_for(asyncio.shield(running), self.lint_budget)
+                    break
+                except asyncio.TimeoutError:
+                    if self.running_uri == uri or attempt == 2:  # this document's own lint is over budget
+                        self._abandon(executor)
+                        linted = Linted(path, version, text, None, None)
+                        out = {uri: [to_lsp(over_budget(path, self.lint_budget), [], uri, docs_url=self.docs_url)]}
+                        break
+                    # queued behind another document's lint that is over budget: go on without it
+                    self._abandon(executor)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - e.g. the executor is shut down
@@ -222,6 +293,17 @@ class TrainlintServer(LanguageServer):
         message = f"trainlint: {linted.config_error} (linting with the default settings until it is fixed)"
         log.warning(message)
         self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message))
+
+    def _abandon(self, executor: ThreadPoolExecutor) -> None:
+        """A lint ran over budget on ``executor``: later lints go to a fresh worker thread and a
+        fresh Linter (the old thread finishes what it has on its own, its results dropped; the
+        documents queued there are linted again by their own waiting coroutines)."""
+        if self.executor is not executor or self.shutting_down:
+            return
+        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainlint-lint")
+        self.linter = Linter(self.options)
+        executor.shutdown(wait=False)
+        log.warning("a lint took over %.1f s; linting continues on a fresh worker", self.lint_budget)
 
     def cancel_pending(self, uri: str) -> None:
         task = self.pending.pop(uri, None)
@@ -300,6 +382,15 @@ class TrainlintServer(LanguageServer):
 
 
 WATCHERS = [lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_FILES]
+
+
+def over_budget(path: str, budget: float) -> Diagnostic:
+    from trainlint.input_codes import input_diagnostic
+
+    return input_diagnostic(
+        "TL012", f"this document took longer than {budget:g} s to lint, so the editor shows no findings for it "
+        "(run `trainlint check` on it; lintBudget in the initialization options raises the limit)",
+        path=path, severity=Severity.WARNING)
 
 
 def create_server() -> TrainlintServer:

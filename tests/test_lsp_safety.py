@@ -1,0 +1,164 @@
+"""The language server stays responsive and ends cleanly (issue 20, item 6), spoken to over stdio
+as an editor would: a document over the lint budget gets one diagnostic and does not hold up the
+others; bad params get InvalidParams; shutdown/exit and a vanished client end the process with no
+traceback. (Memory over 30,000 changes: benchmarks/lsp_memory.py.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("pygls")
+
+NEOX = "num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nseq_length: 128\npipe_parallel_size: 1\nmodel_parallel_size: 1\n"
+
+
+class Client:
+    def __init__(self, cwd: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "trainlint", "lsp"], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
+        self.messages: list[dict] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        out = self.proc.stdout
+        while True:
+            line = out.readline()
+            if not line:
+                return
+            if line.lower().startswith(b"content-length"):
+                n = int(line.split(b":")[1])
+                while out.readline().strip():
+                    pass
+                self.messages.append(json.loads(out.read(n)))
+
+    def send(self, obj: dict) -> None:
+        body = json.dumps(obj).encode()
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+
+    def request(self, msg_id: int, method: str, params) -> dict | None:
+        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        return self.wait(lambda m: m.get("id") == msg_id and ("result" in m or "error" in m))
+
+    def notify(self, method: str, params) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def wait(self, predicate, timeout: float = 20.0) -> dict | None:
+        end = time.time() + timeout
+        while time.time() < end:
+            for m in list(self.messages):
+                if predicate(m):
+                    return m
+            time.sleep(0.01)
+        return None
+
+    def diagnostics(self, uri: str, timeout: float = 20.0) -> list[dict] | None:
+        m = self.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics" and m["params"]["uri"] == uri,
+                      timeout)
+        return None if m is None else m["params"]["diagnostics"]
+
+    def start(self, root: Path, options: dict) -> None:
+        assert self.request(1, "initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {},
+                                              "initializationOptions": options}) is not None
+        self.notify("initialized", {})
+
+    def open(self, path: Path, text: str, language: str) -> str:
+        uri = path.as_uri()
+        self.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": language, "version": 1,
+                                                              "text": text}})
+        return uri
+
+    def stop(self) -> tuple[int, bytes]:
+        self.request(99, "shutdown", None)
+        self.notify("exit", None)
+        code = self.proc.wait(timeout=60)
+        return code, self.proc.stderr.read()
+
+
+def test_a_document_over_budget_gets_one_diagnostic_and_others_are_not_blocked(tmp_path):
+    client = Client(tmp_path)
+    client.start(tmp_path, {"lintBudget": 1.5, "debounce": 0})
+    # a first lint loads the session (schemas, rules): done before the clock matters
+    warm = client.open(tmp_path / "warm.json", '{"train_micro_batch_size_per_gpu": 4}\n', "json")
+    assert client.diagnostics(warm) is not None
+    big = client.open(tmp_path / "big.yml", NEOX + "".join(f"k{i}: [{i}, {{a: {i}}}]\n" for i in range(20000)), "yaml")
+    small = client.open(tmp_path / "ds_config.json", '{"train_micro_batch_size_per_gpu": 4, "bad_key": 1}\n', "json")
+    started = time.time()
+    small_diags = client.diagnostics(small)
+    waited = time.time() - started
+    big_diags = client.diagnostics(big)
+    assert small_diags is not None and any("bad_key" in d["message"] for d in small_diags)
+    assert waited < 4.0  # not behind the ~5 s lint of big.yml
+    assert big_diags is not None and len(big_diags) == 1 and "longer than 1.5 s" in big_diags[0]["message"]
+    code, err = client.stop()
+    assert code == 0 and b"Traceback" not in err
+
+
+def test_invalid_params_get_an_error_response(tmp_path):
+    client = Client(tmp_path)
+    client.start(tmp_path, {})
+    for msg_id, params in ((2, {"textDocument": {"uri": 5}, "position": "x"}), (3, {}), (4, None)):
+        reply = client.request(msg_id, "textDocument/hover", params)
+        assert reply is not None and reply["error"]["code"] == -32602, reply
+    reply = client.request(5, "no/such", {})
+    assert reply is not None and reply["error"]["code"] == -32601
+    code, _ = client.stop()
+    assert code == 0
+
+
+def test_clean_exit_after_shutdown_and_when_the_client_disappears(tmp_path):
+    client = Client(tmp_path)
+    client.start(tmp_path, {})
+    code, err = client.stop()
+    assert code == 0 and b"Traceback" not in err
+    client = Client(tmp_path)
+    client.start(tmp_path, {})
+    client.open(tmp_path / "ds_config.json", '{"train_micro_batch_size_per_gpu": 4}\n', "json")
+    client.proc.stdin.close()  # the editor went away without a word
+    assert client.proc.wait(timeout=30) == 0
+    assert b"Traceback" not in client.proc.stderr.read()
+
+
+def test_notifications_leave_no_futures_behind():
+    """pygls 2.1.1 keeps a Future per notification; TrainlintProtocol drops them."""
+    import asyncio
+
+    from trainlint.lsp.server import create_server
+
+    server = create_server()
+    protocol = server.protocol
+
+    class Sink:
+        def write(self, data) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    protocol.writer = Sink()
+
+    def message(obj: dict):
+        return json.loads(json.dumps(obj), object_hook=protocol.structure_message)
+
+    async def storm() -> int:
+        protocol.handle_message(message({"jsonrpc": "2.0", "id": 1, "method": "initialize",
+                                         "params": {"processId": None, "rootUri": None, "capabilities": {}}}))
+        uri = "file:///nonexistent/ds_config.json"
+        protocol.handle_message(message({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {
+            "textDocument": {"uri": uri, "languageId": "json", "version": 1, "text": "{}"}}}))
+        for i in range(2000):
+            protocol.handle_message(message({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+                "textDocument": {"uri": uri, "version": i + 2}, "contentChanges": [{"text": '{"a": %d}' % i}]}}))
+        await asyncio.sleep(0.05)
+        for task in list(server.pending.values()):
+            task.cancel()
+        return len(protocol._request_futures)
+
+    assert asyncio.run(storm()) == 0
