@@ -793,6 +793,11 @@ class _SpecBuilder:
         nodes = self.file("num_nodes")
         if nodes is not None and isinstance(nodes.value, int) and nodes.value > 0:
             c.nodes = nodes
+        elif c.world_size is None and self.file("hostfile") is None and self.file("include") is None:
+            # Without a hostfile NeoX trains on the machine it is launched on: global_num_gpus =
+            # torch.cuda.device_count() (NeoXArgs.calculate_derived, megatron/neox_arguments/arguments.py)
+            c.nodes = default(1, "one node: without a hostfile GPT-NeoX trains on the GPUs of the machine it is "
+                                 "launched on (global_num_gpus = torch.cuda.device_count(), neox_arguments/arguments.py)")
         self.spec.run.train_iters = self.file("train_iters")
 
     def settings(self) -> None:

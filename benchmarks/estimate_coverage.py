@@ -26,6 +26,8 @@ from trainlint.rules.estimation.scope import unmodelled
 
 REPO = Path(__file__).resolve().parents[1]
 SHAPE = ("model.num_layers", "model.hidden_size", "model.num_attention_heads")
+ASSUMED_FIELDS = ("cluster.world_size", "model.vocab_size", "batch.micro_batch", "model.seq_length")
+"""Inputs trainlint assumes (stated in the estimate) when nothing gives them: counted among the estimated."""
 
 
 def states_shape(spec: object) -> bool:
@@ -37,6 +39,10 @@ def states_shape(spec: object) -> bool:
     return True
 
 
+SANITY: list[tuple[float, float, str]] = []
+"""(MFU, worst-stage GiB, label) of every estimate made: the benchmark reports the extremes."""
+
+
 def classify(spec: object, gpu: str) -> tuple[str, str]:
     """("estimate" | "scope" | "missing", reason) for one spec, through estimate's own path."""
     why = unmodelled(spec)
@@ -44,11 +50,15 @@ def classify(spec: object, gpu: str) -> tuple[str, str]:
         ctx = build_context(spec, gpu=gpu)
     except ContextError as exc:
         return "missing", f"context: {exc}"
+    if why and not all(w.training for w in why):
+        return "scope", "not training: inference, evaluation, conversion or quantization entry point"
     est = estimate(spec, ctx)
     if est.ok:
         if why:
             return "scope", f"unmodelled: {why[0].why}"
-        return "estimate", ""
+        SANITY.append((est.mfu, est.worst_stage.total / 2**30, f"{spec.path}: {spec.label}"))
+        assumed = sorted(a.field for a in est.assumptions if a.origin == "assumed" and a.field in ASSUMED_FIELDS)
+        return "estimate", ", ".join(assumed)
     if why:
         return "scope", f"unmodelled: {why[0].why}"
     first = est.missing[0]
@@ -56,6 +66,7 @@ def classify(spec: object, gpu: str) -> tuple[str, str]:
 
 
 def measure(directory: Path, gpu: str) -> dict:
+    SANITY.clear()
     results = check_paths([str(directory)], builtin_adapters())
     claimed = [r for r in results if r.format is not None]
     stating: dict[str, list[tuple[str, str]]] = {}
@@ -71,15 +82,18 @@ def measure(directory: Path, gpu: str) -> dict:
         elif any(r[0] == "scope" for r in rows):
             outcome[path] = next(r for r in rows if r[0] == "scope")
         else:
-            outcome[path] = ("estimate", "")
+            outcome[path] = ("estimate", ", ".join(sorted({f for r in rows for f in r[1].split(", ") if f})))
     reasons: dict[str, list[str]] = defaultdict(list)
     for path, (kind, reason) in outcome.items():
         if kind != "estimate":
             reasons[f"{kind}: {_group(reason)}"].append(path)
     kinds = Counter(kind for kind, _ in outcome.values())
+    assumed = Counter(f for kind, fields in outcome.values() if kind == "estimate" for f in fields.split(", ") if f)
     return {"directory": str(directory), "gpu": gpu, "files": len(results), "claimed": len(claimed),
             "stating_shape": len(outcome), "estimated": kinds["estimate"], "scope": kinds["scope"],
-            "covered": kinds["estimate"] + kinds["scope"],
+            "covered": kinds["estimate"] + kinds["scope"], "estimated_with_assumed": dict(assumed),
+            "mfu_max": max(SANITY)[0] if SANITY else None, "mfu_above_1": [s[2] for s in SANITY if s[0] > 1],
+            "memory_gib_max": max((s[1], s[2]) for s in SANITY) if SANITY else None,
             "reasons": {k: sorted(v) for k, v in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))}}
 
 
@@ -112,7 +126,13 @@ def main(argv: list[str] | None = None) -> int:
           f"{total} state the model's shape (layers, hidden, heads)")
     print(f"covered with only --gpu {m['gpu']}: {m['covered']} / {total} = {pct:.1f}% "
           f"({m['estimated']} estimated, {m['scope']} out of scope with a TL900 saying why)")
-    print("not estimated, by reason:" if m["reasons"] else "not estimated: none")
+    if m["mfu_max"] is not None:
+        gib, where = m["memory_gib_max"]
+        print(f"  estimates made: highest MFU {m['mfu_max']:.1%} ({len(m['mfu_above_1'])} above 100%); "
+              f"largest memory per GPU {gib:,.1f} GiB ({where})")
+    for name, count in sorted(m["estimated_with_assumed"].items()):
+        print(f"  of the estimated, {count} with an assumed {name} (stated in the estimate)")
+    print("not estimated, by reason (scope: covered, a TL900 says why):" if m["reasons"] else "not estimated: none")
     for reason, paths in m["reasons"].items():
         print(f"  {len(paths):4d}  {reason}")
         if args.list:

@@ -213,10 +213,13 @@ def test_missing_inputs_say_what_and_how():
     result = estimate(bare_deepspeed(), build_context(bare_deepspeed()))
     assert isinstance(result, MissingInputs) and not result.ok
     fields = {m.field for m in result.missing}
-    assert {"model.num_layers", "model.hidden_size", "cluster.world_size"} <= fields
-    assert "model.vocab_size" not in fields  # harmless when missing: an estimate states an assumed one
+    assert {"model.num_layers", "model.hidden_size"} <= fields
+    # harmless when missing, or judged by no rule: an estimate states an assumed value for these
+    assert "model.vocab_size" not in fields and "cluster.world_size" not in fields
     hows = " ".join(m.how for m in result.missing)
-    assert "--model" in hows and "--nodes" in hows and "--gpus-per-node" in hows
+    assert "--model" in hows
+    (world,) = [a for a in result.assumptions if a.field == "cluster.world_size"]
+    assert world.origin == "assumed" and "--nodes" in world.source
     assert result.to_dict()["estimate"] is None
 
 

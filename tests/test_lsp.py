@@ -294,8 +294,9 @@ async def test_hover_on_micro_batch_shows_activation_memory(client: LanguageClie
 @e2e
 async def test_hover_says_what_is_missing(client: LanguageClient, workspace: Path):
     path = workspace / "missing" / "train.sh"
-    # without its --seq-length the example cannot be estimated: the hover names what is missing
-    text = (EXAMPLES / "megatron_gpt_8b.sh").read_text(encoding="utf-8").replace('    --seq-length "$SEQ_LEN"\n', "")
+    # without --seq-length (nor --max-position-embeddings) the example cannot be estimated: the hover names what is missing
+    text = (EXAMPLES / "megatron_gpt_8b.sh").read_text(encoding="utf-8").replace('    --seq-length "$SEQ_LEN"\n', "").replace(
+        '    --max-position-embeddings "$SEQ_LEN"\n', "")
     await open_doc(client, path, text, "shellscript")
     value = (await hover_at(client, path, *find(text, "MICRO_BATCH=1", len("MICRO_BATCH=")))).contents.value
     assert "Micro-batch size" in value and "missing" in value and "sequence length" in value

@@ -42,6 +42,7 @@ from trainlint.provenance import Origin
 from trainlint.sources import SourceText, UnreadableSource
 from trainlint.spec import TrainingSpec
 
+from trainlint.adapters.megatron.slurm import sbatch_allocation
 from trainlint.adapters.megatron.flags import (
     CURRENT,
     DEEPSPEED,
@@ -122,6 +123,7 @@ def load_script(source: SourceText, context: LoadContext, collect: list[ParsedRu
         if inv is not None:
             invocations.append(inv)
     seen_sites: set[tuple] = set()
+    allocation = sbatch_allocation(source.text, source.path) if "#SBATCH" in source.text else {}
     for inv in invocations:
         key = (inv.command.loc, tuple(f.site for f in inv.args[:3]))
         if key in seen_sites:
@@ -140,6 +142,7 @@ def load_script(source: SourceText, context: LoadContext, collect: list[ParsedRu
         build = BuildContext(source.path, label, dialect, inv.entry_path, spans, dict(inv.world),
                              inv.all_local_gpus, list(inv.launchers),
                              anchor=span if inv.command.loc.path == source.path else None)
+        _inherit_allocation(build, allocation)
         if "visible" not in build.world and "CUDA_VISIBLE_DEVICES" in inv.command.prefix and inv.all_local_gpus:
             vis = inv.command.prefix["CUDA_VISIBLE_DEVICES"]
             if vis.text is not None:
@@ -149,6 +152,21 @@ def load_script(source: SourceText, context: LoadContext, collect: list[ParsedRu
         _variables_spec(result, source, context, shell, spans, collect)
     result.diagnostics = _dedupe(result.diagnostics)
     return result
+
+
+def _inherit_allocation(build: BuildContext, allocation: dict[str, Field]) -> None:
+    """srun (or mpirun) inside an sbatch script runs on the allocation the #SBATCH lines ask for:
+    --nodes nodes, and --ntasks-per-node processes on each when srun starts the Python script
+    itself (with torchrun or deepspeed under srun, their own per-node count stays). Values the
+    launcher's own options give win."""
+    if not allocation or not any(l in ("srun", "mpirun") for l in build.launchers):
+        return
+    if "nodes" in allocation:
+        build.world.setdefault("nodes", allocation["nodes"])
+    spawner = any(l.startswith(("torchrun", "python -m torch")) or l == "deepspeed" for l in build.launchers)
+    per_node = allocation.get("ntasks_per_node") if not spawner else allocation.get("gpus_per_node")
+    if per_node is not None and "world_size" not in build.world:
+        build.world.setdefault("gpus_per_node", per_node)
 
 
 def _count_field(f: Field) -> Field:
@@ -253,6 +271,8 @@ def _variables_spec(result: LoadResult, source: SourceText, context: LoadContext
             build = BuildContext(source.path, f"{entry_name} in {label}",
                                  _dialect(inv.args, inv.entry_path, source.path, inv.launchers), inv.entry_path,
                                  spans, dict(inv.world), inv.all_local_gpus, list(inv.launchers))
+            if "#SBATCH" in source.text:
+                _inherit_allocation(build, sbatch_allocation(source.text, source.path))
             _one_spec(result, source, context, shell, spans, inv.args, build, collect)
             return
     # A command trainlint could not place (`cd $REPO && python -m ... tools/x.py ${ARGS}`): its flags

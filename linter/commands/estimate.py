@@ -20,6 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_context_arguments(p)
     p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
     add_input_arguments(p)
+    p.add_argument("--micro-batch-size", type=int, metavar="N",
+                   help="micro batch per GPU when the config does not state it (a Trainer's DeepSpeed JSON: "
+                        "--per_device_train_batch_size); a value the config states wins")
+    p.add_argument("--seq-length", type=int, metavar="N", help="sequence length when the config does not state it")
+    p.add_argument("--grad-accum", type=int, metavar="N", help="gradient accumulation steps when the config does not state them")
     p.add_argument("--tokens", type=positive_count, metavar="N",
                    help="tokens to train (e.g. 2T, 300B, 1.5e12); overrides the config's run length")
     p.add_argument("--train-samples", type=positive_count, metavar="N", help="samples to train (x sequence length = tokens)")
@@ -92,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.config import ConfigError, discover
     from trainlint.estimator import ContextError, InvariantError, build_context, estimate
     from trainlint.estimator.render import render_text
+    from trainlint.estimator.core import MissingInputs
+    from trainlint.estimator.inputs import MissingInput
     from trainlint.estimator.sensitivity import with_sensitivity
+    from trainlint.rules.estimation.scope import unmodelled
 
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
     missing = [p for p in args.paths if not Path(p).exists()] + [p for r in runs for p in r if not Path(p).is_file()]
@@ -127,11 +135,24 @@ def run(args: argparse.Namespace) -> int:
         for spec in result.specs:
             try:
                 ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                                    model=args.model, vocab_size=args.vocab_size, project_raw=project.raw,
+                                    model=args.model, vocab_size=args.vocab_size, micro_batch=args.micro_batch_size,
+                                    seq_length=args.seq_length, grad_accum=args.grad_accum, project_raw=project.raw,
                                     project_path=project.path)
             except ContextError as exc:
                 print(f"trainlint: error: {exc}", file=sys.stderr)
                 return EXIT_ERROR
+            gaps = unmodelled(spec)
+            if gaps and not all(g.training for g in gaps):
+                # an inference / evaluation / conversion entry point: no training estimate to give
+                outputs.append((result.path, MissingInputs(spec.label or spec.path, [
+                    MissingInput("entry_point", f"{g.setting}: {g.why}", "nothing to supply: this is not a training run")
+                    for g in gaps])))
+                problems = True
+                continue
+            if gaps:
+                print(f"trainlint: {spec.label or result.path}: the estimator does not model this run ("
+                      + "; ".join(f"{g.setting}: {g.why}" for g in gaps) + "); the figures describe a GPT decoder "
+                      "of the same shape", file=sys.stderr)
             try:
                 est = estimate(spec, ctx)
             except InvariantError as exc:  # an estimator bug: never print the broken number
@@ -212,7 +233,8 @@ def compare_gpus(spec: object, base: object, args: argparse.Namespace, project: 
         row: dict = {"gpu": gid}
         try:
             ctx = build_context(spec, gpu=gid, nodes=args.nodes, gpus_per_node=args.gpus_per_node, model=args.model,
-                                vocab_size=args.vocab_size,
+                                vocab_size=args.vocab_size, micro_batch=args.micro_batch_size,
+                                seq_length=args.seq_length, grad_accum=args.grad_accum,
                                 project_raw=project.raw, project_path=project.path)
             est = estimate(spec, ctx)
         except (ContextError, ValueError, RuntimeError) as exc:  # RuntimeError: InvariantError (an estimator bug)

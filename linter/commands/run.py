@@ -131,9 +131,6 @@ def lint_command(argv: list[str], args: argparse.Namespace, session) -> tuple[li
     if args.format == "text" and any((d.path or r.path) == COMMAND_LINE for r in results for d in r.diagnostics):
         # Columns in <command line> count characters of these words joined by single spaces.
         report = f"{COMMAND_LINE}: {command_text(argv)}\n" + report
-    if launch is not None and launch.kind == "script" and launch.script_args and args.format == "text":
-        report += ("trainlint: note: the script's arguments were not substituted for $1, $2...; "
-                   "it was read with its own defaults\n")
     return results, report
 
 
@@ -155,7 +152,10 @@ def collect(launch, session) -> list:
     if launch.kind == "neox":
         return [_neox(launch, session)]
     if launch.kind == "script":
-        return [check_file(launch.script.path, session.registry.adapters, LoadContext(environment=environment))]
+        # the words after the script are its $1 $2 ... (an argument not given is empty, as in bash)
+        arguments = {str(i): word for i, word in enumerate(launch.script_args, 1)}
+        return [check_file(launch.script.path, session.registry.adapters,
+                           LoadContext(environment={**environment, **arguments} if arguments else environment))]
     return []
 
 
@@ -204,7 +204,14 @@ def _deepspeed(launch):
         return FileResult(COMMAND_LINE, None, [problem])
     loaded = load_deepspeed_config(source)
     cluster = launcher_cluster(launch)
+    start = _entry_index(launch)
     for spec in loaded.specs:
+        if start is not None:
+            # the Hugging Face Trainer fills the JSON's "auto" values from its own arguments
+            from trainlint.hf_trainer import fill_from_trainer
+
+            fill_from_trainer(spec, launch.argv[start + 1:], lambda i: launch.span_of_word(start + 1 + i),
+                              COMMAND_LINE)
         if cluster is not None:
             for name in ("gpus_per_node", "nodes", "world_size"):
                 value = getattr(cluster, name)
@@ -213,7 +220,24 @@ def _deepspeed(launch):
         spec.label = f"{launch.entry or 'command'} with {ref.written}"
         if COMMAND_LINE not in spec.sources:
             spec.sources.append(COMMAND_LINE)
-    return FileResult(source.path, FORMAT, list(loaded.diagnostics), loaded.specs, loaded.documents)
+    diagnostics = list(loaded.diagnostics)
+    if start is not None:
+        # "auto" values the Trainer fills from the arguments read above are not unresolved here
+        from trainlint.hf_trainer import FILLED_KEYS
+
+        filled = tuple(f'`{key}` is "auto"' for key in FILLED_KEYS)
+        diagnostics = [d for d in diagnostics if not (d.code == "TL007" and d.message.startswith(filled))]
+    return FileResult(source.path, FORMAT, diagnostics, loaded.specs, loaded.documents)
+
+
+def _entry_index(launch) -> int | None:
+    """Where the Python script is in the command line (its arguments follow it)."""
+    if not launch.entry:
+        return None
+    for i, word in enumerate(launch.argv):
+        if word == launch.entry or word.endswith("/" + launch.entry.rsplit("/", 1)[-1]) and word.endswith(".py"):
+            return i
+    return None
 
 
 def _neox(launch, session):

@@ -32,6 +32,8 @@ class EstimateContext:
     nodes: Value | None = None                  # Value[int]
     model: Value | None = None                  # Value[ModelPreset]
     vocab: Value | None = None                  # Value[int]: --vocab-size / `vocab-size`
+    run_fill: dict[str, Value] = field(default_factory=dict)
+    """estimate's --micro-batch-size / --seq-length / --grad-accum: spec field -> Value, for what the spec lacks."""
     gpus: dict[str, GPU] = field(default_factory=dict)
     """The catalog plus the project's custom GPUs."""
 
@@ -89,6 +91,7 @@ def resolve_model(name: str, origin: Origin, where: str | None = None) -> Value:
 
 def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, nodes: int | None = None,
                   gpus_per_node: int | None = None, model: str | None = None, vocab_size: int | None = None,
+                  micro_batch: int | None = None, seq_length: int | None = None, grad_accum: int | None = None,
                   project_raw: Mapping[str, Any] | None = None, project_path: str | None = None) -> EstimateContext:
     """Combine CLI flags, the project config, the spec and defaults (in that order)."""
     raw = dict(project_raw or {})
@@ -129,8 +132,12 @@ def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, n
         candidate = base / name
         model_value = resolve_model(str(candidate) if candidate.exists() else name, Origin.PROJECT_CONFIG, project_path)
     vocab_value = pick_int(vocab_size, "vocab-size", None, "--vocab-size")
+    run_fill = {name: Value(_positive_int(v, flag), _prov(Origin.CLI, f"{flag} {v}", key=flag))
+                for name, v, flag in (("batch.micro_batch", micro_batch, "--micro-batch-size"),
+                                      ("model.seq_length", seq_length, "--seq-length"),
+                                      ("batch.grad_accum", grad_accum, "--grad-accum")) if v is not None}
     return EstimateContext(gpu=gpu_value, gpus_per_node=gpn, nodes=node_value, model=model_value, vocab=vocab_value,
-                           gpus=table)
+                           run_fill=run_fill, gpus=table)
 
 
 def _find_gpu(name: str, table: Mapping[str, GPU]) -> GPU:
@@ -168,6 +175,21 @@ def _stated(prov: Provenance) -> bool:
     if prov.origin is Origin.FILE:
         return True
     return any(p.origin is Origin.FILE and p.key in _VOCAB_KEYS for p in prov.inputs)
+
+
+def fill_run(spec: TrainingSpec, values: Mapping[str, Value]) -> TrainingSpec:
+    """A copy of ``spec`` whose missing batch / sequence fields come from estimate's flags (a bare
+    DeepSpeed JSON of the Hugging Face Trainer keeps them on the command line). What the config
+    states wins; an unresolved value (``"auto"``, ``$MBS``) counts as missing."""
+    todo = {name: v for name, v in values.items() if spec.get(name) is None or spec.get(name).value is None
+            or isinstance(spec.get(name).value, str)}
+    if not todo:
+        return spec
+    out = copy.copy(spec)
+    out.model, out.batch = copy.copy(spec.model), copy.copy(spec.batch)
+    for name, value in todo.items():
+        out.set(name, value)
+    return out
 
 
 def fill_vocab(spec: TrainingSpec, vocab: Value | None) -> TrainingSpec:

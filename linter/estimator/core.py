@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from trainlint.estimator import coefficients as C
-from trainlint.estimator.context import EstimateContext, fill_model, fill_vocab
+from trainlint.estimator.context import EstimateContext, fill_model, fill_run, fill_vocab
 from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
 from trainlint.spec import TrainingSpec
 
@@ -167,7 +167,7 @@ def estimate_inputs(inputs: Inputs, label: str = "") -> Estimate:
 def estimate(spec: TrainingSpec, ctx: EstimateContext) -> Estimate | MissingInputs:
     """Memory, time, throughput and MFU of one run, or the list of what is missing."""
     label = spec.label or spec.path
-    filled = fill_model(fill_vocab(spec, ctx.vocab), ctx.model)
+    filled = fill_model(fill_vocab(fill_run(spec, ctx.run_fill), ctx.vocab), ctx.model)
     inputs, missing, assumptions = resolve(filled, ctx)
     if inputs is None:
         return MissingInputs(label, missing, assumptions)

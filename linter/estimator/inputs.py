@@ -255,7 +255,9 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     vocab = r.get("model.vocab_size", fallback=ASSUMED_VOCAB, cast=int,
                   why=f"the config's tokenizer options do not identify the tokenizer: {ASSUMED_VOCAB:,} tokens assumed "
                       "(--vocab-size N or `vocab-size` in [tool.trainlint] to set it)")
-    seq = r.get("model.seq_length", missing=("sequence length", "set it in the config (--seq-length, seq_length) or give --model PRESET"), cast=int)
+    seq = r.get("model.seq_length", cast=int)
+    if seq is None and spec.get("model.seq_length") is None:
+        seq = _seq_from_positions(r)
     model_missing = bool(r.missing)
     if model_missing:
         heads = hidden = layers = vocab = seq = 1  # placeholders: only the cluster checks below still run
@@ -313,7 +315,15 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
             fpath, fspan = first_span(file_world)
             where = f"{fpath}:{fspan.line}" if fpath and fspan else file_world.provenance.describe()
             source += f"; overrides the world size {file_world.value} the file states at {where}"
-        r.assumptions.append(Assumption("cluster.world_size", world, Origin.DERIVED.value, source))
+        # one node by a framework's default (NeoX without a hostfile) x GPUs per node nothing states:
+        # trainlint's assumption, not a fact (a user's --nodes with the default 8 per node is their choice)
+        guessed = ctx.gpus_per_node.provenance.origin is Origin.ASSUMED \
+            and ctx.nodes.provenance.origin in (Origin.DEFAULT, Origin.ASSUMED)
+        if guessed:
+            source += ("; the memory, speed and communication rules do not judge an assumed world size "
+                       "(--gpus-per-node N, or `gpus-per-node` in [tool.trainlint])")
+        r.assumptions.append(Assumption("cluster.world_size", world, (Origin.ASSUMED if guessed else Origin.DERIVED).value,
+                                        source))
     dp = None
     if dp_entry is not None:
         dp = _count(r, "parallel.data", dp_entry)
@@ -330,9 +340,9 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
                                           "make --nodes / --gpus-per-node agree with the config"))
             return None, r.missing, r.assumptions
     if world is None:
-        r.missing.append(MissingInput("cluster.world_size", "how many GPUs the run uses",
-                                      "give --nodes N (and --gpus-per-node N, default 8), or `nodes = N` in [tool.trainlint]"))
-        return None, r.missing, r.assumptions
+        world = _assumed_world(int(ctx.gpus_per_node.value), model_par, cp, ep)
+        r.assumptions.append(Assumption("cluster.world_size", world, Origin.ASSUMED.value, ASSUMED_WORLD_NOTE.format(
+            world=world, per_node=int(ctx.gpus_per_node.value), model_par=model_par)))
     if dp is None:
         if world % model_par:
             r.missing.append(MissingInput("parallel.data", f"world size {world} is not a multiple of TP x PP x CP = {model_par}",
@@ -379,6 +389,26 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     return inputs, [], r.assumptions
 
 
+ASSUMED_WORLD_NOTE = ("the config and its launch do not say how many GPUs: one node ({per_node} GPUs, rounded up to a "
+                      "multiple of TP x PP x CP = {model_par}) assumed, {world} GPUs; the memory, speed and "
+                      "communication rules do not judge an assumed world size (--nodes N, or `nodes` in [tool.trainlint])")
+
+
+def _assumed_world(per_node: int, model_par: int, cp: int, ep: int) -> int:
+    """One node, rounded up so that TP x PP x CP divides it and EP divides DP x CP (Megatron's layout rules)."""
+    world = -(-per_node // model_par) * model_par
+    for _ in range(4096):
+        if ((world // model_par) * cp) % ep == 0:
+            break
+        world += model_par
+    return world
+
+
+def world_assumed(est: object) -> bool:
+    """The estimate's world size is trainlint's own assumption (nothing in the config or the context said it)."""
+    return any(a.field == "cluster.world_size" for a in unjudged(est))
+
+
 def _pad_multiple(r: _Reader) -> int:
     entry = r.spec.model.vocab_pad_multiple
     return entry.value if entry is not None and type(entry.value) is int and entry.value >= 1 else 0
@@ -401,6 +431,32 @@ def _padded_vocab(r: _Reader, vocab: int, tp: int) -> int:
 
 
 BATCH_HOW = "fix the batch sizes so that global = micro x gradient accumulation x data parallel (see TL100)"
+
+
+UNJUDGED = {"cluster.world_size": "--nodes N (and --gpus-per-node N)", "batch.micro_batch": "--micro-batch-size N",
+            "model.seq_length": "--seq-length N"}
+"""Inputs that, when trainlint assumed them, move memory and time too much for a rule to judge the
+estimate: `estimate` states them; the rules stay silent and TL900 names the flag that sets each."""
+
+
+def unjudged(est: object) -> list[Assumption]:
+    """The assumptions of ``est`` that keep the memory, speed and communication rules silent."""
+    return [a for a in getattr(est, "assumptions", ()) or () if a.field in UNJUDGED and a.origin == Origin.ASSUMED.value]
+
+
+def _seq_from_positions(r: _Reader) -> int | None:
+    """No sequence length: the longest the position embeddings allow, stated as assumed; else missing."""
+    entry = r.spec.model.max_position_embeddings
+    value = entry.value if entry is not None else None
+    if type(value) is int and 1 <= value <= MAX_COUNT:
+        r.assumptions.append(Assumption("model.seq_length", value, Origin.ASSUMED.value,
+                                        f"no sequence length given: max position embeddings {value} assumed "
+                                        "(--seq-length N to set it)"))
+        return value
+    r.missing.append(MissingInput("model.seq_length", "sequence length",
+                                  "set it in the config (--seq-length, seq_length), or give `trainlint estimate "
+                                  "--seq-length N`, or --model PRESET"))
+    return None
 
 
 def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
@@ -437,6 +493,11 @@ def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
                           "the framework refuses the batch triple")
         mb = gb // (ga * dp)
         r.assumptions.append(Assumption("batch.micro_batch", mb, Origin.DERIVED.value, "global / (grad accum x DP)"))
+    if mb is None and gb is None and (ga is None or ga_e.provenance.origin is Origin.DEFAULT):
+        # nothing about the batch (a model-only fragment): one sample per GPU, stated, not judged
+        mb = 1
+        r.assumptions.append(Assumption("batch.micro_batch", 1, Origin.ASSUMED.value,
+                                        "no batch size given: micro batch 1 assumed (--micro-batch-size N to set it)"))
     if mb is None:
         r.missing.append(MissingInput("batch.micro_batch", "micro-batch size per GPU", how))
         return 0, 0, 0

@@ -32,6 +32,10 @@ def render_text(result: Estimate | MissingInputs) -> str:
         lines = [f"{result.spec_label}: cannot estimate, missing:"]
         for m in result.missing:
             lines.append(f"  - {m.what} ({m.field}): {m.how}")
+        assumed = [a for a in result.assumptions if a.origin == "assumed"]
+        if assumed:
+            lines.append("  and assumed, once those are given:")
+            lines += [f"    {a.field} = {a.value}: {a.source}" for a in assumed]
         return "\n".join(lines) + "\n"
     e = result
     i = e.inputs

@@ -6,8 +6,13 @@ from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.estimator.inputs import UNJUDGED, unjudged
 from trainlint.rules.estimation.scope import unmodelled
 from trainlint.spec import TrainingSpec
+
+
+_WHAT = {"cluster.world_size": "how many GPUs the run uses", "batch.micro_batch": "the micro-batch size",
+         "model.seq_length": "the sequence length"}
 
 
 class EstimateUnavailable(Rule):
@@ -37,11 +42,22 @@ class EstimateUnavailable(Rule):
         est = ctx.estimate
         if est is None:
             return
+        gaps = unmodelled(spec)
+        if gaps and not all(g.training for g in gaps):
+            yield Finding("memory and speed not estimated: " + "; ".join(f"{g.setting}: {g.why}" for g in gaps))
+            return
         if getattr(est, "ok", False):
-            gaps = unmodelled(spec)
             if gaps:
                 yield Finding("memory and speed not judged: the estimator does not model this run: "
                               + "; ".join(f"{g.setting} ({g.why})" for g in gaps))
+            elif unjudged(est):
+                said = "; ".join(f"{_WHAT[a.field]} is not stated (`trainlint estimate` assumes {a.value}; "
+                                 f"give {UNJUDGED[a.field]})" for a in unjudged(est))
+                yield Finding(f"memory and speed not judged: {said}")
+            return
+        if gaps:
+            yield Finding("memory and speed not judged: the estimator does not model this run: "
+                          + "; ".join(f"{g.setting} ({g.why})" for g in gaps))
             return
         by_how: dict[str, list[str]] = {}
         for item in est.missing:

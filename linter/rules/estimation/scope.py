@@ -21,6 +21,9 @@ class Unmodelled:
     """The setting (or entry point) as written."""
     why: str
     """What the estimate would get wrong."""
+    training: bool = True
+    """False: the entry point does not train at all (inference, evaluation, conversion): `estimate`
+    prints no training estimate for it."""
 
 
 # Megatron-LM settings (argparse dests) whose models the estimator does not describe.
@@ -34,10 +37,27 @@ _MEGATRON_SETTINGS = (
 
 # Entry points that train a vision encoder beside (or instead of) the language model.
 _MULTIMODAL_ENTRY = re.compile(r"(^|/)(pretrain_vlm|pretrain_mimo|multimodal/train|mimo/train|pretrain_vision_\w+)\.py$")
-# Entry points that do not train: text generation servers, offline inference, quantisation and
-# export (Megatron's tools/ and examples/). They hold no gradients or optimizer states and size
-# their batches differently; a training estimate of them is wrong by that much.
+
+# Megatron-LM entry points that do not train: text generation servers and samplers
+# (tools/run_text_generation_server.py, generate_samples_gpt.py), inference, checkpoint conversion,
+# quantization and pruning (examples/post_training/modelopt), and tasks/ (zero-shot evaluation, or
+# downstream fine-tuning of classification heads: tasks/main.py --task RACE | MNLI | LAMBADA ...).
 _NOT_TRAINING_ENTRY = re.compile(
+    r"(^|/)(tasks/(\w+/)?main|\w*text_generation\w*|generate_samples\w*|\w*_inference\w*|\w*inference_server\w*|"
+    r"convert\w*|\w*quantize\w*|prune|export\w*|\w*_eval\w*|evaluate\w*)\.py$")
+
+# Architectures (spec.model.architecture) whose layers the estimator does not describe.
+_ARCHITECTURES = {
+    "bert": "an encoder (BERT) model: the estimator models a GPT decoder (no masked-LM and pooler heads)",
+    "t5": "an encoder-decoder (T5) model: the estimator models a GPT decoder (no decoder cross-attention)",
+    "mamba": "Mamba (state-space) layers are not modelled",
+    "hybrid": "Mamba layers of a hybrid model are not modelled",
+    "other": "layers other than transformer attention (RWKV, gMLP, vision) are not modelled",
+}
+
+# The same, by name (main's reading): anything generating, running inference, quantising, exporting,
+# converting or evaluating that is not a pretrain_* script.
+_NOT_TRAINING_NAME = re.compile(
     r"(^|[/.])(\w*(generat|inference|text_gen|ptq|quantiz|export|convert|evaluat)\w*)(\.py)?$", re.IGNORECASE)
 
 
@@ -48,23 +68,31 @@ def _truthy(value: Any) -> bool:
 def unmodelled(spec: TrainingSpec) -> list[Unmodelled]:
     """What in ``spec`` the estimator does not model (empty when the estimate can be trusted)."""
     out: list[Unmodelled] = []
+    entry = spec.entry_point or ""
+    if _NOT_TRAINING_ENTRY.search(entry) or (
+            _NOT_TRAINING_NAME.search(entry) and "pretrain" not in entry.rsplit("/", 1)[-1]):
+        task = spec.settings.get("task")
+        what = f" (--task {task.value})" if task is not None and isinstance(task.value, str) else ""
+        return [Unmodelled(entry, f"this entry point{what} generates, evaluates, converts or quantizes: it does not "
+                                  "train, and a training estimate would not describe it", training=False)]
+    arch = spec.model.architecture
+    if arch is not None and arch.value in _ARCHITECTURES:
+        out.append(Unmodelled(entry or f"architecture {arch.value}", _ARCHITECTURES[arch.value]))
     if spec.framework == "megatron":
         for key, flag, why in _MEGATRON_SETTINGS:
             setting = spec.settings.get(key)
             if setting is not None and _truthy(setting.value):
                 out.append(Unmodelled(flag, why))
-        entry = spec.entry_point or ""
         if _MULTIMODAL_ENTRY.search(entry):
             out.append(Unmodelled(entry, "the vision encoder and multimodal inputs are not modelled"))
-        elif _NOT_TRAINING_ENTRY.search(entry) and "pretrain" not in entry.rsplit("/", 1)[-1]:
-            out.append(Unmodelled(entry, "it does not train (generation, inference, quantisation or export): "
-                                         "the estimate is of a training step"))
     return out
 
 
 def usable_estimate(spec: TrainingSpec, estimate: Any) -> Any:
     """``estimate`` when a rule may act on it: made (not MissingInputs) and for a spec the
     estimator models; None otherwise."""
-    if not getattr(estimate, "ok", False) or unmodelled(spec):
+    from trainlint.estimator.inputs import unjudged
+
+    if not getattr(estimate, "ok", False) or unmodelled(spec) or unjudged(estimate):
         return None
     return estimate

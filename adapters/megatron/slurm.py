@@ -1,0 +1,72 @@
+"""The allocation a Slurm batch script asks for, from its ``#SBATCH`` directives.
+
+sbatch reads ``#SBATCH`` lines at the top of the script, before the first command (sbatch(1):
+"The batch script may contain options preceded with "#SBATCH" before any executable commands").
+What matters for the world size: ``--nodes/-N``, ``--ntasks-per-node``, ``--gpus-per-node``
+(``[type:]N``), ``--gres=gpu[:type]:N``. ``srun`` inside the allocation inherits them: it starts
+``--ntasks-per-node`` tasks on each of the ``--nodes`` nodes. Nothing here runs anything.
+"""
+
+from __future__ import annotations
+
+import re
+
+from trainlint.adapters.megatron.words import Field, Loc, Seg
+
+_DIRECTIVE = re.compile(r"^#SBATCH[ \t]+(.*)$")
+_OPTION = re.compile(r"(--?[A-Za-z][\w-]*)(?:=(\S+)|[ \t]+(?!-)(\S+))?")
+_NAMES = {"--nodes": "nodes", "-N": "nodes", "--ntasks-per-node": "ntasks_per_node",
+          "--gpus-per-node": "gpus_per_node", "--gres": "gres"}
+_TAKES_VALUE = {"--nodes", "-N", "--ntasks-per-node", "--gpus-per-node", "--gres", "--ntasks", "-n", "--gpus", "-G",
+                "--job-name", "-J", "--partition", "-p", "--time", "-t", "--account", "-A", "--output", "-o",
+                "--error", "-e", "--cpus-per-task", "-c", "--mem", "--constraint", "-C", "--qos", "-q",
+                "--reservation", "--environment", "--signal", "--mail-type", "--mail-user", "--exclusive"}
+
+
+def sbatch_allocation(text: str, path: str) -> dict[str, Field]:
+    """{"nodes", "ntasks_per_node", "gpus_per_node"}: Fields (whole numbers, with their positions) of
+    the directives before the first command; the last directive of a kind wins, as in sbatch."""
+    out: dict[str, Field] = {}
+    offset = 0
+    for number, line in enumerate(text.splitlines(keepends=True)):
+        stripped = line.strip()
+        start = offset
+        offset += len(line)
+        if number == 0 and stripped.startswith("#!"):
+            continue
+        if not stripped or (stripped.startswith("#") and not stripped.startswith("#SBATCH")):
+            continue
+        m = _DIRECTIVE.match(line.rstrip("\r\n"))
+        if m is None:
+            break  # the first command: sbatch reads no further
+        body_at = start + m.start(1)
+        body = m.group(1).split(" #", 1)[0]
+        for opt in _OPTION.finditer(body):
+            flag = opt.group(1)
+            value = opt.group(2) if opt.group(2) is not None else opt.group(3)
+            vstart = opt.start(2) if opt.group(2) is not None else opt.start(3)
+            if flag.startswith("-N") and len(flag) > 2 and flag[2:].isdigit():  # -N16
+                flag, value, vstart = "-N", flag[2:], opt.start(1) + 2
+            key = _NAMES.get(flag)
+            if key is None or value is None:
+                continue
+            count = _count(key, value)
+            if count is None:
+                continue
+            if key == "gres":
+                key = "gpus_per_node"
+            text_of = str(count)
+            where = Loc(path, body_at + vstart, body_at + vstart + len(value))
+            out[key] = Field((Seg(text_of, where, text_of == value),), where)
+    return out
+
+
+def _count(key: str, value: str) -> int | None:
+    if key == "gres":
+        for item in value.split(","):
+            parts = item.split(":")
+            if parts[0] == "gpu" and len(parts) >= 2 and parts[-1].isdigit():
+                return int(parts[-1])
+        return None
+    tail = value.rsplit(":", 1)[-1] if key == "gpus_per_node" else value
+    return int(tail) if tail.isdigit() and int(tail) > 0 else None

@@ -1,0 +1,128 @@
+"""The Hugging Face Trainer's command line, for the DeepSpeed JSON it is given (``--deepspeed ds.json``).
+
+The Trainer fills the JSON's ``"auto"`` values from its TrainingArguments before DeepSpeed reads it
+(``HfTrainerDeepSpeedConfig.trainer_config_process`` / ``trainer_config_finalize``,
+transformers/integrations/deepspeed.py): ``train_micro_batch_size_per_gpu`` from
+``--per_device_train_batch_size`` (TrainingArguments default 8), ``gradient_accumulation_steps`` from
+``--gradient_accumulation_steps`` (default 1), ``train_batch_size`` = world x micro x accumulation,
+``bf16.enabled`` / ``fp16.enabled`` from ``--bf16`` / ``--fp16`` (default False). The model and the
+sequence length are the training script's own arguments: ``--model_name_or_path`` (a local directory
+with a config.json, or a name a model preset matches) and the common sequence arguments
+(``--model_max_length`` of FastChat/Alpaca scripts, ``--max_seq_length`` of TRL, ``--block_size`` of
+run_clm.py, ``--cutoff_len`` of LLaMA-Factory, ``--max_length``). Nothing is run or downloaded.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from trainlint.positions import Span
+from trainlint.provenance import Origin, Provenance, Value
+from trainlint.spec import TrainingSpec
+
+DEFAULTS = {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1}
+"""TrainingArguments defaults (transformers/training_args.py)."""
+SEQUENCE_ARGS = ("model_max_length", "max_seq_length", "max_seq_len", "block_size", "cutoff_len", "max_length",
+                 "seq_length")
+_BOOLS = ("bf16", "fp16", "gradient_checkpointing")
+
+
+def trainer_words(words: list[str]) -> dict[str, tuple[str, int]]:
+    """``--name value`` / ``--name=value`` / a bare ``--flag`` (True) -> {name: (value, word index)}."""
+    out: dict[str, tuple[str, int]] = {}
+    i = 0
+    while i < len(words):
+        w = words[i]
+        if w.startswith("--") and len(w) > 2:
+            name, eq, value = w[2:].partition("=")
+            name = name.replace("-", "_")
+            if eq:
+                out[name] = (value, i)
+            elif i + 1 < len(words) and not words[i + 1].startswith("--"):
+                out[name] = (words[i + 1], i + 1)
+                i += 1
+            else:
+                out[name] = ("True", i)
+        i += 1
+    return out
+
+
+def _int(text: str) -> int | None:
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value > 0 else None
+
+
+def _true(text: str) -> bool:
+    return text.strip().lower() in ("true", "1", "yes")
+
+
+FILLED_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "bf16.enabled",
+               "fp16.enabled")
+"""The JSON keys whose "auto" the Trainer fills from the arguments read here (TL007 need not say them)."""
+
+
+def fill_from_trainer(spec: TrainingSpec, words: list[str], span_of: Callable[[int], Span], path: str,
+                      cwd: Path | None = None) -> None:
+    """Set in ``spec`` (a Trainer's DeepSpeed JSON) what the Trainer's command line ``words`` gives,
+    where the JSON leaves it to the Trainer ("auto", or absent): each value located in the command line."""
+    args = trainer_words(words)
+
+    def given(name: str, value: object) -> Value:
+        _, index = args[name]
+        return Value(value, Provenance(Origin.FILE, path=path, span=span_of(index), key=f"--{name}"))
+
+    def trainer_default(name: str) -> Value:
+        return Value(DEFAULTS[name], Provenance(Origin.DEFAULT, key=f"--{name}",
+                                                note=f"TrainingArguments default {name} (transformers/training_args.py)"))
+
+    b = spec.batch
+    for field, name in (("micro_batch", "per_device_train_batch_size"), ("grad_accum", "gradient_accumulation_steps")):
+        if getattr(b, field) is not None:
+            continue
+        value = _int(args[name][0]) if name in args else None
+        setattr(b, field, given(name, value) if value is not None else trainer_default(name))
+    p = spec.precision
+    for field, name in (("bf16_enabled", "bf16"), ("fp16_enabled", "fp16")):
+        if getattr(p, field) is None:
+            setattr(p, field, given(name, _true(args[name][0])) if name in args else
+                    Value(False, Provenance(Origin.DEFAULT, key=f"--{name}", note=f"TrainingArguments default {name}")))
+    if p.dtype is None and p.bf16_enabled is not None and p.fp16_enabled is not None:
+        if p.bf16_enabled.value:
+            p.dtype = Value("bf16", p.bf16_enabled.provenance)
+        elif p.fp16_enabled.value:
+            p.dtype = Value("fp16", p.fp16_enabled.provenance)
+        else:
+            p.dtype = Value("fp32", Provenance(Origin.DEFAULT, note="neither --bf16 nor --fp16: fp32 (TrainingArguments)"))
+    if spec.memory.recompute is None and "gradient_checkpointing" in args and _true(args["gradient_checkpointing"][0]):
+        spec.memory.recompute = given("gradient_checkpointing", "full")
+    if spec.model.seq_length is None:
+        for name in SEQUENCE_ARGS:
+            value = _int(args[name][0]) if name in args else None
+            if value is not None:
+                spec.model.seq_length = given(name, value)
+                break
+    if "model_name_or_path" in args:
+        _fill_model(spec, args["model_name_or_path"][0], given, cwd or Path.cwd())
+
+
+def _fill_model(spec: TrainingSpec, name: str, given: Callable[[str, object], Value], cwd: Path) -> None:
+    """The model --model_name_or_path names: a local directory's config.json, or a model preset; only
+    fields the spec lacks (as --model does)."""
+    from trainlint.catalog import CatalogError, find_model_preset, read_hf_config
+    from trainlint.estimator.context import fill_model
+
+    local = Path(name) if Path(name).is_absolute() else cwd / name
+    try:
+        preset = read_hf_config(local) if (local / "config.json").is_file() or local.suffix == ".json" and local.is_file() \
+            else find_model_preset(name)
+    except (CatalogError, OSError, ValueError):
+        return
+    where = given("model_name_or_path", name).provenance
+    filled = fill_model(spec, Value(preset, Provenance(Origin.FILE, path=where.path, span=where.span,
+                                                       key="--model_name_or_path",
+                                                       note=f"--model_name_or_path {name}")))
+    spec.model = filled.model

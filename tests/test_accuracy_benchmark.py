@@ -1,0 +1,47 @@
+"""The accuracy benchmark goes through the user's path: every calibration row it can write is a valid
+config of its framework (no input or launch finding: what is left are estimate findings), read by the
+adapter of that framework, and the estimate it scores is the one `trainlint estimate` prints."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from trainlint.cli import main
+
+from conftest import CALIBRATION, SHARED_ABSENT, calibration_rows
+
+FORMAT = {"megatron-lm": "megatron", "megatron-deepspeed": "megatron", "neox": "neox", "deepspeed+hf": "deepspeed"}
+ESTIMATE_FINDINGS = ("TL2", "TL3", "TL4")
+
+
+@pytest.fixture(scope="module")
+def loaded(accuracy, tmp_path_factory):
+    rows = calibration_rows()
+    if not rows:
+        pytest.skip(f"calibration data not found at {CALIBRATION} ({SHARED_ABSENT})")
+    items, skipped, no_path = accuracy.load_cases(rows, tmp_path_factory.mktemp("cases"))
+    assert len(items) >= 100 and len(items) + len(skipped) + len(no_path) == len(rows)
+    return items
+
+
+def test_written_files_are_valid_configs_of_their_framework(loaded, capsys) -> None:
+    seen = set()
+    for item in loaded:
+        code = main(["check", *item.argv, "--format", "json"])
+        data = json.loads(capsys.readouterr().out)
+        assert code in (0, 1), item.row["id"]
+        (entry,) = data["files"]
+        assert entry["format"] == FORMAT[item.case.how], (item.row["id"], entry["format"])
+        bad = [d for d in entry["diagnostics"] if not d["code"].startswith(ESTIMATE_FINDINGS)]
+        assert not bad, (item.row["id"], bad)
+        assert Path(item.argv[0]).name in item.case.files
+        seen.add(item.case.how)
+    assert seen == set(FORMAT)
+
+
+def test_scored_estimate_is_what_trainlint_estimate_prints(accuracy, loaded) -> None:
+    assert all(item.cli is not None for item in loaded)
+    assert accuracy.cli_agreement(loaded) == []
