@@ -136,7 +136,15 @@ class SpecBuilder:
             m.num_kv_heads = self.get("num_query_groups")
         elif self.given("num_key_value_heads"):
             m.num_kv_heads = self.get("num_key_value_heads")
-        elif m.num_attention_heads is not None and not self.raw("group_query_attention") and not self.raw("multi_latent_attention"):
+        elif self.raw("group_query_attention") and not self.raw("multi_latent_attention"):
+            # --num-query-groups defaults to 1 (megatron/training/arguments.py), used as is with GQA on
+            m.num_kv_heads = default(1, "--group-query-attention without --num-query-groups (Megatron's default 1)")
+        elif m.num_attention_heads is not None and self.raw("multi_latent_attention"):
+            # MLA up-projects keys and values for every attention head from the compressed latent
+            m.num_kv_heads = derived(m.num_attention_heads.value,
+                                     "--multi-latent-attention: keys and values up-projected per attention head",
+                                     m.num_attention_heads)
+        elif m.num_attention_heads is not None and not self.raw("group_query_attention"):
             m.num_kv_heads = derived(m.num_attention_heads.value,
                                      "no --group-query-attention: one KV head per attention head",
                                      m.num_attention_heads)
