@@ -18,7 +18,7 @@ from typing import Any, Iterator
 
 from trainlint.adapters.base import BY_CONTENT, BY_NAME, CERTAIN, NOT_MINE, Adapter, LoadContext, LoadResult
 from trainlint.adapters.json_tree import parse
-from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.diagnostics import Applicability, Diagnostic, Related, Severity
 from trainlint.document import Document, pointer_parts
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START
@@ -177,6 +177,51 @@ def sniff_score(path: str, text: str) -> int:
 # ---------------------------------------------------------------------------------- loading
 
 
+_UNKNOWN_KEY = re.compile(r"^unknown key `([^`]+)` in ")
+
+
+def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
+    """Unknown keys judged against the DeepSpeed version the config targets.
+
+    trainlint's table places every key in its section, but the catalog of a version (its config
+    models and constants, read statically) only says which key names that version reads. So: a key
+    a known target defines is a warning (it exists there; trainlint cannot check where); against an
+    assumed upstream, a key some shipped release defines is a warning naming those releases (the
+    config may be written for one of them); a key no version defines stays an error."""
+    from dataclasses import replace
+
+    from trainlint.adapters.megatron.target_flags import defined_by
+    from trainlint.frameworks.target import how_to_point
+
+    out = []
+    for d in diags:
+        m = _UNKNOWN_KEY.match(d.message) if d.code == "TL004" and d.severity is Severity.ERROR else None
+        if m is None:
+            out.append(d)
+            continue
+        key = m.group(1)
+        catalog = getattr(target, "catalog", None)
+        if target is not None and target.known and catalog is not None:
+            if key in catalog:
+                d = replace(d, severity=Severity.WARNING,
+                            message=f"{d.message}; {target.describe()} reads a key of that name (where is not "
+                                    "checked against it)", applicability=None, edits=())
+            else:
+                d = replace(d, message=f"{d.message}; not a key of {target.describe()}")
+        else:
+            where = defined_by("deepspeed", key)
+            if where:
+                commit = getattr(target, "commit", None)
+                what = f"upstream DeepSpeed at {commit}" if commit else "upstream DeepSpeed"
+                d = replace(d, severity=Severity.WARNING,
+                            message=f"{d.message} ({where}); checked against {what}, assumed because no DeepSpeed "
+                                    f"source was found beside the config; {how_to_point('deepspeed')}",
+                            # renaming a key another release reads may break the run on that release
+                            applicability=Applicability.UNSAFE if d.applicability is Applicability.SAFE else d.applicability)
+        out.append(d)
+    return out
+
+
 def load_deepspeed_config(source: SourceText) -> LoadResult:
     """Read one DeepSpeed JSON: diagnostics, its Document and one TrainingSpec.
 
@@ -201,9 +246,17 @@ def load_deepspeed_config(source: SourceText) -> LoadResult:
     schema = load_schema("deepspeed")
     diagnostics.extend(_deprecations(doc, schema))
     diagnostics.extend(_alias_conflicts(doc))
-    diagnostics.extend(check_document(doc, schema))
+    from trainlint.frameworks.locate import first_read_note, resolve
+
+    target = resolve("deepspeed", path)
+    note = first_read_note(target)
+    if note is not None:
+        diagnostics.append(input_diagnostic("TL014", note, FILE_START, path=path))
+    diagnostics.extend(_judged(check_document(doc, schema), target))
     result.documents.append(doc)
-    result.specs.append(build_spec(doc))
+    spec = build_spec(doc)
+    spec.target = target
+    result.specs.append(spec)
     result.diagnostics = sorted(diagnostics, key=lambda d: (d.span, d.code, d.message))
     return result
 

@@ -39,6 +39,10 @@ def states_shape(spec: object) -> bool:
     return True
 
 
+SANITY: list[tuple[float, float, str]] = []
+"""(MFU, worst-stage GiB, label) of every estimate made: the benchmark reports the extremes."""
+
+
 def classify(spec: object, gpu: str) -> tuple[str, str]:
     """("estimate" | "scope" | "missing", reason) for one spec, through estimate's own path."""
     why = unmodelled(spec)
@@ -52,6 +56,7 @@ def classify(spec: object, gpu: str) -> tuple[str, str]:
     if est.ok:
         if why:
             return "scope", f"unmodelled: {why[0].why}"
+        SANITY.append((est.mfu, est.worst_stage.total / 2**30, f"{spec.path}: {spec.label}"))
         assumed = sorted(a.field for a in est.assumptions if a.origin == "assumed" and a.field in ASSUMED_FIELDS)
         return "estimate", ", ".join(assumed)
     if why:
@@ -61,6 +66,7 @@ def classify(spec: object, gpu: str) -> tuple[str, str]:
 
 
 def measure(directory: Path, gpu: str) -> dict:
+    SANITY.clear()
     results = check_paths([str(directory)], builtin_adapters())
     claimed = [r for r in results if r.format is not None]
     stating: dict[str, list[tuple[str, str]]] = {}
@@ -86,6 +92,8 @@ def measure(directory: Path, gpu: str) -> dict:
     return {"directory": str(directory), "gpu": gpu, "files": len(results), "claimed": len(claimed),
             "stating_shape": len(outcome), "estimated": kinds["estimate"], "scope": kinds["scope"],
             "covered": kinds["estimate"] + kinds["scope"], "estimated_with_assumed": dict(assumed),
+            "mfu_max": max(SANITY)[0] if SANITY else None, "mfu_above_1": [s[2] for s in SANITY if s[0] > 1],
+            "memory_gib_max": max((s[1], s[2]) for s in SANITY) if SANITY else None,
             "reasons": {k: sorted(v) for k, v in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))}}
 
 
@@ -118,6 +126,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{total} state the model's shape (layers, hidden, heads)")
     print(f"covered with only --gpu {m['gpu']}: {m['covered']} / {total} = {pct:.1f}% "
           f"({m['estimated']} estimated, {m['scope']} out of scope with a TL900 saying why)")
+    if m["mfu_max"] is not None:
+        gib, where = m["memory_gib_max"]
+        print(f"  estimates made: highest MFU {m['mfu_max']:.1%} ({len(m['mfu_above_1'])} above 100%); "
+              f"largest memory per GPU {gib:,.1f} GiB ({where})")
     for name, count in sorted(m["estimated_with_assumed"].items()):
         print(f"  of the estimated, {count} with an assumed {name} (stated in the estimate)")
     print("not estimated, by reason (scope: covered, a TL900 says why):" if m["reasons"] else "not estimated: none")

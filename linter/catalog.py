@@ -464,6 +464,20 @@ _TIED_DEFAULT = {"gpt2": True, "gpt_neox": False, "llama": False, "mistral": Fal
 _GATED_ACTS = {"silu", "swiglu", "swish"}
 
 
+# Architectures whose config has no FFN size: the MLP is 4 x hidden (BloomMLP, FalconMLP, GPTBigCodeMLP
+# with n_inner None, in transformers/models/<type>/modeling_<type>.py).
+_FFN_4H = {"bloom", "falcon", "gpt_bigcode", "RefinedWeb", "RefinedWebModel"}
+
+
+def _ffn_size(cfg: Mapping[str, Any], path: str, model_type: str, hidden: int) -> int:
+    for key in ("intermediate_size", "ffn_hidden_size", "n_inner", "ffn_dim"):
+        if cfg.get(key) is not None:
+            return _require(cfg, path, key)
+    if model_type in {t.lower() for t in _FFN_4H}:
+        return 4 * hidden
+    return _require(cfg, path, "intermediate_size")
+
+
 def _require(cfg: Mapping[str, Any], path: str, *keys: str) -> int:
     for key in keys:
         value = cfg.get(key)
@@ -520,9 +534,12 @@ def read_hf_config(path: str | Path) -> ModelPreset:
             attention_bias="all", mlp_bias=True, family="gpt2", source=f"local HF config {where}",
         )
 
-    h = _require(cfg, where, "hidden_size", "d_model")
+    h = _require(cfg, where, "hidden_size", "d_model", "n_embd")
     heads = _require(cfg, where, "num_attention_heads", "n_head")
-    kv = cfg.get("num_key_value_heads") or heads
+    # KV heads: GQA (num_key_value_heads; Falcon-40B's num_kv_heads / n_head_kv), or one shared KV head
+    # with multi_query (Falcon-7B, StarCoder: FalconConfig / GPTBigCodeConfig multi_query)
+    kv = cfg.get("num_key_value_heads") or cfg.get("num_kv_heads") or cfg.get("n_head_kv") \
+        or (1 if cfg.get("multi_query") else heads)
     num_experts = cfg.get("num_local_experts") or cfg.get("n_routed_experts") or cfg.get("num_experts")
     gated = act in _GATED_ACTS or bool(cfg.get("gated_mlp"))
     is_neox = model_type == "gpt_neox"
@@ -556,7 +573,7 @@ def read_hf_config(path: str | Path) -> ModelPreset:
         name=cfg.get("_name_or_path") or p.parent.name or model_type or "hf-model",
         num_layers=_require(cfg, where, "num_hidden_layers", "n_layer", "num_layers"),
         hidden_size=h, num_attention_heads=heads, num_kv_heads=int(kv),
-        ffn_hidden_size=_require(cfg, where, "intermediate_size", "ffn_hidden_size", "n_inner"),
+        ffn_hidden_size=_ffn_size(cfg, where, model_type, h),
         vocab_size=_require(cfg, where, "vocab_size"), gated_mlp=gated,
         max_position_embeddings=max_pos, seq_length=max_pos, tied_embeddings=bool(tied),
         head_dim=head_dim, activation=act,

@@ -148,3 +148,117 @@ def _language_server(name: str, text: str, loaded: FileResult, results: list[Fil
         found = hover.field_at(loaded, name, line_number, 1 + len(lines[line_number - 1]) // 2)
         if found is not None:
             hover.render(found[0], found[1], _estimator)
+
+
+# ============================================================== write-back and language server
+
+ENCODINGS = {"utf-8": b"", "utf-8-sig": b"\xef\xbb\xbf", "utf-16-le": b"\xff\xfe", "utf-16-be": b"\xfe\xff",
+             "utf-32-le": b"\xff\xfe\x00\x00"}
+
+
+def exercise_write_back(lines: list[str], ends: list[str], encoding: str, new_text: str, fail: str | None) -> None:
+    """One file written back through trainlint.safe_write, checked: the new text lands with the
+    file's encoding, BOM and line ends; a failure (``fail``: an os function that raises) leaves
+    the old bytes and no temporary file. Raises AssertionError on any broken promise."""
+    import errno
+    import os
+    import tempfile
+    from unittest import mock
+
+    from trainlint import safe_write
+
+    raw = "".join(line + end for line, end in zip(lines, ends))
+    codec = encoding.replace("-sig", "") if encoding != "utf-8-sig" else "utf-8"
+    data = ENCODINGS[encoding] + raw.encode(codec, "surrogatepass")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "config.yml")
+        with open(path, "wb") as handle:
+            handle.write(data)
+        snap = safe_write.snapshot(path)
+        assert snap.text == raw.replace("\r\n", "\n").replace("\r", "\n")
+        if fail is not None:
+            def boom(*a, **kw):
+                raise OSError(errno.ENOSPC, "No space left on device")
+            with mock.patch.object(safe_write.os, fail, boom):
+                try:
+                    safe_write.write_back(path, new_text, snap.hash)
+                except safe_write.WriteBackError:
+                    pass
+            with open(path, "rb") as handle:
+                assert handle.read() == data
+            assert [n for n in os.listdir(tmp) if n.startswith(".trainlint-")] == []
+            return
+        try:
+            result = safe_write.write_back(path, new_text, snap.hash)
+        except safe_write.WriteBackError as exc:
+            assert "cannot encode" in str(exc), exc  # a lone surrogate in the new text
+            with open(path, "rb") as handle:
+                assert handle.read() == data
+            return
+        with open(path, "rb") as handle:
+            written = handle.read()
+        assert written.startswith(ENCODINGS[encoding]) or encoding == "utf-8"
+        body = written[len(ENCODINGS[encoding]):].decode(codec)
+        assert body.replace("\r\n", "\n").replace("\r", "\n") == new_text
+        styles = {e for e in ends if e}
+        if len(styles) == 1 and "\n" in new_text:
+            style = styles.pop()
+            assert body == new_text.replace("\n", style)
+        if new_text == snap.text:
+            assert written == data and not result.written
+
+
+LSP_METHODS = ["initialize", "initialized", "textDocument/didOpen", "textDocument/didChange", "textDocument/didSave",
+               "textDocument/didClose", "textDocument/hover", "textDocument/codeAction", "workspace/didChangeWatchedFiles",
+               "$/cancelRequest", "shutdown", "no/such/method"]
+
+
+def exercise_lsp(messages: list[dict]) -> None:
+    """JSON-RPC messages (valid or not) into the server's protocol in-process: no exception
+    escapes, and every request (a message with an id and a method) gets exactly one answer."""
+    import asyncio
+    import json
+
+    from trainlint.lsp.server import create_server
+
+    server = create_server()
+    protocol = server.protocol
+    sent: list[dict] = []
+
+    class Sink:
+        def write(self, data) -> None:
+            text = data.decode("utf-8") if isinstance(data, bytes) else data
+            sent.append(json.loads(text.split("\r\n\r\n", 1)[-1]))
+
+        def close(self) -> None:
+            pass
+
+    protocol.writer = Sink()
+
+    async def run() -> None:
+        for message in messages:
+            try:
+                structured = json.loads(json.dumps(message), object_hook=protocol.structure_message)
+            except Exception:  # noqa: BLE001 - pygls's reader logs and drops what it cannot parse
+                continue
+            protocol.handle_message(structured)
+            await asyncio.sleep(0)
+        for _ in range(50):
+            await asyncio.sleep(0.01)
+            if not protocol._request_futures:
+                break
+        for task in list(server.pending.values()):
+            task.cancel()
+        await asyncio.sleep(0)
+
+    asyncio.run(run())
+    server.executor.shutdown(wait=True, cancel_futures=True)
+    server.hover_executor.shutdown(wait=True, cancel_futures=True)
+    # requests to request methods (an id on a notification method, e.g. `initialized`, is not checked)
+    request_methods = {"initialize", "textDocument/hover", "textDocument/codeAction", "shutdown", "no/such/method"}
+    requests = [m["id"] for m in messages if "id" in m and m.get("method") in request_methods
+                and isinstance(m.get("id"), (int, str)) and not isinstance(m.get("id"), bool)]
+    answered = [m.get("id") for m in sent if "method" not in m]
+    for msg_id in set(requests):
+        if requests.count(msg_id) == 1 and not protocol._shutdown:
+            assert answered.count(msg_id) == 1, (msg_id, messages, sent)

@@ -340,3 +340,59 @@ def test_neox_fork_keys_are_known_in_the_fork(tmp_path):
     outside = NEOX.load(SourceText(str(tmp_path / "b" / "run.yml"), text), LoadContext()).diagnostics
     got = found(outside, "TL004", "TL006")
     assert [(c, s, l) for c, s, l, _ in got] == [("TL004", "warning", 6), ("TL006", "warning", 7)]
+
+
+DS_BASE = '{\n  "train_batch_size": 8,\n  "train_micro_batch_size_per_gpu": 1,\n  "zero_optimization": {\n    "stage": 1,\n    "%s": 1\n  }\n}\n'
+
+
+@pytest.mark.parametrize("entry", _entries("deepspeed"), ids=lambda e: e.version)
+def test_golden_deepspeed_catalog(entry, tmp_path):
+    """A key one release reads and another does not, where upstream's table refuses it: a warning
+    against the release that reads it, an error against the one that does not."""
+    from trainlint.adapters.deepspeed import DeepSpeedAdapter
+    from trainlint.schemas import load_schema
+
+    table = json.dumps(load_schema("deepspeed"))
+    pair = _pair(entry, "deepspeed", lambda a: f'"{a.name}"' not in table)
+    assert pair is not None
+    key, _arg, other = pair
+    text = DS_BASE % key
+    path = tmp_path / "ds_config.json"
+    path.write_text(text)
+    adapter = DeepSpeedAdapter()
+    locate.configure({"deepspeed": entry.version})
+    assert found(adapter.load(SourceText(str(path), text), LoadContext()).diagnostics, "TL004") == [
+        ("TL004", "warning", 6, 5)]
+    locate.configure({"deepspeed": other.version})
+    got = adapter.load(SourceText(str(path), text), LoadContext()).diagnostics
+    assert found(got, "TL004") == [("TL004", "error", 6, 5)]
+    assert f"not a key of DeepSpeed {other.version}" in next(d for d in got if d.code == "TL004").message
+
+
+def test_deepspeed_against_an_assumed_upstream(tmp_path):
+    """A key only some shipped release reads is a warning naming it; a key no release reads stays an error."""
+    from trainlint.adapters.deepspeed import DeepSpeedAdapter
+    from trainlint.schemas import load_schema
+
+    table = json.dumps(load_schema("deepspeed"))
+    releases = _entries("deepspeed")
+    key = next(k for k in sorted(load_shipped(releases[0].file).args) if f'"{k}"' not in table)
+    adapter = DeepSpeedAdapter()
+    path = tmp_path / "ds_config.json"
+    for name, severity in ((key, "warning"), ("zzz_no_release_reads_this", "error")):
+        text = DS_BASE % name
+        diags = adapter.load(SourceText(str(path), text), LoadContext()).diagnostics
+        assert found(diags, "TL004") == [("TL004", severity, 6, 5)], name
+    warned = [d for d in adapter.load(SourceText(str(path), DS_BASE % key), LoadContext()).diagnostics if d.code == "TL004"][0]
+    assert "DeepSpeed 0.9.0" in warned.message and "assumed" in warned.message
+
+
+def test_the_installed_package_is_read_when_nothing_is_beside_the_config(tmp_path, monkeypatch):
+    site = tmp_path / "site"
+    write_fork(site)
+    (site / "megatron" / "__init__.py").write_text("raise RuntimeError('never imported')\n")
+    monkeypatch.syspath_prepend(str(site))
+    (tmp_path / "cfg").mkdir()
+    target = locate.resolve("megatron", str(tmp_path / "cfg" / "t.sh"))
+    assert target.origin is TargetOrigin.INSTALLED and target.path == str(site)
+    assert "--embed-layernorm" in target.catalog

@@ -180,3 +180,55 @@ def test_arbitrary_bytes_through_decoding(data):
     except UnreadableSource:
         return
     exercise("x.json", text)
+
+
+# ============================================ issue 20: write-back and the language server
+
+from fuzz_harness import ENCODINGS, LSP_METHODS, exercise_lsp, exercise_write_back  # noqa: E402
+
+_LINE = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\r\n"), max_size=20)
+
+
+@FUZZ
+@given(st.lists(_LINE, min_size=1, max_size=12), st.data(), st.sampled_from(sorted(ENCODINGS)),
+       st.one_of(st.none(), st.sampled_from(["write", "fsync", "replace", "fchmod"])))
+def test_write_back_keeps_encoding_line_ends_and_never_loses_the_file(lines, data, encoding, fail):
+    ends = data.draw(st.lists(st.sampled_from(["\n", "\r\n", "\r", ""]), min_size=len(lines), max_size=len(lines)))
+    ends = [e or "\n" for e in ends[:-1]] + ends[-1:]  # only the last line may lack an end
+    normalised = "\n".join(lines) + ("\n" if ends[-1] else "")
+    edit = data.draw(st.one_of(
+        st.just(normalised),
+        st.builds(lambda a, t: normalised[:a] + t + normalised[a:], st.integers(0, len(normalised)),
+                  st.text(st.characters(blacklist_characters="\r"), max_size=30)),
+        st.builds(lambda a, b: normalised[:a] + normalised[b:], st.integers(0, len(normalised)),
+                  st.integers(0, len(normalised)))))
+    exercise_write_back(lines, ends, encoding, edit, fail)
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**40, 2**40) | st.text(max_size=20),
+                     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4),
+                     max_leaves=12)
+
+
+@st.composite
+def lsp_message(draw) -> dict:
+    method = draw(st.sampled_from(LSP_METHODS))
+    uri = draw(st.sampled_from(["file:///tmp/trainlint-fuzz/ds_config.json", "file:///tmp/trainlint-fuzz/n.yml", "x"]))
+    text = draw(st.one_of(st.text(max_size=80), st.sampled_from(['{"train_micro_batch_size_per_gpu": 4}', "num_layers: 2\n"])))
+    good = {"textDocument": {"uri": uri, "languageId": "json", "version": draw(st.integers(0, 5)), "text": text},
+            "contentChanges": [{"text": text}], "position": {"line": draw(st.integers(0, 3)), "character": 0},
+            "range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 1}},
+            "context": {"diagnostics": []}, "changes": [], "processId": None, "rootUri": None, "capabilities": {},
+            "id": 1}
+    params = draw(st.one_of(st.just(good), _JSON))
+    message = {"jsonrpc": "2.0", "method": method, "params": params}
+    if draw(st.booleans()):
+        message["id"] = draw(st.integers(1, 10**6))
+    return message
+
+
+@FUZZ
+@given(st.lists(lsp_message(), min_size=1, max_size=6))
+def test_language_server_protocol_answers_every_request(messages):
+    exercise_lsp([{"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                   "params": {"processId": None, "rootUri": None, "capabilities": {}}}] + messages)

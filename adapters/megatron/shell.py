@@ -254,6 +254,9 @@ class ShellEvaluator:
         self.root_path = root.path
         self.read = read
         self.environment = dict(environment or {})
+        self.arguments = _positional(self.environment)
+        """The script's arguments ($1, $2...) when the user gave them (`run -- bash x.sh a b`, --env 1=a):
+        then an argument not given is empty, as in bash; None: unknown, the script's defaults are used."""
         self.files: dict[str, FileText] = {}
         self.env = EnvMap()
         self.commands: list[Command] = []
@@ -1223,6 +1226,13 @@ class ShellEvaluator:
         return [Piece(list(value.as_scalar()), split=split)]
 
     def _lookup(self, name: str, loc: Loc) -> VarValue | Seg:
+        if self.arguments is not None and (name.isdigit() and name != "0" or name == "#"):
+            if name == "#":
+                return VarValue(scalar=(Seg(str(len(self.arguments)), None, False),))
+            i = int(name)
+            if i > len(self.arguments) or self.arguments[i - 1] == "":
+                return VarValue(scalar=())
+            return VarValue(scalar=(Seg(self.arguments[i - 1], None, False, None, env=f"${name}"),))
         if name in _SPECIAL_UNKNOWN:
             return Seg("", loc, False, _SPECIAL_UNKNOWN[name])
         if name.isdigit():
@@ -1234,6 +1244,8 @@ class ShellEvaluator:
         return Seg("", loc, False, f"${name} (not set in the script)")
 
     def _is_set(self, name: str) -> bool | None:
+        if self.arguments is not None and name.isdigit() and name != "0":
+            return int(name) <= len(self.arguments)
         if name in _SPECIAL_UNKNOWN or name.isdigit():
             return None
         if name in self.env.values:
@@ -1308,7 +1320,7 @@ class ShellEvaluator:
                 use_default = is_set is False or (is_set is True and empty)
             else:
                 use_default = is_set is False
-            if name.isdigit() or name in ("@", "*"):
+            if (name.isdigit() or name in ("@", "*")) and self.arguments is None:
                 use_default = True  # positional parameters: the script's own default is the value it documents
             default_pieces = self._operand_pieces(operand, ft, quoted)
             if op in (":-", "-"):
@@ -1562,6 +1574,14 @@ _STATEMENTS: dict[str, Callable[[ShellEvaluator, object, FileText], None]] = {
     "redirected_statement": ShellEvaluator._redirected,
     "function_definition": ShellEvaluator._function_def,
 }
+
+
+def _positional(environment: dict[str, str]) -> tuple[str, ...] | None:
+    """``{"1": "a", "3": "c"}`` -> ("a", "", "c"): the arguments a user gave by number; None without any."""
+    numbers = [int(k) for k in environment if k.isdigit() and k != "0"]
+    if not numbers:
+        return None
+    return tuple(environment.get(str(i), "") for i in range(1, min(max(numbers), 256) + 1))
 
 
 def evaluate(source: SourceText, read: Callable[[str], SourceText], environment: dict[str, str] | None = None) -> ShellResult:

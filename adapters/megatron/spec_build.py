@@ -62,6 +62,8 @@ class SpecBuilder:
             return None
         env = _env_name(setting.value_fields)
         if env is not None:
+            if env.startswith("$"):
+                return Value(v, Provenance(Origin.CLI, key=setting.flag_text, note=f"launch argument {env}"))
             return Value(v, Provenance(Origin.PROJECT_CONFIG, key=setting.flag_text,
                                        note=f"shell variable {env} from the project config ([tool.trainlint] env)"))
         path, span = self.ctx.span_of(setting.value_loc or setting.flag_field.value_loc)
@@ -218,6 +220,8 @@ class SpecBuilder:
         except ValueError:
             return None
         env = _env_name([f])
+        if env is not None and env.startswith("$"):
+            return Value(n, Provenance(Origin.CLI, key=f"launcher {what}", note=f"launch argument {env}"))
         if env is not None:
             return Value(n, Provenance(Origin.PROJECT_CONFIG, key=f"launcher {what}",
                                        note=f"shell variable {env} from the project config ([tool.trainlint] env)"))

@@ -131,9 +131,6 @@ def lint_command(argv: list[str], args: argparse.Namespace, session) -> tuple[li
     if args.format == "text" and any((d.path or r.path) == COMMAND_LINE for r in results for d in r.diagnostics):
         # Columns in <command line> count characters of these words joined by single spaces.
         report = f"{COMMAND_LINE}: {command_text(argv)}\n" + report
-    if launch is not None and launch.kind == "script" and launch.script_args and args.format == "text":
-        report += ("trainlint: note: the script's arguments were not substituted for $1, $2...; "
-                   "it was read with its own defaults\n")
     return results, report
 
 
@@ -155,7 +152,10 @@ def collect(launch, session) -> list:
     if launch.kind == "neox":
         return [_neox(launch, session)]
     if launch.kind == "script":
-        return [check_file(launch.script.path, session.registry.adapters, LoadContext(environment=environment))]
+        # the words after the script are its $1 $2 ... (an argument not given is empty, as in bash)
+        arguments = {str(i): word for i, word in enumerate(launch.script_args, 1)}
+        return [check_file(launch.script.path, session.registry.adapters,
+                           LoadContext(environment={**environment, **arguments} if arguments else environment))]
     return []
 
 

@@ -23,7 +23,9 @@ GIB = 2**30
 # --------------------------------------------------------------------------- compute
 
 GEMM_PEAK_FRACTION = 0.64
-"""Fitted. Fraction of the dense tensor-core peak a large 16-bit GEMM sustains inside a
+"""Fitted (the shipped values of the fitted coefficients come from the fit over published-runs.yaml
+before the benchmark read rows through a user's path; benchmarks/accuracy.py prints them beside
+today's in-sample and leave-one-source-out refits). Fraction of the dense tensor-core peak a large 16-bit GEMM sustains inside a
 training step (cuBLAS alone reaches 75-90% on big square GEMMs; clocks under sustained power,
 wave quantisation of real shapes and kernels not modelled separately bring it down). With
 HBM_ACHIEVABLE_FRACTION below it gives the kernel efficiency as a function of GEMM size:
@@ -38,7 +40,9 @@ ATTENTION_PEAK_FRACTION = 0.19
 executed FLOPs (causal half only). FlashAttention-2 reports 50-73% forward and less backward
 for the kernel alone on A100/H100; the fitted value is much lower because the only rows where
 attention dominates (torchtitan, 32k-262k tokens, context-parallel ring attention on 500 W
-H100s) include the ring exchange and load imbalance. Doubtful outside long-context runs."""
+H100s) include the ring exchange and load imbalance. Doubtful outside long-context runs. Those
+rows have no user's path (no torchtitan adapter): refitted on the rows that do, the value is 0.24
+(benchmarks/accuracy.py --fit), still inside its range."""
 
 FLASH_BACKWARD_FLOP_RATIO = 2.5
 """Physical: flash-attention backward executes 2.5x the forward FLOPs (recomputes the scores:
@@ -55,8 +59,9 @@ pass for the non-GEMM ops other than the MLP activation (two norms, two residual
 dropout, rotary): roughly ten 16-bit tensors read or written. Backward moves twice as much."""
 
 FP8_GEMM_SPEEDUP = 1.9
-"""Fitted. Realised speed-up of an FP8 GEMM over the same 16-bit GEMM (the datasheet says 2x).
-Fitted on the only FP8 rows (torchtitan + torchao float8, 6 rows): weakly determined."""
+"""Set, no longer fitted (range [1, 2]: RANGES). Realised speed-up of an FP8 GEMM over the same
+16-bit GEMM (the datasheet says 2x). Was fitted on the only FP8 rows (torchtitan + torchao float8,
+6 rows), which have no user's path (no torchtitan adapter): weakly determined."""
 
 MICROBATCH_OVERHEAD_S = 0.0019
 """Fitted. Fixed host-side time per micro-batch per pipeline stage (schedule bookkeeping,

@@ -1,0 +1,59 @@
+"""Golden tests: a launch script's positional arguments ($1 $2 ...) given by the user.
+
+bash: an argument not given expands to the empty string ("$2" is "" with one argument), so
+`if [ -n "$2" ]; then TP=$2; fi` keeps the script's own TP; ${1:-24} is 24 only when $1 is unset or
+empty (bash(1), Positional Parameters, Parameter Expansion)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+from trainlint.adapters import builtin_adapters
+from trainlint.adapters.base import LoadContext
+from trainlint.adapters.megatron import MegatronAdapter
+from trainlint.commands.check import parse_env
+from trainlint.commands.run import collect
+from trainlint.launch_command import parse_launch
+from trainlint.provenance import Origin
+from trainlint.sources import SourceText
+
+SCRIPT = ("#!/bin/bash\nTP=2\nif [ -n \"$2\" ]; then\n  TP=$2\nfi\nLAYERS=${1:-24}\n"
+          "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers $LAYERS --hidden-size 1024 "
+          "--num-attention-heads 16 --tensor-model-parallel-size $TP --seq-length 1024 --micro-batch-size 1\n")
+
+
+def spec_with(environment: dict[str, str]):
+    (spec,) = MegatronAdapter().load(SourceText("/x/train.sh", SCRIPT), LoadContext(environment=environment)).specs
+    return spec
+
+
+def test_without_arguments_the_script_defaults_are_read():
+    spec = spec_with({})
+    assert spec.model.num_layers.value == 24
+
+
+def test_arguments_bind_dollar_one_and_two():
+    spec = spec_with({"1": "32", "2": "4"})
+    assert spec.model.num_layers.value == 32 and spec.parallel.tensor.value == 4
+    prov = spec.model.num_layers.provenance
+    assert prov.origin is Origin.CLI and "launch argument $1" in prov.note
+
+
+def test_an_argument_not_given_keeps_the_scripts_own_default():
+    spec = spec_with({"1": "32"})
+    assert spec.model.num_layers.value == 32 and spec.parallel.tensor.value == 2
+    assert spec.parallel.tensor.provenance.origin is Origin.FILE
+
+
+def test_env_takes_numbered_arguments():
+    assert parse_env(["1=32", "TP=4"]) == {"1": "32", "TP": "4"}
+
+
+def test_run_binds_the_words_after_the_script(tmp_path: Path):
+    script = tmp_path / "train.sh"
+    script.write_text(SCRIPT)
+    session = SimpleNamespace(environment={}, registry=SimpleNamespace(adapters=builtin_adapters()))
+    (result,) = collect(parse_launch(["bash", str(script), "40", "8"]), session)
+    (spec,) = result.specs
+    assert spec.model.num_layers.value == 40 and spec.parallel.tensor.value == 8
