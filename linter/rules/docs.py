@@ -27,8 +27,11 @@ def explain(rule: type[Rule]) -> str:
 
 def explain_input_code(code: str) -> str:
     entry = INPUT_CODES[code]
+    # TL020 is found from what suppressed the other findings, after the rules ran
+    source = ("Reported after the rules ran, from what the suppressions suppressed." if code == "TL020"
+              else "Reported by the adapters while reading a file.")
     return (f"# {entry.name} ({entry.code})\n\nDefault severity: {entry.severity.value}. "
-            f"Reported by the adapters while reading a file.\n\n{entry.summary}\n")
+            f"{source}\n\n{entry.summary}\n")
 
 
 def render_markdown(registry: Registry) -> str:
