@@ -72,3 +72,15 @@ def test_a_hostfile_outside_the_project_is_not_read(repo, tmp_path_factory):
     outside = tmp_path_factory.mktemp("elsewhere") / "hostfile"
     outside.write_text("a slots=8\n")
     assert cluster(repo, f"deepspeed --hostfile {outside}", None).world_size is None
+
+
+def test_include_and_exclude_select_hosts_and_slots(repo):
+    hostfile = "a slots=8\nb slots=8\nc slots=8\n"
+    c = cluster(repo, "deepspeed --hostfile hostfile --include a:0,1,2,3@b:0,1,2,3", hostfile)
+    assert (c.nodes.value, c.gpus_per_node.value, c.world_size.value) == (2, 4, 8)
+    c = cluster(repo, "deepspeed --hostfile hostfile --include c", hostfile)
+    assert (c.nodes.value, c.world_size.value) == (1, 8)
+    c = cluster(repo, "deepspeed --hostfile hostfile --exclude b", hostfile)
+    assert (c.nodes.value, c.world_size.value) == (2, 16)
+    c = cluster(repo, "deepspeed --hostfile hostfile --exclude a:0,1", hostfile)
+    assert c.world_size.value == 22 and c.gpus_per_node is None

@@ -358,6 +358,8 @@ def _deepspeed_opts(fields: list[Field], i: int, world: dict[str, Field]) -> tup
                 counted = True
             elif key == "hostfile":
                 world["hostfile"] = value
+            elif key == "exclude":
+                world["exclude"] = value
         i = nxt
     return i, not counted
 

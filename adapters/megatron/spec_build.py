@@ -196,7 +196,11 @@ class SpecBuilder:
         gpn = self._launch_int(w.get("gpus_per_node"), "gpus per node")
         nodes = self._launch_int(w.get("nodes"), "nodes")
         world = self._launch_int(w.get("world_size"), "processes")
-        if gpn is None and "include" in w:
+        from_hostfile = False
+        if "deepspeed" in self.ctx.launchers and "hostfile" in w and world is None:
+            gpn, nodes, world = self._hostfile(w["hostfile"], gpn, nodes)
+            from_hostfile = nodes is not None and nodes.provenance.key == "hostfile"
+        if gpn is None and "include" in w and not from_hostfile:
             inc = w["include"]
             if inc.text is not None:
                 count = _count_include(inc.text)
@@ -204,8 +208,6 @@ class SpecBuilder:
                     path, span = self.ctx.span_of(inc.value_loc)
                     gpn = Value(count, Provenance(Origin.FILE, path=path, span=span, key="--include",
                                                   note=f"GPUs listed in --include {inc.text}"))
-        if "deepspeed" in self.ctx.launchers and "hostfile" in w and world is None:
-            gpn, nodes, world = self._hostfile(w["hostfile"], gpn, nodes)
         if "deepspeed" in self.ctx.launchers and nodes is None and gpn is not None and "hostfile" not in w:
             nodes = default(1, "DeepSpeed launcher default (one node without --num_nodes or a hostfile)")
         if "torchrun" in self.ctx.launchers[-1:] or any(l.startswith("python -m torch") for l in self.ctx.launchers):
@@ -230,6 +232,9 @@ class SpecBuilder:
 
         path = find_hostfile(f.text, self.ctx.path) if f.text else None
         hosts = read_hostfile(path) if path else None
+        if not hosts:
+            return gpn, nodes, None
+        hosts = _select_hosts(hosts, self.ctx.world.get("include"), self.ctx.world.get("exclude"))
         if not hosts:
             return gpn, nodes, None
         if nodes is not None and isinstance(nodes.value, int) and nodes.value > 0:
@@ -406,6 +411,37 @@ class SpecBuilder:
         r = self.spec.run
         r.train_iters = self.get("train_iters")
         r.train_samples = self.get("train_samples")
+
+
+def _host_slots(text: str) -> dict[str, int | None] | None:
+    """``worker-1:0,1@worker-2`` -> {"worker-1": 2, "worker-2": None (all its slots)}; None when not readable."""
+    out: dict[str, int | None] = {}
+    for part in text.split("@"):
+        name, colon, slots = part.partition(":")
+        if not name.strip():
+            return None
+        out[name.strip()] = len([x for x in slots.split(",") if x.strip()]) if colon else None
+    return out
+
+
+def _select_hosts(hosts: list, include: Field | None, exclude: Field | None) -> list:
+    """The hostfile's hosts after DeepSpeed's --include / --exclude (``host[:slot,slot]@host``):
+    include keeps the named hosts (only the listed slots when given), exclude drops a named host or
+    its listed slots. An option trainlint cannot read leaves no hosts (the world stays unknown)."""
+    from dataclasses import replace
+
+    if include is not None:
+        wanted = _host_slots(include.text or "")
+        if wanted is None:
+            return []
+        hosts = [replace(h, slots=wanted[h.name] or h.slots) for h in hosts if h.name in wanted]
+    if exclude is not None:
+        dropped = _host_slots(exclude.text or "")
+        if dropped is None:
+            return []
+        hosts = [replace(h, slots=h.slots - (dropped[h.name] or h.slots)) if h.name in dropped else h for h in hosts]
+        hosts = [h for h in hosts if h.slots > 0]
+    return hosts
 
 
 def _count_include(text: str) -> int | None:
