@@ -188,9 +188,11 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
     a known target defines is a warning (it exists there; trainlint cannot check where); against an
     assumed upstream, a key some shipped release defines is a warning naming those releases (the
     config may be written for one of them); a key no version defines stays an error."""
+    if not any(d.code == "TL004" and d.severity is Severity.ERROR for d in diags):
+        return diags  # the usual case: nothing to judge, nothing more to import
     from dataclasses import replace
 
-    from trainlint.adapters.megatron.target_flags import defined_by
+    from trainlint.frameworks.catalog import defined_by
     from trainlint.frameworks.target import how_to_point
 
     out = []

@@ -128,7 +128,7 @@ def _against(target) -> str:
 
 
 def _elsewhere(key: str) -> str:
-    from trainlint.adapters.megatron.target_flags import defined_by
+    from trainlint.frameworks.catalog import defined_by
 
     where = defined_by("neox", key)
     return f" ({where})" if where else ""

@@ -82,6 +82,7 @@ class PrecisionSpec:
     fp16_enabled: Value | None = None        # as written, for conflict checks
     bf16_enabled: Value | None = None
     fp8: Value | None = None                 # None | e4m3 | hybrid | ...
+    fp8_params: Value | None = None          # True: FP8 primary weights (Megatron --fp8-param-gather: TE fp8_model_init)
     grad_accum_dtype: Value | None = None    # fp32 main grads (Megatron) or as DeepSpeed's data_types
     optimizer: Value | None = None           # adam | adamw | sgd | lamb | onebitadam | adafactor | ...
 

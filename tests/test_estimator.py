@@ -12,7 +12,8 @@ from trainlint.catalog import find_gpu
 from trainlint.estimator import MissingInputs, build_context, estimate, estimate_inputs
 from trainlint.estimator import closed_forms as CF
 from trainlint.estimator.inputs import Inputs
-from trainlint.estimator.memory import layer_activation_bytes, static_bytes
+from trainlint.estimator.memory import (layer_activation_bytes, layer_params, one_stage, static_bytes,
+                                        step_grad_copy_bytes, te_fp8_weight_cache_bytes)
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
 
@@ -131,14 +132,57 @@ def test_megatron_bytes_per_param():
     n = 1e9
     assert sum(static_bytes(make_inputs(dp=8), n)) / n == pytest.approx(18)
     assert sum(static_bytes(make_inputs(dp=8, dist_opt=True), n)) / n == pytest.approx(6 + 12 / 8)
-    assert sum(static_bytes(make_inputs(dp=8, dtype="fp16"), n)) / n == pytest.approx(20)
-    assert sum(static_bytes(make_inputs(dp=8, dtype="fp16", dist_opt=True), n)) / n == pytest.approx(4 + 16 / 8)
+    # fp16: Megatron's table counts the fp32 gradient copy (20, 4 + 16/d); the estimator holds it
+    # apart, as the step's transient (step_grad_copy_bytes), not alive with the activations
+    fp16, fp16_dist = make_inputs(dp=8, dtype="fp16"), make_inputs(dp=8, dtype="fp16", dist_opt=True)
+    assert (sum(static_bytes(fp16, n)) + step_grad_copy_bytes(fp16, n)) / n == pytest.approx(20)
+    assert (sum(static_bytes(fp16_dist, n)) + step_grad_copy_bytes(fp16_dist, n)) / n == pytest.approx(4 + 16 / 8)
+    assert step_grad_copy_bytes(fp16_dist, n) / n == pytest.approx(4 / 8)
+    assert step_grad_copy_bytes(make_inputs(dp=8), n) == 0.0  # fp32 main grads: nothing to copy
+
+
+def test_megatron_fp32_grad_copy_is_not_alive_with_the_activations():
+    """The copy is made at the step, after backward has freed the activations: the peak is the
+    larger of the two, so it shows only when it outgrows the activations."""
+    big = make_inputs(dp=1, dtype="fp16", micro=4)
+    small = make_inputs(dp=1, dtype="fp16", seq=128, layers=2)
+    for i in (big, small):
+        st = one_stage(i, 0, i.layers)
+        copy = step_grad_copy_bytes(i, st.local_params)
+        assert st.detail.get("step_grad_copy", 0.0) == pytest.approx(max(0.0, copy - st.activations))
+    assert "step_grad_copy" not in one_stage(big, 0, big.layers).detail
+    assert "step_grad_copy" in one_stage(small, 0, small.layers).detail
+    # DeepSpeed ZeRO 1/2 drop their fp32 gradient partition after the step too; bf16 ZeRO 0 selects
+    # BF16_Optimizer, whose fp32 gradients are the persistent buffer (nothing to copy)
+    assert step_grad_copy_bytes(make_inputs(framework="deepspeed", dp=8, zero=1), 1e9) == pytest.approx(4e9 / 8)
+    assert step_grad_copy_bytes(make_inputs(framework="deepspeed", dp=8, zero=0), 1e9) == 0.0
+
+
+def test_te_fp8_saves_linear_inputs_in_fp8():
+    """TE keeps the FP8 cast of each linear input for wgrad: the QKV and FC1 inputs and the FC2
+    input drop to 1 byte; the attention output is kept twice (16-bit by attention, FP8 by the
+    projection). Per token and layer: -h -h -ffn +q_dim."""
+    base, fp8 = make_inputs(), make_inputs(fp8=True)
+    sb = 4096
+    assert layer_activation_bytes(base, keep_scores=False) - layer_activation_bytes(fp8, keep_scores=False) \
+        == pytest.approx(sb * (4096 + 4096 + 11008 - 32 * 128))
+
+
+def test_te_fp8_weight_cache_only_without_fp8_primary_weights():
+    split, _, _ = layer_params(make_inputs())
+    assert te_fp8_weight_cache_bytes(make_inputs(), 32) == 0.0
+    assert te_fp8_weight_cache_bytes(make_inputs(fp8=True, tp=2), 32) == pytest.approx(2 * 32 * split / 2)
+    assert te_fp8_weight_cache_bytes(make_inputs(fp8=True, fp8_params=True), 32) == 0.0
+    with_cache = one_stage(make_inputs(fp8=True), 0, 32).params
+    assert with_cache - one_stage(make_inputs(fp8=True, fp8_params=True), 0, 32).params == pytest.approx(2 * 32 * split)
 
 
 def test_deepspeed_bytes_per_param_and_zero_stages():
     n = 1e9
-    ds = {z: sum(static_bytes(make_inputs(framework="deepspeed", dp=8, zero=z), n)) / n for z in range(4)}
-    fp16 = sum(static_bytes(make_inputs(framework="deepspeed", dp=8, zero=0, dtype="fp16"), n)) / n
+    def per_param(i):  # the steady bytes plus the step's fp32 gradient copy, as DeepSpeed's own estimates count
+        return (sum(static_bytes(i, n)) + step_grad_copy_bytes(i, n)) / n
+    ds = {z: per_param(make_inputs(framework="deepspeed", dp=8, zero=z)) for z in range(4)}
+    fp16 = per_param(make_inputs(framework="deepspeed", dp=8, zero=0, dtype="fp16"))
     assert fp16 == pytest.approx(2 + 2 + 12 + 4)         # FP16_Optimizer: 16 B/param + the fp32 gradient copy
     assert ds[0] == pytest.approx(2 + 4 + 12 / 8)        # bf16 at ZeRO 0: BF16_Optimizer (fp32 grads, sharded master + Adam)
     assert ds[1] == pytest.approx(2 + 2 + 16 / 8)

@@ -268,7 +268,7 @@ class ArgReader:
                 f"{t.describe()}, which this config is checked against, exits with \"unrecognized arguments\"")
 
     def _elsewhere(self, name: str) -> str:
-        from trainlint.adapters.megatron.target_flags import defined_by
+        from trainlint.frameworks.catalog import defined_by
 
         where = defined_by("megatron", name)
         return f" ({where})" if where else ""

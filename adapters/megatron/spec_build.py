@@ -317,6 +317,8 @@ class SpecBuilder:
             pr.fp8 = self.value_of(self.parsed.settings["fp8_hybrid"], use="hybrid")
         elif self.given("fp8_e4m3") and self.raw("fp8_e4m3"):
             pr.fp8 = self.value_of(self.parsed.settings["fp8_e4m3"], use="e4m3")
+        if self.given("fp8_param_gather"):
+            pr.fp8_params = self.get("fp8_param_gather")
         if self.given("accumulate_allreduce_grads_in_fp32") and self.raw("accumulate_allreduce_grads_in_fp32"):
             pr.grad_accum_dtype = self.value_of(self.parsed.settings["accumulate_allreduce_grads_in_fp32"], use="fp32")
         elif self.given("main_grads_dtype"):

@@ -11,7 +11,6 @@ upstream start-up refusal) is kept for flags both define with the same destinati
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any
 
 from trainlint.adapters.megatron.flags import FlagInfo, FlagTable, _norm, flag_table
@@ -63,30 +62,4 @@ def _build(catalog: Any) -> FlagTable:
     return FlagTable(by_flag, by_norm, sorted(by_flag))
 
 
-@lru_cache(maxsize=4)
-def shipped_name_index(family: str) -> dict[str, list[str]]:
-    """Name -> the shipped releases that define it (``Megatron-LM core_v0.8.0``), oldest first."""
-    from trainlint.frameworks.catalog import load_shipped, shipped_index
-
-    out: dict[str, list[str]] = {}
-    for entry in shipped_index():
-        if entry.family != family:
-            continue
-        for name in load_shipped(entry.file).args:
-            out.setdefault(name, []).append(f"{entry.variant} {entry.version}")
-    return out
-
-
-def defined_by(family: str, name: str) -> str:
-    """"Megatron-LM core_v0.4.0 to core_v0.9.0 and Megatron-DeepSpeed main define it", or ""."""
-    releases = shipped_name_index(family).get(name)
-    if not releases:
-        return ""
-    groups: dict[str, list[str]] = {}
-    for r in releases:
-        variant, _, version = r.rpartition(" ")
-        groups.setdefault(variant, []).append(version)
-    parts = []
-    for variant, versions in groups.items():
-        parts.append(f"{variant} {versions[0]}" if len(versions) == 1 else f"{variant} {versions[0]} to {versions[-1]}")
-    return " and ".join(parts) + (" define it" if len(releases) > 1 else " defines it")
+from trainlint.frameworks.catalog import defined_by, shipped_name_index  # noqa: E402,F401 - where they live

@@ -119,6 +119,8 @@ class Inputs:
     """The tokenizer's size before the framework's padding (0: ``vocab`` is not padded by TP)."""
     vocab_multiple: int = 1
     """``vocab`` = vocab_tokens rounded up to a multiple of vocab_multiple x TP (when vocab_tokens)."""
+    fp8_params: bool = False
+    """FP8 primary weights (Megatron --fp8-param-gather): no 16-bit weight beside TE's FP8 copy."""
 
     def repadded(self, tp: int) -> int:
         """The embedding rows with tensor-parallel size ``tp`` (a layout search changing TP)."""
@@ -360,6 +362,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
 
     dtype = str(r.get("precision.dtype", fallback="bf16", why="no precision given: bf16 mixed precision assumed")).lower()
     fp8 = bool(r.get("precision.fp8", fallback=None, why=""))
+    fp8_params = fp8 and _bool(r.get("precision.fp8_params", fallback=False, why=""))
     optimizer = str(r.get("precision.optimizer", fallback="adam", why="no optimizer given: Adam assumed") or "adam").lower()
     recompute = _norm_mode(r.get("memory.recompute", fallback="none", why="no activation recompute"))
     method = str(r.get("memory.recompute_method", fallback="uniform", why="recompute method uniform") if recompute == "full" else "uniform")
@@ -376,7 +379,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         dist_opt=dist_opt, offload_opt=off_opt, offload_params=off_par, owner=e["optimizer_owner"],
         shard_stage=e["shard_stage"], shard_cp=e["shard_group"] == "dp_cp", grad_bytes=_DTYPE_BYTES[e["grad_dtype"]],
         moe_interval=e["moe_layer_interval"],
-        micro=micro, grad_accum=ga, global_batch=gb, dtype=dtype, fp8=bool(fp8), optimizer=optimizer,
+        micro=micro, grad_accum=ga, global_batch=gb, dtype=dtype, fp8=bool(fp8), fp8_params=fp8_params, optimizer=optimizer,
         recompute=recompute, recompute_method=method, recompute_layers=max(1, rlayers), flash=flash,
         partition_activations=part_act, reduce_bucket=e["reduce_bucket"], allgather_bucket=e["allgather_bucket"],
         max_live_params=e["zero3_max_live"], prefetch_bucket=e["zero3_prefetch"], overlap_dp=e["dp_overlap"],

@@ -175,7 +175,7 @@ def static_bytes(i: Inputs, n: float) -> tuple[float, float, float]:
     mixed = i.dtype in ("bf16", "fp16")
     weight_b = 2.0 if mixed else 4.0
     grad_b = i.grad_bytes if mixed else 4.0
-    opt_b = states + ((4.0 + (4.0 if grad_b < 4.0 else 0.0)) if mixed else 0.0)
+    opt_b = states + (4.0 if mixed else 0.0)  # the fp32 gradient copy: see step_grad_copy_bytes
     params = weight_b * n / (d if i.shard_stage >= 3 else 1)
     grads = grad_b * n / (d if i.shard_stage >= 2 else 1)
     opt = opt_b * n / (d if i.shard_stage >= 1 else 1)
@@ -188,6 +188,48 @@ def static_bytes(i: Inputs, n: float) -> tuple[float, float, float]:
     return params, grads, opt
 
 
+def te_fp8_weight_cache_bytes(i: Inputs, layers: int) -> float:
+    """Transformer Engine FP8 with 16-bit primary weights keeps, beside each linear layer's weight,
+    its FP8 cast and the FP8 transpose (1 + 1 bytes per weight), cached between micro-batches (TE
+    module/base.py set_fp8_weights: "weight1_fp8 and weight1_t_fp8, cache the FP8 values and
+    transposed FP8 values in between microbatches", skipped when primary_weights_in_fp8). With FP8
+    primary weights (Megatron --fp8-param-gather, fp8_model_init) the FP8 weight and its transpose
+    replace the 16-bit weight: 2 bytes, as counted. Embeddings, the output layer and norms are not
+    TE FP8 linears."""
+    if not i.fp8 or i.fp8_params:
+        return 0.0
+    split, _, expert = layer_params(i)
+    return 2.0 * layers * (split / i.tp + expert / (i.ep * i.etp))
+
+
+def _fp32_grad_copy_bytes(i: Inputs) -> float:
+    """Bytes per parameter of the fp32 copy of a 16-bit gradient buffer the optimizer steps on."""
+    if i.owner == "fsdp" or i.dtype not in ("bf16", "fp16"):
+        return 0.0
+    return 4.0 if i.grad_bytes < 4.0 else 0.0
+
+
+def step_grad_copy_bytes(i: Inputs, n: float) -> float:
+    """The fp32 copy of a 16-bit gradient buffer (fp16 training, Megatron --grad-reduce-in-bf16,
+    DeepSpeed ZeRO's 16-bit gradients) on a GPU holding ``n`` parameters: a transient of the
+    optimizer step, never alive with the activations, sharded like the optimizer states.
+
+    * Megatron-LM makes it at the step (core/optimizer/distrib_optimizer.py and optimizer.py,
+      _copy_model_grads_to_main_grads: "shard_main_param.grad = shard_model_grad.float()") and
+      drops it before the next forward (zero_grad(set_to_none=True) on the fp32 main-parameter
+      groups, called by train_step);
+    * DeepSpeed's FP16_Optimizer (fp16/fused_optimizer.py) and ZeRO 1/2 (zero/stage_1_and_2.py
+      step) flatten the gradients to fp32 for the step and then "get rid of the fp32 gradients.
+      Not needed anymore" (``.grad = None``).
+
+    Megatron's table (dist_optimizer.md, "fp16 param, fp16 grads: 4 + 16/d") and DeepSpeed's
+    estimate_zero2_model_states_mem_needs count it in the bytes per parameter; at the activation
+    peak it is not there (one_stage puts it where it outgrows the activations)."""
+    if i.owner == "fsdp" or i.offload_opt in ("cpu", "nvme"):
+        return 0.0  # FSDP: fp32 gradients already; offloaded: the step runs on the host
+    return _fp32_grad_copy_bytes(i) * n / (shard_group(i) if i.shard_stage >= 1 else 1)
+
+
 # --------------------------------------------------------------------------- activations
 
 
@@ -196,28 +238,39 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
     Sec. 4, tensor by tensor), generalised to GQA, gated MLPs, any FFN size, MoE, CP and SP.
     Reduces to sbh(10 + 24/t + 5as/(ht)) for a GPT-3 layer with TP and no SP."""
     a = i.act_bytes
+    # What a linear layer keeps of its input for the weight-gradient GEMM: 16-bit, or with
+    # Transformer Engine FP8 (precision.fp8 is only set for TE: Megatron --fp8-format, NeoX te_*)
+    # the FP8 cast of it, 1 byte (TE transformer_engine/pytorch/module/linear.py, _Linear.forward:
+    # "saved_inputmat = inputmat" after quantising, the row-wise copy discarded "since it is not
+    # needed in backward pass"; layernorm_linear.py saves ln_out likewise). Tensors kept by non-TE
+    # ops (attention's Q, K, V and output, the activation function's input, norm inputs) stay 16-bit.
+    lin = 1 if i.fp8 else a
     sb = i.seq / i.cp * i.micro
     t = i.tp
     rep = t if i.sp else 1  # replicated tensors (norm inputs, dropout masks) split only with SP
     h = i.hidden
-    attention = (a * sb * h / rep            # norm output = QKV input
+    attention = (lin * sb * h / rep          # norm output = QKV input
                  + a * sb * i.q_dim / t      # Q
                  + 2 * a * sb * i.kv_dim / t  # K and V
-                 + a * sb * i.q_dim / t      # attention output = projection input
+                 + a * sb * i.q_dim / t      # attention output (kept by the attention kernel) = projection input
                  + sb * h / rep)             # dropout mask (1 byte)
+    if lin != a:
+        attention += lin * sb * i.q_dim / t  # FP8: the projection keeps its own FP8 copy of that output
     if keep_scores:
         # softmax output (2), dropout mask (1), dropout output (2) per score: 5 a s^2 b / t
         attention += 5 * (i.heads / t) * sb * i.seq * (a / 2)
     elif i.flash:
         attention += 4 * (i.heads / t) * sb  # fp32 log-sum-exp kept by fused attention
-    per_width = a * sb * (3 if i.gated else 2)  # gated: gate and up outputs and their product; else input and output
+    # gated: gate and up outputs (the activation's input) and their product (the FC2 input); else
+    # the activation's input and output (the FC2 input, an FP8 copy under TE FP8)
+    per_width = sb * (a * (2 if i.gated else 1) + lin)
     dense_inner = per_width * i.ffn / t
     if i.moe:
         f = i.moe_fraction  # MoE layers hold top-k expert activations, the others a dense MLP
         inner = f * per_width * i.moe_ffn * i.top_k / i.etp + (1 - f) * dense_inner
     else:
         inner = dense_inner
-    mlp = a * sb * h / rep + inner + sb * h / rep
+    mlp = lin * sb * h / rep + inner + sb * h / rep  # norm output = FC1 input, MLP dropout mask
     norms = 2 * a * sb * h / rep
     return attention + mlp + norms
 
@@ -335,8 +388,11 @@ def communicator_count(i: Inputs) -> int:
 
 def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) -> StageMemory:
     """Memory of one pipeline stage holding ``layers`` layers."""
-    n, params, grads, opt, buffers, nccl = _stage_static(i, stage, layers, cache)
+    n, params, grads, opt, buffers, nccl, copy = _stage_static(i, stage, layers, cache)
     acts, detail = stage_activation_bytes(i, stage, layers, cache)
+    if copy > acts:  # the step's transient outgrows the activations it replaces: it sets the peak
+        buffers += copy - acts
+        detail["step_grad_copy"] = copy - acts
     allocated = params + grads + opt + acts + buffers
     ctx = C.CUDA_CONTEXT_GIB * C.GIB
     frag = C.ALLOCATOR_FRAGMENTATION * allocated
@@ -346,16 +402,18 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
 
 
 def _stage_static(i: Inputs, stage: int, layers: int, cache: Cache | None) -> tuple[float, ...]:
-    """(parameters, their bytes, gradient bytes, optimizer bytes, buffers, NCCL) of a stage: what no
+    """(parameters, their bytes, gradient bytes, optimizer bytes, buffers, NCCL, Megatron's fp32
+    gradient copy at the step) of a stage: what no
     micro batch or recompute mode changes (memoised per layout structure in a search)."""
     key = ("static", stage == 0, stage == i.pp - 1, layers, i.tp, i.pp, i.cp, i.dp, i.ep, i.etp, i.vocab,
-           i.owner, i.shard_stage, i.shard_cp, i.grad_bytes) if cache is not None else None
+           i.owner, i.shard_stage, i.shard_cp, i.grad_bytes, i.fp8, i.fp8_params) if cache is not None else None
     found = cache.get(key) if cache is not None else None
     if found is None:
         n = stage_params_per_gpu(i, stage, layers)
         params, grads, opt = static_bytes(i, n)
+        params += te_fp8_weight_cache_bytes(i, layers)
         found = (n, params, grads, opt, buffer_bytes(i, n),
-                 C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i))
+                 C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i), step_grad_copy_bytes(i, n))
         if cache is not None:
             cache[key] = found
     return found
@@ -383,6 +441,6 @@ def static_floor(i: Inputs, cache: Cache | None = None) -> float:
     fixed = C.CUDA_CONTEXT_GIB * C.GIB + C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i)
     out = 0.0
     for stage, layers in ((0, kinds[0][1]), (i.pp - 1, kinds[-1][1])):
-        _, params, grads, opt, buffers, _ = _stage_static(i, stage, layers, cache)
+        _, params, grads, opt, buffers, _, _ = _stage_static(i, stage, layers, cache)
         out = max(out, (params + grads + opt + buffers) * (1 + C.ALLOCATOR_FRAGMENTATION))
     return out + fixed

@@ -22,39 +22,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping
 
+from trainlint.frameworks.argdef import ArgDef, jsonable as _jsonable
+
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 """A file larger than this is not read (an argument module is ~100-200 KB)."""
 MAX_FILES = 64
 """At most this many files are parsed for one catalog."""
-
-
-@dataclass(frozen=True)
-class ArgDef:
-    """One argument (Megatron: a flag; NeoX / DeepSpeed: a config key) as the source defines it."""
-
-    name: str
-    """The option string (``--num-layers``) or the key (``num_layers``)."""
-    dest: str
-    action: str = "store"
-    """store | store_true | store_false | store_const | append | count | boolean_optional | key"""
-    type: str | None = None
-    """int | float | str | bool | None (not literal / not given)."""
-    choices: tuple | None = None
-    nargs: Any = None
-    default: Any = None
-    has_default: bool = False
-    file: str = ""
-    line: int = 0
-
-    def to_json(self) -> list:
-        return [self.name, self.dest, self.action, self.type, list(self.choices) if self.choices is not None else None,
-                self.nargs, self.default if _jsonable(self.default) else None, self.has_default, self.file, self.line]
-
-    @classmethod
-    def from_json(cls, row: list) -> "ArgDef":
-        name, dest, action, typ, choices, nargs, default, has_default, path, line = row
-        return cls(name, dest, action, typ, tuple(choices) if choices is not None else None, nargs, default,
-                   has_default, path, line)
 
 
 @dataclass
@@ -69,11 +42,6 @@ class ScanResult:
 
     def add(self, arg: ArgDef) -> None:
         self.args.setdefault(arg.name, arg)
-
-
-def _jsonable(value: Any) -> bool:
-    return value is None or isinstance(value, (bool, int, float, str)) or (
-        isinstance(value, (list, tuple)) and all(isinstance(v, (bool, int, float, str)) or v is None for v in value))
 
 
 def _literal(node: ast.AST | None) -> tuple[bool, Any]:

@@ -8,7 +8,6 @@ the upstream sources at a recorded commit).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -17,14 +16,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable
 
-from trainlint.frameworks.argscan import (
-    MAX_SOURCE_BYTES,
-    ArgDef,
-    ScanResult,
-    scan_deepspeed,
-    scan_megatron,
-    scan_neox,
-)
+from trainlint.frameworks.argdef import ArgDef
+
+MAX_SOURCE_BYTES = 4 * 1024 * 1024
+"""A file larger than this is not read (an argument module is ~100-200 KB); the readers use the same bound."""
 
 SCANNER_VERSION = "1"
 """Bump when the readers change what they extract: cached catalogs of older readers are ignored."""
@@ -80,7 +75,7 @@ class ArgCatalog:
                    bool(data.get("uses_deepspeed_args")))
 
 
-def from_scan(family: str, variant: str, version: str | None, scan: ScanResult, **extra) -> ArgCatalog:
+def from_scan(family: str, variant: str, version: str | None, scan, **extra) -> ArgCatalog:
     return ArgCatalog(family, variant, version, dict(scan.args), list(scan.partial), files=list(scan.files),
                       uses_deepspeed_args=scan.uses_deepspeed_args, **extra)
 
@@ -239,7 +234,10 @@ def read_checkout(root: Path, family: str, variant: str | None = None, version: 
     return catalog
 
 
-def scan_files(family: str, main: dict[str, str], classes: dict[str, str]) -> ScanResult:
+def scan_files(family: str, main: dict[str, str], classes: dict[str, str]):
+    """The :class:`~trainlint.frameworks.argscan.ScanResult` of a family's files (imports the readers)."""
+    from trainlint.frameworks.argscan import scan_deepspeed, scan_megatron, scan_neox
+
     if family == "megatron":
         return scan_megatron(main, classes)
     if family == "neox":
@@ -265,6 +263,8 @@ def _version_of(root: Path, family: str) -> str | None:
 
 
 def _digest(family: str, files: dict[str, str]) -> str:
+    import hashlib  # only when a checkout is read (hashlib loads OpenSSL: ~10 ms of start-up otherwise)
+
     h = hashlib.sha256(f"{SCANNER_VERSION}\0{family}\0".encode())
     for rel in sorted(files):
         h.update(rel.encode())
@@ -378,3 +378,30 @@ def variants(family: str) -> Iterable[str]:
         if e.family == family and e.variant not in seen:
             seen.append(e.variant)
     return seen
+
+
+@lru_cache(maxsize=4)
+def shipped_name_index(family: str) -> dict[str, list[str]]:
+    """Name -> the shipped releases that define it (``Megatron-LM core_v0.8.0``), oldest first."""
+    out: dict[str, list[str]] = {}
+    for entry in shipped_index():
+        if entry.family != family:
+            continue
+        for name in load_shipped(entry.file).args:
+            out.setdefault(name, []).append(f"{entry.variant} {entry.version}")
+    return out
+
+
+def defined_by(family: str, name: str) -> str:
+    """"Megatron-LM core_v0.4.0 to core_v0.9.0 and Megatron-DeepSpeed main define it", or ""."""
+    releases = shipped_name_index(family).get(name)
+    if not releases:
+        return ""
+    groups: dict[str, list[str]] = {}
+    for r in releases:
+        variant, _, version = r.rpartition(" ")
+        groups.setdefault(variant, []).append(version)
+    parts = []
+    for variant, versions in groups.items():
+        parts.append(f"{variant} {versions[0]}" if len(versions) == 1 else f"{variant} {versions[0]} to {versions[-1]}")
+    return " and ".join(parts) + (" define it" if len(releases) > 1 else " defines it")

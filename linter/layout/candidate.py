@@ -10,6 +10,7 @@ file will have to gain is marked as written in the file by ``trainlint suggest``
 from __future__ import annotations
 
 import copy
+import os
 from typing import Any
 
 from trainlint.estimator.inputs import Inputs
@@ -80,7 +81,7 @@ def layout_changes(spec: TrainingSpec, base: Inputs, cur: Layout, new: Layout) -
         out["parallel.data"] = new.dp
     if fw in ("megatron", "neox") and new.sp != raw_sequence_parallel(spec):
         out["parallel.sequence_parallel"] = new.sp
-    if fw in ("deepspeed", "neox") and new.zero != cur.zero:
+    if (fw in ("deepspeed", "neox") or megatron_deepspeed(spec)) and new.zero != cur.zero:
         out["parallel.zero_stage"] = new.zero
     if fw == "megatron" and new.dist_opt != cur.dist_opt:
         out["parallel.distributed_optimizer"] = new.dist_opt
@@ -303,9 +304,35 @@ def spell_changes(spec: TrainingSpec, base: Inputs, changes: dict[str, Any]) -> 
     return [f"{names[k]} {v}" for k, v in changes.items() if k in names]
 
 
+def megatron_deepspeed(spec: TrainingSpec) -> bool:
+    """A Megatron-DeepSpeed script whose model DeepSpeed's engine runs (``--deepspeed``): its ZeRO
+    stage is a layout choice, as in a DeepSpeed JSON."""
+    from trainlint.adapters.megatron.spec_build import deepspeed_runs
+
+    return spec.framework == "megatron" and deepspeed_runs(spec)
+
+
+def zero_stage_spelling(spec: TrainingSpec, stage: int) -> str:
+    """A Megatron-DeepSpeed run's ZeRO stage, spelled where the run sets it: DeepSpeed reads the
+    stage from the ``--deepspeed_config`` JSON (a file, or the here-document the script writes);
+    Megatron-DeepSpeed's own ``--zero-stage`` (arguments.py, used for zero.Init and checks) is
+    kept equal to it where the script passes it (as the write-back does)."""
+    entry = spec.parallel.zero_stage
+    in_json = entry is not None and (entry.provenance.key or "").startswith("zero_optimization")
+    parts = []
+    if in_json or "zero_stage" not in spec.settings:
+        where = os.path.basename(entry.provenance.path) if in_json and entry.provenance.path else "the DeepSpeed config"
+        parts.append(f"\"zero_optimization\": {{\"stage\": {stage}}} in {where}")
+    if "zero_stage" in spec.settings:
+        parts.append(f"{_megatron_flag(spec, 'zero_stage')} {stage}")
+    return " and ".join(parts)
+
+
 def _spell_megatron(spec: TrainingSpec, base: Inputs, changes: dict[str, Any]) -> list[str]:
     out: list[str] = []
     flag = lambda dest: _megatron_flag(spec, dest)  # noqa: E731
+    if "parallel.zero_stage" in changes:
+        out.append(zero_stage_spelling(spec, changes["parallel.zero_stage"]))
     for dotted, dest in (("parallel.tensor", "tensor_model_parallel_size"), ("parallel.pipeline", "pipeline_model_parallel_size")):
         if dotted in changes:
             out.append(f"{flag(dest)} {changes[dotted]}")

@@ -111,6 +111,8 @@ class Space:
     etp: int = 1
     max_micro: int = 64
     megatron_deepspeed: bool = False
+    ds_pipeline_engine: bool = False
+    """Megatron-DeepSpeed: DeepSpeed's pipeline engine is engaged (no --no-pipeline-parallel)."""
     bf16_accum_guard: bool = False
     """bf16 on DeepSpeed's pipeline engine without fp32 gradient accumulation (TL134, TL180)."""
     notes: list[str] = field(default_factory=list)
@@ -228,8 +230,10 @@ class Space:
                     continue
                 out.append((z, None, 1 if guard and z == 0 else None))
                 continue
-            if self.framework == "megatron" and self.megatron_deepspeed and pp > 1 and z >= 2:
-                continue  # Megatron-DeepSpeed runs PP > 1 on DeepSpeed's pipeline engine
+            if self.framework == "megatron" and self.megatron_deepspeed and z >= 2 and (pp > 1 or self.ds_pipeline_engine):
+                # Megatron-DeepSpeed builds GPTModelPipe (DeepSpeed's pipeline engine) unless
+                # --no-pipeline-parallel, at PP 1 too; the engine refuses ZeRO >= 2 (TL110)
+                continue
             out.append((z, None, None))
         return out
 
@@ -261,6 +265,10 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: set[str] = frozenset()
         searchable = {"tp", "pp", "micro", "recompute"}
         if current_megatron and not megatron_ds:
             searchable |= {"vpp", "cp", "dist-opt"}
+        from trainlint.adapters.megatron.spec_build import deepspeed_runs
+
+        if megatron_ds and deepspeed_runs(spec):
+            searchable.add("zero")  # the DeepSpeed JSON's (or --zero-stage's) stage
     elif fw == "neox":
         searchable = {"tp", "pp", "micro", "recompute", "zero"}
     elif fw == "deepspeed":
@@ -307,7 +315,7 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: set[str] = frozenset()
         rec_cands = ["none", "full"]
     else:
         rec_cands = list(RECOMPUTE_ORDER)
-    zero_cands = [0, 1, 2, 3] if fw in ("deepspeed", "neox") else []
+    zero_cands = [0, 1, 2, 3] if fw in ("deepspeed", "neox") or "zero" in searchable else []
     if fw == "neox" and i.experts > 1:
         zero_cands = [0, 1]  # NeoX refuses MoE with ZeRO 2/3 (TL111)
     sp_policy = "fixed"
@@ -333,6 +341,7 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: set[str] = frozenset()
         experts=i.experts, ep=i.ep, etp_follows_tp=spec.parallel.expert_tensor is None
         or spec.parallel.expert_tensor.provenance.origin is not Origin.FILE, etp=i.etp,
         max_micro=max(max_micro, i.micro), megatron_deepspeed=megatron_ds, notes=notes, current=current,
+        ds_pipeline_engine=bool(megatron_ds and spec.value("parallel.pipeline_engine", False)),
         bf16_accum_guard=fw in ("neox", "deepspeed") and i.dtype == "bf16"
         and str(spec.value("precision.grad_accum_dtype") or "").lower() not in ("fp32", "float32", "float"),
     )

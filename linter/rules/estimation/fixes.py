@@ -12,6 +12,7 @@ from typing import Any, Callable, Iterator
 
 from trainlint.adapters.engine import set_engine
 from trainlint.estimator.core import InvariantError
+from trainlint.layout.candidate import megatron_deepspeed, zero_stage_spelling
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
 
@@ -111,16 +112,26 @@ def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
             modified = _with_data_parallel(spec, world // layout, **changes)
             if modified is not None:
                 yield Candidate(spelling, "parallel.tensor", modified)
-    if fw == "megatron" and not spec.value("parallel.distributed_optimizer", False):
+    ds_engine = megatron_deepspeed(spec)  # Megatron-DeepSpeed with --deepspeed: DeepSpeed's optimizer, not Megatron's
+    if fw == "megatron" and not ds_engine and not spec.value("parallel.distributed_optimizer", False):
         yield Candidate("--use-distributed-optimizer", "parallel.distributed_optimizer",
                         _with(spec, parallel__distributed_optimizer=True))
-    if fw in ("deepspeed", "neox"):
+    if fw in ("deepspeed", "neox") or ds_engine:
         stage = spec.value("parallel.zero_stage", 0)
-        pipeline = spec.value("parallel.pipeline_engine", False)
-        ceiling = 1 if pipeline else 3  # ZeRO >= 2 refuses the pipeline engine (TL110)
+        # ZeRO >= 2 refuses the pipeline engine (TL110); NeoX and Megatron-DeepSpeed engage it
+        # (pipeline_engine; Megatron-DeepSpeed at PP 1 too, unless --no-pipeline-parallel)
+        pipeline = spec.value("parallel.pipeline_engine", False) or spec.value("parallel.pipeline", 1) not in (1, None)
+        ceiling = 1 if pipeline else 3
         if isinstance(stage, int) and stage < ceiling:
-            key = "\"zero_optimization\": {\"stage\": %d}" if fw == "deepspeed" else "zero_optimization: {stage: %d}"
-            yield Candidate(key % (stage + 1), "parallel.zero_stage", _with(spec, parallel__zero_stage=stage + 1))
+            yield Candidate(_zero_spelling(spec, stage + 1), "parallel.zero_stage", _with(spec, parallel__zero_stage=stage + 1))
+
+
+def _zero_spelling(spec: TrainingSpec, stage: int) -> str:
+    if spec.framework == "deepspeed":
+        return "\"zero_optimization\": {\"stage\": %d}" % stage
+    if spec.framework == "neox":
+        return "zero_optimization: {stage: %d}" % stage
+    return zero_stage_spelling(spec, stage)  # Megatron-DeepSpeed: the JSON's stage and/or --zero-stage
 
 
 def fits(result: Any, headroom: float) -> bool:
@@ -253,10 +264,9 @@ def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
             if modified is not None:
                 yield Candidate(spelling + " (fewer data-parallel replicas)", "parallel.tensor", modified)
     stage = spec.value("parallel.zero_stage")
-    if fw in ("deepspeed", "neox") and _ints(stage) and stage >= 2:
+    if (fw in ("deepspeed", "neox") or megatron_deepspeed(spec)) and _ints(stage) and stage >= 2:
         for lower in range(stage - 1, 0, -1):  # ZeRO-3 gathers parameters every micro-batch; 2 and 1 do not
-            key = "\"zero_optimization\": {\"stage\": %d}" if fw == "deepspeed" else "zero_optimization: {stage: %d}"
-            yield Candidate(key % lower, "parallel.zero_stage", _with(spec, parallel__zero_stage=lower))
+            yield Candidate(_zero_spelling(spec, lower), "parallel.zero_stage", _with(spec, parallel__zero_stage=lower))
     micro = spec.value("batch.micro_batch")
     if _ints(micro, accum) and accum % 2 == 0:
         yield Candidate(_micro_spelling(fw, micro * 2) + " (fewer, larger micro-batches)", "batch.micro_batch",
