@@ -162,3 +162,19 @@ def test_notifications_leave_no_futures_behind():
         return len(protocol._request_futures)
 
     assert asyncio.run(storm()) == 0
+
+
+def test_exit_code_is_1_without_a_prior_shutdown_and_0_after_it(tmp_path):
+    """The LSP spec: `exit` ends the server with 0 if `shutdown` came first, else with 1."""
+    client = Client(tmp_path)
+    client.start(tmp_path, {})
+    client.notify("exit", None)
+    assert client.proc.wait(timeout=60) == 1
+    assert b"Traceback" not in client.proc.stderr.read()
+    client = Client(tmp_path)
+    client.notify("exit", None)  # before initialize: no shutdown either
+    assert client.proc.wait(timeout=60) == 1
+    client = Client(tmp_path)
+    client.start(tmp_path, {})
+    code, err = client.stop()
+    assert code == 0 and b"Traceback" not in err
