@@ -152,3 +152,18 @@ def test_generation_and_export_entry_points_are_not_estimated_as_training():
         assert unmodelled(TrainingSpec("megatron", "x.sh", entry_point=entry)), entry
     for entry in ("pretrain_gpt.py", "examples/multimodal/../../pretrain_gpt.py", "finetune.py", None):
         assert not unmodelled(TrainingSpec("megatron", "x.sh", entry_point=entry)), entry
+
+
+def test_a_layout_value_known_only_at_launch_is_not_estimated_with_the_default():
+    from trainlint.adapters.base import LoadContext
+    from trainlint.adapters.megatron.adapter import MegatronAdapter
+    from trainlint.rules.estimation.scope import unmodelled
+    from trainlint.sources import SourceText
+
+    text = ("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 80 --hidden-size 8192 --num-attention-heads 64 "
+            "--seq-length 8192 --max-position-embeddings 8192 --micro-batch-size 1 --global-batch-size 1024 "
+            "--tensor-model-parallel-size $SLURM_GPUS_PER_NODE\n")
+    spec = MegatronAdapter().load(SourceText("t.sh", text), LoadContext()).specs[0]
+    assert [u.setting for u in unmodelled(spec)] == ["--tensor-model-parallel-size"]
+    known = MegatronAdapter().load(SourceText("t.sh", text.replace("$SLURM_GPUS_PER_NODE", "8")), LoadContext()).specs[0]
+    assert unmodelled(known) == []

@@ -85,7 +85,18 @@ def unmodelled(spec: TrainingSpec) -> list[Unmodelled]:
                 out.append(Unmodelled(flag, why))
         if _MULTIMODAL_ENTRY.search(entry):
             out.append(Unmodelled(entry, "the vision encoder and multimodal inputs are not modelled"))
+        for dest in _MEGATRON_LAYOUT:
+            if dest in spec.unresolved and spec.settings.get(dest) is None:
+                flag = "--" + dest.replace("_", "-")
+                out.append(Unmodelled(flag, f"{flag} is only known at launch; an estimate would take Megatron's "
+                                            "default for it"))
     return out
+
+
+# Settings that decide memory and time per GPU: written but unknown statically (`$SLURM_GPUS_PER_NODE`),
+# the estimate would silently use the framework default (swiss-ai's 70B read as TP 1: a false OOM).
+_MEGATRON_LAYOUT = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+                    "expert_model_parallel_size", "micro_batch_size", "num_layers", "hidden_size", "seq_length")
 
 
 def usable_estimate(spec: TrainingSpec, estimate: Any) -> Any:
