@@ -74,6 +74,8 @@ class LaunchCommand:
     neox_configs: list[WordRef] = field(default_factory=list)
     script: WordRef | None = None
     script_args: list[str] = field(default_factory=list)
+    accelerate: object | None = None
+    """The ``accelerate launch --config_file`` YAML's settings (AccelerateConfig), when read."""
 
     def span_of_word(self, index: int, start: int = 0, end: int | None = None) -> Span:
         return word_span(self.argv, index, start, end)
@@ -131,6 +133,8 @@ def parse_launch(argv: list[str]) -> LaunchCommand:
             found.neox_configs = _neox_configs(argv, args_start)
             return found
         ref = _deepspeed_config(argv, args_start)
+        if "accelerate" in inv.launchers:
+            ref = _accelerate(found, argv) or ref
         if ref is not None:
             found.kind = "deepspeed"
             found.deepspeed_config = ref
@@ -140,6 +144,38 @@ def parse_launch(argv: list[str]) -> LaunchCommand:
         ref, rest = script
         return LaunchCommand(argv, "script", script=ref, script_args=rest)
     return LaunchCommand(argv, "none")
+
+
+def _accelerate(found: LaunchCommand, argv: list[str]) -> WordRef | None:
+    """``accelerate launch``: its --deepspeed_config_file, else the one its --config_file YAML names
+    (the YAML's num_processes/num_machines are kept on ``found`` for the world size)."""
+    from trainlint.accelerate_config import read_accelerate_config
+
+    world = found.invocation.world
+    config_word = _word_of(argv, world.get("accelerate_config"))
+    if config_word is not None:
+        found.accelerate = read_accelerate_config(config_word[2])
+    direct = _word_of(argv, world.get("deepspeed_config_file"))
+    if direct is not None:
+        index, start, written = direct
+        return _ref(argv, index, written, start)
+    if found.accelerate is not None and found.accelerate.deepspeed_config_file and config_word is not None:
+        index, start, _ = config_word
+        written = found.accelerate.deepspeed_config_file
+        return WordRef(index, written, written, word_span(argv, index, start))
+    return None
+
+
+def _word_of(argv: list[str], value) -> tuple[int, int, str] | None:
+    """(word index, start within the word, text) of an option's value Field located in command_text."""
+    if value is None or value.text is None or value.value_loc is None:
+        return None
+    offset = value.value_loc.start
+    for index, word in enumerate(argv):
+        if offset <= len(word):
+            return index, offset, value.text
+        offset -= len(word) + 1
+    return None
 
 
 def _index_of(fields: list, wanted) -> int:

@@ -57,3 +57,59 @@ def test_run_binds_the_words_after_the_script(tmp_path: Path):
     (result,) = collect(parse_launch(["bash", str(script), "40", "8"]), session)
     (spec,) = result.specs
     assert spec.model.num_layers.value == 40 and spec.parallel.tensor.value == 8
+
+
+# --arg VALUE (repeatable): check and estimate bind $1 $2 ... as `bash train.sh VALUE...` does.
+
+def _script(tmp_path: Path) -> Path:
+    script = tmp_path / "train.sh"
+    script.write_text(SCRIPT)
+    return script
+
+
+def test_launch_environment_numbers_the_args_and_env_wins():
+    from argparse import Namespace
+
+    from trainlint.commands.check import launch_environment
+
+    assert launch_environment(Namespace(script_args=["32", "4"], env=[])) == {"1": "32", "2": "4"}
+    assert launch_environment(Namespace(script_args=["32", "4"], env=["2=8", "TP=1"])) == \
+        {"1": "32", "2": "8", "TP": "1"}
+    assert launch_environment(Namespace(env=["X=1"])) == {"X": "1"}  # run has no --arg
+
+
+def test_estimate_arg_binds_dollar_one_and_two(tmp_path, capsys):
+    import json
+
+    from trainlint.cli import main
+
+    script = _script(tmp_path)
+    assert main(["estimate", str(script), "--isolated", "--format", "json", "--arg", "40", "--arg", "8"]) in (0, 1)
+    with_args = json.loads(capsys.readouterr().out)
+    assert main(["estimate", str(script), "--isolated", "--format", "json"]) in (0, 1)
+    without = json.loads(capsys.readouterr().out)
+    assert with_args["stages"][0]["layers"] == 40 and without["stages"][0]["layers"] == 24
+
+
+def test_check_arg_reaches_the_script(tmp_path, capsys):
+    from trainlint.cli import main
+
+    script = _script(tmp_path)
+    # TP=3 does not divide 16 heads: a finding that exists only when $2 is bound to 3
+    main(["check", str(script), "--isolated", "--no-summary"])
+    without = capsys.readouterr().out
+    main(["check", str(script), "--isolated", "--no-summary", "--arg", "24", "--arg", "3"])
+    with_arg = capsys.readouterr().out
+    assert "TL104" not in without
+    assert "TL104 16 attention heads are not divisible by tensor parallel size 3" in with_arg
+
+
+def test_arg_is_in_the_help(capsys):
+    import pytest
+
+    from trainlint.cli import main
+
+    for command in ("check", "estimate"):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert "--arg VALUE" in capsys.readouterr().out

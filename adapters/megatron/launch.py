@@ -184,6 +184,10 @@ def find_invocation(command: Command, distinctive_needed: int = 2) -> Invocation
             launchers.append("deepspeed")
             i, all_local = _deepspeed_opts(fields, i + 1, world)
             continue
+        if base == "accelerate" and i + 1 < n and fields[i + 1].text == "launch":
+            launchers.append("accelerate")
+            i = _accelerate_opts(fields, i + 2, world)
+            continue
         if base == "srun":
             launchers.append("srun")
             i = _srun_opts(fields, i + 1, world)
@@ -219,7 +223,7 @@ def _is_launcher(f: Field) -> bool:
     if t is None:
         return False
     base = t.rsplit("/", 1)[-1]
-    return bool(base in ("torchrun", "deepspeed", "srun", "mpirun", "mpiexec") or _PYTHON.match(base))
+    return bool(base in ("torchrun", "deepspeed", "srun", "mpirun", "mpiexec", "accelerate") or _PYTHON.match(base))
     return None
 
 
@@ -356,6 +360,45 @@ def _deepspeed_opts(fields: list[Field], i: int, world: dict[str, Field]) -> tup
                 world["hostfile"] = value
         i = nxt
     return i, not counted
+
+
+# `accelerate launch` options that take no value (accelerate/commands/launch.py); every other option
+# takes one. --num_processes is the total across machines, --num_machines the node count.
+_ACCELERATE_BOOL = {"--cpu", "--multi_gpu", "--tpu", "--ipex", "--use_xpu", "--use_deepspeed", "--use_fsdp",
+                    "--use_megatron_lm", "--debug", "-q", "--quiet", "--no_python", "--same_network",
+                    "--downcast_bf16", "--dynamo_use_fullgraph", "--dynamo_use_dynamic", "--enable_cpu_affinity",
+                    "--tpu_cluster", "--no_tpu_cluster", "--tpu_use_sudo", "--vm", "--use_parallelism_config"}
+_ACCELERATE_WORLD = {"num_processes": "world_size", "num_machines": "nodes",
+                     "config_file": "accelerate_config", "deepspeed_config_file": "deepspeed_config_file"}
+
+
+def _accelerate_opts(fields: list[Field], i: int, world: dict[str, Field]) -> int:
+    n = len(fields)
+    while i < n:
+        t = fields[i].text
+        if t is None:
+            if fields[i].known_tail.endswith(".py"):
+                return i
+            i += 1
+            continue
+        if not t.startswith("-"):
+            return i
+        name = t.split("=", 1)[0]
+        if name in ("-m", "--module"):
+            return i + 1
+        if name in _ACCELERATE_BOOL:
+            i += 1
+            continue
+        name, value, nxt = _take(fields, i)
+        if "=" not in t and value is not None and value.text is not None and \
+                (value.text.startswith("-") or value.text.endswith(".py")):
+            i += 1  # a flag trainlint does not know takes no value here
+            continue
+        key = _ACCELERATE_WORLD.get(name.lstrip("-").replace("-", "_"))
+        if key is not None and value is not None:
+            world[key] = value
+        i = nxt
+    return i
 
 
 def _srun_opts(fields: list[Field], i: int, world: dict[str, Field]) -> int:

@@ -257,6 +257,11 @@ class ShellEvaluator:
         self.arguments = _positional(self.environment)
         """The script's arguments ($1, $2...) when the user gave them (`run -- bash x.sh a b`, --env 1=a):
         then an argument not given is empty, as in bash; None: unknown, the script's defaults are used."""
+        from trainlint.adapters.megatron.slurm import slurm_environment
+
+        self.slurm = slurm_environment(root.text, root.path)
+        """SLURM_NNODES, SLURM_GPUS_PER_NODE, ... as sbatch sets them from the script's #SBATCH lines
+        (located there); the user's --env wins over them, the script's own assignments over both."""
         self.files: dict[str, FileText] = {}
         self.env = EnvMap()
         self.commands: list[Command] = []
@@ -1241,6 +1246,8 @@ class ShellEvaluator:
             return self.env.values[name]
         if name in self.environment:
             return VarValue(scalar=(Seg(self.environment[name], None, False, None, env=name),))
+        if name in self.slurm:
+            return VarValue(scalar=self.slurm[name].segs)
         return Seg("", loc, False, f"${name} (not set in the script)")
 
     def _is_set(self, name: str) -> bool | None:
@@ -1254,7 +1261,7 @@ class ShellEvaluator:
             if any(s.unknown for s in segs):
                 return None
             return True
-        if name in self.environment:
+        if name in self.environment or name in self.slurm:
             return True
         return False
 

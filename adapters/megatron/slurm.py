@@ -16,7 +16,7 @@ from trainlint.adapters.megatron.words import Field, Loc, Seg
 _DIRECTIVE = re.compile(r"^#SBATCH[ \t]+(.*)$")
 _OPTION = re.compile(r"(--?[A-Za-z][\w-]*)(?:=(\S+)|[ \t]+(?!-)(\S+))?")
 _NAMES = {"--nodes": "nodes", "-N": "nodes", "--ntasks-per-node": "ntasks_per_node",
-          "--gpus-per-node": "gpus_per_node", "--gres": "gres"}
+          "--gpus-per-node": "gpus_per_node", "--gres": "gres", "--ntasks": "ntasks", "-n": "ntasks"}
 _TAKES_VALUE = {"--nodes", "-N", "--ntasks-per-node", "--gpus-per-node", "--gres", "--ntasks", "-n", "--gpus", "-G",
                 "--job-name", "-J", "--partition", "-p", "--time", "-t", "--account", "-A", "--output", "-o",
                 "--error", "-e", "--cpus-per-task", "-c", "--mem", "--constraint", "-C", "--qos", "-q",
@@ -24,7 +24,7 @@ _TAKES_VALUE = {"--nodes", "-N", "--ntasks-per-node", "--gpus-per-node", "--gres
 
 
 def sbatch_allocation(text: str, path: str) -> dict[str, Field]:
-    """{"nodes", "ntasks_per_node", "gpus_per_node"}: Fields (whole numbers, with their positions) of
+    """{"nodes", "ntasks_per_node", "gpus_per_node", "ntasks"}: Fields (whole numbers, with their positions) of
     the directives before the first command; the last directive of a kind wins, as in sbatch."""
     out: dict[str, Field] = {}
     offset = 0
@@ -45,8 +45,8 @@ def sbatch_allocation(text: str, path: str) -> dict[str, Field]:
             flag = opt.group(1)
             value = opt.group(2) if opt.group(2) is not None else opt.group(3)
             vstart = opt.start(2) if opt.group(2) is not None else opt.start(3)
-            if flag.startswith("-N") and len(flag) > 2 and flag[2:].isdigit():  # -N16
-                flag, value, vstart = "-N", flag[2:], opt.start(1) + 2
+            if flag[:2] in ("-N", "-n") and len(flag) > 2 and flag[2:].isdigit():  # -N16, -n64
+                flag, value, vstart = flag[:2], flag[2:], opt.start(1) + 2
             key = _NAMES.get(flag)
             if key is None or value is None:
                 continue
@@ -70,3 +70,26 @@ def _count(key: str, value: str) -> int | None:
         return None
     tail = value.rsplit(":", 1)[-1] if key == "gpus_per_node" else value
     return int(tail) if tail.isdigit() and int(tail) > 0 else None
+
+
+# The variables Slurm sets in the batch script's environment from the allocation (sbatch(1), OUTPUT
+# ENVIRONMENT VARIABLES): SLURM_JOB_NUM_NODES (and SLURM_NNODES, kept for compatibility) from
+# --nodes; SLURM_NTASKS_PER_NODE from --ntasks-per-node; SLURM_GPUS_PER_NODE from --gpus-per-node;
+# SLURM_NTASKS (= SLURM_NPROCS) from --ntasks. SLURM_GPUS_ON_NODE is the GPUs allocated on the node,
+# which --gres=gpu:N also sets.
+SLURM_VARIABLES = {
+    "nodes": ("SLURM_NNODES", "SLURM_JOB_NUM_NODES"),
+    "ntasks_per_node": ("SLURM_NTASKS_PER_NODE",),
+    "gpus_per_node": ("SLURM_GPUS_PER_NODE", "SLURM_GPUS_ON_NODE"),
+    "ntasks": ("SLURM_NTASKS", "SLURM_NPROCS"),
+}
+
+
+def slurm_environment(text: str, path: str) -> dict[str, Field]:
+    """``{"SLURM_NNODES": Field, ...}``: what a script run by sbatch finds in its environment, each
+    value located at its ``#SBATCH`` directive (so a world size read through ``$SLURM_NNODES``
+    points there). Empty when the script has no directive."""
+    if "#SBATCH" not in text:
+        return {}
+    allocation = sbatch_allocation(text, path)
+    return {name: field for key, field in allocation.items() for name in SLURM_VARIABLES.get(key, ())}

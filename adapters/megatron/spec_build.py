@@ -136,7 +136,15 @@ class SpecBuilder:
             m.num_kv_heads = self.get("num_query_groups")
         elif self.given("num_key_value_heads"):
             m.num_kv_heads = self.get("num_key_value_heads")
-        elif m.num_attention_heads is not None and not self.raw("group_query_attention") and not self.raw("multi_latent_attention"):
+        elif self.raw("group_query_attention") and not self.raw("multi_latent_attention"):
+            # --num-query-groups defaults to 1 (megatron/training/arguments.py), used as is with GQA on
+            m.num_kv_heads = default(1, "--group-query-attention without --num-query-groups (Megatron's default 1)")
+        elif m.num_attention_heads is not None and self.raw("multi_latent_attention"):
+            # MLA up-projects keys and values for every attention head from the compressed latent
+            m.num_kv_heads = derived(m.num_attention_heads.value,
+                                     "--multi-latent-attention: keys and values up-projected per attention head",
+                                     m.num_attention_heads)
+        elif m.num_attention_heads is not None and not self.raw("group_query_attention"):
             m.num_kv_heads = derived(m.num_attention_heads.value,
                                      "no --group-query-attention: one KV head per attention head",
                                      m.num_attention_heads)
@@ -196,6 +204,8 @@ class SpecBuilder:
                     path, span = self.ctx.span_of(inc.value_loc)
                     gpn = Value(count, Provenance(Origin.FILE, path=path, span=span, key="--include",
                                                   note=f"GPUs listed in --include {inc.text}"))
+        if "deepspeed" in self.ctx.launchers and "hostfile" in w and world is None:
+            gpn, nodes, world = self._hostfile(w["hostfile"], gpn, nodes)
         if "deepspeed" in self.ctx.launchers and nodes is None and gpn is not None and "hostfile" not in w:
             nodes = default(1, "DeepSpeed launcher default (one node without --num_nodes or a hostfile)")
         if "torchrun" in self.ctx.launchers[-1:] or any(l.startswith("python -m torch") for l in self.ctx.launchers):
@@ -211,6 +221,33 @@ class SpecBuilder:
             c.world_size = derived(gpn.value * nodes.value, "gpus per node x nodes (launcher arguments)", gpn, nodes)
         elif self.ctx.launchers == ["python"] or self.ctx.launchers == ["direct"]:
             c.world_size = derived(1, "a single process (plain python, no distributed launcher)")
+
+    def _hostfile(self, f: Field, gpn: Value | None, nodes: Value | None):
+        """(gpus per node, nodes, world size) with a DeepSpeed hostfile in the project: its hosts (the
+        first --num_nodes of them), each with its slots or --num_gpus GPUs; unchanged when the file
+        is not found, outside the project or not ``host slots=N`` lines."""
+        from trainlint.hostfile import find_hostfile, read_hostfile
+
+        path = find_hostfile(f.text, self.ctx.path) if f.text else None
+        hosts = read_hostfile(path) if path else None
+        if not hosts:
+            return gpn, nodes, None
+        if nodes is not None and isinstance(nodes.value, int) and nodes.value > 0:
+            hosts = hosts[:nodes.value]
+        where = Span(hosts[0].line, 1, hosts[-1].line + 1, 1)
+        listed = ", ".join(f"{h.name} slots={h.slots}" for h in hosts[:4]) + (", ..." if len(hosts) > 4 else "")
+        if nodes is None:
+            nodes = Value(len(hosts), Provenance(Origin.FILE, path=path, span=where, key="hostfile",
+                                                 note=f"hosts in the hostfile {f.text}: {listed}"))
+        if gpn is None:
+            if len({h.slots for h in hosts}) == 1:
+                gpn = Value(hosts[0].slots, Provenance(Origin.FILE, path=path, span=where, key="hostfile",
+                                                       note=f"slots per host in the hostfile {f.text}"))
+            else:
+                return None, nodes, Value(sum(h.slots for h in hosts), Provenance(
+                    Origin.FILE, path=path, span=where, key="hostfile",
+                    note=f"sum of the slots in the hostfile {f.text}: {listed}"))
+        return gpn, nodes, None
 
     def _launch_int(self, f: Field | None, what: str) -> Value | None:
         if f is None or f.text is None:

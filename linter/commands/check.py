@@ -15,6 +15,10 @@ from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 OUTPUT_FORMATS = ("text", "json", "sarif", "github", "markdown")
 """Every --format of check (and of run, which reports the same way); render_results dispatches on it."""
 
+ARG_HELP = ("a launch script's positional argument: the first --arg is $1, the second $2, ... (as "
+            "`bash train.sh VALUE...` gives them; an argument not given is empty); repeatable. "
+            "An explicit --env N=VALUE wins")
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     check = sub.add_parser("check", help="check config files and directories",
@@ -39,6 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                        help="value of a launch-script variable for static resolution "
                             "(never read from the real environment); repeatable")
+    check.add_argument("--arg", action="append", default=[], metavar="VALUE", dest="script_args",
+                       help=ARG_HELP)
     check.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
     check.add_argument("--isolated", action="store_true", help="ignore every project config file")
     check.add_argument("--allow-plugins", action="store_true",
@@ -69,6 +75,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
                         help="files that form one run, merged in order; repeatable")
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="value of a launch-script variable for static resolution; repeatable")
+    parser.add_argument("--arg", action="append", default=[], metavar="VALUE", dest="script_args", help=ARG_HELP)
     parser.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
     parser.add_argument("--isolated", action="store_true", help="ignore every project config file")
     parser.add_argument("--allow-plugins", action="store_true",
@@ -153,6 +160,13 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ignore", type=_selectors, default=[], metavar="CODES", help="codes not to report")
 
 
+def launch_environment(args: argparse.Namespace) -> dict[str, str]:
+    """--arg values as $1 $2 ..., then --env (so an explicit ``--env 2=...`` wins over the second --arg).
+    Raises ValueError on a malformed --env item."""
+    positional = {str(i): value for i, value in enumerate(getattr(args, "script_args", None) or [], 1)}
+    return {**positional, **parse_env(getattr(args, "env", None) or [])}
+
+
 def parse_env(items: list[str]) -> dict[str, str]:
     """``["TP=4"]`` -> ``{"TP": "4"}``; raises ValueError on a malformed item."""
     environment: dict[str, str] = {}
@@ -184,7 +198,7 @@ def open_session(args: argparse.Namespace, start: Path) -> LintSession:
     from trainlint.plugins import project_host
     from trainlint.registry import build_registry
 
-    environment = parse_env(getattr(args, "env", []))
+    environment = launch_environment(args)
     project = discover(start, getattr(args, "config", None), getattr(args, "isolated", False))
     host = project_host(project, allow=getattr(args, "allow_plugins", False), roots=getattr(args, "trust_roots", None),
                         editor_trusted=getattr(args, "editor_trusted", None))

@@ -95,7 +95,7 @@ def render_run(totals: dict) -> str:
 def run(args: argparse.Namespace) -> int:
     from trainlint.adapters import builtin_adapters
     from trainlint.checker import check_paths
-    from trainlint.commands.check import parse_env
+    from trainlint.commands.check import launch_environment
     from trainlint.config import ConfigError, discover
     from trainlint.estimator import ContextError, InvariantError, build_context, estimate
     from trainlint.estimator.render import render_text
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         print(printable(f"trainlint: error: no such file or directory: {', '.join(missing)}"), file=sys.stderr)
         return EXIT_ERROR
     try:
-        environment = parse_env(args.env)
+        environment = launch_environment(args)
         project = discover(Path(args.paths[0]), getattr(args, "config", None), getattr(args, "isolated", False))
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)

@@ -228,6 +228,8 @@ def _deepspeed(launch):
         return FileResult(COMMAND_LINE, None, [problem])
     loaded = load_deepspeed_config(source)
     cluster = launcher_cluster(launch)
+    if "accelerate" in launch.launchers and cluster is not None:
+        _accelerate_world(cluster, launch.accelerate)
     start = _entry_index(launch)
     for spec in loaded.specs:
         if start is not None:
@@ -252,6 +254,23 @@ def _deepspeed(launch):
         filled = tuple(f'`{key}` is "auto"' for key in FILLED_KEYS)
         diagnostics = [d for d in diagnostics if not (d.code == "TL007" and d.message.startswith(filled))]
     return FileResult(source.path, FORMAT, diagnostics, loaded.specs, loaded.documents)
+
+
+def _accelerate_world(cluster, config) -> None:
+    """Nodes and world size from the accelerate config YAML where the command line gives none
+    (its --num_processes / --num_machines win, as accelerate merges them)."""
+    from trainlint.provenance import default, derived
+
+    if config is not None and cluster.nodes is None and config.num_machines is not None:
+        cluster.nodes = config.num_machines
+    if config is not None and cluster.world_size is None and config.num_processes is not None:
+        cluster.world_size = config.num_processes
+    if cluster.world_size is not None and cluster.nodes is None:
+        cluster.nodes = default(1, "accelerate default (--num_machines 1)")
+    nodes, world = cluster.nodes, cluster.world_size
+    if cluster.gpus_per_node is None and nodes is not None and world is not None and nodes.value \
+            and world.value % nodes.value == 0:
+        cluster.gpus_per_node = derived(world.value // nodes.value, "processes / machines (accelerate)", world, nodes)
 
 
 def _entry_index(launch) -> int | None:

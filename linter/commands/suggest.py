@@ -80,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trainlint.checker import check_paths
-    from trainlint.commands.check import parse_env
+    from trainlint.commands.check import launch_environment
     from trainlint.config import ConfigError, discover
     from trainlint.estimator import ContextError, build_context
     from trainlint.layout import SearchError, SearchOptions, search
@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         print(printable(f"trainlint: error: no such file or directory: {', '.join(missing)}"), file=sys.stderr)
         return EXIT_ERROR
     try:
-        environment = parse_env(args.env)
+        environment = launch_environment(args)
         project = discover(Path(args.path), args.config, args.isolated)
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)

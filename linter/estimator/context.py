@@ -207,6 +207,25 @@ def fill_vocab(spec: TrainingSpec, vocab: Value | None) -> TrainingSpec:
     return out
 
 
+def _foreign_attention(spec: TrainingSpec, preset: ModelPreset) -> set[str]:
+    """Attention fields the preset must not fill because the config already implies another shape:
+    its own head count or hidden size differs from the preset's (the preset's KV heads and head
+    dimension belong to other heads), or it states MLA / GQA (Megatron --multi-latent-attention,
+    --group-query-attention), whose KV heads the config defines."""
+    m = spec.model
+    stated = lambda v: v is not None and v.value is not None  # noqa: E731
+    differs = (stated(m.num_attention_heads) and m.num_attention_heads.value != preset.num_attention_heads) or \
+        (stated(m.hidden_size) and m.hidden_size.value != preset.hidden_size)
+    shaped = any(_on(spec, flag) for flag in ("multi_latent_attention", "group_query_attention"))
+    return {"num_kv_heads", "kv_channels"} if differs or shaped else set()
+
+
+def _on(spec: TrainingSpec, name: str) -> bool:
+    setting = getattr(spec, "settings", {}).get(name)
+    value = getattr(setting, "value", setting)
+    return value is True or (isinstance(value, str) and value.lower() in ("true", "1"))
+
+
 def fill_model(spec: TrainingSpec, model: Value | None) -> TrainingSpec:
     """A copy of ``spec`` whose missing model fields come from ``model`` (a Value[ModelPreset]).
 
@@ -219,8 +238,9 @@ def fill_model(spec: TrainingSpec, model: Value | None) -> TrainingSpec:
     out = copy.copy(spec)
     out.model = copy.copy(spec.model)
     origin = model.provenance.origin
+    foreign = _foreign_attention(spec, preset)
     for field_name, attr in _PRESET_FIELDS.items():
-        if getattr(out.model, field_name) is not None:
+        if getattr(out.model, field_name) is not None or field_name in foreign:
             continue
         value = getattr(preset, attr)
         if value is None:
