@@ -12,7 +12,8 @@ from trainlint.adapters.base import Adapter
 def builtin_adapters() -> list[Adapter]:
     """The adapters trainlint ships, in tie-break order."""
     from trainlint.adapters.deepspeed import DeepSpeedAdapter
+    from trainlint.adapters.hf_yaml import HFTrainerYamlAdapter
     from trainlint.adapters.megatron import MegatronAdapter
     from trainlint.adapters.neox import NeoXAdapter
 
-    return [DeepSpeedAdapter(), NeoXAdapter(), MegatronAdapter()]
+    return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), NeoXAdapter(), MegatronAdapter()]

@@ -43,6 +43,11 @@ def test_variables_from_the_directives():
     assert slurm_environment("#!/bin/bash\necho hi\n", "/x/j.sh") == {}
 
 
+def test_gres_sets_gpus_on_node_but_not_gpus_per_node():
+    env = slurm_environment("#!/bin/bash\n#SBATCH --nodes=2\n#SBATCH --gres=gpu:4\necho\n", "/x/j.sh")
+    assert env["SLURM_GPUS_ON_NODE"].text == "4" and "SLURM_GPUS_PER_NODE" not in env
+
+
 def test_directives_after_the_first_command_are_not_read():
     assert slurm_environment("#!/bin/bash\necho\n#SBATCH --nodes=4\n", "/x/j.sh") == {}
 

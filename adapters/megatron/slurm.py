@@ -53,11 +53,15 @@ def sbatch_allocation(text: str, path: str) -> dict[str, Field]:
             count = _count(key, value)
             if count is None:
                 continue
-            if key == "gres":
-                key = "gpus_per_node"
             text_of = str(count)
             where = Loc(path, body_at + vstart, body_at + vstart + len(value))
-            out[key] = Field((Seg(text_of, where, text_of == value),), where)
+            field = Field((Seg(text_of, where, text_of == value),), where)
+            if key == "gres":
+                key = "gpus_per_node"
+                out.pop("gpus_per_node_option", None)  # the later directive decides the GPUs per node
+            elif key == "gpus_per_node":
+                out["gpus_per_node_option"] = field  # SLURM_GPUS_PER_NODE is set only for this option
+            out[key] = field
     return out
 
 
@@ -75,12 +79,14 @@ def _count(key: str, value: str) -> int | None:
 # The variables Slurm sets in the batch script's environment from the allocation (sbatch(1), OUTPUT
 # ENVIRONMENT VARIABLES): SLURM_JOB_NUM_NODES (and SLURM_NNODES, kept for compatibility) from
 # --nodes; SLURM_NTASKS_PER_NODE from --ntasks-per-node; SLURM_GPUS_PER_NODE from --gpus-per-node;
-# SLURM_NTASKS (= SLURM_NPROCS) from --ntasks. SLURM_GPUS_ON_NODE is the GPUs allocated on the node,
-# which --gres=gpu:N also sets.
+# SLURM_NTASKS (= SLURM_NPROCS) from --ntasks. SLURM_GPUS_PER_NODE is "only set if the
+# --gpus-per-node option is specified"; SLURM_GPUS_ON_NODE, the GPUs allocated on the node, is also
+# set by --gres=gpu:N.
 SLURM_VARIABLES = {
     "nodes": ("SLURM_NNODES", "SLURM_JOB_NUM_NODES"),
     "ntasks_per_node": ("SLURM_NTASKS_PER_NODE",),
-    "gpus_per_node": ("SLURM_GPUS_PER_NODE", "SLURM_GPUS_ON_NODE"),
+    "gpus_per_node_option": ("SLURM_GPUS_PER_NODE",),
+    "gpus_per_node": ("SLURM_GPUS_ON_NODE",),
     "ntasks": ("SLURM_NTASKS", "SLURM_NPROCS"),
 }
 

@@ -1,0 +1,129 @@
+"""A Hugging Face Trainer run written as a training YAML that names its DeepSpeed JSON
+(LLaMA-Factory's ``deepspeed: ds_z3.json`` with ``per_device_train_batch_size``,
+``gradient_accumulation_steps``, ``cutoff_len``, ``model_name_or_path``; axolotl's ``deepspeed:``,
+``micro_batch_size``, ``sequence_len``, ``base_model``).
+
+Both tools hand these keys to the Trainer's TrainingArguments (LLaMA-Factory parses the YAML into
+them; axolotl maps ``micro_batch_size`` to ``per_device_train_batch_size``), so the run is read as
+:mod:`trainlint.hf_trainer` reads ``deepspeed train.py --deepspeed ds.json ...``: the JSON, with its
+``"auto"`` values filled from the YAML, each value located at its YAML key. The JSON is read only
+inside the project (relative names: the YAML's folder, the current directory, the project root).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import yaml
+
+from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
+from trainlint.positions import Span
+from trainlint.sources import SourceText
+
+FORMAT = "hf-trainer"
+# axolotl's names -> the TrainingArguments / training-script argument trainlint's HF reading takes
+_ALIASES = {"micro_batch_size": "per_device_train_batch_size", "sequence_len": "max_seq_length",
+            "base_model": "model_name_or_path"}
+_TRAINER_KEYS = {"per_device_train_batch_size", "gradient_accumulation_steps", "cutoff_len", "model_name_or_path",
+                 "micro_batch_size", "sequence_len", "base_model", "bf16", "fp16", "gradient_checkpointing",
+                 "max_seq_length", "model_max_length"}
+_SNIFF_BYTES = 64 * 1024
+
+
+def _top_level(text: str) -> list[tuple[str, yaml.ScalarNode]] | None:
+    """The top-level ``key: scalar`` pairs with their nodes; None when not a YAML mapping."""
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    return [(k.value, v) for k, v in root.value
+            if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)]
+
+
+class HFTrainerYamlAdapter(Adapter):
+    name = FORMAT
+    extensions = (".yaml", ".yml")
+
+    def sniff(self, path: str, text: str) -> int:
+        try:
+            if "deepspeed" not in text[:_SNIFF_BYTES] or not path.endswith(self.extensions):
+                return NOT_MINE
+            pairs = _top_level(text)
+            if not pairs:
+                return NOT_MINE
+            keys = {k: v.value for k, v in pairs}
+            if not str(keys.get("deepspeed", "")).endswith(".json") or not _TRAINER_KEYS & keys.keys():
+                return NOT_MINE
+            return BY_CONTENT
+        except Exception:  # sniff must never raise on garbage
+            return NOT_MINE
+
+    def load(self, source: SourceText, context: LoadContext) -> LoadResult:
+        from trainlint.adapters.deepspeed import load_deepspeed_config
+        from trainlint.hf_trainer import FILLED_KEYS, fill_from_trainer
+        from trainlint.input_codes import FILE_START, input_diagnostic
+        from trainlint.sources import UnreadableSource
+
+        result = LoadResult(FORMAT)
+        pairs = _top_level(source.text) or []
+        nodes = {k: v for k, v in pairs}
+        written = nodes["deepspeed"].value if "deepspeed" in nodes else ""
+        json_path = _find_json(written, source.path)
+        where = _span(nodes["deepspeed"]) if "deepspeed" in nodes else None
+        if json_path is None:
+            result.diagnostics.append(input_diagnostic(
+                "TL013", f"DeepSpeed config `{written}` not found in the project (relative to this file, the "
+                "current directory or the project root); the run is not estimated", where or FILE_START,
+                path=source.path))
+            return result
+        try:
+            loaded = load_deepspeed_config(context.read(json_path))
+        except UnreadableSource as exc:
+            result.diagnostics.append(exc.diagnostic)
+            return result
+        words: list[str] = []
+        spans: list[Span] = []
+        for key, node in pairs:
+            name = _ALIASES.get(key, key)
+            value = str(node.value)
+            if name == "bf16" and value == "auto":
+                value = "True"  # axolotl: bf16 where the GPU supports it (Ampere and later)
+            words += [f"--{name}", value]
+            spans += [_span(node), _span(node)]
+        for spec in loaded.specs:
+            fill_from_trainer(spec, words, lambda i: spans[i], source.path, cwd=Path(source.path).parent)
+            spec.path = source.path
+            spec.label = f"{Path(source.path).name} with {written}"
+            if source.path not in spec.sources:
+                spec.sources.insert(0, source.path)
+            result.specs.append(spec)
+        filled = tuple(f'`{key}` is "auto"' for key in FILLED_KEYS)
+        # the JSON's own problems are reported when the JSON itself is checked; here only its path
+        result.diagnostics += [d for d in loaded.diagnostics
+                               if not (d.code == "TL007" and d.message.startswith(filled)) and d.path]
+        result.documents += loaded.documents
+        return result
+
+
+def _span(node: yaml.Node) -> Span:
+    return Span(node.start_mark.line + 1, node.start_mark.column + 1, node.end_mark.line + 1, node.end_mark.column + 1)
+
+
+def _find_json(written: str, yaml_path: str) -> str | None:
+    from trainlint.containment import contained, roots_for
+
+    if not written:
+        return None
+    roots = roots_for(yaml_path)
+    if os.path.isabs(written):
+        candidates = [written]
+    else:
+        candidates = [os.path.join(os.path.dirname(os.path.abspath(yaml_path)), written),
+                      os.path.join(os.getcwd(), written)] + [os.path.join(root, written) for root in roots]
+    for candidate in candidates:
+        if os.path.isfile(candidate) and contained(candidate, roots):
+            return candidate
+    return None
