@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from trainlint.output.escape import printable, printable_lines
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -75,19 +76,20 @@ def price_for(gpu_id: str, args: argparse.Namespace, project_raw: dict | None) -
 
 def render_run(totals: dict) -> str:
     if totals.get("tokens") is None:
-        return f"run: {totals['tokens_source']}\n"
+        return printable(f"run: {totals['tokens_source']}") + "\n"
     cost = (f"USD {totals['cost']:,.0f} at {totals['price_per_gpu_hour']:g}/GPU-hour ({totals['price_source']})"
             if totals.get("cost") is not None else "no price (--price-per-gpu-hour or project prices)")
     per_param = f", {totals['tokens_per_param']:.1f} per parameter" if totals.get("tokens_per_param") else ""
-    steps = (f"  steps           {totals['steps']:,.0f} x {totals['tokens_per_step']:,.0f} tokens\n"
-             if totals.get("steps") else "")
-    return (f"run: {totals['tokens']:.4g} tokens ({totals['tokens_source']}{per_param})\n"
-            + steps
-            + f"  time to train   {totals['days']:.2f} days ({totals['time_s']:.4g} s)\n"
-            f"  GPU-hours       {totals['gpus']} x {totals['time_s'] / 3600:.1f} h = {totals['gpu_hours']:,.0f}\n"
-            f"  model FLOPs     {totals['model_flops']:.3e} (6PD {totals['flops_6pd']:.3e}; hardware, recompute "
-            f"included, {totals['hardware_flops']:.3e})\n"
-            f"  cost            {cost}\n")
+    steps = ([f"  steps           {totals['steps']:,.0f} x {totals['tokens_per_step']:,.0f} tokens"]
+             if totals.get("steps") else [])
+    # The token and price sources can quote a config value or a path: one line each, escaped.
+    return printable_lines([f"run: {totals['tokens']:.4g} tokens ({totals['tokens_source']}{per_param})",
+                            *steps,
+                            f"  time to train   {totals['days']:.2f} days ({totals['time_s']:.4g} s)",
+                            f"  GPU-hours       {totals['gpus']} x {totals['time_s'] / 3600:.1f} h = {totals['gpu_hours']:,.0f}",
+                            f"  model FLOPs     {totals['model_flops']:.3e} (6PD {totals['flops_6pd']:.3e}; hardware, recompute "
+                            f"included, {totals['hardware_flops']:.3e})",
+                            f"  cost            {cost}"]) + "\n"
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
     missing = [p for p in args.paths if not Path(p).exists()] + [p for r in runs for p in r if not Path(p).is_file()]
     if missing:
-        print(f"trainlint: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+        print(printable(f"trainlint: error: no such file or directory: {', '.join(missing)}"), file=sys.stderr)
         return EXIT_ERROR
     try:
         environment = launch_environment(args)
@@ -124,12 +126,12 @@ def run(args: argparse.Namespace) -> int:
         errors = [d for d in result.diagnostics if d.severity.value == "error"]
         if result.internal_error or (not result.specs and errors):
             for d in errors:
-                print(f"{result.path}: {d.code} {d.message}", file=sys.stderr)
+                print(f"{printable(str(result.path))}: {d.code} {printable(d.message)}", file=sys.stderr)
             problems = True
             continue
         if not result.specs:
             if result.format is None:
-                print(f"trainlint: {result.path}: not a DeepSpeed, Megatron-LM or GPT-NeoX config", file=sys.stderr)
+                print(f"trainlint: {printable(str(result.path))}: not a DeepSpeed, Megatron-LM or GPT-NeoX config", file=sys.stderr)
                 problems = True
             continue
         for spec in result.specs:
@@ -150,13 +152,13 @@ def run(args: argparse.Namespace) -> int:
                 problems = True
                 continue
             if gaps:
-                print(f"trainlint: {spec.label or result.path}: the estimator does not model this run ("
+                print(f"trainlint: {printable(str(spec.label or result.path))}: the estimator does not model this run ("
                       + "; ".join(f"{g.setting}: {g.why}" for g in gaps) + "); the figures describe a GPT decoder "
                       "of the same shape", file=sys.stderr)
             try:
                 est = estimate(spec, ctx)
             except InvariantError as exc:  # an estimator bug: never print the broken number
-                print(f"{result.path}: TL999 internal error: {exc}", file=sys.stderr)
+                print(printable(f"{result.path}: TL999 internal error: {exc}"), file=sys.stderr)
                 internal = True
                 continue
             if est.ok:
@@ -178,7 +180,7 @@ def run(args: argparse.Namespace) -> int:
             data = [{"path": p, **head, "compare_gpus": rows} for p, head, rows in comparisons]
             sys.stdout.write(json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n")
         else:
-            sys.stdout.write("\n".join(f"{p}:\n{render_comparison(rows, head)}" for p, head, rows in comparisons))
+            sys.stdout.write("\n".join(f"{printable(p)}:\n{render_comparison(rows, head)}" for p, head, rows in comparisons))
         return EXIT_CLEAN if outputs else EXIT_ERROR
     if args.format == "json":
         if not outputs:
@@ -332,4 +334,4 @@ def render_comparison(rows: list[dict], about: dict | None = None) -> str:
     sizings = [f"  {r['gpu']}: {r['sizing']}" for r in rows if r.get("sizing")]
     if sizings:
         out += ["sizing:", *sizings]
-    return "\n".join(out) + "\n"
+    return printable_lines(out) + "\n"

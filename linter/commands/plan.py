@@ -20,6 +20,7 @@ from typing import Any
 
 from trainlint.commands.estimate import positive_count
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from trainlint.output.escape import printable, printable_lines
 
 
 def _mfu(text: str) -> float:
@@ -243,7 +244,7 @@ def _run(args: argparse.Namespace) -> int:
 
         one = _solve_one(find_gpu(str(gpu_name), table), model, tokens, args, project.raw)
     except (PlanError, PlanInputError, CatalogError, ContextError, ConfigError, ValueError) as exc:
-        print(f"trainlint plan: {exc}", file=sys.stderr)
+        print(printable(f"trainlint plan: {exc}"), file=sys.stderr)
         return EXIT_ERROR
     if args.format == "json":
         d = one.to_dict()
@@ -295,7 +296,7 @@ def _render_one(s: Solved, model: Model, tokens: float, tokens_note: str, args: 
     else:
         out.append("  cost            no price (--price-per-gpu-hour, or prices in the project config)")
     out.extend(f"  note            {n}" for n in s.notes)
-    return "\n".join(out)
+    return printable_lines(out)
 
 
 def _render_comparison(rows: list, model: Model, tokens: float, tokens_note: str, args: argparse.Namespace) -> int:
@@ -333,5 +334,5 @@ def _render_comparison(rows: list, model: Model, tokens: float, tokens_note: str
                    f"{p.days:>8.1f} {p.gpu_hours:>11,.0f} {price:>8} {per_hour:>10} {cost:>14} {bw:>9}"
                    + ("  " + "; ".join(s.notes) if s.notes else ""))
     out.extend(f"{g.id:<12} {e}" for g, e in failed)
-    print("\n".join(out))
+    print(printable_lines(out))
     return EXIT_CLEAN if solved else EXIT_ERROR

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR
+from trainlint.output.escape import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +45,7 @@ def run_rules(args: argparse.Namespace) -> int:
     try:
         registry = _registry(args)
     except ConfigError as exc:
-        print(f"trainlint: error: {exc}", file=sys.stderr)
+        print(printable(f"trainlint: error: {exc}"), file=sys.stderr)
         return EXIT_ERROR
     rows = [(c.code, c.name, c.severity.value, c.summary, "trainlint") for c in INPUT_CODES.values()]
     rows += [(r.code, r.name, r.default_severity.value, r.summary, r.plugin) for r in registry.rules.values()]
@@ -57,10 +58,10 @@ def run_rules(args: argparse.Namespace) -> int:
         width = max(len(r[1]) for r in rows)
         for code, name, severity, summary, plugin in rows:
             origin = "" if plugin in ("trainlint", "trainlint.builtin") else f"  [{plugin}]"
-            print(f"{code}  {name:<{width}}  {severity:<7}  {summary}{origin}")
+            print(printable(f"{code}  {name:<{width}}  {severity:<7}  {summary}{origin}"))
     for failure in registry.failures:
         what = f"plugin `{failure.plugin}`: " if failure.code == "TL998" else ""
-        print(f"trainlint: warning: {what}{failure.reason}", file=sys.stderr)
+        print(printable(f"trainlint: warning: {what}{failure.reason}"), file=sys.stderr)
     return EXIT_CLEAN
 
 
@@ -73,7 +74,7 @@ def run_explain(args: argparse.Namespace) -> int:
     try:
         registry = _registry(args)
     except ConfigError as exc:
-        print(f"trainlint: error: {exc}", file=sys.stderr)
+        print(printable(f"trainlint: error: {exc}"), file=sys.stderr)
         return EXIT_ERROR
     wanted = args.code.strip()
     if wanted.upper() in INPUT_CODES:
@@ -81,8 +82,8 @@ def run_explain(args: argparse.Namespace) -> int:
         return EXIT_CLEAN
     for rule in registry.rules.values():
         if wanted.upper() == rule.code or wanted == rule.name:
-            sys.stdout.write(explain(rule))
+            sys.stdout.write(printable(explain(rule), keep="\n"))  # a plugin's docs: its lines kept, controls shown
             return EXIT_CLEAN
     known = [*INPUT_CODES, *registry.rules, *(r.name for r in registry.rules.values())]
-    print(f"trainlint: error: no rule {wanted!r}{hint(wanted, known)}", file=sys.stderr)
+    print(printable(f"trainlint: error: no rule {wanted!r}{hint(wanted, known)}"), file=sys.stderr)
     return EXIT_ERROR

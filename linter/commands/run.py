@@ -30,6 +30,7 @@ from typing import Iterator
 
 from trainlint.commands.check import add_context_arguments, add_selection_arguments
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from trainlint.output.escape import printable
 
 EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
@@ -84,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
         session = open_session(args, Path.cwd())
     except (ValueError, ConfigError) as exc:
-        print(f"trainlint: error: {exc}", file=sys.stderr)
+        print(printable(f"trainlint: error: {exc}"), file=sys.stderr)
         return EXIT_ERROR
 
     results, report = lint_command(argv, args, session)
@@ -93,16 +94,39 @@ def run(args: argparse.Namespace) -> int:
     blocked = decide(results, args.fail_level)
     if blocked is not None:
         code, reason = blocked
-        print(f"trainlint: not running the command: {reason}", file=sys.stderr)
+        print(printable(f"trainlint: not running the command: {reason}"), file=sys.stderr)
         return code
     if args.dry_run:
-        import shlex
-
-        print(shlex.join(argv))
+        print(shell_words(argv))
         return EXIT_CLEAN
     sys.stdout.flush()
     sys.stderr.flush()
     return execute(argv)
+
+
+def shell_words(argv: list[str]) -> str:
+    """``argv`` as one line of shell that runs it again: words holding a control or bidi character are
+    written in bash's ``$'...'`` quoting with the character as an escape, so the line cannot break or
+    rewrite the terminal and still means the same words."""
+    import shlex
+
+    words = []
+    for word in argv:
+        if printable(word) == word:
+            words.append(shlex.quote(word))
+        else:
+            words.append("$'" + "".join(_ansi_c(ch) for ch in word) + "'")
+    return " ".join(words)
+
+
+def _ansi_c(ch: str) -> str:
+    """One character inside bash's ``$'...'``: backslash and quote escaped, a control as its escape (a
+    C1 control as ``\\u00XX``: bash's ``\\xXX`` would be a raw byte, not the character)."""
+    if ch in "\\'":
+        return "\\" + ch
+    if printable(ch) == ch:
+        return ch
+    return printable(ch) if ord(ch) < 0x80 else f"\\u{ord(ch):04x}"
 
 
 # ------------------------------------------------------------------------------------ linting
@@ -130,7 +154,7 @@ def lint_command(argv: list[str], args: argparse.Namespace, session) -> tuple[li
     report = out.getvalue()
     if args.format == "text" and any((d.path or r.path) == COMMAND_LINE for r in results for d in r.diagnostics):
         # Columns in <command line> count characters of these words joined by single spaces.
-        report = f"{COMMAND_LINE}: {command_text(argv)}\n" + report
+        report = printable(f"{COMMAND_LINE}: {command_text(argv)}") + "\n" + report
     return results, report
 
 

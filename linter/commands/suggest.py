@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from trainlint.output.escape import printable
 
 DIMENSION_NAMES = ("tp", "pp", "vpp", "cp", "micro", "batch", "recompute", "zero", "dist-opt")
 
@@ -94,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
     missing = [p for p in [args.path] if not Path(p).exists()] + [p for r in runs for p in r if not Path(p).is_file()]
     if missing:
-        print(f"trainlint: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
+        print(printable(f"trainlint: error: no such file or directory: {', '.join(missing)}"), file=sys.stderr)
         return EXIT_ERROR
     try:
         environment = launch_environment(args)
@@ -122,10 +123,10 @@ def run(args: argparse.Namespace) -> int:
         errors = [d for d in result.diagnostics if d.severity.value == "error"]
         if result.internal_error or (not result.specs and errors):
             for d in errors:
-                print(f"{result.path}: {d.code} {d.message}", file=sys.stderr)
+                print(printable(f"{result.path}: {d.code} {d.message}"), file=sys.stderr)
             return EXIT_ERROR
         if not result.specs:
-            print(f"trainlint: {result.path}: not a DeepSpeed, Megatron-LM or GPT-NeoX config", file=sys.stderr)
+            print(printable(f"trainlint: {result.path}: not a DeepSpeed, Megatron-LM or GPT-NeoX config"), file=sys.stderr)
             return EXIT_ERROR
         for spec in result.specs:
             try:
@@ -137,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
                 print(f"trainlint: error: {exc}", file=sys.stderr)
                 return EXIT_ERROR
             except SearchError as exc:
-                print(f"trainlint: {spec.label or result.path}: {exc}", file=sys.stderr)
+                print(printable(f"trainlint: {spec.label or result.path}: {exc}"), file=sys.stderr)
                 problems = True
                 continue
             problems |= not found.suggestions

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.core import Estimate, MissingInputs
+from trainlint.output.escape import printable_lines
 
 BAR = 30
 
@@ -36,7 +37,7 @@ def render_text(result: Estimate | MissingInputs) -> str:
         if assumed:
             lines.append("  and assumed, once those are given:")
             lines += [f"    {a.field} = {a.value}: {a.source}" for a in assumed]
-        return "\n".join(lines) + "\n"
+        return printable_lines(lines) + "\n"
     e = result
     i = e.inputs
     worst = e.worst_stage
@@ -73,7 +74,7 @@ def render_text(result: Estimate | MissingInputs) -> str:
         lines.append("  Inputs not read from the config:")
         for a in e.assumptions:
             lines.append(f"    {a.field} = {a.value}  [{a.origin}] {a.source}")
-    return "\n".join(lines) + "\n"
+    return printable_lines(lines) + "\n"
 
 
 def render_json(results: Sequence[tuple[str, Estimate | MissingInputs]]) -> str:

@@ -9,6 +9,7 @@ from trainlint.estimator import coefficients as C
 from trainlint.estimator.core import Estimate
 from trainlint.layout.search import SearchResult, Suggestion
 from trainlint.layout.space import Layout
+from trainlint.output.escape import printable_lines
 
 
 def _layout_of(e: Estimate) -> Layout:
@@ -54,7 +55,7 @@ def _one_text(path: str, r: SearchResult) -> str:
     if not cur.ok and not r.suggestions:
         lines.append("  cannot estimate the config, missing:")
         lines += [f"    - {m.what} ({m.field}): {m.how}" for m in cur.missing]
-        return "\n".join(lines) + "\n"
+        return printable_lines(lines) + "\n"
     ref = cur if cur.ok else r.suggestions[0].estimate
     i = ref.inputs
     cap = ref.capacity_bytes
@@ -87,7 +88,7 @@ def _one_text(path: str, r: SearchResult) -> str:
             lines.append("       change: " + "  ".join(sg.spelled))
     for note in r.notes:
         lines.append(f"  note: {note}")
-    return "\n".join(lines) + "\n"
+    return printable_lines(lines) + "\n"
 
 
 def _cost(e: Estimate, price: float | None) -> str:

@@ -154,6 +154,7 @@ class TrainlintServer(LanguageServer):
         # not queued behind the lint of another, large file
         self.hover_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainlint-hover")
         self.shutting_down = False
+        self.exit_code: int | None = None  # set by the exit notification (0 after shutdown, else 1)
         self.startup_errors: list[str] = []
 
     # ------------------------------------------------------------------ options
@@ -466,6 +467,12 @@ def create_server() -> TrainlintServer:
         ls.executor.shutdown(wait=False, cancel_futures=True)
         ls.hover_executor.shutdown(wait=False, cancel_futures=True)
 
+    @server.feature(lsp.EXIT)
+    def on_exit(ls: TrainlintServer, params: None) -> None:
+        # The LSP spec: exit code 0 if a shutdown request came first, else 1. pygls computes it but its
+        # stdio loop swallows the SystemExit, so main() returns the code recorded here.
+        ls.exit_code = 0 if ls.shutting_down else 1
+
     return server
 
 
@@ -473,5 +480,7 @@ def main(verbose: bool = False) -> int:
     # stderr is the editor's server log; pygls's own message tracing stays off even with -v
     logging.basicConfig(level=logging.WARNING, format="trainlint lsp: %(levelname)s %(message)s")
     log.setLevel(logging.DEBUG if verbose else logging.WARNING)
-    create_server().start_io()
-    return 0
+    server = create_server()
+    server.start_io()
+    # None: the input ended without an exit notification (the editor went away), a clean end too
+    return server.exit_code or 0

@@ -11,6 +11,7 @@ always one line whose text is what the file holds.
 from __future__ import annotations
 
 import re
+from typing import Iterable
 
 # C0 controls but tab, DEL and the C1 controls (some terminals obey 0x9b as CSI), the bidirectional
 # formatting characters, the line and paragraph separators, and lone surrogates.
@@ -35,3 +36,9 @@ def printable(text: str, keep: str = "") -> str:
     if keep:
         return _UNSAFE.sub(lambda m: m.group() if m.group() in keep else _escape(m), text)
     return _UNSAFE.sub(_escape, text)
+
+
+def printable_lines(lines: Iterable[str]) -> str:
+    """``lines`` joined by newlines, each made :func:`printable` first: a renderer builds its text as a list of
+    lines, so a line break inside one of them can only come from a config value or a path, and is shown escaped."""
+    return "\n".join(printable(line) for line in lines)
