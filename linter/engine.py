@@ -13,6 +13,7 @@ from trainlint.config import ConfigError, ProjectConfig
 from trainlint.diagnostics import Diagnostic, Related, Severity
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, Span
+from trainlint.numbers import shorten_numbers
 from trainlint.provenance import Value, first_span
 from trainlint.registry import Registry
 from trainlint.rules import Finding, Rule, RuleContext, Target
@@ -179,15 +180,17 @@ def _place(rule: type[Rule], finding: Finding, spec: TrainingSpec) -> Diagnostic
         if other is not None and first_span(other)[1] is None:
             continue  # a default or a CLI flag: nowhere in a file to point at
         if (other_path, other_span) != (path, span):
-            related.append(Related(note, other_span, other_path))
+            related.append(Related(shorten_numbers(note), other_span, other_path))
+    # the one place a rule's words become a finding: a config value of thousands of digits is named
+    # by its length here, whatever rule quoted it
     return Diagnostic(
         code=rule.code,
         name=rule.name,
         severity=finding.severity or rule.default_severity,
-        message=finding.message,
+        message=shorten_numbers(finding.message),
         span=span,
         path=path,
-        fix=finding.fix,
+        fix=shorten_numbers(finding.fix) if finding.fix else finding.fix,
         related=tuple(related),
         applicability=finding.applicability if finding.fix else None,
         edits=tuple(finding.edits) if finding.fix else (),
