@@ -190,7 +190,9 @@ async def test_same_codes_and_ranges_as_the_cli(client: LanguageClient, workspac
     tl201 = next(d for d in diags if d.code == "TL201")
     line = text.split("\n")[tl201.range.start.line]
     assert tl201.range.start.character == line.index("4 --global") + 1  # the emoji counts 2 units
-    assert tl201.source == "trainlint" and tl201.severity == lsp.DiagnosticSeverity.Error
+    # no GPU named in the workspace: the OOM is a warning that says the GPU is assumed (an error needs --gpu)
+    assert tl201.source == "trainlint" and tl201.severity == lsp.DiagnosticSeverity.Warning
+    assert "the GPU is assumed" in tl201.message
     # the anchor GitHub gives the heading "### TL201 oom-risk" of docs/rules.md
     assert tl201.code_description.href == "https://github.com/trainlint/trainlint/blob/main/docs/rules.md#tl201-oom-risk"
     assert "### TL201 oom-risk" in (REPO / "docs" / "rules.md").read_text(encoding="utf-8")

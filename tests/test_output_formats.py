@@ -260,11 +260,11 @@ def test_github_multiline_span_has_no_columns():
 
 
 def test_github_annotations_over_the_examples(capsys, in_repo):
-    code, out = run(capsys, "check", "--isolated", "--format", "github", "examples")
+    code, out = run(capsys, "check", "--isolated", "--format", "github", "--gpu", "h100-sxm", "examples")
     lines = out.splitlines()
     assert code == 1 and lines[-1] == "Found 9 problems (3 errors, 2 warnings, 4 info) in 6 files."
     annotations = lines[:-1]
-    findings = json_findings(capsys, "examples")
+    findings = json_findings(capsys, "--gpu", "h100-sxm", "examples")
     assert len(annotations) == len(findings) and all(l.startswith("::") for l in annotations)
     kinds = {"error": "error", "warning": "warning", "info": "notice"}
     for line, d in zip(annotations, sorted(findings, key=lambda d: (d["file"], d["line"], d["column"], d["code"]))):
@@ -290,12 +290,12 @@ def cells(row: str) -> list[str]:
 
 
 def test_markdown_summary_over_the_examples(capsys, in_repo):
-    code, out = run(capsys, "check", "--isolated", "--format", "markdown", "examples")
+    code, out = run(capsys, "check", "--isolated", "--format", "markdown", "--gpu", "h100-sxm", "examples")
     assert code == 1
     lines = out.splitlines()
     assert lines[:3] == ["## trainlint", "", "Found 9 problems (3 errors, 2 warnings, 4 info) in 6 files."]
     assert "| error | 3 |\n| warning | 2 |\n| info | 4 |" in out
-    findings = json_findings(capsys, "examples")
+    findings = json_findings(capsys, "--gpu", "h100-sxm", "examples")
     start = lines.index("| location | code | severity | message |") + 2
     rows = [cells(l) for l in lines[start:start + len(findings)]]
     assert all(len(r) == 4 for r in rows)
@@ -324,7 +324,7 @@ def test_markdown_clean_run_and_row_limit(capsys, in_repo, monkeypatch):
     from trainlint.output import markdown
 
     monkeypatch.setattr(markdown, "MAX_ROWS", 3)
-    _, out = run(capsys, "check", "--isolated", "--format", "markdown", "examples")
+    _, out = run(capsys, "check", "--isolated", "--format", "markdown", "--gpu", "h100-sxm", "examples")
     assert "6 more findings not shown" in out
     assert len([l for l in out.splitlines() if l.startswith("| examples/")]) == 3
 
@@ -332,11 +332,11 @@ def test_markdown_clean_run_and_row_limit(capsys, in_repo, monkeypatch):
 # ------------------------------------------------------------------------------------ --statistics
 
 def test_statistics_counts_equal_the_json_findings(capsys, in_repo):
-    code, out = run(capsys, "check", "--isolated", "--statistics", "--format", "json", "examples")
+    code, out = run(capsys, "check", "--isolated", "--statistics", "--format", "json", "--gpu", "h100-sxm", "examples")
     assert code == 1
     rows = json.loads(out)
     assert all(set(r) == {"code", "name", "count", "severity"} for r in rows)
-    findings = json_findings(capsys, "examples")
+    findings = json_findings(capsys, "--gpu", "h100-sxm", "examples")
     expected: dict[str, int] = {}
     for d in findings:
         expected[d["code"]] = expected.get(d["code"], 0) + 1
@@ -344,7 +344,7 @@ def test_statistics_counts_equal_the_json_findings(capsys, in_repo):
     assert [(-r["count"], r["code"]) for r in rows] == sorted((-r["count"], r["code"]) for r in rows)
     assert {r["code"]: r["name"] for r in rows} == {d["code"]: d["name"] for d in findings}
 
-    code, out = run(capsys, "check", "--isolated", "--statistics", "examples")
+    code, out = run(capsys, "check", "--isolated", "--statistics", "--gpu", "h100-sxm", "examples")
     lines = out.splitlines()
     assert code == 1 and lines[-1] == "Found 9 problems (3 errors, 2 warnings, 4 info) in 6 files."
     assert lines[0].split() == ["3", "TL900", "estimate-unavailable", "info"]

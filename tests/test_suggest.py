@@ -466,7 +466,7 @@ def test_oom_fix_hint_quotes_the_layout_search(capsys, tmp_path):
     whole layout trainlint suggest finds, with the flags to write."""
     p = tmp_path / "run.sh"
     p.write_text(MEGATRON_70B_TP2, encoding="utf-8")
-    code = main(["check", str(p), "--isolated", "--model", "llama2-70b", "--select", "TL201", "--format", "json"])
+    code = main(["check", str(p), "--isolated", "--gpu", "h100-sxm", "--model", "llama2-70b", "--select", "TL201", "--format", "json"])
     diags = [d for f in json.loads(capsys.readouterr().out)["files"] for d in f["diagnostics"]]
     assert code == 1 and [d["code"] for d in diags] == ["TL201"]
     fix = diags[0]["fix"]
