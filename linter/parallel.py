@@ -103,7 +103,10 @@ def _run_forked(chunks: list[Sequence[FileTask]], work: Callable[[Sequence[FileT
                 # CLI end with 130
                 for process in list(getattr(pool, "_processes", {}).values()):
                     process.terminate()
-                pool.shutdown(wait=False, cancel_futures=True)
+                # wait=True: the executor's manager thread sees the terminated workers and closes its
+                # wake-up pipe itself; with wait=False the interpreter's exit hook later writes to the
+                # closed pipe and prints an OSError traceback after the quiet 130.
+                pool.shutdown(wait=True, cancel_futures=True)
                 raise
     except (OSError, BrokenProcessPool):  # cannot fork (process limit), or the pool broke on shutdown
         pass
