@@ -300,23 +300,29 @@ def _take(fields: list[Field], i: int) -> tuple[str, Field | None, int]:
     return t, None, i + 1
 
 
+def _python_launcher_step(fields: list[Field], i: int, bools: set[str] | frozenset[str]) -> tuple[int | None, bool]:
+    """Where a Python launcher's (torchrun, accelerate) options end, as (index to stop at, or None;
+    whether field ``i`` is stepped over: an unresolved word or a flag that takes no value)."""
+    t = fields[i].text
+    if t is None:
+        return (i, False) if fields[i].known_tail.endswith(".py") else (None, True)
+    if not t.startswith("-"):
+        return i, False
+    name = t.split("=", 1)[0]
+    if name in ("-m", "--module"):
+        return i + 1, False
+    return None, name in bools
+
+
 def _torch_opts(fields: list[Field], i: int, world: dict[str, Field]) -> int:
-    n = len(fields)
-    while i < n:
-        t = fields[i].text
-        if t is None:
-            if fields[i].known_tail.endswith(".py"):
-                return i
+    while i < len(fields):
+        stop, step = _python_launcher_step(fields, i, _TORCHRUN_BOOL)
+        if stop is not None:
+            return stop
+        if step:
             i += 1
             continue
-        if not t.startswith("-"):
-            return i
-        name = t.split("=", 1)[0]
-        if name in ("-m", "--module"):
-            return i + 1
-        if name in _TORCHRUN_BOOL:
-            i += 1
-            continue
+        t = fields[i].text or ""
         name, value, nxt = _take(fields, i)
         key = name.lstrip("-").replace("-", "_")
         if value is not None and key == "nproc_per_node":
@@ -375,22 +381,14 @@ _ACCELERATE_WORLD = {"num_processes": "world_size", "num_machines": "nodes",
 
 
 def _accelerate_opts(fields: list[Field], i: int, world: dict[str, Field]) -> int:
-    n = len(fields)
-    while i < n:
-        t = fields[i].text
-        if t is None:
-            if fields[i].known_tail.endswith(".py"):
-                return i
+    while i < len(fields):
+        stop, step = _python_launcher_step(fields, i, _ACCELERATE_BOOL)
+        if stop is not None:
+            return stop
+        if step:
             i += 1
             continue
-        if not t.startswith("-"):
-            return i
-        name = t.split("=", 1)[0]
-        if name in ("-m", "--module"):
-            return i + 1
-        if name in _ACCELERATE_BOOL:
-            i += 1
-            continue
+        t = fields[i].text or ""
         name, value, nxt = _take(fields, i)
         if "=" not in t and value is not None and value.text is not None and \
                 (value.text.startswith("-") or value.text.endswith(".py")):
