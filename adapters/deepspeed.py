@@ -572,6 +572,16 @@ class DeepSpeedAdapter(Adapter):
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
         return load_deepspeed_config(source)
 
+    def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str]:
+        from trainlint.adapters.deepspeed_writer import spell_changes
+
+        return spell_changes(changes)
+
+    def writer(self, texts, result, spec, changes, index):
+        from trainlint.adapters.deepspeed_writer import DeepSpeedWriter
+
+        return DeepSpeedWriter(texts, result, spec, changes)
+
 
 # ------------------------------------------------------------------------------------ engine
 

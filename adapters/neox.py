@@ -302,6 +302,17 @@ class NeoXAdapter(Adapter):
             return NOT_MINE
         return STRONG if strong >= 2 else BY_CONTENT
 
+    # -- the way back ------------------------------------------------------------------------
+    def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str]:
+        from trainlint.adapters.neox_writer import spell_changes
+
+        return spell_changes(changes)
+
+    def writer(self, texts, result, spec, changes, index):
+        from trainlint.adapters.neox_writer import NeoXWriter
+
+        return NeoXWriter(texts, result, spec, changes)
+
     # -- load -------------------------------------------------------------------------------
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
         result = LoadResult(format=self.name)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 from trainlint.adapters.engine import set_engine
 from trainlint.estimator.core import InvariantError
-from trainlint.layout.candidate import megatron_deepspeed, zero_stage_spelling
+from trainlint.layout.candidate import megatron_deepspeed
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
 
@@ -131,6 +131,8 @@ def _zero_spelling(spec: TrainingSpec, stage: int) -> str:
         return "\"zero_optimization\": {\"stage\": %d}" % stage
     if spec.framework == "neox":
         return "zero_optimization: {stage: %d}" % stage
+    from trainlint.adapters.megatron.writer import zero_stage_spelling
+
     return zero_stage_spelling(spec, stage)  # Megatron-DeepSpeed: the JSON's stage and/or --zero-stage
 
 
