@@ -244,7 +244,7 @@ def _neutral(spec: TrainingSpec, current: Any) -> tuple[TrainingSpec | None, Lay
     import copy
 
     from trainlint.provenance import Origin, Provenance, Value
-    from trainlint.rules.launch.derive import as_int
+    from trainlint.rules.startup.derive import as_int
 
     missing = getattr(current, "missing", None) or []
     if not missing or any(m.field not in ("parallel.data", "batch") for m in missing):
