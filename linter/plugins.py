@@ -18,7 +18,7 @@ from typing import Any, Sequence
 import pluggy
 
 from trainlint import hookspecs
-from trainlint.rules.launch.megatron import FAMILIES as MEGATRON_RULE_FAMILIES
+from trainlint.rules.startup.megatron import FAMILIES as MEGATRON_RULE_FAMILIES
 
 ENTRY_POINT_GROUP = "trainlint"
 BUILTIN_PLUGIN = "trainlint.builtin"

@@ -768,7 +768,7 @@ class _YamlArgs:
 
 
 def megatron_flag(spec: TrainingSpec, dest: str) -> str:
-    from trainlint.rules.launch.megatron_args import MegatronArgs
+    from trainlint.rules.startup.megatron_args import MegatronArgs
 
     return MegatronArgs(spec).flag(dest)
 

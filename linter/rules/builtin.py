@@ -1,16 +1,16 @@
 """The rules trainlint ships. Rule modules are imported here, lazily, when rules are needed.
 
 The Megatron-LM start-up rules are bundles of their own, one per family
-(:mod:`trainlint.rules.launch.megatron`), each registered through its own hook implementation."""
+(:mod:`trainlint.rules.startup.megatron`), each registered through its own hook implementation."""
 
 from __future__ import annotations
 
 import importlib
 
 RULE_MODULES = (
-    "trainlint.rules.launch.cross_framework",
-    "trainlint.rules.launch.deepspeed_rules",
-    "trainlint.rules.launch.neox_rules",
+    "trainlint.rules.startup.cross_framework",
+    "trainlint.rules.startup.deepspeed_rules",
+    "trainlint.rules.startup.neox_rules",
     "trainlint.rules.estimation.memory_rules",
     "trainlint.rules.estimation.throughput_rules",
     "trainlint.rules.estimation.communication_rules",

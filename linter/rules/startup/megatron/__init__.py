@@ -13,7 +13,7 @@ own through its ``trainlint_rules`` hook implementation (:data:`FAMILIES`, liste
 ``tests/rules/cases/TLnnn.yaml``.
 """
 
-FAMILIES = tuple(f"trainlint.rules.launch.megatron.{name}" for name in (
+FAMILIES = tuple(f"trainlint.rules.startup.megatron.{name}" for name in (
     "optimizer",   # TL140-TL143
     "recompute",   # TL144-TL146
     "pipeline",    # TL147-TL149

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.rules.launch.megatron_args import MegatronArgs, is_current
+from trainlint.rules.startup.megatron_args import MegatronArgs, is_current
 from trainlint.spec import TrainingSpec
 
 ARGS = "megatron/training/arguments.py"

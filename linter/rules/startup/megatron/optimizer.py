@@ -7,8 +7,8 @@ from typing import Iterator
 from trainlint.diagnostics import Severity
 from trainlint import hookimpl
 from trainlint.rules import Finding, RuleContext
-from trainlint.rules.launch.megatron_args import MegatronArgs
-from trainlint.rules.launch.megatron.base import MegatronRule
+from trainlint.rules.startup.megatron_args import MegatronArgs
+from trainlint.rules.startup.megatron.base import MegatronRule
 
 
 class OverlapParamGather(MegatronRule):
