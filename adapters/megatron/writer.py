@@ -272,64 +272,94 @@ _SEP = re.compile(r"(?:[ \t]|\\\n)*")
 _VAR_REF = re.compile(r'^"?\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-=][^}]*)?\}|([A-Za-z_][A-Za-z0-9_]*))"?$')
 
 
-def _scan_word(text: str, i: int, quote: str | None) -> int:
-    """The end of the shell word starting at ``i`` (approximate, for arguments of flags);
-    ``quote``: the quote the word is inside of (a flag and its value in one string)."""
-    n = len(text)
-    in_dq = quote == '"'
-    while i < n:
-        c = text[i]
-        if c in " \t\n" or c == quote or (quote is None and c in ";|&<>()"):
-            break
-        if quote == "'":
-            i += 1
-            continue
-        if c == "\\":
-            i += 2
-            continue
-        if text.startswith("${", i):
-            i = _close(text, i + 1, "{", "}")
-            continue
-        if text.startswith("$(", i):
-            i = _close(text, i + 1, "(", ")")
-            continue
-        if not in_dq and c == '"':
-            j = i + 1
-            while j < n and text[j] != '"':
-                j += 2 if text[j] == "\\" else 1
-            i = j + 1
-            continue
-        if not in_dq and c == "'":
-            j = text.find("'", i + 1)
-            i = n if j == -1 else j + 1
-            continue
-        i += 1
-    return min(i, n)
+class _Syntax:
+    """A file of the run as tree-sitter-bash parses it: the same grammar, parser and offsets the
+    reader (:mod:`trainlint.adapters.megatron.shell`) evaluated, with character <-> byte offsets."""
+
+    _ATOMIC = frozenset({"expansion", "simple_expansion", "command_substitution", "arithmetic_expansion",
+                         "process_substitution"})
+
+    def __init__(self, ft: Any) -> None:
+        from trainlint.adapters.megatron.shell_text import _parser
+
+        self.ft = ft
+        self.root = _parser().parse(ft.data).root_node
+
+    def byte(self, char: int) -> int:
+        if self.ft._char_of_byte is None:
+            return char
+        return len(self.ft.text[:char].encode("utf-8", errors="surrogatepass"))
+
+    def char(self, byte: int) -> int:
+        return self.ft.char(byte)
+
+    def span(self, node: Any) -> tuple[int, int]:
+        return self.char(node.start_byte), self.char(node.end_byte)
+
+    def argument_at(self, start: int, end: int) -> tuple[Any, str | None]:
+        """The argument (word, string, array element...) the characters ``start:end`` are written in,
+        and the quote they are inside of (``"``, ``'``, or None)."""
+        node = self.root.descendant_for_byte_range(self.byte(start), self.byte(end))
+        quote = None
+        while node is not None and node.parent is not None and node.parent.type not in _ARGUMENT_PARENTS:
+            if quote is None and node.type in ("string", "raw_string"):
+                quote = '"' if node.type == "string" else "'"
+            node = node.parent
+        if node is not None and quote is None and node.type in ("string", "raw_string"):
+            quote = '"' if node.type == "string" else "'"
+        return node, quote
+
+    def token_end(self, string: Any, a: int, quote: str) -> int:
+        """The end of the blank-separated token starting at ``a`` inside the quoted ``string``
+        node (an expansion in it is one piece): how a flag's value is found in ``"--tp 2 --pp $PP"``."""
+        text = self.ft.text
+        atomic = sorted(self.span(c) for c in string.named_children if c.type in self._ATOMIC)
+        _, close = self.span(string)
+        close -= 1  # the closing quote
+        i = a
+        while i < close:
+            inside = next((e for s, e in atomic if s == i), None)
+            if inside is not None:
+                i = inside
+                continue
+            if text[i] in " \t\n":
+                break
+            i += 2 if text[i] == "\\" and quote == '"' else 1
+        return min(i, close)
+
+    def references(self, name: str) -> list[tuple[int, int]]:
+        """Where the variable ``name`` is read: ``$NAME``, ``${NAME...}``, a bare name in
+        arithmetic, ``export NAME`` (not where it is assigned)."""
+        out = []
+        stack = [self.root]
+        while stack:
+            node = stack.pop()
+            stack.extend(node.children)
+            if node.type == "variable_name" and node.text.decode("utf-8", "replace") == name and self._reads(node):
+                out.append(self.span(node))
+        return out
+
+    @staticmethod
+    def _reads(node: Any) -> bool:
+        """A variable name that reads the variable: in an expansion, in arithmetic, or exported."""
+        parent = node.parent
+        if parent is None:
+            return False
+        if parent.type in ("simple_expansion", "expansion"):
+            return True
+        if parent.type == "declaration_command":
+            return parent.children[0].type == "export"
+        while parent is not None:
+            if parent.type == "arithmetic_expansion" or (parent.type == "compound_statement" and parent.children
+                                                         and parent.children[0].type == "(("):
+                return True
+            parent = parent.parent
+        return False
 
 
-def _close(text: str, i: int, opening: str, closing: str) -> int:
-    depth = 0
-    n = len(text)
-    while i < n:
-        if text[i] == opening:
-            depth += 1
-        elif text[i] == closing:
-            depth -= 1
-            if depth == 0:
-                return i + 1
-        i += 1
-    return n
-
-
-def _references(text: str, name: str) -> list[tuple[int, int]]:
-    """Where a shell variable is read: ``$NAME``, ``${NAME...}`` and bare names in ``((...))``."""
-    out = [(m.start(), m.end()) for m in re.finditer(r"\$\{?[#!]?" + re.escape(name) + r"(?![A-Za-z0-9_])", text)]
-    for m in re.finditer(r"\(\((.*?)\)\)", text, re.S):
-        for r in re.finditer(r"(?<![A-Za-z0-9_$])" + re.escape(name) + r"(?![A-Za-z0-9_])", m.group(1)):
-            out.append((m.start(1) + r.start(), m.start(1) + r.end()))
-    for m in re.finditer(r"\bexport\s+(?:-\w+\s+)?" + re.escape(name) + r"(?![A-Za-z0-9_=])", text):
-        out.append((m.start(), m.end()))
-    return out
+# where an argument ends: its parent is a command, an array, an assignment or a declaration
+_ARGUMENT_PARENTS = frozenset({"command", "array", "variable_assignment", "declaration_command", "redirected_statement",
+                               "program", "list", "pipeline", "heredoc_body"})
 
 
 @dataclass
@@ -361,14 +391,13 @@ class _ScriptArgs:
         self.removed: dict[int, Any] = {}
         self.after_line: dict[tuple[str, int], list[BufferEdit]] = {}
         """Lines added after a \\-continued line, by (path, that line's start)."""
+        self._parsed: dict[str, _Syntax | None] = {}
 
     def dest_of(self, flag: str) -> set[str]:
         return {info.dest for info in self.table.candidates(flag)} if flag else set()
 
     # -- locating --------------------------------------------------------------------------
     def locate(self, setting: Any) -> _FlagAt | None:
-        from trainlint.adapters.megatron.shell import _quote_states
-
         segs = [s for s in setting.flag_field.segs if s.text or s.unknown]
         if not segs or segs[0].unknown is not None or segs[0].loc is None:
             return None
@@ -388,35 +417,53 @@ class _ScriptArgs:
                 return None
             start = seg.loc.start + found[0]
         flag_end = start + len(setting.flag_text)
-        if text[start:flag_end] != setting.flag_text:
+        syntax = self._syntax(path)
+        if text[start:flag_end] != setting.flag_text or syntax is None:
             return None
-        state = _quote_states(text, [start])[0]
-        quote = {"dq": '"', "sq": "'"}.get(state or "")
+        arg, quote = syntax.argument_at(start, flag_end)
+        if arg is None:
+            return None
+        arg_start, arg_end = syntax.span(arg)
         word_start, after = start, flag_end
-        if quote and text[start - 1:start] == quote and text[flag_end:flag_end + 1] == quote:
+        if quote and (arg_start, arg_end) == (start - 1, flag_end + 1):
             # "--flag" quoted on its own: the word includes the quotes, the value is another word
-            word_start, after, quote = start - 1, flag_end + 1, None
+            word_start, after, quote = arg_start, arg_end, None
         if not setting.info.takes_value or not setting.value_fields:
             return _FlagAt(path, word_start, flag_end, after, None, quote)
         if setting.inline:
             if text[flag_end:flag_end + 1] != "=":
                 return None
             a = flag_end + 1
-        else:  # blanks, \-newlines, and line breaks (array elements, multi-line strings)
+            b = syntax.token_end(arg, a, quote) if quote else arg_end
+        elif quote:  # the value is the next word inside the same string
             a = after
             while True:
                 a = _SEP.match(text, a).end()
                 if text[a:a + 1] != "\n":
                     break
                 a += 1
-        b = _scan_word(text, a, quote)
+            b = syntax.token_end(arg, a, quote)
+        else:  # the next argument of the command or array (after blanks, \-newlines, line breaks)
+            value = arg.next_named_sibling
+            while value is not None and value.type == "comment":
+                value = value.next_named_sibling
+            if value is None:
+                return None
+            a, b = syntax.span(value)
         if b <= a:
             return None
         end = b
-        if quote and text[word_start - 1:word_start] == quote and text[b:b + 1] == quote:
+        if quote and (arg_start, arg_end) == (word_start - 1, b + 1):
             # "--flag value" quoted as one word (an array element): the word includes the quotes
-            word_start, end = word_start - 1, b + 1
+            word_start, end = arg_start, arg_end
         return _FlagAt(path, word_start, flag_end, end, (a, b), quote)
+
+    def _syntax(self, path: str) -> _Syntax | None:
+        """The parsed file (parsed once per writer), None when the reader did not parse it."""
+        if path not in self._parsed:
+            ft = self.shell.files.get(path) if self.shell is not None else None
+            self._parsed[path] = _Syntax(ft) if ft is not None and ft.text else None
+        return self._parsed[path]
 
     def _describe(self, setting: Any) -> str:
         loc = setting.value_loc or setting.flag_field.value_loc or setting.flag_field.site
@@ -535,8 +582,9 @@ class _ScriptArgs:
         if re.search(r"\b(export|declare\s+-\w*x|readonly)\b", line):
             return False
         count = 0
-        for path, ft in (self.shell.files.items() if self.shell else ()):
-            for start, end in _references(ft.text, assignment.name):
+        for path in (self.shell.files if self.shell else ()):
+            syntax = self._syntax(path)
+            for start, end in (syntax.references(assignment.name) if syntax is not None else ()):
                 if path == assignment.loc.path and assignment.loc.start <= start and end <= assignment.loc.end:
                     continue  # TP=${TP:-4} reads itself
                 count += 1
