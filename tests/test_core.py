@@ -199,3 +199,18 @@ def test_unclaimed_source_is_skipped():
 
     result = check_source(SourceText("x.json", "{}"), [_Never()])
     assert result.format is None and result.diagnostics == []
+
+
+def test_project_config_is_typed(tmp_path):
+    """The settings trainlint reads from the project config are fields, not ``raw[...]`` lookups."""
+    from trainlint.config import load_config
+
+    path = tmp_path / ".trainlint.toml"
+    path.write_text('gpu = "a100-80gb"\nnodes = 2\ngpus-per-node = 4\nmodel = "gpt3-1.3b"\nmax-days = 3\n'
+                    'prices = { h100-sxm = 2.5 }\nbaseline = "b.json"\nreport-unused-per-file-ignores = true\n')
+    project = load_config(path)
+    assert (project.estimation.gpu, project.estimation.nodes, project.estimation.by_key("gpus-per-node"),
+            project.estimation.model) == ("a100-80gb", 2, 4, "gpt3-1.3b")
+    assert project.planning.max_days == 3 and project.planning.prices == {"h100-sxm": 2.5}
+    assert project.planning.by_key("max-cost") is None
+    assert project.baseline == "b.json" and project.report_unused_per_file_ignores is True
