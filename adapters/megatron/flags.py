@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, TypeGuard
 
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
 from trainlint.input_codes import input_diagnostic
@@ -140,7 +140,7 @@ def entry_matches(entry: str | None, patterns: tuple[str, ...]) -> bool:
                for p in patterns)
 
 
-def is_core_entry(entry: str | None) -> bool:
+def is_core_entry(entry: str | None) -> TypeGuard[str]:
     if not entry:
         return False
     return entry.replace("\\", "/").rsplit("/", 1)[-1] in CORE_ENTRY_POINTS
@@ -333,6 +333,7 @@ class ArgReader:
                 alt = [a for a in self.table.normalised(name) if a != name]
                 if alt:
                     info = self._choose(alt[0])
+                    assert info is not None  # alt holds the table's own spellings: each has candidates
                     known = self._known_target
                     tail = "" if known else f" ({self._against()})"
                     self._diag("TL004", f"unknown flag `{name}`: Megatron's argparse matches option strings exactly; "
@@ -385,11 +386,11 @@ class ArgReader:
             self.out.passthrough.append(f)
             return
         reason = f.unknowns[0].unknown if f.unknowns else "unknown"
-        key = ("pass", reason, f.unknowns[0].loc if f.unknowns else None)
+        pass_key = ("pass", reason, f.unknowns[0].loc if f.unknowns else None)
         self.out.passthrough.append(f)
-        if key in self._reported_unknown:
+        if pass_key in self._reported_unknown:
             return
-        self._reported_unknown.add(key)
+        self._reported_unknown.add(pass_key)
         loc = f.unknowns[0].loc if f.unknowns and f.unknowns[0].loc else f.site
         self._diag("TL007", f"arguments from {reason} are only known at launch; the flags in them are not checked",
                    loc, related=self._related("passed here", f.site) if f.site != loc else ())
@@ -543,7 +544,7 @@ class ArgReader:
                 setting.value = True
             setting.value_loc = flag_field.value_loc
             return setting
-        converted = []
+        converted: list[Any] = []
         for vf in values:
             if vf.text is None:
                 reason = vf.unknowns[0].unknown if vf.unknowns else "unknown"

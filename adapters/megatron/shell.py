@@ -27,7 +27,7 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.input_codes import input_diagnostic
@@ -44,6 +44,9 @@ from trainlint.adapters.megatron.words import (
     join_segs,
     split_pieces,
 )
+
+if TYPE_CHECKING:  # pragma: no cover - imported on first parse (start-up time)
+    from tree_sitter import Node
 
 _PARSER = None
 
@@ -385,7 +388,7 @@ class ShellEvaluator:
         self.diagnostics.append(input_diagnostic(code, message, self._span(loc), path=loc.path, severity=severity))
 
     def _report_errors(self, root, ft: FileText) -> None:
-        found = []
+        found: list[Node] = []
         stack = [root]
         while stack and len(found) < 5:
             node = stack.pop()
@@ -769,17 +772,17 @@ class ShellEvaluator:
                 lv = self._test_expr(left, ft) if left is not None else None
                 rv = self._test_expr(right, ft) if right is not None else None
                 return _tri("&&" if op in ("&&", "-a") else "||", lv, rv)
-            lv = self._string_of(left, ft) if left is not None else None
-            rv = self._string_of(right, ft) if right is not None else None
-            if lv is None or rv is None:
+            ls = self._string_of(left, ft) if left is not None else None
+            rs = self._string_of(right, ft) if right is not None else None
+            if ls is None or rs is None:
                 return None
             if op in ("==", "="):
-                return fnmatch.fnmatchcase(lv, rv)
+                return fnmatch.fnmatchcase(ls, rs)
             if op == "!=":
-                return not fnmatch.fnmatchcase(lv, rv)
+                return not fnmatch.fnmatchcase(ls, rs)
             if op in ("-eq", "-ne", "-gt", "-lt", "-ge", "-le"):
                 try:
-                    a, b = int(lv), int(rv)
+                    a, b = int(ls), int(rs)
                 except ValueError:
                     return None
                 return {"-eq": a == b, "-ne": a != b, "-gt": a > b, "-lt": a < b, "-ge": a >= b, "-le": a <= b}[op]
@@ -1343,11 +1346,11 @@ class ShellEvaluator:
                     return [Piece([Seg("", loc, False, f"${{{name}{op}...}}")], split=False)]
                 return default_pieces if not use_default else []
             return base
-        value = "".join(s.text for p in base for s in p.segs) if all(
+        joined = "".join(s.text for p in base for s in p.segs) if all(
             s.unknown is None for p in base for s in p.segs) else None
-        if value is None:
+        if joined is None:
             return base if op in ("^^", ",,", "^", ",") else [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
-        result = self._string_op(op, operand, value, ft)
+        result = self._string_op(op, operand, joined, ft)
         if result is None:
             return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
         return [Piece([Seg(result, loc, False)], split=not quoted)]
@@ -1560,7 +1563,8 @@ def _dequote(f: Field) -> Field:
     return Field(tuple(out), f.site, f.uncertain)
 
 
-_STATEMENTS: dict[str, Callable[[ShellEvaluator, object, FileText], None]] = {
+# handlers by node type; what a handler returns is not used here (_assign's result is for its other callers)
+_STATEMENTS: dict[str, Callable[[ShellEvaluator, Any, FileText], object]] = {
     "program": ShellEvaluator._program,
     "command": ShellEvaluator._command,
     "variable_assignment": lambda self, node, ft: self._assign(node, ft),
