@@ -496,7 +496,7 @@ def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
                           "the framework refuses the batch triple")
         mb = gb // (ga * dp)
         r.assumptions.append(Assumption("batch.micro_batch", mb, Origin.DERIVED.value, "global / (grad accum x DP)"))
-    if mb is None and gb is None and (ga is None or ga_e.provenance.origin is Origin.DEFAULT):
+    if mb is None and gb is None and (ga is None or (ga_e is not None and ga_e.provenance.origin is Origin.DEFAULT)):
         # nothing about the batch (a model-only fragment): one sample per GPU, stated, not judged
         mb = 1
         r.assumptions.append(Assumption("batch.micro_batch", 1, Origin.ASSUMED.value,
@@ -569,8 +569,9 @@ def _engine(r: _Reader, spec: TrainingSpec) -> dict[str, Any]:
         if name == "shard_stage":
             ok = ok and value in (0, 1, 2, 3)
         if name == "moe_layer_interval":
-            ok = ok and int(value) >= 1
+            ok = ok and isinstance(value, (int, float)) and int(value) >= 1
         if ok:
+            assert entry is not None  # ok needs a value, and a value comes from an entry
             if name in _ENGINE_REPORTED:
                 r.note(f"engine.{name}", entry)
             out[name] = value

@@ -27,7 +27,7 @@ Expert parallelism, the world size and the precision are kept as they are.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import AbstractSet, Iterator
 
 from trainlint.estimator.inputs import Inputs
 from trainlint.provenance import Origin
@@ -254,7 +254,7 @@ def _setting(spec: TrainingSpec, key: str):
     return None if entry is None else entry.value
 
 
-def build_space(spec: TrainingSpec, base: Inputs, *, fix: set[str] = frozenset(), vary: set[str] | None = None,
+def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = frozenset(), vary: set[str] | None = None,
                 batch_tolerance: float | None = None, max_micro: int = 64, written: Layout | None = None) -> Space:
     """The search space of ``spec`` (``base``: its resolved inputs). ``written``: the layout the
     file writes when it cannot be estimated itself (``base`` is then a neutral layout)."""
