@@ -106,7 +106,7 @@ def _file_ignores_used(selection: Selection, diag: Diagnostic, path: str) -> lis
         return []
     from trainlint.selection import _file_ignores, _specificity
 
-    out = []
+    out: list[tuple] = []
     for pattern, selectors in selection.per_file_ignores.items():
         if _file_ignores(path, selection.root, ((pattern, tuple(selectors)),)):
             out.extend(("per-file", pattern, s) for s in selectors if _specificity(s, diag.code, diag.name) >= 0)
