@@ -321,7 +321,8 @@ def zero_stage_spelling(spec: TrainingSpec, stage: int) -> str:
     in_json = entry is not None and (entry.provenance.key or "").startswith("zero_optimization")
     parts = []
     if in_json or "zero_stage" not in spec.settings:
-        where = os.path.basename(entry.provenance.path) if in_json and entry.provenance.path else "the DeepSpeed config"
+        where = os.path.basename(entry.provenance.path) if entry is not None and in_json and entry.provenance.path \
+            else "the DeepSpeed config"
         parts.append(f"\"zero_optimization\": {{\"stage\": {stage}}} in {where}")
     if "zero_stage" in spec.settings:
         parts.append(f"{_megatron_flag(spec, 'zero_stage')} {stage}")

@@ -106,7 +106,7 @@ class TrainlintProtocol(LanguageServerProtocol):
     * a request whose params do not match the method's type is logged and never answered; JSON-RPC
       requires an InvalidParams (-32602) error response, which is sent here."""
 
-    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):  # type: ignore[override]
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):
         super()._execute_handler(msg_id, handler, callback, args, kwargs)
         if callback == self._check_handler_result:  # a notification: nobody will pop its future
             future = self._request_futures.get(msg_id)
@@ -114,9 +114,9 @@ class TrainlintProtocol(LanguageServerProtocol):
                 if future.done():
                     self._request_futures.pop(msg_id, None)
                 else:
-                    future.add_done_callback(lambda _f, key=msg_id: self._request_futures.pop(key, None))
+                    future.add_done_callback(lambda _f: self._request_futures.pop(msg_id, None))
 
-    def structure_message(self, data):  # type: ignore[override]
+    def structure_message(self, data):
         try:
             return super().structure_message(data)
         except JsonRpcInvalidParams as exc:
@@ -125,7 +125,7 @@ class TrainlintProtocol(LanguageServerProtocol):
                     code=exc.code, message=f"invalid params for {str(data.get('method'))[:80]}"))
             return None
 
-    def handle_message(self, message):  # type: ignore[override]
+    def handle_message(self, message):
         if message is None:  # answered above with InvalidParams
             return
         super().handle_message(message)
@@ -375,8 +375,9 @@ class TrainlintServer(LanguageServer):
         if linted is None or linted.version != doc.version:
             # typed since the last lint (the debounce has not fired): positions must be current
             path = to_fs_path(uri) or uri
-            linted, _ = await loop.run_in_executor(self.executor, self._lint_blocking, uri, path, doc.source,
-                                                   doc.version, self.open_texts())
+            fresh: tuple[Linted, dict] = await loop.run_in_executor(self.executor, self._lint_blocking, uri, path,
+                                                                     doc.source, doc.version, self.open_texts())
+            linted = fresh[0]
         if linted.result is None:
             return None
         return await loop.run_in_executor(self.hover_executor, self._hover_blocking, uri, linted, position)
