@@ -263,7 +263,7 @@ class NeoXAdapter(Adapter):
     def sniff(self, path: str, text: str) -> int:
         try:
             return self._sniff(text, path)
-        except Exception:  # sniff must never raise on garbage
+        except Exception:  # noqa: BLE001 - sniff must never raise on garbage
             return NOT_MINE
 
     def _sniff(self, text: str, path: str | None = None) -> int:
@@ -735,7 +735,7 @@ class _SpecBuilder:
             flag = self.nested("zero_optimization", legacy)
             if flag is not None:
                 return derived("cpu" if flag.value is True else "none", f"zero_optimization.{legacy} (old spelling)", flag)
-        return default("none", "DeepSpeed default: no offload (zero_optimization.{section}.device none)".format(section=section))
+        return default("none", f"DeepSpeed default: no offload (zero_optimization.{section}.device none)")
 
     def batch(self) -> None:
         b = self.spec.batch

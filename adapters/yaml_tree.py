@@ -164,8 +164,21 @@ class _Anchor:
 
 
 class _Frame:
-    __slots__ = ("container", "is_map", "pointer", "start", "last_end", "key", "key_span", "key_is_merge",
-                 "seen", "merged", "anchor", "size", "sci_start")
+    __slots__ = (
+        "anchor",
+        "container",
+        "is_map",
+        "key",
+        "key_is_merge",
+        "key_span",
+        "last_end",
+        "merged",
+        "pointer",
+        "sci_start",
+        "seen",
+        "size",
+        "start",
+    )
 
     def __init__(self, container: Any, is_map: bool, pointer: str, start: Any, anchor: str | None,
                  sci_start: int) -> None:

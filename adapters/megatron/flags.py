@@ -46,7 +46,7 @@ class FlagInfo:
     minimum: int | None = None
     """Sizes and counts: argparse takes 0 or -1, Megatron then divides by it or builds no layer."""
 
-    def for_dialect(self, dialect: str) -> "FlagInfo":
+    def for_dialect(self, dialect: str) -> FlagInfo:
         for name, types, enum, has_enum in self.overrides:
             if name == dialect:
                 from dataclasses import replace
@@ -575,7 +575,7 @@ class ArgReader:
             converted.append(value)
         if setting.unresolved or setting.invalid:
             setting.value = None
-        elif info.nargs in (None, "?", 1) or info.action == "append" and info.nargs is None:
+        elif info.nargs in (None, "?", 1) or (info.action == "append" and info.nargs is None):
             setting.value = converted[0] if converted else info.const
         else:
             setting.value = converted
@@ -600,10 +600,10 @@ def _typo(written: str, known: str) -> bool:
 
 
 def _cover(locs: list[Loc | None]) -> Loc | None:
-    real = [l for l in locs if l is not None]
-    if not real or len({l.path for l in real}) != 1:
+    real = [loc for loc in locs if loc is not None]
+    if not real or len({loc.path for loc in real}) != 1:
         return None
-    return Loc(real[0].path, min(l.start for l in real), max(l.end for l in real))
+    return Loc(real[0].path, min(loc.start for loc in real), max(loc.end for loc in real))
 
 
 def _convert_one(text: str, info: FlagInfo) -> tuple[Any, str | None]:
