@@ -254,8 +254,8 @@ class TensorParallelAcrossNodes(Rule):
 class MemoryBound(Rule):
     """## What it does
     Warns when the estimate is bound by HBM bandwidth rather than by compute or the network
-    (the roofline of Hodge 2025, "Sizing AI Training by Cost per Memory Bandwidth": the memory rate is the lowest of the three): the time spent moving
-    bytes (small GEMMs, element-wise kernels, unfused attention, the optimizer step) exceeds the
+    (the roofline of Hodge 2025, "Sizing AI Training by Cost per Memory Bandwidth": the memory rate
+    is the lowest of the three): the time spent moving bytes (small GEMMs, element-wise kernels, unfused attention, the optimizer step) exceeds the
     time spent on FLOPs.
 
     ## Why is this bad?
