@@ -5,7 +5,6 @@ and apply severities, selection and inline suppressions to everything reported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from trainlint.checker import FileResult

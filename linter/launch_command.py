@@ -241,7 +241,7 @@ def _neox_configs(argv: list[str], start: int) -> list[WordRef]:
     refs = []
     for index, written in positionals[1:]:  # the first one is the user script (train.py)
         path = os.path.join(conf_dir, written) if conf_dir else written
-        if not (path.endswith(".yml") or path.endswith(".json")):
+        if not path.endswith((".yml", ".json")):
             path += ".yml"  # NeoX: "enables us to pass in `125M` instead of `125M.yml`"
         refs.append(_ref(argv, index, written, path=path))
     return refs

@@ -59,7 +59,7 @@ def build_registry(host: PluginHost) -> Registry:
                 continue
             rule.plugin = plugin_name
             registry.rules[rule.code] = rule
-    for plugin_name, adapters in _call_each(host, "trainlint_adapters", registry.failures):
+    for _, adapters in _call_each(host, "trainlint_adapters", registry.failures):
         registry.adapters.extend(adapters)
     registry.rules = dict(sorted(registry.rules.items()))
     return registry

@@ -172,9 +172,7 @@ def _line_ends(raw: str, new_text: str) -> str:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         for k in range(j2 - j1):
             line = new_contents[j1 + k]
-            if tag == "equal":
-                end = old_ends[i1 + k] or previous
-            elif tag == "replace" and i1 + k < i2:
+            if tag == "equal" or (tag == "replace" and i1 + k < i2):
                 end = old_ends[i1 + k] or previous
             else:
                 end = previous

@@ -120,7 +120,8 @@ def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, n
     gpu_value = pick_gpu()
     gpn = pick_int(gpus_per_node, "gpus-per-node", spec.cluster.gpus_per_node if spec else None, "--gpus-per-node")
     if gpn is None:
-        gpn = Value(DEFAULT_GPUS_PER_NODE, _prov(Origin.ASSUMED, f"{DEFAULT_GPUS_PER_NODE} GPUs per node assumed (--gpus-per-node N to change)"))
+        gpn = Value(DEFAULT_GPUS_PER_NODE,
+                    _prov(Origin.ASSUMED, f"{DEFAULT_GPUS_PER_NODE} GPUs per node assumed (--gpus-per-node N to change)"))
     node_value = pick_int(nodes, "nodes", spec.cluster.nodes if spec else None, "--nodes")
 
     model_value = None

@@ -123,7 +123,7 @@ class InvariantError(RuntimeError):
     internal error (TL999) instead of a number."""
 
 
-def check_invariants(est: "Estimate") -> None:
+def check_invariants(est: Estimate) -> None:
     import math
 
     i = est.inputs

@@ -235,7 +235,7 @@ def _dataclass_fields(name: str, index: Mapping[str, tuple[ast.ClassDef, str]], 
 
 def _partial_dict(node: ast.Dict) -> dict:
     out: dict = {}
-    for k, v in zip(node.keys, node.values):
+    for k, v in zip(node.keys, node.values, strict=True):
         ok, key = _literal(k)
         if not ok:
             continue

@@ -68,7 +68,7 @@ class ArgCatalog:
                 "args": [a.to_json() for a in self.args.values()]}
 
     @classmethod
-    def from_json(cls, data: dict) -> "ArgCatalog":
+    def from_json(cls, data: dict) -> ArgCatalog:
         args = {row[0]: ArgDef.from_json(row) for row in data["args"]}
         return cls(data["family"], data["variant"], data.get("version"), args, list(data.get("partial") or []),
                    data.get("commit"), data.get("repository"), list(data.get("files") or []),

@@ -83,7 +83,8 @@ class SearchStats:
     def as_dict(self) -> dict[str, Any]:
         return {"space_points": self.space_points, "structures": self.structures, "static_pruned": self.static_pruned,
                 "evaluated": self.evaluated, "memory_pruned": self.memory_pruned, "feasible": self.feasible,
-                "checked": self.checked, "truncated": self.truncated, "launch_refused": self.launch_refused, "estimate_refused": self.estimate_refused,
+                "checked": self.checked, "truncated": self.truncated, "launch_refused": self.launch_refused,
+                "estimate_refused": self.estimate_refused,
                 "seconds": dict(self.seconds)}
 
 
@@ -388,7 +389,7 @@ def _finalists(spec: TrainingSpec, estimator: Estimator, base: Inputs, space: Sp
     assert cur is not None
     before = launch_findings(spec, rules, project) if rules is not None else set()
     kept: list[tuple[float, int, Suggestion]] = []
-    for score, layout in _in_tie_order(points, cur):
+    for _, layout in _in_tie_order(points, cur):
         if len(kept) >= options.top or stats.checked >= options.max_checked:
             break
         stats.checked += 1

@@ -220,7 +220,7 @@ class TrainlintServer(LanguageServer):
                     target, lines, bom = uri_for(where), convert.split_lines(linted.texts.get(where, "")), False
                 out.setdefault(target, []).extend(
                     to_lsp(d, lines, target, bom=bom, docs_url=self.docs_url, texts=texts) for d in diags)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.exception("converting diagnostics of %s failed", uri)
             out = {uri: [to_lsp(internal_error(path, exc), [], uri, docs_url=self.docs_url)]}
         log.debug("linted %s (version %s) in %.1f ms", uri, version, linted.seconds * 1e3)
@@ -251,7 +251,7 @@ class TrainlintServer(LanguageServer):
                     self._abandon(executor)
         except asyncio.CancelledError:
             raise
-        except Exception as exc:  # noqa: BLE001 - e.g. the executor is shut down
+        except Exception as exc:  # e.g. the executor is shut down
             log.exception("lint of %s failed", uri)
             linted = Linted(path, version, text, None, None)
             out = {uri: [to_lsp(internal_error(path, exc), [], uri, docs_url=self.docs_url)]}
@@ -325,7 +325,7 @@ class TrainlintServer(LanguageServer):
                 await self.lint_and_publish(uri)
             except asyncio.CancelledError:
                 pass
-            except Exception:  # noqa: BLE001 - logged; the next change lints again
+            except Exception:  # logged; the next change lints again
                 log.exception("lint of %s failed", uri)
             finally:
                 if self.pending.get(uri) is task:
@@ -414,7 +414,7 @@ def create_server() -> TrainlintServer:
                 await ls.client_register_capability_async(lsp.RegistrationParams(registrations=[lsp.Registration(
                     id="trainlint-config-files", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                     register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=WATCHERS))]))
-            except Exception:  # noqa: BLE001 - the mtime check still notices changes on the next lint
+            except Exception:  # the mtime check still notices changes on the next lint
                 log.warning("could not register file watchers for the project config", exc_info=True)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
@@ -446,7 +446,7 @@ def create_server() -> TrainlintServer:
     async def on_hover(ls: TrainlintServer, params: lsp.HoverParams) -> lsp.Hover | None:
         try:
             return await ls.hover_at(params.text_document.uri, params.position)
-        except Exception:  # noqa: BLE001 - no hover rather than a failed request
+        except Exception:  # no hover rather than a failed request
             log.exception("hover failed")
             return None
 
@@ -456,7 +456,7 @@ def create_server() -> TrainlintServer:
     async def on_code_action(ls: TrainlintServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         try:
             return await actions.handle(ls, params)
-        except Exception:  # noqa: BLE001 - no actions rather than a failed request
+        except Exception:  # no actions rather than a failed request
             log.exception("code actions failed")
             return []
 

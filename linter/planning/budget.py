@@ -60,7 +60,7 @@ def cost(time_s: float, gpus: float, price_per_gpu_hour: float) -> float:
 def round_gpus(gpus: float, multiple: int) -> int:
     """Round a GPU count down to a multiple (whole nodes, or the seed's 'practical value')."""
     multiple = max(1, int(multiple))
-    return max(multiple, int(math.floor(gpus / multiple + 1e-9)) * multiple)
+    return max(multiple, math.floor(gpus / multiple + 1e-9) * multiple)
 
 
 @dataclass
@@ -150,7 +150,7 @@ def solve(*, params: float, tokens: float, peak_flops_per_gpu: float, gpus: int 
         else:
             need = flops / (peak_flops_per_gpu * mfu * days * SECONDS_PER_DAY)
             m = max(1, gpu_multiple)
-            gpus = int(math.ceil(need / m - 1e-9)) * m
+            gpus = math.ceil(need / m - 1e-9) * m
             solved.append("gpus")
             days = train_time_s(flops, gpus, peak_flops_per_gpu, mfu) / SECONDS_PER_DAY
         budget = None
