@@ -51,7 +51,7 @@ from trainlint.adapters.megatron.flags import (
     ParsedArgs,
     flag_table,
 )
-from trainlint.adapters.megatron.launch import DISTINCTIVE, Invocation, find_invocation
+from trainlint.adapters.megatron.invocation import DISTINCTIVE, Invocation, find_invocation
 from trainlint.adapters.megatron.shell import FileText, ShellResult, evaluate
 from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder, set_engine
 from trainlint.adapters.megatron.words import Field, Loc, Seg

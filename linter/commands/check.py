@@ -311,7 +311,7 @@ def exit_code(results: list, args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from trainlint.checker import check_task, plan_files
     from trainlint.config import ConfigError
-    from trainlint.parallel import run_tasks
+    from trainlint.process_pool import run_tasks
 
     conflict = statistics_conflict(args)
     if conflict:
