@@ -63,7 +63,7 @@ class WordRef:
 
 if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up time)
     from trainlint.accelerate_config import AccelerateConfig
-    from trainlint.adapters.megatron.launch import Invocation
+    from trainlint.adapters.megatron.invocation import Invocation
 
 
 @dataclass

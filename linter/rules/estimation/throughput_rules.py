@@ -255,8 +255,8 @@ class MemoryBound(Rule):
     """## What it does
     Warns when the estimate is bound by HBM bandwidth rather than by compute or the network
     (the roofline of Hodge 2025, "Sizing AI Training by Cost per Memory Bandwidth": the memory rate
-    is the lowest of the three): the time spent moving bytes (small GEMMs, element-wise kernels, unfused attention, the optimizer step) exceeds the
-    time spent on FLOPs.
+    is the lowest of the three): the time spent moving bytes (small GEMMs, element-wise kernels,
+    unfused attention, the optimizer step) exceeds the time spent on FLOPs.
 
     ## Why is this bad?
     The tensor cores wait for memory; a memory-bound run gets little from a faster GPU's FLOPs
