@@ -337,7 +337,9 @@ def run(args: argparse.Namespace) -> int:
         return lint_results([check_task(task, adapters, environment) for task in chunk], args, session)
 
     def lint_all() -> list:
-        return run_tasks(tasks, check_and_lint, args.jobs)
+        from trainlint.frameworks.locate import once_per_run
+
+        return once_per_run(run_tasks(tasks, check_and_lint, args.jobs))
 
     from trainlint.baseline import BaselineError
 
