@@ -86,8 +86,8 @@ class Adapter(ABC):
         None: the format has no spelling of its own (the changes are named by field)."""
         return None
 
-    def writer(self, texts: "Texts", result: "FileResult", spec: TrainingSpec, changes: dict[str, Any],
-               index: int) -> "Writer | None":
+    def writer(self, texts: Texts, result: FileResult, spec: TrainingSpec, changes: dict[str, Any],
+               index: int) -> Writer | None:
         """The writer that applies ``changes`` to run ``index`` of ``result`` (``spec``) as text edits
         on ``texts`` (:class:`trainlint.writing.Writer`; written to disk through
         :mod:`trainlint.safe_write` after the round trip is verified). None: this format is not

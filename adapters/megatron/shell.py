@@ -27,7 +27,7 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.input_codes import input_diagnostic
@@ -54,6 +54,9 @@ from trainlint.adapters.megatron.words import (
     split_pieces,
 )
 
+if TYPE_CHECKING:  # pragma: no cover - imported on first parse (start-up time)
+    from tree_sitter import Node
+
 MAX_SOURCE_DEPTH = 4
 
 
@@ -61,8 +64,8 @@ MAX_CALL_DEPTH = 8
 MAX_COMMANDS = 20000
 MAX_STEPS = 20_000
 """Evaluation steps (statements, word expansions, function calls, sourced files) for one script and
-everything it sources (the corpus's largest script takes 397): a generated bomb (functions calling functions, ``source`` fan-out, millions of
-assignments) stops here with a TL012 error instead of running for minutes."""
+everything it sources (the corpus's largest script takes 397): a generated bomb (functions calling functions,
+``source`` fan-out, millions of assignments) stops here with a TL012 error instead of running for minutes."""
 FOLLOW_STEPS = 5_000
 """After this many steps function calls and ``source`` are no longer followed (TL012), so the rest
 of the file is still read once, in linear time, and a launch line after a bomb is still found."""
@@ -126,7 +129,7 @@ class _OutOfSteps(Exception):
 class _TooDeep(Exception):
     """MAX_NESTING reached inside one top-level statement: that statement is skipped (TL002)."""
 
-    def __init__(self, loc: "Loc") -> None:
+    def __init__(self, loc: Loc) -> None:
         super().__init__()
         self.loc = loc
 
@@ -276,7 +279,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         self.diagnostics.append(input_diagnostic(code, message, self._span(loc), path=loc.path, severity=severity))
 
     def _report_errors(self, root, ft: FileText) -> None:
-        found = []
+        found: list[Node] = []
         stack = [root]
         while stack and len(found) < 5:
             node = stack.pop()
@@ -789,8 +792,8 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             return
         where = target.value_loc or loc
         if text is not None:
-            self._diag("TL013", f"sourced file `{text}` not found (looked in {', '.join(sorted(set(os.path.dirname(c) or '.' for c in candidates)))}); "
-                       "the variables it sets are unknown", where)
+            looked = ", ".join(sorted({os.path.dirname(c) or "." for c in candidates}))
+            self._diag("TL013", f"sourced file `{text}` not found (looked in {looked}); the variables it sets are unknown", where)
         else:
             self._diag("TL012", f"`source {target.partial_text}`: the path is not known statically; the variables it "
                        "sets are unknown", where)
@@ -806,7 +809,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         out: list[Field] = []
         for f in fields:
             t = f.text
-            if t is not None and (t in _STOP_WORDS or t.startswith(("2>", "1>", ">", "&>")) or t.startswith("|")):
+            if t is not None and (t in _STOP_WORDS or t.startswith(("2>", "1>", ">", "&>", "|"))):
                 break
             out.append(_dequote(f))
         if not out or out[0].text is None:
@@ -830,7 +833,8 @@ def _dequote(f: Field) -> Field:
     return Field(tuple(out), f.site, f.uncertain)
 
 
-_STATEMENTS: dict[str, Callable[[ShellEvaluator, object, FileText], None]] = {
+# handlers by node type; what a handler returns is not used here (_assign's result is for its other callers)
+_STATEMENTS: dict[str, Callable[[ShellEvaluator, Any, FileText], object]] = {
     "program": ShellEvaluator._program,
     "command": ShellEvaluator._command,
     "variable_assignment": lambda self, node, ft: self._assign(node, ft),

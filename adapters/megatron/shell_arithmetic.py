@@ -32,7 +32,7 @@ class Arithmetic:
             try:
                 return int(text, 0) if not re.fullmatch(r"0\d+", text) else int(text, 8)
             except ValueError:
-                raise Unresolvable(f"`{text}` is not an integer")
+                raise Unresolvable(f"`{text}` is not an integer") from None
         if kind in ("variable_name", "word"):
             name = node.text.decode("utf-8", "replace")
             if kind == "word" and re.fullmatch(r"-?\d+", name):

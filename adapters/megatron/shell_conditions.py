@@ -32,7 +32,7 @@ class Conditions:
     def _cond_node_of(self, node, ft: FileText) -> bool | None:
         kind = node.type
         if kind == "test_command":
-            inner = [c for c in node.named_children]
+            inner = list(node.named_children)
             if len(inner) != 1:
                 return None
             return self._test_expr(inner[0], ft)
@@ -93,17 +93,17 @@ class Conditions:
                 lv = self._test_expr(left, ft) if left is not None else None
                 rv = self._test_expr(right, ft) if right is not None else None
                 return _tri("&&" if op in ("&&", "-a") else "||", lv, rv)
-            lv = self._string_of(left, ft) if left is not None else None
-            rv = self._string_of(right, ft) if right is not None else None
-            if lv is None or rv is None:
+            ls = self._string_of(left, ft) if left is not None else None
+            rs = self._string_of(right, ft) if right is not None else None
+            if ls is None or rs is None:
                 return None
             if op in ("==", "="):
-                return fnmatch.fnmatchcase(lv, rv)
+                return fnmatch.fnmatchcase(ls, rs)
             if op == "!=":
-                return not fnmatch.fnmatchcase(lv, rv)
+                return not fnmatch.fnmatchcase(ls, rs)
             if op in ("-eq", "-ne", "-gt", "-lt", "-ge", "-le"):
                 try:
-                    a, b = int(lv), int(rv)
+                    a, b = int(ls), int(rs)
                 except ValueError:
                     return None
                 return {"-eq": a == b, "-ne": a != b, "-gt": a > b, "-lt": a < b, "-ge": a >= b, "-le": a <= b}[op]

@@ -101,7 +101,8 @@ class WordExpansion:
                     "process_substitution"):
             return self._expansion_pieces(node, ft, quoted)
         if kind == "brace_expression":
-            return [Piece([Seg("", self._loc(node, ft), False, f"`{node.text.decode('utf-8', 'replace')}` (a brace expansion)")], split=False)]
+            written = node.text.decode("utf-8", "replace")
+            return [Piece([Seg("", self._loc(node, ft), False, f"`{written}` (a brace expansion)")], split=False)]
         # Anything else: its text as written.
         loc = self._loc(node, ft)
         return [Piece([Seg(ft.text[loc.start:loc.end], loc, True)], split=False)]
@@ -174,7 +175,7 @@ class WordExpansion:
         if kind == "process_substitution":
             return [Piece([Seg("", loc, False, "a process substitution")], split=False)]
         if kind == "arithmetic_expansion":
-            inner = [c for c in node.named_children]
+            inner = list(node.named_children)
             try:
                 if len(inner) != 1:
                     raise Unresolvable("arithmetic")
@@ -222,7 +223,7 @@ class WordExpansion:
         return [Piece(list(value.as_scalar()), split=split)]
 
     def _lookup(self, name: str, loc: Loc) -> VarValue | Seg:
-        if self.arguments is not None and (name.isdigit() and name != "0" or name == "#"):
+        if self.arguments is not None and ((name.isdigit() and name != "0") or name == "#"):
             if name == "#":
                 return VarValue(scalar=(Seg(str(len(self.arguments)), None, False),))
             i = int(name)
@@ -252,9 +253,7 @@ class WordExpansion:
             if any(s.unknown for s in segs):
                 return None
             return True
-        if name in self.environment or name in self.slurm:
-            return True
-        return False
+        return name in self.environment or name in self.slurm
 
     def _braced(self, node, ft: FileText, loc: Loc, quoted: bool) -> list[Piece]:
         children = [c for c in node.children if c.type not in ("${", "}")]
@@ -334,11 +333,11 @@ class WordExpansion:
                     return [Piece([Seg("", loc, False, f"${{{name}{op}...}}")], split=False)]
                 return default_pieces if not use_default else []
             return base
-        value = "".join(s.text for p in base for s in p.segs) if all(
+        joined = "".join(s.text for p in base for s in p.segs) if all(
             s.unknown is None for p in base for s in p.segs) else None
-        if value is None:
+        if joined is None:
             return base if op in ("^^", ",,", "^", ",") else [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
-        result = self._string_op(op, operand, value, ft)
+        result = self._string_op(op, operand, joined, ft)
         if result is None:
             return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
         return [Piece([Seg(result, loc, False)], split=not quoted)]
@@ -387,7 +386,7 @@ class WordExpansion:
                 return value
             return value.replace(pattern, repl) if op == "//" else value.replace(pattern, repl, 1)
         if op == ":":
-            parts = [t for t in texts]
+            parts = list(texts)
             try:
                 nums = [int(p) for p in parts if p is not None and p.strip() != ""]
             except ValueError:

@@ -80,7 +80,7 @@ class FileText:
     """The same inside double quotes (``options="--save <PATH TO DIR>"``): unknown pieces of the string."""
 
     @classmethod
-    def of(cls, path: str, text: str) -> "FileText":
+    def of(cls, path: str, text: str) -> FileText:
         placeholders: dict[int, int] = {}
         quoted: dict[int, int] = {}
         parse_text = text
@@ -89,7 +89,7 @@ class FileText:
             if matches:
                 states = _quote_states(text, [a for a, _ in matches])
                 chars = list(text)
-                for (start, end), state in zip(matches, states):
+                for (start, end), state in zip(matches, states, strict=True):
                     if state == "dq":
                         quoted[start] = end
                     elif state is None:
@@ -119,5 +119,4 @@ class FileText:
 
 
 class Unresolvable(Exception):
-    pass
     """A value that cannot be known statically (the message says why)."""

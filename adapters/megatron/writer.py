@@ -561,9 +561,9 @@ class _ScriptArgs:
     def _assignment_at(self, loc: Any) -> Any:
         best = None
         for a in self.shell.assignments if self.shell else ():
-            if a.loc.path == loc.path and a.loc.start <= loc.start and loc.end <= a.loc.end:
-                if best is None or (a.loc.end - a.loc.start) < (best.loc.end - best.loc.start):
-                    best = a
+            if a.loc.path == loc.path and a.loc.start <= loc.start and loc.end <= a.loc.end \
+                    and (best is None or (a.loc.end - a.loc.start) < (best.loc.end - best.loc.start)):
+                best = a
         return best
 
     @staticmethod
@@ -830,7 +830,8 @@ def zero_stage_spelling(spec: TrainingSpec, stage: int) -> str:
     in_json = entry is not None and (entry.provenance.key or "").startswith("zero_optimization")
     parts = []
     if in_json or "zero_stage" not in spec.settings:
-        where = os.path.basename(entry.provenance.path) if in_json and entry.provenance.path else "the DeepSpeed config"
+        where = os.path.basename(entry.provenance.path) if entry is not None and in_json and entry.provenance.path \
+            else "the DeepSpeed config"
         parts.append(f"\"zero_optimization\": {{\"stage\": {stage}}} in {where}")
     if "zero_stage" in spec.settings:
         parts.append(f"{megatron_flag(spec, 'zero_stage')} {stage}")

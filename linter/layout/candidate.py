@@ -180,7 +180,7 @@ def _prov(spec: TrainingSpec, old: Value | None, key: str) -> Provenance:
 
 def _set_setting(spec: TrainingSpec, key: str, value: Any) -> None:
     old = spec.settings.get(key)
-    if value is None or value is False and key in _DROP_WHEN_FALSE:
+    if value is None or (value is False and key in _DROP_WHEN_FALSE):
         spec.settings.pop(key, None)
         return
     spec.settings[key] = Value(value, _prov(spec, old, key))

@@ -63,7 +63,7 @@ class FileRewrite:
 
 def rewrite(result: FileResult, spec: TrainingSpec, changes: Mapping[str, Any], *,
             environment: Mapping[str, str] | None = None, verify: bool = True,
-            adapters: Sequence["Adapter"] | None = None) -> dict[str, str]:
+            adapters: Sequence[Adapter] | None = None) -> dict[str, str]:
     """The new (normalised) text of every file that must change to apply ``changes`` to ``spec``'s run."""
     return {f.path: f.text for f in rewrite_files(result, spec, changes, environment=environment, verify=verify,
                                                   adapters=adapters)}
@@ -71,7 +71,7 @@ def rewrite(result: FileResult, spec: TrainingSpec, changes: Mapping[str, Any], 
 
 def rewrite_files(result: FileResult, spec: TrainingSpec, changes: Mapping[str, Any], *,
                   environment: Mapping[str, str] | None = None, verify: bool = True,
-                  adapters: Sequence["Adapter"] | None = None) -> list[FileRewrite]:
+                  adapters: Sequence[Adapter] | None = None) -> list[FileRewrite]:
     """Every file that must change to apply ``changes`` to ``spec``'s run: its new text and the
     hash of the text it was made from (write them with ``trainlint.safe_write.write_back``).
 
@@ -100,7 +100,7 @@ def rewrite_files(result: FileResult, spec: TrainingSpec, changes: Mapping[str, 
     return [FileRewrite(path, text, text_hash(texts.original(path))) for path, text in new_texts.items()]
 
 
-def adapter_for(format_name: str, adapters: Sequence["Adapter"] | None = None) -> "Adapter | None":
+def adapter_for(format_name: str, adapters: Sequence[Adapter] | None = None) -> Adapter | None:
     """The adapter that reads (and writes) ``format_name``: among ``adapters``, else among the
     built-in and installed plugins' adapters."""
     if adapters is None:
@@ -141,7 +141,7 @@ def _spec_index(result: FileResult, spec: TrainingSpec) -> int:
 # ============================================================================ round trip
 
 
-def _verify(adapter: "Adapter", result: FileResult, index: int, changes: dict[str, Any], texts: Texts,
+def _verify(adapter: Adapter, result: FileResult, index: int, changes: dict[str, Any], texts: Texts,
             new_texts: dict[str, str], touched: set[str], environment: dict[str, str]) -> None:
     """Read the old and the new text through the same adapter; the changed fields must have the
     asked values and everything else must be as before."""
@@ -165,12 +165,12 @@ def _verify(adapter: "Adapter", result: FileResult, index: int, changes: dict[st
             raise WritebackError(f"after rewriting, {key} reads {None if got is None else got.value!r} instead of "
                                  f"{want!r}")
     _same_spec(old, new, set(changes), touched, f"the run {old.label or old.path}")
-    for i, (o, n) in enumerate(zip(before.specs, after.specs)):
+    for i, (o, n) in enumerate(zip(before.specs, after.specs, strict=True)):  # same length: checked above
         if i != index:
             _same_spec(o, n, set(), set(), f"the other run {o.label or o.path} of this file")
 
 
-def _reload(adapter: "Adapter", result: FileResult, texts: Texts, overrides: dict[str, str],
+def _reload(adapter: Adapter, result: FileResult, texts: Texts, overrides: dict[str, str],
             environment: dict[str, str]) -> FileResult:
     from trainlint.adapters.base import LoadContext
     from trainlint.checker import check_source
