@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import re
 
-from trainlint.adapters.megatron.shell_text import FileText, Unresolvable
+from trainlint.adapters.megatron.shell_text import EvaluatorParts, FileText, Unresolvable
 from trainlint.adapters.megatron.words import Loc, Seg
 
 
-class Arithmetic:
+class Arithmetic(EvaluatorParts):
     """The arithmetic half of the evaluator."""
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import fnmatch
 
-from trainlint.adapters.megatron.shell_text import FileText
+from trainlint.adapters.megatron.shell_text import EvaluatorParts, FileText
 
 
-class Conditions:
+class Conditions(EvaluatorParts):
     """The condition half of the evaluator."""
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fnmatch
 
-from trainlint.adapters.megatron.shell_text import FileText, Unresolvable
+from trainlint.adapters.megatron.shell_text import EvaluatorParts, FileText, Unresolvable
 from trainlint.adapters.megatron.words import Field, Loc, Piece, Seg, VarValue, join_segs, split_pieces
 
 _SPECIAL_UNKNOWN = {
@@ -25,7 +25,7 @@ _SPECIAL_UNKNOWN = {
 }
 
 
-class WordExpansion:
+class WordExpansion(EvaluatorParts):
     """The word-expansion half of the evaluator."""
 
 

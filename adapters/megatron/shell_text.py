@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from trainlint.positions import LineIndex
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.adapters.megatron.words import EnvMap, Field, Loc, Piece, Seg, VarValue
 
 _PARSER = None
 
@@ -120,3 +124,27 @@ class FileText:
 
 class Unresolvable(Exception):
     """A value that cannot be known statically (the message says why)."""
+
+
+class EvaluatorParts:
+    """What the parts of the shell evaluator (statements in :mod:`.shell`, conditions, word
+    expansion, arithmetic) use of each other: declared here for the type checker;
+    :class:`trainlint.adapters.megatron.shell.ShellEvaluator` has them all."""
+
+    env: EnvMap
+    environment: dict[str, str]
+    slurm: dict[str, Field]
+    arguments: tuple[str, ...] | None
+    _depth: int
+    _uncertain: int
+
+    if TYPE_CHECKING:  # pragma: no cover - defined by ShellEvaluator and its mixins
+        def _step(self, node: Any, ft: FileText) -> None: ...
+        def _enter(self, node: Any, ft: FileText) -> None: ...
+        def _loc(self, node: Any, ft: FileText) -> Loc: ...
+        def _set(self, name: str, value: VarValue, loc: Loc, record: bool = True) -> None: ...
+        def _arith(self, node: Any, ft: FileText) -> int: ...
+        def _string_of(self, node: Any, ft: FileText) -> str | None: ...
+        def _pieces(self, node: Any, ft: FileText, quoted: bool) -> list[Piece]: ...
+        def _expansion_pieces(self, node: Any, ft: FileText, quoted: bool) -> list[Piece]: ...
+        def _lookup(self, name: str, loc: Loc) -> VarValue | Seg: ...

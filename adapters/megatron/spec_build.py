@@ -70,7 +70,7 @@ class SpecBuilder:
         fpath, fspan = self.ctx.span_of(setting.flag_field.value_loc)
         note = ""
         apart = fspan is not None and (span != fspan or path != fpath)
-        if apart:
+        if apart and fspan is not None:
             where = f"{fpath}:{fspan}" if fpath and fpath != path else f"line {fspan.line}, column {fspan.column}"
             note = f"value of {setting.flag_text} given at {where}"
         uncertain = any(f.uncertain or any(g.uncertain for g in f.segs) for f in setting.value_fields)

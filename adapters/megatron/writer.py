@@ -269,6 +269,12 @@ class MegatronWriter(Writer):
 
 
 _SEP = re.compile(r"(?:[ \t]|\\\n)*")
+
+
+def _past_separators(text: str, i: int) -> int:
+    """After the blanks and \\-newlines at ``i``."""
+    found = _SEP.match(text, i)
+    return found.end() if found else i
 _VAR_REF = re.compile(r'^"?\$(?:\{([A-Za-z_][A-Za-z0-9_]*)(?::?[-=][^}]*)?\}|([A-Za-z_][A-Za-z0-9_]*))"?$')
 
 
@@ -438,7 +444,7 @@ class _ScriptArgs:
         elif quote:  # the value is the next word inside the same string
             a = after
             while True:
-                a = _SEP.match(text, a).end()
+                a = _past_separators(text, a)
                 if text[a:a + 1] != "\n":
                     break
                 a += 1

@@ -282,7 +282,7 @@ def _mirror_settings(out: TrainingSpec, base: Inputs, changes: dict[str, Any], n
 # ------------------------------------------------------------------------------- spelling
 
 
-def spell_changes(spec: TrainingSpec, base: Inputs, changes: dict[str, Any], adapters: Sequence[Any] = ()) -> list[str]:
+def spell_changes(spec: TrainingSpec, base: Inputs | None, changes: dict[str, Any], adapters: Sequence[Any] = ()) -> list[str]:
     """Each change as the user writes it in this format (flags, JSON keys, YAML keys): the
     adapter of the run's framework spells it (``Adapter.spell_changes``; among ``adapters``, else
     the built-in and installed ones), else the fields are named."""

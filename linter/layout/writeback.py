@@ -87,7 +87,7 @@ def rewrite_files(result: FileResult, spec: TrainingSpec, changes: Mapping[str, 
     adapter = adapter_for(result.format, adapters)
     texts = Texts(result, env)
     writer = adapter.writer(texts, result, spec, wanted, index) if adapter is not None else None
-    if writer is None:
+    if adapter is None or writer is None:
         raise WritebackError(f"{result.path}: trainlint cannot write a layout back into a {result.format} file")
     writer.run()
     new_texts = texts.changed()

@@ -74,7 +74,7 @@ def _spelled(spec: TrainingSpec, changes: dict[str, Any]) -> str:
     ``trainlint suggest`` shows and ``--write-to`` writes)."""
     from trainlint.layout.candidate import spell_changes
 
-    return " ".join(spell_changes(spec, None, changes))  # type: ignore[arg-type] - no derived units here
+    return " ".join(spell_changes(spec, None, changes))  # no change here is spelled in derived units
 
 
 def _micro_spelling(spec: TrainingSpec, value: int) -> str:
