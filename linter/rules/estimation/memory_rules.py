@@ -36,6 +36,13 @@ class OomRisk(Rule):
     ## Example
     A Megatron 70B run with TP 4, PP 4, micro batch 4 and no recompute on 80 GB GPUs.
 
+    When the config does not say how many GPUs it runs on (a GPT-NeoX YAML without a hostfile or
+    ``num_gpus``, a launch with no GPU count), the memory per GPU is judged at its least over every
+    data-parallel size the config allows (1 to 131,072; DP enters only through ZeRO / distributed
+    optimizer sharding and batch members derived from DP), so an OOM reported there is one at every
+    world size; the finding says so. A Megatron argument list without a launch line is not judged:
+    the script that uses it decides the layout.
+
     ## Fix
     The finding proposes the smallest change that brings the estimate under the headroom,
     re-estimated: selective or full recompute, a smaller micro batch with more accumulation,

@@ -11,9 +11,11 @@ falls as DP grows. So the memory rules may judge the *least* memory over every d
 the config allows: an out-of-memory at that size is one at every size, and nothing is said that
 some world size would make false.
 
-The data-parallel sizes tried are the powers of two up to ``MAX_DP`` and the largest divisors of
-the global batch (the sizes a fixed global batch allows end at global / micro); the estimator
-itself refuses a size the batch or the layout does not allow.
+The data-parallel sizes tried are 1, 2, the assumed one, and the largest the config allows among
+the powers of two up to ``MAX_DP`` and the largest divisors of the global batch (the sizes a fixed
+global batch allows end at global / micro); the estimator itself refuses a size the batch or the
+layout does not allow. From DP 2 on, memory per GPU only falls as DP grows, so the largest allowed
+size holds the least.
 """
 
 from __future__ import annotations
@@ -84,14 +86,28 @@ def _verdict(spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSpec], A
     i = est.inputs
     model_par = i.tp * i.pp * i.cp
     samples: list[tuple[float, int, Any, TrainingSpec]] = []
-    for dp in _dp_sizes(i):
+
+    def tried(dp: int) -> bool:
         variant = _with_world(spec, dp * model_par)
         try:
             result = estimator(variant)
         except Exception:  # noqa: BLE001 - a size the estimator cannot take is not one the config allows
-            continue
+            return False
         if getattr(result, "ok", False) and result.inputs.world == dp * model_par:
             samples.append((result.worst_stage.total, dp, result, variant))
+            return True
+        return False
+
+    # DP 1 (no DP communicator, no ZeRO buckets), 2 and the assumed size; then, from the largest size
+    # down, the first the config allows: from DP 2 on the memory only falls as DP grows (1/DP shards,
+    # fewer micro-batches in flight), so that one holds the least. A refused size costs little: the
+    # estimator stops at the batch check.
+    small = sorted({1, 2, i.dp})
+    for dp in small:
+        tried(dp)
+    for dp in reversed(_dp_sizes(i)):
+        if dp <= small[-1] or tried(dp):
+            break
     if not samples:
         return None
     least, dp_least, best, variant = min(samples, key=lambda s: (s[0], s[1]))
