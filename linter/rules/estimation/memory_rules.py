@@ -164,7 +164,7 @@ class BuffersDominateMemory(Rule):
         share = worst.buffers / worst.total if worst.total else 0.0
         used = worst.total / est.capacity_bytes if est.capacity_bytes else 0.0
         i = est.inputs
-        keys = ("zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size")
+        keys: tuple[str, ...] = ("zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size")
         if i.shard_stage >= 3:
             keys = ("zero_optimization.stage3_max_live_parameters", "zero_optimization.max_live_parameters",
                     "zero_optimization.reduce_bucket_size", "zero_optimization.stage3_prefetch_bucket_size")
