@@ -40,7 +40,7 @@ class HFLaunchScriptAdapter(Adapter):
             if _DS_WORD.search(head) and _LAUNCHER.search(head):
                 return BY_CONTENT - 10  # below the Megatron adapter's content score: its scripts stay its own
             return NOT_MINE
-        except Exception:  # sniff must never raise on garbage
+        except Exception:  # noqa: BLE001 - sniff must never raise on garbage
             return NOT_MINE
 
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:

@@ -7,7 +7,6 @@ TrainingArguments defaults per_device_train_batch_size 8, gradient_accumulation_
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest

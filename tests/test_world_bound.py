@@ -32,7 +32,7 @@ def _check(spec):
         return estimate(s, build_context(s, gpu="h100-sxm"))
 
     est = estimator(spec)
-    ctx = RuleContext(options=dict(headroom=0.90), estimate=est, estimator=estimator)
+    ctx = RuleContext(options={"headroom": 0.90}, estimate=est, estimator=estimator)
     return est, list(OomRisk().check(spec, ctx)), list(EstimateUnavailable().check(spec, RuleContext(estimate=est, estimator=estimator)))
 
 

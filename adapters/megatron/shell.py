@@ -1220,9 +1220,12 @@ class ShellEvaluator:
         commands = [c for c in node.named_children if c.type != "comment"]
         if len(commands) == 1 and commands[0].type == "list":
             commands = [c for c in commands[0].named_children if c.type != "comment"]
-        words = [self._command_words(c, ft) for c in commands]
-        if any(w is None for w in words):
-            return None
+        words: list[list[str]] = []
+        for c in commands:
+            got = self._command_words(c, ft)
+            if got is None:
+                return None
+            words.append(got)
         if len(words) == 2 and words[1] == ["pwd"] and len(words[0]) == 2 and words[0][0] == "cd":
             target = words[0][1]
             return posixpath.normpath(target) if target.startswith("/") else None
