@@ -131,6 +131,7 @@ class EvaluatorParts:
     expansion, arithmetic) use of each other: declared here for the type checker;
     :class:`trainlint.adapters.megatron.shell.ShellEvaluator` has them all."""
 
+    root_path: str
     env: EnvMap
     environment: dict[str, str]
     slurm: dict[str, Field]
