@@ -433,3 +433,38 @@ def test_the_installed_package_is_read_when_nothing_is_beside_the_config(tmp_pat
     target = locate.resolve("megatron", str(tmp_path / "cfg" / "t.sh"))
     assert target.origin is TargetOrigin.INSTALLED and target.path == str(site)
     assert "--embed-layernorm" in target.catalog
+
+
+# ------------------------------------------------------------------------------ the compact name index
+
+
+@pytest.mark.parametrize("family", ["megatron", "neox", "deepspeed"])
+def test_the_shipped_name_index_is_what_the_shipped_catalogs_define(family):
+    """names-FAMILY.json (read at check time instead of every catalog) says the same as the catalogs;
+    regenerate it with scripts/build_framework_catalogs.py --names-only."""
+    from trainlint.frameworks import catalog
+
+    shipped = json.loads((Path(catalog.__file__).resolve().parent.parent / "data" /
+                          catalog.NAMES_FILE.format(family=family)).read_text())
+    assert shipped == catalog.name_index_data(family, shipped_index(), load_shipped)
+    assert len(shipped["names"]) > 100
+
+
+def test_a_stale_name_index_is_not_trusted(monkeypatch):
+    from trainlint.frameworks import catalog
+
+    real = catalog._data_text
+
+    def stale(name: str) -> str:
+        if name.startswith("frameworks/names-"):
+            return json.dumps({"family": "megatron", "releases": ["Megatron-LM core_v0.1.0"], "names": {"--x": 1}})
+        return real(name)
+
+    catalog.shipped_names.cache_clear()
+    monkeypatch.setattr(catalog, "_data_text", stale)
+    try:
+        labels, names = catalog.shipped_names("megatron")
+        assert "--x" not in names and "--num-layers" in names and labels[0] == "Megatron-LM core_v0.4.0"
+        assert catalog.defined_by("megatron", "--DDP-impl") == "Megatron-DeepSpeed main defines it"
+    finally:
+        catalog.shipped_names.cache_clear()
