@@ -379,6 +379,46 @@ def test_neox_fork_keys_are_known_in_the_fork(tmp_path):
     assert [(c, s, l) for c, s, l, _ in got] == [("TL004", "warning", 6), ("TL006", "warning", 7)]
 
 
+def test_save_interval_is_an_error_only_for_a_neox_known_to_lack_it(tmp_path):
+    """TL187 (save without checkpoint_factor) on a config that gives the old name save_interval: an
+    error against a NeoX whose source lacks save_interval, a warning when the version is assumed
+    (before gpt-neox #737 save_interval did the job)."""
+    from trainlint.engine import LintSettings, lint
+    from trainlint.checker import FileResult
+    from trainlint.registry import build_registry
+    from trainlint.plugins import create_host
+
+    registry = build_registry(create_host(entry_points=False))
+    text = NEOX_BASE + "train_micro_batch_size_per_gpu: 1\nsave-interval: 100\nsave: checkpoints\n"
+
+    def tl187(path: Path):
+        loaded = NEOX.load(SourceText(str(path), text), LoadContext())
+        result = FileResult(str(path), "neox", list(loaded.diagnostics), loaded.specs, loaded.documents)
+        [linted] = lint([result], registry, LintSettings())
+        return found(linted.diagnostics, "TL187", "TL008")
+
+    root = tmp_path / "fork"
+    (root / "megatron" / "neox_arguments").mkdir(parents=True)
+    (root / "megatron" / "neox_arguments" / "neox_args.py").write_text(textwrap.dedent('''
+        from dataclasses import dataclass
+        @dataclass
+        class NeoXArgsModel:
+            num_layers: int = None
+            hidden_size: int = None
+            num_attention_heads: int = None
+            seq_length: int = None
+            max_position_embeddings: int = None
+            train_micro_batch_size_per_gpu: int = None
+            save: str = None
+            checkpoint_factor: int = None
+            extra_save_iters: list = None
+    '''))
+    (root / "configs").mkdir()
+    assert sorted(tl187(root / "configs" / "run.yml")) == [("TL008", "error", 7, 1), ("TL187", "error", 8, 7)]
+    (tmp_path / "elsewhere").mkdir()
+    assert sorted(tl187(tmp_path / "elsewhere" / "run.yml")) == [("TL008", "warning", 7, 1), ("TL187", "warning", 8, 7)]
+
+
 DS_BASE = '{\n  "train_batch_size": 8,\n  "train_micro_batch_size_per_gpu": 1,\n  "zero_optimization": {\n    "stage": 1,\n    "%s": 1\n  }\n}\n'
 
 
