@@ -140,6 +140,44 @@ def test_neox_argument_dataclasses_are_read():
     assert scan.args["lr_decay_style"].choices == ("constant", "linear", "hybrid_cosine_inv_sqrt_2")
 
 
+def test_deepspeed_config_models_and_constants_are_read():
+    from trainlint.frameworks.argscan import scan_deepspeed
+
+    scan = scan_deepspeed({
+        "deepspeed/runtime/constants.py": "TRAIN_BATCH_SIZE = 'train_batch_size'\nTRAIN_BATCH_SIZE_DEFAULT = None\n",
+        "deepspeed/runtime/zero/config.py": textwrap.dedent('''
+            from typing import Literal
+            class DeepSpeedZeroConfig(DeepSpeedConfigModel):
+                stage: int = 0
+                reduce_bucket_size: int = Field(500000000, alias="reduce_bucket_size")
+                offload_param_device: Literal["none", "cpu", "nvme"] = "none"
+                _private: int = 0
+        '''),
+    })
+    assert {"train_batch_size", "stage", "reduce_bucket_size", "offload_param_device"} <= set(scan.args)
+    assert "_private" not in scan.args and "TRAIN_BATCH_SIZE_DEFAULT" not in scan.args
+    assert scan.args["offload_param_device"].choices == ("none", "cpu", "nvme")
+
+
+def test_invalid_escapes_in_a_fork_module_neither_warn_nor_stop_the_reading():
+    import warnings
+
+    text = FORK_ARGUMENTS + "    parser.add_argument('--path-glob', help='a\\ b')\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a compile warning would surface as an error here
+        scan = scan_megatron({"megatron/training/arguments.py": text})
+    assert "--path-glob" in scan.args and "--embed-layernorm" in scan.args
+
+
+def test_an_argument_module_over_the_size_bound_is_not_read(tmp_path):
+    from trainlint.frameworks.catalog import MAX_SOURCE_BYTES
+
+    root = write_fork(tmp_path / "huge", FORK_ARGUMENTS + "#" * (MAX_SOURCE_BYTES + 1) + "\n")
+    assert read_checkout(root, "megatron", use_cache=False) is None
+    target = locate.resolve("megatron", str(root / "examples" / "train.sh"))
+    assert target.origin is TargetOrigin.ASSUMED
+
+
 def test_a_checkout_is_read_once_then_taken_from_the_cache(tmp_path):
     root = write_fork(tmp_path / "fork")
     first = read_checkout(root, "megatron")

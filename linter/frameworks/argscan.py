@@ -62,8 +62,14 @@ def _type_name(node: ast.AST | None) -> str | None:
 def _parse(text: str, path: str) -> ast.Module | None:
     if len(text) > MAX_SOURCE_BYTES:
         return None
+    import warnings
+
     try:
-        return ast.parse(text, filename=path)
+        # A fork's module may hold invalid escape sequences ("\\ " in a help string): Python warns
+        # while compiling (SyntaxWarning on stderr from 3.12), which is noise in a lint run.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
 

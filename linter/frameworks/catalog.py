@@ -158,8 +158,12 @@ def _class_modules(read: Callable[[str], str | None], text: str, needed: bool) -
     import ast
 
     def parse(src: str) -> ast.Module | None:
+        import warnings
+
         try:
-            return ast.parse(src)
+            with warnings.catch_warnings():  # invalid escapes in a fork's module: not the user's concern
+                warnings.simplefilter("ignore")
+                return ast.parse(src)
         except (SyntaxError, ValueError, MemoryError, RecursionError):
             return None
 
