@@ -241,6 +241,26 @@ def test_once_per_run_keeps_the_first_note_of_each_source():
     assert [[d.code for d in r.diagnostics] for r in kept] == [["TL014", "TL004"], [], ["TL014"]]
 
 
+def test_a_fork_is_read_once_for_configs_in_many_folders(tmp_path, monkeypatch):
+    """The checkout (or its disk-cache entry, which hashes every file) is read once per process,
+    whatever the number of config folders; an edited argument module is read again."""
+    from trainlint.frameworks import catalog
+
+    root = write_fork(tmp_path / "fork", FORK_ARGUMENTS + f"# {tmp_path}\n")
+    reads = []
+    real = catalog.source_files
+    monkeypatch.setattr(catalog, "source_files", lambda r, f: reads.append(r) or real(r, f))
+    for name in ("a", "b/c", "b/d/e"):
+        (root / "examples" / name).mkdir(parents=True)
+        diags = megatron_script(root / "examples" / name / "train.sh", "--embed-layernorm")
+        assert found(diags, "TL004") == []
+    assert len(reads) == 1
+    (root / "megatron/training/arguments.py").write_text(FORK_ARGUMENTS + "    parser.add_argument('--new-flag')\n")
+    locate._memo.clear()  # a new folder target, as a language server re-linting after the edit would ask
+    assert found(megatron_script(root / "examples" / "a" / "train2.sh", "--new-flag"), "TL004") == []
+    assert len(reads) == 2
+
+
 def test_the_fork_decides_what_is_unknown(tmp_path):
     root = write_fork(tmp_path / "fork")
     line = f"torchrun pretrain_gpt.py {BASE_FLAGS} "
