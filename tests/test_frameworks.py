@@ -169,6 +169,22 @@ def test_invalid_escapes_in_a_fork_module_neither_warn_nor_stop_the_reading():
     assert "--path-glob" in scan.args and "--embed-layernorm" in scan.args
 
 
+def test_reading_stops_after_the_time_bound_and_the_catalog_is_partial(tmp_path, monkeypatch):
+    """catalog.MAX_READ_SECONDS bounds the reading: past it the rest is not read, the catalog is
+    partial, and unknown names are warnings (the fork may define them in what was not read)."""
+    from trainlint.frameworks import catalog
+
+    monkeypatch.setattr(catalog, "MAX_READ_SECONDS", -1.0)
+    scan = scan_megatron({"megatron/training/arguments.py": FORK_ARGUMENTS})
+    assert scan.args == {} and scan.partial and "stopped after" in scan.partial[0]
+    root = write_fork(tmp_path / "slow", FORK_ARGUMENTS + f"# {tmp_path}\n")
+    diags = megatron_script(root / "examples" / "train.sh", "--not-in-the-fork 1")
+    unknown = [d for d in diags if d.code == "TL004"]
+    assert unknown and all(d.severity is Severity.WARNING for d in unknown)
+    assert any("--not-in-the-fork" in d.message for d in unknown)
+    assert all(d.severity is not Severity.ERROR for d in diags if d.code in ("TL004", "TL006", "TL008"))
+
+
 def test_an_argument_module_over_the_size_bound_is_not_read(tmp_path):
     from trainlint.frameworks.catalog import MAX_SOURCE_BYTES
 
