@@ -4,7 +4,9 @@ The one way trainlint writes into a user's tree. The API::
 
     snap = snapshot(path)                       # read once: .text (as the readers normalise it), .hash
     new_text = edit(snap.text)                  # the caller's change, on the normalised text
-    result = write_back(path, new_text, snap.hash)          # in place (or ``to=`` another file)
+    result = write_back(path, new_text, snap.hash)          # in place
+    before = snapshot_target(out)               # another file: what it holds now (or that it is absent)
+    result = write_back(path, new_text, snap.hash, to=out, target=before)
     data = render_like(path, new_text, snap.hash)           # the bytes that would be written (for ``-``)
 
 ``expected_hash`` is :func:`text_hash` of the text the change was computed from: the text as
@@ -24,6 +26,11 @@ What :func:`write_back` guarantees:
 * Just before replacing, the file the text came from is read again and its text hashed: when it
   changed since ``expected_hash`` was taken (an editor saved it, another tool rewrote it), nothing
   is written and :class:`WriteConflict` says so.
+* A write ``to=`` another file checks that file too: :func:`snapshot_target` records what it held
+  (the hash of its bytes, or that it did not exist) when the caller decided to write it, and just
+  before replacing it is read again; when it changed, appeared, vanished or its symlink now points
+  elsewhere, nothing is written and :class:`WriteConflict` says so (its content is not lost to a
+  write that was planned against an older state).
 * Every failure is a :class:`WriteBackError` with a one-line message (the CLI prints it and exits 2).
 
 A change between the last check and ``os.replace`` (microseconds) cannot be detected without a
@@ -43,8 +50,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Snapshot", "WriteBackError", "WriteConflict", "WriteResult", "distinct_targets", "render_like",
-           "snapshot", "text_hash", "write_back"]
+__all__ = ["Snapshot", "TargetSnapshot", "WriteBackError", "WriteConflict", "WriteResult", "distinct_targets",
+           "render_like", "snapshot", "snapshot_target", "text_hash", "write_back"]
 
 MAX_BYTES = 8 * 1024 * 1024
 """As trainlint.sources.MAX_FILE_BYTES: a file trainlint does not read is not one it rewrites."""
@@ -68,6 +75,17 @@ class Snapshot:
     text: str
     """As ``read_source`` gives it: BOM dropped, every line end ``\\n``."""
     hash: str
+
+
+@dataclass(frozen=True)
+class TargetSnapshot:
+    """What a file ``write_back(..., to=...)`` will replace held when the write was decided."""
+    path: str
+    """As given (what ``to=`` must name)."""
+    real: str
+    """The file it resolved to (a symlink followed)."""
+    digest: str | None
+    """sha256 of its bytes; None when no file was there."""
 
 
 @dataclass(frozen=True)
@@ -146,6 +164,41 @@ def snapshot(path: str | os.PathLike[str]) -> Snapshot:
     return Snapshot(name, data, text, text_hash(text))
 
 
+def snapshot_target(path: str | os.PathLike[str]) -> TargetSnapshot:
+    """Record what ``path`` holds now (or that it is absent), for ``write_back(..., to=path, target=...)``.
+
+    Take it when the write is decided (before the work that computes the new text), so that a
+    file changed in the meantime is refused rather than overwritten."""
+    name = os.fspath(path)
+    real = os.path.realpath(name)
+    return TargetSnapshot(name, real, _target_digest(real))
+
+
+def _target_digest(real: str) -> str | None:
+    if not os.path.lexists(real):
+        return None
+    if os.path.isdir(real):
+        raise WriteBackError(f"{real} is a directory; not written")
+    try:
+        return hashlib.sha256(_read_bytes(real)).hexdigest()
+    except WriteBackError:
+        if not os.path.lexists(real):  # removed while being read
+            return None
+        raise
+
+
+def _check_target(before: TargetSnapshot) -> None:
+    """Refuse when the target is no longer what :func:`snapshot_target` saw."""
+    real = os.path.realpath(before.path)
+    if real != before.real:
+        raise WriteConflict(f"{before.path} now points to {real}, not {before.real} as when trainlint looked at it; "
+                            "nothing written (run again)")
+    now = _target_digest(real)
+    if now != before.digest:
+        what = ("was created" if before.digest is None else "was removed" if now is None else "changed")
+        raise WriteConflict(f"{before.path} {what} since trainlint looked at it; nothing written (run again)")
+
+
 _LINE_END = re.compile(r"(\r\n|\r|\n)")
 
 
@@ -214,30 +267,45 @@ def render_like(path: str | os.PathLike[str], new_text: str, expected_hash: str)
 
 
 def write_back(path: str | os.PathLike[str], new_text: str, expected_hash: str, *,
-               to: str | os.PathLike[str] | None = None) -> WriteResult:
+               to: str | os.PathLike[str] | None = None, target: TargetSnapshot | None = None) -> WriteResult:
     """Replace ``path`` (or write ``to``) with ``new_text`` in ``path``'s encoding and line ends.
 
     ``expected_hash``: :func:`text_hash` of the text ``new_text`` was made from; when ``path``
-    no longer has it, :class:`WriteConflict` and nothing is written. Raises :class:`WriteBackError`
-    on any failure, with the target unchanged."""
+    no longer has it, :class:`WriteConflict` and nothing is written. ``to``: write there instead,
+    with ``target`` its :func:`snapshot_target` (required: the file ``to`` names is checked as
+    the source is). Raises :class:`WriteBackError` on any failure, with the target unchanged."""
     source = os.fspath(path)
+    if to is not None and (target is None or os.path.abspath(to) != os.path.abspath(target.path)):
+        # a programming error, not a user's: every write over another file is checked
+        raise TypeError("write_back(to=...) needs target=snapshot_target(to) of that same path")
     data = _checked(source, expected_hash)
     new = _encode(data, source, new_text)
-    target = os.path.realpath(os.fspath(to) if to is not None else source)
+    if target is not None:
+        _check_target(target)
+    target_path = os.path.realpath(os.fspath(to) if to is not None else source)
+    written = _replace(source, expected_hash, target_path, new, target)
+    return WriteResult(source, target_path, written, len(new))
+
+
+def _replace(source: str, expected_hash: str, target: str, new: bytes, before: TargetSnapshot | None) -> bool:
+    """Put ``new`` in ``target`` atomically; False when it already holds exactly that."""
     mode, owner = _mode_for(target, source)
     try:
         if os.path.isdir(target):
             raise WriteBackError(f"{target} is a directory; not written")
         if _same_bytes(target, new):
             _checked(source, expected_hash)
-            return WriteResult(source, target, False, len(new))
+            return False
     except OSError as exc:
         raise WriteBackError(f"cannot write {target}: {_describe(exc)}") from None
     directory = os.path.dirname(target) or "."
     temp = _write_temp(directory, os.path.basename(target), new, mode, owner)
     try:
-        # the last moment the source can be compared: a change from here on is the editor's
+        # the last moment the source and the target can be compared: a change from here on is
+        # the editor's
         _checked(source, expected_hash)
+        if before is not None:
+            _check_target(before)
         os.replace(temp, target)
     except BaseException as exc:
         _remove(temp)
@@ -245,7 +313,7 @@ def write_back(path: str | os.PathLike[str], new_text: str, expected_hash: str, 
             raise WriteBackError(f"cannot replace {target}: {_describe(exc)}") from None
         raise
     _sync_directory(directory)
-    return WriteResult(source, target, True, len(new))
+    return True
 
 
 def _mode_for(target: str, source: str) -> tuple[int, tuple[int, int] | None]:

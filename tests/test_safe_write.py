@@ -21,8 +21,8 @@ import pytest
 
 from trainlint import safe_write
 from trainlint.cli import main
-from trainlint.safe_write import (WriteBackError, WriteConflict, distinct_targets, render_like, snapshot, text_hash,
-                                  write_back)
+from trainlint.safe_write import (WriteBackError, WriteConflict, distinct_targets, render_like, snapshot,
+                                  snapshot_target, text_hash, write_back)
 
 SCRIPT = "#!/bin/bash\n" + "".join(f"# line {i} of padding to pass one write buffer\n" for i in range(400)) + \
     "torchrun pretrain_gpt.py --tensor-model-parallel-size 2 \\\n    --bf16 --use-flash-attn\n"
@@ -158,6 +158,81 @@ def test_concurrent_edit_is_refused(tmp_path, monkeypatch):
     assert path.read_text() == SCRIPT + "# late edit\n" and leftovers(tmp_path) == []
 
 
+def test_write_to_another_file_checks_that_file_too(tmp_path, monkeypatch):
+    """``to=`` a file other than the source: what it held when the write was decided is checked
+    just before replacing it; an edit to it meanwhile is refused and the edit is kept."""
+    src, out = tmp_path / "run.sh", tmp_path / "out.sh"
+    src.write_text(SCRIPT)
+    out.write_text("# the user's own out.sh\n")
+    snap, before = snapshot(src), snapshot_target(out)
+    out.write_text("# edited after trainlint looked\n")
+    with pytest.raises(WriteConflict, match="out.sh changed since trainlint looked at it"):
+        write_back(src, snap.text.replace("--bf16", "--fp16"), snap.hash, to=out, target=before)
+    assert out.read_text() == "# edited after trainlint looked\n" and leftovers(tmp_path) == []
+
+    # unchanged: written
+    before = snapshot_target(out)
+    result = write_back(src, snap.text.replace("--bf16", "--fp16"), snap.hash, to=out, target=before)
+    assert result.written and out.read_text() == SCRIPT.replace("--bf16", "--fp16") and src.read_text() == SCRIPT
+
+    # an edit that lands while the temporary file is being written is caught by the last check
+    before = snapshot_target(out)
+    real_fsync = os.fsync
+
+    def edit_during_write(fd):
+        real_fsync(fd)
+        out.write_text("# late edit\n")
+
+    with monkeypatch.context() as m:
+        m.setattr(safe_write.os, "fsync", edit_during_write)
+        with pytest.raises(WriteConflict, match="changed since"):
+            write_back(src, snap.text, snap.hash, to=out, target=before)
+    assert out.read_text() == "# late edit\n" and leftovers(tmp_path) == []
+
+
+def test_write_to_a_target_that_appears_vanishes_or_is_repointed(tmp_path):
+    src = tmp_path / "run.sh"
+    src.write_text(SCRIPT)
+    snap = snapshot(src)
+    new = tmp_path / "new.sh"
+    before = snapshot_target(new)
+    assert before.digest is None
+    new.write_text("# created by someone else meanwhile\n")
+    with pytest.raises(WriteConflict, match="new.sh was created since"):
+        write_back(src, snap.text, snap.hash, to=new, target=before)
+    assert new.read_text() == "# created by someone else meanwhile\n"
+
+    before = snapshot_target(new)
+    new.unlink()
+    with pytest.raises(WriteConflict, match="was removed since"):
+        write_back(src, snap.text, snap.hash, to=new, target=before)
+    assert not new.exists()
+
+    a, b, link = tmp_path / "a.sh", tmp_path / "b.sh", tmp_path / "link.sh"
+    a.write_text("a\n")
+    b.write_text("a\n")  # the same bytes: only the symlink's target tells them apart
+    link.symlink_to(a)
+    before = snapshot_target(link)
+    link.unlink()
+    link.symlink_to(b)
+    with pytest.raises(WriteConflict, match="now points to"):
+        write_back(src, snap.text, snap.hash, to=link, target=before)
+    assert a.read_text() == b.read_text() == "a\n"
+
+
+def test_write_to_needs_the_targets_snapshot(tmp_path):
+    src, out = tmp_path / "run.sh", tmp_path / "out.sh"
+    src.write_text(SCRIPT)
+    snap = snapshot(src)
+    with pytest.raises(TypeError, match="snapshot_target"):
+        write_back(src, snap.text, snap.hash, to=out)
+    with pytest.raises(TypeError, match="snapshot_target"):
+        write_back(src, snap.text, snap.hash, to=out, target=snapshot_target(tmp_path / "other.sh"))
+    assert not out.exists()
+    with pytest.raises(WriteBackError, match="is a directory"):
+        snapshot_target(tmp_path)
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes in a read-only directory")
 def test_read_only_directory_is_a_message(tmp_path):
     directory = tmp_path / "ro"
@@ -269,3 +344,64 @@ def test_write_to_directory_with_same_named_files(tmp_path, capsys):
     assert written == ["model/config.yml", "train/config.yml"]
     assert "model_parallel_size: 1" in (out / "model" / "config.yml").read_text()
     assert a.read_text().endswith("model_parallel_size: 2\n")  # the sources are not touched
+
+
+def test_write_to_file_refuses_when_that_file_changed_during_the_search(tmp_path, capsys, monkeypatch):
+    """``suggest --write-to out.sh``: out.sh is looked at when the command starts; when someone
+    writes it while the layout is searched and rewritten, it is not overwritten (exit 2)."""
+    from trainlint.layout import writeback
+
+    src, out = tmp_path / "run.sh", tmp_path / "out.sh"
+    src.write_text(MEGATRON)
+    out.write_text("# out.sh as it was\n")
+    real = writeback.rewrite_files
+
+    def and_edit_target(*a, **kw):
+        files = real(*a, **kw)
+        out.write_text("# out.sh written by someone else meanwhile\n")
+        return files
+
+    monkeypatch.setattr(writeback, "rewrite_files", and_edit_target)
+    code = main(["suggest", str(src), *ARGS, "--write-to", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "out.sh changed since trainlint looked at it" in err and "Traceback" not in err
+    assert out.read_text() == "# out.sh written by someone else meanwhile\n" and src.read_text() == MEGATRON
+    assert leftovers(tmp_path) == []
+
+    # the same run with out.sh left alone writes it
+    monkeypatch.setattr(writeback, "rewrite_files", real)
+    code = main(["suggest", str(src), *ARGS, "--write-to", str(out)])
+    assert code == 0, capsys.readouterr().err
+    assert out.read_text().startswith("#!/bin/bash\ntorchrun")
+
+
+def test_write_to_directory_refuses_a_file_changed_before_it_is_written(tmp_path, capsys, monkeypatch):
+    """``--write-to DIR`` with two files: the second target, edited while the first is being
+    written, is refused (exit 2) and keeps the edit."""
+    a, b = tmp_path / "model" / "config.yml", tmp_path / "train" / "config.yml"
+    a.parent.mkdir()
+    b.parent.mkdir()
+    a.write_text("num_layers: 24\nhidden_size: 2048\nnum_attention_heads: 16\nseq_length: 2048\n"
+                 "max_position_embeddings: 2048\nmodel_parallel_size: 2\n")
+    b.write_text("train_micro_batch_size_per_gpu: 8\ngradient_accumulation_steps: 2\npipe_parallel_size: 2\n"
+                 "zero_optimization:\n  stage: 1\n")
+    out = tmp_path / "out"
+    (out / "model").mkdir(parents=True)
+    (out / "train").mkdir()
+    (out / "model" / "config.yml").write_text("# old model\n")
+    (out / "train" / "config.yml").write_text("# old train\n")
+    real_replace = os.replace
+
+    def replace_then_edit_the_other(src_path, dst):
+        real_replace(src_path, dst)
+        other = out / "train" / "config.yml"
+        if str(dst) != str(other.resolve()):
+            other.write_text("# train, edited meanwhile\n")
+
+    monkeypatch.setattr(safe_write.os, "replace", replace_then_edit_the_other)
+    code = main(["suggest", str(a), "--run", f"{a},{b}", "--isolated", "--model", "gpt3-1.3b", "--gpu", "a100-80gb",
+                 "--nodes", "1", "--write-to", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and "changed since trainlint looked at it" in err and "Traceback" not in err
+    assert (out / "train" / "config.yml").read_text() == "# train, edited meanwhile\n"
+    assert "model_parallel_size: 1" in (out / "model" / "config.yml").read_text()

@@ -267,7 +267,9 @@ def run(args: argparse.Namespace) -> int:
         return session.lint([session.check_task(task) for task in chunk])
 
     def lint_all() -> list:
-        return run_tasks(tasks, check_and_lint, args.jobs)
+        from trainlint.frameworks.locate import once_per_run
+
+        return once_per_run(run_tasks(tasks, check_and_lint, args.jobs))
 
     from trainlint.baseline import BaselineError
 

@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.estimator import ContextError
     from trainlint.layout import SearchError, SearchOptions, search
     from trainlint.layout.render import render_json, render_text
+    from trainlint.safe_write import WriteBackError
     from trainlint.session import open_session
 
     if args.top < 1 or args.pick < 1 or args.max_micro < 1:
@@ -101,6 +102,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     project = session.project
+    try:
+        # what --write-to FILE holds now, before the search: a change to it meanwhile is refused
+        target_before = _target_before(args.write_to)
+    except WriteBackError as exc:
+        print(printable(f"trainlint: error: {exc}"), file=sys.stderr)
+        return EXIT_ERROR
     headroom = args.headroom if args.headroom is not None else _project_headroom(project)
     options = SearchOptions(headroom=headroom, top=max(args.top, args.pick), fix=args.fix, vary=args.vary,
                             batch_tolerance=args.allow_batch_change, price_per_gpu_hour=args.price_per_gpu_hour,
@@ -140,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         report.write(render_text(shown))
     if args.write_to:
         report.flush()
-        code = _write_back(args, outputs, sources, session.environment)
+        code = _write_back(args, outputs, sources, session.environment, target_before)
         if code != EXIT_CLEAN:
             return code
     if not outputs:
@@ -168,7 +175,17 @@ def _trim(found, top: int):
     return shown
 
 
-def _write_back(args: argparse.Namespace, outputs, sources, environment: dict[str, str]) -> int:
+def _target_before(write_to: str | None):
+    """``--write-to FILE``'s state now (None for no file, ``-`` or a directory: a directory's
+    files are known only once the layout is rewritten, and are looked at before any is written)."""
+    from trainlint.safe_write import snapshot_target
+
+    if not write_to or write_to == "-" or Path(write_to).is_dir():
+        return None
+    return snapshot_target(write_to)
+
+
+def _write_back(args: argparse.Namespace, outputs, sources, environment: dict[str, str], target_before) -> int:
     if len(outputs) != 1:
         print(f"trainlint: error: --write-to needs one run, {args.path} has {len(outputs)}", file=sys.stderr)
         return EXIT_ERROR
@@ -178,7 +195,7 @@ def _write_back(args: argparse.Namespace, outputs, sources, environment: dict[st
         return EXIT_FINDINGS
     chosen = found.suggestions[args.pick - 1]
     from trainlint.layout.writeback import rewrite_files
-    from trainlint.safe_write import WriteBackError, distinct_targets, render_like, write_back
+    from trainlint.safe_write import WriteBackError, distinct_targets, render_like, snapshot_target, write_back
 
     try:
         files = rewrite_files(result, found.spec, dict(chosen.changes), environment=environment)
@@ -202,12 +219,16 @@ def _write_back(args: argparse.Namespace, outputs, sources, environment: dict[st
             return EXIT_CLEAN
         if target.is_dir():
             places = distinct_targets([f.path for f in files], target)
+            before = {f.path: snapshot_target(places[f.path]) for f in files}  # all, before any is written
             written = []
             for f in files:
                 places[f.path].parent.mkdir(parents=True, exist_ok=True)
-                written.append(write_back(f.path, f.text, f.original_hash, to=places[f.path]).target)
+                written.append(write_back(f.path, f.text, f.original_hash, to=places[f.path], target=before[f.path]).target)
         elif len(files) == 1:
-            written = [write_back(files[0].path, files[0].text, files[0].original_hash, to=target).target]
+            if target_before is None:  # the directory went away meanwhile: look at the file now
+                target_before = snapshot_target(target)
+            written = [write_back(files[0].path, files[0].text, files[0].original_hash, to=target,
+                                  target=target_before).target]
         else:
             print(f"trainlint: error: the layout changes {len(files)} files ({', '.join(f.path for f in files)}); "
                   "give a directory to --write-to", file=sys.stderr)
