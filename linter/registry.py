@@ -35,7 +35,8 @@ class Registry:
         return found
 
 
-def _call_each(host: PluginHost, hook_name: str, failures: list[PluginFailure]) -> Iterable[tuple[str, object]]:
+def _call_each(host: PluginHost, hook_name: str, failures: list[PluginFailure]) -> Iterable[tuple[str, Any]]:
+    # Any: a plugin's hook returns whatever its author wrote
     caller = getattr(host.hook, hook_name)
     for impl in caller.get_hookimpls():
         try:
@@ -62,7 +63,7 @@ def build_registry(host: PluginHost) -> Registry:
                 continue
             rule.plugin = plugin_name
             registry.rules[rule.code] = rule
-    for plugin_name, adapters in _call_each(host, "trainlint_adapters", registry.failures):
+    for _, adapters in _call_each(host, "trainlint_adapters", registry.failures):
         registry.adapters.extend(adapters)
     for plugin_name, entries in _call_each(host, "trainlint_gpus", registry.failures):
         _add_entries(plugin_name, entries, "GPU", registry.gpus, registry.failures)
