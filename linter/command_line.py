@@ -317,6 +317,7 @@ def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[st
     if launch.kind == "neox":
         return [_neox(launch, adapters, environment)]
     if launch.kind == "script":
+        assert launch.script is not None  # parse_launch sets kind "script" with the script's word
         # the words after the script are its $1 $2 ... (an argument not given is empty, as in bash)
         arguments = {str(i): word for i, word in enumerate(launch.script_args, 1)}
         return [check_file(launch.script.path, adapters,
