@@ -204,7 +204,7 @@ def find_invocation(command: Command, distinctive_needed: int = 2) -> Invocation
             return None
         # Another wrapper (`nsys profile ... python x.py`, `ft_launcher ...`): look for a launcher or
         # a Python script further on.
-        j = next((k for k in range(i + 1, n) if _is_launcher(fields[k]) or _shell_c(fields, k)), None)
+        j = next((k for k in range(i + 1, n) if _is_launcher(fields[k])), None)
         if j is None:
             return None
         i = j
@@ -215,13 +215,6 @@ _NOT_LAUNCHERS = {"bash", "sh", "singularity", "apptainer", "docker", "enroot", 
                   "grep", "sed", "awk", "mkdir", "rm", "cp", "mv", "ls", "cd", "export", "test", "[", "[[", "sleep",
                   "wait", "kill", "git", "pip", "conda", "wget", "curl", "ln", "touch", "chmod", "scontrol", "sbatch",
                   "tar", "find", "head", "tail", "python-config"}
-
-
-def _shell_c(fields: list[Field], k: int) -> bool:
-    """``sh -c STRING`` / ``bash -c STRING`` at ``k`` (srun's ``... sh -c "${run_cmd}"`` after options
-    trainlint could not read): the string is a command line the shell runs."""
-    t = fields[k].text
-    return bool(t and t.rsplit("/", 1)[-1] in ("bash", "sh") and k + 2 < len(fields) and fields[k + 1].text == "-c")
 
 
 def _is_launcher(f: Field) -> bool:
