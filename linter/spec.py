@@ -121,8 +121,8 @@ class EngineSpec:
     optimizer_owner: Value | None = None
     """``megatron`` (Megatron's own optimizer, with or without the distributed optimizer),
     ``deepspeed-zero`` (ZeRO stage 1-3), ``deepspeed-bf16`` (DeepSpeed's BF16_Optimizer),
-    ``deepspeed`` (DeepSpeed at ZeRO 0 without BF16_Optimizer: FP16_Optimizer, fp32 or DDP) or
-    ``fsdp`` (PyTorch FSDP full sharding)."""
+    ``deepspeed`` (DeepSpeed at ZeRO 0 without BF16_Optimizer: FP16_Optimizer, fp32 or DDP).
+    Megatron-FSDP and torch FSDP2 under Megatron-LM are ``megatron`` with their ``shard_stage``."""
     shard_stage: Value | None = None
     """What the owner shards over ``shard_group``: 0 nothing, 1 the fp32 master weights and
     optimizer states, 2 and the gradients, 3 and the 16-bit parameters."""

@@ -113,6 +113,11 @@ class BatchSizeMismatch(Rule):
         g, m = as_int(gbs), as_int(mbs)
         if gbs is None or g is None or m is None or g < 1 or m < 1 or gbs.provenance.origin is not Origin.FILE:
             return
+        if spec.dialect == "legacy" and not (gbs.provenance.key or "").startswith("--"):
+            # Megatron before --global-batch-size (v1.x, as DeepSpeedExamples vendor it) has no such
+            # assertion: the global batch here is the DeepSpeed JSON's train_batch_size, which
+            # DeepSpeed checks (and derives the micro batch from) itself: _triple below.
+            return
         if spec.batch.schedule is not None:
             return  # the start batch follows the schedule, not --global-batch-size
         dp = data_parallel(spec)
@@ -862,7 +867,7 @@ class PrecisionUnsupportedGPU(Rule):
             return
         name, where = declared
         try:
-            gpu = find_gpu(name)
+            gpu = find_gpu(name, ctx.gpus)  # the session's table: plugin and project GPUs too
         except CatalogError:
             return  # an unknown GPU name is reported where it is declared
         dtype_v, fp8_v = spec.precision.dtype, spec.precision.fp8
