@@ -299,6 +299,18 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
     )
 
 
+def step_time_floor(i: Inputs, cache: dict | None = None) -> float:
+    """A lower bound on ``step_time(i, cache).step_time`` at a fraction of its cost, for a layout
+    search's branch and bound (:mod:`trainlint.layout.search`): the grad-accumulation micro-batches
+    of the stage with the most layers (its layers' compute and exposed TP time, the host overhead
+    per micro-batch) plus the per-step overhead. Every term left out (the last stage's logits, p2p,
+    the bubble, DP, the optimizer) is >= 0, and the slowest stage is at least as slow as this one,
+    so the floor never exceeds the step time (up to rounding: the caller keeps a margin)."""
+    layer, _, layer_tp = layer_costs(i, cache)
+    most = max(layers for _, layers, _ in stage_kinds(i))
+    return i.grad_accum * (most * (layer.total + layer_tp) + C.MICROBATCH_OVERHEAD_S) + C.STEP_OVERHEAD_S
+
+
 # --------------------------------------------------------------------------- FLOPs
 
 
