@@ -183,3 +183,37 @@ def test_exit_code_is_1_without_a_prior_shutdown_and_0_after_it(tmp_path):
     client.start(tmp_path, {})
     code, err = client.stop()
     assert code == 0 and b"Traceback" not in err
+
+
+def test_products_of_clamped_values_in_diagnostics_and_hovers(tmp_path):
+    """Config values of 4,400 digits (clamped to 4,300) and their products (8,600 digits, past
+    Python's int-to-text limit): the diagnostics name them by length (TL100, not a TL998) and a
+    hover on every value answers with no number of thousands of digits."""
+    import re
+
+    big = "9" * 4400
+    text = (f"num_layers: {big}\nhidden_size: {big}\nnum_attention_heads: 32\nseq_length: 2048\n"
+            f"max_position_embeddings: 2048\ntrain_micro_batch_size_per_gpu: {big}\n"
+            f"gradient_accumulation_steps: {big}\ntrain_batch_size: 7\nmodel_parallel_size: {big}\n")
+    client = Client(tmp_path)
+    client.start(tmp_path, {"debounce": 0})
+    uri = client.open(tmp_path / "neox.yml", text, "yaml")
+    diags = client.diagnostics(uri, timeout=60)
+    assert diags is not None
+    codes = {d["code"] for d in diags}
+    assert "TL100" in codes and not codes & {"TL998", "TL999"}, diags
+    assert any("8,600-digit number" in d["message"] for d in diags if d["code"] == "TL100")
+    long_digits = re.compile(r"\d{31,}")
+    assert not any(long_digits.search(d["message"]) for d in diags)
+    hovered = 0
+    for line_no, line in enumerate(text.splitlines()):
+        for character in (1, len(line.split(":")[0]) + 3):  # on the key, on the value
+            reply = client.request(100 + 2 * line_no + (character > 1), "textDocument/hover", {
+                "textDocument": {"uri": uri}, "position": {"line": line_no, "character": character}})
+            assert reply is not None and "error" not in reply, reply
+            if reply["result"]:
+                hovered += 1
+                assert not long_digits.search(reply["result"]["contents"]["value"]), reply
+    assert hovered >= 9
+    code, err = client.stop()
+    assert code == 0 and b"Traceback" not in err

@@ -37,6 +37,7 @@ from trainlint import __version__
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.lsp import convert, hover
 from trainlint.lsp.workspace import Linted, Linter, internal_error, same_file, session_args
+from trainlint.numbers import long_numbers, shorten_numbers
 
 log = logging.getLogger("trainlint.lsp")
 
@@ -359,9 +360,11 @@ class TrainlintServer(LanguageServer):
         if target is None:
             return None
         partial = any(d.code in ("TL001", "TL002") for d in linted.result.diagnostics)
-        text = hover.render_target(target, linted.estimate, partial=partial)
+        with long_numbers():  # a hover quotes config values and their products (numbers.long_numbers)
+            text = hover.render_target(target, linted.estimate, partial=partial)
         if not text:
             return None
+        text = shorten_numbers(text)
         (sl, sc), (el, ec) = convert.span_to_range(target.region, lines, linted.bom)
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
                          range=lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec)))
