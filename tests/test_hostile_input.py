@@ -426,6 +426,48 @@ def test_source_roots_in_the_project_config_allow_more(tmp_path, capsys):
     assert [d for f in json.loads(out)["files"] for d in f["diagnostics"]] == []
 
 
+def _outside_tl012(capsys, *argv: str) -> list[tuple[int, int]]:
+    main(["check", "--format", "json", "--select", "TL012,TL007", *argv])
+    out = capsys.readouterr().out
+    diags = [d for f in json.loads(out)["files"] for d in f["diagnostics"]]
+    return [(d["line"], d["column"]) for d in diags if d["code"] == "TL012" and "outside the project" in d["message"]]
+
+
+def test_source_roots_follow_isolated(tmp_path, capsys):
+    """--isolated: no project config, so its source-roots do not widen what is read."""
+    repo = _repo(tmp_path)
+    shared = tmp_path / "cluster"
+    shared.mkdir()
+    (shared / "env.sh").write_text("TP=4\n")
+    (repo / ".trainlint.toml").write_text('source-roots = ["../cluster"]\n')
+    script = repo / "scripts" / "train.sh"
+    script.write_text(f"source {shared / 'env.sh'}\n" + LAUNCH.replace("size 2 ", "size $TP "))
+    assert _outside_tl012(capsys, str(script)) == []
+    assert _outside_tl012(capsys, "--isolated", str(script)) == [(1, 8)]
+    assert _outside_tl012(capsys, "--isolated", "-j", "2", str(script), str(script.parent)) == [(1, 8)]
+
+
+def test_source_roots_follow_an_explicit_config(tmp_path, capsys):
+    """--config FILE: its source-roots apply (relative to FILE), not those of the config found
+    above the script."""
+    repo = _repo(tmp_path)
+    shared = tmp_path / "cluster"
+    shared.mkdir()
+    (shared / "env.sh").write_text("TP=4\n")
+    script = repo / "scripts" / "train.sh"
+    script.write_text(f"source {shared / 'env.sh'}\n" + LAUNCH.replace("size 2 ", "size $TP "))
+    ci = tmp_path / "ci"
+    ci.mkdir()
+    (ci / "allow.toml").write_text('source-roots = ["../cluster"]\n')
+    (ci / "plain.toml").write_text('select = ["TL"]\n')
+    assert _outside_tl012(capsys, str(script)) == [(1, 8)]  # the repository has no config
+    assert _outside_tl012(capsys, "--config", str(ci / "allow.toml"), str(script)) == []
+    # the repository's own config allows it; an explicit config that does not, wins
+    (repo / ".trainlint.toml").write_text('source-roots = ["../cluster"]\n')
+    assert _outside_tl012(capsys, str(script)) == []
+    assert _outside_tl012(capsys, "--config", str(ci / "plain.toml"), str(script)) == [(1, 8)]
+
+
 def test_deepspeed_config_outside_the_repository_is_not_read(tmp_path, capsys):
     repo = _repo(tmp_path)
     outside = tmp_path / "etc" / "ds.json"
