@@ -13,6 +13,7 @@ from trainlint.config import ConfigError, ProjectConfig
 from trainlint.diagnostics import Diagnostic, Related, Severity
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, Span
+from trainlint import cancel
 from trainlint.numbers import long_numbers
 from trainlint.provenance import Value, first_span
 from trainlint.registry import Registry
@@ -76,6 +77,7 @@ def lint(results: Sequence[FileResult], registry: Registry, settings: LintSettin
     out = []
     text_cache: dict[str, Suppressions] = {}
     for result in results:
+        cancel.check()  # between files
         diagnostics = list(result.diagnostics)
         # a file that could not be read or parsed whole gives a partial spec: launch rules still
         # see what was read, but an estimate of half a config would only mislead (or say "missing")
@@ -145,6 +147,7 @@ def _run_rules_unlimited(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]
             continue
         if getattr(rule, "needs_estimate", False) and not estimate:
             continue
+        cancel.check()  # between rules (and before the estimate)
         if getattr(rule, "needs_estimate", False) and not estimate_made:
             estimate_made = True
             try:
