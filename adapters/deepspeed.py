@@ -248,12 +248,12 @@ def load_deepspeed_config(source: SourceText) -> LoadResult:
     schema = load_schema("deepspeed")
     diagnostics.extend(_deprecations(doc, schema))
     diagnostics.extend(_alias_conflicts(doc))
-    from trainlint.frameworks.locate import first_read_note, resolve
+    from trainlint.frameworks.locate import read_note, resolve
 
     target = resolve("deepspeed", path)
-    note = first_read_note(target)
+    note = read_note(target, FILE_START, path)
     if note is not None:
-        diagnostics.append(input_diagnostic("TL014", note, FILE_START, path=path))
+        diagnostics.append(note)
     diagnostics.extend(_judged(check_document(doc, schema), target))
     result.documents.append(doc)
     spec = build_spec(doc)

@@ -323,12 +323,12 @@ class NeoXAdapter(Adapter):
             result.documents.append(doc)
             per_file.append((src, tree, doc))
         autotuning = "autotuning" in merged and merged["autotuning"].value is not None
-        from trainlint.frameworks.locate import first_read_note, resolve
+        from trainlint.frameworks.locate import read_note, resolve
 
         target = resolve("neox", source.path)
-        note = first_read_note(target)
+        note = read_note(target, FILE_START, source.path)
         if note is not None:
-            result.diagnostics.append(input_diagnostic("TL014", note, FILE_START, path=source.path))
+            result.diagnostics.append(note)
         for src, tree, doc in per_file:
             result.diagnostics.extend(self._check_file(doc, tree, src.path, autotuning, target))
         spec = _SpecBuilder(merged, source.path, [s.path for s in sources]).build()

@@ -28,7 +28,7 @@ import time
 
 from trainlint.estimator import build_context, estimate, estimate_inputs
 from trainlint.layout import SearchOptions, search
-from trainlint.layout.launch import default_launch_rules
+from trainlint.layout.startup_check import default_startup_rules
 from trainlint.layout.search import InputsFactory, prepare
 from trainlint.layout.space import build_space
 from trainlint.adapters.engine import set_engine
@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also estimate every layout of the space and compare the best with the search's")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    rules = default_launch_rules()
+    rules = default_startup_rules()
     print(f"launch rules loaded once: {len(rules)} TL1xx rules in {(time.perf_counter() - t0) * 1e3:.0f} ms (not in the timings)\n")
     label, spec, ctx = one_t()
     median = report(label, spec, ctx, rules, args.repeat, args.verify)

@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from trainlint.suggest import did_you_mean
+from trainlint.did_you_mean import did_you_mean
 
 __all__ = [
     "CatalogError",

@@ -136,7 +136,7 @@ def load_config(path: Path) -> ProjectConfig:
         raise ConfigError(f"{path}: `env` must be a table of strings, e.g. env = {{ TP = \"4\" }}")
     unknown = sorted(set(section) - KNOWN_KEYS)
     if unknown:
-        from trainlint.suggest import hint
+        from trainlint.did_you_mean import hint
 
         raise ConfigError(f"{path}: unknown setting `{unknown[0]}`{hint(unknown[0], KNOWN_KEYS)}")
     if "baseline" in section and not isinstance(section["baseline"], str):

@@ -20,7 +20,7 @@ from trainlint.registry import Registry
 from trainlint.rules import Finding, Rule, RuleContext, Target
 from trainlint.selection import Selection
 from trainlint.spec import TrainingSpec
-from trainlint.suggest import hint
+from trainlint.did_you_mean import hint
 from trainlint.suppressions import Suppressions, parse_suppressions
 
 

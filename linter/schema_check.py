@@ -14,7 +14,7 @@ from typing import Any, Iterator
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.document import Document, pointer
 from trainlint.input_codes import input_diagnostic
-from trainlint.suggest import did_you_mean
+from trainlint.did_you_mean import did_you_mean
 
 _JSON_TYPES = {
     dict: "object", list: "array", str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null",

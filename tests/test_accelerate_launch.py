@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.commands.run import _deepspeed
-from trainlint.launch_command import parse_launch
+from trainlint.command_line import parse_launch
 from trainlint.provenance import Origin
 
 AUTO = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",

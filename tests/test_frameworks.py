@@ -166,6 +166,43 @@ def test_fork_flags_are_known_when_checked_in_the_fork(tmp_path):
     assert "bigscience-Megatron-DeepSpeed" in note[0].message and " s " in note[0].message
 
 
+def test_the_read_note_appears_once_per_run_under_jobs(tmp_path):
+    """Under -j 2 each worker process reads the fork's source; the run still says it once."""
+    import subprocess
+    import sys
+
+    root = write_fork(tmp_path / "fork", FORK_ARGUMENTS + f"# {tmp_path}\n")
+    for i in range(60):  # enough files for two workers (parallel.MIN_FILES_PER_WORKER)
+        (root / "examples" / f"train_{i:02d}.sh").write_text(f"torchrun pretrain_gpt.py {BASE_FLAGS}\n")
+    blocked = tmp_path / "no-cache"
+    blocked.write_text("")  # a file where the cache folder would be: every worker reads the source itself
+    env = {**__import__("os").environ, "TRAINLINT_CACHE_DIR": str(blocked / "sub")}
+    done = subprocess.run([sys.executable, "-m", "trainlint", "check", "--isolated", "--exit-zero", "--format", "json",
+                           "-j", "2", str(root / "examples")], capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    files = json.loads(done.stdout)["files"]
+    notes = [(f["path"], d["line"]) for f in files for d in f["diagnostics"] if d["code"] == "TL014"]
+    assert len(files) == 60 and notes == [(files[0]["path"], 1)]
+
+
+def test_once_per_run_keeps_the_first_note_of_each_source():
+    from trainlint.checker import FileResult
+    from trainlint.diagnostics import Related
+    from trainlint.input_codes import input_diagnostic
+    from trainlint.positions import FILE_START
+
+    def note(source: str, seconds: str):
+        return input_diagnostic("TL014", f"read 3 argument definitions in {seconds} s", FILE_START,
+                                related=(Related("the argument definitions read", FILE_START, source),))
+
+    other = input_diagnostic("TL004", "unknown flag", FILE_START)
+    results = [FileResult("a.sh", "megatron", [note("/f/args.py", "0.10"), other]),
+               FileResult("b.sh", "megatron", [note("/f/args.py", "0.12")]),
+               FileResult("c.yml", "neox", [note("/g/neox_args.py", "0.30")])]
+    kept = locate.once_per_run(results)
+    assert [[d.code for d in r.diagnostics] for r in kept] == [["TL014", "TL004"], [], ["TL014"]]
+
+
 def test_the_fork_decides_what_is_unknown(tmp_path):
     root = write_fork(tmp_path / "fork")
     line = f"torchrun pretrain_gpt.py {BASE_FLAGS} "

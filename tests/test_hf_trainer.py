@@ -15,7 +15,7 @@ import pytest
 from trainlint.commands.run import _deepspeed
 from trainlint.estimator import build_context, estimate
 from trainlint.hf_trainer import trainer_words
-from trainlint.launch_command import parse_launch
+from trainlint.command_line import parse_launch
 
 CONFIG = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
           "num_key_value_heads": 16, "intermediate_size": 5504, "vocab_size": 32000,

@@ -14,7 +14,7 @@ from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
 from trainlint.commands.check import parse_env
 from trainlint.commands.run import collect
-from trainlint.launch_command import parse_launch
+from trainlint.command_line import parse_launch
 from trainlint.provenance import Origin
 from trainlint.sources import SourceText
 

@@ -23,7 +23,7 @@ from trainlint.layout import SearchOptions, search
 from trainlint.layout.candidate import candidate_spec, layout_changes
 from trainlint.estimator.memory import stage_kinds, stage_layers, stage_memory, static_floor, worst_stage_total
 from trainlint.estimator.performance import stage_microbatch
-from trainlint.layout.launch import default_launch_rules, launch_findings
+from trainlint.layout.startup_check import default_startup_rules, startup_findings
 from trainlint.layout.search import InputsFactory, prepare
 from trainlint.layout.space import build_space
 from trainlint.adapters.engine import set_engine
@@ -76,7 +76,7 @@ DS_13B = json.dumps({"train_micro_batch_size_per_gpu": 8, "gradient_accumulation
 
 @pytest.fixture(scope="module")
 def rules():
-    return default_launch_rules()
+    return default_startup_rules()
 
 
 def load(path: str, text: str):
@@ -227,7 +227,7 @@ def test_seed000_13b_best_suggestion_fits_in_80gb(name, text, rules):
     assert best.estimate.capacity_bytes == pytest.approx(80 * 2**30)
     assert best.estimate.worst_stage.total <= 0.90 * best.estimate.capacity_bytes
     assert best.estimate.fits
-    assert not launch_findings(best.spec, rules) - launch_findings(spec, rules)
+    assert not startup_findings(best.spec, rules) - startup_findings(spec, rules)
 
 
 # --------------------------------------------------------------------------- launch rules
@@ -253,13 +253,13 @@ def _structural(spec, sg) -> None:
 
 @pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])
 def test_no_suggestion_violates_a_launch_rule(name, spec, ctx, rules):
-    before = launch_findings(spec, rules)
+    before = startup_findings(spec, rules)
     # with the launch rules in the search, and without them (the structural filters alone)
     for with_rules in (rules, None):
         result = search(spec, ctx, SearchOptions(top=10), rules=with_rules)
         assert result.suggestions, name
         for sg in result.suggestions:
-            new = launch_findings(sg.spec, rules) - before
+            new = startup_findings(sg.spec, rules) - before
             assert not new, (name, sg.layout, new)
             _structural(spec, sg)
 
@@ -443,7 +443,7 @@ def test_writeback_round_trip(rules, tmp_path):
             texts = writeback.rewrite(result, spec, dict(sg.changes))
             new_text = texts.get(name, text) if sg.changes else text
             again = load(name, new_text).specs[0]
-            assert not launch_findings(again, rules) - launch_findings(spec, rules), (name, sg.layout)
+            assert not startup_findings(again, rules) - startup_findings(spec, rules), (name, sg.layout)
             re_est = estimate(again, context(again, model="gpt3-13b", nodes=4, gpu="a100-80gb"))
             assert re_est.ok
             assert re_est.tokens_per_s == pytest.approx(sg.estimate.tokens_per_s, rel=1e-9), (name, sg.changes)
@@ -473,7 +473,7 @@ def test_oom_fix_hint_quotes_the_layout_search(capsys, tmp_path):
     assert fix.startswith("no single change brings it under 90%; trainlint suggest: ")
     assert "--pipeline-model-parallel-size" in fix and " GiB" in fix and "x tokens/s" in fix
     spec = load("run.sh", MEGATRON_70B_TP2).specs[0]
-    best = search(spec, context(spec, model="llama2-70b"), SearchOptions(top=1), rules=default_launch_rules()).best
+    best = search(spec, context(spec, model="llama2-70b"), SearchOptions(top=1), rules=default_startup_rules()).best
     assert ", ".join(best.spelled) in fix
 
 
@@ -489,14 +489,14 @@ torchrun --nproc_per_node 8 --nnodes 2 pretrain_gpt.py \\
 
 def test_a_layout_that_does_not_divide_the_world_is_still_searched(rules):
     spec = load("bad.sh", BAD_WORLD).specs[0]
-    before = {code for code, _ in launch_findings(spec, rules)}
+    before = {code for code, _ in startup_findings(spec, rules)}
     assert {"TL101", "TL104"} <= before
     result = search(spec, context(spec, model="llama2-7b"), SearchOptions(top=3), rules=rules)
     assert not result.current.ok and result.suggestions
     assert any("cannot be estimated" in note for note in result.notes)
     for sg in result.suggestions:
         assert sg.changes["parallel.tensor"] != 3 and sg.layout.tp in (1, 2, 4, 8)
-        assert not {code for code, _ in launch_findings(sg.spec, rules)} & {"TL101", "TL104"}
+        assert not {code for code, _ in startup_findings(sg.spec, rules)} & {"TL101", "TL104"}
         assert sg.estimate.inputs.world == 16
 
 

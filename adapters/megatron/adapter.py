@@ -51,7 +51,7 @@ from trainlint.adapters.megatron.flags import (
     ParsedArgs,
     flag_table,
 )
-from trainlint.adapters.megatron.launch import DISTINCTIVE, Invocation, find_invocation
+from trainlint.adapters.megatron.invocation import DISTINCTIVE, Invocation, find_invocation
 from trainlint.adapters.megatron.shell import FileText, ShellResult, evaluate
 from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder, set_engine
 from trainlint.adapters.megatron.words import Field, Loc, Seg
@@ -188,14 +188,14 @@ def _dialect(args: list[Field], entry: str | None, path: str, launchers: list[st
 def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shell: ShellResult | None,
               spans: _Spans, args: list[Field], build: BuildContext,
               collect: list[ParsedRun] | None = None) -> TrainingSpec:
-    from trainlint.frameworks.locate import first_read_note, resolve
+    from trainlint.frameworks.locate import read_note, resolve
 
     target = resolve("megatron", source.path)
     reader = ArgReader(flag_table(), spans, build.dialect, build.entry, source.path, target)
     parsed = reader.read(args)
-    note = first_read_note(target)
+    note = read_note(target, build.anchor or FILE_START, source.path)
     if note is not None:
-        result.diagnostics.append(input_diagnostic("TL014", note, build.anchor or FILE_START, path=source.path))
+        result.diagnostics.append(note)
     result.diagnostics.extend(parsed.diagnostics)
     spec = SpecBuilder(parsed, build).build()
     spec.target = target

@@ -20,7 +20,7 @@ from trainlint.schemas import load_schema
 from trainlint.spec import MEGATRON_DEEPSPEED as DEEPSPEED  # noqa: F401 - the dialect names, re-exported
 from trainlint.spec import MEGATRON_LEGACY as LEGACY  # noqa: F401
 from trainlint.spec import MEGATRON_LM as CURRENT
-from trainlint.suggest import did_you_mean
+from trainlint.did_you_mean import did_you_mean
 
 from trainlint.adapters.megatron.words import Field, Loc, Seg
 

@@ -311,7 +311,7 @@ def exit_code(results: list, args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from trainlint.checker import check_task, plan_files
     from trainlint.config import ConfigError
-    from trainlint.parallel import run_tasks
+    from trainlint.process_pool import run_tasks
 
     conflict = statistics_conflict(args)
     if conflict:
@@ -337,7 +337,9 @@ def run(args: argparse.Namespace) -> int:
         return lint_results([check_task(task, adapters, environment) for task in chunk], args, session)
 
     def lint_all() -> list:
-        return run_tasks(tasks, check_and_lint, args.jobs)
+        from trainlint.frameworks.locate import once_per_run
+
+        return once_per_run(run_tasks(tasks, check_and_lint, args.jobs))
 
     from trainlint.baseline import BaselineError
 

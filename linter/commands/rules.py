@@ -69,7 +69,7 @@ def run_explain(args: argparse.Namespace) -> int:
     from trainlint.config import ConfigError
     from trainlint.input_codes import INPUT_CODES
     from trainlint.rules.docs import explain, explain_input_code
-    from trainlint.suggest import hint
+    from trainlint.did_you_mean import hint
 
     try:
         registry = _registry(args)

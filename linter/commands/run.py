@@ -1,6 +1,6 @@
 """``trainlint run [options] -- <launch command...>``: the gate before launch.
 
-It lints what the command would train with (see :mod:`trainlint.launch_command`: Megatron flags
+It lints what the command would train with (see :mod:`trainlint.command_line`: Megatron flags
 in the argument list, the ``--deepspeed_config`` JSON with the launcher's world size, the YAML
 files of a NeoX ``deepy.py`` command, a launch script run by ``bash``/``sbatch``), prints the
 findings, and only when none reaches ``--fail-level`` runs the command unchanged: the same argument
@@ -135,7 +135,7 @@ def _ansi_c(ch: str) -> str:
 def lint_command(argv: list[str], args: argparse.Namespace, session) -> tuple[list, str]:
     """Lint what the command uses; (results after the rules, the report to print or '')."""
     from trainlint.commands.check import finish
-    from trainlint.launch_command import COMMAND_LINE, command_text, parse_launch
+    from trainlint.command_line import COMMAND_LINE, command_text, parse_launch
 
     launch = None
     try:
@@ -166,7 +166,7 @@ def collect(launch, session) -> list:
     environment = session.environment
     if launch.kind == "megatron":
         from trainlint.adapters.megatron.adapter import load_argv
-        from trainlint.launch_command import COMMAND_LINE
+        from trainlint.command_line import COMMAND_LINE
 
         loaded = load_argv(launch.argv, COMMAND_LINE, LoadContext(environment=environment))
         diagnostics = [_fatal_if_missing(d if d.path else replace(d, path=COMMAND_LINE)) for d in loaded.diagnostics]
@@ -187,7 +187,7 @@ def _fatal_if_missing(diagnostic):
     """A file named on a command line about to run must exist now (a script may still write it
     before its launch line, a command line cannot): TL013 there is an error."""
     from trainlint.diagnostics import Severity
-    from trainlint.launch_command import COMMAND_LINE
+    from trainlint.command_line import COMMAND_LINE
 
     if diagnostic.code == "TL013" and diagnostic.path == COMMAND_LINE:
         return replace(diagnostic, severity=Severity.ERROR)
@@ -197,7 +197,7 @@ def _fatal_if_missing(diagnostic):
 def _missing(ref, what: str):
     from trainlint.diagnostics import Severity
     from trainlint.input_codes import input_diagnostic
-    from trainlint.launch_command import COMMAND_LINE
+    from trainlint.command_line import COMMAND_LINE
 
     shown = f"`{ref.written}`" + (f" (read as `{ref.path}`)" if ref.path != ref.written else "")
     return input_diagnostic("TL013", f"{what} {shown} not found (relative to {os.getcwd()}); the command would "
@@ -220,7 +220,7 @@ def _deepspeed(launch):
     """The DeepSpeed JSON, with GPUs per node, nodes and world size from the launcher's words."""
     from trainlint.adapters.deepspeed import FORMAT, load_deepspeed_config
     from trainlint.checker import FileResult
-    from trainlint.launch_command import COMMAND_LINE, launcher_cluster
+    from trainlint.command_line import COMMAND_LINE, launcher_cluster
 
     ref = launch.deepspeed_config
     source, problem = _read(ref, "DeepSpeed config")
@@ -287,7 +287,7 @@ def _neox(launch, session):
     """deepy.py's YAML files, merged in order as one run (NeoX's own order: later files win)."""
     from trainlint.adapters.base import LoadContext
     from trainlint.checker import FileResult, check_source
-    from trainlint.launch_command import COMMAND_LINE
+    from trainlint.command_line import COMMAND_LINE
 
     refs = launch.neox_configs
     if not refs:

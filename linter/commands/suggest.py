@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.config import ConfigError, discover
     from trainlint.estimator import ContextError, build_context
     from trainlint.layout import SearchError, SearchOptions, search
-    from trainlint.layout.launch import launch_rules
+    from trainlint.layout.startup_check import startup_rules
     from trainlint.layout.render import render_json, render_text
     from trainlint.plugins import project_host
     from trainlint.registry import build_registry
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     host = project_host(project, allow=getattr(args, "allow_plugins", False))
     registry = build_registry(host)
     try:
-        rules = launch_rules(registry, project.rule_options)
+        rules = startup_rules(registry, project.rule_options)
     except ConfigError as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

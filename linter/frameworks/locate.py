@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from trainlint.frameworks.catalog import (
     ArgCatalog,
@@ -27,6 +27,10 @@ from trainlint.frameworks.catalog import (
     shipped_index,
 )
 from trainlint.frameworks.target import FrameworkTarget, TargetOrigin
+
+if TYPE_CHECKING:
+    from trainlint.diagnostics import Diagnostic
+    from trainlint.positions import Span
 
 FAMILIES = ("megatron", "neox", "deepspeed")
 MAX_LEVELS = 40
@@ -195,6 +199,41 @@ def find_installed(family: str) -> Path | None:
         if marker(root, family) is not None:
             return root
     return None
+
+
+def read_note(target: FrameworkTarget, span: Span, path: str | None) -> Diagnostic | None:
+    """The TL014 note of :func:`first_read_note` at ``span`` of the config, its related location
+    the argument module that was read (what :func:`once_per_run` tells sources apart by)."""
+    from trainlint.diagnostics import Related
+    from trainlint.input_codes import input_diagnostic
+    from trainlint.positions import FILE_START
+
+    note = first_read_note(target)
+    if note is None:
+        return None
+    module = target.catalog.files[0] if target.catalog and target.catalog.files else ""
+    source = str(Path(target.path or "", module)) if module else (target.path or "")
+    related = (Related("the argument definitions read", FILE_START, source),)
+    return input_diagnostic("TL014", note, span, path=path, related=related)
+
+
+def once_per_run(results: list) -> list:
+    """Keep the first TL014 note per framework source over a whole run. A process says it once
+    (:func:`first_read_note`), but under ``-j N`` each worker is a process of its own that may
+    read the same fork's source before the cache has it, and would say it again."""
+    seen: set[str] = set()
+    out = []
+    for result in results:
+        keep = []
+        for d in result.diagnostics:
+            if d.code == "TL014" and d.related:
+                key = d.related[0].path or d.message
+                if key in seen:
+                    continue
+                seen.add(key)
+            keep.append(d)
+        out.append(result if len(keep) == len(result.diagnostics) else replace(result, diagnostics=keep))
+    return out
 
 
 def first_read_note(target: FrameworkTarget) -> str | None:

@@ -284,7 +284,7 @@ def _mirror_settings(out: TrainingSpec, base: Inputs, changes: dict[str, Any], n
 
 
 def _megatron_flag(spec: TrainingSpec, dest: str) -> str:
-    from trainlint.rules.launch.megatron_args import MegatronArgs
+    from trainlint.rules.startup.megatron_args import MegatronArgs
 
     return MegatronArgs(spec).flag(dest)
 

@@ -27,7 +27,7 @@ from trainlint.estimator.inputs import Inputs
 from trainlint.layout.candidate import candidate_spec, etp_follows_tp, layout_changes, recompute_detail, spell_changes
 from trainlint.estimator.memory import static_floor, worst_stage_total
 from trainlint.estimator.performance import step_time
-from trainlint.layout.launch import LaunchRules, launch_findings
+from trainlint.layout.startup_check import StartupRules, startup_findings
 from trainlint.layout.space import Layout, Space, build_space
 from trainlint.spec import TrainingSpec
 
@@ -189,7 +189,7 @@ Estimator = Callable[[TrainingSpec], "Estimate | MissingInputs"]
 
 
 def search(spec: TrainingSpec, ctx: EstimateContext | None, options: SearchOptions | None = None,
-           rules: LaunchRules | None = None, project: Any = None, estimator: Estimator | None = None) -> SearchResult:
+           rules: StartupRules | None = None, project: Any = None, estimator: Estimator | None = None) -> SearchResult:
     """The ``options.top`` fastest (or cheapest) layouts of ``spec`` that fit and launch.
 
     ``ctx`` is the estimate context (GPU, cluster, model); a rule that only has the engine's
@@ -244,7 +244,7 @@ def _neutral(spec: TrainingSpec, current: Any) -> tuple[TrainingSpec | None, Lay
     import copy
 
     from trainlint.provenance import Origin, Provenance, Value
-    from trainlint.rules.launch.derive import as_int
+    from trainlint.rules.startup.derive import as_int
 
     missing = getattr(current, "missing", None) or []
     if not missing or any(m.field not in ("parallel.data", "batch") for m in missing):
@@ -382,10 +382,10 @@ def _distance(cur: Layout | None, new: Layout) -> int:
 
 def _finalists(spec: TrainingSpec, estimator: Estimator, base: Inputs, space: Space,
                points: list[tuple[float, Layout]], options: SearchOptions, stats: SearchStats,
-               rules: LaunchRules | None, project: Any) -> list[Suggestion]:
+               rules: StartupRules | None, project: Any) -> list[Suggestion]:
     cur = space.current
     assert cur is not None
-    before = launch_findings(spec, rules, project) if rules is not None else set()
+    before = startup_findings(spec, rules, project) if rules is not None else set()
     kept: list[tuple[float, int, Suggestion]] = []
     for score, layout in _in_tie_order(points, cur):
         if len(kept) >= options.top or stats.checked >= options.max_checked:
@@ -400,7 +400,7 @@ def _finalists(spec: TrainingSpec, estimator: Estimator, base: Inputs, space: Sp
         if not getattr(result, "ok", False) or result.worst_stage.total > options.headroom * result.capacity_bytes:
             stats.estimate_refused += 1
             continue
-        if rules is not None and changes and launch_findings(modified, rules, project) - before:
+        if rules is not None and changes and startup_findings(modified, rules, project) - before:
             stats.launch_refused += 1
             continue
         suggestion = Suggestion(0, layout, changes, spell_changes(spec, base, changes), result, modified,

@@ -105,7 +105,7 @@ def planning_key_problems(raw: Mapping[str, Any]) -> list[str]:
             for key in prices:
                 if _gpu_id(str(key), raw) is None:
                     from trainlint.catalog import load_gpus
-                    from trainlint.suggest import hint
+                    from trainlint.did_you_mean import hint
 
                     problems.append(f"`prices.{key}`: no GPU {key!r} in the catalog or the project's `gpus`"
                                     f"{hint(str(key), list(load_gpus()))}")

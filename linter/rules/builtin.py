@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib
 
 RULE_MODULES = (
-    "trainlint.rules.launch.cross_framework",
-    "trainlint.rules.launch.deepspeed_rules",
-    "trainlint.rules.launch.megatron_rules",
-    "trainlint.rules.launch.neox_rules",
+    "trainlint.rules.startup.cross_framework",
+    "trainlint.rules.startup.deepspeed_rules",
+    "trainlint.rules.startup.megatron_rules",
+    "trainlint.rules.startup.neox_rules",
     "trainlint.rules.estimation.memory_rules",
     "trainlint.rules.estimation.throughput_rules",
     "trainlint.rules.estimation.communication_rules",

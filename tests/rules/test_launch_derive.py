@@ -1,4 +1,4 @@
-"""Unit tests for the shared launch-rule helpers (linter/rules/launch/derive.py) and for TL112,
+"""Unit tests for the shared launch-rule helpers (linter/rules/startup/derive.py) and for TL112,
 whose failing cases need a declared target GPU (spec.cluster.gpu or `gpu` in the project config)
 that an --isolated golden run cannot give yet."""
 
@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 from trainlint.provenance import Origin, Provenance, Value, default, from_file
 from trainlint.rules import RuleContext
-from trainlint.rules.launch.cross_framework import PrecisionUnsupportedGPU
-from trainlint.rules.launch.derive import data_parallel, pipeline_engine
+from trainlint.rules.startup.cross_framework import PrecisionUnsupportedGPU
+from trainlint.rules.startup.derive import data_parallel, pipeline_engine
 from trainlint.spec import TrainingSpec
 
 

@@ -347,20 +347,20 @@ def final_changes(chain: list[Candidate], original: TrainingSpec | None = None) 
 # ------------------------------------------------------------------ whole-layout suggestions
 
 
-def _builtin_launch_rules():
+def _builtin_startup_rules():
     """The built-in TL1xx rules with their defaults, built once per process (the layout search
     runs them on its finalists)."""
-    global _LAUNCH_RULES
-    if _LAUNCH_RULES is None:
-        from trainlint.layout.launch import launch_rules
+    global _STARTUP_RULES
+    if _STARTUP_RULES is None:
+        from trainlint.layout.startup_check import startup_rules
         from trainlint.plugins import create_host
         from trainlint.registry import build_registry
 
-        _LAUNCH_RULES = launch_rules(build_registry(create_host(entry_points=False)))
-    return _LAUNCH_RULES
+        _STARTUP_RULES = startup_rules(build_registry(create_host(entry_points=False)))
+    return _STARTUP_RULES
 
 
-_LAUNCH_RULES = None
+_STARTUP_RULES = None
 
 
 _LAYOUTS: dict[tuple, Any] = {}
@@ -391,7 +391,7 @@ def _search_layout(spec: TrainingSpec, estimator: Callable[[TrainingSpec], Any],
     try:
         result = search(spec, None, SearchOptions(top=1, headroom=headroom, max_checked=20, max_structures=5_000,
                                                   max_evaluated=50_000),
-                        rules=_builtin_launch_rules(), estimator=estimator)
+                        rules=_builtin_startup_rules(), estimator=estimator)
     except SearchError:
         return None
     best = result.best

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from trainlint import parallel
+from trainlint import process_pool
 from trainlint.checker import FileResult, FileTask, check_task, plan_files
 from trainlint.adapters import builtin_adapters
 from trainlint.cli import main
 
 from conftest import CORPUS, REPO
 
-pytestmark = pytest.mark.skipif(not parallel._can_fork(), reason="needs the fork start method")
+pytestmark = pytest.mark.skipif(not process_pool._can_fork(), reason="needs the fork start method")
 
 
 @pytest.fixture(scope="module")
@@ -46,18 +46,18 @@ def test_report_is_the_same_with_any_number_of_jobs(many_configs, fmt):
 
 
 def test_workers_for_keeps_small_runs_serial(monkeypatch):
-    monkeypatch.setattr(parallel, "usable_cpus", lambda: 8)
-    assert parallel.workers_for(10, None) == 1
-    assert parallel.workers_for(10, 4) == 1
-    assert parallel.workers_for(parallel.MIN_FILES_PER_WORKER * 2, None) == 2
-    assert parallel.workers_for(10_000, None) == 8
-    assert parallel.workers_for(10_000, 3) == 3
-    assert parallel.workers_for(10_000, 1) == 1
+    monkeypatch.setattr(process_pool, "usable_cpus", lambda: 8)
+    assert process_pool.workers_for(10, None) == 1
+    assert process_pool.workers_for(10, 4) == 1
+    assert process_pool.workers_for(process_pool.MIN_FILES_PER_WORKER * 2, None) == 2
+    assert process_pool.workers_for(10_000, None) == 8
+    assert process_pool.workers_for(10_000, 3) == 3
+    assert process_pool.workers_for(10_000, 1) == 1
 
 
 def _tasks(root: Path) -> list[FileTask]:
     tasks = plan_files([str(root)], builtin_adapters())
-    assert len(tasks) >= 2 * parallel.MIN_FILES_PER_WORKER
+    assert len(tasks) >= 2 * process_pool.MIN_FILES_PER_WORKER
     return tasks
 
 
@@ -73,7 +73,7 @@ def test_a_worker_that_dies_does_not_lose_files(many_configs):
             os._exit(9)
         return [check_task(t, adapters) for t in chunk]
 
-    results = parallel.run_tasks(tasks, work, 2)
+    results = process_pool.run_tasks(tasks, work, 2)
     assert [r.path for r in results] == [t.path for t in tasks]
     assert all(isinstance(r, FileResult) for r in results)
 
@@ -89,7 +89,7 @@ def test_a_result_that_cannot_be_sent_back_is_redone_in_the_parent(many_configs)
             results[0].diagnostics.append(lambda: None)  # not picklable
         return results
 
-    results = parallel.run_tasks(tasks, work, 2)
+    results = process_pool.run_tasks(tasks, work, 2)
     assert [r.path for r in results] == [t.path for t in tasks]
     assert not any(callable(d) for r in results for d in r.diagnostics)
 

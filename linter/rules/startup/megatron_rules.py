@@ -14,7 +14,7 @@ from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.rules.launch.megatron_args import MegatronArgs, is_current
+from trainlint.rules.startup.megatron_args import MegatronArgs, is_current
 from trainlint.spec import TrainingSpec
 
 ARGS = "megatron/training/arguments.py"

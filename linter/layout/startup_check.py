@@ -1,4 +1,4 @@
-"""Running the launch-time rules (TL1xx) on a candidate spec.
+"""Running the start-up rules (TL1xx, :mod:`trainlint.rules.startup`) on a candidate spec.
 
 A candidate is refused when a TL1xx rule reports something on it that the config as written
 does not already get: the suggestion must not introduce a start-up failure, but a finding that
@@ -12,25 +12,25 @@ from typing import Any, Sequence
 from trainlint.rules import Rule, RuleContext
 from trainlint.spec import TrainingSpec
 
-LaunchRules = Sequence[tuple[type[Rule], dict[str, Any]]]
+StartupRules = Sequence[tuple[type[Rule], dict[str, Any]]]
 
 
-def launch_rules(registry: Any, rule_options: dict[str, dict[str, Any]] | None = None) -> LaunchRules:
+def startup_rules(registry: Any, rule_options: dict[str, dict[str, Any]] | None = None) -> StartupRules:
     """The registry's TL1xx rules with their options (the project's, else the defaults)."""
     from trainlint.engine import resolve_options
 
     return [(rule, resolve_options(rule, rule_options or {})) for rule in registry.by_selector("TL1")]
 
 
-def default_launch_rules() -> LaunchRules:
+def default_startup_rules() -> StartupRules:
     """The built-in and installed plugins' TL1xx rules (no project config)."""
     from trainlint.plugins import create_host
     from trainlint.registry import build_registry
 
-    return launch_rules(build_registry(create_host()))
+    return startup_rules(build_registry(create_host()))
 
 
-def launch_findings(spec: TrainingSpec, rules: LaunchRules, project: Any = None) -> set[tuple[str, str]]:
+def startup_findings(spec: TrainingSpec, rules: StartupRules, project: Any = None) -> set[tuple[str, str]]:
     """(code, message) of every TL1xx finding on ``spec``."""
     out: set[tuple[str, str]] = set()
     for rule, options in rules:

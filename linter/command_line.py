@@ -2,7 +2,7 @@
 
 The command is read as the words the program will receive (no shell is involved: ``trainlint run``
 passes them to the program unchanged). Launchers are recognised by the Megatron adapter's own
-reader (:func:`trainlint.adapters.megatron.launch.find_invocation`: ``torchrun``, ``python -m
+reader (:func:`trainlint.adapters.megatron.invocation.find_invocation`: ``torchrun``, ``python -m
 torch.distributed.run|launch``, ``deepspeed``, ``srun``, ``mpirun``, ``env``, ``nohup``...), so a
 command line and a launch script give the same world size. What is then checked:
 
@@ -112,7 +112,7 @@ def span_function(argv: list[str], path: str = COMMAND_LINE) -> Callable:
 
 def parse_launch(argv: list[str]) -> LaunchCommand:
     """Classify a command line; never raises on odd input."""
-    from trainlint.adapters.megatron.launch import find_invocation
+    from trainlint.adapters.megatron.invocation import find_invocation
     from trainlint.adapters.megatron.shell import Command
     from trainlint.adapters.megatron.words import Loc
 

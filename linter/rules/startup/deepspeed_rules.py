@@ -14,7 +14,7 @@ from typing import Iterator
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Value
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.rules.launch.derive import (
+from trainlint.rules.startup.derive import (
     as_bool,
     as_int,
     as_number,
