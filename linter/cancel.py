@@ -40,9 +40,11 @@ class Token:
 
     def cancel(self, reason: str) -> None:
         if self.reason is None:
-            self.checks_at_cancel = self.checks
             self.cancelled_at = time.perf_counter()
             self.reason = reason
+            # read after the flag is set: the lint's thread may pass one more safe point while
+            # this runs, never more than one
+            self.checks_at_cancel = self.checks
 
     @property
     def cancelled(self) -> bool:

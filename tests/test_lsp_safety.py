@@ -262,7 +262,10 @@ def test_a_superseded_lint_stops_at_its_next_safe_point(tmp_path):
     text = err.decode(errors="replace")
     stopped = [line for line in text.splitlines() if f"lint of {uri} (version 1) stopped (superseded)" in line]
     assert len(stopped) == 1, text
-    assert "0 safe points passed after the cancel" in stopped[0]
+    import re
+
+    after = re.search(r"(\d+) safe points passed after the cancel", stopped[0])
+    assert after is not None and int(after.group(1)) <= 1  # it stopped at the next safe point
     assert f"linted {uri} (version 1)" not in text  # it never ran to its end
     assert f"linted {uri} (version 2)" in text
     assert code == 0 and "Traceback" not in text

@@ -215,7 +215,7 @@ class TrainlintServer(LanguageServer):
         except cancel.Cancelled as stop:
             # checks_at_cancel: the safe points passed when it was cancelled; the one that raised
             # is the next, so the work done after the cancel is token.checks - checks_at_cancel - 1
-            after = token.checks - (token.checks_at_cancel or 0) - 1
+            after = max(0, token.checks - (token.checks_at_cancel or 0) - 1)
             log.debug("lint of %s (version %s) stopped (%s): %d safe points passed after the cancel, %.3f s after it",
                       uri, version, stop, after, cancel_delay(token))
             return None
