@@ -58,7 +58,7 @@ class HFTrainerYamlAdapter(Adapter):
             if not str(keys.get("deepspeed", "")).endswith(".json") or not _TRAINER_KEYS & keys.keys():
                 return NOT_MINE
             return BY_CONTENT
-        except Exception:  # sniff must never raise on garbage
+        except Exception:  # noqa: BLE001 - sniff must never raise on garbage
             return NOT_MINE
 
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
@@ -69,7 +69,7 @@ class HFTrainerYamlAdapter(Adapter):
 
         result = LoadResult(FORMAT)
         pairs = _top_level(source.text) or []
-        nodes = {k: v for k, v in pairs}
+        nodes = dict(pairs)
         written = nodes["deepspeed"].value if "deepspeed" in nodes else ""
         json_path = _find_json(written, source.path)
         where = _span(nodes["deepspeed"]) if "deepspeed" in nodes else None

@@ -214,8 +214,18 @@ class JsonTree:
 
 
 class _Frame:
-    __slots__ = ("container", "is_object", "pointer", "start", "state", "key", "key_span", "key_start",
-                 "comma_at", "label")
+    __slots__ = (
+        "comma_at",
+        "container",
+        "is_object",
+        "key",
+        "key_span",
+        "key_start",
+        "label",
+        "pointer",
+        "start",
+        "state",
+    )
 
     def __init__(self, container: Any, is_object: bool, pointer: str, start: int, label: str) -> None:
         self.container = container

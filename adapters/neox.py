@@ -263,7 +263,7 @@ class NeoXAdapter(Adapter):
     def sniff(self, path: str, text: str) -> int:
         try:
             return self._sniff(text, path)
-        except Exception:  # sniff must never raise on garbage
+        except Exception:  # noqa: BLE001 - sniff must never raise on garbage
             return NOT_MINE
 
     def _sniff(self, text: str, path: str | None = None) -> int:
@@ -588,7 +588,9 @@ class _SpecBuilder:
 
     def nested(self, key: str, *parts: str) -> Value | None:
         entry = self.m.get(key)
-        node = entry.value if entry is not None else None
+        if entry is None:
+            return None
+        node = entry.value
         for part in parts:
             if not isinstance(node, dict) or part not in node:
                 return None
@@ -665,6 +667,7 @@ class _SpecBuilder:
         ref = self.bare(file_v)
         found = None
         if isinstance(ref, str) and ref:
+            assert file_v is not None  # ref is its value
             found = known_file(ref) or local_file(ref, file_v.provenance.path or self.spec.path)
         if found is None and kind == "GPT2BPETokenizer":
             found = Vocab(GPT2_BPE, "GPT2BPETokenizer: the GPT-2 BPE vocabulary (50,257 tokens)")
@@ -684,7 +687,7 @@ class _SpecBuilder:
             return None
         if size is not None and isinstance(size.value, int) and size.value > 0:
             base, source, how = size.value, size, "intermediate_size"
-        elif factor is not None and isinstance(factor.value, (int, float)) and isinstance(self.bare(hidden), int):
+        elif factor is not None and isinstance(factor.value, (int, float)) and hidden is not None and isinstance(hidden.value, int):
             base, source, how = int(factor.value * hidden.value), factor, "expansion_factor x hidden_size"
         elif hidden is not None and isinstance(hidden.value, int):
             base, source, how = 4 * hidden.value, hidden, "4 x hidden_size (NeoX default)"
@@ -717,8 +720,8 @@ class _SpecBuilder:
         p.offload_optimizer = self.offload("offload_optimizer", legacy="cpu_offload")
         p.offload_params = self.offload("offload_param")
         world = self.file("global_num_gpus")
-        if world is not None and isinstance(world.value, int) and isinstance(self.bare(p.tensor), int) \
-                and isinstance(self.bare(p.pipeline), int):
+        if world is not None and isinstance(world.value, int) and p.tensor is not None and isinstance(p.tensor.value, int) \
+                and p.pipeline is not None and isinstance(p.pipeline.value, int):
             tp, stages = max(p.tensor.value, 1), max(p.pipeline.value, 1)
             if world.value % (tp * stages) == 0:
                 p.data = derived(world.value // (tp * stages),
@@ -732,7 +735,7 @@ class _SpecBuilder:
             flag = self.nested("zero_optimization", legacy)
             if flag is not None:
                 return derived("cpu" if flag.value is True else "none", f"zero_optimization.{legacy} (old spelling)", flag)
-        return default("none", "DeepSpeed default: no offload (zero_optimization.{section}.device none)".format(section=section))
+        return default("none", f"DeepSpeed default: no offload (zero_optimization.{section}.device none)")
 
     def batch(self) -> None:
         b = self.spec.batch

@@ -37,7 +37,7 @@ from trainlint.numbers import read_int
 from trainlint.positions import FILE_START, LineIndex, Span
 
 try:  # libyaml: ~10x faster; same events and marks (code-point columns)
-    _LOADER: type = yaml.CSafeLoader  # type: ignore[attr-defined]
+    _LOADER: type = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on how PyYAML was built
     _LOADER = yaml.SafeLoader
 
@@ -165,8 +165,21 @@ class _Anchor:
 
 
 class _Frame:
-    __slots__ = ("container", "is_map", "pointer", "start", "last_end", "key", "key_span", "key_is_merge",
-                 "seen", "merged", "anchor", "size", "sci_start")
+    __slots__ = (
+        "anchor",
+        "container",
+        "is_map",
+        "key",
+        "key_is_merge",
+        "key_span",
+        "last_end",
+        "merged",
+        "pointer",
+        "sci_start",
+        "seen",
+        "size",
+        "start",
+    )
 
     def __init__(self, container: Any, is_map: bool, pointer: str, start: Any, anchor: str | None,
                  sci_start: int) -> None:

@@ -20,8 +20,8 @@ from typing import Any, Iterable, Mapping
 from trainlint.did_you_mean import did_you_mean
 
 __all__ = [
-    "CatalogError",
     "GPU",
+    "CatalogError",
     "MLAConfig",
     "ModelPreset",
     "ParamCount",
@@ -33,8 +33,8 @@ __all__ = [
     "gpu_references",
     "load_gpus",
     "load_model_presets",
-    "name_collisions",
     "model_preset_from_dict",
+    "name_collisions",
     "read_hf_config",
 ]
 

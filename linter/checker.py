@@ -49,7 +49,7 @@ def detect(adapters: Sequence[Adapter], path: str, text: str) -> Adapter | None:
     for adapter in adapters:
         try:
             score = adapter.sniff(path, text)
-        except Exception:  # a sniffer must not take the whole run down
+        except Exception:  # noqa: BLE001 - a sniffer must not take the whole run down
             score = NOT_MINE
         if score > best_score:
             best, best_score = adapter, score
@@ -190,7 +190,8 @@ def _internal(path: str, reason: str, exc: BaseException | None) -> FileResult:
     if exc is not None:
         import traceback  # only on trainlint's own bugs
 
-        frames = [f for f in traceback.extract_tb(exc.__traceback__) if "trainlint" in f.filename or "/linter/" in f.filename or "/adapters/" in f.filename]
+        frames = [f for f in traceback.extract_tb(exc.__traceback__)
+                  if "trainlint" in f.filename or "/linter/" in f.filename or "/adapters/" in f.filename]
         if frames:
             last = frames[-1]
             where = f" (in {Path(last.filename).name}:{last.lineno})"

@@ -11,7 +11,7 @@ import gc
 import importlib
 import os
 import sys
-from typing import Sequence
+from typing import Any, Sequence
 
 from trainlint import __version__
 from trainlint.commands import COMMAND_MODULES
@@ -26,7 +26,7 @@ def _terminal_width() -> int:
         columns = 0
     if columns <= 0:
         try:
-            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns if sys.__stdout__ is not None else 0
         except (AttributeError, ValueError, OSError):
             columns = 0
     return columns or 80
@@ -46,8 +46,9 @@ class _HelpFormatter(argparse.HelpFormatter):
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser with :class:`_HelpFormatter`; subcommand parsers are of the same class."""
 
-    def __init__(self, *args, formatter_class: type = _HelpFormatter, **kwargs) -> None:
-        super().__init__(*args, formatter_class=formatter_class, **kwargs)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:

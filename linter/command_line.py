@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from trainlint.positions import LineIndex, Span
 
@@ -61,6 +61,11 @@ class WordRef:
     span: Span
 
 
+if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up time)
+    from trainlint.accelerate_config import AccelerateConfig
+    from trainlint.adapters.megatron.invocation import Invocation
+
+
 @dataclass
 class LaunchCommand:
     argv: list[str]
@@ -68,13 +73,13 @@ class LaunchCommand:
     """``megatron``, ``deepspeed``, ``neox``, ``script`` or ``none`` (nothing trainlint reads)."""
     launchers: list[str] = field(default_factory=list)
     entry: str | None = None
-    invocation: object | None = None
+    invocation: Invocation | None = None
     """The Megatron adapter's Invocation (launchers, world size words), when a Python script runs."""
     deepspeed_config: WordRef | None = None
     neox_configs: list[WordRef] = field(default_factory=list)
     script: WordRef | None = None
     script_args: list[str] = field(default_factory=list)
-    accelerate: object | None = None
+    accelerate: AccelerateConfig | None = None
     """The ``accelerate launch --config_file`` YAML's settings (AccelerateConfig), when read."""
 
     def span_of_word(self, index: int, start: int = 0, end: int | None = None) -> Span:
@@ -151,6 +156,7 @@ def _accelerate(found: LaunchCommand, argv: list[str]) -> WordRef | None:
     (the YAML's num_processes/num_machines are kept on ``found`` for the world size)."""
     from trainlint.accelerate_config import read_accelerate_config
 
+    assert found.invocation is not None  # parse_launch asks only for a Python script's invocation
     world = found.invocation.world
     config_word = _word_of(argv, world.get("accelerate_config"))
     if config_word is not None:
@@ -235,7 +241,7 @@ def _neox_configs(argv: list[str], start: int) -> list[WordRef]:
     refs = []
     for index, written in positionals[1:]:  # the first one is the user script (train.py)
         path = os.path.join(conf_dir, written) if conf_dir else written
-        if not (path.endswith(".yml") or path.endswith(".json")):
+        if not path.endswith((".yml", ".json")):
             path += ".yml"  # NeoX: "enables us to pass in `125M` instead of `125M.yml`"
         refs.append(_ref(argv, index, written, path=path))
     return refs

@@ -130,7 +130,8 @@ def load_config(path: Path) -> ProjectConfig:
     base = path.parent
     runs = section.get("runs", [])
     if not isinstance(runs, list) or not all(isinstance(r, list) and r and all(isinstance(p, str) for p in r) for r in runs):
-        raise ConfigError(f"{path}: `runs` must be a list of lists of file paths, e.g. runs = [[\"configs/125M.yml\", \"configs/local_setup.yml\"]]")
+        raise ConfigError(f"{path}: `runs` must be a list of lists of file paths, "
+                          "e.g. runs = [[\"configs/125M.yml\", \"configs/local_setup.yml\"]]")
     environment = section.get("env", {})
     if not isinstance(environment, dict) or not all(isinstance(v, (str, int)) for v in environment.values()):
         raise ConfigError(f"{path}: `env` must be a table of strings, e.g. env = {{ TP = \"4\" }}")

@@ -94,7 +94,7 @@ class Diagnostic:
         return (self.path or "", self.span, self.code, self.message)
 
     def to_dict(self) -> dict:
-        data = {
+        data: dict[str, object] = {
             "code": self.code,
             "name": self.name,
             "severity": self.severity.value,

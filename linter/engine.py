@@ -5,7 +5,6 @@ and apply severities, selection and inline suppressions to everything reported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from trainlint.checker import FileResult
@@ -108,7 +107,7 @@ def _file_ignores_used(selection: Selection, diag: Diagnostic, path: str) -> lis
         return []
     from trainlint.selection import _file_ignores, _specificity
 
-    out = []
+    out: list[tuple] = []
     for pattern, selectors in selection.per_file_ignores.items():
         if _file_ignores(path, selection.root, ((pattern, tuple(selectors)),)):
             out.extend(("per-file", pattern, s) for s in selectors if _specificity(s, diag.code, diag.name) >= 0)

@@ -117,7 +117,7 @@ def _fill_model(spec: TrainingSpec, name: str, given: Callable[[str, object], Va
 
     local = Path(name) if Path(name).is_absolute() else cwd / name
     try:
-        preset = read_hf_config(local) if (local / "config.json").is_file() or local.suffix == ".json" and local.is_file() \
+        preset = read_hf_config(local) if (local / "config.json").is_file() or (local.suffix == ".json" and local.is_file()) \
             else find_model_preset(name)
     except (CatalogError, OSError, ValueError):
         return

@@ -34,7 +34,7 @@ def trainlint_rules() -> list[type]:
 
 
 @hookspec
-def trainlint_adapters() -> list["Adapter"]:
+def trainlint_adapters() -> list[Adapter]:
     """Return adapter instances for config formats this plugin reads.
 
     A file is claimed by the adapter whose ``sniff()`` scores highest, so a plugin adapter

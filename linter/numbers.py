@@ -45,7 +45,7 @@ def short(value: object, limit: int = 40) -> str:
 
 
 # A run of more digits than any setting has: a clamped 4,300-digit value, or a product of them.
-_LONG_NUMBER = re.compile(r"\d{%d,}" % (MESSAGE_DIGITS + 1))
+_LONG_NUMBER = re.compile(rf"\d{{{MESSAGE_DIGITS + 1},}}")
 
 
 def shorten_numbers(text: str) -> str:

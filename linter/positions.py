@@ -25,7 +25,7 @@ class Span:
     end_column: int
 
     @classmethod
-    def point(cls, line: int, column: int) -> "Span":
+    def point(cls, line: int, column: int) -> Span:
         return cls(line, column, line, column + 1)
 
     def __str__(self) -> str:

@@ -34,7 +34,7 @@ class Provenance:
     """How the value was spelled at its source: ``zero_optimization.stage``, ``--num-layers``."""
     note: str = ""
     """Free text: which default ("Megatron-LM default"), or how it was derived."""
-    inputs: tuple["Provenance", ...] = field(default_factory=tuple)
+    inputs: tuple[Provenance, ...] = field(default_factory=tuple)
     """For derived values: the provenances of the values it was computed from."""
 
     def describe(self) -> str:

@@ -7,7 +7,7 @@ is reported with the plugin's name and the other plugins' rules still run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Any, Iterable
 
 from trainlint.plugins import PluginFailure, PluginHost
 from trainlint.rules import Rule
@@ -31,7 +31,8 @@ class Registry:
         return found
 
 
-def _call_each(host: PluginHost, hook_name: str, failures: list[PluginFailure]) -> Iterable[tuple[str, object]]:
+def _call_each(host: PluginHost, hook_name: str, failures: list[PluginFailure]) -> Iterable[tuple[str, Any]]:
+    # Any: a plugin's hook returns whatever its author wrote
     caller = getattr(host.hook, hook_name)
     for impl in caller.get_hookimpls():
         try:
@@ -58,7 +59,7 @@ def build_registry(host: PluginHost) -> Registry:
                 continue
             rule.plugin = plugin_name
             registry.rules[rule.code] = rule
-    for plugin_name, adapters in _call_each(host, "trainlint_adapters", registry.failures):
+    for _, adapters in _call_each(host, "trainlint_adapters", registry.failures):
         registry.adapters.extend(adapters)
     registry.rules = dict(sorted(registry.rules.items()))
     return registry

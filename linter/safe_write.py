@@ -138,7 +138,7 @@ def _read_bytes(path: str) -> bytes:
 
 
 def _conventions(data: bytes, path: str) -> _Conventions:
-    for bom, encoding in ((codecs.BOM_UTF32_LE, "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32-be"),
+    for bom, encoding in ((codecs.BOM_UTF32_LE, "utf-32-le"),  # noqa: B007 - the loop picks bom and encoding (codecs.BOM_UTF32_BE, "utf-32-be"),
                           (codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"),
                           (codecs.BOM_UTF16_BE, "utf-16-be")):
         if data.startswith(bom):
@@ -225,9 +225,7 @@ def _line_ends(raw: str, new_text: str) -> str:
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         for k in range(j2 - j1):
             line = new_contents[j1 + k]
-            if tag == "equal":
-                end = old_ends[i1 + k] or previous
-            elif tag == "replace" and i1 + k < i2:
+            if tag == "equal" or (tag == "replace" and i1 + k < i2):
                 end = old_ends[i1 + k] or previous
             else:
                 end = previous
@@ -403,10 +401,10 @@ def distinct_targets(sources: list[str], directory: str | os.PathLike[str]) -> d
     base = Path(directory)
     names = [Path(s).name for s in sources]
     if len(set(names)) == len(names):
-        return {s: base / n for s, n in zip(sources, names)}
+        return {s: base / n for s, n in zip(sources, names, strict=True)}
     absolute = [os.path.abspath(s) for s in sources]
     common = os.path.commonpath([os.path.dirname(a) for a in absolute])
-    out = {s: base / os.path.relpath(a, common) for s, a in zip(sources, absolute)}
+    out = {s: base / os.path.relpath(a, common) for s, a in zip(sources, absolute, strict=True)}
     if len(set(out.values())) != len(out):  # pragma: no cover - distinct absolute paths stay distinct
         raise WriteBackError("two files would be written to the same place")
     return out

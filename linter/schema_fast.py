@@ -42,8 +42,20 @@ class Unsupported(Exception):
 class _Node:
     """One compiled (sub)schema."""
 
-    __slots__ = ("always", "types", "properties", "additional", "items", "enum", "minimum", "maximum",
-                 "min_length", "max_length", "required", "any_of")
+    __slots__ = (
+        "additional",
+        "always",
+        "any_of",
+        "enum",
+        "items",
+        "max_length",
+        "maximum",
+        "min_length",
+        "minimum",
+        "properties",
+        "required",
+        "types",
+    )
 
     def __init__(self) -> None:
         self.always: bool | None = None  # a boolean schema
@@ -119,7 +131,7 @@ def _equal(one: Any, two: Any) -> bool:
     if isinstance(one, str) or isinstance(two, str):
         return one == two
     if isinstance(one, list) and isinstance(two, list):
-        return len(one) == len(two) and all(_equal(a, b) for a, b in zip(one, two))
+        return len(one) == len(two) and all(_equal(a, b) for a, b in zip(one, two, strict=True))
     if isinstance(one, dict) and isinstance(two, dict):
         return len(one) == len(two) and all(key in two and _equal(value, two[key]) for key, value in one.items())
     if isinstance(one, bool) or isinstance(two, bool):

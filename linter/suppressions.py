@@ -122,10 +122,10 @@ def parse_suppressions(text: str) -> Suppressions:
                 open_ranges.setdefault(code, (number, directive))
         elif kind == "enable":
             for code in codes or list(open_ranges):
-                start = open_ranges.pop(code, None)
-                if start is not None:
-                    result.ranges.append((start[0], number, [] if code == "*" else [code]))
-                    result._scopes.append((start[0], number, _narrowed(start[1], code)))
+                opened = open_ranges.pop(code, None)
+                if opened is not None:
+                    result.ranges.append((opened[0], number, [] if code == "*" else [code]))
+                    result._scopes.append((opened[0], number, _narrowed(opened[1], code)))
     for code, (start, directive) in open_ranges.items():
         result.ranges.append((start, len(lines), [] if code == "*" else [code]))
         result._scopes.append((start, len(lines), _narrowed(directive, code)))

@@ -159,11 +159,11 @@ def _inherit_allocation(build: BuildContext, allocation: dict[str, Field]) -> No
     --nodes nodes, and --ntasks-per-node processes on each when srun starts the Python script
     itself (with torchrun or deepspeed under srun, their own per-node count stays). Values the
     launcher's own options give win."""
-    if not allocation or not any(l in ("srun", "mpirun") for l in build.launchers):
+    if not allocation or not any(name in ("srun", "mpirun") for name in build.launchers):
         return
     if "nodes" in allocation:
         build.world.setdefault("nodes", allocation["nodes"])
-    spawner = any(l.startswith(("torchrun", "python -m torch")) or l == "deepspeed" for l in build.launchers)
+    spawner = any(name.startswith(("torchrun", "python -m torch")) or name == "deepspeed" for name in build.launchers)
     per_node = allocation.get("ntasks_per_node") if not spawner else allocation.get("gpus_per_node")
     if per_node is not None and "world_size" not in build.world:
         build.world.setdefault("gpus_per_node", per_node)
@@ -502,7 +502,8 @@ def load_yaml(source: SourceText, context: LoadContext, collect: list[ParsedRun]
         for k, item in enumerate(items):
             iloc = to_loc(tree.value_spans.get(ptr + f"/{k}")) if isinstance(value, list) else vloc
             raw = source.text[iloc.start:iloc.end] if iloc is not None else None
-            text = item if isinstance(item, str) else (raw.strip().strip("'\"") if raw and not isinstance(item, (dict, list)) else str(item))
+            text = item if isinstance(item, str) else (
+                raw.strip().strip("'\"") if raw and not isinstance(item, (dict, list)) else str(item))
             if isinstance(item, bool):
                 text = "true" if item else "false"
             if "$" in text and _PLACEHOLDER.search(text):

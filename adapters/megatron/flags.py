@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable
+from typing import Any, Callable, TypeGuard
 
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
 from trainlint.input_codes import input_diagnostic
@@ -47,7 +47,7 @@ class FlagInfo:
     minimum: int | None = None
     """Sizes and counts: argparse takes 0 or -1, Megatron then divides by it or builds no layer."""
 
-    def for_dialect(self, dialect: str) -> "FlagInfo":
+    def for_dialect(self, dialect: str) -> FlagInfo:
         for name, types, enum, has_enum in self.overrides:
             if name == dialect:
                 from dataclasses import replace
@@ -141,7 +141,7 @@ def entry_matches(entry: str | None, patterns: tuple[str, ...]) -> bool:
                for p in patterns)
 
 
-def is_core_entry(entry: str | None) -> bool:
+def is_core_entry(entry: str | None) -> TypeGuard[str]:
     if not entry:
         return False
     return entry.replace("\\", "/").rsplit("/", 1)[-1] in CORE_ENTRY_POINTS
@@ -334,6 +334,7 @@ class ArgReader:
                 alt = [a for a in self.table.normalised(name) if a != name]
                 if alt:
                     info = self._choose(alt[0])
+                    assert info is not None  # alt holds the table's own spellings: each has candidates
                     known = self._known_target
                     tail = "" if known else f" ({self._against()})"
                     self._diag("TL004", f"unknown flag `{name}`: Megatron's argparse matches option strings exactly; "
@@ -386,11 +387,11 @@ class ArgReader:
             self.out.passthrough.append(f)
             return
         reason = f.unknowns[0].unknown if f.unknowns else "unknown"
-        key = ("pass", reason, f.unknowns[0].loc if f.unknowns else None)
+        pass_key = ("pass", reason, f.unknowns[0].loc if f.unknowns else None)
         self.out.passthrough.append(f)
-        if key in self._reported_unknown:
+        if pass_key in self._reported_unknown:
             return
-        self._reported_unknown.add(key)
+        self._reported_unknown.add(pass_key)
         loc = f.unknowns[0].loc if f.unknowns and f.unknowns[0].loc else f.site
         self._diag("TL007", f"arguments from {reason} are only known at launch; the flags in them are not checked",
                    loc, related=self._related("passed here", f.site) if f.site != loc else ())
@@ -544,7 +545,7 @@ class ArgReader:
                 setting.value = True
             setting.value_loc = flag_field.value_loc
             return setting
-        converted = []
+        converted: list[Any] = []
         for vf in values:
             if vf.text is None:
                 reason = vf.unknowns[0].unknown if vf.unknowns else "unknown"
@@ -575,7 +576,7 @@ class ArgReader:
             converted.append(value)
         if setting.unresolved or setting.invalid:
             setting.value = None
-        elif info.nargs in (None, "?", 1) or info.action == "append" and info.nargs is None:
+        elif info.nargs in (None, "?", 1) or (info.action == "append" and info.nargs is None):
             setting.value = converted[0] if converted else info.const
         else:
             setting.value = converted
@@ -600,10 +601,10 @@ def _typo(written: str, known: str) -> bool:
 
 
 def _cover(locs: list[Loc | None]) -> Loc | None:
-    real = [l for l in locs if l is not None]
-    if not real or len({l.path for l in real}) != 1:
+    real = [loc for loc in locs if loc is not None]
+    if not real or len({loc.path for loc in real}) != 1:
         return None
-    return Loc(real[0].path, min(l.start for l in real), max(l.end for l in real))
+    return Loc(real[0].path, min(loc.start for loc in real), max(loc.end for loc in real))
 
 
 def _convert_one(text: str, info: FlagInfo) -> tuple[Any, str | None]:

@@ -46,7 +46,7 @@ DISTINCTIVE = frozenset("""
 """.split())
 
 _TORCHRUN_BOOL = {"--standalone", "--no-python", "--no_python", "--run-path", "--run_path",
-                  "--use-env", "--use_env", "--no-python"}
+                  "--use-env", "--use_env"}
 _DEEPSPEED_BOOL = {"--no_python", "--no-python", "--no_local_rank", "--no-local-rank", "--force_multi",
                    "--force-multi", "--elastic_training", "--bind_cores_to_rank", "--ssh", "--module", "-m",
                    "--no_ssh_check", "--save_pid", "--enable_each_rank_log"}
@@ -127,7 +127,6 @@ def find_invocation(command: Command, distinctive_needed: int = 2) -> Invocation
                 i += 1 if "=" in t or t in ("--no-sync", "--frozen", "--locked", "--isolated", "--no-project") else 2
             continue
         if "=" in head and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", head) and launchers and launchers[-1] == "env":
-            name, _, _v = head.partition("=")
             i += 1
             continue
         if base == "env":

@@ -27,7 +27,7 @@ import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from trainlint import cancel
 from trainlint.diagnostics import Diagnostic, Severity
@@ -45,6 +45,9 @@ from trainlint.adapters.megatron.words import (
     join_segs,
     split_pieces,
 )
+
+if TYPE_CHECKING:  # pragma: no cover - imported on first parse (start-up time)
+    from tree_sitter import Node
 
 _PARSER = None
 
@@ -105,8 +108,8 @@ MAX_CALL_DEPTH = 8
 MAX_COMMANDS = 20000
 MAX_STEPS = 20_000
 """Evaluation steps (statements, word expansions, function calls, sourced files) for one script and
-everything it sources (the corpus's largest script takes 397): a generated bomb (functions calling functions, ``source`` fan-out, millions of
-assignments) stops here with a TL012 error instead of running for minutes."""
+everything it sources (the corpus's largest script takes 397): a generated bomb (functions calling functions,
+``source`` fan-out, millions of assignments) stops here with a TL012 error instead of running for minutes."""
 FOLLOW_STEPS = 5_000
 """After this many steps function calls and ``source`` are no longer followed (TL012), so the rest
 of the file is still read once, in linear time, and a launch line after a bomb is still found."""
@@ -136,7 +139,7 @@ class FileText:
     """The same inside double quotes (``options="--save <PATH TO DIR>"``): unknown pieces of the string."""
 
     @classmethod
-    def of(cls, path: str, text: str) -> "FileText":
+    def of(cls, path: str, text: str) -> FileText:
         placeholders: dict[int, int] = {}
         quoted: dict[int, int] = {}
         parse_text = text
@@ -145,7 +148,7 @@ class FileText:
             if matches:
                 states = _quote_states(text, [a for a, _ in matches])
                 chars = list(text)
-                for (start, end), state in zip(matches, states):
+                for (start, end), state in zip(matches, states, strict=True):
                     if state == "dq":
                         quoted[start] = end
                     elif state is None:
@@ -240,7 +243,7 @@ class _OutOfSteps(Exception):
 class _TooDeep(Exception):
     """MAX_NESTING reached inside one top-level statement: that statement is skipped (TL002)."""
 
-    def __init__(self, loc: "Loc") -> None:
+    def __init__(self, loc: Loc) -> None:
         super().__init__()
         self.loc = loc
 
@@ -387,7 +390,7 @@ class ShellEvaluator:
         self.diagnostics.append(input_diagnostic(code, message, self._span(loc), path=loc.path, severity=severity))
 
     def _report_errors(self, root, ft: FileText) -> None:
-        found = []
+        found: list[Node] = []
         stack = [root]
         while stack and len(found) < 5:
             node = stack.pop()
@@ -710,7 +713,7 @@ class ShellEvaluator:
     def _cond_node_of(self, node, ft: FileText) -> bool | None:
         kind = node.type
         if kind == "test_command":
-            inner = [c for c in node.named_children]
+            inner = list(node.named_children)
             if len(inner) != 1:
                 return None
             return self._test_expr(inner[0], ft)
@@ -771,17 +774,17 @@ class ShellEvaluator:
                 lv = self._test_expr(left, ft) if left is not None else None
                 rv = self._test_expr(right, ft) if right is not None else None
                 return _tri("&&" if op in ("&&", "-a") else "||", lv, rv)
-            lv = self._string_of(left, ft) if left is not None else None
-            rv = self._string_of(right, ft) if right is not None else None
-            if lv is None or rv is None:
+            ls = self._string_of(left, ft) if left is not None else None
+            rs = self._string_of(right, ft) if right is not None else None
+            if ls is None or rs is None:
                 return None
             if op in ("==", "="):
-                return fnmatch.fnmatchcase(lv, rv)
+                return fnmatch.fnmatchcase(ls, rs)
             if op == "!=":
-                return not fnmatch.fnmatchcase(lv, rv)
+                return not fnmatch.fnmatchcase(ls, rs)
             if op in ("-eq", "-ne", "-gt", "-lt", "-ge", "-le"):
                 try:
-                    a, b = int(lv), int(rv)
+                    a, b = int(ls), int(rs)
                 except ValueError:
                     return None
                 return {"-eq": a == b, "-ne": a != b, "-gt": a > b, "-lt": a < b, "-ge": a >= b, "-le": a <= b}[op]
@@ -1011,8 +1014,8 @@ class ShellEvaluator:
             return
         where = target.value_loc or loc
         if text is not None:
-            self._diag("TL013", f"sourced file `{text}` not found (looked in {', '.join(sorted(set(os.path.dirname(c) or '.' for c in candidates)))}); "
-                       "the variables it sets are unknown", where)
+            looked = ", ".join(sorted({os.path.dirname(c) or "." for c in candidates}))
+            self._diag("TL013", f"sourced file `{text}` not found (looked in {looked}); the variables it sets are unknown", where)
         else:
             self._diag("TL012", f"`source {target.partial_text}`: the path is not known statically; the variables it "
                        "sets are unknown", where)
@@ -1028,7 +1031,7 @@ class ShellEvaluator:
         out: list[Field] = []
         for f in fields:
             t = f.text
-            if t is not None and (t in _STOP_WORDS or t.startswith(("2>", "1>", ">", "&>")) or t.startswith("|")):
+            if t is not None and (t in _STOP_WORDS or t.startswith(("2>", "1>", ">", "&>", "|"))):
                 break
             out.append(_dequote(f))
         if not out or out[0].text is None:
@@ -1112,7 +1115,8 @@ class ShellEvaluator:
                     "process_substitution"):
             return self._expansion_pieces(node, ft, quoted)
         if kind == "brace_expression":
-            return [Piece([Seg("", self._loc(node, ft), False, f"`{node.text.decode('utf-8', 'replace')}` (a brace expansion)")], split=False)]
+            written = node.text.decode("utf-8", "replace")
+            return [Piece([Seg("", self._loc(node, ft), False, f"`{written}` (a brace expansion)")], split=False)]
         # Anything else: its text as written.
         loc = self._loc(node, ft)
         return [Piece([Seg(ft.text[loc.start:loc.end], loc, True)], split=False)]
@@ -1185,7 +1189,7 @@ class ShellEvaluator:
         if kind == "process_substitution":
             return [Piece([Seg("", loc, False, "a process substitution")], split=False)]
         if kind == "arithmetic_expansion":
-            inner = [c for c in node.named_children]
+            inner = list(node.named_children)
             try:
                 if len(inner) != 1:
                     raise Unresolvable("arithmetic")
@@ -1233,7 +1237,7 @@ class ShellEvaluator:
         return [Piece(list(value.as_scalar()), split=split)]
 
     def _lookup(self, name: str, loc: Loc) -> VarValue | Seg:
-        if self.arguments is not None and (name.isdigit() and name != "0" or name == "#"):
+        if self.arguments is not None and ((name.isdigit() and name != "0") or name == "#"):
             if name == "#":
                 return VarValue(scalar=(Seg(str(len(self.arguments)), None, False),))
             i = int(name)
@@ -1263,9 +1267,7 @@ class ShellEvaluator:
             if any(s.unknown for s in segs):
                 return None
             return True
-        if name in self.environment or name in self.slurm:
-            return True
-        return False
+        return name in self.environment or name in self.slurm
 
     def _braced(self, node, ft: FileText, loc: Loc, quoted: bool) -> list[Piece]:
         children = [c for c in node.children if c.type not in ("${", "}")]
@@ -1345,11 +1347,11 @@ class ShellEvaluator:
                     return [Piece([Seg("", loc, False, f"${{{name}{op}...}}")], split=False)]
                 return default_pieces if not use_default else []
             return base
-        value = "".join(s.text for p in base for s in p.segs) if all(
+        joined = "".join(s.text for p in base for s in p.segs) if all(
             s.unknown is None for p in base for s in p.segs) else None
-        if value is None:
+        if joined is None:
             return base if op in ("^^", ",,", "^", ",") else [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
-        result = self._string_op(op, operand, value, ft)
+        result = self._string_op(op, operand, joined, ft)
         if result is None:
             return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
         return [Piece([Seg(result, loc, False)], split=not quoted)]
@@ -1398,7 +1400,7 @@ class ShellEvaluator:
                 return value
             return value.replace(pattern, repl) if op == "//" else value.replace(pattern, repl, 1)
         if op == ":":
-            parts = [t for t in texts]
+            parts = list(texts)
             try:
                 nums = [int(p) for p in parts if p is not None and p.strip() != ""]
             except ValueError:
@@ -1429,7 +1431,7 @@ class ShellEvaluator:
             try:
                 return int(text, 0) if not re.fullmatch(r"0\d+", text) else int(text, 8)
             except ValueError:
-                raise Unresolvable(f"`{text}` is not an integer")
+                raise Unresolvable(f"`{text}` is not an integer") from None
         if kind in ("variable_name", "word"):
             name = node.text.decode("utf-8", "replace")
             if kind == "word" and re.fullmatch(r"-?\d+", name):
@@ -1562,7 +1564,8 @@ def _dequote(f: Field) -> Field:
     return Field(tuple(out), f.site, f.uncertain)
 
 
-_STATEMENTS: dict[str, Callable[[ShellEvaluator, object, FileText], None]] = {
+# handlers by node type; what a handler returns is not used here (_assign's result is for its other callers)
+_STATEMENTS: dict[str, Callable[[ShellEvaluator, Any, FileText], object]] = {
     "program": ShellEvaluator._program,
     "command": ShellEvaluator._command,
     "variable_assignment": lambda self, node, ft: self._assign(node, ft),

@@ -210,7 +210,7 @@ class SpecBuilder:
                                                   note=f"GPUs listed in --include {inc.text}"))
         if "deepspeed" in self.ctx.launchers and nodes is None and gpn is not None and "hostfile" not in w:
             nodes = default(1, "DeepSpeed launcher default (one node without --num_nodes or a hostfile)")
-        if "torchrun" in self.ctx.launchers[-1:] or any(l.startswith("python -m torch") for l in self.ctx.launchers):
+        if "torchrun" in self.ctx.launchers[-1:] or any(name.startswith("python -m torch") for name in self.ctx.launchers):
             if nodes is None and "nodes" not in w:
                 nodes = default(1, "torchrun default (--nnodes 1)")
             if gpn is None and "gpus_per_node" not in w:

@@ -42,7 +42,7 @@ def _build(catalog: Any) -> FlagTable:
         if deprecated is not None and deprecated.get("status") == "removed":
             deprecated = None  # the target defines it: not removed there
         action = arg.action if arg.action != "boolean_optional" else "store_true"
-        types = _TYPES.get(arg.type or "", ()) if action in ("store", "append") else ("boolean",)
+        types: tuple[str, ...] = _TYPES.get(arg.type or "", ()) if action in ("store", "append") else ("boolean",)
         if action in ("store", "append") and not types:
             types = like.types if like is not None and like.types else ("string",)
         enum = tuple(c for c in arg.choices if c is not None) if arg.choices else None

@@ -22,7 +22,7 @@ _BY_MODEL = ("HuggingFaceTokenizer", "PretrainedFromHF", "SentencePieceTokenizer
              "Llama2Tokenizer", "Llama3Tokenizer", "MistralTokenizer", "HFTokenizer")
 
 
-def tokenizer_size(b: "SpecBuilder") -> tuple[Vocab, list[Value]] | None:
+def tokenizer_size(b: SpecBuilder) -> tuple[Vocab, list[Value]] | None:
     """The tokenizer's own size and the settings it came from, or None when the options do not say."""
     kind = b.raw("tokenizer_type")
     kind = kind if isinstance(kind, str) else None
@@ -56,11 +56,11 @@ def tokenizer_size(b: "SpecBuilder") -> tuple[Vocab, list[Value]] | None:
     return None
 
 
-def _file(reference: str, b: "SpecBuilder") -> Vocab | None:
+def _file(reference: str, b: SpecBuilder) -> Vocab | None:
     return known_file(reference) or local_file(reference, b.ctx.path)
 
 
-def vocab_fields(b: "SpecBuilder") -> tuple[Value | None, Value | None]:
+def vocab_fields(b: SpecBuilder) -> tuple[Value | None, Value | None]:
     """(model.vocab_size, model.vocab_pad_multiple): the tokenizer's own size (None when the options do
     not identify the tokenizer: the estimator then states an assumed vocabulary) and the multiple
     Megatron pads it to before multiplying by TP (the estimator pads, so a layout with another TP is

@@ -54,7 +54,7 @@ class Seg:
     uncertain: bool = False
     """Assigned inside a branch whose condition trainlint could not decide."""
 
-    def piece(self, start: int, end: int) -> "Seg":
+    def piece(self, start: int, end: int) -> Seg:
         """The characters ``text[start:end]`` as a Seg with the narrowest location known."""
         loc = self.loc
         if loc is not None and self.exact:
@@ -115,13 +115,13 @@ class Field:
         # Several literals: when they are adjacent pieces of one word, cover them all.
         paths = {loc.path for loc in locs}
         if len(paths) == 1 and self.site is not None and self.site.path in paths:
-            starts = min(l.start for l in locs)
-            ends = max(l.end for l in locs)
+            starts = min(loc.start for loc in locs)
+            ends = max(loc.end for loc in locs)
             if self.site.start <= starts and ends <= self.site.end:
                 return Loc(self.site.path, starts, ends)
         return self.site
 
-    def with_site(self, site: Loc | None) -> "Field":
+    def with_site(self, site: Loc | None) -> Field:
         return Field(self.segs, site, self.uncertain)
 
 
@@ -230,7 +230,7 @@ class EnvMap:
 
     values: dict[str, VarValue] = field(default_factory=dict)
 
-    def copy(self) -> "EnvMap":
+    def copy(self) -> EnvMap:
         return EnvMap(dict(self.values))
 
 

@@ -52,7 +52,8 @@ def run_rules(args: argparse.Namespace) -> int:
     if args.format == "markdown":
         sys.stdout.write(render_markdown(registry))
     elif args.format == "json":
-        json.dump([dict(zip(("code", "name", "severity", "summary", "plugin"), row)) for row in rows], sys.stdout, indent=2)
+        json.dump([dict(zip(("code", "name", "severity", "summary", "plugin"), row, strict=True)) for row in rows], sys.stdout,
+                  indent=2)
         sys.stdout.write("\n")
     else:
         width = max(len(r[1]) for r in rows)

@@ -278,7 +278,7 @@ def _entry_index(launch) -> int | None:
     if not launch.entry:
         return None
     for i, word in enumerate(launch.argv):
-        if word == launch.entry or word.endswith("/" + launch.entry.rsplit("/", 1)[-1]) and word.endswith(".py"):
+        if word == launch.entry or (word.endswith("/" + launch.entry.rsplit("/", 1)[-1]) and word.endswith(".py")):
             return i
     return None
 
@@ -329,7 +329,7 @@ def decide(results: list, fail_level: str) -> tuple[int, str] | None:
 def execute(argv: list[str]) -> int:
     """Run the command as it is (no shell), wait, and return its exit code as a shell reports it."""
     try:
-        child = subprocess.Popen(argv)  # noqa: S603 - the user's own command, run unchanged
+        child = subprocess.Popen(argv)  # the user's own command, run unchanged
     except FileNotFoundError:
         print(f"trainlint: {argv[0]}: command not found", file=sys.stderr)
         return EXIT_NOT_FOUND

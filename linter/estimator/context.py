@@ -120,7 +120,8 @@ def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, n
     gpu_value = pick_gpu()
     gpn = pick_int(gpus_per_node, "gpus-per-node", spec.cluster.gpus_per_node if spec else None, "--gpus-per-node")
     if gpn is None:
-        gpn = Value(DEFAULT_GPUS_PER_NODE, _prov(Origin.ASSUMED, f"{DEFAULT_GPUS_PER_NODE} GPUs per node assumed (--gpus-per-node N to change)"))
+        gpn = Value(DEFAULT_GPUS_PER_NODE,
+                    _prov(Origin.ASSUMED, f"{DEFAULT_GPUS_PER_NODE} GPUs per node assumed (--gpus-per-node N to change)"))
     node_value = pick_int(nodes, "nodes", spec.cluster.nodes if spec else None, "--nodes")
 
     model_value = None
@@ -177,12 +178,15 @@ def _stated(prov: Provenance) -> bool:
     return any(p.origin is Origin.FILE and p.key in _VOCAB_KEYS for p in prov.inputs)
 
 
+def _unresolved(value: Value | None) -> bool:
+    return value is None or value.value is None or isinstance(value.value, str)
+
+
 def fill_run(spec: TrainingSpec, values: Mapping[str, Value]) -> TrainingSpec:
     """A copy of ``spec`` whose missing batch / sequence fields come from estimate's flags (a bare
     DeepSpeed JSON of the Hugging Face Trainer keeps them on the command line). What the config
     states wins; an unresolved value (``"auto"``, ``$MBS``) counts as missing."""
-    todo = {name: v for name, v in values.items() if spec.get(name) is None or spec.get(name).value is None
-            or isinstance(spec.get(name).value, str)}
+    todo = {name: v for name, v in values.items() if _unresolved(spec.get(name))}
     if not todo:
         return spec
     out = copy.copy(spec)
@@ -212,10 +216,9 @@ def _foreign_attention(spec: TrainingSpec, preset: ModelPreset) -> set[str]:
     its own head count or hidden size differs from the preset's (the preset's KV heads and head
     dimension belong to other heads), or it states MLA / GQA (Megatron --multi-latent-attention,
     --group-query-attention), whose KV heads the config defines."""
-    m = spec.model
-    stated = lambda v: v is not None and v.value is not None  # noqa: E731
-    differs = (stated(m.num_attention_heads) and m.num_attention_heads.value != preset.num_attention_heads) or \
-        (stated(m.hidden_size) and m.hidden_size.value != preset.hidden_size)
+    heads, hidden = spec.model.num_attention_heads, spec.model.hidden_size
+    differs = (heads is not None and heads.value is not None and heads.value != preset.num_attention_heads) or \
+        (hidden is not None and hidden.value is not None and hidden.value != preset.hidden_size)
     shaped = any(_on(spec, flag) for flag in ("multi_latent_attention", "group_query_attention"))
     return {"num_kv_heads", "kv_channels"} if differs or shaped else set()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.context import EstimateContext, fill_model, fill_run, fill_vocab
@@ -24,7 +24,8 @@ class MissingInputs:
     missing: list[MissingInput]
     assumptions: list[Assumption] = field(default_factory=list)
 
-    ok = False
+    # a class constant, not a field; Literal lets a type checker tell the two results apart by it
+    ok: ClassVar[Literal[False]] = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"estimate": None, "label": self.spec_label, "missing": [m.to_dict() for m in self.missing],
@@ -45,7 +46,7 @@ class Estimate:
     peak_flops_per_gpu: float
     assumptions: list[Assumption]
 
-    ok = True
+    ok: ClassVar[Literal[True]] = True
 
     @property
     def worst_stage(self) -> StageMemory:
@@ -123,7 +124,7 @@ class InvariantError(RuntimeError):
     internal error (TL999) instead of a number."""
 
 
-def check_invariants(est: "Estimate") -> None:
+def check_invariants(est: Estimate) -> None:
     import math
 
     i = est.inputs

@@ -164,7 +164,7 @@ ZERO_ALLOWED = frozenset({"parallel.zero_stage", "memory.recompute_num_layers", 
 """Integer inputs where 0 is meaningful; every other integer input must be at least 1."""
 
 
-def _count(r: "_Reader", name: str, entry: Value) -> int | None:
+def _count(r: _Reader, name: str, entry: Value) -> int | None:
     """A positive whole count from a spec value, or None (recorded as missing) when unusable."""
     try:
         value = int(entry.value)
@@ -269,7 +269,8 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     ffn = r.get("model.ffn_hidden_size", fallback=4 * hidden, why="FFN size 4 x hidden (Megatron-LM default when not gated)", cast=int)
     tied = _bool(r.get("model.tied_embeddings", fallback=True, why="input embedding and output layer tied (Megatron-LM default)"))
     experts = r.get("model.num_experts", fallback=1, why="dense model (no experts)", cast=int) or 1
-    top_k = r.get("model.moe_top_k", fallback=2 if experts > 1 else 1, why="MoE router top-k 2 (Megatron-LM default)", cast=int) if experts > 1 else 1
+    top_k = r.get("model.moe_top_k", fallback=2 if experts > 1 else 1, why="MoE router top-k 2 (Megatron-LM default)",
+                  cast=int) if experts > 1 else 1
     moe_ffn = r.get("model.moe_ffn_hidden_size", fallback=ffn, why="expert FFN size = FFN size", cast=int) if experts > 1 else ffn
 
     tp = r.get("parallel.tensor", fallback=1, why="no tensor parallelism given: 1", cast=int)
@@ -496,7 +497,7 @@ def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
                           "the framework refuses the batch triple")
         mb = gb // (ga * dp)
         r.assumptions.append(Assumption("batch.micro_batch", mb, Origin.DERIVED.value, "global / (grad accum x DP)"))
-    if mb is None and gb is None and (ga is None or ga_e.provenance.origin is Origin.DEFAULT):
+    if mb is None and gb is None and (ga is None or (ga_e is not None and ga_e.provenance.origin is Origin.DEFAULT)):
         # nothing about the batch (a model-only fragment): one sample per GPU, stated, not judged
         mb = 1
         r.assumptions.append(Assumption("batch.micro_batch", 1, Origin.ASSUMED.value,
@@ -569,8 +570,9 @@ def _engine(r: _Reader, spec: TrainingSpec) -> dict[str, Any]:
         if name == "shard_stage":
             ok = ok and value in (0, 1, 2, 3)
         if name == "moe_layer_interval":
-            ok = ok and int(value) >= 1
+            ok = ok and isinstance(value, (int, float)) and int(value) >= 1
         if ok:
+            assert entry is not None  # ok needs a value, and a value comes from an entry
             if name in _ENGINE_REPORTED:
                 r.note(f"engine.{name}", entry)
             out[name] = value

@@ -12,7 +12,15 @@ from dataclasses import dataclass, field
 
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.inputs import Inputs
-from trainlint.estimator.memory import active_params, shard_group, layer_params, layer_params_per_gpu, stage_kinds, stage_layers, stage_params_per_gpu
+from trainlint.estimator.memory import (
+    active_params,
+    layer_params,
+    layer_params_per_gpu,
+    shard_group,
+    stage_kinds,
+    stage_layers,
+    stage_params_per_gpu,
+)
 
 
 @dataclass
@@ -27,10 +35,10 @@ class Cost:
     def total(self) -> float:
         return self.flops + self.bytes + self.net
 
-    def __add__(self, other: "Cost") -> "Cost":
+    def __add__(self, other: Cost) -> Cost:
         return Cost(self.flops + other.flops, self.bytes + other.bytes, self.net + other.net)
 
-    def scale(self, k: float) -> "Cost":
+    def scale(self, k: float) -> Cost:
         return Cost(self.flops * k, self.bytes * k, self.net * k)
 
 
@@ -275,7 +283,7 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
     worst = max(range(len(per_kind)), key=lambda k: totals[k])
     compute, tp, p2p, bwd, _, _ = per_kind[worst]
     m = i.grad_accum
-    mean_mb = sum(t * k[5] for t, k in zip(totals, per_kind)) / i.pp
+    mean_mb = sum(t * k[5] for t, k in zip(totals, per_kind, strict=True)) / i.pp
     bubble = (i.pp - 1) / i.vpp * mean_mb if i.pp > 1 else 0.0
     n_max = max(k[4] for k in per_kind)
     dp = data_parallel(i, n_max, totals[worst], bwd.total)
@@ -287,7 +295,7 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
         flops_time=m * compute.flops + bubble_cost.flops,
         bytes_time=m * compute.bytes + bubble_cost.bytes + opt,
         net_time=m * (tp + p2p) + dp,
-        stage_microbatch_s=[t for t, k in zip(totals, per_kind) for _ in range(k[5])],
+        stage_microbatch_s=[t for t, k in zip(totals, per_kind, strict=True) for _ in range(k[5])],
     )
 
 

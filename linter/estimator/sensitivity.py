@@ -44,7 +44,8 @@ def _world(inputs: Inputs) -> list[tuple[str, dict]]:
     out = []
     for world in (model_parallel, max(model_parallel, MAX_NODES * inputs.gpus_per_node // model_parallel * model_parallel)):
         dp = world // model_parallel
-        out.append((f"{world:,} GPU{'s' if world != 1 else ''}", {"world": world, "dp": dp, "global_batch": inputs.micro * inputs.grad_accum * dp}))
+        out.append((f"{world:,} GPU{'s' if world != 1 else ''}",
+                    {"world": world, "dp": dp, "global_batch": inputs.micro * inputs.grad_accum * dp}))
     return out
 
 
@@ -62,7 +63,7 @@ def _guessed(a: Assumption) -> bool:
     return a.origin == Origin.ASSUMED.value or (a.field == "model.seq_length" and "pre-training context" in a.source)
 
 
-def with_sensitivity(est: "Estimate") -> "Estimate":
+def with_sensitivity(est: Estimate) -> Estimate:
     """``est`` whose assumed inputs (of those in _VARIANTS) say how much the worst stage's memory
     moves between their low and high plausible values; the estimate itself is unchanged."""
     from trainlint.estimator.core import estimate_inputs

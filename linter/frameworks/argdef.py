@@ -35,7 +35,7 @@ class ArgDef:
                 self.nargs, self.default if jsonable(self.default) else None, self.has_default, self.file, self.line]
 
     @classmethod
-    def from_json(cls, row: list) -> "ArgDef":
+    def from_json(cls, row: list) -> ArgDef:
         name, dest, action, typ, choices, nargs, default, has_default, path, line = row
         return cls(name, dest, action, typ, tuple(choices) if choices is not None else None, nargs, default,
                    has_default, path, line)

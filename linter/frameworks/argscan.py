@@ -125,9 +125,9 @@ def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None 
     return out
 
 
-def _assigned_before(tree: ast.Module, name: str, line: int) -> ast.AST | None:
+def _assigned_before(tree: ast.Module, name: str, line: int) -> ast.expr | None:
     """The value last assigned to ``name`` before ``line`` (a local ``exclude = [...]`` list)."""
-    best: ast.AST | None = None
+    best: ast.expr | None = None
     best_line = -1
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and node.lineno < line and node.lineno > best_line and any(
@@ -220,11 +220,13 @@ def _dataclass_fields(name: str, index: Mapping[str, tuple[ast.ClassDef, str]], 
             if _literal(kws.get("init")) == (True, False):
                 continue  # not an __init__ argument: the factory skips it
             default_node = kws.get("default")
-            ok, metadata = _literal(kws.get("metadata"))
-            if not ok and isinstance(kws.get("metadata"), ast.Dict):
-                metadata = _partial_dict(kws["metadata"])
+            metadata_node = kws.get("metadata")
+            ok, metadata = _literal(metadata_node)
+            if not ok and isinstance(metadata_node, ast.Dict):
+                metadata = _partial_dict(metadata_node)
             if isinstance(metadata, dict):
-                meta = metadata.get("argparse_meta") if isinstance(metadata.get("argparse_meta"), dict) else {}
+                argparse_meta = metadata.get("argparse_meta")
+                meta = argparse_meta if isinstance(argparse_meta, dict) else {}
         own[stmt.target.id] = (stmt.target.id, stmt.annotation, default_node, meta, path, stmt.lineno)
     names = {r[0] for r in rows}
     rows = [own.get(r[0], r) for r in rows] + [r for n, r in own.items() if n not in names]
@@ -233,7 +235,7 @@ def _dataclass_fields(name: str, index: Mapping[str, tuple[ast.ClassDef, str]], 
 
 def _partial_dict(node: ast.Dict) -> dict:
     out: dict = {}
-    for k, v in zip(node.keys, node.values):
+    for k, v in zip(node.keys, node.values, strict=True):
         ok, key = _literal(k)
         if not ok:
             continue
@@ -313,7 +315,8 @@ def _factory_flag(fname: str, ann: ast.AST | None, default_node: ast.AST | None,
     has_default, default = _literal(default_node)
     names = meta.get("arg_names") if isinstance(meta.get("arg_names"), list) else None
     action = meta.get("action") if isinstance(meta.get("action"), str) else None
-    dest = meta.get("dest") if isinstance(meta.get("dest"), str) else fname
+    meta_dest = meta.get("dest")
+    dest = meta_dest if isinstance(meta_dest, str) else fname
     if typ == "bool" and action is None:
         action = "store_false" if default is True else "store_true"
         dashed = fname.replace("_", "-")
@@ -419,13 +422,13 @@ def scan_deepspeed(sources: Mapping[str, str]) -> ScanResult:
             continue
         out.files.append(path)
         if path.endswith("constants.py"):
-            for node in tree.body:
-                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                    ok, value = _literal(node.value)
-                    target = node.targets[0].id
+            for top in tree.body:
+                if isinstance(top, ast.Assign) and len(top.targets) == 1 and isinstance(top.targets[0], ast.Name):
+                    ok, value = _literal(top.value)
+                    target = top.targets[0].id
                     if ok and isinstance(value, str) and target.isupper() and _key_like(value) \
                             and not target.endswith(("_DEFAULT", "_FORMAT")):
-                        out.add(ArgDef(value, value, "key", None, None, None, None, False, path, node.lineno))
+                        out.add(ArgDef(value, value, "key", None, None, None, None, False, path, top.lineno))
         for node in ast.walk(tree):
             if not isinstance(node, ast.ClassDef) or not _is_config_model(node):
                 continue

@@ -68,7 +68,7 @@ class ArgCatalog:
                 "args": [a.to_json() for a in self.args.values()]}
 
     @classmethod
-    def from_json(cls, data: dict) -> "ArgCatalog":
+    def from_json(cls, data: dict) -> ArgCatalog:
         args = {row[0]: ArgDef.from_json(row) for row in data["args"]}
         return cls(data["family"], data["variant"], data.get("version"), args, list(data.get("partial") or []),
                    data.get("commit"), data.get("repository"), list(data.get("files") or []),
@@ -177,9 +177,9 @@ def _class_modules(read: Callable[[str], str | None], text: str, needed: bool) -
         package = rel.rsplit("/", 1)[0].replace("/", ".") if rel else ""
         if rel.endswith("/__init__.py"):
             package = rel[: -len("/__init__.py")].replace("/", ".")
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name in names:
-                bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in node.bases}
+        for top in tree.body:
+            if isinstance(top, ast.ClassDef) and top.name in names:
+                bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in top.bases}
                 names = names | {b for b in bases if b}
         for node in ast.walk(tree):
             if not isinstance(node, ast.ImportFrom):

@@ -175,9 +175,9 @@ def _vendored(folder: Path) -> list[Path]:
             for i, entry in enumerate(entries):
                 if i > 2000:
                     break
-                if entry.name.lower().startswith(_VENDOR_HINTS) or any(h in entry.name.lower() for h in _VENDOR_HINTS[:3]):
-                    if entry.is_dir(follow_symlinks=False):
-                        out.append(Path(entry.path))
+                if (entry.name.lower().startswith(_VENDOR_HINTS) or any(h in entry.name.lower() for h in _VENDOR_HINTS[:3])) \
+                        and entry.is_dir(follow_symlinks=False):
+                    out.append(Path(entry.path))
     except OSError:
         pass
     return out

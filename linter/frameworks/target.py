@@ -57,7 +57,7 @@ class FrameworkTarget:
         if self.origin is TargetOrigin.ASSUMED:
             return f"upstream {self.variant} at {self.commit}" if self.commit else f"upstream {self.variant}"
         name = f"{self.variant} {self.version}" if self.version else self.variant
-        if self.path and self.origin is not TargetOrigin.PROJECT_CONFIG or (self.path and not self.version):
+        if (self.path and self.origin is not TargetOrigin.PROJECT_CONFIG) or (self.path and not self.version):
             return f"{name} (source at {self.path})"
         return name
 

@@ -181,7 +181,7 @@ def _prov(spec: TrainingSpec, old: Value | None, key: str) -> Provenance:
 
 def _set_setting(spec: TrainingSpec, key: str, value: Any) -> None:
     old = spec.settings.get(key)
-    if value is None or value is False and key in _DROP_WHEN_FALSE:
+    if value is None or (value is False and key in _DROP_WHEN_FALSE):
         spec.settings.pop(key, None)
         return
     spec.settings[key] = Value(value, _prov(spec, old, key))
@@ -321,7 +321,8 @@ def zero_stage_spelling(spec: TrainingSpec, stage: int) -> str:
     in_json = entry is not None and (entry.provenance.key or "").startswith("zero_optimization")
     parts = []
     if in_json or "zero_stage" not in spec.settings:
-        where = os.path.basename(entry.provenance.path) if in_json and entry.provenance.path else "the DeepSpeed config"
+        where = os.path.basename(entry.provenance.path) if entry is not None and in_json and entry.provenance.path \
+            else "the DeepSpeed config"
         parts.append(f"\"zero_optimization\": {{\"stage\": {stage}}} in {where}")
     if "zero_stage" in spec.settings:
         parts.append(f"{_megatron_flag(spec, 'zero_stage')} {stage}")

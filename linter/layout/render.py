@@ -60,7 +60,7 @@ def _one_text(path: str, r: SearchResult) -> str:
     i = ref.inputs
     cap = ref.capacity_bytes
     s = r.stats
-    batch = "global batch held at %d" % i.global_batch if o.batch_tolerance is None else \
+    batch = f"global batch held at {i.global_batch:d}" if o.batch_tolerance is None else \
         f"global batch {i.global_batch} +/- {o.batch_tolerance:.0%}"
     lines.append(f"  {i.world} x {i.gpu.id} ({cap / C.GIB:.1f} GiB), headroom {o.headroom:.0%}, {batch}; "
                  f"{s.space_points:,} layouts, {s.feasible:,} fit, {s.checked} checked with the estimator and "

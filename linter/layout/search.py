@@ -83,7 +83,8 @@ class SearchStats:
     def as_dict(self) -> dict[str, Any]:
         return {"space_points": self.space_points, "structures": self.structures, "static_pruned": self.static_pruned,
                 "evaluated": self.evaluated, "memory_pruned": self.memory_pruned, "feasible": self.feasible,
-                "checked": self.checked, "truncated": self.truncated, "launch_refused": self.launch_refused, "estimate_refused": self.estimate_refused,
+                "checked": self.checked, "truncated": self.truncated, "launch_refused": self.launch_refused,
+                "estimate_refused": self.estimate_refused,
                 "seconds": dict(self.seconds)}
 
 
@@ -139,7 +140,7 @@ class InputsFactory:
             self.grad_accum_dtype = entry.value
         engine = spec.parallel.pipeline_engine
         self.pipeline_engine = bool(engine.value) if engine is not None else None
-        self._engines: dict[tuple[int, bool], dict] = {}
+        self._engines: dict[tuple[int, bool, bool], dict] = {}
 
     def engine(self, zero: int, dist_opt: bool, pp: int) -> dict:
         key = (zero, dist_opt, pp > 1)
@@ -210,7 +211,7 @@ def search(spec: TrainingSpec, ctx: EstimateContext | None, options: SearchOptio
     current = estimator(spec)
     written = None
     notes: list[str] = []
-    if getattr(current, "ok", False):
+    if current.ok:
         base = current.inputs  # what resolve() read from the spec, in the estimate's context
     else:
         # A layout that does not divide the world size cannot be estimated, but it can be
@@ -220,7 +221,7 @@ def search(spec: TrainingSpec, ctx: EstimateContext | None, options: SearchOptio
             fallback = estimator(neutral) if neutral is not None else None
         except InvariantError:
             fallback = None
-        if not getattr(fallback, "ok", False):
+        if fallback is None or not fallback.ok:
             return SearchResult(spec, current, [], None, stats, options)
         base = fallback.inputs
         notes.append("the layout as written cannot be estimated ("
@@ -291,6 +292,7 @@ def _enumerate(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOp
     factory = InputsFactory(spec, base)
     cache: dict = {}  # the estimator's per-layer costs, shared by this search's layouts
     cur = space.current
+    assert cur is not None  # build_space always sets it
     fixed_batch = space.batch_tolerance is None
     out: list[tuple[float, Layout]] = []
     batch_cache: dict[tuple[int, int, int], list[tuple[int, int, int]]] = {}
@@ -387,7 +389,7 @@ def _finalists(spec: TrainingSpec, estimator: Estimator, base: Inputs, space: Sp
     assert cur is not None
     before = startup_findings(spec, rules, project) if rules is not None else set()
     kept: list[tuple[float, int, Suggestion]] = []
-    for score, layout in _in_tie_order(points, cur):
+    for _, layout in _in_tie_order(points, cur):
         if len(kept) >= options.top or stats.checked >= options.max_checked:
             break
         stats.checked += 1
@@ -397,7 +399,7 @@ def _finalists(spec: TrainingSpec, estimator: Estimator, base: Inputs, space: Sp
             result = estimator(modified)
         except InvariantError:
             result = None
-        if not getattr(result, "ok", False) or result.worst_stage.total > options.headroom * result.capacity_bytes:
+        if result is None or not result.ok or result.worst_stage.total > options.headroom * result.capacity_bytes:
             stats.estimate_refused += 1
             continue
         if rules is not None and changes and startup_findings(modified, rules, project) - before:

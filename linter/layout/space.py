@@ -27,7 +27,7 @@ Expert parallelism, the world size and the precision are kept as they are.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import AbstractSet, Iterator
 
 from trainlint.estimator.inputs import Inputs
 from trainlint.provenance import Origin
@@ -254,7 +254,7 @@ def _setting(spec: TrainingSpec, key: str):
     return None if entry is None else entry.value
 
 
-def build_space(spec: TrainingSpec, base: Inputs, *, fix: set[str] = frozenset(), vary: set[str] | None = None,
+def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = frozenset(), vary: set[str] | None = None,
                 batch_tolerance: float | None = None, max_micro: int = 64, written: Layout | None = None) -> Space:
     """The search space of ``spec`` (``base``: its resolved inputs). ``written``: the layout the
     file writes when it cannot be estimated itself (``base`` is then a neutral layout)."""
@@ -309,9 +309,7 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: set[str] = frozenset()
     tp_cands = [t for t in _divisors(i.heads) if t <= gpn and gpn % t == 0 and i.world % t == 0]
     pp_cands = [p for p in _divisors(i.layers) if i.world % p == 0]
     cp_cands = [c for c in _divisors(i.world) if c > 1 and i.seq % (2 * c) == 0] + [1]
-    if fw == "neox":
-        rec_cands = ["none", "full"]
-    elif fw == "megatron" and not current_megatron:
+    if fw == "neox" or (fw == "megatron" and not current_megatron):
         rec_cands = ["none", "full"]
     else:
         rec_cands = list(RECOMPUTE_ORDER)
@@ -327,7 +325,7 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: set[str] = frozenset()
         framework=fw, world=i.world, gpus_per_node=gpn, layers=i.layers, heads=i.heads, kv_heads=i.kv_heads,
         ffn=i.ffn if not i.moe else i.moe_ffn, seq=i.seq,
         global_batch=written.global_batch if written is not None and written.global_batch > 0 else i.global_batch,
-        tp=[t for t in values("tp", tp_cands, i.tp)],
+        tp=list(values("tp", tp_cands, i.tp)),
         pp=values("pp", pp_cands, i.pp),
         cp=values("cp", cp_cands, i.cp),
         recompute=values("recompute", rec_cands, i.recompute),

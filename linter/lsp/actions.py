@@ -184,7 +184,7 @@ def _baseline_action(diag: Diagnostic, linted, shown: lsp.Diagnostic, uri_for) -
     session = linted.session
     project = getattr(session, "project", None)
     configured = (project.raw or {}).get("baseline") if project is not None else None
-    if not configured or diag.code in UNSUPPRESSIBLE:
+    if project is None or not configured or diag.code in UNSUPPRESSIBLE:
         return None
     baseline_path = str(Path(project.root or ".") / configured)
     new_text, existed, old_text = _baseline_text(diag, linted, baseline_path)

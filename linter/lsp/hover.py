@@ -97,7 +97,7 @@ CONTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "parallel.offload_params": ("states", "dp"),
     "parallel.pipeline_engine": ("pipeline",),
     "model.seq_length": ("activations", "tokens"),
-    **{name: ("params", "states") for name in _DIMS},
+    **dict.fromkeys(_DIMS, ("params", "states")),
     "precision.dtype": ("states", "activations"),
     "precision.fp16_enabled": ("states", "activations"),
     "precision.bf16_enabled": ("states", "activations"),

@@ -107,7 +107,7 @@ class TrainlintProtocol(LanguageServerProtocol):
     * a request whose params do not match the method's type is logged and never answered; JSON-RPC
       requires an InvalidParams (-32602) error response, which is sent here."""
 
-    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):  # type: ignore[override]
+    def _execute_handler(self, msg_id, handler, callback, args=None, kwargs=None):
         super()._execute_handler(msg_id, handler, callback, args, kwargs)
         if callback == self._check_handler_result:  # a notification: nobody will pop its future
             future = self._request_futures.get(msg_id)
@@ -115,9 +115,9 @@ class TrainlintProtocol(LanguageServerProtocol):
                 if future.done():
                     self._request_futures.pop(msg_id, None)
                 else:
-                    future.add_done_callback(lambda _f, key=msg_id: self._request_futures.pop(key, None))
+                    future.add_done_callback(lambda _f: self._request_futures.pop(msg_id, None))
 
-    def structure_message(self, data):  # type: ignore[override]
+    def structure_message(self, data):
         try:
             return super().structure_message(data)
         except JsonRpcInvalidParams as exc:
@@ -126,7 +126,7 @@ class TrainlintProtocol(LanguageServerProtocol):
                     code=exc.code, message=f"invalid params for {str(data.get('method'))[:80]}"))
             return None
 
-    def handle_message(self, message):  # type: ignore[override]
+    def handle_message(self, message):
         if message is None:  # answered above with InvalidParams
             return
         super().handle_message(message)
@@ -238,7 +238,7 @@ class TrainlintServer(LanguageServer):
                     target, lines, bom = uri_for(where), convert.split_lines(linted.texts.get(where, "")), False
                 out.setdefault(target, []).extend(
                     to_lsp(d, lines, target, bom=bom, docs_url=self.docs_url, texts=texts) for d in diags)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             log.exception("converting diagnostics of %s failed", uri)
             out = {uri: [to_lsp(internal_error(path, exc), [], uri, docs_url=self.docs_url)]}
         log.debug("linted %s (version %s) in %.1f ms", uri, version, linted.seconds * 1e3)
@@ -282,7 +282,7 @@ class TrainlintServer(LanguageServer):
             # stops at its next safe point instead of running to its end
             token.cancel("superseded")
             raise
-        except Exception as exc:  # noqa: BLE001 - e.g. the executor is shut down
+        except Exception as exc:  # e.g. the executor is shut down
             log.exception("lint of %s failed", uri)
             linted = Linted(path, version, text, None, None)
             out = {uri: [to_lsp(internal_error(path, exc), [], uri, docs_url=self.docs_url)]}
@@ -367,7 +367,7 @@ class TrainlintServer(LanguageServer):
                 await self.lint_and_publish(uri)
             except asyncio.CancelledError:
                 pass
-            except Exception:  # noqa: BLE001 - logged; the next change lints again
+            except Exception:  # logged; the next change lints again
                 log.exception("lint of %s failed", uri)
             finally:
                 if self.pending.get(uri) is task:
@@ -419,8 +419,9 @@ class TrainlintServer(LanguageServer):
         if linted is None or linted.version != doc.version:
             # typed since the last lint (the debounce has not fired): positions must be current
             path = to_fs_path(uri) or uri
-            linted, _ = await loop.run_in_executor(self.executor, self._lint_blocking, uri, path, doc.source,
-                                                   doc.version, self.open_texts())
+            fresh: tuple[Linted, dict] = await loop.run_in_executor(self.executor, self._lint_blocking, uri, path,
+                                                                     doc.source, doc.version, self.open_texts())
+            linted = fresh[0]
         if linted.result is None:
             return None
         return await loop.run_in_executor(self.hover_executor, self._hover_blocking, uri, linted, position)
@@ -467,7 +468,7 @@ def create_server() -> TrainlintServer:
                 await ls.client_register_capability_async(lsp.RegistrationParams(registrations=[lsp.Registration(
                     id="trainlint-config-files", method=lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES,
                     register_options=lsp.DidChangeWatchedFilesRegistrationOptions(watchers=WATCHERS))]))
-            except Exception:  # noqa: BLE001 - the mtime check still notices changes on the next lint
+            except Exception:  # the mtime check still notices changes on the next lint
                 log.warning("could not register file watchers for the project config", exc_info=True)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
@@ -499,7 +500,7 @@ def create_server() -> TrainlintServer:
     async def on_hover(ls: TrainlintServer, params: lsp.HoverParams) -> lsp.Hover | None:
         try:
             return await ls.hover_at(params.text_document.uri, params.position)
-        except Exception:  # noqa: BLE001 - no hover rather than a failed request
+        except Exception:  # no hover rather than a failed request
             log.exception("hover failed")
             return None
 
@@ -509,7 +510,7 @@ def create_server() -> TrainlintServer:
     async def on_code_action(ls: TrainlintServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         try:
             return await actions.handle(ls, params)
-        except Exception:  # noqa: BLE001 - no actions rather than a failed request
+        except Exception:  # no actions rather than a failed request
             log.exception("code actions failed")
             return []
 

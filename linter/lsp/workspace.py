@@ -302,7 +302,7 @@ def _mtime(path: Path) -> int | None:
 
 def _signature(directory: Path) -> tuple:
     """The state of every file the config lookup from ``directory`` would read."""
-    out = []
+    out: list[int | None] = []
     try:
         folders = [directory.resolve(), *directory.resolve().parents]
     except OSError:

@@ -60,7 +60,7 @@ def cost(time_s: float, gpus: float, price_per_gpu_hour: float) -> float:
 def round_gpus(gpus: float, multiple: int) -> int:
     """Round a GPU count down to a multiple (whole nodes, or the seed's 'practical value')."""
     multiple = max(1, int(multiple))
-    return max(multiple, int(math.floor(gpus / multiple + 1e-9)) * multiple)
+    return max(multiple, math.floor(gpus / multiple + 1e-9) * multiple)
 
 
 @dataclass
@@ -132,9 +132,11 @@ def solve(*, params: float, tokens: float, peak_flops_per_gpu: float, gpus: int 
     if len(given) == 3:
         raise PlanError("give only two of --days, --budget, --mfu; the third is solved")
     if given == ["days"]:  # GPUs and time given: the MFU they need
+        assert days is not None and gpus is not None  # one of (days, mfu) is accepted only with gpus
         mfu = train_time_s(flops, gpus, peak_flops_per_gpu, 1.0) / (days * SECONDS_PER_DAY)
         solved.append("mfu")
     elif days is not None and budget is not None:
+        assert price_per_gpu_hour  # a budget without a price was refused above
         from_budget = budget / (price_per_gpu_hour * 24.0 * days)
         if gpus is None:
             gpus = round_gpus(from_budget, gpu_multiple)
@@ -148,12 +150,13 @@ def solve(*, params: float, tokens: float, peak_flops_per_gpu: float, gpus: int 
         else:
             need = flops / (peak_flops_per_gpu * mfu * days * SECONDS_PER_DAY)
             m = max(1, gpu_multiple)
-            gpus = int(math.ceil(need / m - 1e-9)) * m
+            gpus = math.ceil(need / m - 1e-9) * m
             solved.append("gpus")
             days = train_time_s(flops, gpus, peak_flops_per_gpu, mfu) / SECONDS_PER_DAY
         budget = None
         solved.append("budget")
     else:  # mfu with budget (or mfu + gpus alone)
+        assert mfu is not None  # every other pair of the three is a branch above
         if gpus is None:
             raise PlanError("with --budget and --mfu the GPU count is free: give --gpus or --days")
         days = train_time_s(flops, gpus, peak_flops_per_gpu, mfu) / SECONDS_PER_DAY
@@ -161,6 +164,7 @@ def solve(*, params: float, tokens: float, peak_flops_per_gpu: float, gpus: int 
         if budget is not None:
             solved.append("budget check")
         budget = None
+    assert days is not None and gpus is not None and mfu is not None  # each branch solved what was missing
     hours = gpu_hours(days * SECONDS_PER_DAY, gpus)
     budget = hours * price_per_gpu_hour if price_per_gpu_hour else None
     return Plan(params=params, tokens=tokens, peak_flops_per_gpu=peak_flops_per_gpu, flops=flops, gpus=int(gpus),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterator, Union
+from typing import Any, Callable, ClassVar, Iterator
 
 from trainlint.diagnostics import Applicability, Edit, Severity
 from trainlint.provenance import Value
@@ -20,7 +20,7 @@ from trainlint.spec import TrainingSpec
 CODE_PATTERN = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
 
-Target = Union[str, Value, None]
+Target = str | Value | None
 """Where a finding points: a spec field (``"parallel.tensor"``), a raw setting
 (``"settings:zero_optimization.stage"``), a Value, or None (the run itself)."""
 

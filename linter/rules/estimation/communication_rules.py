@@ -20,8 +20,8 @@ class NetworkBoundDp(Rule):
     10%); errs when the communication alone takes longer than the compute.
 
     ## Why is this bad?
-    Hodge 2025 ("Sizing AI Training by Cost per Memory Bandwidth"): when the network rate is below both the compute and the memory rate, the run is
-    network-bound: more GPUs add cost and little speed.
+    Hodge 2025 ("Sizing AI Training by Cost per Memory Bandwidth"): when the network rate is below
+    both the compute and the memory rate, the run is network-bound: more GPUs add cost and little speed.
 
     ## Example
     A 7B model with DP 64 across nodes on 100 Gb/s Ethernet and one micro-batch per step.

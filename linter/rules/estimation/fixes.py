@@ -105,7 +105,7 @@ def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
         layout = wider * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
         if heads % wider == 0 and wider <= per_node and world % layout == 0:
             spelling = f"--tensor-model-parallel-size {wider}" if fw == "megatron" else f"model_parallel_size: {wider}"
-            changes: dict[str, Any] = {"parallel__tensor": wider}
+            changes = {"parallel__tensor": wider}
             if fw == "megatron" and wider > 1:
                 changes["parallel__sequence_parallel"] = True
                 spelling += " --sequence-parallel"

@@ -151,7 +151,7 @@ class BuffersDominateMemory(Rule):
         if used <= float(ctx.options["headroom"]):
             return
         i = est.inputs
-        keys = ("zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size")
+        keys: tuple[str, ...] = ("zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size")
         if i.shard_stage >= 3:
             keys = ("zero_optimization.stage3_max_live_parameters", "zero_optimization.max_live_parameters",
                     "zero_optimization.reduce_bucket_size", "zero_optimization.stage3_prefetch_bucket_size")

@@ -95,6 +95,8 @@ class LowExpectedMfu(Rule):
             yield Finding(f"expected MFU {est.mfu:.1%} on {est.inputs.gpu.id} is below the floor {floor:.0%}{ceiling}; "
                           f"{loss}", at=at)
             return
+        if best is None or ctx.estimator is None:
+            return  # no best layout (it needs the estimator): the gap is 0, so only a max_gap below 0 gets here
         message = (f"expected MFU {est.mfu:.1%} on {est.inputs.gpu.id}, while the best layout for the same model, GPUs "
                    f"and global batch reaches {best.estimate.mfu:.1%}: this one leaves {gap:.0%} of the throughput on "
                    f"the table (limit {max_gap:.0%}); {loss}")
@@ -252,9 +254,9 @@ class TensorParallelAcrossNodes(Rule):
 class MemoryBound(Rule):
     """## What it does
     Warns when the estimate is bound by HBM bandwidth rather than by compute or the network
-    (the roofline of Hodge 2025, "Sizing AI Training by Cost per Memory Bandwidth": the memory rate is the lowest of the three): the time spent moving
-    bytes (small GEMMs, element-wise kernels, unfused attention, the optimizer step) exceeds the
-    time spent on FLOPs.
+    (the roofline of Hodge 2025, "Sizing AI Training by Cost per Memory Bandwidth": the memory rate
+    is the lowest of the three): the time spent moving bytes (small GEMMs, element-wise kernels,
+    unfused attention, the optimizer step) exceeds the time spent on FLOPs.
 
     ## Why is this bad?
     The tensor cores wait for memory; a memory-bound run gets little from a faster GPU's FLOPs

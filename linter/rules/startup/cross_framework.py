@@ -111,7 +111,7 @@ class BatchSizeMismatch(Rule):
         b = spec.batch
         gbs, mbs = b.global_batch, b.micro_batch
         g, m = as_int(gbs), as_int(mbs)
-        if g is None or m is None or g < 1 or m < 1 or gbs.provenance.origin is not Origin.FILE:
+        if gbs is None or g is None or m is None or g < 1 or m < 1 or gbs.provenance.origin is not Origin.FILE:
             return
         if spec.settings.get("rampup_batch_size") is not None or spec.settings.get("step_batch_size_schedule") is not None:
             return  # the start batch follows the schedule, not --global-batch-size
@@ -163,6 +163,7 @@ class BatchSizeMismatch(Rule):
                         f"DP = {dp.how}); DeepSpeed stops: {quote}",
                         at=tbs, also=also_dp, fix=f"use a train_batch_size that is a multiple of {m * d}")
             else:
+                assert a is not None  # micro and accumulation both missing returned above
                 derived_micro = (t // d) // a
                 if derived_micro < 1 or t != derived_micro * a * d:
                     yield Finding(
@@ -232,7 +233,7 @@ class WorldSizeNotDivisible(Rule):
             return
         p = spec.parallel
         ep, etp, pp, tp = as_int(p.expert), as_int(p.expert_tensor), as_int(p.pipeline), as_int(p.tensor)
-        if None in (ep, etp, pp) or min(ep, etp, pp) < 1 or (ep == 1 and etp == tp):
+        if ep is None or etp is None or pp is None or min(ep, etp, pp) < 1 or (ep == 1 and etp == tp):
             return
         grid = ep * etp * pp
         if n % grid:
@@ -291,18 +292,18 @@ class PrecisionConflict(Rule):
             yield from self._neox(spec)
         else:
             fp16, bf16 = spec.precision.fp16_enabled, spec.precision.bf16_enabled
-            if as_bool(fp16) and as_bool(bf16):
+            if fp16 is not None and bf16 is not None and as_bool(fp16) and as_bool(bf16):
                 yield _both_on(fp16, bf16, "fp16.enabled", "bf16.enabled",
                                "DeepSpeed stops: \"bfloat16 and fp16 modes cannot be simultaneously enabled\"")
 
     def _megatron(self, spec: TrainingSpec) -> Iterator[Finding]:
         fp16_flag, bf16_flag = spec.settings.get("fp16"), spec.settings.get("bf16")
-        if as_bool(fp16_flag) and as_bool(bf16_flag):
+        if fp16_flag is not None and bf16_flag is not None and as_bool(fp16_flag) and as_bool(bf16_flag):
             yield _both_on(fp16_flag, bf16_flag, "--fp16", "--bf16",
                            "Megatron stops: \"Only one of self.fp16 ... and self.bf16 ... should be True.\"")
             return
         ds_fp16, ds_bf16 = ds(spec, "fp16.enabled"), ds(spec, "bf16.enabled") or ds(spec, "bfloat16.enabled")
-        if as_bool(ds_fp16) and as_bool(ds_bf16):
+        if ds_fp16 is not None and ds_bf16 is not None and as_bool(ds_fp16) and as_bool(ds_bf16):
             yield _both_on(ds_fp16, ds_bf16, "fp16.enabled", "bf16.enabled",
                            "DeepSpeed stops: \"bfloat16 and fp16 modes cannot be simultaneously enabled\"")
             return
@@ -321,7 +322,7 @@ class PrecisionConflict(Rule):
         precision = spec.settings.get("precision")
         prec = as_str(precision)
         fp16_on, bf16_on = as_bool(fp16) is True, as_bool(bf16) is True
-        if fp16_on and bf16_on and prec is None:
+        if fp16 is not None and bf16 is not None and fp16_on and bf16_on and prec is None:
             yield _both_on(fp16, bf16, "fp16.enabled", "bf16.enabled",
                            "NeoX sets precision fp16 from the first, then stops: \"DeepSpeed bf16 field was set but "
                            "precision conflicts\"")
@@ -552,7 +553,7 @@ class SequenceParallelWithoutTP(Rule):
         tp = as_int(tp_v)
         if defaulted_in_partial(spec, tp_v) or from_checkpoint(spec):
             return
-        if as_bool(sp) and sp.provenance.origin is Origin.FILE and tp is not None and tp <= 1:
+        if sp is not None and as_bool(sp) and sp.provenance.origin is Origin.FILE and tp is not None and tp <= 1:
             what = ("Megatron disables it (\"Disabling sequence parallelism because tensor model parallelism is "
                     "disabled\")" if spec.framework == "megatron" else "NeoX shards nothing with model_parallel_size 1")
             yield Finding(f"sequence parallelism is on with tensor parallel size {tp}: {what}",

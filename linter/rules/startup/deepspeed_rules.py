@@ -53,7 +53,7 @@ def _optimizer(spec: TrainingSpec) -> tuple[str, Value] | None:
     """The optimizer name as DeepSpeed normalises it, with the value as written."""
     value = ds(spec, "optimizer.type")
     name = as_str(value)
-    if name is None:
+    if value is None or name is None:
         return None
     return (name.lower() if name.lower() in DEEPSPEED_OPTIMIZERS else name), value
 
@@ -73,7 +73,7 @@ def _model_dtype(spec: TrainingSpec) -> tuple[str, Value | None] | None:
 def _stage(spec: TrainingSpec) -> tuple[int, Value] | None:
     value = zero_stage(spec)
     stage = as_int(value)
-    return None if stage is None else (stage, value)
+    return None if value is None or stage is None else (stage, value)
 
 
 # =============================================================================== TL120

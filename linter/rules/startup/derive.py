@@ -181,7 +181,7 @@ def data_parallel(spec: TrainingSpec) -> DataParallel | None:
     world = spec.cluster.world_size
     n = as_int(world)
     product = model_parallel_product(spec)
-    if n is None or n < 1 or product is None:
+    if world is None or n is None or n < 1 or product is None:
         return None
     size, how, divisors = product
     if size < 1 or n % size:
