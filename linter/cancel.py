@@ -29,7 +29,7 @@ class Cancelled(BaseException):
 class Token:
     """One lint's cancellation flag, set from another thread (the event loop)."""
 
-    __slots__ = ("reason", "cancelled_at", "checks", "checks_at_cancel")
+    __slots__ = ("cancelled_at", "checks", "checks_at_cancel", "reason")
 
     def __init__(self) -> None:
         self.reason: str | None = None

@@ -224,6 +224,14 @@ class TrainlintServer(LanguageServer):
             if self.running_uri == uri:
                 self.running_uri = None
 
+    def lint_for_request(self, uri: str, path: str, text: str, version: int | None,
+                         open_texts: dict[str, str]) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]]:
+        """In the worker thread, for a hover or a code action that needs the current text linted:
+        a lint nothing cancels (the request waits for it)."""
+        done = self._lint_blocking(uri, path, text, version, open_texts)
+        assert done is not None  # None only when its token is cancelled, and this token is nobody's
+        return done
+
     def _lint_and_convert(self, uri: str, path: str, text: str, version: int | None,
                           open_texts: dict[str, str]) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]]:
         linted = self.linter.lint(path, text, version, folder=self.folder(), open_texts=open_texts)
@@ -419,7 +427,7 @@ class TrainlintServer(LanguageServer):
         if linted is None or linted.version != doc.version:
             # typed since the last lint (the debounce has not fired): positions must be current
             path = to_fs_path(uri) or uri
-            fresh: tuple[Linted, dict] = await loop.run_in_executor(self.executor, self._lint_blocking, uri, path,
+            fresh: tuple[Linted, dict] = await loop.run_in_executor(self.executor, self.lint_for_request, uri, path,
                                                                      doc.source, doc.version, self.open_texts())
             linted = fresh[0]
         if linted.result is None:
