@@ -133,8 +133,12 @@ def test_invalid_params_get_an_error_response(tmp_path):
         assert reply is not None and reply["error"]["code"] == -32602, reply
     reply = client.request(5, "no/such", {})
     assert reply is not None and reply["error"]["code"] == -32601
-    code, _ = client.stop()
+    client.notify("textDocument/didOpen", None)  # a notification with bad params: no answer, one log line
+    code, err = client.stop()
     assert code == 0
+    log = err.decode(errors="replace")
+    assert "Traceback" not in log  # the editor's log says what was wrong, in one line per message
+    assert log.count("Unable to deserialize message") == 4, log
 
 
 def test_clean_exit_after_shutdown_and_when_the_client_disappears(tmp_path):

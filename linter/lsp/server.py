@@ -541,9 +541,27 @@ def create_server() -> TrainlintServer:
     return server
 
 
+class _OneLineDeserializeErrors(logging.Filter):
+    """pygls logs a message it cannot read (bad params, already answered with InvalidParams) with
+    its whole traceback; the editor's log gets one line: what pygls said and the error itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if text.startswith("Unable to deserialize message") and "Traceback" in text:
+            lines = [line.strip(" |+-") for line in text.splitlines()]
+            errors = [line for line in lines if line and not line.startswith(("File ", "Traceback", "^", "~"))
+                      and ("Error" in line or "Exception" in line) and ":" in line]
+            record.msg = "Unable to deserialize message: " + (errors[-1] if errors else "invalid message")
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
 def main(verbose: bool = False) -> int:
     # stderr is the editor's server log; pygls's own message tracing stays off even with -v
     logging.basicConfig(level=logging.WARNING, format="trainlint lsp: %(levelname)s %(message)s")
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_OneLineDeserializeErrors())
     log.setLevel(logging.DEBUG if verbose else logging.WARNING)
     server = create_server()
     server.start_io()
