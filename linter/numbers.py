@@ -85,6 +85,9 @@ def long_numbers() -> Iterator[None]:
     """Let ints of up to LONG_TEXT_DIGITS digits be turned into text while inside (thread-safe:
     the limit is process-wide, so it is raised on the first entry and put back on the last exit)."""
     global _lift_depth, _lift_saved
+    if not hasattr(sys, "set_int_max_str_digits"):  # a Python before the limit existed
+        yield
+        return
     with _lift_lock:
         if _lift_depth == 0:
             _lift_saved = sys.get_int_max_str_digits()
