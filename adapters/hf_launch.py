@@ -109,7 +109,7 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
                              located.all_local_gpus, list(located.launchers))
         cluster = SpecBuilder(ParsedArgs(), build).build().cluster
         if "accelerate" in located.launchers:
-            from trainlint.commands.run import _accelerate_world
+            from trainlint.command_line import _accelerate_world
 
             _accelerate_world(cluster, launch.accelerate)
     start = next((i for i, w in enumerate(words) if w == inv.entry_path), None)
