@@ -325,3 +325,31 @@ def test_typed_fields_for_settings_rules_read() -> None:
     assert spec.run.shape_from_checkpoint is not None and spec.run.shape_from_checkpoint.value is True
     plain = load_text("torchrun pretrain_gpt.py --num-layers 2 --hidden-size 8\n").specs[0]
     assert (plain.engine.deepspeed_flag, plain.batch.schedule, plain.run.shape_from_checkpoint) == (None, None, None)
+
+
+EVAL_CHAIN = """\
+#!/bin/bash
+REPO_DIR="/opt/megatron"
+ARGS="--num-layers 24 --hidden-size 1024 --num-attention-heads 16 --bogus-flag"
+CMD="cd ${REPO_DIR} && pwd && \\
+    python -m torch.distributed.run --nproc_per_node 8 --nnodes 1 ENTRY ${ARGS}"
+eval $CMD
+"""
+
+
+@pytest.mark.parametrize("entry, expected", [
+    # the eval'd chain is split at `&&`: `python -m torch.distributed.run ... pretrain_gpt.py` is a command of its own
+    ("pretrain_gpt.py", {("TL004", 3, 67)}),
+    # a script that is not an entry point (examples/retro/preprocess_data.sh): read from the variable,
+    # the arguments after the script only
+    ("tools/retro/preprocess_data.py", {("TL004", 3, 67)}),
+])
+def test_eval_of_a_command_chain_golden(entry, expected):
+    """`eval $CMD` with CMD = `cd $REPO && pwd && python -m torch.distributed.run ... x.py $ARGS`: torchrun's
+    options and the chained commands are not read as Megatron arguments; the one unknown flag is still found."""
+    from trainlint.adapters import builtin_adapters
+    from trainlint.checker import check_source
+
+    result = check_source(SourceText("eval_chain.sh", EVAL_CHAIN.replace("ENTRY", entry)), builtin_adapters())
+    assert {(d.code, d.span.line, d.span.column) for d in result.diagnostics} == expected
+    assert result.specs and result.specs[0].model.num_layers.value == 24

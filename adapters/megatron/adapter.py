@@ -277,7 +277,12 @@ def _variables_spec(result: LoadResult, source: SourceText, context: LoadContext
             return
     # A command trainlint could not place (`cd $REPO && python -m ... tools/x.py ${ARGS}`): its flags
     # are read, but the script it runs decides which ones exist, so it is named as the entry point.
-    script = next((f.text for f in args if f.text and f.text.endswith(".py") and not f.text.startswith("-")), None)
+    at = next((k for k, f in enumerate(args) if f.text and f.text.endswith(".py") and not f.text.startswith("-")), None)
+    script = args[at].text if at is not None else None
+    if at is not None:
+        # what comes before the script is the launcher with its own options and any commands
+        # chained before it (`cd $REPO && pwd &&`): none of it is the script's arguments
+        args = args[at + 1:]
     build = BuildContext(source.path, label, _dialect(args, script, source.path, []), script, spans)
     _one_spec(result, source, context, shell, spans, args, build, collect)
 

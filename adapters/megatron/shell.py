@@ -16,9 +16,10 @@ Policies (documented in the adapter's docstring too):
 * functions: evaluated where they are called; a function never called is evaluated once at the
   end, on a copy of the variables, to find invocations in it.
 * ``source``/``.``: the file is read (never run) relative to the script and evaluated in place.
-* ``eval``: a string known statically is split into words and treated as a command; quotes inside
-  it are removed and a pipe or redirection ends the command (an approximation of bash's second
-  parse); an unknown string is reported (TL012).
+* ``eval``: a string known statically is split into words and treated as commands; quotes inside
+  it are removed, ``&&``, ``||``, ``;``, ``&`` and pipes separate commands, and a redirection
+  ends the words of its command (an approximation of bash's second parse); an unknown string is
+  reported (TL012).
 """
 
 from __future__ import annotations
@@ -115,6 +116,8 @@ class ShellResult:
         return ft.index.span(loc.start, loc.end)
 
 
+_COMMAND_BREAKS = {"||", "&&", ";", "&", "|", "|&"}
+"""Words of an eval'd string that end one command and start the next."""
 _STOP_WORDS = {"|", "||", "&&", ";", "&", ">", ">>", "<", "2>", "2>>", "&>", "&>>", "2>&1", "1>&2", ">&2", "|&"}
 
 
@@ -798,23 +801,33 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
     def _eval(self, args: list[Field], loc: Loc, prefix: dict[str, Field]) -> None:
         if not args:
             return
-        # Re-split the string (bash parses it again) and stop at pipes and redirections.
+        # Re-split the string (bash parses it again). A list operator (`cd $REPO && pwd && python
+        # ...`) or a pipe starts another command, each dispatched on its own; a redirection ends
+        # the words of the command it belongs to.
         pieces: list[Piece] = []
         for i, a in enumerate(args):
             pieces.append(Piece(list(a.segs), split=True, field_break_before=i > 0))
         fields = split_pieces(pieces, loc)
-        out: list[Field] = []
+        commands: list[list[Field]] = [[]]
+        redirected = False
         for f in fields:
             t = f.text
-            if t is not None and (t in _STOP_WORDS or t.startswith(("2>", "1>", ">", "&>", "|"))):
-                break
-            out.append(_dequote(f))
-        if not out or out[0].text is None:
+            if t is not None and t in _COMMAND_BREAKS:
+                commands.append([])
+                redirected = False
+            elif redirected or (t is not None and (t in _STOP_WORDS or t.startswith(("2>", "1>", ">", "&>", "|")))):
+                redirected = True
+            else:
+                commands[-1].append(_dequote(f))
+        commands = [c for c in commands if c]
+        if not commands or commands[0][0].text is None:
             what = args[0].partial_text[:40]
             self._diag("TL012", f"`eval` of a string that is not known statically (`{what}`); the arguments behind it "
                        "are not checked", loc)
             return
-        self._dispatch(out, loc, prefix, self.files[loc.path], via_eval=True)
+        for out in commands:
+            if out[0].text is not None:
+                self._dispatch(out, loc, prefix, self.files[loc.path], via_eval=True)
 
 
 def _dequote(f: Field) -> Field:
