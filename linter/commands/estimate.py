@@ -189,11 +189,11 @@ def run(args: argparse.Namespace) -> int:
             import json
             data = []
             for path, e in outputs:
-                d = e.to_dict()
-                d["path"] = path
+                entry = e.to_dict()
+                entry["path"] = path
                 if id(e) in totals_by_id:
-                    d["run"] = totals_by_id[id(e)]
-                data.append(d)
+                    entry["run"] = totals_by_id[id(e)]
+                data.append(entry)
             sys.stdout.write(json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n")
     else:
         sys.stdout.write("\n".join(render_text(e) + (render_run(totals_by_id[id(e)]) if id(e) in totals_by_id else "")
