@@ -12,8 +12,9 @@ from trainlint.adapters.base import Adapter
 def builtin_adapters() -> list[Adapter]:
     """The adapters trainlint ships, in tie-break order."""
     from trainlint.adapters.deepspeed import DeepSpeedAdapter
+    from trainlint.adapters.hf_launch import HFLaunchScriptAdapter
     from trainlint.adapters.hf_yaml import HFTrainerYamlAdapter
     from trainlint.adapters.megatron import MegatronAdapter
     from trainlint.adapters.neox import NeoXAdapter
 
-    return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), NeoXAdapter(), MegatronAdapter()]
+    return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), NeoXAdapter(), MegatronAdapter(), HFLaunchScriptAdapter()]

@@ -8,6 +8,13 @@ heads known) is estimated through build_context + estimate with only ``--gpu`` g
 estimate it (an inference/evaluation entry point, an architecture the estimator does not model).
 The rest are grouped by the first reason the estimator gives, counted, and (with --list) listed.
 
+A printed estimate is not a judged one: the rules stay silent on an estimate whose world size, micro
+batch or sequence length trainlint assumed. So two more figures, through the rules' own gates: the
+configs on which the memory rules (TL201, TL202) judge (``world_bound.memory_verdict``: a stated
+world size, or memory bounded over every data-parallel size), and those on which every estimation
+rule judges, MFU (TL301) and the DP network rules included (``scope.usable_estimate``); the reasons
+the others are not judged are grouped and counted too.
+
     python benchmarks/estimate_coverage.py [DIR] [--gpu h100-sxm] [--list] [--json]
 """
 
@@ -22,7 +29,9 @@ from pathlib import Path
 from trainlint.adapters import builtin_adapters
 from trainlint.checker import check_paths
 from trainlint.estimator import ContextError, build_context, estimate
-from trainlint.rules.estimation.scope import unmodelled
+from trainlint.estimator.inputs import unjudged
+from trainlint.rules.estimation.scope import unmodelled, usable_estimate
+from trainlint.rules.estimation.world_bound import memory_verdict
 
 REPO = Path(__file__).resolve().parents[1]
 SHAPE = ("model.num_layers", "model.hidden_size", "model.num_attention_heads")
@@ -43,6 +52,28 @@ SANITY: list[tuple[float, float, str]] = []
 """(MFU, worst-stage GiB, label) of every estimate made: the benchmark reports the extremes."""
 
 
+JUDGED: dict[str, tuple[str, str]] = {}
+"""Per estimated spec ("path: label"): (memory rules' reason, all rules' reason), "" when they judge."""
+
+_NAMES = {"cluster.world_size": "world size", "batch.micro_batch": "micro batch", "model.seq_length": "sequence length"}
+
+
+def judged(spec: object, est: object, gpu: str) -> tuple[str, str]:
+    """Why the memory rules, and why all estimation rules, do not judge ``est`` ("" when they do),
+    asked of the gates the rules themselves call."""
+    def estimator(s):
+        return estimate(s, build_context(s, gpu=gpu))
+
+    assumed = [_NAMES[a.field] for a in unjudged(est)]
+    why_all = "" if usable_estimate(spec, est) is not None else (
+        "assumed " + " and ".join(assumed) if assumed else "unmodelled")
+    if memory_verdict(spec, est, estimator) is not None:
+        return "", why_all
+    if assumed == ["world size"] and spec.framework == "megatron" and not spec.entry_point:
+        return "assumed world size of a Megatron argument list with no launch (another script decides the layout)", why_all
+    return why_all, why_all
+
+
 def classify(spec: object, gpu: str) -> tuple[str, str]:
     """("estimate" | "scope" | "missing", reason) for one spec, through estimate's own path."""
     why = unmodelled(spec)
@@ -57,6 +88,7 @@ def classify(spec: object, gpu: str) -> tuple[str, str]:
         if why:
             return "scope", f"unmodelled: {why[0].why}"
         SANITY.append((est.mfu, est.worst_stage.total / 2**30, f"{spec.path}: {spec.label}"))
+        JUDGED[f"{spec.path}: {spec.label}"] = judged(spec, est, gpu)
         assumed = sorted(a.field for a in est.assumptions if a.origin == "assumed" and a.field in ASSUMED_FIELDS)
         return "estimate", ", ".join(assumed)
     if why:
@@ -67,13 +99,17 @@ def classify(spec: object, gpu: str) -> tuple[str, str]:
 
 def measure(directory: Path, gpu: str) -> dict:
     SANITY.clear()
+    JUDGED.clear()
     results = check_paths([str(directory)], builtin_adapters())
     claimed = [r for r in results if r.format is not None]
     stating: dict[str, list[tuple[str, str]]] = {}
+    judging: dict[str, list[tuple[str, str]]] = {}
     for result in claimed:
         rows = [classify(spec, gpu) for spec in result.specs if states_shape(spec)]
         if rows:
             stating[result.path] = rows
+            judging[result.path] = [JUDGED[f"{spec.path}: {spec.label}"] for spec in result.specs
+                                    if f"{spec.path}: {spec.label}" in JUDGED]
     outcome: dict[str, tuple[str, str]] = {}
     for path, rows in stating.items():
         bad = [r for r in rows if r[0] == "missing"]
@@ -87,6 +123,21 @@ def measure(directory: Path, gpu: str) -> dict:
     for path, (kind, reason) in outcome.items():
         if kind != "estimate":
             reasons[f"{kind}: {_group(reason)}"].append(path)
+    # A config is judged when every estimated spec in it is (the first reason of its first unjudged one otherwise).
+    memory_not: dict[str, list[str]] = defaultdict(list)
+    all_not: dict[str, list[str]] = defaultdict(list)
+    memory_judged = all_judged = 0
+    for path, (kind, _) in outcome.items():
+        if kind != "estimate":
+            continue
+        mem = next((m for m, _ in judging[path] if m), "")
+        every = next((a for _, a in judging[path] if a), "")
+        memory_judged += not mem
+        all_judged += not every
+        if mem:
+            memory_not[mem].append(path)
+        if every:
+            all_not[every].append(path)
     kinds = Counter(kind for kind, _ in outcome.values())
     assumed = Counter(f for kind, fields in outcome.values() if kind == "estimate" for f in fields.split(", ") if f)
     return {"directory": str(directory), "gpu": gpu, "files": len(results), "claimed": len(claimed),
@@ -94,7 +145,14 @@ def measure(directory: Path, gpu: str) -> dict:
             "covered": kinds["estimate"] + kinds["scope"], "estimated_with_assumed": dict(assumed),
             "mfu_max": max(SANITY)[0] if SANITY else None, "mfu_above_1": [s[2] for s in SANITY if s[0] > 1],
             "memory_gib_max": max((s[1], s[2]) for s in SANITY) if SANITY else None,
-            "reasons": {k: sorted(v) for k, v in sorted(reasons.items(), key=lambda kv: (-len(kv[1]), kv[0]))}}
+            "memory_judged": memory_judged, "all_judged": all_judged,
+            "memory_not_judged": _by_count(memory_not), "all_not_judged": _by_count(all_not),
+            "largest_memory": sorted(((s[1], s[0], s[2]) for s in SANITY), reverse=True)[:10],
+            "reasons": _by_count(reasons)}
+
+
+def _by_count(groups: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {k: sorted(v) for k, v in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))}
 
 
 def _group(reason: str) -> str:
@@ -132,6 +190,20 @@ def main(argv: list[str] | None = None) -> int:
               f"largest memory per GPU {gib:,.1f} GiB ({where})")
     for name, count in sorted(m["estimated_with_assumed"].items()):
         print(f"  of the estimated, {count} with an assumed {name} (stated in the estimate)")
+    est_n = m["estimated"]
+    print(f"printed estimate: {est_n} / {total}; of these, judged by the rules (--gpu given, so no GPU is assumed):")
+    for what, key, why_key in (("memory rules TL201/TL202", "memory_judged", "memory_not_judged"),
+                               ("every estimation rule (also MFU TL301, DP network TL4xx)", "all_judged", "all_not_judged")):
+        print(f"  {what}: {m[key]} / {est_n} estimated ({m[key]} / {total} of the shape-stating configs)")
+        for reason, paths in m[why_key].items():
+            print(f"    {len(paths):4d}  not judged: {reason}")
+            if args.list:
+                for p in paths:
+                    print(f"            {p}")
+    if args.list:
+        print("the ten largest memory totals per GPU (GiB, MFU, config):")
+        for gib, mfu, where in m["largest_memory"]:
+            print(f"  {gib:12,.1f}  {mfu:6.1%}  {where}")
     print("not estimated, by reason (scope: covered, a TL900 says why):" if m["reasons"] else "not estimated: none")
     for reason, paths in m["reasons"].items():
         print(f"  {len(paths):4d}  {reason}")

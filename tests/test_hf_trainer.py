@@ -7,7 +7,6 @@ TrainingArguments defaults per_device_train_batch_size 8, gradient_accumulation_
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -90,3 +89,28 @@ def test_auto_values_the_trainer_fills_are_not_reported_unresolved(project: Path
 
     alone = load_deepspeed_config(read_source(str(project / "ds_z3.json")))
     assert len([d for d in alone.diagnostics if d.code == "TL007"]) == 5  # checked alone, each is unresolved
+
+
+def test_the_run_estimates_like_trainlint_estimate_on_the_written_out_json(project: Path):
+    # Issue 16's "done when": `trainlint run -- deepspeed train.py --deepspeed ds_z3.json ...` on a ZeRO-3
+    # "auto" config gives the estimate `trainlint estimate` prints for the written-out JSON with the same
+    # model, world and sequence given as flags (the JSON states the batch; DP = 64 / (4 x 2) = 8).
+    import subprocess
+    import sys
+
+    spec = run_spec(["deepspeed", "--num_gpus", "8", "train.py", "--deepspeed", "ds_z3.json",
+                     "--per_device_train_batch_size", "4", "--gradient_accumulation_steps", "2",
+                     "--model_max_length", "2048", "--bf16", "True", "--model_name_or_path", "model"])
+    via_run = estimate(spec, build_context(spec, gpu="h100-sxm"))
+    written = dict(AUTO, train_batch_size=64, train_micro_batch_size_per_gpu=4, gradient_accumulation_steps=2,
+                   bf16={"enabled": True}, fp16={"enabled": False})
+    (project / "ds_written.json").write_text(json.dumps(written))
+    out = subprocess.run([sys.executable, "-m", "trainlint", "estimate", "--isolated", "--format", "json", "--gpu",
+                          "h100-sxm", "--model", "model", "--nodes", "1", "--gpus-per-node", "8", "--seq-length", "2048",
+                          "ds_written.json"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    printed = json.loads(out.stdout)
+    assert printed["world_size"] == via_run.inputs.world == 8
+    assert printed["memory_gib"]["total"] == pytest.approx(via_run.worst_stage.total / 2**30, rel=1e-9)
+    assert printed["memory_gib"]["optimizer"] == pytest.approx(via_run.worst_stage.optimizer / 2**30, rel=1e-9)
+    assert printed["tokens_per_s"] == pytest.approx(via_run.tokens_per_s, rel=1e-6)

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import posixpath
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
@@ -1181,6 +1182,9 @@ class ShellEvaluator:
         kind = node.type
         split = not quoted
         if kind == "command_substitution":
+            path = self._path_substitution(node, ft)
+            if path is not None:
+                return [Piece([Seg(path, loc, False)], split=split)]
             text = ft.text[loc.start:loc.end].replace("\n", " ")
             short = text if len(text) <= 40 else text[:37] + "..."
             return [Piece([Seg("", loc, False, f"`{short}` (a command substitution)")], split=False)]
@@ -1206,6 +1210,59 @@ class ShellEvaluator:
             return self._var_pieces(name, None, loc, quoted)
         # ${...}
         return self._braced(node, ft, loc, quoted)
+
+    def _path_substitution(self, node, ft: FileText) -> str | None:
+        """The output of a command substitution that only computes a path, without running anything:
+        ``$(dirname P)``, ``$(realpath P)``, ``$(readlink -f P)``, ``$(basename P)``, and ``$(cd D && pwd)``
+        / ``$(cd D; pwd)`` with D absolute (the idiom ``$(cd "$(dirname "$0")" && pwd)``). dirname(1)
+        and basename(1) are string operations (POSIX); realpath(1) / readlink -f and ``cd D && pwd`` name
+        the directory itself, taken here without resolving symbolic links. None for anything else."""
+        commands = [c for c in node.named_children if c.type != "comment"]
+        if len(commands) == 1 and commands[0].type == "list":
+            commands = [c for c in commands[0].named_children if c.type != "comment"]
+        words: list[list[str]] = []
+        for c in commands:
+            got = self._command_words(c, ft)
+            if got is None:
+                return None
+            words.append(got)
+        if len(words) == 2 and words[1] == ["pwd"] and len(words[0]) == 2 and words[0][0] == "cd":
+            target = words[0][1]
+            return posixpath.normpath(target) if target.startswith("/") else None
+        if len(words) != 1 or not words[0]:
+            return None
+        name, args = words[0][0], words[0][1:]
+        if name == "readlink" and args[:1] in (["-f"], ["-e"], ["-m"]):
+            name, args = "realpath", args[1:]
+        if len(args) != 1 or not args[0]:
+            return None
+        arg = args[0]
+        if name == "dirname":
+            stripped = arg.rstrip("/")
+            if not stripped:
+                return "/"
+            head = stripped.rsplit("/", 1)[0] if "/" in stripped else "."
+            return head.rstrip("/") or "/"
+        if name == "basename":
+            return arg.rstrip("/").rsplit("/", 1)[-1] or "/"
+        if name == "realpath" and arg.startswith("/"):
+            return posixpath.normpath(arg)
+        return None
+
+    def _command_words(self, node, ft: FileText) -> list[str] | None:
+        """The fully known words of a simple command with no redirection or assignment, else None."""
+        if node.type != "command":
+            return None
+        out: list[str] = []
+        for child in node.named_children:
+            if child.type not in ("command_name", "word", "string", "raw_string", "concatenation",
+                                  "simple_expansion", "expansion", "command_substitution", "number"):
+                return None
+            for f in self._word_fields(child, ft):
+                if f.text is None:
+                    return None
+                out.append(f.text)
+        return out
 
     def _var_pieces(self, name: str, index: str | None, loc: Loc, quoted: bool) -> list[Piece]:
         value = self._lookup(name, loc)
@@ -1242,6 +1299,11 @@ class ShellEvaluator:
             if i > len(self.arguments) or self.arguments[i - 1] == "":
                 return VarValue(scalar=())
             return VarValue(scalar=(Seg(self.arguments[i - 1], None, False, None, env=f"${name}"),))
+        if name in ("0", "BASH_SOURCE") and loc is not None and loc.path and name not in self.env.values:
+            # $0 is the path the script was started by, ${BASH_SOURCE[0]} the file being read (bash(1),
+            # "Special Parameters" and "Shell Variables"): written relative to the caller's directory,
+            # both name this file, so a path built from them names the same file. Taken as absolute.
+            return VarValue(scalar=(Seg(os.path.abspath(self.root_path if name == "0" else loc.path), None, False),))
         if name in _SPECIAL_UNKNOWN:
             return Seg("", loc, False, _SPECIAL_UNKNOWN[name])
         if name.isdigit():

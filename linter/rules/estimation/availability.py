@@ -8,6 +8,7 @@ from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.estimator.inputs import UNJUDGED, unjudged
 from trainlint.rules.estimation.scope import unmodelled
+from trainlint.rules.estimation.world_bound import memory_verdict
 from trainlint.spec import TrainingSpec
 
 
@@ -53,7 +54,11 @@ class EstimateUnavailable(Rule):
             elif unjudged(est):
                 said = "; ".join(f"{_WHAT[a.field]} is not stated (`trainlint estimate` assumes {a.value}; "
                                  f"give {UNJUDGED[a.field]})" for a in unjudged(est))
-                yield Finding(f"memory and speed not judged: {said}")
+                if memory_verdict(spec, est, ctx.estimator) is not None:
+                    yield Finding(f"speed and communication not judged: {said}; memory per GPU is judged at the "
+                                  "least it takes over every data-parallel size the config allows")
+                else:
+                    yield Finding(f"memory and speed not judged: {said}")
             return
         if gaps:
             yield Finding("memory and speed not judged: the estimator does not model this run: "

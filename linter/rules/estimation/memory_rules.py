@@ -13,7 +13,7 @@ from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.fixes import (final_changes, fits, layout_sentence, memory_candidates, point_at, search_closest,
                                               suggest_layout)
-from trainlint.rules.estimation.scope import usable_estimate
+from trainlint.rules.estimation.world_bound import memory_verdict
 from trainlint.spec import TrainingSpec
 
 _COMPONENTS = ("params", "grads", "optimizer", "activations", "buffers", "overhead")
@@ -36,6 +36,13 @@ class OomRisk(Rule):
     ## Example
     A Megatron 70B run with TP 4, PP 4, micro batch 4 and no recompute on 80 GB GPUs.
 
+    When the config does not say how many GPUs it runs on (a GPT-NeoX YAML without a hostfile or
+    ``num_gpus``, a launch with no GPU count), the memory per GPU is judged at its least over every
+    data-parallel size the config allows (1 to 131,072; DP enters only through ZeRO / distributed
+    optimizer sharding and batch members derived from DP), so an OOM reported there is one at every
+    world size; the finding says so. A Megatron argument list without a launch line is not judged:
+    the script that uses it decides the layout.
+
     ## Fix
     The finding proposes the smallest change that brings the estimate under the headroom,
     re-estimated: selective or full recompute, a smaller micro batch with more accumulation,
@@ -54,9 +61,12 @@ class OomRisk(Rule):
     options = {"headroom": Option(0.90, "warn above this fraction of the GPU's memory")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = usable_estimate(spec, ctx.estimate)
-        if est is None:
+        verdict = memory_verdict(spec, ctx.estimate, ctx.estimator)
+        if verdict is None:
             return
+        # With the world size unstated, the least memory over every data-parallel size the config
+        # allows is judged, and the fix is searched at that size: both hold whatever the world.
+        est, spec = verdict.estimate, verdict.spec
         headroom = float(ctx.options["headroom"])
         worst = est.worst_stage
         capacity = est.capacity_bytes
@@ -98,6 +108,8 @@ class OomRisk(Rule):
             # Said as a warning that names the assumption; --gpu (or `gpu = ...`) makes it a verdict.
             severity = Severity.WARNING
             message += " (the GPU is assumed, not given: pass --gpu ID or set `gpu = ...` in [tool.trainlint])"
+        if verdict.note:
+            message += f" ({verdict.note})"
         yield Finding(message, at=at, fix=fix, severity=severity)
 
 
@@ -138,18 +150,19 @@ class BuffersDominateMemory(Rule):
                                         "(buffers matter when memory is tight)")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = usable_estimate(spec, ctx.estimate)
-        if est is None:
+        verdict = memory_verdict(spec, ctx.estimate, ctx.estimator)
+        if verdict is None:
             return
+        threshold, headroom = float(ctx.options["threshold"]), float(ctx.options["headroom"])
+        # With the world size unstated: only when the buffers are over the share and the run is
+        # tight at every data-parallel size tried (the least-memory one is quoted).
+        for sample in verdict.samples or (verdict.estimate,):
+            if not _buffers_tight(sample, threshold, headroom):
+                return
+        est, spec = verdict.estimate, verdict.spec
         worst = est.worst_stage
         share = worst.buffers / worst.total if worst.total else 0.0
-        if share <= float(ctx.options["threshold"]):
-            return
-        # Buffers are worth shrinking only when memory is tight: a run at 22% of the GPU loses
-        # nothing to them (issue 17), one above the headroom may not start.
         used = worst.total / est.capacity_bytes if est.capacity_bytes else 0.0
-        if used <= float(ctx.options["headroom"]):
-            return
         i = est.inputs
         keys: tuple[str, ...] = ("zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size")
         if i.shard_stage >= 3:
@@ -172,9 +185,20 @@ class BuffersDominateMemory(Rule):
                 fix = (f"with the bucket sizes at 5e7: buffers {_gib(result.worst_stage.buffers)} GiB, total "
                        f"{_gib(result.worst_stage.total)} of {_gib(result.capacity_bytes)} GiB")
         at = next((f"settings:{k}" for k in keys if k in spec.settings), "parallel.zero_stage")
+        note = f" ({verdict.note})" if verdict.note else ""
         yield Finding(f"DeepSpeed buffers take {_gib(worst.buffers)} of {_gib(worst.total)} GiB per GPU ({share:.0%}), "
-                      f"and the run uses {used:.0%} of the {_gib(est.capacity_bytes)} GiB GPU",
+                      f"and the run uses {used:.0%} of the {_gib(est.capacity_bytes)} GiB GPU{note}",
                       at=at, fix=fix, applicability=Applicability.UNSAFE if fix else None)
+
+
+def _buffers_tight(est, threshold: float, headroom: float) -> bool:
+    """Buffers over ``threshold`` of the worst stage, and that stage over ``headroom`` of the GPU:
+    buffers are worth shrinking only when memory is tight (a run at 22% of the GPU loses nothing
+    to them, issue 17; one above the headroom may not start)."""
+    worst = est.worst_stage
+    share = worst.buffers / worst.total if worst.total else 0.0
+    used = worst.total / est.capacity_bytes if est.capacity_bytes else 0.0
+    return share > threshold and used > headroom
 
 
 RULES: list[type] = [OomRisk, BuffersDominateMemory]

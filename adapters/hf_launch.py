@@ -1,0 +1,137 @@
+"""A launch script that runs a Hugging Face Trainer with DeepSpeed, read by ``check`` as ``run`` reads
+the same command line: ``deepspeed train.py --deepspeed ds.json --per_device_train_batch_size 4 ...``,
+``torchrun ... train.py --deepspeed ds.json ...``, ``accelerate launch --deepspeed_config_file ds.json
+train.py ...`` (or ``--config_file cfg.yaml`` naming the JSON), inside a shell script.
+
+The script is expanded by the Megatron adapter's shell reader (variables, ``$1`` from ``--arg``,
+nothing run); each command the launch classifier calls a DeepSpeed launch becomes one run: the JSON
+(found beside the script, in the current directory or at the project root, never outside the
+project), its ``"auto"`` values filled from the Trainer's arguments as the Trainer fills them
+(:mod:`trainlint.hf_trainer`), and the launcher's GPUs, nodes and world size; every value located at
+its word in the script. A script with a Megatron-LM launch is the Megatron adapter's (it scores higher).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
+from trainlint.sources import SourceText
+
+FORMAT = "hf-trainer"
+_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
+_SNIFF_BYTES = 256 * 1024
+# A Trainer's DeepSpeed JSON on a launch line: `--deepspeed ds.json` / `--deepspeed=$DS` (the value is
+# a file, not the next flag), or accelerate's `--deepspeed_config_file`.
+_DS_WORD = re.compile(r"--deepspeed(?:[ \t]+|=)[^-\s\\]|--deepspeed_config_file\b")
+_LAUNCHER = re.compile(r"\b(deepspeed|torchrun|accelerate[ \t]+launch|torch\.distributed\.(?:run|launch))\b")
+
+
+class HFLaunchScriptAdapter(Adapter):
+    name = FORMAT
+    extensions = _SUFFIXES
+
+    def sniff(self, path: str, text: str) -> int:
+        try:
+            if not path.lower().endswith(_SUFFIXES):
+                return NOT_MINE
+            head = text[:_SNIFF_BYTES]
+            if _DS_WORD.search(head) and _LAUNCHER.search(head):
+                return BY_CONTENT - 10  # below the Megatron adapter's content score: its scripts stay its own
+            return NOT_MINE
+        except Exception:  # noqa: BLE001 - sniff must never raise on garbage
+            return NOT_MINE
+
+    def load(self, source: SourceText, context: LoadContext) -> LoadResult:
+        from trainlint.adapters.megatron.shell import evaluate
+
+        result = LoadResult(FORMAT)
+        shell = evaluate(source, context.read, context.environment)
+        result.diagnostics.extend(shell.diagnostics)
+        for command in shell.commands:
+            _one_run(result, source, context, shell, command)
+        return result
+
+
+def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell, command) -> None:
+    from trainlint.adapters.deepspeed import load_deepspeed_config
+    from trainlint.adapters.hf_yaml import _find_json
+    from trainlint.adapters.megatron.adapter import _Spans
+    from trainlint.adapters.megatron.flags import CURRENT, ParsedArgs
+    from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder
+    from trainlint.command_line import parse_launch
+    from trainlint.hf_trainer import FILLED_KEYS, fill_from_trainer
+    from trainlint.input_codes import FILE_START, input_diagnostic
+    from trainlint.sources import UnreadableSource
+
+    words = [f.text if f.text is not None else "" for f in command.fields]
+    launch = parse_launch(words)
+    if launch.kind != "deepspeed" or launch.deepspeed_config is None or launch.invocation is None:
+        return
+    spans = _Spans(shell.files)
+
+    def span_of_field(i: int):
+        f = command.fields[i] if 0 <= i < len(command.fields) else None
+        return spans(f.value_loc if f is not None else None)[1] or FILE_START
+
+    ref = launch.deepspeed_config
+    at = span_of_field(ref.index)
+    json_path = _find_json(ref.written, source.path)
+    if json_path is None:
+        import os
+
+        from trainlint.containment import outside_message, roots_for
+
+        beside = os.path.join(os.path.dirname(os.path.abspath(source.path)), ref.written)
+        if os.path.isfile(beside):  # there, but outside the project: not read (as the Megatron adapter says)
+            result.diagnostics.append(input_diagnostic(
+                "TL012", outside_message("DeepSpeed config", ref.written, roots_for(source.path)), at,
+                path=source.path))
+            return
+        result.diagnostics.append(input_diagnostic(
+            "TL013", f"DeepSpeed config `{ref.written}` not found in the project (relative to this script, the "
+            "current directory or the project root); the run is not estimated", at, path=source.path))
+        return
+    try:
+        loaded = load_deepspeed_config(context.read(json_path))
+    except UnreadableSource as exc:
+        result.diagnostics.append(exc.diagnostic)
+        return
+    inv = launch.invocation
+    # The launcher's words, located in this script (the same reading `run` applies to a command line).
+    from trainlint.adapters.megatron.invocation import find_invocation
+
+    located = find_invocation(command, distinctive_needed=0)
+    cluster = None
+    if located is not None:
+        build = BuildContext(source.path, "launcher", CURRENT, located.entry_path, spans, dict(located.world),
+                             located.all_local_gpus, list(located.launchers))
+        cluster = SpecBuilder(ParsedArgs(), build).build().cluster
+        if "accelerate" in located.launchers:
+            from trainlint.commands.run import _accelerate_world
+
+            _accelerate_world(cluster, launch.accelerate)
+    start = next((i for i, w in enumerate(words) if w == inv.entry_path), None)
+    line = spans(command.loc)[1]
+    for spec in loaded.specs:
+        if start is not None:
+            fill_from_trainer(spec, words[start + 1:], lambda i: span_of_field(start + 1 + i), source.path,
+                              cwd=Path(source.path).parent)
+        if cluster is not None:
+            for name in ("gpus_per_node", "nodes", "world_size"):
+                value = getattr(cluster, name)
+                if value is not None and getattr(spec.cluster, name) is None:
+                    setattr(spec.cluster, name, value)
+        spec.path = source.path
+        spec.label = f"{inv.entry_path.rsplit('/', 1)[-1]} with {ref.written} at line {line.line if line else 1}"
+        spec.entry_point = inv.entry_path
+        spec.anchor = line
+        if source.path not in spec.sources:
+            spec.sources.insert(0, source.path)
+        result.specs.append(spec)
+    filled = tuple(f'`{key}` is "auto"' for key in FILLED_KEYS)
+    # the JSON's own problems are reported when the JSON itself is checked; here only what the launch adds
+    result.diagnostics += [d for d in loaded.diagnostics
+                           if not (d.code == "TL007" and d.message.startswith(filled)) and d.path]
+    result.documents += loaded.documents
