@@ -1,7 +1,9 @@
 """The adapter interface: one per config format.
 
 An adapter answers two questions: is this file mine (:meth:`Adapter.sniff`), and what does it
-say (:meth:`Adapter.load`). Loading never executes anything from the file: no shell, no eval,
+say (:meth:`Adapter.load`); and, optionally, the way back: how a change is spelled in this
+format (:meth:`Adapter.spell_changes`) and how it is written into the file
+(:meth:`Adapter.writer`). Loading never executes anything from the file: no shell, no eval,
 safe YAML only.
 """
 
@@ -9,12 +11,16 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from trainlint.diagnostics import Diagnostic
 from trainlint.document import Document
 from trainlint.sources import SourceText, read_source
 from trainlint.spec import TrainingSpec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.checker import FileResult
+    from trainlint.writing import Texts, Writer
 
 # sniff() scores
 NOT_MINE = 0
@@ -46,7 +52,13 @@ class LoadResult:
 
 
 class Adapter(ABC):
-    """A config format. Subclasses set ``name`` and implement ``sniff`` and ``load``."""
+    """A config format, both ways. Subclasses set ``name`` and implement ``sniff`` and ``load``
+    (reading); ``spell_changes`` and ``writer`` (a change as the user writes it, and written back
+    into the file) are optional: an adapter without them still gets checks and estimates, and its
+    suggestions are spelled by field name and not written back.
+
+    A plugin adapter implements the same protocol and gets the same services: ``check``,
+    ``estimate``, ``suggest`` and ``suggest --write-to`` call it through these methods only."""
 
     name: ClassVar[str]
     """The format name used in output: ``deepspeed``, ``megatron``, ``neox``."""
@@ -66,3 +78,18 @@ class Adapter(ABC):
 
         Problems with the input are returned as TL0xx diagnostics at their position; the
         method raises only on a bug in trainlint (the engine reports that as TL999)."""
+
+    def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str] | None:
+        """Each layout change (keys of :data:`trainlint.layout.writeback.CHANGE_KEYS`) as the user
+        writes it in this format: flags, JSON keys, YAML keys. ``base``: the estimator's resolved
+        inputs of the run (layers, pipeline stages) for changes spelled in derived units.
+        None: the format has no spelling of its own (the changes are named by field)."""
+        return None
+
+    def writer(self, texts: Texts, result: FileResult, spec: TrainingSpec, changes: dict[str, Any],
+               index: int) -> Writer | None:
+        """The writer that applies ``changes`` to run ``index`` of ``result`` (``spec``) as text edits
+        on ``texts`` (:class:`trainlint.writing.Writer`; written to disk through
+        :mod:`trainlint.safe_write` after the round trip is verified). None: this format is not
+        written back."""
+        return None

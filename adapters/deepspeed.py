@@ -177,7 +177,6 @@ def sniff_score(path: str, text: str) -> int:
 # ---------------------------------------------------------------------------------- loading
 
 
-_UNKNOWN_KEY = re.compile(r"^unknown key `([^`]+)` in ")
 
 
 def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
@@ -197,11 +196,10 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
 
     out = []
     for d in diags:
-        m = _UNKNOWN_KEY.match(d.message) if d.code == "TL004" and d.severity is Severity.ERROR else None
-        if m is None:
+        if d.code != "TL004" or d.severity is not Severity.ERROR or not d.subject:
             out.append(d)
             continue
-        key = m.group(1)
+        key = pointer_parts(d.subject)[-1]
         catalog = getattr(target, "catalog", None)
         if target is not None and target.known and catalog is not None:
             if key in catalog:
@@ -296,7 +294,7 @@ def _auto_values(doc: Document) -> list[Diagnostic]:
             "TL007",
             f"`{_dotted(ptr)}` is \"auto\": set at launch by the Hugging Face Trainer / Accelerate from "
             "TrainingArguments; trainlint does not guess it",
-            doc.locate(ptr), path=doc.path))
+            doc.locate(ptr), path=doc.path, subject=ptr))
     return out
 
 
@@ -573,6 +571,16 @@ class DeepSpeedAdapter(Adapter):
 
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
         return load_deepspeed_config(source)
+
+    def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str]:
+        from trainlint.adapters.deepspeed_writer import spell_changes
+
+        return spell_changes(changes)
+
+    def writer(self, texts, result, spec, changes, index):
+        from trainlint.adapters.deepspeed_writer import DeepSpeedWriter
+
+        return DeepSpeedWriter(texts, result, spec, changes)
 
 
 # ------------------------------------------------------------------------------------ engine

@@ -63,7 +63,7 @@ class HFTrainerYamlAdapter(Adapter):
 
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
         from trainlint.adapters.deepspeed import load_deepspeed_config
-        from trainlint.hf_trainer import FILLED_KEYS, fill_from_trainer
+        from trainlint.hf_trainer import FILLED_POINTERS, fill_from_trainer
         from trainlint.input_codes import FILE_START, input_diagnostic
         from trainlint.sources import UnreadableSource
 
@@ -100,10 +100,9 @@ class HFTrainerYamlAdapter(Adapter):
             if source.path not in spec.sources:
                 spec.sources.insert(0, source.path)
             result.specs.append(spec)
-        filled = tuple(f'`{key}` is "auto"' for key in FILLED_KEYS)
         # the JSON's own problems are reported when the JSON itself is checked; here only its path
         result.diagnostics += [d for d in loaded.diagnostics
-                               if not (d.code == "TL007" and d.message.startswith(filled)) and d.path]
+                               if not (d.code == "TL007" and d.subject in FILLED_POINTERS) and d.path]
         result.documents += loaded.documents
         return result
 

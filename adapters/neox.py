@@ -134,7 +134,18 @@ def _elsewhere(key: str) -> str:
     return f" ({where})" if where else ""
 
 
-_UNKNOWN_KEY = re.compile(r"^unknown key `([^`]+)` in the top level")
+def _refusal(target) -> str | None:
+    """How an unknown top-level key's finding names who refuses it, against a known target."""
+    if target is not None and target.known and target.complete:
+        return f"not an argument of {target.describe()}, which refuses it"
+    return None
+
+
+def _top_level_key(d: Diagnostic) -> str | None:
+    """The key of an unknown-key finding (TL004) at the top level of the config, else None."""
+    if d.subject is None or d.subject.count("/") != 1:
+        return None
+    return d.subject[1:].replace("~1", "/").replace("~0", "~")
 
 
 def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
@@ -148,14 +159,10 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
         if not known and d.code == "TL004" and d.applicability is Applicability.SAFE:
             out.append(d)  # a misspelling of an upstream key (two letters at most): no fork is needed to explain it
             continue
-        if d.severity is Severity.ERROR and (d.code == "TL004" or (d.code == "TL006" and "expected one of" in d.message)):
-            m = _UNKNOWN_KEY.match(d.message)
-            if known:
-                if m is not None:
-                    d = replace(d, message=d.message.replace("(the framework refuses it)",
-                                                             f"(not an argument of {target.describe()}, which refuses it)"))
-            else:
-                extra = _elsewhere(m.group(1)) if m is not None else ""
+        if d.severity is Severity.ERROR and (d.code == "TL004" or (d.code == "TL006" and d.choices)):
+            top_key = _top_level_key(d) if d.code == "TL004" else None
+            if not known:  # against a known target the schema check has said who refuses it (_refusal)
+                extra = _elsewhere(top_key) if top_key is not None else ""
                 d = replace(d, severity=Severity.WARNING, message=f"{d.message}{extra}; {_against(target)}")
         out.append(d)
     return out
@@ -294,6 +301,17 @@ class NeoXAdapter(Adapter):
         if strong == 0 or known < 0.5 * len(normalised):
             return NOT_MINE
         return STRONG if strong >= 2 else BY_CONTENT
+
+    # -- the way back ------------------------------------------------------------------------
+    def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str]:
+        from trainlint.adapters.neox_writer import spell_changes
+
+        return spell_changes(changes)
+
+    def writer(self, texts, result, spec, changes, index):
+        from trainlint.adapters.neox_writer import NeoXWriter
+
+        return NeoXWriter(texts, result, spec, changes)
 
     # -- load -------------------------------------------------------------------------------
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
@@ -453,7 +471,7 @@ class NeoXAdapter(Adapter):
         check_doc = Document(doc.path, doc.format, doc.text, _canonical_literals(doc.data, props),
                              doc.key_spans, doc.value_spans, unresolved)
         schema = _target_schema(catalog) if catalog is not None else _schema()
-        out.extend(_judged(check_document(check_doc, schema), target))
+        out.extend(_judged(check_document(check_doc, schema, refusal=_refusal(target)), target))
         out.extend(self._exact_integer_check(check_doc, props, path))
         return out
 

@@ -18,7 +18,7 @@ from trainlint.diagnostics import Diagnostic
 from trainlint.discovery import iter_files
 from trainlint.document import Document
 from trainlint.input_codes import input_diagnostic
-from trainlint.sources import SourceText, UnreadableSource, read_source
+from trainlint.sources import SourceText, Unreadable, UnreadableSource, read_source
 from trainlint.spec import TrainingSpec
 
 
@@ -95,9 +95,9 @@ def check_file(
     except UnreadableSource as unreadable:
         # A file met while walking a directory that cannot be read is not necessarily a
         # config: report it only when the user named it.
-        if not explicit and unreadable.diagnostic.code == "TL001" and "binary" in unreadable.diagnostic.message:
+        if not explicit and unreadable.reason is Unreadable.BINARY:
             return FileResult(path, None)
-        if not explicit and "limit for a config" in unreadable.diagnostic.message and not _head_claimed(path, adapters):
+        if not explicit and unreadable.reason is Unreadable.TOO_LARGE and not _head_claimed(path, adapters):
             return FileResult(path, None)  # too large, and its start is nothing an adapter reads: not a config
         return FileResult(path, None, [_with_path(unreadable.diagnostic, path)])
     except Exception as exc:  # noqa: BLE001

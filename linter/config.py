@@ -51,6 +51,40 @@ KNOWN_KEYS = {
 }
 
 
+@dataclass(frozen=True)
+class EstimationSettings:
+    """The estimation context a project declares (``gpu``, ``nodes``, ``gpus-per-node``, ``model``,
+    ``vocab-size``, custom ``gpus``), as written: :mod:`trainlint.estimator.context` validates each
+    value where it is used and names its key when it is wrong."""
+
+    gpu: Any = None
+    nodes: Any = None
+    gpus_per_node: Any = None
+    model: Any = None
+    vocab_size: Any = None
+    gpus: Any = None
+    """The custom GPU table (``[tool.trainlint.gpus.<id>]``)."""
+
+    def by_key(self, key: str) -> Any:
+        """A value by its config spelling (``gpus-per-node``)."""
+        return getattr(self, key.replace("-", "_"))
+
+
+@dataclass(frozen=True)
+class PlanningSettings:
+    """Planning limits and prices (validated when the config is read: positive numbers)."""
+
+    max_days: float | None = None
+    max_cost: float | None = None
+    price_per_gpu_hour: float | None = None
+    prices: dict[str, float] = field(default_factory=dict)
+    """GPU id (or alias, or a custom GPU's id) as written -> price per GPU-hour."""
+
+    def by_key(self, key: str) -> Any:
+        """A value by its config spelling (``max-days``)."""
+        return getattr(self, key.replace("-", "_"))
+
+
 @dataclass
 class ProjectConfig:
     path: str | None = None
@@ -74,6 +108,11 @@ class ProjectConfig:
     framework: dict[str, str] = field(default_factory=dict)
     """``framework = {megatron = "core_v0.8.0", neox = "../gpt-neox"}``: a shipped release or a checkout
     (relative to the config file) per framework; see :mod:`trainlint.frameworks.locate`."""
+    estimation: EstimationSettings = field(default_factory=EstimationSettings)
+    planning: PlanningSettings = field(default_factory=PlanningSettings)
+    baseline: str | None = None
+    """The baseline file, relative to the config's folder."""
+    report_unused_per_file_ignores: bool = False
 
     @property
     def root(self) -> str | None:
@@ -169,6 +208,12 @@ def load_config(path: Path) -> ProjectConfig:
         rule_options=_rule_options(section, path),
         plugins=_string_list(section, "plugins", path),
         source_roots=_string_list(section, "source-roots", path),
+        estimation=EstimationSettings(section.get("gpu"), section.get("nodes"), section.get("gpus-per-node"),
+                                      section.get("model"), section.get("vocab-size"), section.get("gpus")),
+        planning=PlanningSettings(section.get("max-days"), section.get("max-cost"), section.get("price-per-gpu-hour"),
+                                  dict(section.get("prices", {}))),
+        baseline=section.get("baseline"),
+        report_unused_per_file_ignores=bool(section.get("report-unused-per-file-ignores", False)),
     )
 
 

@@ -69,6 +69,11 @@ class Diagnostic:
     """None when there is no fix; otherwise how ``edits`` may be applied."""
     edits: tuple[Edit, ...] = field(default_factory=tuple)
     """The fix as text edits, when it can be applied mechanically."""
+    subject: str | None = None
+    """The JSON pointer of the config key an input finding is about (``/bf16/enabled``), so that
+    callers decide on data, never on the message text."""
+    choices: tuple[str, ...] = ()
+    """For a value outside the framework's choices: the choices, as the message spells them."""
 
     @property
     def line(self) -> int:

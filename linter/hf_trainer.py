@@ -63,6 +63,8 @@ def _true(text: str) -> bool:
 FILLED_KEYS = ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps", "bf16.enabled",
                "fp16.enabled")
 """The JSON keys whose "auto" the Trainer fills from the arguments read here (TL007 need not say them)."""
+FILLED_POINTERS = frozenset("/" + key.replace(".", "/") for key in FILLED_KEYS)
+"""The same as JSON pointers (a TL007 diagnostic's ``subject``)."""
 
 
 def fill_from_trainer(spec: TrainingSpec, words: list[str], span_of: Callable[[int], Span], path: str,

@@ -82,6 +82,8 @@ def input_diagnostic(
     severity: Severity | None = None,
     fix: str | None = None,
     related: tuple[Related, ...] = (),
+    subject: str | None = None,
+    choices: tuple[str, ...] = (),
 ) -> Diagnostic:
     """Build a TL0xx diagnostic with the code's name and (unless overridden) its severity."""
     entry = INPUT_CODES[code]
@@ -94,4 +96,6 @@ def input_diagnostic(
         path=path,
         fix=fix,
         related=related,
+        subject=subject,
+        choices=choices,
     )

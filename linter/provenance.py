@@ -36,6 +36,12 @@ class Provenance:
     """Free text: which default ("Megatron-LM default"), or how it was derived."""
     inputs: tuple[Provenance, ...] = field(default_factory=tuple)
     """For derived values: the provenances of the values it was computed from."""
+    uncertain: bool = False
+    """Taken from one branch of a shell ``if``/``case`` whose condition could not be decided: a
+    guess the rules treat as unknown (the note says so for the user)."""
+    apart: bool = False
+    """The value is written away from its key (a shell variable assigned on another line); the
+    note says where the key is."""
 
     def describe(self) -> str:
         if self.origin is Origin.FILE:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from trainlint.plugins import PluginFailure, PluginHost
+from trainlint.plugins import BUILTIN_PLUGIN, BUILTIN_PLUGINS, PluginFailure, PluginHost
 from trainlint.rules import Rule
 
 
@@ -57,7 +57,7 @@ def build_registry(host: PluginHost) -> Registry:
                 registry.failures.append(PluginFailure(
                     plugin_name, f"rule code {rule.code} already used by {other.plugin} ({other.name})"))
                 continue
-            rule.plugin = plugin_name
+            rule.plugin = BUILTIN_PLUGIN if plugin_name in BUILTIN_PLUGINS else plugin_name
             registry.rules[rule.code] = rule
     for _, adapters in _call_each(host, "trainlint_adapters", registry.failures):
         registry.adapters.extend(adapters)

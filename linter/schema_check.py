@@ -59,7 +59,7 @@ def _key_index(schema: dict) -> dict[str, list[str]]:
     return index
 
 
-def _unknown_keys(error, doc: Document, schema: dict) -> Iterator[Diagnostic]:
+def _unknown_keys(error, doc: Document, schema: dict, refusal: str | None) -> Iterator[Diagnostic]:
     sub = error.schema
     known = list((sub.get("properties") or {}).keys())
     instance = error.instance if isinstance(error.instance, dict) else {}
@@ -81,7 +81,8 @@ def _unknown_keys(error, doc: Document, schema: dict) -> Iterator[Diagnostic]:
             tail = "; " + " or ".join("it belongs at the top level" if not p else f"it belongs in `{p}`" for p in places)
         else:
             tail = ""
-        effect = "ignored by the framework" if severity is not Severity.ERROR else "the framework refuses it"
+        effect = ("ignored by the framework" if severity is not Severity.ERROR
+                  else refusal if refusal and not base else "the framework refuses it")
         diag = input_diagnostic(
             "TL004",
             f"unknown key `{key}` in {where} ({effect}){tail}",
@@ -89,6 +90,7 @@ def _unknown_keys(error, doc: Document, schema: dict) -> Iterator[Diagnostic]:
             path=doc.path,
             severity=severity,
             fix=f"rename `{key}` to `{suggestion[0]}`" if suggestion else None,
+            subject=ptr,
         )
         if suggestion:
             yield _with_rename(diag, doc, ptr, key, suggestion[0])
@@ -118,8 +120,9 @@ def _describe_expected(sub: dict) -> str:
     return str(expected)
 
 
-def check_document(doc: Document, schema: dict) -> list[Diagnostic]:
-    """All schema problems of ``doc``, one diagnostic each, sorted by position."""
+def check_document(doc: Document, schema: dict, *, refusal: str | None = None) -> list[Diagnostic]:
+    """All schema problems of ``doc``, one diagnostic each, sorted by position. ``refusal``: how the
+    message says that the framework refuses an unknown top-level key (default: "the framework refuses it")."""
     from trainlint.schema_fast import nothing_to_report
 
     if nothing_to_report(doc.data, schema, doc.unresolved):
@@ -140,7 +143,7 @@ def check_document(doc: Document, schema: dict) -> list[Diagnostic]:
             seen.add(ptr)
         name = str(error.absolute_path[-1]) if error.absolute_path else "the document"
         if keyword == "additionalProperties":
-            out.extend(_unknown_keys(error, doc, schema))
+            out.extend(_unknown_keys(error, doc, schema, refusal))
         elif keyword == "type":
             out.append(input_diagnostic(
                 "TL005",
@@ -151,7 +154,7 @@ def check_document(doc: Document, schema: dict) -> list[Diagnostic]:
             out.append(input_diagnostic(
                 "TL006",
                 f"`{name}` is {_short(error.instance)}; expected one of {', '.join(_short(c) for c in choices)}",
-                doc.locate(ptr), path=doc.path))
+                doc.locate(ptr), path=doc.path, subject=ptr, choices=tuple(_short(c) for c in choices)))
         elif keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
                          "minLength", "maxLength", "minItems", "maxItems", "pattern"):
             out.append(input_diagnostic(

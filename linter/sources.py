@@ -10,6 +10,7 @@ import codecs
 import os
 import stat
 from dataclasses import dataclass
+from enum import Enum
 from pathlib import Path
 
 from trainlint.diagnostics import Diagnostic
@@ -25,10 +26,21 @@ class SourceText:
     text: str
 
 
+class Unreadable(Enum):
+    """Why a source could not be read as text (callers decide on this, never on the message)."""
+
+    BINARY = "binary"            # NUL bytes: not a text file
+    NOT_TEXT = "not-text"        # bytes that do not decode in the file's encoding
+    NOT_A_FILE = "not-a-file"    # a pipe, socket, device or directory
+    TOO_LARGE = "too-large"      # over the size limit for a config
+    CANNOT_OPEN = "cannot-open"  # the OS could not open or read it (missing, no permission, ...)
+
+
 class UnreadableSource(Exception):
-    def __init__(self, diagnostic: Diagnostic) -> None:
+    def __init__(self, diagnostic: Diagnostic, reason: Unreadable) -> None:
         super().__init__(diagnostic.message)
         self.diagnostic = diagnostic
+        self.reason = reason
 
 
 def decode(data: bytes, path: str) -> str:
@@ -40,7 +52,8 @@ def decode(data: bytes, path: str) -> str:
     else:
         encoding = "utf-8-sig"
         if b"\x00" in data[:8192]:
-            raise UnreadableSource(input_diagnostic("TL001", "binary file (NUL bytes): not a config", path=path))
+            raise UnreadableSource(input_diagnostic("TL001", "binary file (NUL bytes): not a config", path=path),
+                                    Unreadable.BINARY)
     try:
         text = data.decode(encoding)
     except UnicodeDecodeError as exc:
@@ -56,7 +69,8 @@ def decode(data: bytes, path: str) -> str:
                 f"not valid {encoding.replace('-sig', '').upper()} text: byte 0x{data[exc.start]:02x} at offset {exc.start}",
                 Span.point(line, column),
                 path=path,
-            )
+            ),
+            Unreadable.NOT_TEXT,
         ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -85,22 +99,24 @@ def read_source(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> SourceText
         if not stat.S_ISREG(info.st_mode):
             # a named pipe would block the read forever, a device never ends
             raise UnreadableSource(input_diagnostic("TL001", f"not a regular file ({_file_kind(info.st_mode)}): not read",
-                                                    path=name))
+                                                    path=name), Unreadable.NOT_A_FILE)
         size = info.st_size
         if size > max_bytes:
             raise UnreadableSource(
                 input_diagnostic("TL001", f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit for a config",
-                                 path=name)
+                                 path=name),
+                Unreadable.TOO_LARGE,
             )
         with open(p, "rb") as handle:
             data = handle.read(max_bytes + 1)
         if len(data) > max_bytes:  # grew while being read
             raise UnreadableSource(input_diagnostic(
-                "TL001", f"file is over the {max_bytes / 1e6:.0f} MB limit for a config", path=name))
+                "TL001", f"file is over the {max_bytes / 1e6:.0f} MB limit for a config", path=name), Unreadable.TOO_LARGE)
     except UnreadableSource:
         raise
     except OSError as exc:
-        raise UnreadableSource(input_diagnostic("TL001", f"cannot read file: {exc.strerror or exc}", path=name)) from None
+        raise UnreadableSource(input_diagnostic("TL001", f"cannot read file: {exc.strerror or exc}", path=name),
+                                Unreadable.CANNOT_OPEN) from None
     return SourceText(name, decode(data, name))
 
 

@@ -191,6 +191,8 @@ def test_if_condition_unknown_follows_first_branch():
     assert codes(result) == [("TL012", 1, 1)]
     assert result.specs[0].value("model.num_layers") == 48
     assert "could not decide" in result.specs[0].model.num_layers.provenance.note
+    assert result.specs[0].model.num_layers.provenance.uncertain
+    assert not result.specs[0].model.hidden_size.provenance.uncertain
 
 
 def test_eval_of_unknown_string():

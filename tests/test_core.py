@@ -17,7 +17,7 @@ from trainlint.positions import LineIndex, Span
 from trainlint.provenance import Origin, default, derived, first_span, from_file
 from trainlint.schema_check import check_document
 from trainlint.schemas import load_schema
-from trainlint.sources import SourceText, UnreadableSource, decode, read_source
+from trainlint.sources import SourceText, Unreadable, UnreadableSource, decode, read_source
 from trainlint.spec import TrainingSpec
 
 
@@ -46,15 +46,25 @@ def test_document_locate_falls_back_to_ancestor_then_file_start():
     assert doc.get("/a/b") == 1 and doc.get("/a/x", "no") == "no"
 
 
-@pytest.mark.parametrize("data, expected", [
-    (b"\x00\x01binary", "binary"),
-    (b'{"a": "\xff"}', "not valid UTF-8"),
+@pytest.mark.parametrize("data, expected, reason", [
+    (b"\x00\x01binary", "binary", Unreadable.BINARY),
+    (b'{"a": "\xff"}', "not valid UTF-8", Unreadable.NOT_TEXT),
 ])
-def test_decode_rejects_binary_and_bad_utf8(data, expected):
+def test_decode_rejects_binary_and_bad_utf8(data, expected, reason):
     with pytest.raises(UnreadableSource) as info:
         decode(data, "f")
     assert expected in info.value.diagnostic.message
     assert info.value.diagnostic.code == "TL001"
+    assert info.value.reason is reason  # callers decide on the reason, not on the message text
+
+
+def test_read_source_says_why_a_file_is_unreadable(tmp_path):
+    with pytest.raises(UnreadableSource) as info:
+        read_source(tmp_path / "missing.json")
+    assert info.value.reason is Unreadable.CANNOT_OPEN
+    with pytest.raises(UnreadableSource) as info:
+        read_source(tmp_path)
+    assert info.value.reason is Unreadable.NOT_A_FILE
 
 
 def test_decode_reads_utf16_with_bom_and_normalises_newlines():
@@ -68,6 +78,7 @@ def test_read_source_size_limit(tmp_path):
     with pytest.raises(UnreadableSource) as info:
         read_source(big, max_bytes=1024)
     assert "limit" in info.value.diagnostic.message
+    assert info.value.reason is Unreadable.TOO_LARGE
 
 
 def test_provenance_describes_where_values_came_from():
@@ -188,3 +199,18 @@ def test_unclaimed_source_is_skipped():
 
     result = check_source(SourceText("x.json", "{}"), [_Never()])
     assert result.format is None and result.diagnostics == []
+
+
+def test_project_config_is_typed(tmp_path):
+    """The settings trainlint reads from the project config are fields, not ``raw[...]`` lookups."""
+    from trainlint.config import load_config
+
+    path = tmp_path / ".trainlint.toml"
+    path.write_text('gpu = "a100-80gb"\nnodes = 2\ngpus-per-node = 4\nmodel = "gpt3-1.3b"\nmax-days = 3\n'
+                    'prices = { h100-sxm = 2.5 }\nbaseline = "b.json"\nreport-unused-per-file-ignores = true\n')
+    project = load_config(path)
+    assert (project.estimation.gpu, project.estimation.nodes, project.estimation.by_key("gpus-per-node"),
+            project.estimation.model) == ("a100-80gb", 2, 4, "gpt3-1.3b")
+    assert project.planning.max_days == 3 and project.planning.prices == {"h100-sxm": 2.5}
+    assert project.planning.by_key("max-cost") is None
+    assert project.baseline == "b.json" and project.report_unused_per_file_ignores is True

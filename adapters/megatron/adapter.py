@@ -39,7 +39,7 @@ from trainlint.document import Document, pointer
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, LineIndex, Span
 from trainlint.provenance import Origin
-from trainlint.sources import SourceText, UnreadableSource
+from trainlint.sources import SourceText, Unreadable, UnreadableSource
 from trainlint.spec import TrainingSpec
 
 from trainlint.adapters.megatron.slurm import sbatch_allocation
@@ -333,7 +333,7 @@ def _merge_deepspeed(result: LoadResult, spec: TrainingSpec, parsed: ParsedArgs,
                 ds_source = context.read(cand)
                 break
             except UnreadableSource as exc:
-                if "cannot read file" not in exc.diagnostic.message:
+                if exc.reason is not Unreadable.CANNOT_OPEN:
                     result.diagnostics.append(exc.diagnostic)
                     return
                 continue

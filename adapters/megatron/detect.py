@@ -46,6 +46,16 @@ class MegatronAdapter(Adapter):
     name = FORMAT
     extensions = (".sh", ".bash", ".slurm", ".sbatch", ".yaml", ".yml")
 
+    def spell_changes(self, spec, changes, base):
+        from trainlint.adapters.megatron.writer import spell_changes
+
+        return spell_changes(spec, changes, base)
+
+    def writer(self, texts, result, spec, changes, index):
+        from trainlint.adapters.megatron.writer import MegatronWriter
+
+        return MegatronWriter(texts, result, spec, changes, index)
+
     def sniff(self, path: str, text: str) -> int:
         head = text[:262144]
         lower = path.lower()

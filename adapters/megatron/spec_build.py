@@ -69,12 +69,15 @@ class SpecBuilder:
         path, span = self.ctx.span_of(setting.value_loc or setting.flag_field.value_loc)
         fpath, fspan = self.ctx.span_of(setting.flag_field.value_loc)
         note = ""
-        if fspan is not None and (span != fspan or path != fpath):
+        apart = fspan is not None and (span != fspan or path != fpath)
+        if apart and fspan is not None:
             where = f"{fpath}:{fspan}" if fpath and fpath != path else f"line {fspan.line}, column {fspan.column}"
             note = f"value of {setting.flag_text} given at {where}"
-        if any(f.uncertain or any(g.uncertain for g in f.segs) for f in setting.value_fields):
+        uncertain = any(f.uncertain or any(g.uncertain for g in f.segs) for f in setting.value_fields)
+        if uncertain:
             note = (note + "; " if note else "") + "assigned inside a branch trainlint could not decide"
-        return Value(v, Provenance(Origin.FILE, path=path or self.ctx.path, span=span, key=setting.flag_text, note=note))
+        return Value(v, Provenance(Origin.FILE, path=path or self.ctx.path, span=span, key=setting.flag_text, note=note,
+                                   uncertain=uncertain, apart=apart))
 
     def get(self, dest: str) -> Value | None:
         s = self.parsed.settings.get(dest)

@@ -225,7 +225,7 @@ def report(linted: list, args: argparse.Namespace, session: LintSession, out=Non
     from trainlint.unused_suppressions import report_unused
 
     results = report_unused(linted, session.settings.selection, session.project,
-                            bool(session.project.raw.get("report-unused-per-file-ignores", False)))
+                            session.project.report_unused_per_file_ignores)
     results = plugin_failures(session.registry, session.project) + results
     results, baseline = apply_baseline(results, args, session)
     (out or sys.stdout).write(render_results(results, args, session, baseline))
@@ -236,7 +236,7 @@ def baseline_file(args: argparse.Namespace, session: LintSession) -> str | None:
     """--baseline, else ``baseline`` in the project config (relative to the config's folder)."""
     if getattr(args, "baseline", None):
         return args.baseline
-    configured = session.project.raw.get("baseline") if session.project.raw else None
+    configured = session.project.baseline
     if configured and not getattr(args, "write_baseline", None):
         return str(Path(session.project.root or ".") / configured)
     return None

@@ -249,10 +249,9 @@ def _deepspeed(launch):
     diagnostics = list(loaded.diagnostics)
     if start is not None:
         # "auto" values the Trainer fills from the arguments read above are not unresolved here
-        from trainlint.hf_trainer import FILLED_KEYS
+        from trainlint.hf_trainer import FILLED_POINTERS
 
-        filled = tuple(f'`{key}` is "auto"' for key in FILLED_KEYS)
-        diagnostics = [d for d in diagnostics if not (d.code == "TL007" and d.message.startswith(filled))]
+        diagnostics = [d for d in diagnostics if not (d.code == "TL007" and d.subject in FILLED_POINTERS)]
     return FileResult(source.path, FORMAT, diagnostics, loaded.specs, loaded.documents)
 
 

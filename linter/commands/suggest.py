@@ -120,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
     headroom = args.headroom if args.headroom is not None else _project_headroom(project)
     options = SearchOptions(headroom=headroom, top=max(args.top, args.pick), fix=args.fix, vary=args.vary,
                             batch_tolerance=args.allow_batch_change, price_per_gpu_hour=args.price_per_gpu_hour,
-                            max_micro=args.max_micro)
+                            max_micro=args.max_micro, adapters=tuple(registry.adapters))
     results = check_paths([args.path], registry.adapters, runs=project.runs + runs,
                           environment={**project.environment, **environment})
     outputs = []
@@ -160,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         report.write(render_text(shown))
     if args.write_to:
         report.flush()
-        code = _write_back(args, outputs, sources, {**project.environment, **environment}, target_before)
+        code = _write_back(args, outputs, sources, {**project.environment, **environment}, target_before, registry.adapters)
         if code != EXIT_CLEAN:
             return code
     if not outputs:
@@ -198,7 +198,8 @@ def _target_before(write_to: str | None):
     return snapshot_target(write_to)
 
 
-def _write_back(args: argparse.Namespace, outputs, sources, environment: dict[str, str], target_before) -> int:
+def _write_back(args: argparse.Namespace, outputs, sources, environment: dict[str, str], target_before,
+                adapters) -> int:
     if len(outputs) != 1:
         print(f"trainlint: error: --write-to needs one run, {args.path} has {len(outputs)}", file=sys.stderr)
         return EXIT_ERROR
@@ -211,7 +212,7 @@ def _write_back(args: argparse.Namespace, outputs, sources, environment: dict[st
     from trainlint.safe_write import WriteBackError, distinct_targets, render_like, snapshot_target, write_back
 
     try:
-        files = rewrite_files(result, found.spec, dict(chosen.changes), environment=environment)
+        files = rewrite_files(result, found.spec, dict(chosen.changes), environment=environment, adapters=adapters)
     except (ValueError, NotImplementedError) as exc:
         print(f"trainlint: error: cannot write the layout back: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -10,8 +10,7 @@ file will have to gain is marked as written in the file by ``trainlint suggest``
 from __future__ import annotations
 
 import copy
-import os
-from typing import Any
+from typing import Any, Sequence
 
 from trainlint.estimator.inputs import Inputs
 from trainlint.layout.space import Layout, raw_sequence_parallel
@@ -283,25 +282,34 @@ def _mirror_settings(out: TrainingSpec, base: Inputs, changes: dict[str, Any], n
 # ------------------------------------------------------------------------------- spelling
 
 
-def _megatron_flag(spec: TrainingSpec, dest: str) -> str:
-    from trainlint.rules.startup.megatron_args import MegatronArgs
+def spell_changes(spec: TrainingSpec, base: Inputs | None, changes: dict[str, Any], adapters: Sequence[Any] = ()) -> list[str]:
+    """Each change as the user writes it in this format (flags, JSON keys, YAML keys): the
+    adapter of the run's framework spells it (``Adapter.spell_changes``; among ``adapters``, else
+    the built-in and installed ones), else the fields are named."""
+    from trainlint.layout.writeback import adapter_for
 
-    return MegatronArgs(spec).flag(dest)
-
-
-def spell_changes(spec: TrainingSpec, base: Inputs, changes: dict[str, Any]) -> list[str]:
-    """Each change as the user writes it in this format (flags, JSON keys, YAML keys)."""
-    fw = spec.framework
-    if fw == "megatron":
-        return _spell_megatron(spec, base, changes)
-    if fw == "deepspeed":
-        return _spell_deepspeed(changes)
-    if fw == "neox":
-        return _spell_neox(changes)
+    adapter = adapter_for(spec.framework, adapters or _default_adapters())
+    spelled = adapter.spell_changes(spec, changes, base) if adapter is not None else None
+    if spelled is not None:
+        return spelled
     names = {"parallel.tensor": "TP", "parallel.pipeline": "PP", "parallel.virtual_pipeline": "VP", "parallel.context": "CP",
              "parallel.zero_stage": "ZeRO", "batch.micro_batch": "micro batch", "batch.grad_accum": "accumulation",
              "batch.global_batch": "global batch", "memory.recompute": "recompute"}
     return [f"{names[k]} {v}" for k, v in changes.items() if k in names]
+
+
+def _default_adapters() -> list:
+    """The built-in adapters and those of installed plugins (read once per process)."""
+    global _ADAPTERS
+    if _ADAPTERS is None:
+        from trainlint.plugins import create_host
+        from trainlint.registry import build_registry
+
+        _ADAPTERS = build_registry(create_host()).adapters
+    return _ADAPTERS
+
+
+_ADAPTERS: list | None = None
 
 
 def megatron_deepspeed(spec: TrainingSpec) -> bool:
@@ -310,116 +318,3 @@ def megatron_deepspeed(spec: TrainingSpec) -> bool:
     from trainlint.adapters.megatron.spec_build import deepspeed_runs
 
     return spec.framework == "megatron" and deepspeed_runs(spec)
-
-
-def zero_stage_spelling(spec: TrainingSpec, stage: int) -> str:
-    """A Megatron-DeepSpeed run's ZeRO stage, spelled where the run sets it: DeepSpeed reads the
-    stage from the ``--deepspeed_config`` JSON (a file, or the here-document the script writes);
-    Megatron-DeepSpeed's own ``--zero-stage`` (arguments.py, used for zero.Init and checks) is
-    kept equal to it where the script passes it (as the write-back does)."""
-    entry = spec.parallel.zero_stage
-    in_json = entry is not None and (entry.provenance.key or "").startswith("zero_optimization")
-    parts = []
-    if in_json or "zero_stage" not in spec.settings:
-        where = os.path.basename(entry.provenance.path) if entry is not None and in_json and entry.provenance.path \
-            else "the DeepSpeed config"
-        parts.append(f"\"zero_optimization\": {{\"stage\": {stage}}} in {where}")
-    if "zero_stage" in spec.settings:
-        parts.append(f"{_megatron_flag(spec, 'zero_stage')} {stage}")
-    return " and ".join(parts)
-
-
-def _spell_megatron(spec: TrainingSpec, base: Inputs, changes: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    flag = lambda dest: _megatron_flag(spec, dest)  # noqa: E731
-    if "parallel.zero_stage" in changes:
-        out.append(zero_stage_spelling(spec, changes["parallel.zero_stage"]))
-    for dotted, dest in (("parallel.tensor", "tensor_model_parallel_size"), ("parallel.pipeline", "pipeline_model_parallel_size")):
-        if dotted in changes:
-            out.append(f"{flag(dest)} {changes[dotted]}")
-    if "parallel.virtual_pipeline" in changes:
-        vpp = changes["parallel.virtual_pipeline"]
-        pp = changes.get("parallel.pipeline", base.pp)
-        k_dest = "num_layers_per_virtual_pipeline_stage"
-        if k_dest in spec.settings:
-            out.append(f"{flag(k_dest)} {base.layers // (pp * vpp)}" if vpp > 1 else f"drop {flag(k_dest)}")
-        else:
-            v_dest = "num_virtual_stages_per_pipeline_rank"
-            out.append(f"{flag(v_dest)} {vpp}" if vpp > 1 else f"drop {flag(v_dest)}")
-    if "parallel.context" in changes:
-        out.append(f"{flag('context_parallel_size')} {changes['parallel.context']}")
-    for dotted, dest in (("parallel.sequence_parallel", "sequence_parallel"),
-                         ("parallel.distributed_optimizer", "use_distributed_optimizer")):
-        if dotted in changes:
-            out.append(flag(dest) if changes[dotted] else f"drop {flag(dest)}")
-    if "batch.micro_batch" in changes:
-        out.append(f"{flag('micro_batch_size')} {changes['batch.micro_batch']}")
-    if "batch.global_batch" in changes:
-        out.append(f"{flag('global_batch_size')} {changes['batch.global_batch']}")
-    if "memory.recompute" in changes:
-        rec = changes["memory.recompute"]
-        legacy = spec.dialect not in (MEGATRON_LM, "")
-        if legacy:
-            out.append("--checkpoint-activations" if rec == "full" else "drop --checkpoint-activations")
-        elif rec == "none":
-            gone = [d for d in ("recompute_granularity", "recompute_activations") if d in spec.settings]
-            out.append(" ".join(f"drop {flag(d)}" for d in gone) or "no recompute")
-        else:
-            out.append(f"{flag('recompute_granularity')} {rec}")
-    for dotted, dest in (("memory.recompute_method", "recompute_method"), ("memory.recompute_num_layers", "recompute_num_layers")):
-        if dotted in changes:
-            value = changes[dotted]
-            if value is None:
-                if dest in spec.settings:
-                    out.append(f"drop {flag(dest)}")
-            else:
-                out.append(f"{flag(dest)} {value}")
-    return out
-
-
-def _json(value: Any) -> str:
-    import json
-
-    return json.dumps(value)
-
-
-def _spell_deepspeed(changes: dict[str, Any]) -> list[str]:
-    out = []
-    if "parallel.tensor" in changes:
-        out.append(f"\"tensor_parallel\": {{\"autotp_size\": {changes['parallel.tensor']}}}")
-    if "parallel.pipeline" in changes:
-        out.append(f"\"pipeline\": {{\"stages\": {changes['parallel.pipeline']}}}")
-    if "parallel.zero_stage" in changes:
-        out.append(f"\"zero_optimization\": {{\"stage\": {changes['parallel.zero_stage']}}}")
-    for dotted, key in _DS_BATCH.items():
-        if dotted in changes:
-            out.append(f"\"{key}\": {_json(changes[dotted])}")
-    return out
-
-
-def _yaml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _spell_neox(changes: dict[str, Any]) -> list[str]:
-    out = []
-    if "parallel.tensor" in changes:
-        out.append(f"model_parallel_size: {changes['parallel.tensor']}")
-    if "parallel.pipeline" in changes or "parallel.pipeline_engine" in changes:
-        pp = changes.get("parallel.pipeline", 1)
-        value = pp if pp > 1 else (1 if changes.get("parallel.pipeline_engine") else 0)
-        out.append(f"pipe_parallel_size: {value}")
-    if "parallel.sequence_parallel" in changes:
-        out.append(f"sequence_parallel: {_yaml(changes['parallel.sequence_parallel'])}")
-    if "parallel.zero_stage" in changes:
-        out.append(f"zero_optimization: {{stage: {changes['parallel.zero_stage']}}}")
-    for dotted, key in _DS_BATCH.items():
-        if dotted in changes:
-            out.append(f"{key}: {changes[dotted]}")
-    if "memory.recompute" in changes:
-        out.append(f"checkpoint_activations: {_yaml(changes['memory.recompute'] == 'full')}")
-    if "memory.recompute_num_layers" in changes:
-        out.append(f"checkpoint_num_layers: {changes['memory.recompute_num_layers']}")
-    return out

@@ -47,6 +47,9 @@ class SearchOptions:
     max_structures: int = 20_000
     max_evaluated: int = 300_000
     """Bounds on the enumeration (real configs stay far below; absurd sizes must not hang)."""
+    adapters: tuple = ()
+    """The session's adapters (plugin adapters included): the run's adapter spells the changes.
+    Empty: the built-in and installed ones."""
 
 
 @dataclass
@@ -405,7 +408,7 @@ def _finalists(spec: TrainingSpec, estimator: Estimator, base: Inputs, space: Sp
         if rules is not None and changes and startup_findings(modified, rules, project) - before:
             stats.launch_refused += 1
             continue
-        suggestion = Suggestion(0, layout, changes, spell_changes(spec, base, changes), result, modified,
+        suggestion = Suggestion(0, layout, changes, spell_changes(spec, base, changes, options.adapters), result, modified,
                                 is_current=not changes)
         kept.append((_score(result.tokens_per_s, result.inputs.world, options), _distance(cur, layout), suggestion))
     out = []

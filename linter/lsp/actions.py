@@ -169,7 +169,7 @@ def as_check_reports(checked: list, session) -> list:
     from trainlint.unused_suppressions import report_unused
 
     checked = report_unused(checked, session.settings.selection, session.project)
-    configured = (session.project.raw or {}).get("baseline")
+    configured = session.project.baseline
     if configured:
         try:
             checked, _ = baselines.apply(checked, baselines.load(str(Path(session.project.root or ".") / configured)))
@@ -183,7 +183,7 @@ def _baseline_action(diag: Diagnostic, linted, shown: lsp.Diagnostic, uri_for) -
 
     session = linted.session
     project = getattr(session, "project", None)
-    configured = (project.raw or {}).get("baseline") if project is not None else None
+    configured = project.baseline if project is not None else None
     if project is None or not configured or diag.code in UNSUPPRESSIBLE:
         return None
     baseline_path = str(Path(project.root or ".") / configured)

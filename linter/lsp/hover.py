@@ -287,8 +287,8 @@ def _where(value: Value | None, target: Target) -> str | None:
         return None
     prov = value.provenance
     key_span = target.document.key_spans.get(target.pointer) if target.document is not None else None
-    if prov.note.startswith("value of") and key_span is not None and prov.span is not None \
-            and key_span.line == prov.span.line and "branch" not in prov.note:
+    if prov.apart and key_span is not None and prov.span is not None \
+            and key_span.line == prov.span.line and not prov.uncertain:
         return None
     if prov.note:
         return prov.note[0].upper() + prov.note[1:] + "."

@@ -1,4 +1,7 @@
-"""The rules trainlint ships. Rule modules are imported here, lazily, when rules are needed."""
+"""The rules trainlint ships. Rule modules are imported here, lazily, when rules are needed.
+
+The Megatron-LM start-up rules are bundles of their own, one per family
+(:mod:`trainlint.rules.startup.megatron`), each registered through its own hook implementation."""
 
 from __future__ import annotations
 
@@ -7,7 +10,6 @@ import importlib
 RULE_MODULES = (
     "trainlint.rules.startup.cross_framework",
     "trainlint.rules.startup.deepspeed_rules",
-    "trainlint.rules.startup.megatron_rules",
     "trainlint.rules.startup.neox_rules",
     "trainlint.rules.estimation.memory_rules",
     "trainlint.rules.estimation.throughput_rules",

@@ -4,8 +4,7 @@ that an --isolated golden run cannot give yet."""
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-
+from trainlint.config import EstimationSettings, ProjectConfig
 from trainlint.provenance import Origin, Provenance, Value, default, from_file
 from trainlint.rules import RuleContext
 from trainlint.rules.startup.cross_framework import PrecisionUnsupportedGPU
@@ -61,7 +60,7 @@ def test_tl112_fp8_on_a100_from_project_config() -> None:
     spec = TrainingSpec("megatron", "x")
     spec.precision.dtype = _v("bf16")
     spec.precision.fp8 = _v("hybrid", 2)
-    ctx = RuleContext(project=SimpleNamespace(raw={"gpu": "a100-80gb"}))
+    ctx = RuleContext(project=ProjectConfig(estimation=EstimationSettings(gpu="a100-80gb")))
     findings = list(PrecisionUnsupportedGPU().check(spec, ctx))
     assert [f.message.split(" ")[0] for f in findings] == ["FP8"]
 

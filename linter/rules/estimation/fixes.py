@@ -12,7 +12,7 @@ from typing import Any, Callable, Iterator
 
 from trainlint.adapters.engine import set_engine
 from trainlint.estimator.core import InvariantError
-from trainlint.layout.candidate import megatron_deepspeed, zero_stage_spelling
+from trainlint.layout.candidate import megatron_deepspeed
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
 
@@ -69,12 +69,16 @@ def _with_data_parallel(spec: TrainingSpec, dp: int, **fields: Any) -> TrainingS
     return _with(spec, **changes)
 
 
-def _micro_spelling(framework: str, value: int) -> str:
-    if framework == "megatron":
-        return f"--micro-batch-size {value}"
-    if framework == "neox":
-        return f"train_micro_batch_size_per_gpu: {value}"
-    return f"\"train_micro_batch_size_per_gpu\": {value}"
+def _spelled(spec: TrainingSpec, changes: dict[str, Any]) -> str:
+    """The changes as the run's adapter writes them (``Adapter.spell_changes``: the same spelling
+    ``trainlint suggest`` shows and ``--write-to`` writes)."""
+    from trainlint.layout.candidate import spell_changes
+
+    return " ".join(spell_changes(spec, None, changes))  # no change here is spelled in derived units
+
+
+def _micro_spelling(spec: TrainingSpec, value: int) -> str:
+    return _spelled(spec, {"batch.micro_batch": value})
 
 
 def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
@@ -97,14 +101,14 @@ def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
         accum = spec.value("batch.grad_accum")
         if isinstance(accum, int):
             changes["batch__grad_accum"] = accum * micro // smaller
-        yield Candidate(_micro_spelling(fw, smaller), "batch.micro_batch", _with(spec, **changes))
+        yield Candidate(_micro_spelling(spec, smaller), "batch.micro_batch", _with(spec, **changes))
     tp, heads, world = spec.value("parallel.tensor", 1), spec.value("model.num_attention_heads"), spec.value("cluster.world_size")
     per_node = spec.value("cluster.gpus_per_node", 8)
     if fw in ("megatron", "neox") and all(isinstance(x, int) for x in (tp, heads, world, per_node)):
         wider = tp * 2
         layout = wider * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
         if heads % wider == 0 and wider <= per_node and world % layout == 0:
-            spelling = f"--tensor-model-parallel-size {wider}" if fw == "megatron" else f"model_parallel_size: {wider}"
+            spelling = _spelled(spec, {"parallel.tensor": wider})
             changes = {"parallel__tensor": wider}
             if fw == "megatron" and wider > 1:
                 changes["parallel__sequence_parallel"] = True
@@ -127,11 +131,7 @@ def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
 
 
 def _zero_spelling(spec: TrainingSpec, stage: int) -> str:
-    if spec.framework == "deepspeed":
-        return "\"zero_optimization\": {\"stage\": %d}" % stage
-    if spec.framework == "neox":
-        return "zero_optimization: {stage: %d}" % stage
-    return zero_stage_spelling(spec, stage)  # Megatron-DeepSpeed: the JSON's stage and/or --zero-stage
+    return _spelled(spec, {"parallel.zero_stage": stage})  # Megatron-DeepSpeed: the JSON's stage and/or --zero-stage
 
 
 def fits(result: Any, headroom: float) -> bool:
@@ -202,14 +202,14 @@ def throughput_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
                               memory__recompute_num_layers=None))
     micro, accum = spec.value("batch.micro_batch"), spec.value("batch.grad_accum")
     if _ints(micro, accum) and accum % 2 == 0:
-        yield Candidate(_micro_spelling(fw, micro * 2), "batch.micro_batch",
+        yield Candidate(_micro_spelling(spec, micro * 2), "batch.micro_batch",
                         _with(spec, batch__micro_batch=micro * 2, batch__grad_accum=accum // 2))
     pipeline = spec.value("parallel.pipeline", 1)
     if _ints(micro) and micro > 1 and _ints(pipeline) and pipeline > 1:
         changes: dict[str, Any] = {"batch__micro_batch": micro // 2}
         if _ints(accum):
             changes["batch__grad_accum"] = accum * 2
-        yield Candidate(_micro_spelling(fw, micro // 2) + " (more micro-batches in the pipeline)", "batch.micro_batch",
+        yield Candidate(_micro_spelling(spec, micro // 2) + " (more micro-batches in the pipeline)", "batch.micro_batch",
                         _with(spec, **changes))
     layers = spec.value("model.num_layers")
     if fw == "megatron" and _ints(pipeline, layers) and pipeline > 2 and spec.value("parallel.virtual_pipeline", 1) in (1, None) \
@@ -221,7 +221,7 @@ def throughput_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
         narrower = tp // 2
         layout = narrower * (pipeline if _ints(pipeline) else 1) * spec.value("parallel.context", 1)
         if world % layout == 0:
-            spelling = f"--tensor-model-parallel-size {narrower}" if fw == "megatron" else f"model_parallel_size: {narrower}"
+            spelling = _spelled(spec, {"parallel.tensor": narrower})
             modified = _with_data_parallel(spec, world // layout, parallel__tensor=narrower)
             if modified is not None:
                 yield Candidate(spelling, "parallel.tensor", modified)
@@ -259,7 +259,7 @@ def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
     if fw in ("megatron", "neox") and _ints(tp, heads, world, per_node) and heads % (tp * 2) == 0 and tp * 2 <= per_node:
         layout = tp * 2 * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
         if world % layout == 0:
-            spelling = f"--tensor-model-parallel-size {tp * 2}" if fw == "megatron" else f"model_parallel_size: {tp * 2}"
+            spelling = _spelled(spec, {"parallel.tensor": tp * 2})
             modified = _with_data_parallel(spec, world // layout, parallel__tensor=tp * 2)
             if modified is not None:
                 yield Candidate(spelling + " (fewer data-parallel replicas)", "parallel.tensor", modified)
@@ -269,7 +269,7 @@ def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
             yield Candidate(_zero_spelling(spec, lower), "parallel.zero_stage", _with(spec, parallel__zero_stage=lower))
     micro = spec.value("batch.micro_batch")
     if _ints(micro, accum) and accum % 2 == 0:
-        yield Candidate(_micro_spelling(fw, micro * 2) + " (fewer, larger micro-batches)", "batch.micro_batch",
+        yield Candidate(_micro_spelling(spec, micro * 2) + " (fewer, larger micro-batches)", "batch.micro_batch",
                         _with(spec, batch__micro_batch=micro * 2, batch__grad_accum=accum // 2))
 
 

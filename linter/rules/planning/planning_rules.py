@@ -213,7 +213,7 @@ def _limit(ctx: RuleContext, option: str, key: str) -> float | None:
     """The rule option, else the project config's key (``max-days``, ``max-cost``)."""
     value = ctx.options.get(option)
     if value is None and ctx.project is not None:
-        value = ctx.project.raw.get(key)
+        value = ctx.project.planning.by_key(key)
     return _num(value)
 
 

@@ -5,5 +5,5 @@ message carries the numbers that led to it.
 
 * :mod:`.cross_framework` the same failure in several frameworks (batch triple, world size
   divisibility, ZeRO >= 2 with pipeline parallelism, precision conflicts, heads and layers)
-* :mod:`.deepspeed_rules`, :mod:`.megatron_rules`, :mod:`.neox_rules`: one framework's own checks
+* :mod:`.deepspeed_rules`, :mod:`.megatron` (a package of rule families), :mod:`.neox_rules`: one framework's own checks
 """

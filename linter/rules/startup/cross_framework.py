@@ -884,9 +884,10 @@ def _declared_gpu(spec: TrainingSpec, ctx: RuleContext) -> tuple[str, Value | st
     gpu = spec.cluster.gpu
     if gpu is not None and isinstance(gpu.value, str) and gpu.provenance.origin is not Origin.ASSUMED:
         return gpu.value, gpu
-    raw = getattr(ctx.project, "raw", None) or {}
-    if isinstance(raw.get("gpu"), str):
-        return raw["gpu"], "project config"
+    estimation = getattr(ctx.project, "estimation", None)
+    declared = estimation.gpu if estimation is not None else None
+    if isinstance(declared, str):
+        return declared, "project config"
     return None
 
 

@@ -29,7 +29,7 @@ NX_COMMIT = "ea7aefd"
 def uncertain(value: Value | None) -> bool:
     """A value the adapter took from one branch of a shell ``if``/``case`` it could not decide:
     the rules treat it as unknown rather than act on a guess."""
-    return value is not None and "could not decide" in value.provenance.note
+    return value is not None and value.provenance.uncertain
 
 
 def as_int(value: Value | None) -> int | None:

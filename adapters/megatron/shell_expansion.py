@@ -1,0 +1,463 @@
+"""Expanding the words of a launch script the way bash would, statically: quotes, ``$VAR`` and
+``${VAR:-x}`` (and the other ``${...}`` operators), arrays, ``$((...))``, word splitting; every
+piece keeps the place it was written, and what cannot be known stays unknown with the reason.
+
+A mixin of :class:`trainlint.adapters.megatron.shell.ShellEvaluator`; nothing is run.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import posixpath
+
+from trainlint.adapters.megatron.shell_text import EvaluatorParts, FileText, Unresolvable
+from trainlint.adapters.megatron.words import Field, Loc, Piece, Seg, VarValue, join_segs, split_pieces
+
+_SPECIAL_UNKNOWN = {
+    "@": "$@ (the script's arguments)",
+    "*": "$* (the script's arguments)",
+    "#": "$# (the number of arguments)",
+    "?": "$? (an exit status)",
+    "$": "$$ (the shell's process id)",
+    "!": "$! (a process id)",
+    "-": "$- (shell options)",
+    "0": "$0 (the script's path)",
+    "_": "$_ (the last argument)",
+}
+
+
+class WordExpansion(EvaluatorParts):
+    """The word-expansion half of the evaluator."""
+
+
+    def _word_fields(self, node, ft: FileText) -> list[Field]:
+        self._step(node, ft)
+        pieces = self._pieces(node, ft, quoted=False)
+        return split_pieces(pieces, self._loc(node, ft), bool(self._uncertain))
+
+    def _pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
+        self._enter(node, ft)
+        try:
+            return self._pieces_of(node, ft, quoted)
+        finally:
+            self._depth -= 1
+
+    def _pieces_of(self, node, ft: FileText, quoted: bool) -> list[Piece]:
+        kind = node.type
+        if kind == "command_name":
+            out_name: list[Piece] = []
+            for child in node.children:
+                out_name.extend(self._pieces(child, ft, quoted))
+            return out_name
+        if kind in ("word", "number"):
+            return [Piece([self._literal(node, ft, unquoted=not quoted)], split=False)]
+        if kind == "raw_string":
+            loc = self._loc(node, ft)
+            inner = Loc(ft.path, loc.start + 1, max(loc.start + 1, loc.end - 1))
+            return [Piece([Seg(ft.text[inner.start:inner.end], inner, True)], split=False)]
+        if kind == "ansi_c_string":
+            loc = self._loc(node, ft)
+            raw = ft.text[loc.start + 2:loc.end - 1]
+            try:
+                value = raw.encode("latin-1", "backslashreplace").decode("unicode_escape")
+            except UnicodeDecodeError:
+                value = raw
+            return [Piece([Seg(value, loc, value == raw)], split=False)]
+        if kind in ("string", "translated_string"):
+            loc = self._loc(node, ft)
+            if ft.placeholders.get(loc.start) == loc.end:
+                text = ft.text[loc.start:loc.end]
+                return [Piece([Seg("", loc, False, f"`{text}` (a placeholder to fill in)")], split=False)]
+            out: list[Piece] = []
+            prev_end = None
+            for child in node.children:
+                if prev_end is not None and child.start_byte > prev_end:
+                    # Text tree-sitter leaves between two expansions (spaces, `\` + newline).
+                    gap = Loc(ft.path, ft.char(prev_end), ft.char(child.start_byte))
+                    out.append(Piece([self._dq_text(ft, gap)], split=False))
+                prev_end = child.end_byte
+                if child.type == "string_content":
+                    out.append(Piece(self._dq_pieces(child, ft), split=False))
+                elif child.type in ('"', '$"', "$"):
+                    continue
+                elif child.is_named:
+                    # tree-sitter-bash may start an expansion node with the text before its `$`
+                    # (`" \<newline>    ${B}"`): keep that text.
+                    raw = child.text
+                    lead = raw.find(b"$") if child.type in ("expansion", "simple_expansion") else 0
+                    if lead > 0:
+                        start = ft.char(child.start_byte)
+                        gap = Loc(ft.path, start, ft.char(child.start_byte + lead))
+                        out.append(Piece([self._dq_text(ft, gap)], split=False))
+                    out.extend(self._expansion_pieces(child, ft, quoted=True))
+            if not out:
+                out.append(Piece([], split=False))
+            return out
+        if kind == "concatenation":
+            out = []
+            for child in node.children:
+                out.extend(self._pieces(child, ft, quoted))
+            return out
+        if kind in ("simple_expansion", "expansion", "command_substitution", "arithmetic_expansion",
+                    "process_substitution"):
+            return self._expansion_pieces(node, ft, quoted)
+        if kind == "brace_expression":
+            written = node.text.decode("utf-8", "replace")
+            return [Piece([Seg("", self._loc(node, ft), False, f"`{written}` (a brace expansion)")], split=False)]
+        # Anything else: its text as written.
+        loc = self._loc(node, ft)
+        return [Piece([Seg(ft.text[loc.start:loc.end], loc, True)], split=False)]
+
+    def _literal(self, node, ft: FileText, unquoted: bool) -> Seg:
+        loc = self._loc(node, ft)
+        raw = ft.text[loc.start:loc.end]
+        if "\\" not in raw:
+            return Seg(raw, loc, True)
+        out = []
+        i = 0
+        while i < len(raw):
+            ch = raw[i]
+            if ch == "\\" and i + 1 < len(raw):
+                nxt = raw[i + 1]
+                if nxt == "\n":
+                    i += 2
+                    continue
+                out.append(nxt)
+                i += 2
+                continue
+            out.append(ch)
+            i += 1
+        return Seg("".join(out), loc, False)
+
+    def _dq_pieces(self, node, ft: FileText) -> list[Seg]:
+        loc = self._loc(node, ft)
+        inside = [(a, b) for a, b in ft.quoted_placeholders.items() if loc.start <= a and b <= loc.end]
+        if not inside:
+            return [self._dq_content(node, ft)]
+        out: list[Seg] = []
+        pos = loc.start
+        for a, b in sorted(inside):
+            if a > pos:
+                out.append(self._dq_text(ft, Loc(ft.path, pos, a)))
+            out.append(Seg("", Loc(ft.path, a, b), False, f"`{ft.text[a:b]}` (a placeholder to fill in)"))
+            pos = b
+        if pos < loc.end:
+            out.append(self._dq_text(ft, Loc(ft.path, pos, loc.end)))
+        return out
+
+    def _dq_content(self, node, ft: FileText) -> Seg:
+        return self._dq_text(ft, self._loc(node, ft))
+
+    def _dq_text(self, ft: FileText, loc: Loc) -> Seg:
+        raw = ft.text[loc.start:loc.end]
+        if "\\" not in raw:
+            return Seg(raw, loc, True)
+        out = []
+        i = 0
+        while i < len(raw):
+            ch = raw[i]
+            if ch == "\\" and i + 1 < len(raw) and raw[i + 1] in '"\\$`\n':
+                if raw[i + 1] != "\n":
+                    out.append(raw[i + 1])
+                i += 2
+                continue
+            out.append(ch)
+            i += 1
+        return Seg("".join(out), loc, False)
+
+    def _expansion_pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
+        loc = self._loc(node, ft)
+        kind = node.type
+        split = not quoted
+        if kind == "command_substitution":
+            path = self._path_substitution(node, ft)
+            if path is not None:
+                return [Piece([Seg(path, loc, False)], split=split)]
+            text = ft.text[loc.start:loc.end].replace("\n", " ")
+            short = text if len(text) <= 40 else text[:37] + "..."
+            return [Piece([Seg("", loc, False, f"`{short}` (a command substitution)")], split=False)]
+        if kind == "process_substitution":
+            return [Piece([Seg("", loc, False, "a process substitution")], split=False)]
+        if kind == "arithmetic_expansion":
+            inner = list(node.named_children)
+            try:
+                if len(inner) != 1:
+                    raise Unresolvable("arithmetic")
+                value = self._arith(inner[0], ft)
+            except Unresolvable as exc:
+                text = ft.text[loc.start:loc.end]
+                return [Piece([Seg("", loc, False, f"`{text}` ({exc})")], split=False)]
+            except ZeroDivisionError:
+                return [Piece([Seg("", loc, False, "a division by zero")], split=False)]
+            return [Piece([Seg(str(value), loc, False)], split=split)]
+        if kind == "simple_expansion":
+            name_node = node.named_children[0] if node.named_children else None
+            if name_node is None:
+                return [Piece([Seg("$", loc, True)], split=False)]
+            name = name_node.text.decode("utf-8", "replace")
+            return self._var_pieces(name, None, loc, quoted)
+        # ${...}
+        return self._braced(node, ft, loc, quoted)
+
+    def _path_substitution(self, node, ft: FileText) -> str | None:
+        """The output of a command substitution that only computes a path, without running anything:
+        ``$(dirname P)``, ``$(realpath P)``, ``$(readlink -f P)``, ``$(basename P)``, and ``$(cd D && pwd)``
+        / ``$(cd D; pwd)`` with D absolute (the idiom ``$(cd "$(dirname "$0")" && pwd)``). dirname(1)
+        and basename(1) are string operations (POSIX); realpath(1) / readlink -f and ``cd D && pwd`` name
+        the directory itself, taken here without resolving symbolic links. None for anything else."""
+        commands = [c for c in node.named_children if c.type != "comment"]
+        if len(commands) == 1 and commands[0].type == "list":
+            commands = [c for c in commands[0].named_children if c.type != "comment"]
+        words: list[list[str]] = []
+        for c in commands:
+            got = self._command_words(c, ft)
+            if got is None:
+                return None
+            words.append(got)
+        if len(words) == 2 and words[1] == ["pwd"] and len(words[0]) == 2 and words[0][0] == "cd":
+            target = words[0][1]
+            return posixpath.normpath(target) if target.startswith("/") else None
+        if len(words) != 1 or not words[0]:
+            return None
+        name, args = words[0][0], words[0][1:]
+        if name == "readlink" and args[:1] in (["-f"], ["-e"], ["-m"]):
+            name, args = "realpath", args[1:]
+        if len(args) != 1 or not args[0]:
+            return None
+        arg = args[0]
+        if name == "dirname":
+            stripped = arg.rstrip("/")
+            if not stripped:
+                return "/"
+            head = stripped.rsplit("/", 1)[0] if "/" in stripped else "."
+            return head.rstrip("/") or "/"
+        if name == "basename":
+            return arg.rstrip("/").rsplit("/", 1)[-1] or "/"
+        if name == "realpath" and arg.startswith("/"):
+            return posixpath.normpath(arg)
+        return None
+
+    def _command_words(self, node, ft: FileText) -> list[str] | None:
+        """The fully known words of a simple command with no redirection or assignment, else None."""
+        if node.type != "command":
+            return None
+        out: list[str] = []
+        for child in node.named_children:
+            if child.type not in ("command_name", "word", "string", "raw_string", "concatenation",
+                                  "simple_expansion", "expansion", "command_substitution", "number"):
+                return None
+            for f in self._word_fields(child, ft):
+                if f.text is None:
+                    return None
+                out.append(f.text)
+        return out
+
+    def _var_pieces(self, name: str, index: str | None, loc: Loc, quoted: bool) -> list[Piece]:
+        value = self._lookup(name, loc)
+        split = not quoted
+        if isinstance(value, Seg):
+            return [Piece([value], split=split)]
+        if index in ("@", "*") and value.is_array:
+            elements = value.as_fields()
+            if index == "*" and quoted:
+                segs: list[Seg] = []
+                for i, el in enumerate(elements):
+                    if i:
+                        segs.append(Seg(" ", None, False))
+                    segs.extend(el.segs)
+                return [Piece(segs, split=False)]
+            return [Piece(list(el.segs), split=split, field_break_before=i > 0) for i, el in enumerate(elements)] or [
+                Piece([], split=True)]
+        if index is not None and index not in ("@", "*"):
+            try:
+                i = int(index)
+            except ValueError:
+                return [Piece([Seg("", loc, False, f"${{{name}[{index}]}}")], split=False)]
+            elements = value.as_fields()
+            if 0 <= i < len(elements):
+                return [Piece(list(elements[i].segs), split=split)]
+            return [Piece([], split=split)]
+        return [Piece(list(value.as_scalar()), split=split)]
+
+    def _lookup(self, name: str, loc: Loc) -> VarValue | Seg:
+        if self.arguments is not None and ((name.isdigit() and name != "0") or name == "#"):
+            if name == "#":
+                return VarValue(scalar=(Seg(str(len(self.arguments)), None, False),))
+            i = int(name)
+            if i > len(self.arguments) or self.arguments[i - 1] == "":
+                return VarValue(scalar=())
+            return VarValue(scalar=(Seg(self.arguments[i - 1], None, False, None, env=f"${name}"),))
+        if name in ("0", "BASH_SOURCE") and loc is not None and loc.path and name not in self.env.values:
+            # $0 is the path the script was started by, ${BASH_SOURCE[0]} the file being read (bash(1),
+            # "Special Parameters" and "Shell Variables"): written relative to the caller's directory,
+            # both name this file, so a path built from them names the same file. Taken as absolute.
+            return VarValue(scalar=(Seg(os.path.abspath(self.root_path if name == "0" else loc.path), None, False),))
+        if name in _SPECIAL_UNKNOWN:
+            return Seg("", loc, False, _SPECIAL_UNKNOWN[name])
+        if name.isdigit():
+            return Seg("", loc, False, f"${name} (a positional parameter)" if len(name) == 1 else f"${{{name}}} (a positional parameter)")
+        if name in self.env.values:
+            return self.env.values[name]
+        if name in self.environment:
+            return VarValue(scalar=(Seg(self.environment[name], None, False, None, env=name),))
+        if name in self.slurm:
+            return VarValue(scalar=self.slurm[name].segs)
+        return Seg("", loc, False, f"${name} (not set in the script)")
+
+    def _is_set(self, name: str) -> bool | None:
+        if self.arguments is not None and name.isdigit() and name != "0":
+            return int(name) <= len(self.arguments)
+        if name in _SPECIAL_UNKNOWN or name.isdigit():
+            return None
+        if name in self.env.values:
+            v = self.env.values[name]
+            segs = v.as_scalar()
+            if any(s.unknown for s in segs):
+                return None
+            return True
+        return name in self.environment or name in self.slurm
+
+    def _braced(self, node, ft: FileText, loc: Loc, quoted: bool) -> list[Piece]:
+        children = [c for c in node.children if c.type not in ("${", "}")]
+        length = False
+        indirect = False
+        name: str | None = None
+        index: str | None = None
+        ops: list[tuple[str, list]] = []
+        for child in children:
+            if name is None:
+                if child.type == "#" or (not child.is_named and child.text == b"#"):
+                    length = True
+                    continue
+                if not child.is_named and child.text == b"!":
+                    indirect = True
+                    continue
+                if child.type in ("variable_name", "special_variable_name"):
+                    name = child.text.decode("utf-8", "replace")
+                    continue
+                if child.type == "subscript":
+                    base = child.child_by_field_name("name")
+                    idx = child.child_by_field_name("index")
+                    name = base.text.decode("utf-8", "replace") if base is not None else "?"
+                    index = self._string_of(idx, ft) if idx is not None else None
+                    if index is None:
+                        index = "?"
+                    continue
+                if child.type == "word" and child.text.isdigit():
+                    name = child.text.decode()
+                    continue
+            if not child.is_named:
+                ops.append((child.text.decode("utf-8", "replace"), []))
+            elif ops:
+                ops[-1][1].append(child)
+            else:
+                ops.append(("?", [child]))
+        if name is None or indirect:
+            text = ft.text[loc.start:loc.end]
+            return [Piece([Seg("", loc, False, f"`{text}`")], split=False)]
+        if length:
+            value = self._lookup(name, loc)
+            if isinstance(value, Seg):
+                return [Piece([value], split=False)]
+            if index in ("@", "*"):
+                return [Piece([Seg(str(len(value.as_fields())), loc, False)], split=False)]
+            segs = value.as_scalar()
+            if any(s.unknown for s in segs):
+                return [Piece([Seg("", loc, False, f"${{#{name}}}")], split=False)]
+            return [Piece([Seg(str(len("".join(s.text for s in segs))), loc, False)], split=False)]
+        base = self._var_pieces(name, index, loc, quoted)
+        if not ops:
+            return base
+        op, operand = ops[0]
+        if len(ops) > 1 and op in ("/", "//", "/#", "/%", ":"):
+            operand = [n for _, ns in ops for n in ns]
+        if op in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
+            is_set = self._is_set(name)
+            base_segs = [s for p in base for s in p.segs]
+            empty = not any(s.text for s in base_segs) and not any(s.unknown for s in base_segs)
+            if op.startswith(":"):
+                use_default = is_set is False or (is_set is True and empty)
+            else:
+                use_default = is_set is False
+            if (name.isdigit() or name in ("@", "*")) and self.arguments is None:
+                use_default = True  # positional parameters: the script's own default is the value it documents
+            default_pieces = self._operand_pieces(operand, ft, quoted)
+            if op in (":-", "-"):
+                return default_pieces if use_default else base
+            if op in (":=", "="):
+                if use_default:
+                    segs = tuple(join_segs([s for p in default_pieces for s in p.segs]))
+                    self._set(name, VarValue(scalar=segs), loc)
+                    return default_pieces
+                return base
+            if op in (":+", "+"):
+                if is_set is None:
+                    return [Piece([Seg("", loc, False, f"${{{name}{op}...}}")], split=False)]
+                return default_pieces if not use_default else []
+            return base
+        joined = "".join(s.text for p in base for s in p.segs) if all(
+            s.unknown is None for p in base for s in p.segs) else None
+        if joined is None:
+            return base if op in ("^^", ",,", "^", ",") else [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
+        result = self._string_op(op, operand, joined, ft)
+        if result is None:
+            return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
+        return [Piece([Seg(result, loc, False)], split=not quoted)]
+
+    def _operand_pieces(self, operand: list, ft: FileText, quoted: bool) -> list[Piece]:
+        out: list[Piece] = []
+        for n in operand:
+            out.extend(self._pieces(n, ft, quoted))
+        return out
+
+    def _string_op(self, op: str, operand: list, value: str, ft: FileText) -> str | None:
+        texts = [self._string_of(n, ft) for n in operand]
+        if any(t is None for t in texts):
+            return None
+        arg = "".join(t or "" for t in texts)
+        if op in ("^^",):
+            return value.upper()
+        if op in (",,",):
+            return value.lower()
+        if op == "^":
+            return value[:1].upper() + value[1:]
+        if op == ",":
+            return value[:1].lower() + value[1:]
+        if op in ("#", "##"):
+            rng = range(len(value) + 1) if op == "#" else range(len(value), -1, -1)
+            for i in rng:
+                if fnmatch.fnmatchcase(value[:i], arg):
+                    return value[i:]
+            return value
+        if op in ("%", "%%"):
+            rng = range(len(value), -1, -1) if op == "%" else range(len(value) + 1)
+            for i in rng:
+                if fnmatch.fnmatchcase(value[i:], arg):
+                    return value[:i]
+            return value
+        if op in ("/", "//"):
+            pattern, _, repl = arg.partition("/")
+            if not texts:
+                return None
+            # tree-sitter splits pattern and replacement into separate operand nodes
+            if len(texts) >= 2:
+                pattern, repl = texts[0] or "", "".join(t or "" for t in texts[1:])
+            if any(c in pattern for c in "*?["):
+                return None
+            if not pattern:
+                return value
+            return value.replace(pattern, repl) if op == "//" else value.replace(pattern, repl, 1)
+        if op == ":":
+            parts = list(texts)
+            try:
+                nums = [int(p) for p in parts if p is not None and p.strip() != ""]
+            except ValueError:
+                return None
+            if not nums:
+                return None
+            off = nums[0]
+            if len(nums) > 1:
+                return value[off:off + nums[1]] if nums[1] >= 0 else value[off:nums[1]]
+            return value[off:]
+        return None

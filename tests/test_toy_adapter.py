@@ -1,0 +1,112 @@
+"""Adding a format is one module: a toy ``key = value`` training format (tests/plugins/toy_format.py),
+registered as a local plugin through the ``trainlint_adapters`` hook, is read, estimated, suggested
+for and written back through the adapter protocol alone (issue 19)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from trainlint.cli import main
+
+PLUGIN = Path(__file__).resolve().parent / "plugins" / "toy_format.py"
+
+RUN = """\
+# a 1.3B GPT on one node
+model.num_layers = 24
+model.hidden_size = 2048
+model.num_attention_heads = 16
+model.seq_length = 2048
+model.vocab_size = 50304
+parallel.tensor = 8
+batch.micro_batch = 1
+batch.global_batch = 64
+precision.dtype = bf16
+cluster.gpus_per_node = 8
+cluster.nodes = 1
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    shutil.copy(PLUGIN, tmp_path / "toy_format.py")
+    (tmp_path / ".trainlint.toml").write_text('plugins = ["toy_format.py"]\n')
+    (tmp_path / "run.toytrain").write_text(RUN)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRAINLINT_ALLOW_PLUGINS", "1")  # the project is the user's own (trust: test_trust.py)
+    return tmp_path
+
+
+def _check(capsys, path: Path) -> dict:
+    code = main(["check", "--format", "json", "--gpu", "h100-80gb", str(path)])
+    out = json.loads(capsys.readouterr().out)
+    assert code in (0, 1)
+    (only,) = out["files"]
+    return only
+
+
+def test_toy_format_is_read_by_its_plugin_adapter(project, capsys):
+    (project / "bad.toytrain").write_text("model.num_layers = 2\nthis is not a setting\n")
+    found = _check(capsys, project / "bad.toytrain")
+    assert found["format"] == "toytrain"
+    assert [(d["code"], d["line"], d["column"]) for d in found["diagnostics"] if d["code"] == "TL003"] == [("TL003", 2, 1)]
+
+
+def test_toy_format_is_estimated(project, capsys):
+    from trainlint.checker import check_paths
+    from trainlint.config import discover
+    from trainlint.estimator import build_context, estimate
+    from trainlint.plugins import project_host
+    from trainlint.registry import build_registry
+
+    registry = build_registry(project_host(discover(project / "run.toytrain", None, False)))
+    (result,) = check_paths([str(project / "run.toytrain")], registry.adapters)
+    assert result.format == "toytrain"
+    (spec,) = result.specs
+    est = estimate(spec, build_context(spec, gpu="h100-80gb"))
+    assert est.ok and est.inputs.tp == 8 and est.inputs.world == 8 and est.inputs.micro == 1
+    assert 0 < est.worst_stage.total < est.capacity_bytes and est.tokens_per_s > 0
+
+
+def test_toy_format_is_suggested_for_and_written_back(project, capsys):
+    code = main(["suggest", "--format", "json", "--gpu", "h100-80gb", "run.toytrain"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    run = json.loads(out)
+    assert run["framework"] == "toytrain" and run["current"]["layout"]["tp"] == 8
+    first = run["suggestions"][0]
+    # spelled by the toy adapter, in its own format
+    assert first["changes"] and first["diff"] == [f"{k} = {v}" for k, v in first["changes"].items() if k != "parallel.data"]
+    code = main(["suggest", "--gpu", "h100-80gb", "run.toytrain", "--write-to", "run.toytrain"])
+    capsys.readouterr()
+    assert code == 0
+    text = (project / "run.toytrain").read_text()
+    micro = first["changes"]["batch.micro_batch"]
+    assert f"batch.micro_batch = {micro}\n" in text and text.startswith("# a 1.3B GPT on one node\n")
+    # everything else byte for byte, the new keys as new lines at the end
+    kept = [line for line in RUN.splitlines() if not line.startswith(tuple(first["changes"]))]
+    assert all(line in text.splitlines() for line in kept)
+    # read again: the file now is the suggested layout
+    again = _check(capsys, project / "run.toytrain")
+    assert again["format"] == "toytrain"
+
+
+def test_toy_writer_refuses_what_the_format_cannot_write(project):
+    from trainlint.checker import check_paths
+    from trainlint.config import discover
+    from trainlint.layout.writeback import WritebackError, rewrite
+    from trainlint.plugins import project_host
+    from trainlint.registry import build_registry
+
+    registry = build_registry(project_host(discover(project / "run.toytrain", None, False)))
+    (result,) = check_paths([str(project / "run.toytrain")], registry.adapters)
+    texts = rewrite(result, result.specs[0], {"parallel.tensor": 4}, adapters=registry.adapters)
+    assert texts[str(project / "run.toytrain")] == RUN.replace("parallel.tensor = 8", "parallel.tensor = 4")
+    with pytest.raises(WritebackError, match="removing a setting"):
+        rewrite(result, result.specs[0], {"parallel.context": None}, adapters=registry.adapters)
+    # without the session's adapters, a toytrain file is one trainlint cannot write
+    with pytest.raises(WritebackError, match="cannot write a layout back into a toytrain file"):
+        rewrite(result, result.specs[0], {"parallel.tensor": 4})
