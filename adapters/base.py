@@ -86,6 +86,12 @@ class Adapter(ABC):
         None: the format has no spelling of its own (the changes are named by field)."""
         return None
 
+    def expressible(self, spec: TrainingSpec) -> frozenset[str] | None:
+        """The layout dimensions this format can write for ``spec``'s run, out of ``tp``, ``pp``,
+        ``vpp``, ``cp``, ``micro``, ``recompute``, ``zero``, ``dist-opt``: what ``trainlint suggest``
+        searches. None: the micro batch only."""
+        return None
+
     def writer(self, texts: Texts, result: FileResult, spec: TrainingSpec, changes: dict[str, Any],
                index: int) -> Writer | None:
         """The writer that applies ``changes`` to run ``index`` of ``result`` (``spec``) as text edits

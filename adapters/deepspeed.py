@@ -577,6 +577,11 @@ class DeepSpeedAdapter(Adapter):
 
         return spell_changes(changes)
 
+    def expressible(self, spec: TrainingSpec) -> frozenset[str]:
+        # TP and PP only where the config already uses AutoTP / the pipeline engine
+        return frozenset({"micro", "zero"} | ({"tp"} if "tensor_parallel.autotp_size" in spec.settings else set())
+                         | ({"pp"} if "pipeline.stages" in spec.settings else set()))
+
     def writer(self, texts, result, spec, changes, index):
         from trainlint.adapters.deepspeed_writer import DeepSpeedWriter
 

@@ -61,7 +61,7 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
     from trainlint.adapters.megatron.flags import CURRENT, ParsedArgs
     from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder
     from trainlint.command_line import parse_launch
-    from trainlint.hf_trainer import FILLED_KEYS, fill_from_trainer
+    from trainlint.hf_trainer import FILLED_POINTERS, fill_from_trainer
     from trainlint.input_codes import FILE_START, input_diagnostic
     from trainlint.sources import UnreadableSource
 
@@ -109,7 +109,7 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
                              located.all_local_gpus, list(located.launchers))
         cluster = SpecBuilder(ParsedArgs(), build).build().cluster
         if "accelerate" in located.launchers:
-            from trainlint.commands.run import _accelerate_world
+            from trainlint.command_line import _accelerate_world
 
             _accelerate_world(cluster, launch.accelerate)
     start = next((i for i, w in enumerate(words) if w == inv.entry_path), None)
@@ -130,8 +130,7 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
         if source.path not in spec.sources:
             spec.sources.insert(0, source.path)
         result.specs.append(spec)
-    filled = tuple(f'`{key}` is "auto"' for key in FILLED_KEYS)
     # the JSON's own problems are reported when the JSON itself is checked; here only what the launch adds
     result.diagnostics += [d for d in loaded.diagnostics
-                           if not (d.code == "TL007" and d.message.startswith(filled)) and d.path]
+                           if not (d.code == "TL007" and d.subject in FILLED_POINTERS) and d.path]
     result.documents += loaded.documents

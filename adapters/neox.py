@@ -308,6 +308,9 @@ class NeoXAdapter(Adapter):
 
         return spell_changes(changes)
 
+    def expressible(self, spec: TrainingSpec) -> frozenset[str]:
+        return frozenset({"tp", "pp", "micro", "recompute", "zero"})
+
     def writer(self, texts, result, spec, changes, index):
         from trainlint.adapters.neox_writer import NeoXWriter
 

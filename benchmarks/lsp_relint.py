@@ -46,10 +46,12 @@ def baseline_parse(path: Path, text: str) -> None:
         pass
 
 
-def forget_memoised_results() -> None:
-    from trainlint.rules.estimation import fixes
-
-    fixes._LAYOUTS.clear()
+def forget_memoised_results(linter) -> None:
+    """Empty every session's memoised whole-layout searches (trainlint.rules.estimation.fixes.LayoutAdvice)."""
+    for entry in linter._sessions.values():
+        advice = getattr(entry.session.settings, "layout_advice", None)
+        if advice is not None:
+            advice.found.clear()
 
 
 def median_ms(action, repeat: int) -> float:
@@ -95,7 +97,7 @@ def main() -> int:
             ours = median_ms(lambda: linter.lint(name, text + "\n" * (next(version) % 2), 1), args.repeat)
 
             def relint_with_new_values() -> None:
-                forget_memoised_results()  # as if the edit had changed the run's sizes or layout
+                forget_memoised_results(linter)  # as if the edit had changed the run's sizes or layout
                 linter.lint(name, text + "\n" * (next(version) % 2), 1)
 
             changed = median_ms(relint_with_new_values, args.repeat)

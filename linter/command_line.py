@@ -25,8 +25,8 @@ characters in the words joined by single spaces (:func:`command_text`), which is
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from trainlint.positions import LineIndex, Span
 
@@ -294,3 +294,149 @@ def launcher_cluster(launch: LaunchCommand):
     context = BuildContext(COMMAND_LINE, "launcher", CURRENT, inv.entry_path, span_function(launch.argv),
                            dict(inv.world), inv.all_local_gpus, list(inv.launchers))
     return SpecBuilder(ParsedArgs(), context).build().cluster
+
+
+# ------------------------------------------------------------------------------ reading the configs
+
+
+def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str]) -> list:
+    """FileResults for what the command uses, before the rules run (what ``trainlint run`` lints):
+    the Megatron argument list, the DeepSpeed JSON with the launcher's world size, the NeoX YAMLs,
+    or the launch script, read with ``adapters`` and the launch-script ``environment``."""
+    from trainlint.adapters.base import LoadContext
+    from trainlint.checker import FileResult, check_file
+
+    if launch.kind == "megatron":
+        from trainlint.adapters.megatron.adapter import load_argv
+
+        loaded = load_argv(launch.argv, COMMAND_LINE, LoadContext(environment=environment))
+        diagnostics = [_fatal_if_missing(d if d.path else replace(d, path=COMMAND_LINE)) for d in loaded.diagnostics]
+        return [FileResult(COMMAND_LINE, loaded.format, diagnostics, loaded.specs, loaded.documents)]
+    if launch.kind == "deepspeed":
+        return [_deepspeed(launch)]
+    if launch.kind == "neox":
+        return [_neox(launch, adapters, environment)]
+    if launch.kind == "script":
+        assert launch.script is not None  # parse_launch sets kind "script" with the script's word
+        # the words after the script are its $1 $2 ... (an argument not given is empty, as in bash)
+        arguments = {str(i): word for i, word in enumerate(launch.script_args, 1)}
+        return [check_file(launch.script.path, adapters,
+                           LoadContext(environment={**environment, **arguments} if arguments else environment))]
+    return []
+
+
+def _fatal_if_missing(diagnostic):
+    """A file named on a command line about to run must exist now (a script may still write it
+    before its launch line, a command line cannot): TL013 there is an error."""
+    from trainlint.diagnostics import Severity
+
+    if diagnostic.code == "TL013" and diagnostic.path == COMMAND_LINE:
+        return replace(diagnostic, severity=Severity.ERROR)
+    return diagnostic
+
+
+def _missing(ref, what: str):
+    from trainlint.diagnostics import Severity
+    from trainlint.input_codes import input_diagnostic
+
+    shown = f"`{ref.written}`" + (f" (read as `{ref.path}`)" if ref.path != ref.written else "")
+    return input_diagnostic("TL013", f"{what} {shown} not found (relative to {os.getcwd()}); the command would "
+                            "fail to open it", ref.span, path=COMMAND_LINE, severity=Severity.ERROR)
+
+
+def _read(ref, what: str):
+    """(SourceText, None) or (None, diagnostic)."""
+    from trainlint.sources import UnreadableSource, read_source
+
+    if not os.path.exists(ref.path):
+        return None, _missing(ref, what)
+    try:
+        return read_source(ref.path), None
+    except UnreadableSource as exc:
+        return None, exc.diagnostic
+
+
+def _deepspeed(launch):
+    """The DeepSpeed JSON, with GPUs per node, nodes and world size from the launcher's words."""
+    from trainlint.adapters.deepspeed import FORMAT, load_deepspeed_config
+    from trainlint.checker import FileResult
+
+    ref = launch.deepspeed_config
+    source, problem = _read(ref, "DeepSpeed config")
+    if source is None:
+        return FileResult(COMMAND_LINE, None, [problem])
+    loaded = load_deepspeed_config(source)
+    cluster = launcher_cluster(launch)
+    if "accelerate" in launch.launchers and cluster is not None:
+        _accelerate_world(cluster, launch.accelerate)
+    start = _entry_index(launch)
+    for spec in loaded.specs:
+        if start is not None:
+            # the Hugging Face Trainer fills the JSON's "auto" values from its own arguments
+            from trainlint.hf_trainer import fill_from_trainer
+
+            fill_from_trainer(spec, launch.argv[start + 1:], lambda i: launch.span_of_word(start + 1 + i),
+                              COMMAND_LINE)
+        if cluster is not None:
+            for name in ("gpus_per_node", "nodes", "world_size"):
+                value = getattr(cluster, name)
+                if value is not None and getattr(spec.cluster, name) is None:
+                    setattr(spec.cluster, name, value)
+        spec.label = f"{launch.entry or 'command'} with {ref.written}"
+        if COMMAND_LINE not in spec.sources:
+            spec.sources.append(COMMAND_LINE)
+    diagnostics = list(loaded.diagnostics)
+    if start is not None:
+        # "auto" values the Trainer fills from the arguments read above are not unresolved here
+        from trainlint.hf_trainer import FILLED_POINTERS
+
+        diagnostics = [d for d in diagnostics if not (d.code == "TL007" and d.subject in FILLED_POINTERS)]
+    return FileResult(source.path, FORMAT, diagnostics, loaded.specs, loaded.documents)
+
+
+def _accelerate_world(cluster, config) -> None:
+    """Nodes and world size from the accelerate config YAML where the command line gives none
+    (its --num_processes / --num_machines win, as accelerate merges them)."""
+    from trainlint.provenance import default, derived
+
+    if config is not None and cluster.nodes is None and config.num_machines is not None:
+        cluster.nodes = config.num_machines
+    if config is not None and cluster.world_size is None and config.num_processes is not None:
+        cluster.world_size = config.num_processes
+    if cluster.world_size is not None and cluster.nodes is None:
+        cluster.nodes = default(1, "accelerate default (--num_machines 1)")
+    nodes, world = cluster.nodes, cluster.world_size
+    if cluster.gpus_per_node is None and nodes is not None and world is not None and nodes.value \
+            and world.value % nodes.value == 0:
+        cluster.gpus_per_node = derived(world.value // nodes.value, "processes / machines (accelerate)", world, nodes)
+
+
+def _entry_index(launch) -> int | None:
+    """Where the Python script is in the command line (its arguments follow it)."""
+    if not launch.entry:
+        return None
+    for i, word in enumerate(launch.argv):
+        if word == launch.entry or (word.endswith("/" + launch.entry.rsplit("/", 1)[-1]) and word.endswith(".py")):
+            return i
+    return None
+
+
+def _neox(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str]):
+    """deepy.py's YAML files, merged in order as one run (NeoX's own order: later files win)."""
+    from trainlint.adapters.base import LoadContext
+    from trainlint.checker import FileResult, check_source
+
+    refs = launch.neox_configs
+    if not refs:
+        return FileResult(COMMAND_LINE, None)
+    problems = []
+    sources = []
+    for ref in refs:
+        source, problem = _read(ref, "GPT-NeoX config")
+        if problem is not None:
+            problems.append(problem)
+        sources.append(source)
+    if problems:
+        return FileResult(COMMAND_LINE, None, problems)
+    context = LoadContext(extra_paths=[r.path for r in refs[1:]], environment=environment)
+    return check_source(sources[0], adapters, context, force_format="neox")

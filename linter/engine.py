@@ -5,7 +5,7 @@ and apply severities, selection and inline suppressions to everything reported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from trainlint.checker import FileResult
 from trainlint.config import ConfigError, ProjectConfig
@@ -30,6 +30,10 @@ class LintSettings:
     project: ProjectConfig | None = None
     estimate: Callable[[TrainingSpec], Any] | None = None
     """Makes the estimate a rule sees; None (or a None result) when no estimate can be made."""
+    gpus: Mapping[str, Any] | None = None
+    """The GPU table rules resolve a target GPU in (the session's); None: the catalog."""
+    layout_advice: Callable[[TrainingSpec, float], Any] | None = None
+    """The session's whole-layout search for fix hints (see :class:`RuleContext`)."""
 
 
 def settings_from(project: ProjectConfig, *, select: list[str] | None = None, extend_select: Sequence[str] = (),
@@ -143,7 +147,8 @@ def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
             except Exception as exc:  # noqa: BLE001 - an estimator bug is reported, the launch rules still run
                 out.append(input_diagnostic("TL999", f"the estimate failed: {type(exc).__name__}: {exc}",
                                             spec.anchor or FILE_START, path=spec.path))
-        ctx = RuleContext(options=options, estimate=result, estimator=settings.estimate, project=settings.project)
+        ctx = RuleContext(options=options, estimate=result, estimator=settings.estimate, project=settings.project,
+                          gpus=settings.gpus, layout_advice=settings.layout_advice)
         try:
             for finding in rule().check(spec, ctx):
                 out.append(_place(rule, finding, spec))

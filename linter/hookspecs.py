@@ -1,10 +1,16 @@
 """The hooks a trainlint plugin can implement.
 
-Built-in rules, adapters, GPUs and model presets are registered through these same hooks,
-by the plugins in :mod:`trainlint.builtin`. A team's plugin is a module (or a package with an
+Built-in rules and adapters are registered through these same hooks, by the plugin in
+:mod:`trainlint.builtin` (the shipped GPUs and model presets are the catalog files
+``trainlint/data/gpus.json`` and ``models.json``, which plugin entries extend). A team's plugin is a module (or a package with an
 entry point in the ``trainlint`` group, or a file named in ``[tool.trainlint] plugins``) that
 implements any of them with ``@trainlint.hookimpl``. Hooks are called with keyword arguments
 only; an implementation may accept fewer arguments than the spec names.
+
+Every hook is called once per project session (:func:`trainlint.session.open_session`), so
+``check``, ``run``, ``estimate``, ``suggest``, ``plan`` and the language server all see the same
+contributions. A hook that raises, or returns an entry that cannot be built, is reported as
+one TL998 naming the plugin; the other plugins' contributions still count.
 """
 
 from __future__ import annotations
@@ -46,30 +52,23 @@ def trainlint_adapters() -> list[Adapter]:
 
 @hookspec
 def trainlint_gpus() -> list[dict[str, Any]]:
-    """Return GPU catalog entries (same fields as trainlint's own ``gpus.json`` entries).
+    """Return GPU catalog entries (same fields as trainlint's own ``gpus.json`` entries), usable
+    with ``--gpu ID``, ``gpu = "ID"`` in the project config, ``estimate --compare-gpus`` and
+    ``plan``, and by the rules that read the target GPU (TL112, TL201).
 
-    An entry whose ``id`` equals a built-in one replaces it.
+    An entry whose ``id`` equals a shipped one replaces it; the project config's
+    ``[tool.trainlint.gpus.<id>]`` tables replace both.
 
-    :return: a list of dicts with at least ``id``, ``memory_gib`` and ``bf16_tflops``.
+    :return: a list of dicts with at least ``id``, ``memory_gb`` and ``bf16_tflops`` (or
+        ``fp16_tflops``); ``name`` defaults to the id.
     """
 
 
 @hookspec
 def trainlint_model_presets() -> list[dict[str, Any]]:
-    """Return model presets usable with ``--model NAME`` (same fields as ``models.json``).
+    """Return model presets usable with ``--model ID`` and ``model = "ID"`` (same fields as
+    ``models.json``). An entry whose ``id`` equals a shipped one replaces it.
 
-    :return: a list of dicts with at least ``id``, ``num_layers``, ``hidden_size`` and
-        ``num_attention_heads``.
-    """
-
-
-# -- being told about the run ----------------------------------------------------------------
-
-@hookspec(historic=True)
-def trainlint_configure(config: Any) -> None:
-    """Called once the project config is read, before any file is checked.
-
-    Historic: a plugin registered later (a local plugin file) is still called.
-
-    :param config: the :class:`trainlint.config.ProjectConfig` in force.
+    :return: a list of dicts with at least ``id``, ``num_layers``, ``hidden_size``,
+        ``num_attention_heads``, ``ffn_hidden_size`` and ``vocab_size``.
     """

@@ -1,4 +1,4 @@
-"""Collecting rules and adapters from plugins, and resolving rule selectors.
+"""Collecting rules, adapters, GPUs and model presets from plugins, and resolving rule selectors.
 
 Each plugin's hook implementation is called on its own, so a rule list that fails to build
 is reported with the plugin's name and the other plugins' rules still run.
@@ -18,6 +18,10 @@ class Registry:
     rules: dict[str, type[Rule]] = field(default_factory=dict)
     adapters: list = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)
+    gpus: dict[str, Any] = field(default_factory=dict)
+    """GPUs from ``trainlint_gpus``, by id (over the catalog's: an equal id replaces a shipped GPU)."""
+    model_presets: dict[str, Any] = field(default_factory=dict)
+    """Model presets from ``trainlint_model_presets``, by id (an equal id replaces a shipped preset)."""
 
     def by_selector(self, selector: str) -> list[type[Rule]]:
         """``ALL``, a code (``TL110``), a prefix (``TL1``, ``TL``) or a rule name."""
@@ -61,5 +65,27 @@ def build_registry(host: PluginHost) -> Registry:
             registry.rules[rule.code] = rule
     for _, adapters in _call_each(host, "trainlint_adapters", registry.failures):
         registry.adapters.extend(adapters)
+    for plugin_name, entries in _call_each(host, "trainlint_gpus", registry.failures):
+        _add_entries(plugin_name, entries, "GPU", registry.gpus, registry.failures)
+    for plugin_name, entries in _call_each(host, "trainlint_model_presets", registry.failures):
+        _add_entries(plugin_name, entries, "model preset", registry.model_presets, registry.failures)
     registry.rules = dict(sorted(registry.rules.items()))
     return registry
+
+
+def _add_entries(plugin_name: str, entries: object, kind: str, into: dict[str, Any],
+                 failures: list[PluginFailure]) -> None:
+    """Catalog entries a plugin returned (dicts with the fields of gpus.json / models.json and an
+    ``id``), built as the shipped ones are; a malformed entry is one TL998 naming the plugin."""
+    from trainlint.catalog import gpu_from_dict, model_preset_from_dict
+
+    build = gpu_from_dict if kind == "GPU" else model_preset_from_dict
+    for entry in entries if isinstance(entries, (list, tuple)) else [entries]:
+        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
+            failures.append(PluginFailure(plugin_name, f"{kind} entry {entry!r}: not a dict with an `id`"))
+            continue
+        try:
+            into[entry["id"]] = build(entry["id"], {"name": entry["id"], **entry})
+        except (KeyError, TypeError, ValueError) as exc:
+            failures.append(PluginFailure(plugin_name, f"{kind} {entry['id']!r}: missing or invalid field "
+                                                       f"{exc} (see the hook's documentation)"))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trainlint.commands.run import _deepspeed
+from trainlint.command_line import _deepspeed
 from trainlint.command_line import parse_launch
 from trainlint.provenance import Origin
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from trainlint.commands.run import _deepspeed
+from trainlint.command_line import _deepspeed
 from trainlint.estimator import build_context, estimate
 from trainlint.hf_trainer import trainer_words
 from trainlint.command_line import parse_launch

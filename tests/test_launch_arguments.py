@@ -7,13 +7,12 @@ empty (bash(1), Positional Parameters, Parameter Expansion)."""
 from __future__ import annotations
 
 from pathlib import Path
-from types import SimpleNamespace
 
 from trainlint.adapters import builtin_adapters
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
 from trainlint.commands.check import parse_env
-from trainlint.commands.run import collect
+from trainlint.command_line import read_command
 from trainlint.command_line import parse_launch
 from trainlint.provenance import Origin
 from trainlint.sources import SourceText
@@ -53,8 +52,7 @@ def test_env_takes_numbered_arguments():
 def test_run_binds_the_words_after_the_script(tmp_path: Path):
     script = tmp_path / "train.sh"
     script.write_text(SCRIPT)
-    session = SimpleNamespace(environment={}, registry=SimpleNamespace(adapters=builtin_adapters()))
-    (result,) = collect(parse_launch(["bash", str(script), "40", "8"]), session)
+    (result,) = read_command(parse_launch(["bash", str(script), "40", "8"]), builtin_adapters(), {})
     (spec,) = result.specs
     assert spec.model.num_layers.value == 40 and spec.parallel.tensor.value == 8
 

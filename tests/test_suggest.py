@@ -538,18 +538,18 @@ def test_fingerprint_ignores_positions_but_not_values():
 
 def test_layout_hint_is_memoised_on_the_values(monkeypatch):
     """The language server re-lints on every edit: an edit that leaves the run's values as
-    they were reuses the whole-layout search; one that changes them searches again."""
-    from trainlint.rules.estimation import fixes
+    they were reuses the whole-layout search; one that changes them searches again. The memo
+    belongs to one session (its estimator and rules): another session searches on its own."""
+    from trainlint.rules.estimation.fixes import LayoutAdvice
 
     calls = []
-    monkeypatch.setattr(fixes, "_LAYOUTS", {})
-    monkeypatch.setattr(fixes, "_search_layout", lambda spec, est, headroom: calls.append(spec) or f"layout {len(calls)}")
+    monkeypatch.setattr(LayoutAdvice, "search", lambda self, spec, headroom: calls.append(spec) or f"layout {len(calls)}")
     text = (Path(__file__).resolve().parents[1] / "examples" / "megatron_llama2_70b_oom.sh").read_text()
-    estimator = object()
-    first = fixes.suggest_layout(_spec_of(text), estimator, 0.9)
-    assert fixes.suggest_layout(_spec_of("# moved\n" + text), estimator, 0.9) == first
+    advice = LayoutAdvice(object(), lambda: [])
+    first = advice(_spec_of(text), 0.9)
+    assert advice(_spec_of("# moved\n" + text), 0.9) == first
     assert len(calls) == 1
-    fixes.suggest_layout(_spec_of(text.replace("--micro-batch-size 4", "--micro-batch-size 2")), estimator, 0.9)
-    fixes.suggest_layout(_spec_of(text), estimator, 0.8)  # another headroom
-    fixes.suggest_layout(_spec_of(text), object(), 0.9)  # another estimator (another --gpu, say)
+    advice(_spec_of(text.replace("--micro-batch-size 4", "--micro-batch-size 2")), 0.9)
+    advice(_spec_of(text), 0.8)  # another headroom
+    LayoutAdvice(object(), lambda: [])(_spec_of(text), 0.9)  # another session (another --gpu, say)
     assert len(calls) == 4

@@ -51,6 +51,11 @@ class MegatronAdapter(Adapter):
 
         return spell_changes(spec, changes, base)
 
+    def expressible(self, spec):
+        from trainlint.adapters.megatron.writer import expressible
+
+        return expressible(spec)
+
     def writer(self, texts, result, spec, changes, index):
         from trainlint.adapters.megatron.writer import MegatronWriter
 

@@ -37,12 +37,7 @@ from trainlint.sources import SourceText, UnreadableSource
 from trainlint.adapters.megatron.shell_arithmetic import Arithmetic
 from trainlint.adapters.megatron.shell_conditions import Conditions
 from trainlint.adapters.megatron.shell_expansion import WordExpansion
-from trainlint.adapters.megatron.shell_text import (  # noqa: F401 - FileText, Unresolvable, _quote_states are imported from here
-    FileText,
-    Unresolvable,
-    _parser,
-    _quote_states,
-)
+from trainlint.adapters.megatron.shell_text import FileText, _parser
 from trainlint.adapters.megatron.words import (
     EnvMap,
     Field,

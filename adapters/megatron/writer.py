@@ -891,3 +891,19 @@ def spell_changes(spec: TrainingSpec, changes: dict[str, Any], base: Any) -> lis
             else:
                 out.append(f"{flag(dest)} {value}")
     return out
+
+
+def expressible(spec: TrainingSpec) -> frozenset[str]:
+    """The layout dimensions a Megatron-LM script of this dialect can write: virtual stages, context
+    parallelism and the distributed optimizer in current Megatron-LM only; the ZeRO stage where
+    DeepSpeed's engine runs the model (Megatron-DeepSpeed with ``--deepspeed``)."""
+    from trainlint.adapters.megatron.spec_build import deepspeed_runs
+
+    searchable = {"tp", "pp", "micro", "recompute"}
+    entry = spec.settings.get("deepspeed")
+    megatron_ds = entry is not None and bool(entry.value)
+    if spec.dialect in (MEGATRON_LM, "") and not megatron_ds:
+        searchable |= {"vpp", "cp", "dist-opt"}
+    if megatron_ds and deepspeed_runs(spec):
+        searchable.add("zero")  # the DeepSpeed JSON's (or --zero-stage's) stage
+    return frozenset(searchable)

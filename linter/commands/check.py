@@ -6,10 +6,10 @@ from trainlint.commands.argtypes import int_at_most
 
 import argparse
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from trainlint.exit_codes import EXIT_ERROR
+from trainlint.session import Session, SessionOptions, exit_code, open_session
 
 
 OUTPUT_FORMATS = ("text", "json", "sarif", "github", "markdown")
@@ -94,49 +94,6 @@ def add_context_arguments(parser: argparse.ArgumentParser) -> None:
                              "(also `vocab-size` in [tool.trainlint]); a size the config states wins")
 
 
-def declare_cluster(results, args: argparse.Namespace, project) -> None:
-    """Put what the user declared about the cluster (--gpu/--nodes/--gpus-per-node, or the
-    project config's keys) into the specs, where the config itself says nothing, so that
-    launch-time rules (bf16 on a V100, world size divisibility) see it with its provenance."""
-    from trainlint.provenance import Origin, Provenance, Value, derived
-
-    declared = []
-    for name, field_name, cli_value in (("gpu", "cluster.gpu", args.gpu), ("nodes", "cluster.nodes", args.nodes),
-                                        ("gpus-per-node", "cluster.gpus_per_node", args.gpus_per_node)):
-        if cli_value is not None:
-            declared.append((field_name, Value(cli_value, Provenance(Origin.CLI, key=f"--{name}", note=f"--{name} {cli_value}"))))
-        elif project.raw.get(name) is not None:
-            declared.append((field_name, Value(project.raw[name], Provenance(
-                Origin.PROJECT_CONFIG, path=project.path, key=name, note=f"{name} in {project.path}"))))
-    for result in results:
-        for spec in result.specs:
-            for field_name, value in declared:
-                if spec.get(field_name) is None:
-                    spec.set(field_name, value)
-            nodes, per_node = spec.cluster.nodes, spec.cluster.gpus_per_node
-            if spec.cluster.world_size is None and nodes is not None and per_node is not None \
-                    and isinstance(nodes.value, int) and isinstance(per_node.value, int):
-                spec.cluster.world_size = derived(nodes.value * per_node.value, "nodes x GPUs per node", nodes, per_node)
-
-
-def make_estimator(args: argparse.Namespace, project):
-    """spec -> Estimate | MissingInputs in the context the flags and project config give.
-    Raises ContextError (a usage error) when a named GPU or model does not exist."""
-    from trainlint.estimator import build_context, estimate
-
-    build_context(None, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node, model=args.model,
-                  vocab_size=getattr(args, "vocab_size", None), project_raw=project.raw,
-                  project_path=project.path)  # validate names once, up front
-
-    def run_estimate(spec):
-        ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                            model=args.model, vocab_size=getattr(args, "vocab_size", None), project_raw=project.raw,
-                            project_path=project.path)
-        return estimate(spec, ctx)
-
-    return run_estimate
-
-
 def _jobs(text: str) -> int:
     try:
         value = int(text)
@@ -178,61 +135,45 @@ def parse_env(items: list[str]) -> dict[str, str]:
     return environment
 
 
-@dataclass
-class LintSession:
-    """What every linting command (check, run, the language server) sets up once: the project
-    config, the plugin registry, the selection and the estimator."""
+def session_options(args: argparse.Namespace) -> SessionOptions:
+    """What the flags of :func:`add_input_arguments`, :func:`add_context_arguments` and
+    :func:`add_selection_arguments` say, as the typed options of :func:`trainlint.session.open_session`
+    (a face without some of the flags gets the defaults). Raises ValueError on a malformed --env."""
+    from trainlint.session import EstimateOptions, SessionOptions
 
-    project: object
-    registry: object
-    settings: object
-    environment: dict[str, str]
-    runs: list[list[str]]
+    def given(name: str):
+        return getattr(args, name, None)
 
-
-def open_session(args: argparse.Namespace, start: Path) -> LintSession:
-    """Project config, plugins, selection and estimator from the flags. Raises ValueError or
-    ConfigError (usage errors, exit 2)."""
-    from trainlint.config import discover
-    from trainlint.engine import check_settings, settings_from
-    from trainlint.plugins import project_host
-    from trainlint.registry import build_registry
-
-    environment = launch_environment(args)
-    project = discover(start, getattr(args, "config", None), getattr(args, "isolated", False))
-    host = project_host(project, allow=getattr(args, "allow_plugins", False), roots=getattr(args, "trust_roots", None),
-                        editor_trusted=getattr(args, "editor_trusted", None))
-    registry = build_registry(host)
-    settings = settings_from(project, select=args.select, extend_select=args.extend_select, ignore=args.ignore)
-    check_settings(registry, settings)
-    settings.estimate = make_estimator(args, project)
-    runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in getattr(args, "run", [])]
-    return LintSession(project, registry, settings, {**project.environment, **environment}, project.runs + runs)
+    select = given("select")
+    return SessionOptions(
+        config=given("config"), isolated=bool(given("isolated")), allow_plugins=bool(given("allow_plugins")),
+        select=tuple(select) if select is not None else None, extend_select=tuple(given("extend_select") or ()),
+        ignore=tuple(given("ignore") or ()), environment=launch_environment(args),
+        runs=tuple(tuple(p.strip() for p in spec.split(",") if p.strip()) for spec in given("run") or ()),
+        estimate=EstimateOptions(gpu=given("gpu"), nodes=given("nodes"), gpus_per_node=given("gpus_per_node"),
+                                 model=given("model"), vocab_size=given("vocab_size"),
+                                 micro_batch=given("micro_batch_size"), seq_length=given("seq_length"),
+                                 grad_accum=given("grad_accum")))
 
 
-def lint_results(results: list, args: argparse.Namespace, session: LintSession) -> list:
+def lint_results(results: list, args: argparse.Namespace, session: Session) -> list:
     """The declared cluster, then rules, severities, selection and suppressions."""
-    from trainlint.engine import lint
-
-    declare_cluster(results, args, session.project)
-    return lint(results, session.registry, session.settings)
+    return session.lint(results)
 
 
-def report(linted: list, args: argparse.Namespace, session: LintSession, out=None) -> tuple[list, int]:
+def report(linted: list, args: argparse.Namespace, session: Session, out=None) -> tuple[list, int]:
     """Plugin failures added to linted results, rendered in ``args.format``; the exit code."""
-    from trainlint.engine import plugin_failures
-
     from trainlint.unused_suppressions import report_unused
 
     results = report_unused(linted, session.settings.selection, session.project,
                             session.project.report_unused_per_file_ignores)
-    results = plugin_failures(session.registry, session.project) + results
+    results = session.plugin_failures() + results
     results, baseline = apply_baseline(results, args, session)
     (out or sys.stdout).write(render_results(results, args, session, baseline))
-    return results, exit_code(results, args)
+    return results, exit_code(results, exit_zero=bool(getattr(args, "exit_zero", False)))
 
 
-def baseline_file(args: argparse.Namespace, session: LintSession) -> str | None:
+def baseline_file(args: argparse.Namespace, session: Session) -> str | None:
     """--baseline, else ``baseline`` in the project config (relative to the config's folder)."""
     if getattr(args, "baseline", None):
         return args.baseline
@@ -242,7 +183,7 @@ def baseline_file(args: argparse.Namespace, session: LintSession) -> str | None:
     return None
 
 
-def apply_baseline(results: list, args: argparse.Namespace, session: LintSession) -> tuple[list, tuple | None]:
+def apply_baseline(results: list, args: argparse.Namespace, session: Session) -> tuple[list, tuple | None]:
     """--write-baseline records the findings (then none is reported); --baseline / the config's
     ``baseline`` leaves out the recorded ones. Returns the results and (path, Outcome) or None.
     Raises BaselineError (exit 2)."""
@@ -263,7 +204,7 @@ def apply_baseline(results: list, args: argparse.Namespace, session: LintSession
     return results, (path, outcome)
 
 
-def finish(results: list, args: argparse.Namespace, session: LintSession, out=None) -> tuple[list, int]:
+def finish(results: list, args: argparse.Namespace, session: Session, out=None) -> tuple[list, int]:
     """Declared cluster, rules, selection; render in ``args.format``; the exit code."""
     return report(lint_results(results, args, session), args, session, out)
 
@@ -275,7 +216,7 @@ def statistics_conflict(args: argparse.Namespace) -> str | None:
     return None
 
 
-def render_results(results: list, args: argparse.Namespace, session: LintSession, baseline: tuple | None = None) -> str:
+def render_results(results: list, args: argparse.Namespace, session: Session, baseline: tuple | None = None) -> str:
     """The report in ``args.format``; each format's module is imported only when it is used.
     ``baseline``: (path, Outcome) when a baseline left findings out (json and sarif say so)."""
     fmt = args.format
@@ -300,17 +241,7 @@ def render_results(results: list, args: argparse.Namespace, session: LintSession
     return render_text(results, show_summary=not getattr(args, "no_summary", False))
 
 
-def exit_code(results: list, args: argparse.Namespace) -> int:
-    if any(d.code in ("TL998", "TL999") for r in results for d in r.diagnostics):
-        return EXIT_ERROR
-    if getattr(args, "exit_zero", False):
-        return EXIT_CLEAN
-    has_error = any(d.severity.value == "error" for r in results for d in r.diagnostics)
-    return EXIT_FINDINGS if has_error else EXIT_CLEAN
-
-
 def run(args: argparse.Namespace) -> int:
-    from trainlint.checker import check_task, plan_files
     from trainlint.config import ConfigError
     from trainlint.process_pool import run_tasks
 
@@ -327,15 +258,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"trainlint: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_ERROR
     try:
-        session = open_session(args, Path(args.paths[0] if args.paths else runs[0][0] if runs else "."))
+        session = open_session(session_options(args), Path(args.paths[0] if args.paths else runs[0][0] if runs else "."))
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    adapters, environment = session.registry.adapters, session.environment
-    tasks = plan_files(args.paths, adapters, session.runs)
+    tasks = session.plan_files(args.paths)
 
     def check_and_lint(chunk):
-        return lint_results([check_task(task, adapters, environment) for task in chunk], args, session)
+        return session.lint([session.check_task(task) for task in chunk])
 
     def lint_all() -> list:
         from trainlint.frameworks.locate import once_per_run

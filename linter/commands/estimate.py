@@ -56,24 +56,6 @@ def positive_count(text: str) -> float:
     return value
 
 
-def run_tokens(spec: object, est: object, args: argparse.Namespace) -> tuple[float | None, str]:
-    """Tokens of the whole run and where they come from (flag, train-iters, train-samples)."""
-    from trainlint.planning.inputs import spec_tokens
-
-    if getattr(args, "tokens", None):
-        return float(args.tokens), "--tokens"
-    if getattr(args, "train_samples", None):
-        return args.train_samples * est.inputs.seq, "--train-samples x sequence length"
-    return spec_tokens(spec, tokens_per_step=est.tokens_per_step, seq=est.inputs.seq)
-
-
-def price_for(gpu_id: str, args: argparse.Namespace, project_raw: dict | None) -> tuple[float | None, str]:
-    """Price per GPU-hour: the flag, else the project's `prices` for this GPU kind, else `price-per-gpu-hour`."""
-    from trainlint.planning.inputs import price_for as lookup
-
-    return lookup(gpu_id, getattr(args, "price_per_gpu_hour", None), project_raw)
-
-
 def render_run(totals: dict) -> str:
     if totals.get("tokens") is None:
         return printable(f"run: {totals['tokens_source']}") + "\n"
@@ -93,16 +75,16 @@ def render_run(totals: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_paths
-    from trainlint.commands.check import launch_environment
-    from trainlint.config import ConfigError, discover
-    from trainlint.estimator import ContextError, InvariantError, build_context, estimate
+    from trainlint.commands.check import session_options
+    from trainlint.config import ConfigError
+    from trainlint.estimator import ContextError, InvariantError
     from trainlint.estimator.render import render_text
     from trainlint.estimator.core import MissingInputs
     from trainlint.estimator.inputs import MissingInput
     from trainlint.estimator.sensitivity import with_sensitivity
+    from trainlint.planning.compare import RunLength, compare_gpus, run_tokens, run_totals_for
     from trainlint.rules.estimation.scope import unmodelled
+    from trainlint.session import open_session
 
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
     missing = [p for p in args.paths if not Path(p).exists()] + [p for r in runs for p in r if not Path(p).is_file()]
@@ -110,13 +92,13 @@ def run(args: argparse.Namespace) -> int:
         print(printable(f"trainlint: error: no such file or directory: {', '.join(missing)}"), file=sys.stderr)
         return EXIT_ERROR
     try:
-        environment = launch_environment(args)
-        project = discover(Path(args.paths[0]), getattr(args, "config", None), getattr(args, "isolated", False))
+        session = open_session(session_options(args), Path(args.paths[0]))
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    results = check_paths(args.paths, builtin_adapters(), runs=project.runs + runs,
-                          environment={**project.environment, **environment})
+    length = RunLength(tokens=getattr(args, "tokens", None), train_samples=getattr(args, "train_samples", None),
+                       price_per_gpu_hour=getattr(args, "price_per_gpu_hour", None))
+    results = session.check_paths(args.paths)
     outputs = []
     totals_by_id: dict[int, dict] = {}
     comparisons: list[tuple[str, list[dict]]] = []
@@ -136,10 +118,7 @@ def run(args: argparse.Namespace) -> int:
             continue
         for spec in result.specs:
             try:
-                ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                                    model=args.model, vocab_size=args.vocab_size, micro_batch=args.micro_batch_size,
-                                    seq_length=args.seq_length, grad_accum=args.grad_accum, project_raw=project.raw,
-                                    project_path=project.path)
+                ctx = session.context(spec)
             except ContextError as exc:
                 print(f"trainlint: error: {exc}", file=sys.stderr)
                 return EXIT_ERROR
@@ -156,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
                       + "; ".join(f"{g.setting}: {g.why}" for g in gaps) + "); the figures describe a GPT decoder "
                       "of the same shape", file=sys.stderr)
             try:
-                est = estimate(spec, ctx)
+                est = session.estimate(spec, ctx)
             except InvariantError as exc:  # an estimator bug: never print the broken number
                 print(printable(f"{result.path}: TL999 internal error: {exc}"), file=sys.stderr)
                 internal = True
@@ -166,14 +145,15 @@ def run(args: argparse.Namespace) -> int:
             problems |= not est.ok
             outputs.append((result.path, est))
             if est.ok:
-                totals_by_id[id(est)] = _totals(spec, est, args, ctx, project.raw)
+                totals_by_id[id(est)] = run_totals_for(spec, est, length, session.project.raw, args.gpu)
                 if getattr(args, "compare_gpus", None):
-                    tokens, source = run_tokens(spec, est, args)
+                    tokens, source = run_tokens(spec, est, length)
                     comparisons.append((result.path, {"tokens": tokens, "tokens_source": source,
                                                       "base_tokens_per_s": est.tokens_per_s,
                                                       "base_world_size": est.inputs.world,
                                                       "same_throughput": bool(args.same_throughput)},
-                                        compare_gpus(spec, est, args, project)))
+                                        compare_gpus(spec, est, session, _gpu_ids(args.compare_gpus), length,
+                                                     bool(args.same_throughput))))
     if comparisons:
         if args.format == "json":
             import json
@@ -203,110 +183,9 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if problems else EXIT_CLEAN
 
 
-def _totals(spec: object, est: object, args: argparse.Namespace, ctx: object, project_raw: dict | None) -> dict:
-    from trainlint.planning import run_totals
-    tokens, source = run_tokens(spec, est, args)
-    if tokens is None:
-        return {"tokens": None, "tokens_source": source}
-    gpu_id = getattr(est.inputs, "gpu_id", None) or getattr(getattr(est.inputs, "gpu", None), "id", None) or args.gpu or ""
-    price, price_source = price_for(str(gpu_id), args, project_raw)
-    d = run_totals(est, tokens, price).to_dict()
-    d["tokens_source"] = source
-    d["price_source"] = price_source
-    d["steps"] = tokens / est.tokens_per_step
-    d["tokens_per_step"] = est.tokens_per_step
-    d["tokens_per_param"] = tokens / est.num_params if est.num_params else None
-    d["flops_6pd"] = 6.0 * est.num_params * tokens  # C = 6PD (Transformer Math 101), beside the estimator's per-layer count
-    return d
-
-
-def compare_gpus(spec: object, base: object, args: argparse.Namespace, project: object) -> list[dict]:
-    """Re-estimate `spec` on each GPU kind (the catalog plus the project's custom GPUs): same world size, or
-    (--same-throughput) the smallest cluster that keeps the layout valid and reaches the current tokens/s."""
-    from trainlint.estimator import ContextError, build_context, estimate
-    from trainlint.estimator.context import custom_gpus
-    from trainlint.planning.sizing import usd_per_tbps_hour
-
-    table = custom_gpus(project.raw, project.path)
-    ids = list(table) if args.compare_gpus in ("all", "") else [i.strip() for i in args.compare_gpus.split(",") if i.strip()]
-    tokens, _ = run_tokens(spec, base, args)
-    rows: list[dict] = []
-    for gid in ids:
-        row: dict = {"gpu": gid}
-        try:
-            ctx = build_context(spec, gpu=gid, nodes=args.nodes, gpus_per_node=args.gpus_per_node, model=args.model,
-                                vocab_size=args.vocab_size, micro_batch=args.micro_batch_size,
-                                seq_length=args.seq_length, grad_accum=args.grad_accum,
-                                project_raw=project.raw, project_path=project.path)
-            est = estimate(spec, ctx)
-        except (ContextError, ValueError, RuntimeError) as exc:  # RuntimeError: InvariantError (an estimator bug)
-            row["error"] = str(exc)
-            rows.append(row)
-            continue
-        if not est.ok:
-            row["error"] = "cannot estimate: " + ", ".join(m.what if hasattr(m, "what") else str(m) for m in est.missing)
-            rows.append(row)
-            continue
-        row["gpu"] = est.inputs.gpu.id
-        sizing = None
-        if args.same_throughput:
-            est, sizing = size_for_throughput(est, base.tokens_per_s)
-        gpu = est.inputs.gpu
-        price, price_source = price_for(gpu.id, args, project.raw)
-        gpus = int(est.inputs.world)
-        tps = est.tokens_per_s
-        time_s = tokens / tps if tokens else None
-        hours = gpus * time_s / 3600 if time_s else None
-        row.update({
-            "name": gpu.name, "fits": est.fits,
-            "memory_pct": 100 * est.worst_stage.total / est.capacity_bytes,
-            "gpus": gpus, "tokens_per_s": tps, "mfu": est.mfu, "bound": est.bound,
-            "days": time_s / 86400 if time_s else None, "gpu_hours": hours,
-            "price_per_gpu_hour": price, "price_source": price_source,
-            "cost": hours * price if (hours and price) else None,
-            "cost_per_hour": gpus * price if price else None,
-            "usd_per_tbps_hour": usd_per_tbps_hour(price, gpu.hbm_bandwidth_tbps),
-        })
-        if sizing is not None:
-            row["sizing"] = sizing
-        rows.append(row)
-    rows.sort(key=lambda r: ("error" in r, not r.get("fits", False), r.get("cost") is None,
-                             r.get("cost") or 0, r.get("days") or float("inf")))
-    return rows
-
-
-def size_for_throughput(est: object, target_tokens_per_s: float) -> tuple[object, str]:
-    """The estimate on the smallest cluster that reaches ``target_tokens_per_s`` with the same layout: whole
-    nodes, DP an integer, the global batch kept with a whole number of accumulation steps (Hodge 2025:
-    G = ceil(R_target / r_gpu), but every candidate size is re-estimated, communication included).
-    Returns the estimate and a sentence saying how the size was chosen."""
-    import dataclasses
-
-    from trainlint.estimator.core import estimate_inputs
-    from trainlint.planning.sizing import valid_world_sizes
-
-    i = est.inputs
-    model_parallel = i.tp * i.pp * i.cp
-    units = i.global_batch // i.micro if i.micro and i.global_batch % i.micro == 0 else None
-    need = target_tokens_per_s / est.tokens_per_s_per_gpu
-    last = None
-    for n, world in enumerate(valid_world_sizes(need, gpus_per_node=i.gpus_per_node, model_parallel=model_parallel,
-                                                 batch_units=units)):
-        dp = world // model_parallel
-        accum = units // dp if units else i.grad_accum
-        last = estimate_inputs(dataclasses.replace(i, world=world, dp=dp, grad_accum=accum), est.spec_label)
-        if last.tokens_per_s >= target_tokens_per_s * (1 - 1e-9):
-            return last, (f"{world} GPUs = DP {dp} x TP {i.tp} x PP {i.pp} x CP {i.cp}, micro batch {i.micro} x "
-                          f"accumulation {accum}: the smallest valid size reaching {target_tokens_per_s:,.0f} tokens/s")
-        if n >= 256:
-            break
-    if last is not None:
-        return last, (f"no valid size reaches {target_tokens_per_s:,.0f} tokens/s with global batch {i.global_batch}; "
-                      f"the largest tried: {last.inputs.world} GPUs")
-    limit = f"at most {units * model_parallel} GPUs (DP <= global batch {i.global_batch} / micro batch {i.micro})" \
-        if units else f"a global batch {i.global_batch} that micro batch {i.micro} does not divide"
-    return est, (f"{target_tokens_per_s:,.0f} tokens/s needs about {need:,.0f} GPUs, but this layout allows {limit} "
-                 f"in whole nodes of {i.gpus_per_node}: shown at the config's own size")
+def _gpu_ids(text: str) -> list[str] | None:
+    """``--compare-gpus`` as ids (None: every GPU of the session)."""
+    return None if text in ("all", "") else [i.strip() for i in text.split(",") if i.strip()]
 
 
 def render_comparison(rows: list[dict], about: dict | None = None) -> str:

@@ -14,11 +14,13 @@ from trainlint.commands.argtypes import int_at_most
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from trainlint.commands.estimate import positive_count
+from trainlint.planning.gpu_plan import (Model, PlanInputError, PlanRequest, Solved, by_cost, model_from_count,
+                                         model_from_preset, model_from_shape, si as _si, solve_on_gpu, target_days)
+from trainlint.session import Session, SessionOptions, open_session
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from trainlint.output.escape import printable, printable_lines
 
@@ -70,13 +72,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _si(x: float, unit: str = "") -> str:
-    for f, s in ((1e24, "Y"), (1e21, "Z"), (1e18, "E"), (1e15, "P"), (1e12, "T"), (1e9, "B"), (1e6, "M"), (1e3, "K")):
-        if abs(x) >= f:
-            return f"{x / f:.3g}{s}{unit}"
-    return f"{x:.3g}{unit}"
-
-
 def _bytes(x: float) -> str:
     """Decimal units, as the planning literature writes memory (1 GB = 1e9 bytes)."""
     for f, s in ((1e15, "PB"), (1e12, "TB"), (1e9, "GB"), (1e6, "MB")):
@@ -85,108 +80,24 @@ def _bytes(x: float) -> str:
     return f"{x:.3g} B"
 
 
-@dataclass
-class Model:
-    params: float  # active parameters: the FLOPs of a token (6 P)
-    total: float  # all parameters: the memory (16 bytes each)
-    label: str
-    note: str = ""
-
-
-@dataclass
-class Solved:
-    """One GPU kind's plan and the figures derived from it."""
-
-    gpu: Any
-    peak_t: float
-    plan: Any
-    price_source: str
-    static_gpus: int
-    notes: list[str] = field(default_factory=list)
-
-    @property
-    def per_gpu_tokens_per_s(self) -> float:
-        from trainlint.planning.sizing import per_gpu_tokens_per_s
-
-        return per_gpu_tokens_per_s(self.plan.params, self.plan.peak_flops_per_gpu, self.plan.mfu)
-
-    @property
-    def infeasible(self) -> bool:
-        return self.plan.mfu > 1.0 or self.plan.over_budget or self.plan.over_days or self.plan.gpus < self.static_gpus
-
-    def to_dict(self) -> dict[str, Any]:
-        from trainlint.planning.sizing import usd_per_tbps_hour
-
-        d = self.plan.to_dict()
-        price = self.plan.price_per_gpu_hour
-        d.update(gpu=self.gpu.id, name=self.gpu.name, peak_tflops=self.peak_t, price_source=self.price_source,
-                 tokens_per_s=self.per_gpu_tokens_per_s * self.plan.gpus,
-                 tokens_per_s_per_gpu=self.per_gpu_tokens_per_s,
-                 cost_per_hour=self.plan.gpus * price if price else None,
-                 usd_per_tbps_hour=usd_per_tbps_hour(price, self.gpu.hbm_bandwidth_tbps),
-                 hbm_bandwidth_tbps=self.gpu.hbm_bandwidth_tbps,
-                 min_gpus_for_static_memory=self.static_gpus, infeasible=self.infeasible, notes=self.notes)
-        return d
-
-
-class PlanInputError(ValueError):
-    pass
-
-
-def _model(args: argparse.Namespace) -> Model:
-    from trainlint.planning import parse_count
-
+def _model(args: argparse.Namespace, session: Session) -> Model:
     if args.model:
-        from trainlint.estimator.context import resolve_model
-        from trainlint.provenance import Origin
-
-        preset = resolve_model(args.model, Origin.CLI).value
-        count = preset.params()
-        moe = count.active != count.total
-        return Model(float(count.active), float(count.total), preset.id,
-                     f"{_si(count.active)} active of {_si(count.total)}" if moe else "")
+        return model_from_preset(session.find_model(args.model))
     if args.layers is not None:
-        if not args.hidden or args.layers < 1 or args.hidden < 1 or args.vocab < 0:
-            raise PlanInputError("--layers needs --hidden (positive), and --vocab must not be negative")
-        params = 12.0 * args.layers * args.hidden ** 2 + 2.0 * args.vocab * args.hidden
-        note = f"12 x {args.layers} x {args.hidden}^2 + 2 x {args.vocab} x {args.hidden}"
-        return Model(params, params, f"{_si(params)}", note)
-    try:
-        params = parse_count(args.params)
-    except ValueError as exc:
-        raise PlanInputError(f"--params: {exc}") from None
-    if params <= 0:
-        raise PlanInputError("--params must be > 0")
-    return Model(params, params, _si(params))
+        return model_from_shape(args.layers, args.hidden, args.vocab)
+    return model_from_count(args.params)
 
 
-def _solve_one(gpu: Any, model: Model, tokens: float, args: argparse.Namespace, raw: dict) -> Solved:
-    from trainlint.planning import PlanError, solve
-    from trainlint.planning.budget import SECONDS_PER_DAY
+def _request(args: argparse.Namespace) -> PlanRequest:
+    return PlanRequest(dtype=args.dtype, gpus=args.gpus, days=args.days, target_tokens_per_s=args.target_tokens_per_s,
+                       budget=args.budget, mfu=args.mfu, round_gpus=args.round_gpus)
+
+
+def _solve_one(gpu: Any, model: Model, tokens: float, args: argparse.Namespace, session: Session) -> Solved:
     from trainlint.planning.inputs import price_for
-    from trainlint.planning.sizing import min_gpus_for_static_memory, mfu_verdict
 
-    peak_t = gpu.peak_tflops(args.dtype)
-    if not peak_t:
-        raise PlanError(f"{gpu.id} has no {args.dtype} peak in the catalog")
-    price, source = price_for(gpu.id, args.price_per_gpu_hour, raw)
-    days = args.days
-    if args.target_tokens_per_s:
-        days = tokens / args.target_tokens_per_s / SECONDS_PER_DAY
-    plan = solve(params=model.params, tokens=tokens, peak_flops_per_gpu=peak_t * 1e12, gpus=args.gpus, days=days,
-                 budget=args.budget, mfu=args.mfu, price_per_gpu_hour=price, gpu_multiple=args.round_gpus)
-    static = min_gpus_for_static_memory(model.total, gpu.memory_bytes)
-    notes = []
-    verdict = mfu_verdict(plan.mfu) if "mfu" in plan.solved else None
-    if verdict:
-        notes.append(verdict)
-    if plan.over_budget:
-        notes.append(f"over budget: USD {plan.budget:,.0f} > USD {plan.budget_limit:,.0f}")
-    if plan.over_days:
-        notes.append(f"over time: {plan.days:.1f} days > {plan.days_limit:g}")
-    if plan.gpus < static:
-        notes.append(f"too few GPUs: {plan.gpus} < {static} needed to hold weights, gradients and Adam states")
-    return Solved(gpu, peak_t, plan, source, static, notes)
+    price, source = price_for(gpu.id, args.price_per_gpu_hour, session.project.raw)
+    return solve_on_gpu(gpu, model, tokens, _request(args), price, source)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -202,15 +113,16 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from trainlint.catalog import CatalogError
-    from trainlint.config import ConfigError, discover
-    from trainlint.estimator.context import ContextError, custom_gpus
+    from trainlint.config import ConfigError
+    from trainlint.estimator.context import ContextError
     from trainlint.planning import PlanError, parse_count
     from trainlint.planning.sizing import compute_optimal_tokens
 
     try:
-        project = discover(Path.cwd(), args.config, args.isolated)
-        table = custom_gpus(project.raw, project.path)
-        model = _model(args)
+        # plan reads no config file: the session gives the project's GPUs, prices and the plugin
+        # GPUs and model presets (installed plugins; a project's local ones under the same trust rule)
+        session = open_session(SessionOptions(config=args.config, isolated=args.isolated), Path.cwd())
+        model = _model(args, session)
         if args.tokens:
             tokens, tokens_note = parse_count(args.tokens), ""
             if tokens <= 0:
@@ -227,22 +139,19 @@ def _run(args: argparse.Namespace) -> int:
             raise PlanInputError("--gpus must be >= 1")
         if args.round_gpus < 1:
             raise PlanInputError("--round-gpus must be >= 1")
-        gpu_name = args.gpu or project.raw.get("gpu") or "h100-sxm"
+        gpu_name = args.gpu or session.project.raw.get("gpu") or "h100-sxm"
         if args.compare_gpus:
-            ids = list(table) if args.compare_gpus == "all" else [i.strip() for i in args.compare_gpus.split(",") if i.strip()]
+            ids = list(session.gpus) if args.compare_gpus == "all" else \
+                [i.strip() for i in args.compare_gpus.split(",") if i.strip()]
             rows = []
             for gid in ids:
-                from trainlint.catalog import find_gpu
-
-                gpu = find_gpu(gid, table)
+                gpu = session.find_gpu(gid)
                 try:
-                    rows.append(_solve_one(gpu, model, tokens, args, project.raw))
+                    rows.append(_solve_one(gpu, model, tokens, args, session))
                 except PlanError as exc:
                     rows.append((gpu, str(exc)))
             return _render_comparison(rows, model, tokens, tokens_note, args)
-        from trainlint.catalog import find_gpu
-
-        one = _solve_one(find_gpu(str(gpu_name), table), model, tokens, args, project.raw)
+        one = _solve_one(session.find_gpu(str(gpu_name)), model, tokens, args, session)
     except (PlanError, PlanInputError, CatalogError, ContextError, ConfigError, ValueError) as exc:
         print(printable(f"trainlint plan: {exc}"), file=sys.stderr)
         return EXIT_ERROR
@@ -268,9 +177,8 @@ def _render_one(s: Solved, model: Model, tokens: float, tokens_note: str, args: 
     out += [f"  training FLOPs  C = 6 x {_si(params)} x {_si(tokens)} = {plan.flops:.3e}",
             f"  tokens/param    {plan.tokens_per_param:.1f} (compute-optimal about 20)"]
     if args.target_tokens_per_s:
-        target_days = tokens / args.target_tokens_per_s / 86400
         out.append(f"  target          {_si(tokens)} tokens / {args.target_tokens_per_s:,.0f} tokens/s = "
-                   f"{target_days:.2f} days")
+                   f"{target_days(tokens, args.target_tokens_per_s):.2f} days")
     if plan.gpus_from_budget is not None:
         out.append(f"  GPUs by budget  {plan.budget_limit:,.0f} / ({plan.price_per_gpu_hour:g} x 24 x {plan.days:g}) = "
                    f"{plan.gpus_from_budget:.1f} -> {plan.gpus}" + ("" if "gpus" in plan.solved else " (given)"))
@@ -302,10 +210,7 @@ def _render_one(s: Solved, model: Model, tokens: float, tokens_note: str, args: 
 def _render_comparison(rows: list, model: Model, tokens: float, tokens_note: str, args: argparse.Namespace) -> int:
     solved = [r for r in rows if isinstance(r, Solved)]
     failed = [r for r in rows if not isinstance(r, Solved)]
-    # Cheapest first (equal costs: the lowest required MFU, the easiest plan); plans without a price by
-    # time; impossible ones last.
-    solved.sort(key=lambda s: (s.infeasible, s.plan.budget is None, round(s.plan.budget or 0.0, 2),
-                               s.plan.mfu if "mfu" in s.plan.solved else 0.0, s.plan.days))
+    solved = by_cost(solved)
     if args.format == "json":
         data = {"model": model.label, "params": model.params, "total_params": model.total, "tokens": tokens,
                 "tokens_source": tokens_note or "--tokens",

@@ -29,12 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _registry(args: argparse.Namespace):
-    from trainlint.config import discover
-    from trainlint.plugins import project_host
-    from trainlint.registry import build_registry
+    """The project's registry (its plugins under the trust rule); its rule settings are not
+    checked here: listing the rules is how a user finds the name a setting should use."""
+    from trainlint.session import SessionOptions, open_session
 
-    project = discover(Path("."), args.config, args.isolated)
-    return build_registry(project_host(project, allow=getattr(args, "allow_plugins", False)))
+    options = SessionOptions(config=args.config, isolated=args.isolated,
+                             allow_plugins=bool(getattr(args, "allow_plugins", False)))
+    return open_session(options, Path("."), validate=False).registry
 
 
 def run_rules(args: argparse.Namespace) -> int:

@@ -79,16 +79,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainlint.checker import check_paths
-    from trainlint.commands.check import launch_environment
-    from trainlint.config import ConfigError, discover
-    from trainlint.estimator import ContextError, build_context
+    from trainlint.commands.check import session_options
+    from trainlint.config import ConfigError
+    from trainlint.estimator import ContextError
     from trainlint.layout import SearchError, SearchOptions, search
-    from trainlint.layout.startup_check import startup_rules
     from trainlint.layout.render import render_json, render_text
-    from trainlint.plugins import project_host
-    from trainlint.registry import build_registry
     from trainlint.safe_write import WriteBackError
+    from trainlint.session import open_session
 
     if args.top < 1 or args.pick < 1 or args.max_micro < 1:
         print("trainlint: error: --top, --pick and --max-micro must be at least 1", file=sys.stderr)
@@ -99,30 +96,23 @@ def run(args: argparse.Namespace) -> int:
         print(printable(f"trainlint: error: no such file or directory: {', '.join(missing)}"), file=sys.stderr)
         return EXIT_ERROR
     try:
-        environment = launch_environment(args)
-        project = discover(Path(args.path), args.config, args.isolated)
+        session = open_session(session_options(args), Path(args.path))
+        rules = session.startup_rules()
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
+    project = session.project
     try:
         # what --write-to FILE holds now, before the search: a change to it meanwhile is refused
         target_before = _target_before(args.write_to)
     except WriteBackError as exc:
         print(printable(f"trainlint: error: {exc}"), file=sys.stderr)
         return EXIT_ERROR
-    host = project_host(project, allow=getattr(args, "allow_plugins", False))
-    registry = build_registry(host)
-    try:
-        rules = startup_rules(registry, project.rule_options)
-    except ConfigError as exc:
-        print(f"trainlint: error: {exc}", file=sys.stderr)
-        return EXIT_ERROR
     headroom = args.headroom if args.headroom is not None else _project_headroom(project)
     options = SearchOptions(headroom=headroom, top=max(args.top, args.pick), fix=args.fix, vary=args.vary,
                             batch_tolerance=args.allow_batch_change, price_per_gpu_hour=args.price_per_gpu_hour,
-                            max_micro=args.max_micro, adapters=tuple(registry.adapters))
-    results = check_paths([args.path], registry.adapters, runs=project.runs + runs,
-                          environment={**project.environment, **environment})
+                            max_micro=args.max_micro, adapters=tuple(session.adapters))
+    results = session.check_paths([args.path])
     outputs = []
     sources = []
     problems = False
@@ -137,10 +127,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_ERROR
         for spec in result.specs:
             try:
-                ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                                    model=args.model, vocab_size=getattr(args, "vocab_size", None),
-                                    project_raw=project.raw, project_path=project.path)
-                found = search(spec, ctx, options, rules=rules, project=project)
+                found = search(spec, session.context(spec), options, rules=rules, project=project)
             except ContextError as exc:
                 print(f"trainlint: error: {exc}", file=sys.stderr)
                 return EXIT_ERROR
@@ -160,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
         report.write(render_text(shown))
     if args.write_to:
         report.flush()
-        code = _write_back(args, outputs, sources, {**project.environment, **environment}, target_before, registry.adapters)
+        code = _write_back(args, outputs, sources, session.environment, target_before, session.adapters)
         if code != EXIT_CLEAN:
             return code
     if not outputs:

@@ -57,9 +57,11 @@ def _positive_int(raw: Any, what: str) -> int:
     return value
 
 
-def custom_gpus(project_raw: Mapping[str, Any] | None, project_path: str | None = None) -> dict[str, GPU]:
-    """Catalog GPUs plus ``[tool.trainlint.gpus.<id>]`` tables (same keys as gpus.json)."""
-    table = load_gpus()
+def custom_gpus(project_raw: Mapping[str, Any] | None, project_path: str | None = None,
+                base: Mapping[str, GPU] | None = None) -> dict[str, GPU]:
+    """Catalog GPUs (or ``base``: the catalog with plugin GPUs) plus ``[tool.trainlint.gpus.<id>]``
+    tables (same keys as gpus.json)."""
+    table = dict(base) if base is not None else load_gpus()
     extra = (project_raw or {}).get("gpus", {})
     if not isinstance(extra, dict):
         raise ContextError(f"{project_path or 'project config'}: `gpus` must be a table of GPU tables")
@@ -74,15 +76,17 @@ def custom_gpus(project_raw: Mapping[str, Any] | None, project_path: str | None 
     return table
 
 
-def resolve_model(name: str, origin: Origin, where: str | None = None) -> Value:
-    """A preset id or a local HF config.json (file or directory), as a Value[ModelPreset]."""
+def resolve_model(name: str, origin: Origin, where: str | None = None,
+                  presets: Mapping[str, ModelPreset] | None = None) -> Value:
+    """A preset id (of ``presets``, default the shipped ones) or a local HF config.json (file or
+    directory), as a Value[ModelPreset]."""
     path = Path(name)
     try:
         if path.suffix == ".json" or path.is_dir() or path.is_file():
             preset = read_hf_config(path)
             note = f"Hugging Face config {name}"
         else:
-            preset = find_model_preset(name)
+            preset = find_model_preset(name, presets)
             note = f"model preset {preset.id}"
     except CatalogError as exc:
         raise ContextError(str(exc)) from None
@@ -92,10 +96,14 @@ def resolve_model(name: str, origin: Origin, where: str | None = None) -> Value:
 def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, nodes: int | None = None,
                   gpus_per_node: int | None = None, model: str | None = None, vocab_size: int | None = None,
                   micro_batch: int | None = None, seq_length: int | None = None, grad_accum: int | None = None,
-                  project_raw: Mapping[str, Any] | None = None, project_path: str | None = None) -> EstimateContext:
-    """Combine CLI flags, the project config, the spec and defaults (in that order)."""
+                  project_raw: Mapping[str, Any] | None = None, project_path: str | None = None,
+                  gpus: Mapping[str, GPU] | None = None,
+                  presets: Mapping[str, ModelPreset] | None = None) -> EstimateContext:
+    """Combine CLI flags, the project config, the spec and defaults (in that order).
+    ``gpus``: the GPU table in force (a session's: catalog, plugins and the project's ``gpus``),
+    else the catalog with the project's ``gpus``; ``presets``: the model presets, else the shipped ones."""
     raw = dict(project_raw or {})
-    table = custom_gpus(raw, project_path)
+    table = dict(gpus) if gpus is not None else custom_gpus(raw, project_path)
 
     def pick_gpu() -> Value:
         if gpu is not None:
@@ -126,12 +134,13 @@ def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, n
 
     model_value = None
     if model is not None:
-        model_value = resolve_model(model, Origin.CLI)
+        model_value = resolve_model(model, Origin.CLI, presets=presets)
     elif raw.get("model") is not None:
         base = Path(project_path).parent if project_path else Path(".")
         name = str(raw["model"])
         candidate = base / name
-        model_value = resolve_model(str(candidate) if candidate.exists() else name, Origin.PROJECT_CONFIG, project_path)
+        model_value = resolve_model(str(candidate) if candidate.exists() else name, Origin.PROJECT_CONFIG, project_path,
+                                    presets)
     vocab_value = pick_int(vocab_size, "vocab-size", None, "--vocab-size")
     run_fill = {name: Value(_positive_int(v, flag), _prov(Origin.CLI, f"{flag} {v}", key=flag))
                 for name, v, flag in (("batch.micro_batch", micro_batch, "--micro-batch-size"),
@@ -139,6 +148,11 @@ def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, n
                                       ("batch.grad_accum", grad_accum, "--grad-accum")) if v is not None}
     return EstimateContext(gpu=gpu_value, gpus_per_node=gpn, nodes=node_value, model=model_value, vocab=vocab_value,
                            run_fill=run_fill, gpus=table)
+
+
+def find_gpu_in(name: str, table: Mapping[str, GPU]) -> GPU:
+    """A GPU of ``table`` by id or alias; ContextError (a usage error) when there is none."""
+    return _find_gpu(name, table)
 
 
 def _find_gpu(name: str, table: Mapping[str, GPU]) -> GPU:

@@ -286,9 +286,7 @@ def spell_changes(spec: TrainingSpec, base: Inputs | None, changes: dict[str, An
     """Each change as the user writes it in this format (flags, JSON keys, YAML keys): the
     adapter of the run's framework spells it (``Adapter.spell_changes``; among ``adapters``, else
     the built-in and installed ones), else the fields are named."""
-    from trainlint.layout.writeback import adapter_for
-
-    adapter = adapter_for(spec.framework, adapters or _default_adapters())
+    adapter = adapter_of(spec, adapters)
     spelled = adapter.spell_changes(spec, changes, base) if adapter is not None else None
     if spelled is not None:
         return spelled
@@ -296,6 +294,14 @@ def spell_changes(spec: TrainingSpec, base: Inputs | None, changes: dict[str, An
              "parallel.zero_stage": "ZeRO", "batch.micro_batch": "micro batch", "batch.grad_accum": "accumulation",
              "batch.global_batch": "global batch", "memory.recompute": "recompute"}
     return [f"{names[k]} {v}" for k, v in changes.items() if k in names]
+
+
+def adapter_of(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Any:
+    """The adapter of ``spec``'s format (named by its framework): among ``adapters`` (the session's),
+    else the built-in and installed ones; None for a run no adapter names."""
+    from trainlint.layout.writeback import adapter_for
+
+    return adapter_for(spec.framework, adapters or _default_adapters())
 
 
 def _default_adapters() -> list:

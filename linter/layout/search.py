@@ -230,7 +230,8 @@ def search(spec: TrainingSpec, ctx: EstimateContext | None, options: SearchOptio
         notes.append("the layout as written cannot be estimated ("
                      + "; ".join(m.what for m in current.missing) + "): every suggestion changes it")
     space = build_space(spec, base, fix=set(options.fix), vary=set(options.vary) if options.vary is not None else None,
-                        batch_tolerance=options.batch_tolerance, max_micro=options.max_micro, written=written)
+                        batch_tolerance=options.batch_tolerance, max_micro=options.max_micro, written=written,
+                        adapters=options.adapters)
     t1 = time.perf_counter()
     points = _enumerate(spec, base, space, options, stats)
     t2 = time.perf_counter()

@@ -27,7 +27,7 @@ Expert parallelism, the world size and the precision are kept as they are.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import AbstractSet, Iterator
+from typing import AbstractSet, Any, Iterator, Sequence
 
 from trainlint.estimator.inputs import Inputs
 from trainlint.provenance import Origin
@@ -249,38 +249,29 @@ def raw_sequence_parallel(spec: TrainingSpec) -> bool:
     return value.strip().lower() in ("true", "1", "yes", "on") if isinstance(value, str) else bool(value)
 
 
+def _expressible(spec: TrainingSpec, adapters: Sequence[Any]) -> frozenset[str] | None:
+    from trainlint.layout.candidate import adapter_of
+
+    adapter = adapter_of(spec, adapters)
+    return adapter.expressible(spec) if adapter is not None else None
+
+
 def _setting(spec: TrainingSpec, key: str):
     entry = spec.settings.get(key)
     return None if entry is None else entry.value
 
 
 def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = frozenset(), vary: set[str] | None = None,
-                batch_tolerance: float | None = None, max_micro: int = 64, written: Layout | None = None) -> Space:
+                batch_tolerance: float | None = None, max_micro: int = 64, written: Layout | None = None,
+                adapters: Sequence[Any] = ()) -> Space:
     """The search space of ``spec`` (``base``: its resolved inputs). ``written``: the layout the
-    file writes when it cannot be estimated itself (``base`` is then a neutral layout)."""
+    file writes when it cannot be estimated itself (``base`` is then a neutral layout). What the
+    format can express is its adapter's answer (``Adapter.expressible``; the adapter named by the
+    run's framework, among ``adapters``, else the built-in and installed ones)."""
     fw = spec.framework
     current_megatron = fw == "megatron" and spec.dialect in (MEGATRON_LM, "")
     megatron_ds = fw == "megatron" and bool(_setting(spec, "deepspeed"))
-    if fw == "megatron":
-        searchable = {"tp", "pp", "micro", "recompute"}
-        if current_megatron and not megatron_ds:
-            searchable |= {"vpp", "cp", "dist-opt"}
-        from trainlint.adapters.megatron.spec_build import deepspeed_runs
-
-        if megatron_ds and deepspeed_runs(spec):
-            searchable.add("zero")  # the DeepSpeed JSON's (or --zero-stage's) stage
-    elif fw == "neox":
-        searchable = {"tp", "pp", "micro", "recompute", "zero"}
-    elif fw == "deepspeed":
-        searchable = {"micro", "zero"}
-        if "tensor_parallel.autotp_size" in spec.settings:
-            searchable.add("tp")
-        if "pipeline.stages" in spec.settings:
-            searchable.add("pp")
-    elif fw == "fsdp":
-        searchable = {"tp", "pp", "cp", "micro", "recompute"}
-    else:
-        searchable = {"micro"}
+    searchable = set(_expressible(spec, adapters) or {"micro"})
     notes = []
     if vary is not None:
         unknown = vary - searchable

@@ -36,7 +36,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from trainlint import __version__
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.lsp import convert, hover
-from trainlint.lsp.workspace import Linted, Linter, internal_error, same_file, session_args
+from trainlint.lsp.workspace import Linted, Linter, internal_error, same_file, session_options
 
 log = logging.getLogger("trainlint.lsp")
 
@@ -53,7 +53,7 @@ _SEVERITY = {
     Severity.INFO: lsp.DiagnosticSeverity.Information,
 }
 
-__all__ = ["DOCS_URL", "TrainlintServer", "create_server", "main", "session_args", "to_lsp"]
+__all__ = ["DOCS_URL", "TrainlintServer", "create_server", "main", "session_options", "to_lsp"]
 
 
 def _range(span, lines: list[str], bom: bool = False) -> lsp.Range:

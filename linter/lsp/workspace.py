@@ -1,7 +1,7 @@
 """What the language server lints with, and the lint of one editor buffer. No LSP here: this
 module is plain trainlint, so it is tested (and timed) without a client.
 
-A :class:`Linter` keeps one :class:`~trainlint.commands.check.LintSession` per project config,
+A :class:`Linter` keeps one :class:`~trainlint.session.Session` per project config,
 found from the document's folder upwards exactly as ``trainlint check`` finds it. The config
 lookup is cached per folder and re-done when any candidate file on the way up
 (``.trainlint.toml``, ``pyproject.toml``) appears, disappears or changes; a session is rebuilt
@@ -11,35 +11,40 @@ once per version of the file, and the buffer is linted with the default settings
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 import traceback
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from trainlint.diagnostics import Diagnostic
 from trainlint.input_codes import input_diagnostic
 from trainlint.lsp import convert
 from trainlint.sources import MAX_FILE_BYTES, SourceText
 
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.session import SessionOptions
+
 CONFIG_NAMES = (".trainlint.toml", "trainlint.toml", "pyproject.toml")
 
 
-def session_args(options: Mapping[str, Any] | None = None) -> argparse.Namespace:
-    """The flags ``trainlint check`` has when none are given (the project config decides), plus
-    the context the editor's initialization options give (gpu, nodes, gpusPerNode, model)."""
+def session_options(options: Mapping[str, Any] | None = None) -> SessionOptions:
+    """What ``trainlint check`` has when no flags are given (the project config decides), plus
+    the context the editor's initialization options give (gpu, nodes, gpusPerNode, model,
+    vocabSize) and the editor's trust (allowPlugins, workspaceTrusted)."""
+    from trainlint.session import EstimateOptions, SessionOptions
+
     options = options or {}
     trusted = options.get("workspaceTrusted")
-    return argparse.Namespace(
-        select=None, extend_select=[], ignore=[], config=None, isolated=False, env=[], run=[],
-        gpu=options.get("gpu"), nodes=options.get("nodes"), gpus_per_node=options.get("gpusPerNode"),
-        model=options.get("model"), vocab_size=options.get("vocabSize"),
+    return SessionOptions(
+        estimate=EstimateOptions(gpu=options.get("gpu"), nodes=options.get("nodes"),
+                                 gpus_per_node=options.get("gpusPerNode"), model=options.get("model"),
+                                 vocab_size=options.get("vocabSize")),
         # local plugins: the same trust rule as the CLI (trainlint.trust), with the editor's
         # workspace trust on top and the workspace folder in place of the current directory
         allow_plugins=options.get("allowPlugins") is True,
-        editor_trusted=trusted if isinstance(trusted, bool) else None, trust_roots=None)
+        editor_trusted=trusted if isinstance(trusted, bool) else None)
 
 
 def same_file(a: str | None, b: str | None) -> bool:
@@ -115,7 +120,7 @@ class Linter:
     every lint and hover in one worker thread)."""
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
-        self.args = session_args(options)
+        self.options = session_options(options)
         self._configs: dict[str, tuple[tuple, Path | None]] = {}
         self._sessions: dict[str | None, SessionEntry] = {}
 
@@ -154,15 +159,13 @@ class Linter:
 
     def _open(self, config: str | None, mtime: int | None, start: Path | None,
               folder: str | None = None) -> SessionEntry:
-        from trainlint.commands.check import open_session
         from trainlint.config import ConfigError
+        from trainlint.session import open_session
 
-        args = argparse.Namespace(**vars(self.args))
-        args.config, args.isolated = config, config is None
-        if folder:
-            args.trust_roots = [folder]
+        options = replace(self.options, config=config, isolated=config is None,
+                          trust_roots=(folder,) if folder else None)
         try:
-            return SessionEntry(open_session(args, start or Path.cwd()), config, mtime)
+            return SessionEntry(open_session(options, start or Path.cwd()), config, mtime)
         except (ValueError, ConfigError) as exc:
             if config is None:
                 raise
@@ -192,8 +195,6 @@ class Linter:
               open_texts: Mapping[str, str]) -> Linted:
         from trainlint.adapters.base import LoadContext
         from trainlint.checker import FileResult, check_source
-        from trainlint.commands.check import declare_cluster
-        from trainlint.engine import lint, plugin_failures
 
         entry = self.session_for(path, folder)
         session = entry.session
@@ -225,13 +226,11 @@ class Linter:
                                   LoadContext(read=read, environment=session.environment))
         if result.format is None and not result.internal_error:
             return linted
-        results = [result]
-        declare_cluster(results, self.args, session.project)
-        checked = lint(results, session.registry, session.settings)
+        checked = session.lint([result])
         from trainlint.lsp.actions import as_check_reports
 
         checked = as_check_reports(checked, session)
-        failures = plugin_failures(session.registry, session.project)
+        failures = session.plugin_failures()
         linted.result = checked[0] if checked else result
         by_path: dict[str, list[Diagnostic]] = {path: []}
         for diag in [d for r in [*failures, *checked] for d in r.diagnostics]:

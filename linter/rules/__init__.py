@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterator
+from typing import Any, Callable, ClassVar, Iterator, Mapping
 
 from trainlint.diagnostics import Applicability, Edit, Severity
 from trainlint.provenance import Value
@@ -59,6 +59,11 @@ class RuleContext:
     """Re-estimates a modified copy of the spec in the same context, for fix hints with numbers
     ("with --recompute-granularity selective: 71.4 of 80 GiB")."""
     project: Any = None
+    gpus: Mapping[str, Any] | None = None
+    """The GPU table in force (catalog, plugin GPUs, the project's ``gpus``), by id; None: the catalog."""
+    layout_advice: Callable[[TrainingSpec, float], Any] | None = None
+    """The fastest whole layout ``trainlint suggest`` finds for a spec under a memory headroom
+    (None when there is none), in the session's context and start-up rules."""
 
 
 class Rule:

@@ -3,7 +3,7 @@ that name spec fields directly (``parallel.tensor = 2``), ``#`` comments, files 
 ``*.toytrain``.
 
 It is the proof that adding a format is one module: through the adapter protocol alone
-(``sniff``/``load`` to read, ``spell_changes`` and ``writer`` for the way back) it gets
+(``sniff``/``load`` to read; ``expressible``, ``spell_changes`` and ``writer`` for the way back) it gets
 ``check``, estimates, ``suggest`` and ``suggest --write-to`` (tests/test_toy_adapter.py).
 Nothing of it is known anywhere else in trainlint.
 """
@@ -76,6 +76,9 @@ class ToyAdapter(Adapter):
     # -- the way back ------------------------------------------------------------------------
     def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str]:
         return [f"{key} = {_spelled(value)}" for key, value in changes.items() if key != "parallel.data"]
+
+    def expressible(self, spec: TrainingSpec) -> frozenset[str]:
+        return frozenset({"tp", "pp", "micro"})  # parallel.tensor / parallel.pipeline / batch.micro_batch lines
 
     def writer(self, texts, result, spec, changes, index):
         return ToyWriter(texts, result.path, changes)

@@ -347,57 +347,55 @@ def final_changes(chain: list[Candidate], original: TrainingSpec | None = None) 
 # ------------------------------------------------------------------ whole-layout suggestions
 
 
-def _builtin_startup_rules():
-    """The built-in TL1xx rules with their defaults, built once per process (the layout search
-    runs them on its finalists)."""
-    global _STARTUP_RULES
-    if _STARTUP_RULES is None:
-        from trainlint.layout.startup_check import startup_rules
-        from trainlint.plugins import create_host
-        from trainlint.registry import build_registry
+class LayoutAdvice:
+    """The fastest whole layout ``trainlint suggest`` finds for a spec (TP, PP, VP, CP, micro
+    batch, recompute, ZeRO / distributed optimizer together; under a headroom; no new start-up
+    finding), or None: for findings that no single change resolves. One per session
+    (:func:`trainlint.session.open_session`), with the session's estimator and TL1xx rules
+    (plugins' and the project's rule options included).
 
-        _STARTUP_RULES = startup_rules(build_registry(create_host(entry_points=False)))
-    return _STARTUP_RULES
-
-
-_STARTUP_RULES = None
-
-
-_LAYOUTS: dict[tuple, Any] = {}
-_LAYOUTS_KEPT = 32
-
-
-def suggest_layout(spec: TrainingSpec, estimator: Callable[[TrainingSpec], Any], headroom: float) -> Any:
-    """The fastest whole layout ``trainlint suggest`` finds for ``spec`` (TP, PP, VP, CP, micro
-    batch, recompute, ZeRO / distributed optimizer together; under ``headroom``; no new
-    launch-time finding), or None. For findings that no single change resolves.
-
-    Memoised on the spec's values (not its positions) and the estimator: the language server
+    Memoised on the spec's values (not its positions) and the headroom: the language server
     re-lints on every edit, and most edits (a comment, a learning rate) leave the layout
     question unchanged, while the search is the slowest part of a re-lint (~14 ms)."""
-    key = (spec.fingerprint(), estimator, headroom)
-    if key in _LAYOUTS:
-        return _LAYOUTS[key]
-    best = _search_layout(spec, estimator, headroom)
-    if len(_LAYOUTS) >= _LAYOUTS_KEPT:
-        _LAYOUTS.pop(next(iter(_LAYOUTS)))  # the oldest
-    _LAYOUTS[key] = best
-    return best
+
+    KEPT = 32
+
+    def __init__(self, estimator: Callable[[TrainingSpec], Any], startup_rules: Callable[[], Any]) -> None:
+        self.estimator = estimator
+        self.startup_rules = startup_rules
+        """Called on the first search: building the rule list costs nothing until a layout is needed."""
+        self.found: dict[tuple, Any] = {}
+
+    def __call__(self, spec: TrainingSpec, headroom: float) -> Any:
+        key = (spec.fingerprint(), headroom)
+        if key in self.found:
+            return self.found[key]
+        best = self.search(spec, headroom)
+        if len(self.found) >= self.KEPT:
+            self.found.pop(next(iter(self.found)))  # the oldest
+        self.found[key] = best
+        return best
+
+    def search(self, spec: TrainingSpec, headroom: float) -> Any:
+        from trainlint.layout.search import SearchError, SearchOptions, search
+
+        try:
+            result = search(spec, None, SearchOptions(top=1, headroom=headroom, max_checked=20, max_structures=5_000,
+                                                      max_evaluated=50_000),
+                            rules=self.startup_rules(), estimator=self.estimator)
+        except SearchError:
+            return None
+        best = result.best
+        if best is None or best.is_current:
+            return None
+        return best
 
 
-def _search_layout(spec: TrainingSpec, estimator: Callable[[TrainingSpec], Any], headroom: float) -> Any:
-    from trainlint.layout.search import SearchError, SearchOptions, search
-
-    try:
-        result = search(spec, None, SearchOptions(top=1, headroom=headroom, max_checked=20, max_structures=5_000,
-                                                  max_evaluated=50_000),
-                        rules=_builtin_startup_rules(), estimator=estimator)
-    except SearchError:
-        return None
-    best = result.best
-    if best is None or best.is_current:
-        return None
-    return best
+def suggest_layout(spec: TrainingSpec, ctx: Any, headroom: float) -> Any:
+    """The session's whole layout for ``spec`` (see :class:`LayoutAdvice`), or None when the
+    rule runs without one (no estimator, or a RuleContext built by hand)."""
+    advice = getattr(ctx, "layout_advice", None)
+    return advice(spec, headroom) if advice is not None and ctx.estimator is not None else None
 
 
 def layout_sentence(best: Any, current: Any) -> str:

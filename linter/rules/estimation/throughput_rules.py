@@ -79,7 +79,7 @@ class LowExpectedMfu(Rule):
         max_gap, floor = float(ctx.options["max_gap"]), float(ctx.options["threshold"] or 0.0)
         allow_batch = bool(ctx.options["allow_batch_change"])
         headroom = float(ctx.options["headroom"])
-        best = suggest_layout(spec, ctx.estimator, headroom) if ctx.estimator is not None else None
+        best = suggest_layout(spec, ctx, headroom)
         gap = 1 - est.tokens_per_s / best.estimate.tokens_per_s if best is not None and best.estimate.tokens_per_s > 0 else 0.0
         below_floor = floor > 0 and est.mfu < floor
         if gap <= max_gap and not below_floor:

@@ -862,7 +862,7 @@ class PrecisionUnsupportedGPU(Rule):
             return
         name, where = declared
         try:
-            gpu = find_gpu(name)
+            gpu = find_gpu(name, ctx.gpus)  # the session's table: plugin and project GPUs too
         except CatalogError:
             return  # an unknown GPU name is reported where it is declared
         dtype_v, fp8_v = spec.precision.dtype, spec.precision.fp8

@@ -1,0 +1,265 @@
+"""The one way every face (``check``, ``run``, ``estimate``, ``suggest``, ``plan``, the language
+server) opens a project and works on it.
+
+:func:`open_session` reads the project config, loads the plugins (local ones only as
+:mod:`trainlint.trust` allows), builds the registry of rules, adapters, GPUs and model presets,
+resolves the selection and checks that the named GPU and model exist. The :class:`Session` it
+returns then reads files (:meth:`Session.check_paths`), lints them (:meth:`Session.lint`) and
+estimates specs (:meth:`Session.estimate`) in that one context, so a plugin adapter, a plugin
+GPU or a project's rule option is seen the same way by every face. A face parses its own
+arguments into :class:`SessionOptions` and renders what the session gives back; nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
+
+from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.catalog import GPU, ModelPreset
+    from trainlint.checker import FileResult, FileTask
+    from trainlint.config import ProjectConfig
+    from trainlint.engine import LintSettings
+    from trainlint.estimator.context import EstimateContext
+    from trainlint.layout.startup_check import StartupRules
+    from trainlint.registry import Registry
+    from trainlint.spec import TrainingSpec
+
+
+@dataclass(frozen=True)
+class EstimateOptions:
+    """What an estimate needs that a config may not say (``--gpu``, ``--nodes``, ... or the
+    editor's initialization options); None leaves it to the project config, the spec, a default."""
+
+    gpu: str | None = None
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    model: str | None = None
+    vocab_size: int | None = None
+    micro_batch: int | None = None
+    seq_length: int | None = None
+    grad_accum: int | None = None
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """How to open a project: which config, which plugins may load, which rules are selected, the
+    launch-script environment, the extra runs and the estimate's context."""
+
+    config: str | None = None
+    """A project config to use instead of searching for one from the start folder."""
+    isolated: bool = False
+    """Ignore every project config file."""
+    allow_plugins: bool = False
+    """``--allow-plugins``: the user allows the config's local plugins (see :mod:`trainlint.trust`)."""
+    editor_trusted: bool | None = None
+    """The editor's workspace trust (the language server), None outside an editor."""
+    trust_roots: tuple[str, ...] | None = None
+    """Folders standing in for the current directory in the trust decision (a workspace folder)."""
+    select: tuple[str, ...] | None = None
+    extend_select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """``--arg`` / ``--env`` values for launch scripts (over the project config's ``env``)."""
+    runs: tuple[tuple[str, ...], ...] = ()
+    """``--run a.yml,b.yml``: files merged in order as one run (after the project config's runs)."""
+    estimate: EstimateOptions = field(default_factory=EstimateOptions)
+
+
+@dataclass
+class Session:
+    """A project opened once: its config, registry, selection and estimator context."""
+
+    options: SessionOptions
+    project: ProjectConfig
+    registry: Registry
+    settings: LintSettings
+    environment: dict[str, str]
+    """The launch-script environment: the project config's, then the options' (which win)."""
+    runs: list[list[str]]
+    gpus: dict[str, GPU]
+    """The GPU catalog, plus plugin GPUs (``trainlint_gpus``), plus the project's ``gpus`` tables."""
+    _startup_rules: StartupRules | None = field(default=None, repr=False)
+
+    @property
+    def model_presets(self) -> Mapping[str, ModelPreset] | None:
+        """The shipped model presets with the plugins' (``trainlint_model_presets``) over them;
+        None when no plugin adds one (the shipped table is then read only when a model is named)."""
+        if not self.registry.model_presets:
+            return None
+        from trainlint.catalog import load_model_presets
+
+        return {**load_model_presets(), **self.registry.model_presets}
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def adapters(self) -> list:
+        return self.registry.adapters
+
+    def plan_files(self, paths: Sequence[str]) -> list[FileTask]:
+        """What :meth:`check_paths` reads, in order (the runs first), for splitting over processes."""
+        from trainlint.checker import plan_files
+
+        return plan_files(paths, self.adapters, self.runs)
+
+    def check_task(self, task: FileTask) -> FileResult:
+        from trainlint.checker import check_task
+
+        return check_task(task, self.adapters, self.environment)
+
+    def check_paths(self, paths: Sequence[str]) -> list[FileResult]:
+        """Read every config under ``paths`` (and the runs) into specs, with every adapter."""
+        return [self.check_task(task) for task in self.plan_files(paths)]
+
+    def check_command(self, launch: Any) -> list[FileResult]:
+        """What a launch command line (:func:`trainlint.command_line.parse_launch`) trains with,
+        read with this session's adapters and environment (``trainlint run``)."""
+        from trainlint.command_line import read_command
+
+        return read_command(launch, self.adapters, self.environment)
+
+    # ------------------------------------------------------------------ linting
+
+    def declare_cluster(self, results: Sequence[FileResult]) -> None:
+        """Put what the user declared about the cluster (``--gpu``/``--nodes``/``--gpus-per-node``,
+        or the project config's keys) into the specs where the config itself says nothing, so the
+        start-up rules (bf16 on a V100, world size divisibility) see it with its provenance."""
+        from trainlint.provenance import Origin, Provenance, Value, derived
+
+        given = self.options.estimate
+        declared = []
+        for name, field_name, cli_value in (("gpu", "cluster.gpu", given.gpu), ("nodes", "cluster.nodes", given.nodes),
+                                            ("gpus-per-node", "cluster.gpus_per_node", given.gpus_per_node)):
+            if cli_value is not None:
+                declared.append((field_name, Value(cli_value, Provenance(Origin.CLI, key=f"--{name}",
+                                                                         note=f"--{name} {cli_value}"))))
+            elif self.project.raw.get(name) is not None:
+                declared.append((field_name, Value(self.project.raw[name], Provenance(
+                    Origin.PROJECT_CONFIG, path=self.project.path, key=name, note=f"{name} in {self.project.path}"))))
+        for result in results:
+            for spec in result.specs:
+                for field_name, value in declared:
+                    if spec.get(field_name) is None:
+                        spec.set(field_name, value)
+                nodes, per_node = spec.cluster.nodes, spec.cluster.gpus_per_node
+                if spec.cluster.world_size is None and nodes is not None and per_node is not None \
+                        and isinstance(nodes.value, int) and isinstance(per_node.value, int):
+                    spec.cluster.world_size = derived(nodes.value * per_node.value, "nodes x GPUs per node",
+                                                      nodes, per_node)
+
+    def lint(self, results: Sequence[FileResult]) -> list[FileResult]:
+        """The declared cluster, then rules, severities, selection and suppressions."""
+        from trainlint.engine import lint
+
+        self.declare_cluster(results)
+        return lint(results, self.registry, self.settings)
+
+    def plugin_failures(self) -> list[FileResult]:
+        """One TL998 per plugin that failed (TL015 for untrusted local plugins), at the project config."""
+        from trainlint.engine import plugin_failures
+
+        return plugin_failures(self.registry, self.project)
+
+    def startup_rules(self) -> StartupRules:
+        """The registry's TL1xx rules with the project's options: what a layout must not break."""
+        if self._startup_rules is None:
+            from trainlint.layout.startup_check import startup_rules
+
+            self._startup_rules = startup_rules(self.registry, self.project.rule_options)
+        return self._startup_rules
+
+    # ------------------------------------------------------------------ estimating
+
+    def context(self, spec: TrainingSpec | None = None, **overrides: Any) -> EstimateContext:
+        """The estimate's context for ``spec``: the options (``overrides`` replace some, e.g.
+        ``gpu=`` for a comparison), then the project config, the spec and the defaults.
+        Raises ContextError when a named GPU or model does not exist."""
+        from trainlint.estimator import build_context
+
+        given = replace(self.options.estimate, **overrides) if overrides else self.options.estimate
+        return build_context(spec, gpu=given.gpu, nodes=given.nodes, gpus_per_node=given.gpus_per_node,
+                             model=given.model, vocab_size=given.vocab_size, micro_batch=given.micro_batch,
+                             seq_length=given.seq_length, grad_accum=given.grad_accum,
+                             project_raw=self.project.raw, project_path=self.project.path,
+                             gpus=self.gpus, presets=self.model_presets)
+
+    def estimate(self, spec: TrainingSpec, context: EstimateContext | None = None, **overrides: Any) -> Any:
+        """The spec's Estimate (or MissingInputs) in ``context`` (one :meth:`context` gave), else
+        in :meth:`context` with ``overrides``. Raises ContextError, InvariantError (a bug)."""
+        from trainlint.estimator import estimate
+
+        return estimate(spec, context if context is not None else self.context(spec, **overrides))
+
+    def find_gpu(self, name: str) -> GPU:
+        """A GPU of this session's table by id or alias; raises ContextError."""
+        from trainlint.estimator.context import find_gpu_in
+
+        return find_gpu_in(name, self.gpus)
+
+    def find_model(self, name: str) -> ModelPreset:
+        """A model preset of this session (or a local HF config.json); raises ContextError."""
+        from trainlint.estimator.context import resolve_model
+        from trainlint.provenance import Origin
+
+        preset: ModelPreset = resolve_model(name, Origin.CLI, presets=self.model_presets).value
+        return preset
+
+
+def open_session(options: SessionOptions, start: Path, *, validate: bool = True) -> Session:
+    """Open the project whose config is found from ``start`` upwards (or ``options.config``).
+    ``validate``: fail now on settings that name rules or options that do not exist and on a GPU
+    or model that does not exist (off for ``trainlint rules``/``explain``, which list what exists).
+    Raises ConfigError or ValueError (ContextError included): usage errors, exit 2."""
+    from trainlint.config import discover
+    from trainlint.engine import check_settings, settings_from
+    from trainlint.estimator.context import custom_gpus
+    from trainlint.plugins import project_host
+    from trainlint.registry import build_registry
+
+    project = discover(start, options.config, options.isolated)
+    host = project_host(project, allow=options.allow_plugins,
+                        roots=list(options.trust_roots) if options.trust_roots is not None else None,
+                        editor_trusted=options.editor_trusted)
+    registry = build_registry(host)
+    settings = settings_from(project, select=list(options.select) if options.select is not None else None,
+                             extend_select=options.extend_select, ignore=options.ignore)
+    if validate:
+        check_settings(registry, settings)
+    from trainlint.catalog import load_gpus
+
+    base = {**load_gpus(), **registry.gpus}
+    try:
+        gpus = custom_gpus(project.raw, project.path, base=base)
+    except ValueError:  # malformed `gpus` tables: a usage error, unless only listing what exists
+        if validate:
+            raise
+        gpus = base
+    session = Session(options, project, registry, settings, {**project.environment, **options.environment},
+                      project.runs + [list(run) for run in options.runs], gpus)
+    if validate:
+        session.context(None)  # the named GPU and model exist: a usage error now, not one per file
+    settings.estimate = session.estimate
+    settings.gpus = gpus
+    settings.layout_advice = _layout_advice(session)
+    return session
+
+
+def _layout_advice(session: Session) -> Callable[[Any, float], Any]:
+    from trainlint.rules.estimation.fixes import LayoutAdvice
+
+    return LayoutAdvice(session.estimate, session.startup_rules)
+
+
+def exit_code(results: Sequence[FileResult], *, exit_zero: bool = False) -> int:
+    """2 when trainlint failed (TL998 a plugin, TL999 itself), else 1 when an error was reported
+    (0 with ``exit_zero``), else 0."""
+    if any(d.code in ("TL998", "TL999") for r in results for d in r.diagnostics):
+        return EXIT_ERROR
+    if exit_zero:
+        return EXIT_CLEAN
+    has_error = any(d.severity.value == "error" for r in results for d in r.diagnostics)
+    return EXIT_FINDINGS if has_error else EXIT_CLEAN
