@@ -129,7 +129,7 @@ def parse_env(items: list[str]) -> dict[str, str]:
     environment: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
-        if not sep or not (name.isidentifier() or name.isdigit() and name != "0"):
+        if not sep or not (name.isidentifier() or (name.isdigit() and name != "0")):
             raise ValueError(f"--env expects NAME=VALUE (or N=VALUE for the script's argument $N), got {item!r}")
         environment[name] = value
     return environment
