@@ -198,7 +198,7 @@ def _render_one(s: Solved, model: Model, tokens: float, tokens_note: str, args: 
     out.append(f"  static memory   {STATIC_BYTES_PER_PARAM} B x {_si(model.total)} = {_bytes(STATIC_BYTES_PER_PARAM * model.total)}: "
                f"at least {s.static_gpus} x {gpu.memory_gb:g} GB GPUs before activations")
     out.append(f"  GPU-hours       {plan.gpus} x {secs / 3600:.1f} h = {plan.gpu_hours:,.0f}")
-    if plan.budget is not None:
+    if plan.budget is not None and plan.price_per_gpu_hour is not None:  # a budget is priced: both or neither
         bw = usd_per_tbps_hour(plan.price_per_gpu_hour, gpu.hbm_bandwidth_tbps)
         out.append(f"  cost            {plan.gpu_hours:,.0f} x {plan.price_per_gpu_hour:g} = USD {plan.budget:,.0f}"
                    + (f" (budget USD {plan.budget_limit:,.0f})" if plan.budget_limit else "")
