@@ -167,3 +167,21 @@ def test_a_layout_value_known_only_at_launch_is_not_estimated_with_the_default()
     assert [u.setting for u in unmodelled(spec)] == ["--tensor-model-parallel-size"]
     known = MegatronAdapter().load(SourceText("t.sh", text.replace("$SLURM_GPUS_PER_NODE", "8")), LoadContext()).specs[0]
     assert unmodelled(known) == []
+
+
+def test_a_model_config_that_states_another_models_arguments_is_not_estimated_as_gpt(tmp_path):
+    # Megatron-LM's CI model_config.yaml names no entry point; --decoder-num-layers (T5's decoder),
+    # --bert-no-binary-head (BERT) and --img-h (a vision encoder) say which model it trains.
+    from trainlint.adapters import builtin_adapters
+    from trainlint.checker import check_paths
+
+    base = ("MODEL_ARGS:\n  --num-layers: 12\n  --hidden-size: 768\n  --num-attention-heads: 12\n"
+            "  --seq-length: 512\n  --max-position-embeddings: 512\n  --micro-batch-size: 4\n")
+    for extra, flag in (("  --encoder-num-layers: 12\n  --decoder-num-layers: 12\n", "--decoder-num-layers"),
+                        ("  --bert-no-binary-head: true\n", "--bert-no-binary-head"),
+                        ("  --img-h: 336\n  --img-w: 336\n", "--img-h"), ("", None)):
+        path = tmp_path / "model_config.yaml"
+        path.write_text(base + extra)
+        (result,) = check_paths([str(path)], builtin_adapters())
+        (spec,) = result.specs
+        assert [u.setting for u in unmodelled(spec)] == ([flag] if flag else []), extra

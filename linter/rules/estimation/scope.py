@@ -35,6 +35,18 @@ _MEGATRON_SETTINGS = (
     ("use_torch_fsdp2", "--use-torch-fsdp2", "PyTorch FSDP2's sharding of parameters and gradients is not modelled"),
 )
 
+# Megatron-LM arguments that only another model's training script reads (megatron/training/arguments.py):
+# --decoder-num-layers is the decoder of an encoder-decoder (T5), --bert-no-binary-head BERT's
+# sentence-order head, --img-h / --img-w a vision encoder's input. A file that states them (a CI
+# test case's model_config.yaml names no entry point) describes that model, not a GPT decoder.
+_MEGATRON_MODEL_FLAGS = (
+    ("decoder_num_layers", "--decoder-num-layers", "an encoder-decoder (T5) model: the estimator models a GPT decoder "
+                                                   "(no decoder cross-attention)"),
+    ("bert_binary_head", "--bert-no-binary-head", "an encoder (BERT) model: the estimator models a GPT decoder "
+                                                  "(no masked-LM and pooler heads)"),
+    ("img_h", "--img-h", "the vision encoder and multimodal inputs are not modelled"),
+)
+
 # Entry points that train a vision encoder beside (or instead of) the language model.
 _MULTIMODAL_ENTRY = re.compile(r"(^|/)(pretrain_vlm|pretrain_mimo|multimodal/train|mimo/train|pretrain_vision_\w+)\.py$")
 
@@ -83,6 +95,12 @@ def unmodelled(spec: TrainingSpec) -> list[Unmodelled]:
             setting = spec.settings.get(key)
             if setting is not None and _truthy(setting.value):
                 out.append(Unmodelled(flag, why))
+        if arch is None or arch.value not in _ARCHITECTURES:
+            for key, flag, why in _MEGATRON_MODEL_FLAGS:
+                setting = spec.settings.get(key)
+                if setting is not None and setting.value is not None:
+                    out.append(Unmodelled(flag, why))
+                    break
         if _MULTIMODAL_ENTRY.search(entry):
             out.append(Unmodelled(entry, "the vision encoder and multimodal inputs are not modelled"))
         for dest in _MEGATRON_LAYOUT:
