@@ -24,6 +24,12 @@ has its ``.pyc`` files; ``--no-bytecode-cache`` measures with whatever the envir
 
     python benchmarks/check_speed.py [--repeat 11] [--files 1000] [--corpus ../shared/corpus]
     python benchmarks/cold_start.py                     # the cold-start lines only
+
+Against an earlier trainlint (issue 17: the framework catalogs may not slow a cold check by more than
+10%): ``--baseline OTHER_PYTHON`` (the Python of another checkout's venv, e.g. a worktree of the
+commit before) times that install's ``trainlint`` in the same interleaved rounds, and prints the
+ratio for the cold start, for every ``--extra-file`` (e.g. a Megatron script, which estimates), and
+for ``check`` over the corpus itself with ``--jobs 1`` and the default jobs.
 """
 
 from __future__ import annotations
@@ -81,10 +87,11 @@ PYTHON = sys.executable
 """The interpreter whose environment is measured (``--python``): this one by default."""
 
 
-def trainlint_command() -> list[str]:
+def trainlint_command(python: str | None = None) -> list[str]:
     """The installed ``trainlint`` script next to the measured Python, else ``python -m trainlint``."""
-    script = Path(PYTHON).parent / "trainlint"
-    return [str(script)] if script.is_file() else [PYTHON, "-m", "trainlint"]
+    python = python or PYTHON
+    script = Path(python).parent / "trainlint"
+    return [str(script)] if script.is_file() else [python, "-m", "trainlint"]
 
 
 def check_jsonschema_command() -> list[str] | None:
@@ -169,6 +176,49 @@ def report_throughput(label: str, files: int, elapsed: float, one_file: float) -
     return after >= THROUGHPUT_TARGET
 
 
+def _wall_and_cpu(cmd: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + system, the process and the workers it waited for)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall, _ = run_once(cmd, env)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def _compare(commands: dict[str, Sequence[str]], env: dict[str, str], repeat: int) -> dict[str, tuple[float, float]]:
+    """Median (wall, CPU) of each command over interleaved rounds, after one untimed run each. CPU
+    time moves much less than wall time on a machine others load: both are printed."""
+    for cmd in commands.values():
+        run_once(cmd, env)
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, cmd in commands.items():
+            runs[name].append(_wall_and_cpu(cmd, env))
+    return {name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for name, v in runs.items()}
+
+
+def against_baseline(baseline: str, files: Sequence[str], corpus: Path, env: dict[str, str], repeat: int) -> None:
+    """This install and ``baseline``'s, interleaved: cold one-file checks and the corpus check."""
+    ours, theirs = trainlint_command(), trainlint_command(baseline)
+    print(f"against the baseline {baseline} (interleaved; median wall / CPU time):")
+
+    def line(label: str, m: dict[str, tuple[float, float]], unit: float, name: str) -> None:
+        (bw, bc), (tw, tc) = m["baseline"], m["this"]
+        print(f"  {label:52s} baseline {bw * unit:8.1f} / {bc * unit:8.1f} {name}, this {tw * unit:8.1f} / "
+              f"{tc * unit:8.1f} {name}   (wall {tw / bw - 1:+.1%}, CPU {tc / bc - 1:+.1%})")
+
+    for file in files:
+        tail = ["check", "--isolated", "--exit-zero", "--gpu", "h100-sxm", file]
+        line(f"cold check of {Path(file).name}", _compare({"baseline": theirs + tail, "this": ours + tail}, env, repeat),
+             1000, "ms")
+    if corpus.is_dir():
+        for jobs in ("1", "0"):
+            tail = ["check", "--isolated", "--exit-zero", "--gpu", "h100-sxm", "--jobs", jobs, str(corpus)]
+            line(f"check of the corpus, {'--jobs 1' if jobs == '1' else 'default --jobs'}",
+                 _compare({"baseline": theirs + tail, "this": ours + tail}, env, max(3, repeat // 2)), 1, "s")
+
+
 def main(argv: Sequence[str] | None = None, *, throughput_too: bool = True) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", default=str(DEFAULT_FILE), help="the one DeepSpeed JSON of the cold-start test")
@@ -179,6 +229,13 @@ def main(argv: Sequence[str] | None = None, *, throughput_too: bool = True) -> i
                         help="measure the trainlint installed for this Python (default: the one running the benchmark); "
                              "e.g. a venv with a regular, non-editable install: an editable install adds its import "
                              "hook's cost to every start, the baseline's included")
+    parser.add_argument("--baseline", metavar="PYTHON",
+                        help="also time the trainlint installed for this Python (another checkout's venv) in the same "
+                             "interleaved rounds, and print the ratios")
+    parser.add_argument("--extra-file", action="append", default=[],
+                        help="with --baseline: another file for a cold one-file check (repeatable)")
+    parser.add_argument("--baseline-only", action="store_true",
+                        help="with --baseline: only the comparison, not the targets of issue 7")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="do not give the child processes a bytecode cache (measure as the environment is)")
     args = parser.parse_args(argv)
@@ -190,6 +247,10 @@ def main(argv: Sequence[str] | None = None, *, throughput_too: bool = True) -> i
         env = child_env(not args.no_bytecode_cache, cache)
         print(f"{PYTHON} (python {sys.version.split()[0]}) on {os.cpu_count()} CPUs; bytecode cache: "
               f"{'private, warmed' if cache else 'as the environment says'}; {args.repeat} runs each, median")
+        if args.baseline:
+            against_baseline(args.baseline, [args.file, *args.extra_file], Path(args.corpus), env, args.repeat)
+            if args.baseline_only:
+                return 0
         medians = cold_start(args.file, env, args.repeat)
         report_cold_start(medians, args.file)
         if throughput_too:

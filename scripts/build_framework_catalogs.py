@@ -86,7 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--neox", type=Path)
     ap.add_argument("--deepspeed", type=Path)
     ap.add_argument("--only", choices=["megatron", "neox", "deepspeed"])
+    ap.add_argument("--names-only", action="store_true",
+                    help="only rewrite the compact name indexes (names-FAMILY.json) from the shipped catalogs")
     args = ap.parse_args(argv)
+    if args.names_only:
+        write_name_indexes()
+        return 0
     OUT.mkdir(parents=True, exist_ok=True)
     index_path = OUT / "index.json"
     old = json.loads(index_path.read_text()) if index_path.is_file() else {"catalogs": []}
@@ -112,7 +117,22 @@ def main(argv: list[str] | None = None) -> int:
                 entries += [e] if e else []
     index = {"generated_by": "scripts/build_framework_catalogs.py", "catalogs": entries}
     index_path.write_text(json.dumps(index, indent=1) + "\n", encoding="utf-8")
+    write_name_indexes()
     return 0
+
+
+def write_name_indexes() -> None:
+    """names-FAMILY.json: which shipped releases define each name, read at check time instead of
+    every catalog (see :func:`trainlint.frameworks.catalog.shipped_names`)."""
+    from trainlint.frameworks import catalog
+
+    catalog.shipped_index.cache_clear()
+    entries = catalog.shipped_index()
+    for family in sorted({e.family for e in entries}):
+        data = catalog.name_index_data(family, entries, lambda file: catalog.ArgCatalog.from_json(
+            json.loads((OUT / file).read_text(encoding="utf-8"))))
+        (OUT / catalog.NAMES_FILE.format(family=family).split("/")[-1]).write_text(
+            json.dumps(data, separators=(",", ":")) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

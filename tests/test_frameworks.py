@@ -140,6 +140,60 @@ def test_neox_argument_dataclasses_are_read():
     assert scan.args["lr_decay_style"].choices == ("constant", "linear", "hybrid_cosine_inv_sqrt_2")
 
 
+def test_deepspeed_config_models_and_constants_are_read():
+    from trainlint.frameworks.argscan import scan_deepspeed
+
+    scan = scan_deepspeed({
+        "deepspeed/runtime/constants.py": "TRAIN_BATCH_SIZE = 'train_batch_size'\nTRAIN_BATCH_SIZE_DEFAULT = None\n",
+        "deepspeed/runtime/zero/config.py": textwrap.dedent('''
+            from typing import Literal
+            class DeepSpeedZeroConfig(DeepSpeedConfigModel):
+                stage: int = 0
+                reduce_bucket_size: int = Field(500000000, alias="reduce_bucket_size")
+                offload_param_device: Literal["none", "cpu", "nvme"] = "none"
+                _private: int = 0
+        '''),
+    })
+    assert {"train_batch_size", "stage", "reduce_bucket_size", "offload_param_device"} <= set(scan.args)
+    assert "_private" not in scan.args and "TRAIN_BATCH_SIZE_DEFAULT" not in scan.args
+    assert scan.args["offload_param_device"].choices == ("none", "cpu", "nvme")
+
+
+def test_invalid_escapes_in_a_fork_module_neither_warn_nor_stop_the_reading():
+    import warnings
+
+    text = FORK_ARGUMENTS + "    parser.add_argument('--path-glob', help='a\\ b')\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a compile warning would surface as an error here
+        scan = scan_megatron({"megatron/training/arguments.py": text})
+    assert "--path-glob" in scan.args and "--embed-layernorm" in scan.args
+
+
+def test_reading_stops_after_the_time_bound_and_the_catalog_is_partial(tmp_path, monkeypatch):
+    """catalog.MAX_READ_SECONDS bounds the reading: past it the rest is not read, the catalog is
+    partial, and unknown names are warnings (the fork may define them in what was not read)."""
+    from trainlint.frameworks import catalog
+
+    monkeypatch.setattr(catalog, "MAX_READ_SECONDS", -1.0)
+    scan = scan_megatron({"megatron/training/arguments.py": FORK_ARGUMENTS})
+    assert scan.args == {} and scan.partial and "stopped after" in scan.partial[0]
+    root = write_fork(tmp_path / "slow", FORK_ARGUMENTS + f"# {tmp_path}\n")
+    diags = megatron_script(root / "examples" / "train.sh", "--not-in-the-fork 1")
+    unknown = [d for d in diags if d.code == "TL004"]
+    assert unknown and all(d.severity is Severity.WARNING for d in unknown)
+    assert any("--not-in-the-fork" in d.message for d in unknown)
+    assert all(d.severity is not Severity.ERROR for d in diags if d.code in ("TL004", "TL006", "TL008"))
+
+
+def test_an_argument_module_over_the_size_bound_is_not_read(tmp_path):
+    from trainlint.frameworks.catalog import MAX_SOURCE_BYTES
+
+    root = write_fork(tmp_path / "huge", FORK_ARGUMENTS + "#" * (MAX_SOURCE_BYTES + 1) + "\n")
+    assert read_checkout(root, "megatron", use_cache=False) is None
+    target = locate.resolve("megatron", str(root / "examples" / "train.sh"))
+    assert target.origin is TargetOrigin.ASSUMED
+
+
 def test_a_checkout_is_read_once_then_taken_from_the_cache(tmp_path):
     root = write_fork(tmp_path / "fork")
     first = read_checkout(root, "megatron")
@@ -201,6 +255,26 @@ def test_once_per_run_keeps_the_first_note_of_each_source():
                FileResult("c.yml", "neox", [note("/g/neox_args.py", "0.30")])]
     kept = locate.once_per_run(results)
     assert [[d.code for d in r.diagnostics] for r in kept] == [["TL014", "TL004"], [], ["TL014"]]
+
+
+def test_a_fork_is_read_once_for_configs_in_many_folders(tmp_path, monkeypatch):
+    """The checkout (or its disk-cache entry, which hashes every file) is read once per process,
+    whatever the number of config folders; an edited argument module is read again."""
+    from trainlint.frameworks import catalog
+
+    root = write_fork(tmp_path / "fork", FORK_ARGUMENTS + f"# {tmp_path}\n")
+    reads = []
+    real = catalog.source_files
+    monkeypatch.setattr(catalog, "source_files", lambda r, f: reads.append(r) or real(r, f))
+    for name in ("a", "b/c", "b/d/e"):
+        (root / "examples" / name).mkdir(parents=True)
+        diags = megatron_script(root / "examples" / name / "train.sh", "--embed-layernorm")
+        assert found(diags, "TL004") == []
+    assert len(reads) == 1
+    (root / "megatron/training/arguments.py").write_text(FORK_ARGUMENTS + "    parser.add_argument('--new-flag')\n")
+    locate._memo.clear()  # a new folder target, as a language server re-linting after the edit would ask
+    assert found(megatron_script(root / "examples" / "a" / "train2.sh", "--new-flag"), "TL004") == []
+    assert len(reads) == 2
 
 
 def test_the_fork_decides_what_is_unknown(tmp_path):
@@ -379,6 +453,46 @@ def test_neox_fork_keys_are_known_in_the_fork(tmp_path):
     assert [(c, s, l) for c, s, l, _ in got] == [("TL004", "warning", 6), ("TL006", "warning", 7)]
 
 
+def test_save_interval_is_an_error_only_for_a_neox_known_to_lack_it(tmp_path):
+    """TL187 (save without checkpoint_factor) on a config that gives the old name save_interval: an
+    error against a NeoX whose source lacks save_interval, a warning when the version is assumed
+    (before gpt-neox #737 save_interval did the job)."""
+    from trainlint.engine import LintSettings, lint
+    from trainlint.checker import FileResult
+    from trainlint.registry import build_registry
+    from trainlint.plugins import create_host
+
+    registry = build_registry(create_host(entry_points=False))
+    text = NEOX_BASE + "train_micro_batch_size_per_gpu: 1\nsave-interval: 100\nsave: checkpoints\n"
+
+    def tl187(path: Path):
+        loaded = NEOX.load(SourceText(str(path), text), LoadContext())
+        result = FileResult(str(path), "neox", list(loaded.diagnostics), loaded.specs, loaded.documents)
+        [linted] = lint([result], registry, LintSettings())
+        return found(linted.diagnostics, "TL187", "TL008")
+
+    root = tmp_path / "fork"
+    (root / "megatron" / "neox_arguments").mkdir(parents=True)
+    (root / "megatron" / "neox_arguments" / "neox_args.py").write_text(textwrap.dedent('''
+        from dataclasses import dataclass
+        @dataclass
+        class NeoXArgsModel:
+            num_layers: int = None
+            hidden_size: int = None
+            num_attention_heads: int = None
+            seq_length: int = None
+            max_position_embeddings: int = None
+            train_micro_batch_size_per_gpu: int = None
+            save: str = None
+            checkpoint_factor: int = None
+            extra_save_iters: list = None
+    '''))
+    (root / "configs").mkdir()
+    assert sorted(tl187(root / "configs" / "run.yml")) == [("TL008", "error", 7, 1), ("TL187", "error", 8, 7)]
+    (tmp_path / "elsewhere").mkdir()
+    assert sorted(tl187(tmp_path / "elsewhere" / "run.yml")) == [("TL008", "warning", 7, 1), ("TL187", "warning", 8, 7)]
+
+
 DS_BASE = '{\n  "train_batch_size": 8,\n  "train_micro_batch_size_per_gpu": 1,\n  "zero_optimization": {\n    "stage": 1,\n    "%s": 1\n  }\n}\n'
 
 
@@ -433,3 +547,38 @@ def test_the_installed_package_is_read_when_nothing_is_beside_the_config(tmp_pat
     target = locate.resolve("megatron", str(tmp_path / "cfg" / "t.sh"))
     assert target.origin is TargetOrigin.INSTALLED and target.path == str(site)
     assert "--embed-layernorm" in target.catalog
+
+
+# ------------------------------------------------------------------------------ the compact name index
+
+
+@pytest.mark.parametrize("family", ["megatron", "neox", "deepspeed"])
+def test_the_shipped_name_index_is_what_the_shipped_catalogs_define(family):
+    """names-FAMILY.json (read at check time instead of every catalog) says the same as the catalogs;
+    regenerate it with scripts/build_framework_catalogs.py --names-only."""
+    from trainlint.frameworks import catalog
+
+    shipped = json.loads((Path(catalog.__file__).resolve().parent.parent / "data" /
+                          catalog.NAMES_FILE.format(family=family)).read_text())
+    assert shipped == catalog.name_index_data(family, shipped_index(), load_shipped)
+    assert len(shipped["names"]) > 100
+
+
+def test_a_stale_name_index_is_not_trusted(monkeypatch):
+    from trainlint.frameworks import catalog
+
+    real = catalog._data_text
+
+    def stale(name: str) -> str:
+        if name.startswith("frameworks/names-"):
+            return json.dumps({"family": "megatron", "releases": ["Megatron-LM core_v0.1.0"], "names": {"--x": 1}})
+        return real(name)
+
+    catalog.shipped_names.cache_clear()
+    monkeypatch.setattr(catalog, "_data_text", stale)
+    try:
+        labels, names = catalog.shipped_names("megatron")
+        assert "--x" not in names and "--num-layers" in names and labels[0] == "Megatron-LM core_v0.4.0"
+        assert catalog.defined_by("megatron", "--DDP-impl") == "Megatron-DeepSpeed main defines it"
+    finally:
+        catalog.shipped_names.cache_clear()

@@ -251,15 +251,19 @@ class ArgReader:
         t = self.target
         if t is None or not t.known or not t.version or t.path is not None:
             return None
-        from trainlint.frameworks.catalog import load_shipped, shipped_index
+        from trainlint.frameworks.catalog import shipped_index, shipped_names
 
-        line = [e for e in shipped_index() if e.family == "megatron" and e.variant == t.variant]
+        # bit i of the name's mask: the family's i-th shipped release defines it
+        mask = shipped_names("megatron")[1].get(name, 0)
+        family = [e for e in shipped_index() if e.family == "megatron"]
+        bits = [i for i, e in enumerate(family) if e.variant == t.variant]
+        line = [family[i] for i in bits]
         idx = next((k for k, e in enumerate(line) if e.version == t.version), None)
         if idx is None:
             return None
         last = None
         for k in range(idx - 1, -1, -1):
-            if name in load_shipped(line[k].file):
+            if mask >> bits[k] & 1:
                 last = k
                 break
         if last is None:

@@ -84,7 +84,7 @@ class Inputs:
     offload_params: str
     # engine (spec.engine): who owns the optimizer and how it shards
     owner: str
-    """megatron | deepspeed | deepspeed-zero | deepspeed-bf16 | fsdp"""
+    """megatron | deepspeed | deepspeed-zero | deepspeed-bf16"""
     shard_stage: int
     """0 nothing sharded, 1 master weights + optimizer states, 2 + gradients, 3 + parameters"""
     shard_cp: bool
@@ -547,7 +547,7 @@ _ENGINE_REPORTED = frozenset({"optimizer_owner", "shard_stage", "grad_dtype", "a
 """Engine facts listed among the estimate's assumptions when no file wrote them (buckets and
 overlap defaults stay quiet, as the framework defaults they are)."""
 _ENGINE_CHOICES = {
-    "optimizer_owner": ("megatron", "deepspeed", "deepspeed-zero", "deepspeed-bf16", "fsdp"),
+    "optimizer_owner": ("megatron", "deepspeed", "deepspeed-zero", "deepspeed-bf16"),
     "shard_group": ("dp", "dp_cp"),
     "grad_dtype": tuple(_DTYPE_BYTES),
     "attention": ("flash", "unfused"),

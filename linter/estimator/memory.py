@@ -15,8 +15,6 @@ group, gradient dtype), never the file format:
   16-bit params and grads (2 + 2) plus 12 bytes of optimizer state (fp32 master, m, v) and the
   fp32 gradient partition the optimizer step uses (4); ZeRO shards the optimizer (stage >= 1),
   the gradients (>= 2) and the parameters (3) over the data-parallel group.
-* PyTorch FSDP2 (fully_shard with bf16 compute, fp32 params and reduce): fp32 params, fp32
-  grads and Adam states all sharded, 16/d, plus the unsharded 16-bit units being computed.
 """
 
 from __future__ import annotations
@@ -142,7 +140,7 @@ def active_params(i: Inputs) -> float:
 
 def shard_group(i: Inputs) -> int:
     """Ranks the optimizer owner shards over (engine.shard_group): Megatron's distributed optimizer
-    and FSDP (torchtitan's dp_shard x cp mesh) over DP x CP; DeepSpeed (ZeRO, BF16_Optimizer) over DP."""
+    over DP x CP; DeepSpeed (ZeRO, BF16_Optimizer) over DP."""
     return max(1, i.dp * (i.cp if i.shard_cp else 1))
 
 
@@ -166,12 +164,9 @@ def static_bytes(i: Inputs, n: float) -> tuple[float, float, float]:
       fp32 copy of the gradients where the buffer is 16-bit (DeepSpeed's fp32 gradient partition,
       Megatron's fp32 main grads of fp16 params): 4 + 8 + 4 for Adam;
     * sharded over the shard group from ``shard_stage`` on: 1 the optimizer bytes, 2 the gradients,
-      3 the weights; offloaded optimizer state (and ZeRO-3 parameters) leave the GPU.
-    PyTorch FSDP keeps fp32 parameters and gradients, all sharded."""
+      3 the weights; offloaded optimizer state (and ZeRO-3 parameters) leave the GPU."""
     d = shard_group(i)
     states = _optimizer_state_bytes(i.optimizer)
-    if i.owner == "fsdp":
-        return 4.0 * n / d, 4.0 * n / d, states * n / d
     mixed = i.dtype in ("bf16", "fp16")
     weight_b = 2.0 if mixed else 4.0
     grad_b = i.grad_bytes if mixed else 4.0
@@ -204,7 +199,7 @@ def te_fp8_weight_cache_bytes(i: Inputs, layers: int) -> float:
 
 def _fp32_grad_copy_bytes(i: Inputs) -> float:
     """Bytes per parameter of the fp32 copy of a 16-bit gradient buffer the optimizer steps on."""
-    if i.owner == "fsdp" or i.dtype not in ("bf16", "fp16"):
+    if i.dtype not in ("bf16", "fp16"):
         return 0.0
     return 4.0 if i.grad_bytes < 4.0 else 0.0
 
@@ -225,8 +220,8 @@ def step_grad_copy_bytes(i: Inputs, n: float) -> float:
     Megatron's table (dist_optimizer.md, "fp16 param, fp16 grads: 4 + 16/d") and DeepSpeed's
     estimate_zero2_model_states_mem_needs count it in the bytes per parameter; at the activation
     peak it is not there (one_stage puts it where it outgrows the activations)."""
-    if i.owner == "fsdp" or i.offload_opt in ("cpu", "nvme"):
-        return 0.0  # FSDP: fp32 gradients already; offloaded: the step runs on the host
+    if i.offload_opt in ("cpu", "nvme"):
+        return 0.0  # offloaded: the step runs on the host
     return _fp32_grad_copy_bytes(i) * n / (shard_group(i) if i.shard_stage >= 1 else 1)
 
 
@@ -275,17 +270,6 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
     return attention + mlp + norms
 
 
-def op_sac_layer_bytes(i: Inputs) -> float:
-    """torchtitan's selective ("op") activation checkpointing keeps the output of every other
-    matmul and of the attention kernel, and recomputes every elementwise op
-    (torchtitan parallelize: _save_list / "mm_count % 2" policy)."""
-    a = i.act_bytes
-    sb = i.seq / i.cp * i.micro
-    mats = 2 if i.gated else 1
-    matmul_out = (i.q_dim + 2 * i.kv_dim) / i.tp + i.hidden + mats * i.ffn / i.tp + i.hidden
-    return a * sb * (0.5 * matmul_out + i.q_dim / i.tp + i.hidden) + 4 * (i.heads / i.tp) * sb
-
-
 def layer_input_bytes(i: Inputs) -> float:
     """A checkpointed layer keeps only its input (split over TP with SP or partitioned activations)."""
     split = i.tp if (i.sp or i.partition_activations) else 1
@@ -315,9 +299,7 @@ def _layer_acts(i: Inputs, cache: Cache | None) -> tuple[float, float, float]:
     found = cache.get(key) if cache is not None else None
     if found is None:
         full = layer_activation_bytes(i, keep_scores=not i.flash)
-        if i.recompute == "selective" and i.owner == "fsdp":
-            selective = op_sac_layer_bytes(i)
-        elif i.recompute == "selective":
+        if i.recompute == "selective":
             selective = layer_activation_bytes(i, keep_scores=False)
         else:
             selective = full
@@ -362,7 +344,7 @@ def stage_activation_bytes(i: Inputs, stage: int, layers: int, cache: Cache | No
 
 
 def buffer_bytes(i: Inputs, n_local: float) -> float:
-    """The optimizer owner's communication buffers and ZeRO-3 / FSDP live parameters."""
+    """The optimizer owner's communication buffers and ZeRO-3 live parameters."""
     if i.owner == "deepspeed-zero":
         out = 0.0
         if i.shard_stage in (1, 2) and i.dp > 1:
@@ -372,9 +354,6 @@ def buffer_bytes(i: Inputs, n_local: float) -> float:
             live = min(i.max_live_params, 2 * unit + i.prefetch_bucket, n_local * i.dp)
             out += 2 * live + 2 * min(i.reduce_bucket, n_local * i.dp)
         return out
-    if i.owner == "fsdp":
-        unit = max(layer_params_per_gpu(i), i.vocab * i.hidden / i.tp)
-        return 2 * unit * (2 + 4)  # current + prefetched unit: 16-bit params and fp32 grads before reduce-scatter
     return 0.0
 
 

@@ -19,10 +19,13 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping, TypeVar
 
 from trainlint.frameworks.argdef import ArgDef, jsonable as _jsonable
+
+_T = TypeVar("_T")
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 """A file larger than this is not read (an argument module is ~100-200 KB)."""
@@ -62,10 +65,28 @@ def _type_name(node: ast.AST | None) -> str | None:
 def _parse(text: str, path: str) -> ast.Module | None:
     if len(text) > MAX_SOURCE_BYTES:
         return None
+    import warnings
+
     try:
-        return ast.parse(text, filename=path)
+        # A fork's module may hold invalid escape sequences ("\\ " in a help string): Python warns
+        # while compiling (SyntaxWarning on stderr from 3.12), which is noise in a lint run.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
     except (SyntaxError, ValueError, MemoryError, RecursionError):
         return None
+
+
+def _timed(items: Iterable[_T], out: ScanResult, started: float) -> Iterator[_T]:
+    """``items`` until the reading has taken ``catalog.MAX_READ_SECONDS``; then the result is
+    marked partial (so names it lacks are warnings, not errors) and the rest is not read."""
+    from trainlint.frameworks.catalog import MAX_READ_SECONDS
+
+    for item in items:
+        if time.perf_counter() - started > MAX_READ_SECONDS:
+            out.partial.append(f"reading stopped after {MAX_READ_SECONDS:g} s; the rest of the source was not read")
+            return
+        yield item
 
 
 # --------------------------------------------------------------------------- Megatron
@@ -77,8 +98,9 @@ def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None 
     ``classes`` are further modules where config dataclasses used by ``ArgumentGroupFactory`` may
     be defined (only their class definitions are read)."""
     out = ScanResult()
+    started = time.perf_counter()
     trees: dict[str, ast.Module] = {}
-    for path, text in list(sources.items())[:MAX_FILES]:
+    for path, text in _timed(list(sources.items())[:MAX_FILES], out, started):
         tree = _parse(text, path)
         if tree is None:
             out.partial.append(f"{path} could not be parsed")
@@ -108,7 +130,7 @@ def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None 
                 factories.append((node.args[0].id, path, set(exclude or ()) if ok else set(), path, node.lineno))
     if factories:
         class_trees = dict(trees)
-        for path, text in list((classes or {}).items())[:MAX_FILES]:
+        for path, text in _timed(list((classes or {}).items())[:MAX_FILES], out, started):
             tree = _parse(text, path)
             if tree is not None:
                 class_trees[path] = tree
@@ -343,7 +365,8 @@ def _factory_flag(fname: str, ann: ast.AST | None, default_node: ast.AST | None,
 def scan_neox(sources: Mapping[str, str]) -> ScanResult:
     """The config keys of NeoX's argument dataclasses (``class NeoXArgs...``, ``@dataclass``)."""
     out = ScanResult()
-    for path, text in list(sources.items())[:MAX_FILES]:
+    started = time.perf_counter()
+    for path, text in _timed(list(sources.items())[:MAX_FILES], out, started):
         tree = _parse(text, path)
         if tree is None:
             # Older NeoX releases hold docstrings Python 3.12 no longer parses; their fields are
@@ -416,7 +439,8 @@ def scan_deepspeed(sources: Mapping[str, str]) -> ScanResult:
     """Config keys DeepSpeed reads: pydantic config-model fields (and their ``alias``) and the
     string constants of ``constants.py`` modules (``TRAIN_BATCH_SIZE = "train_batch_size"``)."""
     out = ScanResult()
-    for path, text in list(sources.items())[:MAX_FILES * 4]:
+    started = time.perf_counter()
+    for path, text in _timed(list(sources.items())[:MAX_FILES * 4], out, started):
         tree = _parse(text, path)
         if tree is None:
             continue

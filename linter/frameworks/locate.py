@@ -46,6 +46,12 @@ _project: dict[str, tuple[str, str]] = {}
 """family -> ("path" | "version", value), from the project config."""
 _memo: dict[tuple[str, str], FrameworkTarget] = {}
 _reported: set[str] = set()
+_beside: dict[tuple[str, str], Path | None] = {}
+"""(family, folder) -> the nearest checkout at or above it: a fork's configs sit in many folders."""
+_checkouts: dict[tuple[str, str], tuple[tuple[int, int], ArgCatalog | None]] = {}
+"""(family, root) -> (the argument module's (mtime, size), its catalog): a checkout is read (or
+taken from the disk cache, which hashes every file) once per process, not once per config folder;
+the stamp lets a long-running language server see an edited source."""
 
 
 def configure(settings: Mapping[str, str] | None, base: str | None = None) -> None:
@@ -53,6 +59,8 @@ def configure(settings: Mapping[str, str] | None, base: str | None = None) -> No
     :class:`FrameworkSettingError` for an entry that names no checkout and no shipped release."""
     _project.clear()
     _memo.clear()
+    _beside.clear()
+    _checkouts.clear()
     for family, value in (settings or {}).items():
         if family not in FAMILIES:
             raise FrameworkSettingError(f"`framework.{family}`: unknown framework; expected one of {', '.join(FAMILIES)}")
@@ -135,27 +143,58 @@ def assumed(family: str) -> FrameworkTarget:
 
 
 def _from_checkout(family: str, root: Path, origin: TargetOrigin, note: str) -> FrameworkTarget:
-    catalog: ArgCatalog | None = read_checkout(root, family)
+    catalog = _read_checkout_once(root, family)
     if catalog is None:
         return assumed(family)
     return FrameworkTarget(family, catalog.variant, catalog.version, origin, path=str(root), catalog=catalog,
                            read_seconds=catalog.read_seconds, note=note)
 
 
+def _read_checkout_once(root: Path, family: str) -> ArgCatalog | None:
+    rel = marker(root, family)
+    try:
+        st = (root / rel).stat() if rel else None
+    except OSError:
+        st = None
+    stamp = (st.st_mtime_ns, st.st_size) if st is not None else (0, 0)
+    key = (family, str(root))
+    hit = _checkouts.get(key)
+    if hit is not None and hit[0] == stamp:
+        return hit[1]
+    catalog: ArgCatalog | None = read_checkout(root, family)
+    _checkouts[key] = (stamp, catalog)
+    return catalog
+
+
 def find_source_beside(family: str, start: Path) -> Path | None:
     """The nearest folder at or above ``start`` holding the family's argument module, or a
-    submodule / vendored checkout of one (a direct child folder named like a framework)."""
+    submodule / vendored checkout of one (a direct child folder named like a framework).
+    Remembered per folder, so the configs of sibling folders walk the shared part once."""
+    walked: list[Path] = []
     folder = start
+    found: Path | None = None
+    ended = False  # the walk reached an answer (not just MAX_LEVELS): every folder on it shares it
     for _ in range(MAX_LEVELS):
+        key = (family, str(folder))
+        if key in _beside:
+            found, ended = _beside[key], True
+            break
+        walked.append(folder)
         if marker(folder, family) is not None:
-            return folder
-        for child in _vendored(folder):
-            if marker(child, family) is not None:
-                return child
+            found, ended = folder, True
+            break
+        child = next((c for c in _vendored(folder) if marker(c, family) is not None), None)
+        if child is not None:
+            found, ended = child, True
+            break
         if folder.parent == folder:
+            ended = True
             break
         folder = folder.parent
-    return None
+    if ended:
+        for f in walked:
+            _beside[(family, str(f))] = found
+    return found
 
 
 def _vendored(folder: Path) -> list[Path]:

@@ -49,3 +49,11 @@ def test_a_larger_allowed_gap_silences_it(tmp_path, capsys):
     main(["check", "--config", str(tmp_path / "t.toml"), "--format", "json", "--select", "TL301", *case["args"],
           str(tmp_path / "train.sh")])
     assert [d for f in json.loads(capsys.readouterr().out)["files"] for d in f["diagnostics"]] == []
+
+
+def test_the_absolute_floor_still_speaks_when_no_layout_is_much_better(tmp_path, capsys):
+    """``threshold`` (off by default): an expected MFU below it is reported even when the gap to the
+    best layout is within ``max_gap`` (then the model or the GPU is the limit, and the message says so)."""
+    diag = _tl301(tmp_path, capsys, "[rules.TL301]\nmax_gap = 0.99\nthreshold = 0.99\n")
+    assert "below the floor 99%" in diag["message"]
+    assert "the model and the GPU set the limit" in diag["message"]

@@ -12,7 +12,6 @@ from typing import Any, Callable, Iterator
 
 from trainlint.adapters.engine import set_engine
 from trainlint.estimator.core import InvariantError
-from trainlint.layout.candidate import megatron_deepspeed
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
 
@@ -116,6 +115,8 @@ def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
             modified = _with_data_parallel(spec, world // layout, **changes)
             if modified is not None:
                 yield Candidate(spelling, "parallel.tensor", modified)
+    from trainlint.layout.candidate import megatron_deepspeed  # the layout package loads the search: only when fixes are sought
+
     ds_engine = megatron_deepspeed(spec)  # Megatron-DeepSpeed with --deepspeed: DeepSpeed's optimizer, not Megatron's
     if fw == "megatron" and not ds_engine and not spec.value("parallel.distributed_optimizer", False):
         yield Candidate("--use-distributed-optimizer", "parallel.distributed_optimizer",
@@ -263,6 +264,8 @@ def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
             modified = _with_data_parallel(spec, world // layout, parallel__tensor=tp * 2)
             if modified is not None:
                 yield Candidate(spelling + " (fewer data-parallel replicas)", "parallel.tensor", modified)
+    from trainlint.layout.candidate import megatron_deepspeed
+
     stage = spec.value("parallel.zero_stage")
     if (fw in ("deepspeed", "neox") or megatron_deepspeed(spec)) and _ints(stage) and stage >= 2:
         for lower in range(stage - 1, 0, -1):  # ZeRO-3 gathers parameters every micro-batch; 2 and 1 do not

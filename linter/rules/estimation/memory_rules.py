@@ -108,6 +108,13 @@ class OomRisk(Rule):
             # Said as a warning that names the assumption; --gpu (or `gpu = ...`) makes it a verdict.
             severity = Severity.WARNING
             message += " (the GPU is assumed, not given: pass --gpu ID or set `gpu = ...` in [tool.trainlint])"
+        elif over and _zero_stage_assumed(est):
+            # The DeepSpeed config that says the ZeRO stage and the offload was not read (its path is
+            # only known at launch): the estimate assumed ZeRO 0 without offload, the most memory a
+            # run can take. A ZeRO-Offload example is not wrong for exceeding that guess.
+            severity = Severity.WARNING
+            message += (" (the ZeRO stage is assumed: the DeepSpeed config was not read statically, and ZeRO or "
+                        "optimizer offload would lower this figure)")
         if verdict.note:
             message += f" ({verdict.note})"
         yield Finding(message, at=at, fix=fix, severity=severity)
@@ -116,6 +123,11 @@ class OomRisk(Rule):
 def _gpu_assumed(est) -> bool:
     """True when no flag, project config or file named the GPU (the estimate used the default)."""
     return any(a.field == "cluster.gpu" and a.origin == Origin.ASSUMED.value for a in est.assumptions)
+
+
+def _zero_stage_assumed(est) -> bool:
+    """True when DeepSpeed's engine runs the step but its ZeRO stage is not known (assumed 0)."""
+    return any(a.field == "engine.shard_stage" and a.origin == Origin.ASSUMED.value for a in est.assumptions)
 
 
 class BuffersDominateMemory(Rule):

@@ -114,6 +114,16 @@ class BatchSizeMissing(Rule):
         if ds_present(spec, "elasticity") and as_bool(ds(spec, "elasticity.enabled")):
             return  # elastic training computes the batch
         gas = ds(spec, "gradient_accumulation_steps")
+        if gas is None:
+            # No batch setting at all: the file is likely a template the program that loads it fills
+            # (the Hugging Face Trainer of 2021 refused batch keys in it and set them from
+            # --per_device_train_batch_size; DeepSpeed's autotuner writes them): said, not an error.
+            yield Finding("neither train_batch_size nor train_micro_batch_size_per_gpu is given: DeepSpeed stops "
+                          "(\"Either train_batch_size or train_micro_batch_size_per_gpu needs to be provided\") unless "
+                          "the program that loads this config fills the batch in (the Hugging Face Trainer, the "
+                          "autotuner); write \"auto\" to say that it does", severity=Severity.WARNING,
+                          fix="add \"train_micro_batch_size_per_gpu\" (a number, or \"auto\" when a launcher fills it)")
+            return
         yield Finding("neither train_batch_size nor train_micro_batch_size_per_gpu is given; DeepSpeed stops: \"Either "
                       "train_batch_size or train_micro_batch_size_per_gpu needs to be provided\"",
                       at=gas, fix="add \"train_micro_batch_size_per_gpu\"")

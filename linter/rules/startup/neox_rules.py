@@ -480,10 +480,18 @@ class SaveWithoutCheckpointFactor(_NeoXRule):
         if not a.whole_run():
             return
         renamed = " (save_interval, given here, is the old name of checkpoint_factor)" if a.given("save_interval") else ""
+        severity, version = None, ""
+        target = a.spec.target
+        if renamed and (target is None or not target.known):
+            # Written for a NeoX before the rename (gpt-neox #737), where save_interval does this
+            # job; whether the run's NeoX has the rename is not known (TL008 says the same, as a warning).
+            severity = Severity.WARNING
+            version = ("; on a GPT-NeoX from before the rename save_interval is enough, and which version this "
+                       "config runs on is not known (upstream is assumed)")
         yield Finding(f"save is set without checkpoint_factor or extra_save_iters{renamed}: NeoX stops with "
-                      "\"checkpoint_factor or extra_save_iters must be defined if save is defined\"", at=a.at("save"),
-                      also=((a.at("save_interval"), "old name of checkpoint_factor"),) if renamed else (),
-                      fix="add checkpoint_factor")
+                      "\"checkpoint_factor or extra_save_iters must be defined if save is defined\"" + version,
+                      at=a.at("save"), also=((a.at("save_interval"), "old name of checkpoint_factor"),) if renamed else (),
+                      fix="add checkpoint_factor", severity=severity)
 
 
 class NumUniqueLayers(_NeoXRule):
