@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up time)
+    from trainlint.config import ProjectConfig
     from trainlint.estimator.core import Estimate
     from trainlint.session import Session
     from trainlint.spec import TrainingSpec
@@ -39,14 +40,14 @@ def run_tokens(spec: TrainingSpec, est: Estimate, length: RunLength) -> tuple[fl
     return spec_tokens(spec, tokens_per_step=est.tokens_per_step, seq=est.inputs.seq)
 
 
-def price_for(gpu_id: str, length: RunLength, project_raw: Mapping[str, Any] | None) -> tuple[float | None, str]:
+def price_for(gpu_id: str, length: RunLength, project: ProjectConfig | None) -> tuple[float | None, str]:
     """Price per GPU-hour: the flag, else the project's `prices` for this GPU kind, else `price-per-gpu-hour`."""
     from trainlint.planning.inputs import price_for as lookup
 
-    return lookup(gpu_id, length.price_per_gpu_hour, project_raw)
+    return lookup(gpu_id, length.price_per_gpu_hour, project)
 
 
-def run_totals_for(spec: TrainingSpec, est: Estimate, length: RunLength, project_raw: Mapping[str, Any] | None,
+def run_totals_for(spec: TrainingSpec, est: Estimate, length: RunLength, project: ProjectConfig | None,
                    gpu_hint: str | None = None) -> dict[str, Any]:
     """Tokens, steps, time, GPU-hours, FLOPs and cost of the whole run, with where each input came from."""
     from trainlint.planning import run_totals
@@ -55,7 +56,7 @@ def run_totals_for(spec: TrainingSpec, est: Estimate, length: RunLength, project
     if tokens is None:
         return {"tokens": None, "tokens_source": source}
     gpu_id = getattr(est.inputs, "gpu_id", None) or getattr(getattr(est.inputs, "gpu", None), "id", None) or gpu_hint or ""
-    price, price_source = price_for(str(gpu_id), length, project_raw)
+    price, price_source = price_for(str(gpu_id), length, project)
     d = run_totals(est, tokens, price).to_dict()
     d["tokens_source"] = source
     d["price_source"] = price_source
@@ -93,7 +94,7 @@ def compare_gpus(spec: TrainingSpec, base: Estimate, session: Session, ids: Sequ
         if same_throughput:
             est, sizing = size_for_throughput(est, base.tokens_per_s)
         gpu = est.inputs.gpu
-        price, price_source = price_for(gpu.id, length, session.project.raw)
+        price, price_source = price_for(gpu.id, length, session.project)
         gpus = int(est.inputs.world)
         tps = est.tokens_per_s
         time_s = tokens / tps if tokens else None
