@@ -74,6 +74,10 @@ class BatchSpec:
     micro_batch: Value | None = None
     grad_accum: Value | None = None
     global_batch: Value | None = None
+    schedule: Value | None = None
+    """A batch-size ramp-up or schedule, as written (Megatron ``--rampup-batch-size``,
+    Megatron-DeepSpeed ``--step-batch-size-schedule``): the global batch of the first steps is the
+    schedule's, not ``global_batch``. None: a constant batch."""
 
 
 @dataclass
@@ -143,6 +147,11 @@ class EngineSpec:
     allgather_bucket: Value | None = None     # elements (DeepSpeed allgather_bucket_size)
     zero3_max_live: Value | None = None       # elements (stage3_max_live_parameters)
     zero3_prefetch: Value | None = None       # elements (stage3_prefetch_bucket_size)
+    deepspeed_flag: Value | None = None
+    """A Megatron front end's switch to DeepSpeed's engine, as written: Megatron-DeepSpeed's
+    ``--deepspeed`` (megatron/training.py setup_model_and_optimizer: ``if args.deepspeed:
+    deepspeed.initialize``); None where the format has no such switch or it is not given. Whether
+    DeepSpeed's engine owns the optimizer also depends on the dialect: ``optimizer_owner``."""
     batch_owner: Value | None = None
     """Whose batch settings the run uses: ``megatron`` (Megatron's flags, also under
     Megatron-DeepSpeed, which sets DeepSpeed's batch each step), ``deepspeed`` or ``neox``."""
@@ -152,6 +161,10 @@ class EngineSpec:
 class RunSpec:
     train_iters: Value | None = None
     train_samples: Value | None = None
+    shape_from_checkpoint: Value | None = None
+    """The model shape and parallel sizes come from the checkpoint loaded, not from the config
+    (Megatron ``--use-checkpoint-args``: load_args_from_checkpoint overrides the flags); None or
+    false: the config's own."""
 
 
 SECTIONS = ("model", "parallel", "batch", "precision", "memory", "cluster", "run", "engine")

@@ -311,3 +311,17 @@ def test_array_expanded_inside_a_string_assignment_is_joined_with_spaces():
     assert [d for d in result.diagnostics if d.code == "TL004"] == []
     spec = result.specs[0]
     assert (spec.value("model.num_layers"), spec.value("model.hidden_size")) == (2, 64)
+
+
+def test_typed_fields_for_settings_rules_read() -> None:
+    """--deepspeed, a batch ramp-up and --use-checkpoint-args are typed spec fields (what the rules read),
+    each pointing at the flag that sets it; a run without them leaves the fields empty."""
+    text = ("torchrun pretrain_gpt.py --num-layers 2 --hidden-size 8 --deepspeed "
+            "--rampup-batch-size 16 16 1000 --use-checkpoint-args\n")
+    spec = load_text(text).specs[0]
+    assert spec.engine.deepspeed_flag is not None and spec.engine.deepspeed_flag.value is True
+    assert spec.batch.schedule is not None and spec.batch.schedule.provenance.key == "--rampup-batch-size"
+    assert spec.batch.schedule.provenance.span.column == text.index("16 16") + 1
+    assert spec.run.shape_from_checkpoint is not None and spec.run.shape_from_checkpoint.value is True
+    plain = load_text("torchrun pretrain_gpt.py --num-layers 2 --hidden-size 8\n").specs[0]
+    assert (plain.engine.deepspeed_flag, plain.batch.schedule, plain.run.shape_from_checkpoint) == (None, None, None)

@@ -326,6 +326,11 @@ class SpecBuilder:
 
     def _batch(self) -> None:
         b = self.spec.batch
+        # --rampup-batch-size (Megatron-LM, megatron/core/num_microbatches_calculator.py) or
+        # --step-batch-size-schedule (Megatron-DeepSpeed): the first steps' global batch is the schedule's
+        for dest in ("rampup_batch_size", "step_batch_size_schedule"):
+            if b.schedule is None:
+                b.schedule = self.spec.settings.get(dest)
         b.micro_batch = self.get("micro_batch_size")
         if b.micro_batch is None and self.given("batch_size"):
             b.micro_batch = self.get("batch_size")
@@ -414,6 +419,9 @@ class SpecBuilder:
         r = self.spec.run
         r.train_iters = self.get("train_iters")
         r.train_samples = self.get("train_samples")
+        # --use-checkpoint-args: load_args_from_checkpoint (megatron/training/checkpointing.py) overrides
+        # the model shape and parallel flags with the checkpoint's
+        r.shape_from_checkpoint = self.spec.settings.get("use_checkpoint_args")
 
 
 def _host_slots(text: str) -> dict[str, int | None] | None:
@@ -500,6 +508,7 @@ def set_engine(spec: TrainingSpec) -> None:
     e = spec.engine
     current = spec.dialect == CURRENT
     note = DEFAULT_NOTES.get(spec.dialect, DEFAULT_NOTES[CURRENT])
+    e.deepspeed_flag = spec.settings.get("deepspeed")  # --deepspeed as written, whatever the dialect
     if deepspeed_runs(spec):
         from trainlint.adapters.deepspeed import deepspeed_engine
 

@@ -900,7 +900,7 @@ def expressible(spec: TrainingSpec) -> frozenset[str]:
     from trainlint.adapters.megatron.spec_build import deepspeed_runs
 
     searchable = {"tp", "pp", "micro", "recompute"}
-    entry = spec.settings.get("deepspeed")
+    entry = spec.engine.deepspeed_flag
     megatron_ds = entry is not None and bool(entry.value)
     if spec.dialect in (MEGATRON_LM, "") and not megatron_ds:
         searchable |= {"vpp", "cp", "dist-opt"}

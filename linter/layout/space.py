@@ -270,7 +270,8 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = fro
     run's framework, among ``adapters``, else the built-in and installed ones)."""
     fw = spec.framework
     current_megatron = fw == "megatron" and spec.dialect in (MEGATRON_LM, "")
-    megatron_ds = fw == "megatron" and bool(_setting(spec, "deepspeed"))
+    flag = spec.engine.deepspeed_flag
+    megatron_ds = fw == "megatron" and flag is not None and bool(flag.value)
     searchable = set(_expressible(spec, adapters) or {"micro"})
     notes = []
     if vary is not None:

@@ -118,7 +118,7 @@ class BatchSizeMismatch(Rule):
             # assertion: the global batch here is the DeepSpeed JSON's train_batch_size, which
             # DeepSpeed checks (and derives the micro batch from) itself: _triple below.
             return
-        if spec.settings.get("rampup_batch_size") is not None or spec.settings.get("step_batch_size_schedule") is not None:
+        if spec.batch.schedule is not None:
             return  # the start batch follows the schedule, not --global-batch-size
         dp = data_parallel(spec)
         if dp is not None:
@@ -487,7 +487,7 @@ class LayersPipelineIndivisible(Rule):
                "num_layers_in_last_pipeline_stage")
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        if pipeline_engine(spec) is not None or as_bool(spec.settings.get("deepspeed")) or from_checkpoint(spec):
+        if pipeline_engine(spec) is not None or as_bool(spec.engine.deepspeed_flag) or from_checkpoint(spec):
             return
         layers_v, pp_v = spec.model.num_layers, spec.parallel.pipeline
         layers, pp = as_int(layers_v), as_int(pp_v)
@@ -683,7 +683,7 @@ class ExpertsExpertParallel(Rule):
         if ep is None or ep <= 1 or from_checkpoint(spec):
             return
         experts = _experts(experts_v)
-        if experts_v is None and spec.settings.get("num_experts") is None and not as_bool(spec.settings.get("deepspeed")) \
+        if experts_v is None and spec.settings.get("num_experts") is None and not as_bool(spec.engine.deepspeed_flag) \
                 and not partial_args(spec):
             yield Finding(f"expert parallel size {ep} but no --num-experts: Megatron stops (\"num_experts must be "
                           "non None to use expert model parallelism\")", at=ep_v, fix="give --num-experts or drop expert parallelism")
@@ -823,7 +823,7 @@ class MoeZeroConflict(Rule):
             yield Finding(f"{experts} experts (moe_num_experts) with ZeRO stage {stage}; NeoX stops: \"MoE is not "
                           "compatible with zero stages 2 and 3\"", at=stage_v,
                           also=_also((experts_v, "moe_num_experts")), fix="use ZeRO stage 0 or 1 with MoE")
-        elif spec.framework == "megatron" and stage >= 3 and as_bool(spec.settings.get("deepspeed")):
+        elif spec.framework == "megatron" and stage >= 3 and as_bool(spec.engine.deepspeed_flag):
             yield Finding(f"DeepSpeed MoE ({experts} experts) with ZeRO stage {stage}; DeepSpeed stops: \"Native "
                           "DeepSpeed MoE is not supported with ZeRO Stage 3. Use AutoEP or choose ZeRO stage 1/2.\"",
                           at=stage_v, also=_also((experts_v, "number of experts")), fix="use ZeRO stage 1 or 2 with MoE")

@@ -226,9 +226,9 @@ def pipeline_engine(spec: TrainingSpec) -> PipelineEngine | None:
             pp or p.pipeline, pp_value, pp_value == 1)
     if spec.framework == "megatron":
         engaged = as_bool(p.pipeline_engine)
-        if not engaged or not as_bool(spec.settings.get("deepspeed")):
+        deepspeed_flag = spec.engine.deepspeed_flag
+        if not engaged or not as_bool(deepspeed_flag):
             return None
-        deepspeed_flag = spec.settings.get("deepspeed")
         if stages is not None and stages > 1:
             return PipelineEngine(
                 f"--deepspeed with pipeline parallel size {stages} runs DeepSpeed's PipelineEngine "
@@ -277,7 +277,7 @@ def partial_args(spec: TrainingSpec) -> bool:
 def from_checkpoint(spec: TrainingSpec) -> bool:
     """Megatron ``--use-checkpoint-args``: the model shape and parallel sizes come from the
     checkpoint, not from the flags."""
-    return spec.framework == "megatron" and bool(as_bool(spec.settings.get("use_checkpoint_args")))
+    return bool(as_bool(spec.run.shape_from_checkpoint))
 
 
 def defaulted_in_partial(spec: TrainingSpec, *values: Value | None) -> bool:
