@@ -111,7 +111,7 @@ def read_case(argv: list[str]) -> list[tuple[Any, Any]]:
     for result in results:
         for spec in result.specs:
             ctx = build_context(spec, gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
-                                model=args.model, project_raw=project.raw, project_path=project.path)
+                                model=args.model, project=project)
             out.append((spec, ctx))
     return out
 

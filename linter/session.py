@@ -137,8 +137,8 @@ class Session:
             if cli_value is not None:
                 declared.append((field_name, Value(cli_value, Provenance(Origin.CLI, key=f"--{name}",
                                                                          note=f"--{name} {cli_value}"))))
-            elif self.project.raw.get(name) is not None:
-                declared.append((field_name, Value(self.project.raw[name], Provenance(
+            elif self.project.estimation.by_key(name) is not None:
+                declared.append((field_name, Value(self.project.estimation.by_key(name), Provenance(
                     Origin.PROJECT_CONFIG, path=self.project.path, key=name, note=f"{name} in {self.project.path}"))))
         for result in results:
             for spec in result.specs:
@@ -184,7 +184,7 @@ class Session:
         return build_context(spec, gpu=given.gpu, nodes=given.nodes, gpus_per_node=given.gpus_per_node,
                              model=given.model, vocab_size=given.vocab_size, micro_batch=given.micro_batch,
                              seq_length=given.seq_length, grad_accum=given.grad_accum,
-                             project_raw=self.project.raw, project_path=self.project.path,
+                             project=self.project,
                              gpus=self.gpus, presets=self.model_presets)
 
     def estimate(self, spec: TrainingSpec, context: EstimateContext | None = None, **overrides: Any) -> Any:
@@ -233,7 +233,7 @@ def open_session(options: SessionOptions, start: Path, *, validate: bool = True)
 
     base = {**load_gpus(), **registry.gpus}
     try:
-        gpus = custom_gpus(project.raw, project.path, base=base)
+        gpus = custom_gpus(project, base=base)
     except ValueError:  # malformed `gpus` tables: a usage error, unless only listing what exists
         if validate:
             raise

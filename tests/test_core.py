@@ -214,3 +214,18 @@ def test_project_config_is_typed(tmp_path):
     assert project.planning.max_days == 3 and project.planning.prices == {"h100-sxm": 2.5}
     assert project.planning.by_key("max-cost") is None
     assert project.baseline == "b.json" and project.report_unused_per_file_ignores is True
+
+
+def test_prices_come_from_the_typed_planning_settings():
+    """price_for reads ProjectConfig.planning (and the custom GPU table), not the raw TOML table:
+    a price per GPU kind (aliases resolved), else the project's price per GPU-hour; the flag wins."""
+    from trainlint.config import EstimationSettings, PlanningSettings, ProjectConfig
+    from trainlint.planning.inputs import price_for
+
+    project = ProjectConfig(planning=PlanningSettings(price_per_gpu_hour=3.0, prices={"h100": 2.0, "mine": 1.5}),
+                            estimation=EstimationSettings(gpus={"mine": {"memory_gb": 48, "bf16_tflops": 200}}))
+    assert price_for("h100-sxm", None, project) == (2.0, "prices.h100 in the project config")
+    assert price_for("mine", None, project) == (1.5, "prices.mine in the project config")
+    assert price_for("a100-80gb", None, project) == (3.0, "price-per-gpu-hour in the project config")
+    assert price_for("a100-80gb", 4.0, project) == (4.0, "--price-per-gpu-hour")
+    assert price_for("a100-80gb", None, ProjectConfig())[0] is None and price_for("a100-80gb", None, None)[0] is None

@@ -9,6 +9,7 @@ import pytest
 
 from trainlint.adapters.deepspeed import deepspeed_optimizer
 from trainlint.catalog import find_gpu
+from trainlint.config import EstimationSettings, ProjectConfig
 from trainlint.estimator import MissingInputs, build_context, estimate, estimate_inputs
 from trainlint.estimator import closed_forms as CF
 from trainlint.estimator.inputs import Inputs
@@ -272,12 +273,14 @@ def test_context_priority_and_model_fill():
     spec.cluster.gpu = v("a100-80gb")
     ctx = build_context(spec)
     assert ctx.gpu.value.id == "a100-80gb" and ctx.gpu.provenance.origin is Origin.FILE
-    assert build_context(spec, project_raw={"gpu": "h200"}).gpu.value.id == "h200"
-    assert build_context(spec, gpu="l4", project_raw={"gpu": "h200"}).gpu.value.id == "l4"
+    declares_h200 = ProjectConfig(estimation=EstimationSettings(gpu="h200"))
+    assert build_context(spec, project=declares_h200).gpu.value.id == "h200"
+    assert build_context(spec, gpu="l4", project=declares_h200).gpu.value.id == "l4"
     default = build_context(bare_deepspeed())
     assert default.gpu.value.id == "h100-sxm" and default.gpu.provenance.origin is Origin.ASSUMED
     assert default.gpus_per_node.value == 8 and default.gpus_per_node.provenance.origin is Origin.ASSUMED
-    custom = build_context(spec, project_raw={"gpu": "mygpu", "gpus": {"mygpu": {"memory_gb": 48, "bf16_tflops": 200}}})
+    custom = build_context(spec, project=ProjectConfig(estimation=EstimationSettings(
+        gpu="mygpu", gpus={"mygpu": {"memory_gb": 48, "bf16_tflops": 200}})))
     assert custom.gpu.value.memory_gb == 48
     ctx = build_context(spec, nodes=2, model="llama2-7b")
     result = estimate(spec, ctx)

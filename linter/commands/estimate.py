@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
             problems |= not est.ok
             outputs.append((result.path, est))
             if est.ok:
-                totals_by_id[id(est)] = run_totals_for(spec, est, length, session.project.raw, args.gpu)
+                totals_by_id[id(est)] = run_totals_for(spec, est, length, session.project, args.gpu)
                 if getattr(args, "compare_gpus", None):
                     tokens, source = run_tokens(spec, est, length)
                     comparisons.append((result.path, {"tokens": tokens, "tokens_source": source,

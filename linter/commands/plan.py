@@ -96,7 +96,7 @@ def _request(args: argparse.Namespace) -> PlanRequest:
 def _solve_one(gpu: Any, model: Model, tokens: float, args: argparse.Namespace, session: Session) -> Solved:
     from trainlint.planning.inputs import price_for
 
-    price, source = price_for(gpu.id, args.price_per_gpu_hour, session.project.raw)
+    price, source = price_for(gpu.id, args.price_per_gpu_hour, session.project)
     return solve_on_gpu(gpu, model, tokens, _request(args), price, source)
 
 
@@ -139,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
             raise PlanInputError("--gpus must be >= 1")
         if args.round_gpus < 1:
             raise PlanInputError("--round-gpus must be >= 1")
-        gpu_name = args.gpu or session.project.raw.get("gpu") or "h100-sxm"
+        gpu_name = args.gpu or session.project.estimation.gpu or "h100-sxm"
         if args.compare_gpus:
             ids = list(session.gpus) if args.compare_gpus == "all" else \
                 [i.strip() for i in args.compare_gpus.split(",") if i.strip()]

@@ -11,11 +11,14 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from trainlint.catalog import GPU, CatalogError, ModelPreset, find_gpu, find_model_preset, gpu_from_dict, load_gpus, read_hf_config
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
+
+if TYPE_CHECKING:
+    from trainlint.config import ProjectConfig
 
 DEFAULT_GPU = "h100-sxm"
 DEFAULT_GPUS_PER_NODE = 8
@@ -57,12 +60,12 @@ def _positive_int(raw: Any, what: str) -> int:
     return value
 
 
-def custom_gpus(project_raw: Mapping[str, Any] | None, project_path: str | None = None,
-                base: Mapping[str, GPU] | None = None) -> dict[str, GPU]:
-    """Catalog GPUs (or ``base``: the catalog with plugin GPUs) plus ``[tool.trainlint.gpus.<id>]``
-    tables (same keys as gpus.json)."""
+def custom_gpus(project: ProjectConfig | None, base: Mapping[str, GPU] | None = None) -> dict[str, GPU]:
+    """Catalog GPUs (or ``base``: the catalog with plugin GPUs) plus the project's
+    ``[tool.trainlint.gpus.<id>]`` tables (same keys as gpus.json)."""
     table = dict(base) if base is not None else load_gpus()
-    extra = (project_raw or {}).get("gpus", {})
+    project_path = project.path if project is not None else None
+    extra = project.estimation.gpus if project is not None and project.estimation.gpus is not None else {}
     if not isinstance(extra, dict):
         raise ContextError(f"{project_path or 'project config'}: `gpus` must be a table of GPU tables")
     for gid, entry in extra.items():
@@ -96,21 +99,23 @@ def resolve_model(name: str, origin: Origin, where: str | None = None,
 def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, nodes: int | None = None,
                   gpus_per_node: int | None = None, model: str | None = None, vocab_size: int | None = None,
                   micro_batch: int | None = None, seq_length: int | None = None, grad_accum: int | None = None,
-                  project_raw: Mapping[str, Any] | None = None, project_path: str | None = None,
-                  gpus: Mapping[str, GPU] | None = None,
+                  project: ProjectConfig | None = None, gpus: Mapping[str, GPU] | None = None,
                   presets: Mapping[str, ModelPreset] | None = None) -> EstimateContext:
-    """Combine CLI flags, the project config, the spec and defaults (in that order).
-    ``gpus``: the GPU table in force (a session's: catalog, plugins and the project's ``gpus``),
+    """Combine CLI flags, the project config (its typed ``estimation`` settings), the spec and defaults
+    (in that order). ``gpus``: the GPU table in force (a session's: catalog, plugins and the project's ``gpus``),
     else the catalog with the project's ``gpus``; ``presets``: the model presets, else the shipped ones."""
-    raw = dict(project_raw or {})
-    table = dict(gpus) if gpus is not None else custom_gpus(raw, project_path)
+    from trainlint.config import EstimationSettings
+
+    declared = project.estimation if project is not None else EstimationSettings()
+    project_path = project.path if project is not None else None
+    table = dict(gpus) if gpus is not None else custom_gpus(project)
 
     def pick_gpu() -> Value:
         if gpu is not None:
             return Value(_find_gpu(gpu, table), _prov(Origin.CLI, f"--gpu {gpu}", key="--gpu"))
-        if raw.get("gpu") is not None:
-            return Value(_find_gpu(str(raw["gpu"]), table),
-                         _prov(Origin.PROJECT_CONFIG, f"gpu = {raw['gpu']!r}", project_path, "gpu"))
+        if declared.gpu is not None:
+            return Value(_find_gpu(str(declared.gpu), table),
+                         _prov(Origin.PROJECT_CONFIG, f"gpu = {declared.gpu!r}", project_path, "gpu"))
         if spec is not None and spec.cluster.gpu is not None:
             return Value(_find_gpu(str(spec.cluster.gpu.value), table), spec.cluster.gpu.provenance)
         return Value(table[DEFAULT_GPU], _prov(Origin.ASSUMED, f"no GPU given: {DEFAULT_GPU} assumed (--gpu ID to change)"))
@@ -118,9 +123,10 @@ def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, n
     def pick_int(cli: int | None, key: str, spec_value: Value | None, flag: str) -> Value | None:
         if cli is not None:
             return Value(_positive_int(cli, flag), _prov(Origin.CLI, f"{flag} {cli}", key=flag))
-        if raw.get(key) is not None:
-            return Value(_positive_int(raw[key], f"[tool.trainlint] {key}"),
-                         _prov(Origin.PROJECT_CONFIG, f"{key} = {raw[key]!r}", project_path, key))
+        written = declared.by_key(key)
+        if written is not None:
+            return Value(_positive_int(written, f"[tool.trainlint] {key}"),
+                         _prov(Origin.PROJECT_CONFIG, f"{key} = {written!r}", project_path, key))
         if spec_value is not None:
             return Value(_positive_int(spec_value.value, key), spec_value.provenance)
         return None
@@ -135,9 +141,9 @@ def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, n
     model_value = None
     if model is not None:
         model_value = resolve_model(model, Origin.CLI, presets=presets)
-    elif raw.get("model") is not None:
+    elif declared.model is not None:
         base = Path(project_path).parent if project_path else Path(".")
-        name = str(raw["model"])
+        name = str(declared.model)
         candidate = base / name
         model_value = resolve_model(str(candidate) if candidate.exists() else name, Origin.PROJECT_CONFIG, project_path,
                                     presets)

@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from trainlint.config import ProjectConfig
 
 
 @dataclass(frozen=True)
@@ -34,14 +37,14 @@ def run_tokens(spec: Any, est: Any, length: RunLength) -> tuple[float | None, st
     return spec_tokens(spec, tokens_per_step=est.tokens_per_step, seq=est.inputs.seq)
 
 
-def price_for(gpu_id: str, length: RunLength, project_raw: Mapping[str, Any] | None) -> tuple[float | None, str]:
+def price_for(gpu_id: str, length: RunLength, project: ProjectConfig | None) -> tuple[float | None, str]:
     """Price per GPU-hour: the flag, else the project's `prices` for this GPU kind, else `price-per-gpu-hour`."""
     from trainlint.planning.inputs import price_for as lookup
 
-    return lookup(gpu_id, length.price_per_gpu_hour, project_raw)
+    return lookup(gpu_id, length.price_per_gpu_hour, project)
 
 
-def run_totals_for(spec: Any, est: Any, length: RunLength, project_raw: Mapping[str, Any] | None,
+def run_totals_for(spec: Any, est: Any, length: RunLength, project: ProjectConfig | None,
                    gpu_hint: str | None = None) -> dict[str, Any]:
     """Tokens, steps, time, GPU-hours, FLOPs and cost of the whole run, with where each input came from."""
     from trainlint.planning import run_totals
@@ -50,7 +53,7 @@ def run_totals_for(spec: Any, est: Any, length: RunLength, project_raw: Mapping[
     if tokens is None:
         return {"tokens": None, "tokens_source": source}
     gpu_id = getattr(est.inputs, "gpu_id", None) or getattr(getattr(est.inputs, "gpu", None), "id", None) or gpu_hint or ""
-    price, price_source = price_for(str(gpu_id), length, project_raw)
+    price, price_source = price_for(str(gpu_id), length, project)
     d = run_totals(est, tokens, price).to_dict()
     d["tokens_source"] = source
     d["price_source"] = price_source
@@ -88,7 +91,7 @@ def compare_gpus(spec: Any, base: Any, session: Any, ids: Sequence[str] | None, 
         if same_throughput:
             est, sizing = size_for_throughput(est, base.tokens_per_s)
         gpu = est.inputs.gpu
-        price, price_source = price_for(gpu.id, length, session.project.raw)
+        price, price_source = price_for(gpu.id, length, session.project)
         gpus = int(est.inputs.world)
         tps = est.tokens_per_s
         time_s = tokens / tps if tokens else None

@@ -13,9 +13,12 @@ Run length per format (what the adapters put in ``spec.run``):
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from trainlint.spec import TrainingSpec
+
+if TYPE_CHECKING:
+    from trainlint.config import ProjectConfig
 
 PLANNING_KEYS = ("max-days", "max-cost", "price-per-gpu-hour", "prices")
 
@@ -55,28 +58,27 @@ def spec_tokens(spec: TrainingSpec, tokens_per_step: float | None = None,
     return None, "no run length in the config (give --tokens or --train-samples)"
 
 
-def price_for(gpu_id: str, flag: float | None, project_raw: Mapping[str, Any] | None) -> tuple[float | None, str]:
+def price_for(gpu_id: str, flag: float | None, project: ProjectConfig | None) -> tuple[float | None, str]:
     """Price per GPU-hour: the flag, else ``prices.<gpu>`` of the project config, else its
     ``price-per-gpu-hour``. trainlint ships no prices: without one the cost is not computed."""
     if flag:
         return float(flag), "--price-per-gpu-hour"
-    raw = project_raw or {}
-    prices = raw.get("prices")
-    if isinstance(prices, Mapping):
-        for key, value in prices.items():
-            if number(value) and _gpu_id(str(key), raw) == gpu_id:
-                return number(value), f"prices.{key} in the project config"
-    if number(raw.get("price-per-gpu-hour")):
-        return number(raw.get("price-per-gpu-hour")), "price-per-gpu-hour in the project config"
+    if project is None:
+        return None, "no price"
+    custom = project.estimation.gpus
+    for key, value in project.planning.prices.items():
+        if number(value) and _gpu_id(str(key), custom) == gpu_id:
+            return number(value), f"prices.{key} in the project config"
+    if number(project.planning.price_per_gpu_hour):
+        return number(project.planning.price_per_gpu_hour), "price-per-gpu-hour in the project config"
     return None, "no price"
 
 
-def _gpu_id(name: str, raw: Mapping[str, Any]) -> str | None:
+def _gpu_id(name: str, custom: Any) -> str | None:
     """The catalog (or project custom GPU) id a price key names, aliases included ("h100" -> h100-sxm)."""
     from trainlint.catalog import CatalogError, find_gpu, load_gpus
 
     table = load_gpus()
-    custom = raw.get("gpus")
     if isinstance(custom, Mapping) and name in custom:
         return name
     try:
@@ -103,7 +105,7 @@ def planning_key_problems(raw: Mapping[str, Any]) -> list[str]:
         else:
             problems.extend(f"`prices.{k}` must be a positive number, got {v!r}" for k, v in prices.items() if not positive(v))
             for key in prices:
-                if _gpu_id(str(key), raw) is None:
+                if _gpu_id(str(key), raw.get("gpus")) is None:
                     from trainlint.catalog import load_gpus
                     from trainlint.did_you_mean import hint
 

@@ -221,8 +221,7 @@ def _price(ctx: RuleContext, gpu_id: str) -> float | None:
     """The rule option, else ``prices.<gpu>`` or ``price-per-gpu-hour`` of the project config."""
     from trainlint.planning.inputs import price_for
 
-    raw = ctx.project.raw if ctx.project is not None else {}
-    return price_for(gpu_id, _num(ctx.options.get("price_per_gpu_hour")), raw)[0]
+    return price_for(gpu_id, _num(ctx.options.get("price_per_gpu_hour")), ctx.project)[0]
 
 
 class RunTooLong(Rule):
