@@ -23,6 +23,7 @@ the last duplicate; PyYAML reads ``1e-5`` as a string and rejects tabs (research
 
 from __future__ import annotations
 
+from trainlint import cancel
 from trainlint.numbers import read_int
 
 import json
@@ -356,6 +357,8 @@ class _Parser:
             raise _SyntaxError(f"unexpected end of file: expected {where}", n)
         c = text[i]
         self.values += 1
+        if not self.values & 255:
+            cancel.check()  # a lint the language server no longer wants stops here
         if self.values > MAX_VALUES:
             raise _SyntaxError(f"more than {MAX_VALUES:,} values: far larger than any training config; not read further", i,
                                code="TL001")

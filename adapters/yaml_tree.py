@@ -32,6 +32,7 @@ import yaml
 
 from trainlint.diagnostics import Diagnostic, Related, Severity
 from trainlint.input_codes import input_diagnostic
+from trainlint import cancel
 from trainlint.numbers import read_int
 from trainlint.positions import FILE_START, LineIndex, Span
 
@@ -225,6 +226,8 @@ class _Composer:
         return frame.pointer + "/" + str(len(frame.container))
 
     def count(self, n: int, span: Span, through_alias: bool = False) -> None:
+        if (self.nodes & 255) + n > 255:
+            cancel.check()  # a lint the language server no longer wants stops here
         self.nodes += n
         if self.nodes > self.max_nodes:
             if through_alias:

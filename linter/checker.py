@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from trainlint import cancel
 from trainlint.adapters.base import Adapter, LoadContext, NOT_MINE
 from trainlint.diagnostics import Diagnostic
 from trainlint.discovery import iter_files
@@ -64,6 +65,7 @@ def check_source(
 ) -> FileResult:
     """Detect and load one text (a file on disk or an editor buffer)."""
     context = context or LoadContext()
+    cancel.check()  # between files (a lint the language server no longer wants stops here)
     try:
         if force_format:
             adapter = next((a for a in adapters if a.name == force_format), None)

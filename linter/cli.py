@@ -164,6 +164,11 @@ def _main(argv: Sequence[str] | None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
+    from trainlint import containment
+
+    # `source` and --deepspeed_config follow the project config this command uses (--config /
+    # --isolated), not just the one found above each script
+    containment.configure(getattr(args, "config", None), getattr(args, "isolated", False))
     return args.func(args)
 
 

@@ -8,6 +8,12 @@ directory of its project config (``.trainlint.toml``, ``trainlint.toml``, a ``py
 with ``[tool.trainlint]``), else the script's own directory; plus the directories the project
 config lists in ``source-roots = [...]`` (relative to the config). A file outside is not read: the
 values it would set stay unknown, and one TL012 says where it is and how to allow it.
+
+The project config is the one the command uses: ``--config FILE`` names it (its ``source-roots``
+apply, relative to it), ``--isolated`` means none (no ``source-roots``; the project is the git
+checkout, else the script's directory); without either, the one found above the script.
+:func:`configure` records the command line's choice (the CLI calls it before every command; the
+language server, which has neither option, leaves it at "found above the script").
 """
 
 from __future__ import annotations
@@ -17,9 +23,38 @@ from functools import lru_cache
 from pathlib import Path
 
 
-@lru_cache(maxsize=256)
+_FOUND_ABOVE = ("found", None)
+_scope: tuple[str, str | None] = _FOUND_ABOVE
+
+
+def configure(explicit: str | None, isolated: bool) -> None:
+    """Which project config gives ``source-roots``: ``isolated`` none, ``explicit`` that file,
+    else the one found above each script."""
+    global _scope
+    forget()  # a config may have changed since the last command in this process
+    if isolated:
+        _scope = ("isolated", None)
+    elif explicit:
+        try:
+            _scope = ("explicit", str(Path(explicit).resolve()))
+        except (OSError, RuntimeError, ValueError):
+            _scope = ("explicit", explicit)
+    else:
+        _scope = _FOUND_ABOVE
+
+
+def forget() -> None:
+    """Drop the cached roots (a project config changed on disk)."""
+    _roots_for.cache_clear()
+
+
 def roots_for(script: str) -> tuple[str, ...]:
     """The directories files pulled in by ``script`` must lie in (resolved)."""
+    return _roots_for(script, _scope)
+
+
+@lru_cache(maxsize=256)
+def _roots_for(script: str, scope: tuple[str, str | None]) -> tuple[str, ...]:
     try:
         start = Path(script).resolve().parent
     except (OSError, RuntimeError, ValueError):
@@ -29,7 +64,8 @@ def roots_for(script: str) -> tuple[str, ...]:
         if (folder / ".git").exists():
             roots.append(folder)
             break
-    config = _project_config(start)
+    mode, explicit = scope
+    config = None if mode == "isolated" else Path(explicit) if mode == "explicit" and explicit else _project_config(start)
     if config is not None:
         if not roots:
             roots.append(config.parent)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
+from trainlint.numbers import shorten_numbers
 from trainlint.positions import FILE_START, Span
 
 
@@ -25,6 +26,9 @@ class Related:
     message: str
     span: Span
     path: str | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "message", shorten_numbers(self.message))
 
 
 class Applicability(str, Enum):
@@ -74,6 +78,14 @@ class Diagnostic:
     callers decide on data, never on the message text."""
     choices: tuple[str, ...] = ()
     """For a value outside the framework's choices: the choices, as the message spells them."""
+
+    def __post_init__(self) -> None:
+        # the one place words become a finding, whoever wrote them (a rule, an adapter, the
+        # engine): a number of thousands of digits (a clamped config value, a product of such)
+        # is named by its length, so no output format carries it (text, JSON, SARIF, LSP)
+        object.__setattr__(self, "message", shorten_numbers(self.message))
+        if self.fix:
+            object.__setattr__(self, "fix", shorten_numbers(self.fix))
 
     @property
     def line(self) -> int:

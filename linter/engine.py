@@ -12,7 +12,8 @@ from trainlint.config import ConfigError, ProjectConfig
 from trainlint.diagnostics import Diagnostic, Related, Severity
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, Span
-from trainlint.numbers import shorten_numbers
+from trainlint import cancel
+from trainlint.numbers import long_numbers
 from trainlint.provenance import Value, first_span
 from trainlint.registry import Registry
 from trainlint.rules import Finding, Rule, RuleContext, Target
@@ -79,6 +80,7 @@ def lint(results: Sequence[FileResult], registry: Registry, settings: LintSettin
     out = []
     text_cache: dict[str, Suppressions] = {}
     for result in results:
+        cancel.check()  # between files
         diagnostics = list(result.diagnostics)
         # a file that could not be read or parsed whole gives a partial spec: launch rules still
         # see what was read, but an estimate of half a config would only mislead (or say "missing")
@@ -130,6 +132,14 @@ def plugin_failures(registry: Registry, project: ProjectConfig | None) -> list[F
 
 def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings,
                estimate: bool = True) -> list[Diagnostic]:
+    # rules and the estimator format config values and their products in f-strings: a product of
+    # clamped 4,300-digit values is beyond Python's int-to-text limit (see numbers.long_numbers)
+    with long_numbers():
+        return _run_rules_unlimited(spec, rules, settings, estimate)
+
+
+def _run_rules_unlimited(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings,
+                         estimate: bool) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     estimate_made = False
     result = None
@@ -140,6 +150,7 @@ def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
             continue
         if getattr(rule, "needs_estimate", False) and not estimate:
             continue
+        cancel.check()  # between rules (and before the estimate)
         if getattr(rule, "needs_estimate", False) and not estimate_made:
             estimate_made = True
             try:
@@ -184,17 +195,16 @@ def _place(rule: type[Rule], finding: Finding, spec: TrainingSpec) -> Diagnostic
         if other is not None and first_span(other)[1] is None:
             continue  # a default or a CLI flag: nowhere in a file to point at
         if (other_path, other_span) != (path, span):
-            related.append(Related(shorten_numbers(note), other_span, other_path))
-    # the one place a rule's words become a finding: a config value of thousands of digits is named
-    # by its length here, whatever rule quoted it
+            related.append(Related(note, other_span, other_path))
+    # a config value of thousands of digits is named by its length by Diagnostic itself
     return Diagnostic(
         code=rule.code,
         name=rule.name,
         severity=finding.severity or rule.default_severity,
-        message=shorten_numbers(finding.message),
+        message=finding.message,
         span=span,
         path=path,
-        fix=shorten_numbers(finding.fix) if finding.fix else finding.fix,
+        fix=finding.fix,
         related=tuple(related),
         applicability=finding.applicability if finding.fix else None,
         edits=tuple(finding.edits) if finding.fix else (),

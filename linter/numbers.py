@@ -9,6 +9,10 @@ wrong) but clamps its magnitude to 4,300 nines: far beyond any setting, still pr
 from __future__ import annotations
 
 import re
+import sys
+import threading
+from contextlib import contextmanager
+from typing import Iterator
 
 PY_INT_DIGITS = 4300
 HUGE = int("9" * PY_INT_DIGITS)
@@ -16,11 +20,21 @@ MESSAGE_DIGITS = 30
 """Numbers longer than this are named by their length in messages (:func:`shorten_numbers`)."""
 
 
+_INT_LITERAL = re.compile(r"\s*([+-]?)\d+(?:_\d+)*\s*")
+
+
 def read_int(token: str, base: int = 10) -> int:
-    """``int(token)`` for a decimal token of any length (longer ones clamp to ±HUGE)."""
-    digits = token.lstrip("+-").replace("_", "")
-    if base == 10 and len(digits) > PY_INT_DIGITS and digits.isdigit():
-        return -HUGE if token.lstrip().startswith("-") else HUGE
+    """``int(token)`` for a decimal token of any length (longer ones clamp to ±HUGE).
+
+    A long token never reaches ``int()``, so this stays linear even while :func:`long_numbers`
+    has lifted Python's digit limit in another thread (the language server lints and hovers on
+    two threads)."""
+    if base == 10 and len(token) > PY_INT_DIGITS:
+        literal = _INT_LITERAL.fullmatch(token)
+        if literal is None:
+            raise ValueError(f"invalid literal for int() with base 10: {short(token)!r}")
+        if sum(ch.isdigit() for ch in token) > PY_INT_DIGITS:
+            return -HUGE if literal.group(1) == "-" else HUGE
     return int(token, base)
 
 
@@ -41,3 +55,49 @@ def shorten_numbers(text: str) -> str:
     if len(text) <= MESSAGE_DIGITS:
         return text
     return _LONG_NUMBER.sub(lambda m: f"a {len(m.group()):,}-digit number", text)
+
+
+# ============================================================ formatting numbers of any size
+#
+# A clamped value has 4,300 digits: printable, but ``4 * value`` or ``micro * accumulation`` is
+# not (Python refuses to turn an int of more than ``sys.get_int_max_str_digits()`` digits into
+# text, so any f-string a rule or the hover builds from such a product raises ValueError). Rules
+# and renderers compute with config values and format them freely; rather than guard every
+# f-string, the phases that do so (running rules and the estimator, rendering a hover or an
+# estimate) run inside :func:`long_numbers`, and every message is then shortened by
+# :func:`shorten_numbers` where it becomes a Diagnostic (``Diagnostic.__post_init__``).
+#
+# The limit also bounds ``int(text)``, which is quadratic in the digits, and it is process-wide:
+# while one thread is inside, another may be parsing (the language server lints and hovers on two
+# threads), and a rule may read a file. So it is raised to LONG_TEXT_DIGITS, not removed: the
+# product of eleven clamped values still prints, and an ``int(text)`` met meanwhile costs at most
+# ~0.05 s. The readers never rely on the limit: :func:`read_int` clamps before ``int()``.
+
+LONG_TEXT_DIGITS = 50_000
+
+_lift_lock = threading.Lock()
+_lift_depth = 0
+_lift_saved = 0
+
+
+@contextmanager
+def long_numbers() -> Iterator[None]:
+    """Let ints of up to LONG_TEXT_DIGITS digits be turned into text while inside (thread-safe:
+    the limit is process-wide, so it is raised on the first entry and put back on the last exit)."""
+    global _lift_depth, _lift_saved
+    if not hasattr(sys, "set_int_max_str_digits"):  # a Python before the limit existed
+        yield
+        return
+    with _lift_lock:
+        if _lift_depth == 0:
+            _lift_saved = sys.get_int_max_str_digits()
+            if 0 < _lift_saved < LONG_TEXT_DIGITS:
+                sys.set_int_max_str_digits(LONG_TEXT_DIGITS)
+        _lift_depth += 1
+    try:
+        yield
+    finally:
+        with _lift_lock:
+            _lift_depth -= 1
+            if _lift_depth == 0 and sys.get_int_max_str_digits() != _lift_saved:
+                sys.set_int_max_str_digits(_lift_saved)

@@ -103,9 +103,13 @@ CASES: list[Case] = [
          lambda d: _check(_write(d, "neox.yml", "num_layers: " + big_integer(4000) + "\nhidden_size: 2048\n"
                                  "num_attention_heads: 16\nseq_length: 2048\nmodel_parallel_size: 1\n"
                                  "pipe_parallel_size: 1\ntrain_micro_batch_size_per_gpu: 4\n")), (1,), ("TL185",)),
-    Case("Megatron: a 4,301-digit --num-layers",
+    Case("Megatron: a 4,301-digit --num-layers",  # a value (clamped), not a bad flag: the estimate names it
          lambda d: _check(_write(d, "run.sh", LAUNCH.replace("--num-layers 24", "--num-layers " + big_integer()))),
-         (1,), ("TL005",)),
+         (1,), ("TL900",)),
+    Case("DeepSpeed: micro x accumulation of two 4,400-digit values (an 8,600-digit product in TL100)",
+         lambda d: _check(_write(d, "ds_config.json", '{"train_batch_size": 7, "train_micro_batch_size_per_gpu": '
+                                 + big_integer(4400) + ', "gradient_accumulation_steps": ' + big_integer(4400) + "}\n")),
+         (1,), ("TL100",)),
     Case("shell: a 4,301-digit integer in $((...))",
          lambda d: _check(_write(d, "arith.sh", "N=$((" + big_integer() + " * 2))\n"
                                  + LAUNCH.replace("--num-layers 24", "--num-layers $N"))), (0, 1), ()),

@@ -266,6 +266,86 @@ def test_integers_of_any_length_are_values_not_unrecognised_files(tmp_path, caps
     assert code == 1
 
 
+def _clamped_products(tmp_path: Path) -> Path:
+    """Configs whose rules and estimates multiply clamped values: 4,400-digit micro batch and
+    accumulation (their product has 8,600 digits, past Python's int-to-text limit)."""
+    big = big_integer(4400)
+    (tmp_path / "ds_config.json").write_text('{"train_batch_size": 7,\n "train_micro_batch_size_per_gpu": '
+                                             f'{big},\n "gradient_accumulation_steps": {big}}}\n')
+    (tmp_path / "neox.yml").write_text(f"num_layers: {big}\nhidden_size: {big}\nnum_attention_heads: {big}\n"
+                                       "seq_length: 2048\nmax_position_embeddings: 2048\n"
+                                       f"train_micro_batch_size_per_gpu: {big}\ngradient_accumulation_steps: {big}\n"
+                                       "train_batch_size: 7\n")
+    (tmp_path / "train.sh").write_text(f"torchrun pretrain_gpt.py --num-layers {big} --hidden-size {big} "
+                                       f"--num-attention-heads 32 --seq-length 2048 --max-position-embeddings 2048 "
+                                       f"--micro-batch-size {big} --global-batch-size 7 --tensor-model-parallel-size {big}\n")
+    return tmp_path
+
+
+LONG_DIGITS = __import__("re").compile(r"\d{31,}")
+
+
+@pytest.mark.parametrize("fmt", ["text", "json", "sarif", "github", "markdown"])
+def test_products_of_clamped_values_are_findings_in_every_format(tmp_path, capsys, fmt):
+    """TL100 quotes micro x accumulation: a product of two clamped values is a finding whose
+    numbers are named by their length, not a TL998 (ValueError from int-to-text)."""
+    root = _clamped_products(tmp_path)
+    code = main(["check", "--isolated", "--format", fmt, str(root)])
+    out, err = capsys.readouterr()
+    assert code == 1 and "Traceback" not in err
+    assert "TL998" not in out and "TL999" not in out and "Exceeds the limit" not in out + err
+    assert not LONG_DIGITS.search(out)  # no number of thousands of digits in any output
+    assert "TL100" in out
+    if fmt != "markdown":  # markdown is a summary table by code
+        assert "8,600-digit number" in out
+        for name in ("ds_config.json", "neox.yml", "train.sh"):
+            assert name in out
+
+
+def test_products_of_clamped_values_in_estimate(tmp_path, capsys):
+    root = _clamped_products(tmp_path)
+    for fmt in ("text", "json"):
+        for name in ("ds_config.json", "neox.yml", "train.sh"):
+            code = main(["estimate", "--isolated", "--gpu", "h100-80gb", "--format", fmt, str(root / name)])
+            out, err = capsys.readouterr()
+            assert code == 1 and "Traceback" not in err and "Exceeds the limit" not in out + err, (fmt, name, err)
+            assert "unusable value" in out + err and not LONG_DIGITS.search(out + err), (fmt, name)
+
+
+def test_long_numbers_raises_the_limit_only_inside_and_read_int_never_relies_on_it():
+    import sys as system
+    import threading
+
+    from trainlint.numbers import HUGE, LONG_TEXT_DIGITS, long_numbers, read_int, shorten_numbers
+
+    before = system.get_int_max_str_digits()
+    product = HUGE * HUGE
+    with pytest.raises(ValueError):
+        str(product)
+    with long_numbers():
+        with long_numbers():  # nested (the estimator inside a rule)
+            assert shorten_numbers(f"{product}") == "a 8,600-digit number"
+        assert len(str(product)) == 8600  # still raised: the outer one is not done
+        # another thread that ends its own use does not put the limit back under this one
+        done = threading.Event()
+
+        def use():
+            with long_numbers():
+                pass
+            done.set()
+
+        threading.Thread(target=use).start()
+        assert done.wait(10)
+        assert len(str(product)) == 8600
+        assert system.get_int_max_str_digits() == LONG_TEXT_DIGITS
+    assert system.get_int_max_str_digits() == before
+    # read_int is linear whatever the limit: 8 MB of digits clamps without int()
+    assert read_int("9" * 8_000_000) == HUGE and read_int("-" + "1" * 5000) == -HUGE
+    with pytest.raises(ValueError):
+        read_int("9" * 5000 + "x")
+    assert read_int(" 42 ") == 42
+
+
 def test_sparse_two_gigabyte_file_is_not_read_whole(tmp_path, capsys):
     import resource
 
@@ -344,6 +424,48 @@ def test_source_roots_in_the_project_config_allow_more(tmp_path, capsys):
     code = main(["check", "--format", "json", "--select", "TL012,TL007", str(script)])
     out = capsys.readouterr().out
     assert [d for f in json.loads(out)["files"] for d in f["diagnostics"]] == []
+
+
+def _outside_tl012(capsys, *argv: str) -> list[tuple[int, int]]:
+    main(["check", "--format", "json", "--select", "TL012,TL007", *argv])
+    out = capsys.readouterr().out
+    diags = [d for f in json.loads(out)["files"] for d in f["diagnostics"]]
+    return [(d["line"], d["column"]) for d in diags if d["code"] == "TL012" and "outside the project" in d["message"]]
+
+
+def test_source_roots_follow_isolated(tmp_path, capsys):
+    """--isolated: no project config, so its source-roots do not widen what is read."""
+    repo = _repo(tmp_path)
+    shared = tmp_path / "cluster"
+    shared.mkdir()
+    (shared / "env.sh").write_text("TP=4\n")
+    (repo / ".trainlint.toml").write_text('source-roots = ["../cluster"]\n')
+    script = repo / "scripts" / "train.sh"
+    script.write_text(f"source {shared / 'env.sh'}\n" + LAUNCH.replace("size 2 ", "size $TP "))
+    assert _outside_tl012(capsys, str(script)) == []
+    assert _outside_tl012(capsys, "--isolated", str(script)) == [(1, 8)]
+    assert _outside_tl012(capsys, "--isolated", "-j", "2", str(script), str(script.parent)) == [(1, 8)]
+
+
+def test_source_roots_follow_an_explicit_config(tmp_path, capsys):
+    """--config FILE: its source-roots apply (relative to FILE), not those of the config found
+    above the script."""
+    repo = _repo(tmp_path)
+    shared = tmp_path / "cluster"
+    shared.mkdir()
+    (shared / "env.sh").write_text("TP=4\n")
+    script = repo / "scripts" / "train.sh"
+    script.write_text(f"source {shared / 'env.sh'}\n" + LAUNCH.replace("size 2 ", "size $TP "))
+    ci = tmp_path / "ci"
+    ci.mkdir()
+    (ci / "allow.toml").write_text('source-roots = ["../cluster"]\n')
+    (ci / "plain.toml").write_text('select = ["TL"]\n')
+    assert _outside_tl012(capsys, str(script)) == [(1, 8)]  # the repository has no config
+    assert _outside_tl012(capsys, "--config", str(ci / "allow.toml"), str(script)) == []
+    # the repository's own config allows it; an explicit config that does not, wins
+    (repo / ".trainlint.toml").write_text('source-roots = ["../cluster"]\n')
+    assert _outside_tl012(capsys, str(script)) == []
+    assert _outside_tl012(capsys, "--config", str(ci / "plain.toml"), str(script)) == [(1, 8)]
 
 
 def test_deepspeed_config_outside_the_repository_is_not_read(tmp_path, capsys):

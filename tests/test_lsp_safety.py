@@ -17,12 +17,17 @@ import pytest
 pytest.importorskip("pygls")
 
 NEOX = "num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nseq_length: 128\npipe_parallel_size: 1\nmodel_parallel_size: 1\n"
+BIG_NEOX = NEOX + "train_data_paths:\n" + "".join(f"  - [{i}, {{a: {i}}}]\n" for i in range(60000))
+"""Recognised as NeoX and under the 200,000-value cap: seconds to lint (most of it reading the YAML)."""
 
 
 class Client:
-    def __init__(self, cwd: Path) -> None:
-        self.proc = subprocess.Popen([sys.executable, "-m", "trainlint", "lsp"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd)
+    def __init__(self, cwd: Path, log: Path | None = None) -> None:
+        """``log``: run with -v (every lint logged) and write the server's stderr there."""
+        self.log = log
+        self.proc = subprocess.Popen([sys.executable, "-m", "trainlint", "lsp", *(["-v"] if log else [])],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=open(log, "wb") if log else subprocess.PIPE, cwd=cwd)
         self.messages: list[dict] = []
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -79,21 +84,32 @@ class Client:
         self.request(99, "shutdown", None)
         self.notify("exit", None)
         code = self.proc.wait(timeout=60)
-        return code, self.proc.stderr.read()
+        return code, self.log.read_bytes() if self.log else self.proc.stderr.read()
+
+    def logged(self, needle: str, timeout: float = 60.0) -> str | None:
+        """The first line of the server's log containing ``needle``, waiting for it."""
+        end = time.time() + timeout
+        while time.time() < end:
+            for line in self.log.read_text(errors="replace").splitlines():
+                if needle in line:
+                    return line
+            time.sleep(0.02)
+        return None
 
 
 def test_a_document_over_budget_gets_one_diagnostic_and_others_are_not_blocked(tmp_path):
-    client = Client(tmp_path)
+    log = tmp_path / "server.log"
+    client = Client(tmp_path, log)
     client.start(tmp_path, {"lintBudget": 1.0, "debounce": 0})
     # a first lint loads the session (schemas, rules): done before the clock matters
     # (with an unknown key, so the did-you-mean catalog is loaded too: the small document below needs it,
     # and in a fresh clone its first load compiles and reads more than the budget allows on a busy machine)
     warm = client.open(tmp_path / "warm.json", '{"train_micro_batch_size_per_gpu": 4, "warm_key": 1}\n', "json")
     assert client.diagnostics(warm) is not None
-    # recognised as NeoX (mostly unknown keys no longer are) and under the 200,000-value cap: ~2 s to lint.
-    # The budget (1 s) leaves the small document's lint on a fresh worker room on a loaded machine.
-    big = client.open(tmp_path / "big.yml", NEOX + "train_data_paths:\n"
-                      + "".join(f"  - [{i}, {{a: {i}}}]\n" for i in range(60000)), "yaml")
+    # BIG_NEOX takes ~2 s to lint on an idle machine (more on a loaded one): over the 1 s budget.
+    # Its lint is cancelled at the budget and stops at its next safe point, so the small document's
+    # lint runs on the same, warm worker.
+    big = client.open(tmp_path / "big.yml", BIG_NEOX, "yaml")
     small = client.open(tmp_path / "ds_config.json", '{"train_micro_batch_size_per_gpu": 4, "bad_key": 1}\n', "json")
     started = time.time()
     small_diags = client.diagnostics(small)
@@ -102,7 +118,10 @@ def test_a_document_over_budget_gets_one_diagnostic_and_others_are_not_blocked(t
     assert small_diags is not None and any("bad_key" in d["message"] for d in small_diags)
     assert waited < 4.0  # not behind the lint of big.yml
     assert big_diags is not None and len(big_diags) == 1 and "longer than 1 s" in big_diags[0]["message"]
+    # the over-budget lint did not run on in the background: it stopped (logged), never finished
+    assert client.logged(f"lint of {big} (version 1) stopped (over the 1 s budget)") is not None
     code, err = client.stop()
+    assert f"linted {big} (version 1)" not in err.decode(errors="replace")
     assert code == 0 and b"Traceback" not in err
 
 
@@ -114,8 +133,12 @@ def test_invalid_params_get_an_error_response(tmp_path):
         assert reply is not None and reply["error"]["code"] == -32602, reply
     reply = client.request(5, "no/such", {})
     assert reply is not None and reply["error"]["code"] == -32601
-    code, _ = client.stop()
+    client.notify("textDocument/didOpen", None)  # a notification with bad params: no answer, one log line
+    code, err = client.stop()
     assert code == 0
+    log = err.decode(errors="replace")
+    assert "Traceback" not in log  # the editor's log says what was wrong, in one line per message
+    assert log.count("Unable to deserialize message") == 4, log
 
 
 def test_clean_exit_after_shutdown_and_when_the_client_disappears(tmp_path):
@@ -183,3 +206,70 @@ def test_exit_code_is_1_without_a_prior_shutdown_and_0_after_it(tmp_path):
     client.start(tmp_path, {})
     code, err = client.stop()
     assert code == 0 and b"Traceback" not in err
+
+
+def test_products_of_clamped_values_in_diagnostics_and_hovers(tmp_path):
+    """Config values of 4,400 digits (clamped to 4,300) and their products (8,600 digits, past
+    Python's int-to-text limit): the diagnostics name them by length (TL100, not a TL998) and a
+    hover on every value answers with no number of thousands of digits."""
+    import re
+
+    big = "9" * 4400
+    text = (f"num_layers: {big}\nhidden_size: {big}\nnum_attention_heads: 32\nseq_length: 2048\n"
+            f"max_position_embeddings: 2048\ntrain_micro_batch_size_per_gpu: {big}\n"
+            f"gradient_accumulation_steps: {big}\ntrain_batch_size: 7\nmodel_parallel_size: {big}\n")
+    client = Client(tmp_path)
+    client.start(tmp_path, {"debounce": 0})
+    uri = client.open(tmp_path / "neox.yml", text, "yaml")
+    diags = client.diagnostics(uri, timeout=60)
+    assert diags is not None
+    codes = {d["code"] for d in diags}
+    assert "TL100" in codes and not codes & {"TL998", "TL999"}, diags
+    assert any("8,600-digit number" in d["message"] for d in diags if d["code"] == "TL100")
+    long_digits = re.compile(r"\d{31,}")
+    assert not any(long_digits.search(d["message"]) for d in diags)
+    hovered = 0
+    for line_no, line in enumerate(text.splitlines()):
+        for character in (1, len(line.split(":")[0]) + 3):  # on the key, on the value
+            reply = client.request(100 + 2 * line_no + (character > 1), "textDocument/hover", {
+                "textDocument": {"uri": uri}, "position": {"line": line_no, "character": character}})
+            assert reply is not None and "error" not in reply, reply
+            if reply["result"]:
+                hovered += 1
+                assert not long_digits.search(reply["result"]["contents"]["value"]), reply
+    assert hovered >= 9
+    code, err = client.stop()
+    assert code == 0 and b"Traceback" not in err
+
+
+
+def test_a_superseded_lint_stops_at_its_next_safe_point(tmp_path):
+    """A change to a document whose lint is running cancels that lint: it stops at its next safe
+    point (a YAML value, a rule, a shell step) instead of running to its end, and the newer
+    version is linted on the same worker. Observed in the server's log, not by timing: the old
+    lint logs that it stopped (and how many safe points it passed after the cancel), never that
+    it finished; the new version's lint can only start once the old one has left the worker."""
+    log = tmp_path / "server.log"
+    client = Client(tmp_path, log)
+    client.start(tmp_path, {"lintBudget": 600, "debounce": 0})
+    warm = client.open(tmp_path / "warm.json", '{"train_micro_batch_size_per_gpu": 4, "warm_key": 1}\n', "json")
+    assert client.diagnostics(warm) is not None
+    path = tmp_path / "big.yml"
+    uri = client.open(path, BIG_NEOX, "yaml")
+    assert client.logged(f"linting {uri} (version 1)") is not None  # the lint of version 1 is running
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [{"text": NEOX + "bad_key: 1\n"}]})
+    diags = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                        and m["params"]["uri"] == uri and m["params"].get("version") == 2, timeout=120)
+    assert diags is not None and any("bad_key" in d["message"] for d in diags["params"]["diagnostics"])
+    code, err = client.stop()
+    text = err.decode(errors="replace")
+    stopped = [line for line in text.splitlines() if f"lint of {uri} (version 1) stopped (superseded)" in line]
+    assert len(stopped) == 1, text
+    import re
+
+    after = re.search(r"(\d+) safe points passed after the cancel", stopped[0])
+    assert after is not None and int(after.group(1)) <= 1  # it stopped at the next safe point
+    assert f"linted {uri} (version 1)" not in text  # it never ran to its end
+    assert f"linted {uri} (version 2)" in text
+    assert code == 0 and "Traceback" not in text

@@ -14,6 +14,7 @@ from typing import Any, Callable, TypeGuard
 
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
 from trainlint.input_codes import input_diagnostic
+from trainlint.numbers import read_int
 from trainlint.positions import Span
 from trainlint.schemas import load_schema
 from trainlint.spec import MEGATRON_DEEPSPEED as DEEPSPEED  # noqa: F401 - the dialect names, re-exported
@@ -617,7 +618,7 @@ def _convert_one(text: str, info: FlagInfo) -> tuple[Any, str | None]:
     for t in types:
         if t == "integer":
             try:
-                value = int(text)
+                value = read_int(text)  # a number of any length is a value (clamped), as in JSON/YAML
                 ok = True
                 break
             except ValueError:

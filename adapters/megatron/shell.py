@@ -29,6 +29,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
+from trainlint import cancel
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import Span
@@ -234,6 +235,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
 
     def _step(self, node, ft: FileText) -> None:
         self._steps += 1
+        cancel.check()  # a lint the language server no longer wants stops here
         if self._steps > MAX_STEPS:
             loc = self._loc(node, ft)
             self.diagnostics.append(input_diagnostic(

@@ -9,6 +9,7 @@ from trainlint.estimator import coefficients as C
 from trainlint.estimator.context import EstimateContext, fill_model, fill_run, fill_vocab
 from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
 from trainlint.spec import TrainingSpec
+from trainlint.numbers import long_numbers
 
 if TYPE_CHECKING:  # pragma: no cover - memory and performance load with the first full estimate
     from trainlint.estimator.memory import StageMemory
@@ -168,8 +169,10 @@ def estimate_inputs(inputs: Inputs, label: str = "") -> Estimate:
 def estimate(spec: TrainingSpec, ctx: EstimateContext) -> Estimate | MissingInputs:
     """Memory, time, throughput and MFU of one run, or the list of what is missing."""
     label = spec.label or spec.path
-    filled = fill_model(fill_vocab(fill_run(spec, ctx.run_fill), ctx.vocab), ctx.model)
-    inputs, missing, assumptions = resolve(filled, ctx)
-    if inputs is None:
-        return MissingInputs(label, missing, assumptions)
-    return estimate_inputs(inputs, label)
+    # config values clamped at 4,300 digits, and their products, are formatted in messages
+    with long_numbers():
+        filled = fill_model(fill_vocab(fill_run(spec, ctx.run_fill), ctx.vocab), ctx.model)
+        inputs, missing, assumptions = resolve(filled, ctx)
+        if inputs is None:
+            return MissingInputs(label, missing, assumptions)
+        return estimate_inputs(inputs, label)

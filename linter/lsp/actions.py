@@ -158,7 +158,7 @@ async def handle(ls, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
     if linted is None or linted.version != doc.version:
         path = to_fs_path(uri) or uri
         linted, _ = await asyncio.get_running_loop().run_in_executor(
-            ls.executor, ls._lint_blocking, uri, path, doc.source, doc.version, ls.open_texts())
+            ls.executor, ls.lint_for_request, uri, path, doc.source, doc.version, ls.open_texts())
     return code_actions(linted, uri, params.range, uri_for, partial(to_lsp, docs_url=ls.docs_url))
 
 

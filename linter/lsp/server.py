@@ -33,10 +33,11 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
-from trainlint import __version__
+from trainlint import __version__, cancel
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.lsp import convert, hover
 from trainlint.lsp.workspace import Linted, Linter, internal_error, same_file, session_options
+from trainlint.numbers import long_numbers, shorten_numbers
 
 log = logging.getLogger("trainlint.lsp")
 
@@ -153,6 +154,8 @@ class TrainlintServer(LanguageServer):
         # hover reads a finished lint (and makes its estimate) in its own thread, so that it is
         # not queued behind the lint of another, large file
         self.hover_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainlint-hover")
+        self.live: set[cancel.Token] = set()
+        """The tokens of the lints running or queued (cancelled at shutdown)."""
         self.shutting_down = False
         self.exit_code: int | None = None  # set by the exit notification (0 after shutdown, else 1)
         self.startup_errors: list[str] = []
@@ -196,15 +199,38 @@ class TrainlintServer(LanguageServer):
                 out[path] = doc.source
         return out
 
-    def _lint_blocking(self, uri: str, path: str, text: str, version: int | None,
-                       open_texts: dict[str, str]) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]]:
-        """In the worker thread: lint, and convert every diagnostic to its file's LSP positions."""
+    def _lint_blocking(self, uri: str, path: str, text: str, version: int | None, open_texts: dict[str, str],
+                       token: cancel.Token | None = None) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]] | None:
+        """In the worker thread: lint, and convert every diagnostic to its file's LSP positions.
+
+        None when ``token`` was cancelled (superseded by a newer change, over budget, shutdown):
+        the lint stops at its next safe point (see :mod:`trainlint.cancel`) and frees the worker."""
+        token = token or cancel.Token()
         self.running_uri = uri
         try:
-            return self._lint_and_convert(uri, path, text, version, open_texts)
+            with cancel.scope(token):
+                token.check()  # cancelled while it waited in the queue
+                log.debug("linting %s (version %s)", uri, version)
+                return self._lint_and_convert(uri, path, text, version, open_texts)
+        except cancel.Cancelled as stop:
+            # checks_at_cancel: the safe points passed when it was cancelled; the one that raised
+            # is the next, so the work done after the cancel is token.checks - checks_at_cancel - 1
+            after = max(0, token.checks - (token.checks_at_cancel or 0) - 1)
+            log.debug("lint of %s (version %s) stopped (%s): %d safe points passed after the cancel, %.3f s after it",
+                      uri, version, stop, after, cancel_delay(token))
+            return None
         finally:
+            self.live.discard(token)
             if self.running_uri == uri:
                 self.running_uri = None
+
+    def lint_for_request(self, uri: str, path: str, text: str, version: int | None,
+                         open_texts: dict[str, str]) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]]:
+        """In the worker thread, for a hover or a code action that needs the current text linted:
+        a lint nothing cancels (the request waits for it)."""
+        done = self._lint_blocking(uri, path, text, version, open_texts)
+        assert done is not None  # None only when its token is cancelled, and this token is nobody's
+        return done
 
     def _lint_and_convert(self, uri: str, path: str, text: str, version: int | None,
                           open_texts: dict[str, str]) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]]:
@@ -233,23 +259,36 @@ class TrainlintServer(LanguageServer):
         version, text = doc.version, doc.source
         path = to_fs_path(uri) or uri
         loop = asyncio.get_running_loop()
+        token = cancel.Token()
         try:
             for attempt in range(3):
                 executor = self.executor
+                token = cancel.Token()
+                self.live.add(token)
                 running = loop.run_in_executor(executor, self._lint_blocking, uri, path, text, version,
-                                               self.open_texts())
+                                               self.open_texts(), token)
                 try:
-                    linted, out = await asyncio.wait_for(asyncio.shield(running), self.lint_budget)
-                    break
+                    done = await asyncio.wait_for(asyncio.shield(running), self.lint_budget)
                 except asyncio.TimeoutError:
                     if self.running_uri == uri or attempt == 2:  # this document's own lint is over budget
-                        self._abandon(executor)
+                        token.cancel(f"over the {self.lint_budget:g} s budget")
+                        await self._stop_or_abandon(executor, running)
                         linted = Linted(path, version, text, None, None)
                         out = {uri: [to_lsp(over_budget(path, self.lint_budget), [], uri, docs_url=self.docs_url)]}
                         break
-                    # queued behind another document's lint that is over budget: go on without it
-                    self._abandon(executor)
+                    # queued behind another document's lint that is over budget (cancelled by its
+                    # own coroutine): drop this queued copy and go on without that one
+                    token.cancel("queued behind a lint over budget")
+                    await self._stop_or_abandon(executor, running)
+                    continue
+                if done is None:  # cancelled at shutdown
+                    return
+                linted, out = done
+                break
         except asyncio.CancelledError:
+            # superseded (a newer change or a close cancelled this task): the lint in the worker
+            # stops at its next safe point instead of running to its end
+            token.cancel("superseded")
             raise
         except Exception as exc:  # e.g. the executor is shut down
             log.exception("lint of %s failed", uri)
@@ -294,6 +333,17 @@ class TrainlintServer(LanguageServer):
         message = f"trainlint: {linted.config_error} (linting with the default settings until it is fixed)"
         log.warning(message)
         self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message))
+
+    async def _stop_or_abandon(self, executor: ThreadPoolExecutor, running: asyncio.Future) -> None:
+        """After cancelling the lint on ``executor``: wait a moment for it to reach a safe point
+        and stop (the worker and its warm Linter are then kept); when it does not (a step that
+        has no safe point inside), abandon the worker."""
+        try:
+            await asyncio.wait_for(asyncio.shield(running), STOP_GRACE)
+        except asyncio.TimeoutError:
+            self._abandon(executor)
+        except Exception:  # noqa: BLE001 - the lint failed on its way out: the worker is free
+            pass
 
     def _abandon(self, executor: ThreadPoolExecutor) -> None:
         """A lint ran over budget on ``executor``: later lints go to a fresh worker thread and a
@@ -359,9 +409,11 @@ class TrainlintServer(LanguageServer):
         if target is None:
             return None
         partial = any(d.code in ("TL001", "TL002") for d in linted.result.diagnostics)
-        text = hover.render_target(target, linted.estimate, partial=partial)
+        with long_numbers():  # a hover quotes config values and their products (numbers.long_numbers)
+            text = hover.render_target(target, linted.estimate, partial=partial)
         if not text:
             return None
+        text = shorten_numbers(text)
         (sl, sc), (el, ec) = convert.span_to_range(target.region, lines, linted.bom)
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
                          range=lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec)))
@@ -375,7 +427,7 @@ class TrainlintServer(LanguageServer):
         if linted is None or linted.version != doc.version:
             # typed since the last lint (the debounce has not fired): positions must be current
             path = to_fs_path(uri) or uri
-            fresh: tuple[Linted, dict] = await loop.run_in_executor(self.executor, self._lint_blocking, uri, path,
+            fresh: tuple[Linted, dict] = await loop.run_in_executor(self.executor, self.lint_for_request, uri, path,
                                                                      doc.source, doc.version, self.open_texts())
             linted = fresh[0]
         if linted.result is None:
@@ -384,6 +436,16 @@ class TrainlintServer(LanguageServer):
 
 
 WATCHERS = [lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_FILES]
+
+
+STOP_GRACE = 0.5
+"""Seconds a cancelled lint gets to reach a safe point before its worker is abandoned."""
+
+
+def cancel_delay(token: cancel.Token) -> float:
+    import time
+
+    return time.perf_counter() - token.cancelled_at if token.cancelled_at is not None else 0.0
 
 
 def over_budget(path: str, budget: float) -> Diagnostic:
@@ -465,6 +527,8 @@ def create_server() -> TrainlintServer:
         ls.shutting_down = True
         for uri in list(ls.pending):
             ls.cancel_pending(uri)
+        for token in list(ls.live):
+            token.cancel("shutdown")
         ls.executor.shutdown(wait=False, cancel_futures=True)
         ls.hover_executor.shutdown(wait=False, cancel_futures=True)
 
@@ -477,9 +541,27 @@ def create_server() -> TrainlintServer:
     return server
 
 
+class _OneLineDeserializeErrors(logging.Filter):
+    """pygls logs a message it cannot read (bad params, already answered with InvalidParams) with
+    its whole traceback; the editor's log gets one line: what pygls said and the error itself."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if text.startswith("Unable to deserialize message") and "Traceback" in text:
+            lines = [line.strip(" |+-") for line in text.splitlines()]
+            errors = [line for line in lines if line and not line.startswith(("File ", "Traceback", "^", "~"))
+                      and ("Error" in line or "Exception" in line) and ":" in line]
+            record.msg = "Unable to deserialize message: " + (errors[-1] if errors else "invalid message")
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
 def main(verbose: bool = False) -> int:
     # stderr is the editor's server log; pygls's own message tracing stays off even with -v
     logging.basicConfig(level=logging.WARNING, format="trainlint lsp: %(levelname)s %(message)s")
+    logging.getLogger("pygls.protocol.json_rpc").addFilter(_OneLineDeserializeErrors())
     log.setLevel(logging.DEBUG if verbose else logging.WARNING)
     server = create_server()
     server.start_io()

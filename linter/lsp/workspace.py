@@ -128,8 +128,11 @@ class Linter:
 
     def invalidate(self) -> None:
         """Forget every cached lookup and session (a config file changed on disk)."""
+        from trainlint import containment
+
         self._configs.clear()
         self._sessions.clear()
+        containment.forget()  # its source-roots may have changed
 
     def config_for(self, directory: Path) -> Path | None:
         from trainlint.config import find_config
