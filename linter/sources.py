@@ -45,9 +45,9 @@ class UnreadableSource(Exception):
 
 def decode(data: bytes, path: str) -> str:
     """Bytes to text: UTF-8 (with or without BOM), or UTF-16/32 with a BOM. Raises UnreadableSource."""
-    if data.startswith(codecs.BOM_UTF32_LE) or data.startswith(codecs.BOM_UTF32_BE):
+    if data.startswith((codecs.BOM_UTF32_LE, codecs.BOM_UTF32_BE)):
         encoding = "utf-32"
-    elif data.startswith(codecs.BOM_UTF16_LE) or data.startswith(codecs.BOM_UTF16_BE):
+    elif data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         encoding = "utf-16"
     else:
         encoding = "utf-8-sig"

@@ -129,7 +129,7 @@ def parse_env(items: list[str]) -> dict[str, str]:
     environment: dict[str, str] = {}
     for item in items:
         name, sep, value = item.partition("=")
-        if not sep or not (name.isidentifier() or name.isdigit() and name != "0"):
+        if not sep or not (name.isidentifier() or (name.isdigit() and name != "0")):
             raise ValueError(f"--env expects NAME=VALUE (or N=VALUE for the script's argument $N), got {item!r}")
         environment[name] = value
     return environment
@@ -224,20 +224,21 @@ def render_results(results: list, args: argparse.Namespace, session: Session, ba
         from trainlint.output.statistics import render
         return render(results, fmt if fmt in ("json", "markdown") else "text",
                       show_summary=not getattr(args, "no_summary", False))
+    # each format's render under its own name: the signatures differ
     if fmt == "json":
-        from trainlint.output.json_format import render
-        return render(results, baseline=baseline)
+        from trainlint.output.json_format import render as render_json
+        return render_json(results, baseline=baseline)
     if fmt == "sarif":
-        from trainlint.output.sarif import render
-        return render(results, registry=session.registry, baseline=baseline)
+        from trainlint.output.sarif import render as render_sarif
+        return render_sarif(results, registry=session.registry, baseline=baseline)
     if fmt == "github":
-        from trainlint.output.github import render
-        return render(results)
+        from trainlint.output.github import render as render_github
+        return render_github(results)
     if fmt == "markdown":
-        from trainlint.output.markdown import render
-        return render(results, registry=session.registry)
-    from trainlint.output.text import render
-    return render(results, show_summary=not getattr(args, "no_summary", False))
+        from trainlint.output.markdown import render as render_markdown
+        return render_markdown(results, registry=session.registry)
+    from trainlint.output.text import render as render_text
+    return render_text(results, show_summary=not getattr(args, "no_summary", False))
 
 
 def run(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from trainlint.output.escape import printable, printable_lines
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     results = session.check_paths(args.paths)
     outputs = []
     totals_by_id: dict[int, dict] = {}
-    comparisons: list[tuple[str, list[dict]]] = []
+    comparisons: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []  # path, the run it compares, rows
     problems = False
     internal = False
     for result in results:
@@ -169,11 +170,11 @@ def run(args: argparse.Namespace) -> int:
             import json
             data = []
             for path, e in outputs:
-                d = e.to_dict()
-                d["path"] = path
+                entry = e.to_dict()
+                entry["path"] = path
                 if id(e) in totals_by_id:
-                    d["run"] = totals_by_id[id(e)]
-                data.append(d)
+                    entry["run"] = totals_by_id[id(e)]
+                data.append(entry)
             sys.stdout.write(json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n")
     else:
         sys.stdout.write("\n".join(render_text(e) + (render_run(totals_by_id[id(e)]) if id(e) in totals_by_id else "")
@@ -198,7 +199,8 @@ def render_comparison(rows: list[dict], about: dict | None = None) -> str:
                        + "; sorted by cost to train")
         else:
             out.append(f"{about['tokens_source']}: no time or cost to train")
-    head = f"{'gpu':<16} {'fits':>4} {'mem%':>6} {'gpus':>5} {'tokens/s':>10} {'MFU':>6} {'bound':<12} {'days':>8} {'cost':>14} {'$/TB/s.h':>9}"
+    head = (f"{'gpu':<16} {'fits':>4} {'mem%':>6} {'gpus':>5} {'tokens/s':>10} {'MFU':>6} {'bound':<12} {'days':>8} "
+            f"{'cost':>14} {'$/TB/s.h':>9}")
     out += [head, "-" * len(head)]
     for r in rows:
         if "error" in r:
@@ -209,7 +211,7 @@ def render_comparison(rows: list[dict], about: dict | None = None) -> str:
         cost = f"USD {r['cost']:,.0f}" if r.get("cost") is not None else "no price"
         bw = f"{r['usd_per_tbps_hour']:.2f}" if r.get("usd_per_tbps_hour") is not None else "-"
         out.append(f"{r['gpu']:<16} {'yes' if r['fits'] else 'no':>4} {mem:>6} {r['gpus']:>5} {r['tokens_per_s']:>10,.0f} "
-                   f"{r['mfu'] * 100:>5.1f}% {str(r['bound']):<12} {days:>8} {cost:>14} {bw:>9}")
+                   f"{r['mfu'] * 100:>5.1f}% {r['bound']!s:<12} {days:>8} {cost:>14} {bw:>9}")
     sizings = [f"  {r['gpu']}: {r['sizing']}" for r in rows if r.get("sizing")]
     if sizings:
         out += ["sizing:", *sizings]

@@ -2,9 +2,10 @@
 
 C = 6 * P * D; time = C / (gpus * peak * MFU); cost = gpus * hours * price per GPU-hour.
 Any two of days, budget and MFU determine the third (and the GPU count when not given).
-Without ``--tokens`` the run is compute-optimal, D = 20 P (Hoffmann et al. 2022; "Transformer Math 101"). ``--target-tokens-per-s``
-sizes the cluster for a throughput (G = ceil(R / r_gpu), as Hodge 2025, "Sizing AI Training by Cost per Memory Bandwidth"); ``--compare-gpus`` solves the
-same plan on each GPU kind, with the cost per memory bandwidth of the same paper.
+Without ``--tokens`` the run is compute-optimal, D = 20 P (Hoffmann et al. 2022; "Transformer Math 101").
+``--target-tokens-per-s`` sizes the cluster for a throughput (G = ceil(R / r_gpu), as Hodge 2025, "Sizing AI
+Training by Cost per Memory Bandwidth"); ``--compare-gpus`` solves the same plan on each GPU kind, with the cost
+per memory bandwidth of the same paper.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainlint.commands.estimate import positive_count
 from trainlint.planning.gpu_plan import (Model, PlanInputError, PlanRequest, Solved, by_cost, model_from_count,
@@ -23,6 +24,9 @@ from trainlint.planning.gpu_plan import (Model, PlanInputError, PlanRequest, Sol
 from trainlint.session import Session, SessionOptions, open_session
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from trainlint.output.escape import printable, printable_lines
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.catalog import GPU
 
 
 def _mfu(text: str) -> float:
@@ -143,7 +147,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.compare_gpus:
             ids = list(session.gpus) if args.compare_gpus == "all" else \
                 [i.strip() for i in args.compare_gpus.split(",") if i.strip()]
-            rows = []
+            rows: list[Solved | tuple[GPU, str]] = []  # a solved plan, or the GPU and why it has none
             for gid in ids:
                 gpu = session.find_gpu(gid)
                 try:
@@ -194,7 +198,7 @@ def _render_one(s: Solved, model: Model, tokens: float, tokens_note: str, args: 
     out.append(f"  static memory   {STATIC_BYTES_PER_PARAM} B x {_si(model.total)} = {_bytes(STATIC_BYTES_PER_PARAM * model.total)}: "
                f"at least {s.static_gpus} x {gpu.memory_gb:g} GB GPUs before activations")
     out.append(f"  GPU-hours       {plan.gpus} x {secs / 3600:.1f} h = {plan.gpu_hours:,.0f}")
-    if plan.budget is not None:
+    if plan.budget is not None and plan.price_per_gpu_hour is not None:  # a budget is priced: both or neither
         bw = usd_per_tbps_hour(plan.price_per_gpu_hour, gpu.hbm_bandwidth_tbps)
         out.append(f"  cost            {plan.gpu_hours:,.0f} x {plan.price_per_gpu_hour:g} = USD {plan.budget:,.0f}"
                    + (f" (budget USD {plan.budget_limit:,.0f})" if plan.budget_limit else "")

@@ -491,6 +491,26 @@ def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
         r.missing.append(MissingInput("batch", what, BATCH_HOW))
         return 0, 0, 0
 
+    if (gb is not None and mb is not None and spec.framework == "megatron" and spec.dialect == "legacy"
+            and gb_e is not None and not (gb_e.provenance.key or "").startswith("--")):
+        # Megatron v1.x (as DeepSpeedExamples vendor it) has no global batch of its own: its data
+        # loader feeds --batch-size per GPU x DP each iteration, and DeepSpeed's engine derives its
+        # own micro batch from the JSON's train_batch_size (train_batch // DP // accumulation) without
+        # seeing --batch-size, so no framework compares the two: the run trains micro x accumulation x DP.
+        # DeepSpeed still checks its own triple (config.py _set_batch_related_parameters /
+        # _batch_assertion): the members the JSON gives must divide train_batch_size by whole numbers.
+        jm_e = spec.settings.get("deepspeed:train_micro_batch_size_per_gpu")
+        jm = jm_e.value if jm_e is not None and type(jm_e.value) is int and jm_e.value >= 1 else None
+        known = (jm or 1) * (ga or 1) * dp
+        if gb % known or (jm is not None and ga is not None and gb != known):
+            return refuse(f"the DeepSpeed JSON's train_batch_size {gb} is not "
+                          f"{'micro ' + str(jm) + ' x ' if jm else ''}{'gradient accumulation ' + str(ga) + ' x ' if ga else ''}"
+                          f"data parallel {dp} x a whole number: DeepSpeed refuses the batch triple")
+        legacy_note = (f"Megatron v1.x feeds --batch-size {mb} x DP {dp} x accumulation {ga or 1}; the DeepSpeed "
+                       f"JSON's train_batch_size {gb} only sets DeepSpeed's own bookkeeping")
+        gb = None
+    else:
+        legacy_note = "micro x grad accum x DP"
     if mb is None and gb is not None and ga is not None:
         if gb % (ga * dp):
             return refuse(f"global batch {gb} is not divisible by gradient accumulation {ga} x data parallel {dp}: "
@@ -516,7 +536,7 @@ def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
         r.assumptions.append(Assumption("batch.grad_accum", 1, Origin.ASSUMED.value, "no gradient accumulation given: 1"))
     if gb is None:
         gb = mb * ga * dp
-        r.assumptions.append(Assumption("batch.global_batch", gb, Origin.DERIVED.value, "micro x grad accum x DP"))
+        r.assumptions.append(Assumption("batch.global_batch", gb, Origin.DERIVED.value, legacy_note))
     if mb * ga * dp != gb:
         return refuse(f"global batch {gb} != micro {mb} x gradient accumulation {ga} x data parallel {dp} = "
                       f"{mb * ga * dp}: the framework refuses the batch triple")

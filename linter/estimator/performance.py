@@ -244,7 +244,14 @@ def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float
     gb = _grad_bytes(i)
     if i.shard_stage >= 3:
         per_mb = (ring_time(2 * n_local, d, bw, 1.0) * 2 + ring_time(gb * n_local, d, bw, 1.0))
-        return i.grad_accum * max(0.0, per_mb - C.ZERO3_OVERLAP_FRACTION * t_mb)
+        # Prefetching hides the rest, never all of it: the first module's parameters are gathered
+        # before any compute can run (DeepSpeed's PartitionedParameterCoordinator fetches a module in
+        # its pre-forward hook and prefetches only the ones after it), and the last gradient bucket is
+        # reduce-scattered after the backward ends (stage3.py independent_gradient_partition_epilogue).
+        # One layer's all-gather and one layer's reduce-scatter per micro-batch stay exposed.
+        layers = max(1, i.layers)
+        unhidden = ring_time(2 * n_local / layers, d, bw, 1.0) + ring_time(gb * n_local / layers, d, bw, 1.0)
+        return i.grad_accum * max(unhidden, per_mb - C.ZERO3_OVERLAP_FRACTION * t_mb)
     if i.shard_stage == 2:
         reduce = i.grad_accum * ring_time(gb * n_local, d, bw, 1.0)
         gather = ring_time(2 * n_local, d, bw, 1.0)

@@ -13,8 +13,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up time)
     from trainlint.config import ProjectConfig
+    from trainlint.estimator.core import Estimate
+    from trainlint.session import Session
+    from trainlint.spec import TrainingSpec
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,7 @@ class RunLength:
     price_per_gpu_hour: float | None = None
 
 
-def run_tokens(spec: Any, est: Any, length: RunLength) -> tuple[float | None, str]:
+def run_tokens(spec: TrainingSpec, est: Estimate, length: RunLength) -> tuple[float | None, str]:
     """Tokens of the whole run and where they come from (flag, train-iters, train-samples)."""
     from trainlint.planning.inputs import spec_tokens
 
@@ -44,7 +47,7 @@ def price_for(gpu_id: str, length: RunLength, project: ProjectConfig | None) -> 
     return lookup(gpu_id, length.price_per_gpu_hour, project)
 
 
-def run_totals_for(spec: Any, est: Any, length: RunLength, project: ProjectConfig | None,
+def run_totals_for(spec: TrainingSpec, est: Estimate, length: RunLength, project: ProjectConfig | None,
                    gpu_hint: str | None = None) -> dict[str, Any]:
     """Tokens, steps, time, GPU-hours, FLOPs and cost of the whole run, with where each input came from."""
     from trainlint.planning import run_totals
@@ -64,7 +67,7 @@ def run_totals_for(spec: Any, est: Any, length: RunLength, project: ProjectConfi
     return d
 
 
-def compare_gpus(spec: Any, base: Any, session: Any, ids: Sequence[str] | None, length: RunLength,
+def compare_gpus(spec: TrainingSpec, base: Estimate, session: Session, ids: Sequence[str] | None, length: RunLength,
                  same_throughput: bool = False) -> list[dict[str, Any]]:
     """Re-estimate ``spec`` on each GPU kind of the session (``ids``; None: every one): same world
     size, or (``same_throughput``) the smallest cluster that keeps the layout valid and reaches the
@@ -114,7 +117,7 @@ def compare_gpus(spec: Any, base: Any, session: Any, ids: Sequence[str] | None, 
     return rows
 
 
-def size_for_throughput(est: Any, target_tokens_per_s: float) -> tuple[Any, str]:
+def size_for_throughput(est: Estimate, target_tokens_per_s: float) -> tuple[Estimate, str]:
     """The estimate on the smallest cluster that reaches ``target_tokens_per_s`` with the same layout: whole
     nodes, DP an integer, the global batch kept with a whole number of accumulation steps (Hodge 2025:
     G = ceil(R_target / r_gpu), but every candidate size is re-estimated, communication included).

@@ -9,10 +9,13 @@ C = 6 * P * D; time = C / (gpus * peak * MFU); cost = gpus * hours * price per G
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
-from trainlint.planning.budget import SECONDS_PER_DAY, PlanError, solve
+from trainlint.planning.budget import SECONDS_PER_DAY, Plan, PlanError, solve
 from trainlint.planning.sizing import min_gpus_for_static_memory, mfu_verdict, per_gpu_tokens_per_s, usd_per_tbps_hour
+
+if TYPE_CHECKING:  # pragma: no cover - the catalog loads with the command
+    from trainlint.catalog import GPU, ModelPreset
 
 
 class PlanInputError(ValueError):
@@ -35,7 +38,7 @@ def si(x: float, unit: str = "") -> str:
     return f"{x:.3g}{unit}"
 
 
-def model_from_preset(preset: Any) -> Model:
+def model_from_preset(preset: ModelPreset) -> Model:
     """A model preset's active and total parameters (they differ for a mixture of experts)."""
     count = preset.params()
     moe = count.active != count.total
@@ -81,9 +84,9 @@ class PlanRequest:
 class Solved:
     """One GPU kind's plan and the figures derived from it."""
 
-    gpu: Any
+    gpu: GPU
     peak_t: float
-    plan: Any
+    plan: Plan
     price_source: str
     static_gpus: int
     notes: list[str] = field(default_factory=list)
@@ -114,7 +117,7 @@ def target_days(tokens: float, target_tokens_per_s: float) -> float:
     return tokens / target_tokens_per_s / SECONDS_PER_DAY
 
 
-def solve_on_gpu(gpu: Any, model: Model, tokens: float, request: PlanRequest,
+def solve_on_gpu(gpu: GPU, model: Model, tokens: float, request: PlanRequest,
                  price: float | None, price_source: str) -> Solved:
     """The plan on ``gpu``'s dense peak for ``request.dtype``. Raises PlanError."""
     peak_t = gpu.peak_tflops(request.dtype)
