@@ -325,6 +325,9 @@ def test_typed_fields_for_settings_rules_read() -> None:
     assert spec.run.shape_from_checkpoint is not None and spec.run.shape_from_checkpoint.value is True
     plain = load_text("torchrun pretrain_gpt.py --num-layers 2 --hidden-size 8\n").specs[0]
     assert (plain.engine.deepspeed_flag, plain.batch.schedule, plain.run.shape_from_checkpoint) == (None, None, None)
+    assert plain.model.latent_attention is None
+    mla = load_text("torchrun pretrain_gpt.py --num-layers 2 --hidden-size 8 --multi-latent-attention\n").specs[0]
+    assert mla.model.latent_attention is not None and mla.model.latent_attention.value is True
 
 
 EVAL_CHAIN = """\

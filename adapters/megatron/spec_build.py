@@ -135,6 +135,7 @@ class SpecBuilder:
         m.num_layers = self.get("num_layers") or self.get("encoder_num_layers")
         m.hidden_size = self.get("hidden_size")
         m.num_attention_heads = self.get("num_attention_heads")
+        m.latent_attention = self.spec.settings.get("multi_latent_attention")
         if self.raw("group_query_attention") and self.given("num_query_groups"):
             m.num_kv_heads = self.get("num_query_groups")
         elif self.given("num_key_value_heads"):

@@ -405,7 +405,7 @@ class AttentionHeadsLayout(Rule):
         if from_checkpoint(spec):
             return
         heads, hidden, kv, tp = as_int(m.num_attention_heads), as_int(m.hidden_size), as_int(m.num_kv_heads), as_int(p.tensor)
-        mla = spec.framework == "megatron" and as_bool(spec.settings.get("multi_latent_attention"))
+        mla = bool(as_bool(spec.model.latent_attention))
         tp_name = "model_parallel_size" if spec.framework == "neox" else "tensor parallel size"
         if heads is not None and tp is not None and heads > 0 and tp > 1 and heads % tp:
             quote = ("\"num_attention_heads (...) must be a multiple of tensor_model_parallel_size\""
