@@ -58,10 +58,8 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
     from trainlint.adapters.deepspeed import load_deepspeed_config
     from trainlint.adapters.hf_yaml import _find_json
     from trainlint.adapters.megatron.adapter import _Spans
-    from trainlint.adapters.megatron.flags import CURRENT, ParsedArgs
-    from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder
-    from trainlint.command_line import parse_launch
-    from trainlint.hf_trainer import FILLED_POINTERS, fill_from_trainer
+    from trainlint.command_line import (_accelerate_world, complete_trainer_run, invocation_cluster, parse_launch,
+                                        without_trainer_filled)
     from trainlint.input_codes import FILE_START, input_diagnostic
     from trainlint.sources import UnreadableSource
 
@@ -105,24 +103,16 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
     located = find_invocation(command, distinctive_needed=0)
     cluster = None
     if located is not None:
-        build = BuildContext(source.path, "launcher", CURRENT, located.entry_path, spans, dict(located.world),
-                             located.all_local_gpus, list(located.launchers))
-        cluster = SpecBuilder(ParsedArgs(), build).build().cluster
+        cluster = invocation_cluster(located, source.path, spans)
         if "accelerate" in located.launchers:
-            from trainlint.command_line import _accelerate_world
-
             _accelerate_world(cluster, launch.accelerate)
     start = next((i for i, w in enumerate(words) if w == inv.entry_path), None)
+    first = start + 1 if start is not None else 0  # the Trainer's first argument
+    trainer_words = words[first:] if start is not None else None
     line = spans(command.loc)[1]
     for spec in loaded.specs:
-        if start is not None:
-            fill_from_trainer(spec, words[start + 1:], lambda i: span_of_field(start + 1 + i), source.path,
-                              cwd=Path(source.path).parent)
-        if cluster is not None:
-            for name in ("gpus_per_node", "nodes", "world_size"):
-                value = getattr(cluster, name)
-                if value is not None and getattr(spec.cluster, name) is None:
-                    setattr(spec.cluster, name, value)
+        complete_trainer_run(spec, cluster, trainer_words, lambda i: span_of_field(first + i), source.path,
+                             cwd=Path(source.path).parent)
         spec.path = source.path
         spec.label = f"{inv.entry_path.rsplit('/', 1)[-1]} with {ref.written} at line {line.line if line else 1}"
         spec.entry_point = inv.entry_path
@@ -131,6 +121,5 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
             spec.sources.insert(0, source.path)
         result.specs.append(spec)
     # the JSON's own problems are reported when the JSON itself is checked; here only what the launch adds
-    result.diagnostics += [d for d in loaded.diagnostics
-                           if not (d.code == "TL007" and d.subject in FILLED_POINTERS) and d.path]
+    result.diagnostics += [d for d in without_trainer_filled(loaded.diagnostics) if d.path]
     result.documents += loaded.documents

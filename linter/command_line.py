@@ -287,13 +287,42 @@ def launcher_cluster(launch: LaunchCommand):
     ``python`` is one process). None when no Python script runs."""
     if launch.invocation is None:
         return None
+    return invocation_cluster(launch.invocation, COMMAND_LINE, span_function(launch.argv))
+
+
+def invocation_cluster(inv, path: str, spans: Callable):
+    """The cluster a located launch (an adapters.megatron.invocation.Invocation) gives, its values
+    located with ``spans`` in ``path``: a command line's words or a script's."""
     from trainlint.adapters.megatron.flags import CURRENT, ParsedArgs
     from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder
 
-    inv = launch.invocation
-    context = BuildContext(COMMAND_LINE, "launcher", CURRENT, inv.entry_path, span_function(launch.argv),
-                           dict(inv.world), inv.all_local_gpus, list(inv.launchers))
+    context = BuildContext(path, "launcher", CURRENT, inv.entry_path, spans, dict(inv.world), inv.all_local_gpus,
+                           list(inv.launchers))
     return SpecBuilder(ParsedArgs(), context).build().cluster
+
+
+def complete_trainer_run(spec, cluster, trainer_words: list[str] | None, span_of: Callable, path: str,
+                         cwd=None) -> None:
+    """A DeepSpeed JSON's run as a launch runs it: the Hugging Face Trainer fills its "auto" values
+    from the words after the script (when a script runs), and the launcher's GPUs per node, nodes and
+    world size fill what the JSON does not say. The same for ``run``'s command line and ``check``'s
+    launch scripts (adapters/hf_launch.py)."""
+    if trainer_words is not None:
+        from trainlint.hf_trainer import fill_from_trainer
+
+        fill_from_trainer(spec, trainer_words, span_of, path, cwd=cwd)
+    if cluster is not None:
+        for name in ("gpus_per_node", "nodes", "world_size"):
+            value = getattr(cluster, name)
+            if value is not None and getattr(spec.cluster, name) is None:
+                setattr(spec.cluster, name, value)
+
+
+def without_trainer_filled(diagnostics: list) -> list:
+    """The JSON's diagnostics less the TL007 "auto" notes of the values the Trainer fills."""
+    from trainlint.hf_trainer import FILLED_POINTERS
+
+    return [d for d in diagnostics if not (d.code == "TL007" and d.subject in FILLED_POINTERS)]
 
 
 # ------------------------------------------------------------------------------ reading the configs
@@ -370,27 +399,15 @@ def _deepspeed(launch):
     if "accelerate" in launch.launchers and cluster is not None:
         _accelerate_world(cluster, launch.accelerate)
     start = _entry_index(launch)
+    first = start + 1 if start is not None else 0  # the Trainer's first argument
+    trainer_words = launch.argv[first:] if start is not None else None
     for spec in loaded.specs:
-        if start is not None:
-            # the Hugging Face Trainer fills the JSON's "auto" values from its own arguments
-            from trainlint.hf_trainer import fill_from_trainer
-
-            fill_from_trainer(spec, launch.argv[start + 1:], lambda i: launch.span_of_word(start + 1 + i),
-                              COMMAND_LINE)
-        if cluster is not None:
-            for name in ("gpus_per_node", "nodes", "world_size"):
-                value = getattr(cluster, name)
-                if value is not None and getattr(spec.cluster, name) is None:
-                    setattr(spec.cluster, name, value)
+        complete_trainer_run(spec, cluster, trainer_words, lambda i: launch.span_of_word(first + i), COMMAND_LINE)
         spec.label = f"{launch.entry or 'command'} with {ref.written}"
         if COMMAND_LINE not in spec.sources:
             spec.sources.append(COMMAND_LINE)
-    diagnostics = list(loaded.diagnostics)
-    if start is not None:
-        # "auto" values the Trainer fills from the arguments read above are not unresolved here
-        from trainlint.hf_trainer import FILLED_POINTERS
-
-        diagnostics = [d for d in diagnostics if not (d.code == "TL007" and d.subject in FILLED_POINTERS)]
+    # "auto" values the Trainer fills from the arguments read above are not unresolved here
+    diagnostics = without_trainer_filled(loaded.diagnostics) if start is not None else list(loaded.diagnostics)
     return FileResult(source.path, FORMAT, diagnostics, loaded.specs, loaded.documents)
 
 
