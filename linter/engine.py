@@ -143,6 +143,7 @@ def _run_rules_unlimited(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]
     out: list[Diagnostic] = []
     estimate_made = False
     result = None
+    shared: dict = {}  # the rules of this spec share what they compute once (RuleContext.shared)
     for rule, options in rules:
         if rule.frameworks and spec.framework not in rule.frameworks:
             continue
@@ -159,7 +160,7 @@ def _run_rules_unlimited(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]
                 out.append(input_diagnostic("TL999", f"the estimate failed: {type(exc).__name__}: {exc}",
                                             spec.anchor or FILE_START, path=spec.path))
         ctx = RuleContext(options=options, estimate=result, estimator=settings.estimate, project=settings.project,
-                          gpus=settings.gpus, layout_advice=settings.layout_advice)
+                          gpus=settings.gpus, layout_advice=settings.layout_advice, shared=shared)
         try:
             for finding in rule().check(spec, ctx):
                 out.append(_place(rule, finding, spec))

@@ -64,6 +64,9 @@ class RuleContext:
     layout_advice: Callable[[TrainingSpec, float], Any] | None = None
     """The fastest whole layout ``trainlint suggest`` finds for a spec under a memory headroom
     (None when there is none), in the session's context and start-up rules."""
+    shared: dict[str, Any] = field(default_factory=dict)
+    """What the rules of one spec's run compute once and share (the memory verdict TL201, TL202 and
+    TL900 all ask for); one dict per spec, made by the engine, so nothing outlives the run."""
 
 
 class Rule:

@@ -54,7 +54,7 @@ class EstimateUnavailable(Rule):
             elif unjudged(est):
                 said = "; ".join(f"{_WHAT[a.field]} is not stated (`trainlint estimate` assumes {a.value}; "
                                  f"give {UNJUDGED[a.field]})" for a in unjudged(est))
-                if memory_verdict(spec, est, ctx.estimator) is not None:
+                if memory_verdict(spec, est, ctx.estimator, ctx.shared) is not None:
                     yield Finding(f"speed and communication not judged: {said}; memory per GPU is judged at the "
                                   "least it takes over every data-parallel size the config allows")
                 else:

@@ -61,7 +61,7 @@ class OomRisk(Rule):
     options = {"headroom": Option(0.90, "warn above this fraction of the GPU's memory")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        verdict = memory_verdict(spec, ctx.estimate, ctx.estimator)
+        verdict = memory_verdict(spec, ctx.estimate, ctx.estimator, ctx.shared)
         if verdict is None:
             return
         # With the world size unstated, the least memory over every data-parallel size the config
@@ -162,7 +162,7 @@ class BuffersDominateMemory(Rule):
                                         "(buffers matter when memory is tight)")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        verdict = memory_verdict(spec, ctx.estimate, ctx.estimator)
+        verdict = memory_verdict(spec, ctx.estimate, ctx.estimator, ctx.shared)
         if verdict is None:
             return
         threshold, headroom = float(ctx.options["threshold"]), float(ctx.options["headroom"])

@@ -54,24 +54,18 @@ class MemoryVerdict:
         return bool(self.samples)
 
 
-_RECENT: dict[tuple[int, int], tuple[Any, TrainingSpec, MemoryVerdict | None]] = {}
-"""The last verdicts by (estimate, spec) identity: TL201, TL202 and TL900 ask for the same one."""
-
-
-def memory_verdict(spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSpec], Any] | None) -> MemoryVerdict | None:
+def memory_verdict(spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSpec], Any] | None,
+                   shared: dict[str, Any] | None = None) -> MemoryVerdict | None:
     """The estimate the memory rules (TL201, TL202) may judge, or None when they must stay silent.
 
     The world size assumed (and nothing else the rules refuse to judge): re-estimated at every
-    data-parallel size tried; the verdict holds the one with the least memory per GPU."""
-    key = (id(est), id(spec))
-    found = _RECENT.get(key)
-    if found is not None and found[0] is est and found[1] is spec:
-        return found[2]
-    verdict = _verdict(spec, est, estimator)
-    if len(_RECENT) >= 16:
-        _RECENT.pop(next(iter(_RECENT)))
-    _RECENT[key] = (est, spec, verdict)  # holding both keeps their ids from being reused meanwhile
-    return verdict
+    data-parallel size tried; the verdict holds the one with the least memory per GPU. ``shared``
+    (a rule's ``ctx.shared``) keeps the verdict for the other rules of the same spec's run."""
+    if shared is None:
+        return _verdict(spec, est, estimator)
+    if "memory_verdict" not in shared:
+        shared["memory_verdict"] = _verdict(spec, est, estimator)
+    return shared["memory_verdict"]
 
 
 def _verdict(spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSpec], Any] | None) -> MemoryVerdict | None:
