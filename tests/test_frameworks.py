@@ -538,6 +538,32 @@ def test_deepspeed_against_an_assumed_upstream(tmp_path):
     assert "DeepSpeed 0.9.0" in warned.message and "assumed" in warned.message
 
 
+def test_a_key_old_deepspeed_releases_read_is_judged_by_the_target_version(tmp_path):
+    """`cpu_offload_params` (read by DeepSpeed 0.3.12 to 0.6.7, refused from 0.7.0): with no version
+    known a TL008 warning naming those releases and no rename edit; against a release that refuses
+    it (a shipped catalog) an error that says it was removed; the typo of a key no release reads
+    stays an error either way."""
+    from trainlint.adapters.deepspeed import DeepSpeedAdapter
+
+    adapter = DeepSpeedAdapter()
+    path = tmp_path / "ds_config.json"
+    text = DS_BASE % "cpu_offload_params"
+    path.write_text(text)
+    diags = adapter.load(SourceText(str(path), text), LoadContext()).diagnostics
+    assert found(diags, "TL004", "TL008") == [("TL008", "warning", 6, 5)]
+    removed = next(d for d in diags if d.code == "TL008")
+    assert "removed in DeepSpeed 0.7.0" in removed.message and "0.3.12 to 0.6.7" in removed.message
+    assert not removed.edits
+    locate.configure({"deepspeed": _entries("deepspeed")[0].version})
+    diags = adapter.load(SourceText(str(path), text), LoadContext()).diagnostics
+    assert found(diags, "TL004", "TL008") == [("TL004", "error", 6, 5)]
+    assert "DeepSpeed 0.7.0 removed it" in next(d for d in diags if d.code == "TL004").message
+    locate.configure({})
+    typo = DS_BASE % "stage3_param_persitence_threshold"
+    diags = adapter.load(SourceText(str(path), typo), LoadContext()).diagnostics
+    assert found(diags, "TL004", "TL008") == [("TL004", "error", 6, 5)]
+
+
 def test_the_installed_package_is_read_when_nothing_is_beside_the_config(tmp_path, monkeypatch):
     site = tmp_path / "site"
     write_fork(site)
