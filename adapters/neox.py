@@ -667,6 +667,7 @@ class _SpecBuilder:
         no_tying = self.get("no_weight_tying")
         if no_tying is not None:
             s.model.tied_embeddings = derived(not bool(no_tying.value), "not no_weight_tying", no_tying)
+        s.model.hidden_dropout = self.file("hidden_dropout")  # not given: NeoX's default 0.1 keeps a mask
         s.model.num_experts = self.get("moe_num_experts")
         s.model.moe_top_k = self.get("moe_top_k")
         padded = self.file("padded_vocab_size")

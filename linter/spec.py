@@ -50,6 +50,10 @@ class ModelSpec:
     moe_top_k: Value | None = None
     moe_ffn_hidden_size: Value | None = None
     param_count: Value | None = None         # given by the config or derived
+    hidden_dropout: Value | None = None
+    """Dropout probability on the residual branches (after attention and MLP) and the embedding, as
+    written (Megatron ``--hidden-dropout``, NeoX ``hidden_dropout``); None: not stated (the framework
+    defaults, 0.1 in both, keep a mask). At 0 torch's dropout is the identity: no mask is kept."""
     latent_attention: Value | None = None
     """Multi-latent attention (DeepSeek-V2 MLA; Megatron ``--multi-latent-attention``), as written: the
     query/key/value head sizes are the latent projection's, not ``hidden_size / num_attention_heads``."""
