@@ -141,6 +141,17 @@ def _refusal(target) -> str | None:
     return None
 
 
+def _fork_beside(target, path: str | None):
+    """The fork beside the config when the project config names another target (None otherwise)."""
+    from trainlint.frameworks.locate import fork_beside
+    from trainlint.frameworks.target import TargetOrigin
+
+    if target is None or target.origin is not TargetOrigin.PROJECT_CONFIG:
+        return None
+    fork = fork_beside("neox", path)
+    return fork if fork is not None and fork.path != target.path else None
+
+
 def _top_level_key(d: Diagnostic) -> str | None:
     """The key of an unknown-key finding (TL004) at the top level of the config, else None."""
     if d.subject is None or d.subject.count("/") != 1:
@@ -148,14 +159,23 @@ def _top_level_key(d: Diagnostic) -> str | None:
     return d.subject[1:].replace("~1", "/").replace("~0", "~")
 
 
-def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
+def _judged(diags: list[Diagnostic], target, path: str | None = None) -> list[Diagnostic]:
     """Unknown keys and values outside upstream's choices are errors only against a known target:
-    assumed upstream, a fork may define them (Stability's `mlp_type`, `hybrid_cosine_inv_sqrt_2`)."""
+    assumed upstream, a fork may define them (Stability's `mlp_type`, `hybrid_cosine_inv_sqrt_2`).
+    Against a target the project config names, a key the fork beside the config defines is a
+    warning naming that fork (the config is the fork's; the target lacks the key)."""
     from dataclasses import replace
 
     known = target is not None and target.known and target.complete
+    fork = _fork_beside(target, path) if any(d.code == "TL004" for d in diags) else None
     out = []
     for d in diags:
+        top = _top_level_key(d) if fork is not None and d.code == "TL004" else None
+        if top is not None and top in fork.catalog:
+            out.append(replace(d, severity=Severity.WARNING, applicability=None, edits=(), fix=None,
+                               message=f"{d.message.split('; did you mean')[0]}; {fork.describe()}, found beside the "
+                                       "config, defines it"))
+            continue
         if not known and d.code == "TL004" and d.applicability is Applicability.SAFE:
             out.append(d)  # a misspelling of an upstream key (two letters at most): no fork is needed to explain it
             continue
@@ -474,7 +494,7 @@ class NeoXAdapter(Adapter):
         check_doc = Document(doc.path, doc.format, doc.text, _canonical_literals(doc.data, props),
                              doc.key_spans, doc.value_spans, unresolved)
         schema = _target_schema(catalog) if catalog is not None else _schema()
-        out.extend(_judged(check_document(check_doc, schema, refusal=_refusal(target)), target))
+        out.extend(_judged(check_document(check_doc, schema, refusal=_refusal(target)), target, path))
         out.extend(self._exact_integer_check(check_doc, props, path))
         return out
 

@@ -453,6 +453,43 @@ def test_neox_fork_keys_are_known_in_the_fork(tmp_path):
     assert [(c, s, l) for c, s, l, _ in got] == [("TL004", "warning", 6), ("TL006", "warning", 7)]
 
 
+def test_a_fork_checked_against_a_configured_upstream_names_the_fork(tmp_path):
+    """The project config names an upstream release while the config sits in a fork's checkout: a
+    flag only the fork defines is a warning naming the fork (no rename offered); a flag neither
+    defines stays an error against the release."""
+    root = write_fork(tmp_path / "some-fork", FORK_ARGUMENTS + f"# {tmp_path}\n")
+    release = _entries("megatron")[-1].version
+    locate.configure({"megatron": release})
+    diags = megatron_script(root / "examples" / "train.sh", "--embed-layernorm --zzz-nobody-defines-this")
+    assert found(diags, "TL004") == [("TL004", "warning", 1, 172), ("TL004", "error", 1, 190)]
+    fork_flag = next(d for d in diags if d.code == "TL004" and "--embed-layernorm" in d.message)
+    assert "some-fork" in fork_flag.message and "beside the config" in fork_flag.message and not fork_flag.edits
+    assert release in fork_flag.message
+
+
+def test_a_neox_fork_checked_against_a_configured_upstream_names_the_fork(tmp_path):
+    root = tmp_path / "neox-fork"
+    (root / "megatron" / "neox_arguments").mkdir(parents=True)
+    (root / "megatron" / "neox_arguments" / "neox_args.py").write_text(textwrap.dedent(f'''
+        # {tmp_path}
+        from dataclasses import dataclass
+        @dataclass
+        class NeoXArgsModel:
+            num_layers: int = None
+            hidden_size: int = None
+            num_attention_heads: int = None
+            seq_length: int = None
+            max_position_embeddings: int = None
+            mlp_type: str = "regular"
+    '''))
+    (root / "configs").mkdir()
+    locate.configure({"neox": _entries("neox")[-1].version})
+    text = NEOX_BASE + "mlp_type: llama\nzzz_nobody_defines_this: 1\n"
+    diags = NEOX.load(SourceText(str(root / "configs" / "run.yml"), text), LoadContext()).diagnostics
+    assert found(diags, "TL004") == [("TL004", "warning", 6, 1), ("TL004", "error", 7, 1)]
+    assert "neox-fork" in next(d for d in diags if d.code == "TL004" and "mlp_type" in d.message).message
+
+
 def test_save_interval_is_an_error_only_for_a_neox_known_to_lack_it(tmp_path):
     """TL187 (save without checkpoint_factor) on a config that gives the old name save_interval: an
     error against a NeoX whose source lacks save_interval, a warning when the version is assumed

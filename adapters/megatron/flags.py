@@ -272,6 +272,21 @@ class ArgReader:
         return (f"`{name}` was removed from {t.variant} in {line[last + 1].version} (defined up to {line[last].version}); "
                 f"{t.describe()}, which this config is checked against, exits with \"unrecognized arguments\"")
 
+    def _fork_defining(self, name: str):
+        """The fork found beside the config that defines ``name`` while the project config names
+        another target (None otherwise)."""
+        from trainlint.frameworks.target import TargetOrigin
+
+        t = self.target
+        if t is None or t.origin is not TargetOrigin.PROJECT_CONFIG:
+            return None
+        from trainlint.frameworks.locate import fork_beside
+
+        fork = fork_beside("megatron", self.default_path)
+        if fork is None or fork.path == t.path or name not in fork.catalog:
+            return None
+        return fork
+
     def _elsewhere(self, name: str) -> str:
         from trainlint.frameworks.catalog import defined_by
 
@@ -411,7 +426,8 @@ class ArgReader:
                 while i < len(fields) and _is_value_field(fields[i]):
                     i += 1
             return i
-        suggestion = did_you_mean(name, self.table.all_flags)
+        fork = self._fork_defining(name)
+        suggestion = None if fork is not None else did_you_mean(name, self.table.all_flags)
         tail = f" (did you mean `{suggestion[0]}`?)" if suggestion else ""
         severity = self._unknown_severity()
         extra = ""
@@ -429,6 +445,11 @@ class ArgReader:
         if typo and not known and (self.entry is None or is_core_entry(self.entry)):
             # Two letters from a flag upstream defines: a misspelling, whatever the fork.
             severity = Severity.ERROR
+        if fork is not None:
+            # The project config names another target than the fork whose source holds this config:
+            # the flag is the fork's, so say which names the target lacks without calling the run broken.
+            severity = Severity.WARNING
+            message += f"; {fork.describe()}, found beside the config, defines it"
         self._diag("TL004", message, f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None,
                    applicability=(Applicability.SAFE if typo and severity is Severity.ERROR else Applicability.DISPLAY)
                    if suggestion else None, edit=suggestion[0] if suggestion and not inline else None)

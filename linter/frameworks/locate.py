@@ -127,6 +127,20 @@ def _resolve(family: str, folder: str) -> FrameworkTarget:
     return assumed(family)
 
 
+def fork_beside(family: str, config_path: str | None) -> FrameworkTarget | None:
+    """The framework source beside the config when the project config names another target: a
+    fork's configs checked against an upstream release, whose findings on the fork's own names say
+    which fork defines them. None when the project config names nothing (the source beside is then
+    the target itself) or no source is beside the config."""
+    if family not in _project:
+        return None
+    root = find_source_beside(family, Path(_folder(config_path)))
+    if root is None:
+        return None
+    target = _from_checkout(family, root, TargetOrigin.SOURCE_BESIDE, f"{marker(root, family)} found above the config")
+    return target if target.catalog is not None else None
+
+
 def assumed(family: str) -> FrameworkTarget:
     """Nothing says which version: trainlint's built-in table (upstream at its commit)."""
     from trainlint.schemas import load_schema
