@@ -54,6 +54,9 @@ class ModelSpec:
     """Dropout probability on the residual branches (after attention and MLP) and the embedding, as
     written (Megatron ``--hidden-dropout``, NeoX ``hidden_dropout``); None: not stated (the framework
     defaults, 0.1 in both, keep a mask). At 0 torch's dropout is the identity: no mask is kept."""
+    named: Value | None = None
+    """The model the config names but trainlint could not read the shape of (a Hub id that is neither a
+    preset nor in the local Hugging Face cache): the estimate's request for the shape names it."""
     latent_attention: Value | None = None
     """Multi-latent attention (DeepSeek-V2 MLA; Megatron ``--multi-latent-attention``), as written: the
     query/key/value head sizes are the latent projection's, not ``hidden_size / num_attention_heads``."""
