@@ -171,7 +171,7 @@ def _judged(diags: list[Diagnostic], target, path: str | None = None) -> list[Di
     out = []
     for d in diags:
         top = _top_level_key(d) if fork is not None and d.code == "TL004" else None
-        if top is not None and top in fork.catalog:
+        if fork is not None and top is not None and top in fork.catalog:
             out.append(replace(d, severity=Severity.WARNING, applicability=None, edits=(), fix=None,
                                message=f"{d.message.split('; did you mean')[0]}; {fork.describe()}, found beside the "
                                        "config, defines it"))

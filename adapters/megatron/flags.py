@@ -441,7 +441,7 @@ class ArgReader:
         else:
             message = (f"unknown flag `{name}`{tail}{self._elsewhere(name)}{extra}; {self._against()}")
         known = self._known_target
-        typo = bool(suggestion) and _typo(name, suggestion[0])
+        typo = suggestion is not None and bool(suggestion) and _typo(name, suggestion[0])
         if typo and not known and (self.entry is None or is_core_entry(self.entry)):
             # Two letters from a flag upstream defines: a misspelling, whatever the fork.
             severity = Severity.ERROR
