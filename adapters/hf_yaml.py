@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -82,7 +83,9 @@ def _root_pairs(events) -> list[tuple[str, yaml.ScalarNode]] | None:
             if anchor is not None and anchor in anchors:
                 return None
             if isinstance(event, yaml.ScalarEvent):
-                node = yaml.ScalarNode(event.tag, event.value, event.start_mark, event.end_mark, style=event.style)
+                start: Any = event.start_mark  # libyaml's Mark: the same line and column as PyYAML's
+                end: Any = event.end_mark
+                node = yaml.ScalarNode(event.tag or "", event.value, start, end, style=event.style)  # the tag is not read
                 if anchor is not None:
                     anchors[anchor] = node
                 if depth == 1:
