@@ -141,6 +141,34 @@ def _refusal(target) -> str | None:
     return None
 
 
+def _older_release_types(diags: list[Diagnostic], target) -> list[Diagnostic]:
+    """NeoX checks the type of every value (NeoXArgs.validate_types, gpt-neox 8350c1d, 2021-04);
+    before that its ConfigMonster passed each value to Megatron's argparse as text (``str(v)``), which
+    read "2e-05" as a float. With the version assumed, a config whose own keys upstream removed or
+    lacks (two or more, none a misspelling: `save_interval`, `sparsity`) is written for another
+    release or a fork, so the type findings that rest on that check (TL009 at the top level, TL005)
+    are warnings that say so."""
+    if target is not None and target.known:
+        return diags
+    foreign = sorted({_top_level_key(d) or "" for d in diags
+                      if d.severity is Severity.WARNING and d.code in ("TL004", "TL008") and d.subject is not None
+                      and d.applicability is not Applicability.SAFE} - {""})
+    if len(foreign) < 2:
+        return diags
+    from dataclasses import replace
+
+    shown = ", ".join(f"`{k}`" for k in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+    out = []
+    for d in diags:
+        if d.severity is Severity.ERROR and d.code in ("TL005", "TL009") and "type" in d.message:
+            d = replace(d, severity=Severity.WARNING,
+                        message=f"{d.message} (GPT-NeoX since 8350c1d, 2021-04; before it the value reached argparse "
+                                f"as text); this config's own keys ({shown}) are no options of upstream GPT-NeoX "
+                                f"either: it is written for another release or a fork; {_against(target)}")
+        out.append(d)
+    return out
+
+
 def _fork_beside(target, path: str | None):
     """The fork beside the config when the project config names another target (None otherwise)."""
     from trainlint.frameworks.locate import fork_beside
@@ -477,7 +505,7 @@ class NeoXAdapter(Adapter):
                     out.append(input_diagnostic(
                         "TL008", f"`{key}` is no longer a GPT-NeoX option: {_REMOVED[key]}{_elsewhere(key)}; "
                                  f"{_against(target)}", doc.locate_key("/" + _escape(key)), path=path,
-                        severity=Severity.WARNING))
+                        severity=Severity.WARNING, subject="/" + _escape(key)))
                     continue
                 out.append(input_diagnostic(
                     "TL008", f"`{key}` is no longer a GPT-NeoX option: {_REMOVED[key]}; {target.describe()} refuses "
@@ -496,7 +524,7 @@ class NeoXAdapter(Adapter):
         schema = _target_schema(catalog) if catalog is not None else _schema()
         out.extend(_judged(check_document(check_doc, schema, refusal=_refusal(target)), target, path))
         out.extend(self._exact_integer_check(check_doc, props, path))
-        return out
+        return _older_release_types(out, target)
 
     @staticmethod
     def _zero_stage_check(doc: Document, path: str, autotuning: bool, unresolved: dict[str, str]) -> Iterator[Diagnostic]:

@@ -645,3 +645,29 @@ def test_a_stale_name_index_is_not_trusted(monkeypatch):
         assert catalog.defined_by("megatron", "--DDP-impl") == "Megatron-DeepSpeed main defines it"
     finally:
         catalog.shipped_names.cache_clear()
+
+
+def test_a_refused_flag_in_a_script_written_for_another_release_is_a_warning(tmp_path):
+    """`--batch-size` / `--warmup` are kept by upstream only to refuse them: an error in a script
+    written for upstream, a warning (with the value's type finding) when the script's own flags are
+    no arguments of upstream either and the version is assumed (older releases read them)."""
+    current = megatron_script(tmp_path / "a.sh", "--batch-size 4")
+    assert found(current, "TL008") == [("TL008", "error", 1, 172)]
+    old = megatron_script(tmp_path / "b.sh", "--batch-size 4 --warmup .01 --use-tfrecords --presplit-sentences")
+    assert found(old, "TL008", "TL005")[:3] == [("TL008", "warning", 1, 172), ("TL008", "warning", 1, 187),
+                                                ("TL005", "warning", 1, 196)]
+    batch = next(d for d in old if d.code == "TL008" and "--batch-size" in d.message)
+    assert "written for another release" in batch.message and "assumed" in batch.message
+    one = megatron_script(tmp_path / "c.sh", "--batch-size 4 --use-tfrecords")  # one stray flag is not enough
+    assert found(one, "TL008")[0] == ("TL008", "error", 1, 172)
+
+
+def test_neox_type_findings_in_a_config_written_for_another_release_are_warnings(tmp_path):
+    path = tmp_path / "run.yml"
+    current = NEOX_BASE + "min_lr: 2e-05\n"
+    assert found(NEOX.load(SourceText(str(path), current), LoadContext()).diagnostics, "TL009") == [
+        ("TL009", "error", 6, 9)]
+    old = NEOX_BASE + "min_lr: 2e-05\nsave_interval: 100\nsparsity: none\n"
+    diags = NEOX.load(SourceText(str(path), old), LoadContext()).diagnostics
+    assert found(diags, "TL009") == [("TL009", "warning", 6, 9)]
+    assert "8350c1d" in next(d for d in diags if d.code == "TL009").message
