@@ -346,7 +346,7 @@ class NeoXAdapter(Adapter):
         autotuning = "autotuning" in merged and merged["autotuning"].value is not None
         from trainlint.frameworks.locate import read_note, resolve
 
-        target = resolve("neox", source.path)
+        target = resolve("neox", source.path, context.frameworks)
         note = read_note(target, FILE_START, source.path)
         if note is not None:
             result.diagnostics.append(note)

@@ -179,7 +179,8 @@ def _reload(adapter: Adapter, result: FileResult, texts: Texts, overrides: dict[
     if main is None:
         main = texts.original(result.path)
     extra = list(result.run[1:]) if result.run else []
-    context = LoadContext(extra_paths=extra, read=texts.reader(overrides), environment=dict(environment))
+    context = LoadContext(extra_paths=extra, read=texts.reader(overrides), environment=dict(environment),
+                          frameworks=result.frameworks)
     return check_source(SourceText(result.path, main), [adapter], context, force_format=result.format)
 
 
