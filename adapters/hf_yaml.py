@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-import yaml
+from typing import TYPE_CHECKING
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
 from trainlint.positions import Span
 from trainlint.sources import SourceText
+
+if TYPE_CHECKING:  # pragma: no cover
+    import yaml
 
 FORMAT = "hf-trainer"
 # axolotl's names -> the TrainingArguments / training-script argument trainlint's HF reading takes
@@ -33,6 +35,8 @@ _SNIFF_BYTES = 64 * 1024
 
 def _top_level(text: str) -> list[tuple[str, yaml.ScalarNode]] | None:
     """The top-level ``key: scalar`` pairs with their nodes; None when not a YAML mapping."""
+    import yaml  # here, not at the top: a check without a YAML that names a DeepSpeed JSON never needs it (~10 ms)
+
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.YAMLError:

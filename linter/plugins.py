@@ -64,13 +64,13 @@ def project_host(project: Any, *, allow: bool = False, roots: Sequence[str] | No
                  editor_trusted: bool | None = None) -> PluginHost:
     """The plugin host for a project config: its local plugins only when :mod:`trainlint.trust`
     allows them (else one TL015 notice); built-ins and installed entry points always."""
-    from trainlint import trust
-
     plugins = list(getattr(project, "plugins", []) or [])
     config = getattr(project, "path", None)
     base = Path(project.root) if getattr(project, "root", None) else None
     if not plugins or config is None:
         return create_host(plugins if config is None else (), base)
+    from trainlint import trust  # only for a project that names local plugins
+
     decision = trust.decide(config, allow_flag=allow, roots=roots, editor_trusted=editor_trusted)
     if decision.allowed:
         return create_host(plugins, base)
