@@ -25,6 +25,8 @@ from trainlint.spec import TrainingSpec
 
 @dataclass
 class FileResult:
+    """What reading one file (or multi-file run) gave: the format, input diagnostics, specs and documents."""
+
     path: str
     format: str | None
     """The adapter that claimed the file, or None when no adapter did (skipped)."""

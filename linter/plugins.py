@@ -30,6 +30,8 @@ BUILTIN_PLUGINS = (BUILTIN_PLUGIN, *MEGATRON_RULE_FAMILIES)
 
 @dataclass
 class PluginFailure:
+    """A plugin that could not be loaded or used, and why (reported as TL998, or TL015 when not trusted)."""
+
     plugin: str
     reason: str
     code: str = "TL998"
@@ -38,6 +40,8 @@ class PluginFailure:
 
 @dataclass
 class PluginHost:
+    """The pluggy manager with trainlint's hooks and plugins, and the failures met loading them."""
+
     manager: pluggy.PluginManager
     failures: list[PluginFailure] = field(default_factory=list)
 
