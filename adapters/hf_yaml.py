@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
 from trainlint.positions import Span
@@ -34,17 +34,74 @@ _SNIFF_BYTES = 64 * 1024
 
 
 def _top_level(text: str) -> list[tuple[str, yaml.ScalarNode]] | None:
-    """The top-level ``key: scalar`` pairs with their nodes; None when not a YAML mapping."""
-    import yaml  # here, not at the top: a check without a YAML that names a DeepSpeed JSON never needs it (~10 ms)
+    """The top-level ``key: scalar`` pairs with their nodes; None when not a YAML mapping (or not
+    YAML, or more than one document): what ``yaml.compose`` gives for the root mapping, read from
+    the event stream instead (every file with "deepspeed" in it is sniffed: composing the whole
+    tree in pure Python cost more than reading it), without recursion."""
+    import yaml  # here, not at the top: a check with no YAML that names a DeepSpeed JSON never needs it (~10 ms)
 
+    # libyaml when present: the same events and marks as PyYAML's own parser (see yaml_tree), ~10x faster
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        return _root_pairs(yaml.parse(text, Loader=loader))
     except yaml.YAMLError:
         return None
-    if not isinstance(root, yaml.MappingNode):
-        return None
-    return [(k.value, v) for k, v in root.value
-            if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)]
+
+
+def _root_pairs(events) -> list[tuple[str, yaml.ScalarNode]] | None:
+    """The root mapping's scalar-to-scalar pairs from ``events``, as ``yaml.compose`` composes
+    them: an alias is the node its anchor names (a scalar, or a collection), an undefined alias
+    or an anchor defined twice is an error (None), as is a second document."""
+    import yaml  # imported by _top_level already: a lookup in sys.modules
+
+    anchors: dict[str, yaml.ScalarNode | None] = {}  # None: the anchor names a collection
+    pairs: list[tuple[str, yaml.ScalarNode]] = []
+    depth, documents, root_mapping = 0, 0, False
+    key: yaml.ScalarNode | None = None
+    expecting_key = True
+
+    def item(node: yaml.ScalarNode | None) -> None:
+        """One item of the root collection completed (a key or a value of the root mapping)."""
+        nonlocal key, expecting_key
+        if expecting_key:
+            key = node
+        elif key is not None and node is not None:
+            pairs.append((key.value, node))
+        expecting_key = not expecting_key
+
+    for event in events:
+        if isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1:
+                return None
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor not in anchors:
+                return None
+            if depth == 1:
+                item(anchors[event.anchor])
+        elif isinstance(event, (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            anchor = event.anchor
+            if anchor is not None and anchor in anchors:
+                return None
+            if isinstance(event, yaml.ScalarEvent):
+                start: Any = event.start_mark  # libyaml's Mark: the same line and column as PyYAML's
+                end: Any = event.end_mark
+                node = yaml.ScalarNode(event.tag or "", event.value, start, end, style=event.style)  # the tag is not read
+                if anchor is not None:
+                    anchors[anchor] = node
+                if depth == 1:
+                    item(node)
+            else:
+                if anchor is not None:
+                    anchors[anchor] = None
+                if depth == 0:
+                    root_mapping = isinstance(event, yaml.MappingStartEvent)
+                depth += 1
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+            if depth == 1:
+                item(None)
+    return pairs if root_mapping else None
 
 
 class HFTrainerYamlAdapter(Adapter):

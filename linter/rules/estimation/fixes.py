@@ -386,7 +386,7 @@ class LayoutAdvice:
 
         try:
             result = search(spec, None, SearchOptions(top=1, headroom=headroom, max_checked=20, max_structures=5_000,
-                                                      max_evaluated=50_000),
+                                                      max_evaluated=50_000, lazy_memory=True),
                             rules=self.startup_rules(), estimator=self.estimator)
         except SearchError:
             return None
