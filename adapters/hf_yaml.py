@@ -124,6 +124,7 @@ class HFTrainerYamlAdapter(Adapter):
 
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
         from trainlint.adapters.deepspeed import load_deepspeed_config
+        from trainlint.adapters.engine import set_engine
         from trainlint.hf_trainer import FILLED_POINTERS, fill_from_trainer
         from trainlint.input_codes import FILE_START, input_diagnostic
         from trainlint.sources import UnreadableSource
@@ -156,6 +157,7 @@ class HFTrainerYamlAdapter(Adapter):
             spans += [_span(node), _span(node)]
         for spec in loaded.specs:
             fill_from_trainer(spec, words, lambda i: spans[i], source.path, cwd=Path(source.path).parent)
+            set_engine(spec)  # the engine follows the precision the Trainer filled
             spec.path = source.path
             spec.label = f"{Path(source.path).name} with {written}"
             if source.path not in spec.sources:
