@@ -25,6 +25,8 @@ from trainlint.suppressions import Suppressions, parse_suppressions
 
 @dataclass
 class LintSettings:
+    """What the rule engine runs with: selection, severities, rule options, the project, and the session's estimate and layout advice."""
+
     selection: Selection = field(default_factory=Selection)
     severity: dict[str, str] = field(default_factory=dict)
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)

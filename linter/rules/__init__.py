@@ -27,12 +27,16 @@ Target = str | Value | None
 
 @dataclass(frozen=True)
 class Option:
+    """A rule option: its default value and a one-line help."""
+
     default: Any
     help: str
 
 
 @dataclass
 class Finding:
+    """What a rule reports: the message, where it points, the other places involved, and the fix."""
+
     message: str
     at: Target = None
     """The most useful place to point at."""

@@ -18,6 +18,8 @@ from trainlint.spec import TrainingSpec
 
 @dataclass(frozen=True)
 class Candidate:
+    """One change a fix hint may propose: how the user spells it, the field it is about, the changed spec."""
+
     spelling: str
     """How the user writes the change in this format ("--recompute-granularity selective")."""
     target: str
