@@ -278,6 +278,7 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, "fix", False) or getattr(args, "diff", False):
             from trainlint.commands.check_fix import fix_then_report
 
+            session.settings.write_fixes = True  # rules' layout changes become edits (the run's adapter writes them)
             return fix_then_report(args, session, lint_all, lambda results: report(results, args, session))
         _, code = report(lint_all(), args, session)
     except _baseline_error() as exc:
