@@ -251,7 +251,7 @@ def open_session(options: SessionOptions, start: Path, *, validate: bool = True)
 def _layout_advice(session: Session) -> Callable[[Any, float], Any]:
     from trainlint.rules.estimation.fixes import LayoutAdvice
 
-    return LayoutAdvice(session.estimate, session.startup_rules)
+    return LayoutAdvice(session.estimate, session.startup_rules, session.registry.adapters)
 
 
 def exit_code(results: Sequence[FileResult], *, exit_zero: bool = False) -> int:
