@@ -140,7 +140,7 @@ class HFTrainerYamlAdapter(Adapter):
                 path=source.path))
             return result
         try:
-            loaded = load_deepspeed_config(context.read(json_path))
+            loaded = load_deepspeed_config(context.read(json_path), context.frameworks)
         except UnreadableSource as exc:
             result.diagnostics.append(exc.diagnostic)
             return result
