@@ -487,11 +487,18 @@ class ArgReader:
             self._diag("TL004", f"`{spelled}` is not an argument of {self.entry.rsplit('/', 1)[-1]}; only {owners} "
                        "add it", loc, severity=Severity.ERROR)
             return
-        if self.dialect != CURRENT:
-            return  # flags of Megatron-DeepSpeed and older copies are valid there
         dep = info.deprecated
         if dep is None:
             return
+        if dep.get("source") and self.target is not None:
+            # The target's own source refuses it (its validate_args), whatever the script's dialect.
+            self._diag("TL008", f"`{spelled}` makes {self.target.describe()} fail at start-up"
+                       + (f"; use `{dep['replacement']}`" if dep.get("replacement") else "")
+                       + f". Its check: \"{dep.get('message', '')}\"", loc, severity=Severity.ERROR,
+                       fix=dep.get("replacement"), applicability=Applicability.DISPLAY if dep.get("replacement") else None)
+            return
+        if self.dialect != CURRENT:
+            return  # flags of Megatron-DeepSpeed and older copies are valid there
         status = dep.get("status", "deprecated")
         replacement = dep.get("replacement")
         message = dep.get("message", "")

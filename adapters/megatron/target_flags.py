@@ -6,7 +6,8 @@ checkout, a pinned release) replaces that: its flags are exactly the ones its pa
 (plus what DeepSpeed's ``add_config_arguments`` adds when the parser is handed to it, and the
 flags entry points add with their own argument providers), typed and with the choices its own
 ``add_argument`` calls give. What the built-in table knows beyond that (a ``minimum``, an
-upstream start-up refusal) is kept for flags both define with the same destination.
+start-up refusal) is kept for flags both define with the same destination, a refusal only when
+the target's own checks refuse the flag too.
 """
 
 from __future__ import annotations
@@ -38,9 +39,7 @@ def _build(catalog: Any) -> FlagTable:
     for name, arg in catalog.args.items():
         known = [c for c in base.candidates(name) if c.dest == arg.dest and c.entry_points is None]
         like = known[0] if known else None
-        deprecated = like.deprecated if like is not None and like.deprecated else None
-        if deprecated is not None and deprecated.get("status") == "removed":
-            deprecated = None  # the target defines it: not removed there
+        deprecated = _refusal(catalog, arg.dest, like.deprecated if like is not None else None)
         action = arg.action if arg.action != "boolean_optional" else "store_true"
         types: tuple[str, ...] = _TYPES.get(arg.type or "", ()) if action in ("store", "append") else ("boolean",)
         if action in ("store", "append") and not types:
@@ -60,6 +59,27 @@ def _build(catalog: Any) -> FlagTable:
     for flag in by_flag:
         by_norm.setdefault(_norm(flag), []).append(flag)
     return FlagTable(by_flag, by_norm, sorted(by_flag))
+
+
+def _refusal(catalog: Any, dest: str, upstream: dict | None) -> dict | None:
+    """What the target says of a flag it defines. Not "removed" (it is defined). A start-up
+    refusal ("exits"/"error": upstream keeps a stub that stops) only when the target's own
+    source refuses it, with the source's message; a catalog that does not record refusals
+    (written before the reader did) keeps upstream's."""
+    refused = getattr(catalog, "refused", None)
+    if refused is None:
+        return None if upstream is not None and upstream.get("status") == "removed" else upstream or None
+    if dest in refused:
+        replacement = (upstream or {}).get("replacement")
+        if replacement and replacement.split()[0] not in catalog.args:
+            replacement = None  # a rename the target itself does not define
+        out = {"status": "error", "message": refused[dest] or f"{catalog.label} refuses it at start-up", "source": True}
+        if replacement:
+            out["replacement"] = replacement
+        return out
+    if upstream is not None and upstream.get("status") == "deprecated":
+        return upstream  # a warning; kept
+    return None
 
 
 from trainlint.frameworks.catalog import defined_by, shipped_name_index  # noqa: E402,F401 - where they live

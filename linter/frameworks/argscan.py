@@ -42,6 +42,10 @@ class ScanResult:
     files: list[str] = field(default_factory=list)
     uses_deepspeed_args: bool = False
     """The parser is handed to ``deepspeed.add_config_arguments`` (adds ``--deepspeed`` ...)."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Megatron: destinations the argument module's own checks refuse whenever they are given
+    (``assert args.batch_size is None, '--batch-size argument is no longer valid ...'``,
+    ``if args.checkpoint_activations: ... exit()``), with the message it stops with."""
 
     def add(self, arg: ArgDef) -> None:
         self.args.setdefault(arg.name, arg)
@@ -107,6 +111,7 @@ def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None 
             continue
         trees[path] = tree
         out.files.append(path)
+        _refusals(tree, out)
     factories: list[tuple[str, str, set[str], str, int]] = []
     for path, tree in trees.items():
         for node in ast.walk(tree):
@@ -145,6 +150,82 @@ def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None 
                     continue
                 _factory_flag(fname, ann, default_node, meta, fpath, fline, out)
     return out
+
+
+_STOPS = ("exit", "_exit", "quit", "abort")
+
+
+def _refusals(tree: ast.Module, out: ScanResult) -> None:
+    """The flags an argument module refuses unconditionally: statements directly in a function's
+    body (not under a condition of their own) that stop whenever the flag is given. Upstream keeps
+    such stubs for renamed flags (``--checkpoint-activations``, ``--batch-size``); a fork that
+    deleted or commented out the check accepts the flag, and only the source says which."""
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for stmt in fn.body:
+            if isinstance(stmt, ast.Assert):
+                dest = _none_required(stmt.test)
+                if dest is not None:
+                    out.refused.setdefault(dest, _text(stmt.msg))
+            elif isinstance(stmt, ast.If) and not stmt.orelse:
+                dest = _args_attr(stmt.test)
+                if dest is not None and _stops(stmt.body):
+                    out.refused.setdefault(dest, _first_text(stmt.body))
+
+
+def _args_attr(node: ast.AST) -> str | None:
+    """``args.X`` -> ``X``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "args":
+        return node.attr
+    return None
+
+
+def _none_required(test: ast.AST) -> str | None:
+    """``args.X is None`` or ``not args.X`` -> ``X`` (an assertion any given value fails)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
+            and _is_none(test.comparators[0]):
+        return _args_attr(test.left)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _args_attr(test.operand)
+    return None
+
+
+def _stops(body: list[ast.stmt]) -> bool:
+    """The block ends the process: ``raise``, ``exit()``, ``sys.exit()`` at its own level."""
+    for stmt in body:
+        if isinstance(stmt, ast.Raise):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in _STOPS:
+                return True
+    return False
+
+
+def _text(node: ast.AST | None) -> str:
+    """The literal text of a message: a string, ``'a' + 'b'``, or an f-string's literal parts."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _text(node.left) + _text(node.right)
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return _text(node.func.value)
+    return ""
+
+
+def _first_text(body: list[ast.stmt]) -> str:
+    """The first message a block prints or raises."""
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Call):
+            for a in node.args:
+                text = _text(a)
+                if text:
+                    return text
+    return ""
 
 
 def _assigned_before(tree: ast.Module, name: str, line: int) -> ast.expr | None:
@@ -490,5 +571,7 @@ def merge(results: Iterable[ScanResult]) -> ScanResult:
             out.add(arg)
         out.partial.extend(r.partial)
         out.files.extend(r.files)
+        for dest, message in r.refused.items():
+            out.refused.setdefault(dest, message)
         out.uses_deepspeed_args = out.uses_deepspeed_args or r.uses_deepspeed_args
     return out
