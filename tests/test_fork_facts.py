@@ -124,3 +124,73 @@ def test_against_assumed_upstream_the_refusal_is_still_reported(tmp_path):
     line = f"torchrun pretrain_gpt.py {BASE_FLAGS} "
     result = load(tmp_path / "train.sh", line + "--checkpoint-activations\n")
     assert found(result, "TL008") == [("TL008", "error", 1, len(line) + 1)]
+
+
+# ------------------------------------------------------------------------------ entry points' own arguments
+
+
+TASKS_MAIN = '''
+from megatron.initialize import initialize_megatron
+
+
+def get_tasks_args(parser):
+    group = parser.add_argument_group(title='tasks')
+    group.add_argument('--task', type=str, required=True)
+    group.add_argument('--qa_data_test', type=str, default=None)
+    group.add_argument('--faiss_use_gpu', action='store_true')
+    return parser
+
+
+if __name__ == '__main__':
+    initialize_megatron(extra_args_provider=get_tasks_args)
+'''
+
+
+def test_flags_the_entry_point_adds_are_read_from_its_file(tmp_path):
+    root = write_fork(tmp_path / "llm-fork", DROPS_STUB)
+    (root / "tasks").mkdir()
+    (root / "tasks" / "main.py").write_text(TASKS_MAIN)
+    line = f"python tasks/main.py {BASE_FLAGS} --task RETRIEVER-EVAL --qa_data_test q.csv --faiss_use_gpu "
+    result = load(root / "examples" / "evaluate.sh", line + "--no_such_flag\n")
+    # its own flags are known; a flag neither the fork nor the entry point defines makes argparse exit
+    assert found(result, "TL004") == [("TL004", "error", 1, len(line) + 1)]
+    d = next(d for d in result.diagnostics if d.code == "TL004")
+    assert "tasks/main.py" in d.message and "read from it" in d.message
+
+
+def test_an_entry_point_that_imports_its_provider_leaves_unknown_names_warnings(tmp_path):
+    root = write_fork(tmp_path / "llm-fork", DROPS_STUB)
+    (root / "tasks").mkdir()
+    (root / "tasks" / "main.py").write_text(TASKS_MAIN.replace("extra_args_provider=get_tasks_args",
+                                                               "extra_args_provider=imported_args"))
+    line = f"python tasks/main.py {BASE_FLAGS} --qa_data_test q.csv "
+    result = load(root / "examples" / "evaluate.sh", line + "--train_hard_neg\n")
+    assert found(result, "TL004") == [("TL004", "warning", 1, len(line) + 1)]
+    assert "may add it" in next(d for d in result.diagnostics if d.code == "TL004").message
+
+
+def test_an_entry_point_that_is_not_in_the_tree_is_not_read(tmp_path):
+    root = write_fork(tmp_path / "llm-fork", DROPS_STUB)
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "main.py").write_text(TASKS_MAIN)
+    line = f"python ../../elsewhere/main.py {BASE_FLAGS} "
+    result = load(root / "examples" / "evaluate.sh", line + "--qa_data_test q.csv\n")
+    assert found(result, "TL004") == [("TL004", "warning", 1, len(line) + 1)]
+
+
+# ------------------------------------------------------------------------------ shapes not built from the flags
+
+
+def test_evaluation_placeholders_are_not_size_errors(tmp_path):
+    """Megatron-DeepSpeed's eval harness takes the model's arguments from the checkpoint: its
+    scripts pass -1 for the sizes argparse requires."""
+    placeholders = "--num-layers -1 --hidden-size -1 --num-attention-heads -1 --seq-length -1 --max-position-embeddings -1"
+    evaluate = load(tmp_path / "eval.sh", f"deepspeed tasks/eval_harness/evaluate.py --micro-batch-size 4 {placeholders}\n")
+    assert found(evaluate, "TL005", "TL006") == []
+    from_checkpoint = load(tmp_path / "gen.sh", f"torchrun pretrain_gpt.py --use-checkpoint-args {placeholders}\n")
+    assert found(from_checkpoint, "TL006") == []
+    line = "torchrun pretrain_gpt.py --micro-batch-size 4 "
+    train = load(tmp_path / "train.sh", line + "--num-layers -1\n")
+    assert found(train, "TL006") == [("TL006", "error", 1, len(line) + len("--num-layers ") + 1)]
+

@@ -40,14 +40,7 @@ def _build(catalog: Any) -> FlagTable:
         known = [c for c in base.candidates(name) if c.dest == arg.dest and c.entry_points is None]
         like = known[0] if known else None
         deprecated = _refusal(catalog, arg.dest, like.deprecated if like is not None else None)
-        action = arg.action if arg.action != "boolean_optional" else "store_true"
-        types: tuple[str, ...] = _TYPES.get(arg.type or "", ()) if action in ("store", "append") else ("boolean",)
-        if action in ("store", "append") and not types:
-            types = like.types if like is not None and like.types else ("string",)
-        enum = tuple(c for c in arg.choices if c is not None) if arg.choices else None
-        by_flag.setdefault(name, []).append(FlagInfo(
-            name, arg.dest, action, types, arg.nargs, enum, arg.default, None, None, None, deprecated, (),
-            like.minimum if like is not None else None))
+        by_flag.setdefault(name, []).append(_info(name, arg, like, deprecated))
     extra = [f for f in DEEPSPEED_CORE_FLAGS if catalog.uses_deepspeed_args]
     for flag, infos in base.by_flag.items():
         if flag in by_flag:
@@ -59,6 +52,44 @@ def _build(catalog: Any) -> FlagTable:
     for flag in by_flag:
         by_norm.setdefault(_norm(flag), []).append(flag)
     return FlagTable(by_flag, by_norm, sorted(by_flag))
+
+
+def _info(name: str, arg: Any, like: FlagInfo | None, deprecated: dict | None,
+          entry_points: tuple[str, ...] | None = None) -> FlagInfo:
+    """The FlagInfo of one :class:`~trainlint.frameworks.argdef.ArgDef`, typed as its source
+    types it (``like``: the built-in table's flag of the same destination, for what the source
+    does not say)."""
+    action = arg.action if arg.action != "boolean_optional" else "store_true"
+    types: tuple[str, ...] = _TYPES.get(arg.type or "", ()) if action in ("store", "append") else ("boolean",)
+    if action in ("store", "append") and not types:
+        types = like.types if like is not None and like.types else ("string",)
+    enum = tuple(c for c in arg.choices if c is not None) if arg.choices else None
+    return FlagInfo(name, arg.dest, action, types, arg.nargs, enum, arg.default, None, None, entry_points, deprecated,
+                    (), like.minimum if like is not None else None)
+
+
+_with_entry: dict[tuple[int, int], tuple[Any, Any, FlagTable]] = {}
+
+
+def with_entry(table: FlagTable, scan: Any, entry: str) -> FlagTable:
+    """``table`` plus the flags an entry point's own file adds (its ``extra_args_provider``),
+    read by :mod:`trainlint.frameworks.entry_args`; memoised per (table, scan)."""
+    key = (id(table), id(scan))
+    hit = _with_entry.get(key)
+    if hit is not None and hit[0] is table and hit[1] is scan:
+        return hit[2]
+    by_flag = {flag: list(infos) for flag, infos in table.by_flag.items()}
+    for name, arg in scan.args.items():
+        # first: the entry point's own definition is the one argparse uses for its script
+        by_flag.setdefault(name, []).insert(0, _info(name, arg, None, None, (entry,)))
+    by_norm: dict[str, list[str]] = {}
+    for flag in by_flag:
+        by_norm.setdefault(_norm(flag), []).append(flag)
+    out = FlagTable(by_flag, by_norm, sorted(by_flag))
+    if len(_with_entry) > 64:
+        _with_entry.clear()
+    _with_entry[key] = (table, scan, out)
+    return out
 
 
 def _refusal(catalog: Any, dest: str, upstream: dict | None) -> dict | None:
