@@ -657,8 +657,11 @@ def deepspeed_engine(spec: TrainingSpec, *, prefix: str = "", pipeline: bool = F
     acc_v = _ds_setting_str(spec, prefix, "data_types.grad_accum_dtype")
     sources = (dtype_v, zero_v, acc_v)
     if dtype is None or zero is None:
-        assumed = Provenance(Origin.ASSUMED, note="ZeRO stage or precision not known statically: "
-                                                  "ZeRO 0 in bf16 assumed for the engine")
+        unknown = [what for what, v in (("ZeRO stage", zero), ("precision", dtype)) if v is None]
+        taken = [f"ZeRO {zero}" if zero is not None else "ZeRO 0 assumed",
+                 f"{dtype}" if dtype is not None else "bf16 assumed"]
+        assumed = Provenance(Origin.ASSUMED, note=f"{' and '.join(unknown)} not known statically: "
+                                                  f"{', '.join(taken)} for the engine")
         dtype = dtype or "bf16"
         zero = 0 if zero is None else zero
         owner, stage, grads, why = deepspeed_optimizer(dtype, zero, acc_v.value if acc_v else None, pipeline)

@@ -448,10 +448,28 @@ def find_gpu(name: str, gpus: Mapping[str, GPU] | None = None) -> GPU:
     return table[_lookup(name, table, "GPU", _AMBIGUOUS_GPU_NAMES)]
 
 
+# Fine-tuned variants published beside a base model keep its config.json shape (same layers, widths,
+# heads, vocabulary): "meta-llama/Llama-2-7b-chat-hf", "Qwen/Qwen2.5-7B-Instruct" are their base's preset.
+_TUNED_SUFFIXES = ("-instruct", "-chat", "-hf", "-base", "-it")
+
+
 def find_model_preset(name: str, presets: Mapping[str, ModelPreset] | None = None) -> ModelPreset:
-    """Resolve "llama2-7b", "Llama-2-7b", "meta-llama/Llama-2-7b-hf" ... to a preset."""
+    """Resolve "llama2-7b", "Llama-2-7b", "meta-llama/Llama-2-7b-hf" ... to a preset; an instruct / chat
+    variant of a preset's model (``-Instruct``, ``-chat-hf``, ``-it``) resolves to that preset."""
     table = presets if presets is not None else _presets()
-    return table[_lookup(name, table, "model preset", {})]
+    try:
+        return table[_lookup(name, table, "model preset", {})]
+    except CatalogError:
+        base = name.strip()
+        while True:
+            suffix = next((x for x in _TUNED_SUFFIXES if base.lower().endswith(x)), None)
+            if suffix is None:
+                raise
+            base = base[: -len(suffix)]
+            try:
+                return table[_lookup(base, table, "model preset", {})]
+            except CatalogError:
+                continue
 
 
 # --------------------------------------------------------------------------- HF config.json

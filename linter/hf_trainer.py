@@ -117,14 +117,28 @@ def _fill_model(spec: TrainingSpec, name: str, given: Callable[[str, object], Va
     from trainlint.catalog import CatalogError, find_model_preset, read_hf_config
     from trainlint.estimator.context import fill_model
 
+    from trainlint.hf_cache import cached_file
+
     local = Path(name) if Path(name).is_absolute() else cwd / name
+    note = f"--model_name_or_path {name}"
     try:
-        preset = read_hf_config(local) if (local / "config.json").is_file() or (local.suffix == ".json" and local.is_file()) \
-            else find_model_preset(name)
+        if (local / "config.json").is_file() or (local.suffix == ".json" and local.is_file()):
+            preset = read_hf_config(local)
+        else:
+            try:
+                preset = find_model_preset(name)
+            except CatalogError:
+                cached = cached_file(name)
+                if cached is None:
+                    raise
+                preset = read_hf_config(cached)
+                note += f" (its config.json in the local Hugging Face cache, {cached})"
     except (CatalogError, OSError, ValueError):
+        where = given("model_name_or_path", name).provenance
+        spec.model.named = Value(name, Provenance(Origin.FILE, path=where.path, span=where.span,
+                                                  key="--model_name_or_path", note=note))
         return
     where = given("model_name_or_path", name).provenance
     filled = fill_model(spec, Value(preset, Provenance(Origin.FILE, path=where.path, span=where.span,
-                                                       key="--model_name_or_path",
-                                                       note=f"--model_name_or_path {name}")))
+                                                       key="--model_name_or_path", note=note)))
     spec.model = filled.model

@@ -50,6 +50,9 @@ class ModelSpec:
     moe_top_k: Value | None = None
     moe_ffn_hidden_size: Value | None = None
     param_count: Value | None = None         # given by the config or derived
+    named: Value | None = None
+    """The model the config names but trainlint could not read the shape of (a Hub id that is neither a
+    preset nor in the local Hugging Face cache): the estimate's request for the shape names it."""
     latent_attention: Value | None = None
     """Multi-latent attention (DeepSeek-V2 MLA; Megatron ``--multi-latent-attention``), as written: the
     query/key/value head sizes are the latent projection's, not ``hidden_size / num_attention_heads``."""

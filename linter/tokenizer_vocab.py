@@ -95,7 +95,27 @@ def from_preset(name: str) -> Vocab | None:
             continue
         if preset.vocab_size:
             return Vocab(int(preset.vocab_size), f"the vocabulary of model preset {preset.id} (tokenizer {name})")
-    return None
+    return _from_hub_cache(candidates[0])
+
+
+def _from_hub_cache(name: str) -> Vocab | None:
+    """The embedding rows the model's config.json in the local Hugging Face cache gives (no download)."""
+    import json
+
+    from trainlint.hf_cache import cached_file, is_repo_id
+
+    if "/" not in name or not is_repo_id(name):
+        return None
+    path = cached_file(name)
+    if path is None:
+        return None
+    try:
+        size = json.loads(path.read_text(encoding="utf-8")).get("vocab_size")
+    except (OSError, ValueError, AttributeError):
+        return None
+    if type(size) is not int or not 0 < size < 10**8:
+        return None
+    return Vocab(size, f"vocab_size of {name}'s config.json in the local Hugging Face cache ({path})")
 
 
 def _containing_root(start: Path) -> Path:

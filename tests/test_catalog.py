@@ -347,3 +347,13 @@ def test_gpu_dataclass_is_frozen() -> None:
     g: GPU = GPUS["h100-sxm"]
     with pytest.raises(AttributeError):
         g.memory_gb = 1  # type: ignore[misc]
+
+
+def test_tuned_variants_resolve_to_their_base_preset():
+    from trainlint.catalog import CatalogError, find_model_preset
+
+    assert find_model_preset("meta-llama/Meta-Llama-3-8B-Instruct").id == "llama3-8b"
+    assert find_model_preset("meta-llama/Llama-2-7b-chat-hf").id == "llama2-7b"
+    assert find_model_preset("Qwen/Qwen2.5-7B-Instruct").id == "qwen2.5-7b"
+    with pytest.raises(CatalogError):
+        find_model_preset("example-org/unknown-model-Instruct")

@@ -115,7 +115,12 @@ def run(args: argparse.Namespace) -> int:
         if not result.specs:
             if result.format is None:
                 print(f"trainlint: {printable(str(result.path))}: not a DeepSpeed, Megatron-LM or GPT-NeoX config", file=sys.stderr)
-                problems = True
+            else:
+                # read, but no run in it: say why (a launcher whose JSON is not found, a fragment ...)
+                why = [d for d in result.diagnostics if d.severity.value == "warning"] or result.diagnostics[:3]
+                reasons = "; ".join(f"{d.code} {d.message}" for d in why[:3]) or "no training run found in it"
+                print(printable(f"trainlint: {result.path}: not estimated: {reasons}"), file=sys.stderr)
+            problems = True
             continue
         for spec in result.specs:
             try:

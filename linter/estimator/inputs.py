@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from trainlint.numbers import short
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trainlint.catalog import GPU
@@ -245,15 +245,25 @@ def _norm_mode(value: Any) -> str:
     return "none"
 
 
+def _model_how(spec: TrainingSpec) -> str:
+    """How to give the model's shape; naming the model the config points at when trainlint could not read it."""
+    named = spec.model.named
+    if named is None or not named.value:
+        return MODEL_HOW
+    return (f"the config names model `{named.value}`, which is neither a trainlint preset nor in the local Hugging "
+            f"Face cache: give --model path/to/its/config.json (or a preset), or `model = ...` in [tool.trainlint]")
+
+
 def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, list[MissingInput], list[Assumption]]:
     """Plain inputs, what is missing, and every non-file input with its source."""
     r = _Reader(spec)
     gpu: GPU = ctx.gpu.value
     r.note("cluster.gpu", Value(gpu.id, ctx.gpu.provenance))
 
-    layers = r.get("model.num_layers", missing=("number of transformer layers", MODEL_HOW), cast=int)
-    hidden = r.get("model.hidden_size", missing=("hidden size", MODEL_HOW), cast=int)
-    heads = r.get("model.num_attention_heads", missing=("number of attention heads", MODEL_HOW), cast=int)
+    how = _model_how(spec)
+    layers = r.get("model.num_layers", missing=("number of transformer layers", how), cast=int)
+    hidden = r.get("model.hidden_size", missing=("hidden size", how), cast=int)
+    heads = r.get("model.num_attention_heads", missing=("number of attention heads", how), cast=int)
     vocab = r.get("model.vocab_size", fallback=ASSUMED_VOCAB, cast=int,
                   why=f"the config's tokenizer options do not identify the tokenizer: {ASSUMED_VOCAB:,} tokens assumed "
                       "(--vocab-size N or `vocab-size` in [tool.trainlint] to set it)")
@@ -272,6 +282,11 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     top_k = r.get("model.moe_top_k", fallback=2 if experts > 1 else 1, why="MoE router top-k 2 (Megatron-LM default)",
                   cast=int) if experts > 1 else 1
     moe_ffn = r.get("model.moe_ffn_hidden_size", fallback=ffn, why="expert FFN size = FFN size", cast=int) if experts > 1 else ffn
+    if model_missing:
+        # the sizes above came from placeholders: say what they will be, not the placeholder's number
+        relative = {"model.num_kv_heads": "heads", "model.kv_channels": "hidden / heads",
+                    "model.ffn_hidden_size": "4 x hidden", "model.moe_ffn_hidden_size": "FFN size"}
+        r.assumptions = [replace(a, value=relative[a.field]) if a.field in relative else a for a in r.assumptions]
 
     tp = r.get("parallel.tensor", fallback=1, why="no tensor parallelism given: 1", cast=int)
     pp = r.get("parallel.pipeline", fallback=1, why="no pipeline parallelism given: 1", cast=int)
