@@ -194,3 +194,52 @@ def test_evaluation_placeholders_are_not_size_errors(tmp_path):
     train = load(tmp_path / "train.sh", line + "--num-layers -1\n")
     assert found(train, "TL006") == [("TL006", "error", 1, len(line) + len("--num-layers ") + 1)]
 
+
+
+# ------------------------------------------------------------------------------ values known only at launch
+
+
+def test_a_here_document_config_with_launch_time_values_is_not_a_type_error(tmp_path):
+    script = (
+        "ZERO_STAGE=$2\n"
+        "cat <<EOT > ds.json\n"
+        "{\n"
+        '  "train_batch_size": $((MICRO_BATCH_SIZE * GAS * WORLD_SIZE)),\n'
+        '  "train_micro_batch_size_per_gpu": 1,\n'
+        '  "zero_optimization": {"stage": $ZERO_STAGE}\n'
+        "}\n"
+        "EOT\n"
+        f"deepspeed pretrain_gpt.py {BASE_FLAGS} --deepspeed --deepspeed_config ds.json\n")
+    result = load(tmp_path / "run.sh", script)
+    assert found(result, "TL005", "TL006") == []
+    assert [(line, col) for code, _s, line, col in found(result, "TL007") if line in (4, 6)] == [(4, 23), (6, 34)]
+
+
+# ------------------------------------------------------------------------------ performance verdicts on assumed hardware
+
+
+NETWORK_BOUND = ("#!/bin/bash\ntorchrun --nnodes 16 --nproc_per_node 8 pretrain_gpt.py \\\n"
+                 "    --num-layers 2 --hidden-size 8192 --num-attention-heads 64 \\\n"
+                 "    --seq-length 1024 --max-position-embeddings 1024 \\\n"
+                 "    --micro-batch-size 1 --global-batch-size 128 --bf16 --use-flash-attn\n")
+
+
+def _tl401(path: Path, capsys, *args: str) -> list[tuple[str, int, int, str]]:
+    import json
+
+    from trainlint.cli import main
+
+    main(["check", "--isolated", "--exit-zero", "--format", "json", "--select", "TL401", *args, str(path)])
+    files = json.loads(capsys.readouterr().out)["files"]
+    return [(d["severity"], d["line"], d["column"], d["message"]) for f in files for d in f["diagnostics"]]
+
+
+def test_network_bound_is_an_error_only_on_a_named_gpu(tmp_path, capsys):
+    """DP traffic alone longer than compute: an error on the GPU the user names; against the
+    assumed GPU (and its reference network) a warning that says so, as TL201 does."""
+    script = tmp_path / "train.sh"
+    script.write_text(NETWORK_BOUND)
+    [(severity, line, column, message)] = _tl401(script, capsys)
+    assert (severity, line, column) == ("warning", 5, 46) and "assumed, not given" in message
+    [(severity, line, column, message)] = _tl401(script, capsys, "--gpu", "h100-sxm")
+    assert (severity, line, column) == ("error", 5, 46) and "assumed" not in message
