@@ -243,3 +243,37 @@ def test_network_bound_is_an_error_only_on_a_named_gpu(tmp_path, capsys):
     assert (severity, line, column) == ("warning", 5, 46) and "assumed, not given" in message
     [(severity, line, column, message)] = _tl401(script, capsys, "--gpu", "h100-sxm")
     assert (severity, line, column) == ("error", 5, 46) and "assumed" not in message
+
+
+# ------------------------------------------------------------------------------ the script's own option parsing
+
+
+OPTION_LOOP = """USE_DEEPSPEED=1
+ZERO_STAGE=0
+while [[ $# -gt 0 ]]
+do
+key="$1"
+case $key in
+    --no-deepspeed)
+    USE_DEEPSPEED=0;
+    shift
+    ;;
+    -z|--zero-stage)
+    ZERO_STAGE=$2;
+    shift
+    ;;
+esac
+done
+options="{flags}"
+if [[ ${{USE_DEEPSPEED}} -eq 1 ]]; then
+    options="${{options}} --deepspeed --zero-stage=${{ZERO_STAGE}}"
+fi
+deepspeed pretrain_gpt.py ${{options}}
+"""
+
+
+def test_options_the_script_parses_from_its_arguments_keep_its_defaults(tmp_path):
+    result = load(tmp_path / "run.sh", OPTION_LOOP.format(flags=BASE_FLAGS))
+    assert found(result, "TL012", "TL007") == []
+    [spec] = result.specs
+    assert spec.settings["deepspeed"].value is True and spec.settings["zero_stage"].value == 0
