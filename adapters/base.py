@@ -20,6 +20,7 @@ from trainlint.spec import TrainingSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.checker import FileResult
+    from trainlint.frameworks.locate import FrameworkSettings
     from trainlint.writing import Texts, Writer
 
 # sniff() scores
@@ -41,6 +42,9 @@ class LoadContext:
     """How to read a referenced file (a --deepspeed_config JSON): same limits, same errors."""
     environment: dict[str, str] = field(default_factory=dict)
     """Variables the user declared for static resolution of launch scripts (never os.environ)."""
+    frameworks: FrameworkSettings | None = None
+    """The session's project ``framework`` table (:func:`trainlint.frameworks.locate.configure`): which
+    release or checkout each framework's configs are checked against. None: no project config says."""
 
 
 @dataclass

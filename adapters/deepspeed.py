@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from pathlib import PurePath
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from trainlint.adapters.base import BY_CONTENT, BY_NAME, CERTAIN, NOT_MINE, Adapter, LoadContext, LoadResult
 from trainlint.adapters.json_tree import parse
@@ -27,6 +27,9 @@ from trainlint.schema_check import check_document
 from trainlint.schemas import load_schema
 from trainlint.sources import SourceText
 from trainlint.spec import EngineSpec, TrainingSpec
+
+if TYPE_CHECKING:
+    from trainlint.frameworks.locate import FrameworkSettings
 
 FORMAT = "deepspeed"
 AUTO_REASON = "\"auto\": set at launch by the Hugging Face Trainer / Accelerate from TrainingArguments"
@@ -222,7 +225,7 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
     return out
 
 
-def load_deepspeed_config(source: SourceText) -> LoadResult:
+def load_deepspeed_config(source: SourceText, frameworks: FrameworkSettings | None = None) -> LoadResult:
     """Read one DeepSpeed JSON: diagnostics, its Document and one TrainingSpec.
 
     Used by :class:`DeepSpeedAdapter` and by adapters that reference a DeepSpeed JSON
@@ -248,7 +251,7 @@ def load_deepspeed_config(source: SourceText) -> LoadResult:
     diagnostics.extend(_alias_conflicts(doc))
     from trainlint.frameworks.locate import read_note, resolve
 
-    target = resolve("deepspeed", path)
+    target = resolve("deepspeed", path, frameworks)
     note = read_note(target, FILE_START, path)
     if note is not None:
         diagnostics.append(note)
@@ -570,7 +573,7 @@ class DeepSpeedAdapter(Adapter):
         return sniff_score(path, text)
 
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
-        return load_deepspeed_config(source)
+        return load_deepspeed_config(source, context.frameworks)
 
     def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str]:
         from trainlint.adapters.deepspeed_writer import spell_changes

@@ -92,7 +92,7 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
             "current directory or the project root); the run is not estimated", at, path=source.path))
         return
     try:
-        loaded = load_deepspeed_config(context.read(json_path))
+        loaded = load_deepspeed_config(context.read(json_path), context.frameworks)
     except UnreadableSource as exc:
         result.diagnostics.append(exc.diagnostic)
         return

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -31,16 +32,75 @@ _TRAINER_KEYS = {"per_device_train_batch_size", "gradient_accumulation_steps", "
 _SNIFF_BYTES = 64 * 1024
 
 
+try:  # libyaml when present: the same events and marks as PyYAML's own parser (see yaml_tree), ~10x faster
+    _LOADER: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on how PyYAML was built
+    _LOADER = yaml.SafeLoader
+
+
 def _top_level(text: str) -> list[tuple[str, yaml.ScalarNode]] | None:
-    """The top-level ``key: scalar`` pairs with their nodes; None when not a YAML mapping."""
+    """The top-level ``key: scalar`` pairs with their nodes; None when not a YAML mapping (or not
+    YAML, or more than one document): what ``yaml.compose`` gives for the root mapping, read from
+    the event stream instead (every file with "deepspeed" in it is sniffed: composing the whole
+    tree in pure Python cost more than reading it), without recursion."""
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        return _root_pairs(yaml.parse(text, Loader=_LOADER))
     except yaml.YAMLError:
         return None
-    if not isinstance(root, yaml.MappingNode):
-        return None
-    return [(k.value, v) for k, v in root.value
-            if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)]
+
+
+def _root_pairs(events) -> list[tuple[str, yaml.ScalarNode]] | None:
+    """The root mapping's scalar-to-scalar pairs from ``events``, as ``yaml.compose`` composes
+    them: an alias is the node its anchor names (a scalar, or a collection), an undefined alias
+    or an anchor defined twice is an error (None), as is a second document."""
+    anchors: dict[str, yaml.ScalarNode | None] = {}  # None: the anchor names a collection
+    pairs: list[tuple[str, yaml.ScalarNode]] = []
+    depth, documents, root_mapping = 0, 0, False
+    key: yaml.ScalarNode | None = None
+    expecting_key = True
+
+    def item(node: yaml.ScalarNode | None) -> None:
+        """One item of the root collection completed (a key or a value of the root mapping)."""
+        nonlocal key, expecting_key
+        if expecting_key:
+            key = node
+        elif key is not None and node is not None:
+            pairs.append((key.value, node))
+        expecting_key = not expecting_key
+
+    for event in events:
+        if isinstance(event, yaml.DocumentStartEvent):
+            documents += 1
+            if documents > 1:
+                return None
+        elif isinstance(event, yaml.AliasEvent):
+            if event.anchor not in anchors:
+                return None
+            if depth == 1:
+                item(anchors[event.anchor])
+        elif isinstance(event, (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+            anchor = event.anchor
+            if anchor is not None and anchor in anchors:
+                return None
+            if isinstance(event, yaml.ScalarEvent):
+                start: Any = event.start_mark  # libyaml's Mark: the same line and column as PyYAML's
+                end: Any = event.end_mark
+                node = yaml.ScalarNode(event.tag or "", event.value, start, end, style=event.style)  # the tag is not read
+                if anchor is not None:
+                    anchors[anchor] = node
+                if depth == 1:
+                    item(node)
+            else:
+                if anchor is not None:
+                    anchors[anchor] = None
+                if depth == 0:
+                    root_mapping = isinstance(event, yaml.MappingStartEvent)
+                depth += 1
+        elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+            depth -= 1
+            if depth == 1:
+                item(None)
+    return pairs if root_mapping else None
 
 
 class HFTrainerYamlAdapter(Adapter):
@@ -80,7 +140,7 @@ class HFTrainerYamlAdapter(Adapter):
                 path=source.path))
             return result
         try:
-            loaded = load_deepspeed_config(context.read(json_path))
+            loaded = load_deepspeed_config(context.read(json_path), context.frameworks)
         except UnreadableSource as exc:
             result.diagnostics.append(exc.diagnostic)
             return result

@@ -346,7 +346,7 @@ class NeoXAdapter(Adapter):
         autotuning = "autotuning" in merged and merged["autotuning"].value is not None
         from trainlint.frameworks.locate import read_note, resolve
 
-        target = resolve("neox", source.path)
+        target = resolve("neox", source.path, context.frameworks)
         note = read_note(target, FILE_START, source.path)
         if note is not None:
             result.diagnostics.append(note)
@@ -633,6 +633,7 @@ class _SpecBuilder:
         self.memory()
         self.cluster()
         self.settings()
+        self.spec.run.fine_tuning = _fine_tuning(self.spec.settings)
         self.engine()
         return self.spec
 
@@ -833,6 +834,24 @@ class _SpecBuilder:
                     span = entry.tree.value_spans.get(ptr) or entry.key_span
                     written = entry.written + dotted[len(key):]
                     self.spec.settings[dotted] = from_file(value, entry.path, span, written)
+
+
+def _fine_tuning(settings: dict[str, Value]) -> Value | None:
+    """Why the run starts from trained weights: ``finetune: true`` (NeoX loads the weights of
+    ``load`` and starts the iteration count and optimizer anew), or ``load`` with ``no_load_optim``.
+    A bare ``load`` is how pre-training resumes: not a sign."""
+    def on(key: str) -> Value | None:
+        entry = settings.get(key)
+        return entry if entry is not None and entry.value not in (None, False, "", 0, "false", "False") else None
+
+    for key in ("finetune", "pretrained_checkpoint", "sft"):
+        entry = on(key)
+        if entry is not None:
+            return Value("finetune: true", entry.provenance)
+    load, no_optim = on("load"), on("no_load_optim")
+    if load is not None and no_optim is not None:
+        return derived("--load with --no-load-optim", "weights without the optimizer: a new run", load, no_optim)
+    return None
 
 
 def _leaves(node: dict, dotted: str, ptr: str) -> Iterator[tuple[str, str, Any]]:

@@ -11,7 +11,7 @@ import os
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from trainlint import cancel
 from trainlint.adapters.base import Adapter, LoadContext, NOT_MINE
@@ -21,6 +21,9 @@ from trainlint.document import Document
 from trainlint.input_codes import input_diagnostic
 from trainlint.sources import SourceText, Unreadable, UnreadableSource, read_source
 from trainlint.spec import TrainingSpec
+
+if TYPE_CHECKING:
+    from trainlint.frameworks.locate import FrameworkSettings
 
 
 @dataclass
@@ -37,6 +40,9 @@ class FileResult:
     """What suppressed a finding of this result (set by the rule engine): ``("inline", path,
     directive line, selector)`` and ``("per-file", pattern, selector)``; the unused-suppression
     report (TL020) is what no result used."""
+    frameworks: Any = None
+    """The session's framework settings the file was read with (``LoadContext.frameworks``): reading
+    it again (write-back's round trip) resolves the same targets."""
 
     @property
     def internal_error(self) -> bool:
@@ -76,7 +82,8 @@ def check_source(
         loaded = adapter.load(source, context)
         diagnostics = [d if d.path else _with_path(d, source.path) for d in loaded.diagnostics]
         return FileResult(source.path, adapter.name, diagnostics, loaded.specs, loaded.documents,
-                          [source.path, *context.extra_paths] if context.extra_paths else [])
+                          [source.path, *context.extra_paths] if context.extra_paths else [],
+                          frameworks=context.frameworks)
     except RecursionError:
         return _internal(source.path, "input nested too deeply for trainlint (RecursionError)", None)
     except Exception as exc:  # noqa: BLE001 - contained and reported as TL999
@@ -155,8 +162,9 @@ def plan_files(paths: Iterable[str], adapters: Sequence[Adapter], runs: Sequence
     return tasks
 
 
-def check_task(task: FileTask, adapters: Sequence[Adapter], environment: dict[str, str] | None = None) -> FileResult:
-    context = LoadContext(extra_paths=list(task.extra_paths), environment=environment or {})
+def check_task(task: FileTask, adapters: Sequence[Adapter], environment: dict[str, str] | None = None,
+               frameworks: FrameworkSettings | None = None) -> FileResult:
+    context = LoadContext(extra_paths=list(task.extra_paths), environment=environment or {}, frameworks=frameworks)
     return check_file(task.path, adapters, context, explicit=task.explicit)
 
 
@@ -166,10 +174,12 @@ def check_paths(
     *,
     runs: Sequence[Sequence[str]] = (),
     environment: dict[str, str] | None = None,
+    frameworks: FrameworkSettings | None = None,
 ) -> list[FileResult]:
     """Check files and directories. ``runs`` lists multi-file runs (NeoX: several YAMLs for one
-    run, merged in order); their files are checked together, once, as the run."""
-    return [check_task(task, adapters, environment) for task in plan_files(paths, adapters, runs)]
+    run, merged in order); their files are checked together, once, as the run. ``frameworks``: the
+    project's framework settings (None: none)."""
+    return [check_task(task, adapters, environment, frameworks) for task in plan_files(paths, adapters, runs)]
 
 
 def _key(path: str) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from trainlint.positions import LineIndex, Span
 
@@ -328,29 +328,31 @@ def without_trainer_filled(diagnostics: list) -> list:
 # ------------------------------------------------------------------------------ reading the configs
 
 
-def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str]) -> list:
+def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None) -> list:
     """FileResults for what the command uses, before the rules run (what ``trainlint run`` lints):
     the Megatron argument list, the DeepSpeed JSON with the launcher's world size, the NeoX YAMLs,
-    or the launch script, read with ``adapters`` and the launch-script ``environment``."""
+    or the launch script, read with ``adapters``, the launch-script ``environment`` and the
+    session's ``frameworks`` settings."""
     from trainlint.adapters.base import LoadContext
     from trainlint.checker import FileResult, check_file
 
     if launch.kind == "megatron":
         from trainlint.adapters.megatron.adapter import load_argv
 
-        loaded = load_argv(launch.argv, COMMAND_LINE, LoadContext(environment=environment))
+        loaded = load_argv(launch.argv, COMMAND_LINE, LoadContext(environment=environment, frameworks=frameworks))
         diagnostics = [_fatal_if_missing(d if d.path else replace(d, path=COMMAND_LINE)) for d in loaded.diagnostics]
         return [FileResult(COMMAND_LINE, loaded.format, diagnostics, loaded.specs, loaded.documents)]
     if launch.kind == "deepspeed":
-        return [_deepspeed(launch)]
+        return [_deepspeed(launch, frameworks)]
     if launch.kind == "neox":
-        return [_neox(launch, adapters, environment)]
+        return [_neox(launch, adapters, environment, frameworks)]
     if launch.kind == "script":
         assert launch.script is not None  # parse_launch sets kind "script" with the script's word
         # the words after the script are its $1 $2 ... (an argument not given is empty, as in bash)
         arguments = {str(i): word for i, word in enumerate(launch.script_args, 1)}
         return [check_file(launch.script.path, adapters,
-                           LoadContext(environment={**environment, **arguments} if arguments else environment))]
+                           LoadContext(environment={**environment, **arguments} if arguments else environment,
+                                       frameworks=frameworks))]
     return []
 
 
@@ -385,7 +387,7 @@ def _read(ref, what: str):
         return None, exc.diagnostic
 
 
-def _deepspeed(launch):
+def _deepspeed(launch, frameworks: Any = None):
     """The DeepSpeed JSON, with GPUs per node, nodes and world size from the launcher's words."""
     from trainlint.adapters.deepspeed import FORMAT, load_deepspeed_config
     from trainlint.checker import FileResult
@@ -394,7 +396,7 @@ def _deepspeed(launch):
     source, problem = _read(ref, "DeepSpeed config")
     if source is None:
         return FileResult(COMMAND_LINE, None, [problem])
-    loaded = load_deepspeed_config(source)
+    loaded = load_deepspeed_config(source, frameworks)
     cluster = launcher_cluster(launch)
     if "accelerate" in launch.launchers and cluster is not None:
         _accelerate_world(cluster, launch.accelerate)
@@ -438,7 +440,7 @@ def _entry_index(launch) -> int | None:
     return None
 
 
-def _neox(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str]):
+def _neox(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None):
     """deepy.py's YAML files, merged in order as one run (NeoX's own order: later files win)."""
     from trainlint.adapters.base import LoadContext
     from trainlint.checker import FileResult, check_source
@@ -455,5 +457,5 @@ def _neox(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str]
         sources.append(source)
     if problems:
         return FileResult(COMMAND_LINE, None, problems)
-    context = LoadContext(extra_paths=[r.path for r in refs[1:]], environment=environment)
+    context = LoadContext(extra_paths=[r.path for r in refs[1:]], environment=environment, frameworks=frameworks)
     return check_source(sources[0], adapters, context, force_format="neox")

@@ -108,6 +108,9 @@ class ProjectConfig:
     framework: dict[str, str] = field(default_factory=dict)
     """``framework = {megatron = "core_v0.8.0", neox = "../gpt-neox"}``: a shipped release or a checkout
     (relative to the config file) per framework; see :mod:`trainlint.frameworks.locate`."""
+    framework_settings: Any = None
+    """``framework``, checked: the :class:`trainlint.frameworks.locate.FrameworkSettings` this
+    project's session passes to the adapters (None: no project config says)."""
     estimation: EstimationSettings = field(default_factory=EstimationSettings)
     planning: PlanningSettings = field(default_factory=PlanningSettings)
     baseline: str | None = None
@@ -193,10 +196,11 @@ def load_config(path: Path) -> ProjectConfig:
     if not isinstance(framework, dict) or not all(isinstance(v, str) for v in framework.values()):
         raise ConfigError(f"{path}: `framework` must be a table of strings, e.g. "
                           "framework = {{megatron = \"core_v0.8.0\", neox = \"../gpt-neox\"}}".replace("{{", "{").replace("}}", "}"))
-    _use_frameworks(framework, str(base), path)
+    frameworks = _framework_settings(framework, str(base), path)
     return ProjectConfig(
         path=str(path),
         framework=dict(framework),
+        framework_settings=frameworks,
         runs=[[str(base / p) for p in run] for run in runs],
         environment={str(k): str(v) for k, v in environment.items()},
         raw=section,
@@ -251,19 +255,28 @@ def _rule_options(section: dict, path: Path) -> dict[str, dict[str, Any]]:
     return value
 
 
-def _use_frameworks(framework: dict[str, str], base: str | None, path: Path | None) -> None:
-    """Tell the framework locator what the project config says (it is consulted per checked file)."""
-    from trainlint.frameworks.locate import FrameworkSettingError, configure
+def _framework_settings(framework: dict[str, str], base: str | None, path: Path | None) -> Any:
+    """The project config's ``framework`` table, checked (a FrameworkSettings for this project's
+    session only: the language server serves several projects in one process). Reading a config
+    also forgets the targets found so far, so a long-running server sees a checkout added since."""
+    from trainlint.frameworks.locate import FrameworkSettingError, clear_caches, configure
 
+    clear_caches()
     try:
-        configure(framework, base)
+        return configure(framework, base)
     except FrameworkSettingError as exc:
         raise ConfigError(f"{path}: {exc}") from None
 
 
+def _forget_targets() -> None:
+    from trainlint.frameworks.locate import clear_caches
+
+    clear_caches()
+
+
 def discover(start: Path, explicit: str | None = None, isolated: bool = False) -> ProjectConfig:
     if isolated:
-        _use_frameworks({}, None, None)
+        _forget_targets()
         return ProjectConfig()
     if explicit:
         p = Path(explicit)
@@ -272,6 +285,6 @@ def discover(start: Path, explicit: str | None = None, isolated: bool = False) -
         return load_config(p)
     found = find_config(start)
     if found is None:
-        _use_frameworks({}, None, None)
+        _forget_targets()
         return ProjectConfig()
     return load_config(found)

@@ -100,6 +100,12 @@ class Session:
     def adapters(self) -> list:
         return self.registry.adapters
 
+    @property
+    def frameworks(self) -> Any:
+        """This project's ``framework`` settings (a FrameworkSettings, or None): every file the
+        session reads resolves its framework target with them, never with another project's."""
+        return self.project.framework_settings
+
     def plan_files(self, paths: Sequence[str]) -> list[FileTask]:
         """What :meth:`check_paths` reads, in order (the runs first), for splitting over processes."""
         from trainlint.checker import plan_files
@@ -109,7 +115,7 @@ class Session:
     def check_task(self, task: FileTask) -> FileResult:
         from trainlint.checker import check_task
 
-        return check_task(task, self.adapters, self.environment)
+        return check_task(task, self.adapters, self.environment, self.frameworks)
 
     def check_paths(self, paths: Sequence[str]) -> list[FileResult]:
         """Read every config under ``paths`` (and the runs) into specs, with every adapter."""
@@ -120,7 +126,7 @@ class Session:
         read with this session's adapters and environment (``trainlint run``)."""
         from trainlint.command_line import read_command
 
-        return read_command(launch, self.adapters, self.environment)
+        return read_command(launch, self.adapters, self.environment, self.frameworks)
 
     # ------------------------------------------------------------------ linting
 

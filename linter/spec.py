@@ -56,6 +56,9 @@ class ModelSpec:
     latent_attention: Value | None = None
     """Multi-latent attention (DeepSeek-V2 MLA; Megatron ``--multi-latent-attention``), as written: the
     query/key/value head sizes are the latent projection's, not ``hidden_size / num_attention_heads``."""
+    grouped_query_attention: Value | None = None
+    """Grouped-query attention switched on, as written (Megatron ``--group-query-attention``): the
+    config defines its KV heads (``num_kv_heads``), a model preset's do not apply."""
 
 
 @dataclass
@@ -73,6 +76,18 @@ class ParallelSpec:
     offload_optimizer: Value | None = None   # none | cpu | nvme
     offload_params: Value | None = None      # none | cpu | nvme
     pipeline_engine: Value | None = None     # DeepSpeed PipelineEngine engaged
+    uneven_pipeline: Value | None = None
+    """The first setting that splits the layers unevenly over the pipeline stages, as written
+    (Megatron ``--decoder-first-pipeline-num-layers``, ``--pipeline-model-parallel-layout``, a hybrid
+    layer pattern, encoder/decoder layer counts); None: an even split."""
+    pipeline_split_extra: Value | None = None
+    """Extra layers counted in the pipeline split, as written: a list of the flags given
+    (Megatron ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``)."""
+    virtual_stage_layers: Value | None = None
+    """Layers per virtual pipeline stage as written (Megatron ``--num-layers-per-virtual-pipeline-stage``);
+    ``virtual_pipeline`` is the chunk count derived from it."""
+    virtual_stages: Value | None = None
+    """Virtual stages per pipeline rank as written (Megatron ``--num-virtual-stages-per-pipeline-rank``)."""
 
 
 @dataclass
@@ -105,6 +120,9 @@ class MemorySpec:
     flash_attention: Value | None = None
     partition_activations: Value | None = None
     cpu_checkpointing: Value | None = None
+    distribute_saved_activations: Value | None = None
+    """Recomputed layers' saved inputs split over the tensor-parallel ranks (Megatron
+    ``--distribute-saved-activations``): sequence parallelism is then not a free choice."""
 
 
 @dataclass
@@ -161,6 +179,10 @@ class EngineSpec:
     batch_owner: Value | None = None
     """Whose batch settings the run uses: ``megatron`` (Megatron's flags, also under
     Megatron-DeepSpeed, which sets DeepSpeed's batch each step), ``deepspeed`` or ``neox``."""
+    deepspeed_micro_batch: Value | None = None
+    """A Megatron front end's DeepSpeed JSON ``train_micro_batch_size_per_gpu``, as written: DeepSpeed's
+    own bookkeeping when Megatron owns the batch (old Megatron copies feed ``--batch-size``, and
+    DeepSpeed checks its triple against this). None for a DeepSpeed or NeoX run (``batch.micro_batch``)."""
 
 
 @dataclass
@@ -171,6 +193,21 @@ class RunSpec:
     """The model shape and parallel sizes come from the checkpoint loaded, not from the config
     (Megatron ``--use-checkpoint-args``: load_args_from_checkpoint overrides the flags); None or
     false: the config's own."""
+    fine_tuning: Value | None = None
+    """Why the run starts from trained weights, spelled as the config says it (``--finetune``,
+    ``--pretrained-checkpoint``, ``--sft``, ``--load with --no-load-optim``, ``finetune: true``); None: from
+    scratch or resumed (a bare ``--load`` is how pre-training resumes)."""
+    task: Value | None = None
+    """The task an evaluation / fine-tuning entry point runs, as written (Megatron ``--task RACE``)."""
+    unmodelled: Value | None = None
+    """Settings given whose effect the estimator does not model: a list of ``[flag, why]`` pairs
+    (a hybrid Mamba pattern, a frozen language model, FSDP sharding), in the adapter's order."""
+    other_model: Value | None = None
+    """A setting only another model's training script reads (a T5 decoder, a BERT head, a vision
+    encoder's input), as ``[flag, why]``: the file describes that model, not a GPT decoder."""
+    launch_only: Value | None = None
+    """Layout settings written but only known at launch (``--tensor-model-parallel-size $TP``), as
+    ``[flag, why]`` pairs: an estimate would silently take the framework's default for them."""
 
 
 SECTIONS = ("model", "parallel", "batch", "precision", "memory", "cluster", "run", "engine")

@@ -26,8 +26,8 @@ BASE = """{
 """
 
 
-def load(text: str, path: str = "run.yml", extra: list[str] | None = None):
-    return NeoXAdapter().load(SourceText(path, text), LoadContext(extra_paths=extra or []))
+def load(text: str, path: str = "run.yml", extra: list[str] | None = None, frameworks=None):
+    return NeoXAdapter().load(SourceText(path, text), LoadContext(extra_paths=extra or [], frameworks=frameworks))
 
 
 def found(result, severity: Severity | None = None):
@@ -112,11 +112,7 @@ def test_removed_key_is_explained():
 def test_removed_key_is_an_error_against_a_pinned_release():
     from trainlint.frameworks.locate import configure
 
-    configure({"neox": "main"})
-    try:
-        result = load(BASE + '  "save_interval": 1000,\n}\n')
-    finally:
-        configure({})
+    result = load(BASE + '  "save_interval": 1000,\n}\n', frameworks=configure({"neox": "main"}))
     assert found(result) == [("TL008", 8, 3)]
     assert result.diagnostics[0].severity is Severity.ERROR
     assert "GPT-NeoX main" in result.diagnostics[0].message

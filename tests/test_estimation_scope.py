@@ -3,6 +3,7 @@ saying why, and no TL2xx-TL4xx finding built on a misleading estimate."""
 
 from __future__ import annotations
 
+from trainlint.adapters.megatron.spec_build import framework_facts
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules import RuleContext
 from trainlint.rules.estimation.availability import EstimateUnavailable
@@ -19,6 +20,7 @@ class _Made:
 def _spec(entry: str = "pretrain_gpt.py", **settings: object) -> TrainingSpec:
     spec = TrainingSpec(framework="megatron", path="train.sh", entry_point=entry)
     spec.settings = {k: Value(v, FILE) for k, v in settings.items()}
+    framework_facts(spec)  # the adapter's typed fields from those settings, as a read file gets them
     return spec
 
 

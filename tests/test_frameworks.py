@@ -28,15 +28,15 @@ BASE_FLAGS = ("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-len
 
 @pytest.fixture(autouse=True)
 def _fresh_locator():
-    locate.configure({})
+    locate.clear_caches()
     yield
-    locate.configure({})
+    locate.clear_caches()
 
 
-def megatron_script(path: Path, extra: str) -> list:
+def megatron_script(path: Path, extra: str, frameworks: locate.FrameworkSettings | None = None) -> list:
     text = f"torchrun pretrain_gpt.py {BASE_FLAGS} {extra}\n"
     path.write_text(text)
-    return MEGATRON.load(SourceText(str(path), text), LoadContext()).diagnostics
+    return MEGATRON.load(SourceText(str(path), text), LoadContext(frameworks=frameworks)).diagnostics
 
 
 def found(diags, *codes) -> list[tuple[str, str, int, int]]:
@@ -322,11 +322,9 @@ def test_a_submodule_checkout_is_found(tmp_path):
 
 def test_project_config_names_a_checkout_or_a_release(tmp_path):
     root = write_fork(tmp_path / "fork")
-    locate.configure({"megatron": str(root)})
-    target = locate.resolve("megatron", str(tmp_path / "x.sh"))
+    target = locate.resolve("megatron", str(tmp_path / "x.sh"), locate.configure({"megatron": str(root)}))
     assert target.origin is TargetOrigin.PROJECT_CONFIG and "--embed-layernorm" in target.catalog
-    locate.configure({"megatron": "core_v0.8.0"})
-    target = locate.resolve("megatron", str(tmp_path / "x.sh"))
+    target = locate.resolve("megatron", str(tmp_path / "x.sh"), locate.configure({"megatron": "core_v0.8.0"}))
     assert (target.variant, target.version, target.origin) == ("Megatron-LM", "core_v0.8.0", TargetOrigin.PROJECT_CONFIG)
     assert target.commit and len(target.commit) == 40
     with pytest.raises(locate.FrameworkSettingError):
@@ -341,7 +339,9 @@ def test_project_config_in_pyproject(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nframework = {megatron = "core_v0.4.0"}\n')
     project = discover(tmp_path)
     assert project.framework == {"megatron": "core_v0.4.0"}
-    assert locate.resolve("megatron", str(tmp_path / "a.sh")).version == "core_v0.4.0"
+    assert locate.resolve("megatron", str(tmp_path / "a.sh"), project.framework_settings).version == "core_v0.4.0"
+    # the setting is this project's, not the process's: without it the same file resolves otherwise
+    assert locate.resolve("megatron", str(tmp_path / "a.sh")).version != "core_v0.4.0"
     (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nframework = {megatron = 3}\n')
     with pytest.raises(ConfigError):
         discover(tmp_path)
@@ -398,10 +398,10 @@ def test_golden_megatron_catalog(entry, tmp_path):
     assert pair is not None
     flag, _arg, other = pair
     script = tmp_path / "t.sh"
-    locate.configure({"megatron": entry.version if entry.variant == "Megatron-LM" else entry.variant})
-    assert found(megatron_script(script, flag), "TL004", "TL008") == []
-    locate.configure({"megatron": other.version if other.variant == "Megatron-LM" else other.variant})
-    got = found(megatron_script(script, flag), "TL004", "TL008")
+    pinned = locate.configure({"megatron": entry.version if entry.variant == "Megatron-LM" else entry.variant})
+    assert found(megatron_script(script, flag, pinned), "TL004", "TL008") == []
+    pinned = locate.configure({"megatron": other.version if other.variant == "Megatron-LM" else other.variant})
+    got = found(megatron_script(script, flag, pinned), "TL004", "TL008")
     column = len(f"torchrun pretrain_gpt.py {BASE_FLAGS} ") + 1
     expected = "TL008" if other.variant == entry.variant and other.order > entry.order else "TL004"
     assert got == [(expected, "error", 1, column)]
@@ -419,11 +419,11 @@ def test_golden_neox_catalog(entry, tmp_path):
     text = NEOX_BASE + f"{key}: {value}\n"
     path = tmp_path / "run.yml"
     path.write_text(text)
-    locate.configure({"neox": entry.version})
-    clean = NEOX.load(SourceText(str(path), text), LoadContext()).diagnostics
+    pinned = LoadContext(frameworks=locate.configure({"neox": entry.version}))
+    clean = NEOX.load(SourceText(str(path), text), pinned).diagnostics
     assert found(clean, "TL004", "TL008") == []
-    locate.configure({"neox": other.version})
-    got = found(NEOX.load(SourceText(str(path), text), LoadContext()).diagnostics, "TL004", "TL008")
+    pinned = LoadContext(frameworks=locate.configure({"neox": other.version}))
+    got = found(NEOX.load(SourceText(str(path), text), pinned).diagnostics, "TL004", "TL008")
     assert [(c, s, l) for c, s, l, _ in got] == [(got[0][0], "error", 6)] and got[0][0] in ("TL004", "TL008")
 
 
@@ -511,11 +511,11 @@ def test_golden_deepspeed_catalog(entry, tmp_path):
     path = tmp_path / "ds_config.json"
     path.write_text(text)
     adapter = DeepSpeedAdapter()
-    locate.configure({"deepspeed": entry.version})
-    assert found(adapter.load(SourceText(str(path), text), LoadContext()).diagnostics, "TL004") == [
+    pinned = LoadContext(frameworks=locate.configure({"deepspeed": entry.version}))
+    assert found(adapter.load(SourceText(str(path), text), pinned).diagnostics, "TL004") == [
         ("TL004", "warning", 6, 5)]
-    locate.configure({"deepspeed": other.version})
-    got = adapter.load(SourceText(str(path), text), LoadContext()).diagnostics
+    pinned = LoadContext(frameworks=locate.configure({"deepspeed": other.version}))
+    got = adapter.load(SourceText(str(path), text), pinned).diagnostics
     assert found(got, "TL004") == [("TL004", "error", 6, 5)]
     assert f"not a key of DeepSpeed {other.version}" in next(d for d in got if d.code == "TL004").message
 

@@ -80,3 +80,35 @@ def test_json_outside_the_project_is_not_read(project, tmp_path_factory):
     outside.write_text(json.dumps(AUTO))
     result = load(project, "sft.yaml", LLAMA_FACTORY.replace("configs/ds_z3.json", str(outside)))
     assert not result.specs and any(d.code == "TL013" for d in result.diagnostics)
+
+
+def _composed_pairs(text: str):
+    """The reference: the root mapping's scalar pairs as ``yaml.compose`` (pure Python) composes them."""
+    import yaml
+
+    try:
+        root = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    return [(k.value, v.value, v.start_mark.line, v.start_mark.column, v.end_mark.line, v.end_mark.column)
+            for k, v in root.value if isinstance(k, yaml.ScalarNode) and isinstance(v, yaml.ScalarNode)]
+
+
+@pytest.mark.parametrize("text", [
+    "deepspeed: ds.json\nper_device_train_batch_size: 4\n", "a: &x ds.json\nb: *x\n", "a: *x\n", "a: &x 1\nb: &x 2\n",
+    "---\na: 1\n---\nb: 2\n", "- 1\n- 2\n", "plain", "", "# only a comment\n", "a: {b: 1}\nc: [1, 2]\nd: 3\n",
+    "? [a, b]\n: 1\ne: 2\n", "&m {a: 1}\n", "a: &c [1]\nb: *c\nc: x\n", "x: &s hello\n*s : world\n", "a: 1\na: 2\n",
+    "{deepspeed: ds.json, bf16: true}", "a: b: c\n", "a: [1, 2\n", "'k': \"v\"\n", "a: |\n  text\nb: >\n  folded\n",
+    "x: !!str 5\n", "a: 1\n...\n", "%YAML 1.1\n---\na: 1\n", "a: &r {b: *r}\nc: d\n",
+])
+def test_top_level_pairs_are_what_compose_gives(text):
+    """The sniff reads the root mapping from the event stream (libyaml when present): the same pairs,
+    values and marks as composing the whole tree, and None where compose fails or the root is not a mapping."""
+    from trainlint.adapters.hf_yaml import _top_level
+
+    pairs = _top_level(text)
+    got = None if pairs is None else [(k, v.value, v.start_mark.line, v.start_mark.column, v.end_mark.line,
+                                       v.end_mark.column) for k, v in pairs]
+    assert got == _composed_pairs(text)

@@ -4,6 +4,7 @@ lazy best-first order gives exactly the exhaustive ranking: the same suggestions
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import random
 from pathlib import Path
@@ -61,12 +62,35 @@ def test_pruned_search_ranks_as_the_exhaustive_one(name, spec, ctx):
         assert pruned.stats.checked == full.stats.checked
 
 
-def exhaustive_best_first(pending, cache, options):
-    """The reference: every step time computed, then a stable sort on the score."""
-    scored = [(search_module._score(i.global_batch * i.seq / step_time(i, cache).step_time, i.world, options), index, layout)
-              for _, index, i, layout in pending]
-    scored.sort(key=lambda t: (t[0], t[1]))
-    return iter([(score, layout) for score, _, layout in scored])
+@pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])
+def test_lazy_memory_search_ranks_as_the_exhaustive_one(name, spec, ctx):
+    """Memory checked only for the layouts the bounds reach (TL301's search): the same suggestions
+    as the exhaustive search, with the global batch held and with it allowed to move; and fewer
+    memory checks than the eager search wherever the space has more than a handful of layouts."""
+    rules = default_startup_rules()
+    for tolerance in (None, 0.25):
+        for top in (1, 5):
+            lazy = search(spec, ctx, SearchOptions(top=top, batch_tolerance=tolerance, lazy_memory=True), rules=rules)
+            eager = search(spec, ctx, SearchOptions(top=top, batch_tolerance=tolerance), rules=rules)
+            full = search(spec, ctx, SearchOptions(top=top, batch_tolerance=tolerance, exhaustive=True), rules=rules)
+            assert ranking(lazy) == ranking(full)
+            assert lazy.stats.checked == full.stats.checked
+            assert lazy.stats.structures == eager.stats.structures
+            assert lazy.stats.evaluated <= eager.stats.evaluated
+            assert lazy.stats.feasible <= eager.stats.feasible
+
+
+@pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])
+def test_lazy_memory_search_truncates_where_the_eager_one_does(name, spec, ctx):
+    """``max_evaluated`` counts what the eager search evaluates (it stops a row at the first micro
+    batch over the headroom); the lazy search settles that count when it gets near the bound, so
+    both stop after the same structures and suggest the same layouts."""
+    eager = search(spec, ctx, SearchOptions(top=3))
+    for limit in sorted({1, eager.stats.evaluated // 3, eager.stats.evaluated // 2, eager.stats.evaluated - 1} - {0}):
+        cut = search(spec, ctx, SearchOptions(top=3, max_evaluated=limit))
+        lazy = search(spec, ctx, SearchOptions(top=3, max_evaluated=limit, lazy_memory=True))
+        assert (lazy.stats.structures, lazy.stats.truncated) == (cut.stats.structures, cut.stats.truncated)
+        assert ranking(lazy) == ranking(cut)
 
 
 def megatron_scripts(corpus: Path) -> list[str]:
@@ -79,7 +103,14 @@ def test_tl301_on_the_corpus_is_unchanged_by_pruning(corpus_dir, capsys, monkeyp
     args = ["check", "--jobs", "1", "--exit-zero", "--isolated", *files]
     main(args)
     pruned = capsys.readouterr().out
-    monkeypatch.setattr(search_module, "_best_first", exhaustive_best_first)
+    # TL301's search checks memory lazily (SearchOptions.lazy_memory): the reference is the
+    # exhaustive search, every layout's memory and step time computed
+    real_search = search_module.search
+
+    def exhaustive_search(spec, ctx, options=None, **kw):
+        return real_search(spec, ctx, dataclasses.replace(options or SearchOptions(), exhaustive=True, lazy_memory=False), **kw)
+
+    monkeypatch.setattr(search_module, "search", exhaustive_search)
     main(args)
     full = capsys.readouterr().out
     tl301 = [line for line in pruned.splitlines() if " TL301 " in line]

@@ -190,7 +190,7 @@ def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shel
               collect: list[ParsedRun] | None = None) -> TrainingSpec:
     from trainlint.frameworks.locate import read_note, resolve
 
-    target = resolve("megatron", source.path)
+    target = resolve("megatron", source.path, context.frameworks)
     reader = ArgReader(flag_table(), spans, build.dialect, build.entry, source.path, target)
     parsed = reader.read(args)
     note = read_note(target, build.anchor or FILE_START, source.path)
@@ -354,7 +354,7 @@ def _merge_deepspeed(result: LoadResult, spec: TrainingSpec, parsed: ParsedArgs,
         from trainlint.adapters.deepspeed import load_deepspeed_config
     except ImportError:  # the DeepSpeed adapter is not installed: nothing to merge
         return
-    loaded = load_deepspeed_config(ds_source)
+    loaded = load_deepspeed_config(ds_source, context.frameworks)
     result.diagnostics.extend(loaded.diagnostics)
     result.documents.extend(loaded.documents)
     if ds_source.path not in spec.sources:

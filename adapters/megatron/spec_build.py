@@ -113,6 +113,7 @@ class SpecBuilder:
         self._precision()
         self._memory()
         self._run()
+        framework_facts(self.spec)
         return self.spec
 
     def _settings(self) -> None:
@@ -425,6 +426,92 @@ class SpecBuilder:
         r.shape_from_checkpoint = self.spec.settings.get("use_checkpoint_args")
 
 
+def framework_facts(spec: TrainingSpec) -> None:
+    """The Megatron settings (``spec.settings``, by argparse dest) the rules and the estimator need,
+    as typed fields: each is read here, from Megatron's own argument names, and nowhere else."""
+    settings = spec.settings
+    spec.model.grouped_query_attention = settings.get("group_query_attention")
+    p = spec.parallel
+    p.uneven_pipeline = next((settings[d] for d in UNEVEN_PIPELINE if settings.get(d) is not None), None)
+    extra = [(d, settings[d]) for d in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
+             if settings.get(d) is not None and settings[d].value is True and not settings[d].provenance.uncertain]
+    if extra:
+        p.pipeline_split_extra = Value(["--" + d.replace("_", "-") for d, _ in extra], extra[0][1].provenance)
+    p.virtual_stage_layers = settings.get("num_layers_per_virtual_pipeline_stage")
+    p.virtual_stages = settings.get("num_virtual_stages_per_pipeline_rank")
+    spec.memory.distribute_saved_activations = settings.get("distribute_saved_activations")
+    r = spec.run
+    r.fine_tuning = _fine_tuning(settings)
+    r.task = settings.get("task")
+    unmodelled = [[flag, why] for dest, flag, why in UNMODELLED_SETTINGS
+                  if settings.get(dest) is not None and _truthy(settings[dest].value)]
+    if unmodelled:
+        r.unmodelled = derived(unmodelled, "settings the estimator does not model")
+    r.other_model = next((derived([flag, why], f"{flag} is read by another model's training script", settings[dest])
+                          for dest, flag, why in OTHER_MODEL_FLAGS
+                          if settings.get(dest) is not None and settings[dest].value is not None), None)
+    launch_only = [[flag, f"{flag} is only known at launch; an estimate would take Megatron's default for it"]
+                   for flag in ("--" + d.replace("_", "-") for d in LAYOUT_DESTS
+                                if d in spec.unresolved and settings.get(d) is None)]
+    if launch_only:
+        r.launch_only = derived(launch_only, "written but only known at launch")
+
+
+def _truthy(value: Any) -> bool:
+    return value not in (None, False, "", 0, "false", "False")
+
+
+def _fine_tuning(settings: dict[str, Value]) -> Value | None:
+    """Why the run starts from trained weights: --finetune, --pretrained-checkpoint, --sft, or --load
+    with --no-load-optim (weights without the optimizer: a new run from a checkpoint, not a resumed
+    one). A bare --load is how pre-training resumes: not a sign."""
+    def on(dest: str) -> Value | None:
+        entry = settings.get(dest)
+        return entry if entry is not None and _truthy(entry.value) else None
+
+    for dest, flag in (("finetune", "--finetune"), ("pretrained_checkpoint", "--pretrained-checkpoint"), ("sft", "--sft")):
+        entry = on(dest)
+        if entry is not None:
+            return Value(flag, entry.provenance)
+    load, no_optim = on("load"), on("no_load_optim")
+    if load is not None and no_optim is not None:
+        return derived("--load with --no-load-optim", "weights without the optimizer: a new run", load, no_optim)
+    return None
+
+
+UNEVEN_PIPELINE = ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+                   "pipeline_model_parallel_layout", "hybrid_layer_pattern", "hybrid_override_pattern",
+                   "encoder_num_layers", "decoder_num_layers", "num_layers_in_first_pipeline_stage",
+                   "num_layers_in_last_pipeline_stage")
+"""Megatron-LM settings that split the layers over the pipeline stages other than evenly."""
+
+# Megatron-LM settings (argparse dests) whose models the estimator does not describe.
+UNMODELLED_SETTINGS = (
+    ("hybrid_layer_pattern", "--hybrid-layer-pattern", "Mamba layers of a hybrid model are not modelled"),
+    ("hybrid_override_pattern", "--hybrid-override-pattern", "Mamba layers of a hybrid model are not modelled"),
+    ("freeze_LM", "--freeze-LM", "a frozen language model keeps no gradients or optimizer states"),
+    ("use_megatron_fsdp", "--use-megatron-fsdp", "Megatron-FSDP's sharding of parameters and gradients is not modelled"),
+    ("use_torch_fsdp2", "--use-torch-fsdp2", "PyTorch FSDP2's sharding of parameters and gradients is not modelled"),
+)
+
+# Megatron-LM arguments that only another model's training script reads (megatron/training/arguments.py):
+# --decoder-num-layers is the decoder of an encoder-decoder (T5), --bert-no-binary-head BERT's
+# sentence-order head, --img-h / --img-w a vision encoder's input. A file that states them (a CI
+# test case's model_config.yaml names no entry point) describes that model, not a GPT decoder.
+OTHER_MODEL_FLAGS = (
+    ("decoder_num_layers", "--decoder-num-layers", "an encoder-decoder (T5) model: the estimator models a GPT decoder "
+                                                   "(no decoder cross-attention)"),
+    ("bert_binary_head", "--bert-no-binary-head", "an encoder (BERT) model: the estimator models a GPT decoder "
+                                                  "(no masked-LM and pooler heads)"),
+    ("img_h", "--img-h", "the vision encoder and multimodal inputs are not modelled"),
+)
+
+# Settings that decide memory and time per GPU: written but unknown statically (`$SLURM_GPUS_PER_NODE`),
+# the estimate would silently use the framework default (swiss-ai's 70B read as TP 1: a false OOM).
+LAYOUT_DESTS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+                "expert_model_parallel_size", "micro_batch_size", "num_layers", "hidden_size", "seq_length")
+
+
 def _host_slots(text: str) -> dict[str, int | None] | None:
     """``worker-1:0,1@worker-2`` -> {"worker-1": 2, "worker-2": None (all its slots)}; None when not readable."""
     out: dict[str, int | None] = {}
@@ -552,6 +639,7 @@ def set_engine(spec: TrainingSpec) -> None:
         else:
             e.moe_layer_interval = default(2, f"Megatron-DeepSpeed default --expert-interval 2: every second layer "
                                               f"is a MoE layer ({MDS_ARGS_PY})")
+    e.deepspeed_micro_batch = spec.settings.get("deepspeed:train_micro_batch_size_per_gpu")
     e.batch_owner = default("megatron", "Megatron's batch flags: the global batch is micro x DP x microbatches "
                                         "(megatron/core/num_microbatches_calculator.py); Megatron-DeepSpeed sets "
                                         "DeepSpeed's batch from them each step (set_train_batch_size)")

@@ -86,7 +86,7 @@ class MegatronWriter(Writer):
         self.changes = changes
         self.touched: set[str] = set()
         main = texts.original(result.path)
-        context = LoadContext(read=texts.reader({}), environment=texts.environment)
+        context = LoadContext(read=texts.reader({}), environment=texts.environment, frameworks=result.frameworks)
         _loaded, runs = load_runs(SourceText(result.path, main), context)
         if index >= len(runs):
             raise WritebackError(f"{result.path}: the run {spec.label} was not found again when re-reading the script")

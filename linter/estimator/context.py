@@ -254,12 +254,11 @@ def _foreign_attention(spec: TrainingSpec, preset: ModelPreset) -> set[str]:
     heads, hidden = spec.model.num_attention_heads, spec.model.hidden_size
     differs = (heads is not None and heads.value is not None and heads.value != preset.num_attention_heads) or \
         (hidden is not None and hidden.value is not None and hidden.value != preset.hidden_size)
-    shaped = any(_on(spec, flag) for flag in ("multi_latent_attention", "group_query_attention"))
+    shaped = any(_on(value) for value in (spec.model.latent_attention, spec.model.grouped_query_attention))
     return {"num_kv_heads", "kv_channels"} if differs or shaped else set()
 
 
-def _on(spec: TrainingSpec, name: str) -> bool:
-    setting = getattr(spec, "settings", {}).get(name)
+def _on(setting: Value | None) -> bool:
     value = getattr(setting, "value", setting)
     return value is True or (isinstance(value, str) and value.lower() in ("true", "1"))
 

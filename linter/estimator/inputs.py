@@ -514,7 +514,7 @@ def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
         # seeing --batch-size, so no framework compares the two: the run trains micro x accumulation x DP.
         # DeepSpeed still checks its own triple (config.py _set_batch_related_parameters /
         # _batch_assertion): the members the JSON gives must divide train_batch_size by whole numbers.
-        jm_e = spec.settings.get("deepspeed:train_micro_batch_size_per_gpu")
+        jm_e = spec.engine.deepspeed_micro_batch
         jm = jm_e.value if jm_e is not None and type(jm_e.value) is int and jm_e.value >= 1 else None
         known = (jm or 1) * (ga or 1) * dp
         if gb % known or (jm is not None and ga is not None and gb != known):

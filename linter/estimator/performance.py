@@ -187,11 +187,17 @@ def layer_costs(i: Inputs, cache: dict | None = None) -> tuple[Cost, Cost, float
     TP / CP / micro batch / recompute)."""
     if cache is None:
         return _layer_costs(i)
-    key = ("layer", i.tp, i.cp, i.micro, i.sp, i.etp, i.ep, i.recompute)
+    key = layer_costs_key(i, i.micro, i.recompute)
     found = cache.get(key)
     if found is None:
         found = cache[key] = _layer_costs(i)
     return found
+
+
+def layer_costs_key(i: Inputs, micro: int, recompute: str) -> tuple:
+    """What :func:`layer_costs` depends on: its key in a search's cache, for ``i`` at another micro
+    batch and recompute mode (a search looks a layout's costs up before making its inputs)."""
+    return ("layer", i.tp, i.cp, micro, i.sp, i.etp, i.ep, recompute)
 
 
 def _layer_costs(i: Inputs) -> tuple[Cost, Cost, float]:
@@ -310,12 +316,30 @@ def step_time_floor(i: Inputs, cache: dict | None = None) -> float:
     """A lower bound on ``step_time(i, cache).step_time`` at a fraction of its cost, for a layout
     search's branch and bound (:mod:`trainlint.layout.search`): the grad-accumulation micro-batches
     of the stage with the most layers (its layers' compute and exposed TP time, the host overhead
-    per micro-batch) plus the per-step overhead. Every term left out (the last stage's logits, p2p,
-    the bubble, DP, the optimizer) is >= 0, and the slowest stage is at least as slow as this one,
-    so the floor never exceeds the step time (up to rounding: the caller keeps a margin)."""
-    layer, _, layer_tp = layer_costs(i, cache)
-    most = max(layers for _, layers, _ in stage_kinds(i))
-    return i.grad_accum * (most * (layer.total + layer_tp) + C.MICROBATCH_OVERHEAD_S) + C.STEP_OVERHEAD_S
+    per micro-batch), the pipeline bubble of a mean stage holding only its layers' compute, TP time
+    and host overhead, plus the per-step overhead. Every term left out (the last stage's logits,
+    p2p, DP, the optimizer) is >= 0, the slowest stage is at least as slow as the fullest one, and
+    the mean stage at least as slow as its layers, so the floor never exceeds the step time (up to
+    rounding: the caller keeps a margin)."""
+    return floor_of(layer_costs(i, cache), most_layers(i), i.grad_accum, i.layers, i.pp, i.vpp)
+
+
+def most_layers(i: Inputs) -> int:
+    """The layers of the pipeline stage that holds the most (what :func:`step_time_floor` times)."""
+    return max(layers for _, layers, _ in stage_kinds(i))
+
+
+def floor_of(per_layer: tuple[Cost, Cost, float], most: int, grad_accum: int, layers: int, pp: int, vpp: int) -> float:
+    """:func:`step_time_floor` from its parts: one layer's costs (:func:`layer_costs`), the layers of
+    the fullest stage (:func:`most_layers`), the micro-batches per step, and the model's layers,
+    stages and chunks per stage (the bubble: (p - 1) / v x the mean stage's micro-batch, whose
+    stages together hold every layer)."""
+    layer, _, layer_tp = per_layer
+    per = layer.total + layer_tp
+    floor = grad_accum * (most * per + C.MICROBATCH_OVERHEAD_S) + C.STEP_OVERHEAD_S
+    if pp > 1:
+        floor += (pp - 1) / vpp * (layers * per / pp + C.MICROBATCH_OVERHEAD_S)
+    return floor
 
 
 # --------------------------------------------------------------------------- FLOPs

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
@@ -42,9 +42,24 @@ class FrameworkSettingError(ValueError):
     """A ``framework`` entry of the project config that names nothing trainlint can read."""
 
 
-_project: dict[str, tuple[str, str]] = {}
-"""family -> ("path" | "version", value), from the project config."""
-_memo: dict[tuple[str, str], FrameworkTarget] = {}
+@dataclass(frozen=True)
+class FrameworkSettings:
+    """A project config's ``framework`` table, checked (:func:`configure`): per family, a shipped
+    release (``("version", "core_v0.8.0")``) or a checkout (``("path", "/abs/Megatron-LM")``). Each
+    session has its own, passed down to the adapters in their ``LoadContext``: two projects
+    served by one process (the language server) each resolve against their own."""
+
+    entries: tuple[tuple[str, str, str], ...] = ()
+    """(family, "path" | "version", value)."""
+
+    def get(self, family: str) -> tuple[str, str] | None:
+        return next(((kind, value) for f, kind, value in self.entries if f == family), None)
+
+
+NO_SETTINGS = FrameworkSettings()
+
+_memo: dict[tuple[FrameworkSettings, str, str], FrameworkTarget] = {}
+"""(settings, family, folder) -> the target: keyed by the settings, so sessions never share a wrong one."""
 _reported: set[str] = set()
 _beside: dict[tuple[str, str], Path | None] = {}
 """(family, folder) -> the nearest checkout at or above it: a fork's configs sit in many folders."""
@@ -54,13 +69,18 @@ taken from the disk cache, which hashes every file) once per process, not once p
 the stamp lets a long-running language server see an edited source."""
 
 
-def configure(settings: Mapping[str, str] | None, base: str | None = None) -> None:
-    """Take the project config's ``framework`` table (paths relative to ``base``). Raises
-    :class:`FrameworkSettingError` for an entry that names no checkout and no shipped release."""
-    _project.clear()
+def clear_caches() -> None:
+    """Forget the targets and checkouts found so far (a project config was read again: a long-running
+    language server then sees a checkout added or moved since)."""
     _memo.clear()
     _beside.clear()
     _checkouts.clear()
+
+
+def configure(settings: Mapping[str, str] | None, base: str | None = None) -> FrameworkSettings:
+    """The project config's ``framework`` table (paths relative to ``base``), checked. Raises
+    :class:`FrameworkSettingError` for an entry that names no checkout and no shipped release."""
+    entries: list[tuple[str, str, str]] = []
     for family, value in (settings or {}).items():
         if family not in FAMILIES:
             raise FrameworkSettingError(f"`framework.{family}`: unknown framework; expected one of {', '.join(FAMILIES)}")
@@ -74,24 +94,27 @@ def configure(settings: Mapping[str, str] | None, base: str | None = None) -> No
             if not candidate.is_dir() or marker(candidate, family) is None:
                 wanted = " or ".join(MARKERS[family])
                 raise FrameworkSettingError(f"`framework.{family}` = \"{value}\": no {wanted} under {candidate}")
-            _project[family] = ("path", str(candidate.resolve()))
+            entries.append((family, "path", str(candidate.resolve())))
         else:
             if find_shipped(family, value) is None:
                 known = ", ".join(e.version if e.variant == DEFAULT_VARIANT[family] else f"{e.variant} ({e.version})"
                                   for e in shipped_index() if e.family == family)
                 raise FrameworkSettingError(f"`framework.{family}` = \"{value}\": trainlint ships no catalog of that "
                                             f"release (it has: {known}); give a path to a checkout instead")
-            _project[family] = ("version", value)
+            entries.append((family, "version", value))
+    return FrameworkSettings(tuple(entries)) if entries else NO_SETTINGS
 
 
-def resolve(family: str, config_path: str | None) -> FrameworkTarget:
-    """The target of a config file of ``family`` at ``config_path`` (memoised per folder)."""
+def resolve(family: str, config_path: str | None, settings: FrameworkSettings | None = None) -> FrameworkTarget:
+    """The target of a config file of ``family`` at ``config_path`` under the session's project
+    ``settings`` (None: no project config says; memoised per settings and folder)."""
+    settings = settings or NO_SETTINGS
     folder = _folder(config_path)
-    key = (family, folder)
+    key = (settings, family, folder)
     hit = _memo.get(key)
     if hit is not None:
         return replace(hit, read_seconds=None) if hit.read_seconds is not None else hit
-    target = _resolve(family, folder)
+    target = _resolve(family, folder, settings)
     _memo[key] = target
     return target
 
@@ -105,8 +128,8 @@ def _folder(config_path: str | None) -> str:
         return os.getcwd()
 
 
-def _resolve(family: str, folder: str) -> FrameworkTarget:
-    setting = _project.get(family)
+def _resolve(family: str, folder: str, settings: FrameworkSettings) -> FrameworkTarget:
+    setting = settings.get(family)
     if setting is not None:
         kind, value = setting
         if kind == "version":

@@ -32,7 +32,7 @@ from trainlint.estimator import Estimate, EstimateContext, InvariantError, Missi
 from trainlint.estimator.inputs import Inputs
 from trainlint.layout.candidate import candidate_spec, etp_follows_tp, layout_changes, recompute_detail, spell_changes
 from trainlint.estimator.memory import static_floor, worst_stage_total
-from trainlint.estimator.performance import step_time, step_time_floor
+from trainlint.estimator.performance import floor_of, layer_costs, layer_costs_key, most_layers, step_time, step_time_floor
 from trainlint.layout.startup_check import StartupRules, startup_findings
 from trainlint.layout.space import Layout, Space, build_space
 from trainlint.spec import TrainingSpec
@@ -55,6 +55,11 @@ class SearchOptions:
     """Bounds on the enumeration (real configs stay far below; absurd sizes must not hang)."""
     exhaustive: bool = False
     """Compute every layout's step time (no branch and bound): the same ranking, slower; for tests."""
+    lazy_memory: bool = False
+    """Check a layout's memory only when it could be next in the ranking (with its step time), not
+    for every layout: the same suggestions, found faster, but the statistics then count only the
+    layouts looked at (``feasible``: those found to fit). For callers that want the best layouts
+    and not the count of those that fit (TL301's fix hint); ``suggest`` prints the count."""
     adapters: tuple = ()
     """The session's adapters (plugin adapters included): the run's adapter spells the changes.
     Empty: the built-in and installed ones."""
@@ -241,7 +246,10 @@ def search(spec: TrainingSpec, ctx: EstimateContext | None, options: SearchOptio
                         batch_tolerance=options.batch_tolerance, max_micro=options.max_micro, written=written,
                         adapters=options.adapters)
     t1 = time.perf_counter()
-    points = _enumerate(spec, base, space, options, stats)
+    if options.lazy_memory and not options.exhaustive:
+        points = _enumerate_lazy(spec, base, space, options, stats)
+    else:
+        points = _enumerate(spec, base, space, options, stats)
     t2 = time.perf_counter()
     suggestions = _finalists(spec, estimator, base, space, points, options, stats, rules, project)
     t3 = time.perf_counter()
@@ -379,6 +387,153 @@ def _best_first(pending: list[tuple[float, int, Inputs, Layout]], cache: dict,
             k += 1
             tokens = i.global_batch * i.seq / step_time(i, cache).step_time
             heapq.heappush(timed, (_score(tokens, i.world, options), index, layout))
+        if not timed:
+            return
+        score, _, layout = heapq.heappop(timed)
+        yield score, layout
+
+
+class _Row:
+    """One structure x ZeRO / optimizer x recompute branch of a lazy search: its batch splits, micro
+    ascending, with their memory checked on demand and remembered. With the global batch held, a
+    split counts as fitting only when every split before it fits too: exactly the eager loop, which
+    stops at the first split over the headroom."""
+
+    __slots__ = ("batches", "dims", "dist_opt", "engine", "first_over", "fit", "made", "recompute", "s", "zero")
+
+    def __init__(self, s: Inputs, dims: tuple[int, int, int, int, int], recompute: str, zero: int, engine: bool | None,
+                 dist_opt: bool, batches: list[tuple[int, int, int]]) -> None:
+        self.s, self.dims, self.recompute, self.zero, self.engine, self.dist_opt = s, dims, recompute, zero, engine, dist_opt
+        self.batches = batches
+        self.made: list[Inputs | None] = [None] * len(batches)
+        self.fit: list[bool | None] = [None] * len(batches)
+        self.first_over: int | None = None
+        """Fixed global batch: the first split over the headroom (None: none found so far)."""
+
+    def inputs(self, k: int, factory: InputsFactory) -> Inputs:
+        i = self.made[k]
+        if i is None:
+            micro, ga, gb = self.batches[k]
+            i = self.made[k] = factory.point(self.s, micro, ga, gb, self.recompute)
+        return i
+
+    def _check(self, k: int, factory: InputsFactory, cache: dict, budget: float, stats: SearchStats) -> bool:
+        found = self.fit[k]
+        if found is None:
+            stats.evaluated += 1
+            found = self.fit[k] = worst_stage_total(self.inputs(k, factory), cache) <= budget
+            if not found:
+                stats.memory_pruned += 1
+        return found
+
+    def fits(self, k: int, fixed_batch: bool, factory: InputsFactory, cache: dict, budget: float,
+             stats: SearchStats) -> bool:
+        if not fixed_batch:
+            return self._check(k, factory, cache, budget, stats)
+        if self.first_over is not None:
+            return k < self.first_over
+        for j in range(k + 1):
+            if not self._check(j, factory, cache, budget, stats):
+                self.first_over = j
+                return False
+        return True
+
+    def eager_count(self, fixed_batch: bool, factory: InputsFactory, cache: dict, budget: float, stats: SearchStats) -> int:
+        """The layouts of this row the eager search evaluates (for its ``max_evaluated`` bound)."""
+        if not fixed_batch:
+            return len(self.batches)
+        if self.first_over is None:
+            self.fits(len(self.batches) - 1, True, factory, cache, budget, stats)
+        return len(self.batches) if self.first_over is None else self.first_over + 1
+
+    def layout(self, k: int) -> Layout:
+        tp, pp, _, cp, dp = self.dims
+        micro, ga, gb = self.batches[k]
+        return Layout(tp, pp, self.s.vpp, cp, dp, micro, ga, gb, self.recompute, self.zero, self.dist_opt, self.s.sp,
+                      self.engine)
+
+
+def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOptions,
+                    stats: SearchStats) -> Iterator[tuple[float, Layout]]:
+    """What :func:`_enumerate` gives (the same layouts in the same order), checking memory lazily:
+    every layout gets its floor from the per-layer costs alone (no inputs, no memory), and a
+    layout's memory is checked, with the splits before it in its row, only when its bound says it
+    could be next. The eager search's ``max_evaluated`` bound is kept exactly: while the layouts
+    enumerated (an upper bound of what it evaluates) stay under it nothing is checked; past it,
+    every row's count is settled by checking its memory as the eager loop does."""
+    budget = options.headroom * base.gpu.memory_bytes
+    factory = InputsFactory(spec, base)
+    cache: dict = {}
+    cur = space.current
+    assert cur is not None
+    fixed_batch = space.batch_tolerance is None
+    rows: list[_Row] = []
+    pending: list[tuple[float, int, _Row, int]] = []
+    batch_cache: dict[tuple[int, int, int], list[tuple[int, int, int]]] = {}
+    evaluated_bound, exact = 0, False  # what the eager search would have evaluated so far (at most)
+    for tp, pp, vpp, cp, dp in space.structures():
+        if stats.structures >= options.max_structures:
+            stats.truncated = True
+            break
+        if evaluated_bound >= options.max_evaluated and not exact:
+            exact = True
+            evaluated_bound = sum(r.eager_count(True, factory, cache, budget, stats) for r in rows) if fixed_batch \
+                else evaluated_bound
+        if evaluated_bound >= options.max_evaluated:
+            stats.truncated = True
+            break
+        stats.structures += 1
+        sp = space.sp_for(tp)
+        key = (dp, pp, vpp)
+        batches = batch_cache.get(key)
+        if batches is None:
+            batches = batch_cache[key] = list(space.batches(dp, pp, vpp))
+        if not batches:
+            continue
+        zeros = space.zero_values(pp)
+        stats.space_points += len(batches) * len(zeros) * len(space.dist_opt) * len(space.recompute)
+        for zero, engine, most_accum in zeros:
+            kept = batches if most_accum is None else [b for b in batches if b[1] <= most_accum]
+            if not kept:
+                continue
+            for dist_opt in space.dist_opt:
+                if dp * cp == 1 and dist_opt != cur.dist_opt and space.framework == "megatron":
+                    continue  # nothing to shard over: the flag would change nothing
+                s = factory.structure(tp, pp, vpp, cp, dp, sp, zero, dist_opt)
+                if static_floor(s, cache) > budget:
+                    stats.static_pruned += 1
+                    continue
+                most = most_layers(s)
+                for recompute in space.recompute:
+                    row = _Row(s, (tp, pp, vpp, cp, dp), recompute, zero, engine, dist_opt, kept)
+                    rows.append(row)
+                    for k, (micro, ga, gb) in enumerate(kept):
+                        per_layer = cache.get(layer_costs_key(s, micro, recompute))
+                        if per_layer is None:
+                            per_layer = layer_costs(row.inputs(k, factory), cache)
+                        floor = floor_of(per_layer, most, ga, s.layers, s.pp, s.vpp)
+                        bound = _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
+                        pending.append((bound, len(pending), row, k))
+                    evaluated_bound += row.eager_count(fixed_batch, factory, cache, budget, stats) if exact else len(kept)
+    return _best_first_lazy(pending, fixed_batch, factory, cache, budget, options, stats)
+
+
+def _best_first_lazy(pending: list[tuple[float, int, _Row, int]], fixed_batch: bool, factory: InputsFactory, cache: dict,
+                     budget: float, options: SearchOptions, stats: SearchStats) -> Iterator[tuple[float, Layout]]:
+    """:func:`_best_first` over layouts whose memory is not known yet: a layout taken from the
+    bounds is timed only when it fits; one over the headroom is dropped, as the eager search never
+    lists it. The bounds come off a heap in (bound, index) order, the order of the eager sort."""
+    heapq.heapify(pending)
+    timed: list[tuple[float, int, Layout]] = []
+    while True:
+        while pending and (not timed or pending[0][0] <= timed[0][0]):
+            _, index, row, k = heapq.heappop(pending)
+            if not row.fits(k, fixed_batch, factory, cache, budget, stats):
+                continue
+            stats.feasible += 1
+            i = row.inputs(k, factory)
+            tokens = i.global_batch * i.seq / step_time(i, cache).step_time
+            heapq.heappush(timed, (_score(tokens, i.world, options), index, row.layout(k)))
         if not timed:
             return
         score, _, layout = heapq.heappop(timed)

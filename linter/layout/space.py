@@ -256,10 +256,6 @@ def _expressible(spec: TrainingSpec, adapters: Sequence[Any]) -> frozenset[str] 
     return adapter.expressible(spec) if adapter is not None else None
 
 
-def _setting(spec: TrainingSpec, key: str):
-    entry = spec.settings.get(key)
-    return None if entry is None else entry.value
-
 
 def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = frozenset(), vary: set[str] | None = None,
                 batch_tolerance: float | None = None, max_micro: int = 64, written: Layout | None = None,
@@ -310,7 +306,8 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = fro
         zero_cands = [0, 1]  # NeoX refuses MoE with ZeRO 2/3 (TL111)
     sp_policy = "fixed"
     if fw == "megatron":
-        sp_policy = "keep" if (_setting(spec, "distribute_saved_activations") or not current_megatron) else "tp"
+        distributed = spec.memory.distribute_saved_activations
+        sp_policy = "keep" if ((distributed is not None and distributed.value) or not current_megatron) else "tp"
     elif fw == "neox":
         sp_policy = "keep"
     space = Space(

@@ -179,7 +179,8 @@ def _reload(adapter: Adapter, result: FileResult, texts: Texts, overrides: dict[
     if main is None:
         main = texts.original(result.path)
     extra = list(result.run[1:]) if result.run else []
-    context = LoadContext(extra_paths=extra, read=texts.reader(overrides), environment=dict(environment))
+    context = LoadContext(extra_paths=extra, read=texts.reader(overrides), environment=dict(environment),
+                          frameworks=result.frameworks)
     return check_source(SourceText(result.path, main), [adapter], context, force_format=result.format)
 
 
@@ -196,11 +197,18 @@ def _matches(key: str, want: Any, got: Value | None, spec: TrainingSpec) -> bool
 
 
 # Fields that follow others by each framework's own rules (not compared when an input changed).
+# The "as written" mirrors of a setting (virtual_stages, the JSON's micro batch) follow the
+# setting the writer changed.
+_VIRTUAL = ("parallel.virtual_stages", "parallel.virtual_stage_layers")
 _FOLLOWERS = {
     "memory.recompute": ("memory.recompute_method", "memory.recompute_num_layers"),
-    "parallel.pipeline": ("parallel.pipeline_engine", "parallel.virtual_pipeline"),
+    "parallel.pipeline": ("parallel.pipeline_engine", "parallel.virtual_pipeline", *_VIRTUAL),
+    "parallel.virtual_pipeline": _VIRTUAL,
     "parallel.pipeline_engine": ("parallel.pipeline",),
     "parallel.tensor": ("parallel.expert_tensor",),
+    "batch.micro_batch": ("engine.deepspeed_micro_batch",),
+    "batch.grad_accum": ("engine.deepspeed_micro_batch",),
+    "batch.global_batch": ("engine.deepspeed_micro_batch",),
 }
 
 

@@ -221,12 +221,13 @@ class Linter:
             try:
                 main = SourceText(path, text) if same_file(run[0], path) else read(run[0])
                 result = check_source(main, adapters, LoadContext(extra_paths=list(run[1:]), read=read,
-                                                                  environment=session.environment))
+                                                                  environment=session.environment,
+                                                                  frameworks=session.frameworks))
             except Exception:  # noqa: BLE001 - the first file cannot be read: lint the buffer alone
                 result = None
         if result is None:
             result = check_source(SourceText(path, text), adapters,
-                                  LoadContext(read=read, environment=session.environment))
+                                  LoadContext(read=read, environment=session.environment, frameworks=session.frameworks))
         if result.format is None and not result.internal_error:
             return linted
         checked = session.lint([result])

@@ -184,6 +184,8 @@ def search_closest(spec: TrainingSpec, candidates: Callable[[TrainingSpec], Iter
 
 
 def _with_setting(spec: TrainingSpec, key: str, value: Any) -> TrainingSpec:
+    """``spec`` as re-reading the file with ``key`` written would give: the setting, and the engine
+    the adapter derives from it (a write, as the fixed file has it; rules read the engine's fields)."""
     modified = copy_spec(spec)
     modified.settings[key] = _fix_value(value, key)
     set_engine(modified)
@@ -245,16 +247,15 @@ def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
         # The global batch is derived (micro x accumulation x DP): more accumulation is enough.
         key = f"gradient_accumulation_steps: {accum * 2}" if fw == "neox" else f"\"gradient_accumulation_steps\": {accum * 2}"
         yield Candidate(key + " (a larger global batch)", "batch.grad_accum", _with(spec, batch__grad_accum=accum * 2))
-    if fw == "megatron":
-        setting = spec.settings.get("overlap_grad_reduce")
-        if setting is None or not setting.value:
+    overlap = spec.engine.dp_overlap  # the adapter's reading of --overlap-grad-reduce / overlap_comm
+    owner = spec.value("engine.optimizer_owner")
+    if fw == "megatron" and owner == "megatron":
+        if overlap is None or not overlap.value:
             yield Candidate("--overlap-grad-reduce", "parallel.distributed_optimizer",
                             _with_setting(spec, "overlap_grad_reduce", True))
-    elif fw in ("deepspeed", "neox"):
-        setting = spec.settings.get("zero_optimization.overlap_comm")
-        if setting is None or not setting.value:
-            spelling = "\"overlap_comm\": true in zero_optimization" if fw == "deepspeed" else "zero_optimization: {overlap_comm: true}"
-            yield Candidate(spelling, "parallel.zero_stage", _with_setting(spec, "zero_optimization.overlap_comm", True))
+    elif fw in ("deepspeed", "neox") and (overlap is None or not overlap.value):
+        spelling = "\"overlap_comm\": true in zero_optimization" if fw == "deepspeed" else "zero_optimization: {overlap_comm: true}"
+        yield Candidate(spelling, "parallel.zero_stage", _with_setting(spec, "zero_optimization.overlap_comm", True))
     tp, heads, world = spec.value("parallel.tensor", 1), spec.value("model.num_attention_heads"), spec.value("cluster.world_size")
     per_node = spec.value("cluster.gpus_per_node", 8)
     if fw in ("megatron", "neox") and _ints(tp, heads, world, per_node) and heads % (tp * 2) == 0 and tp * 2 <= per_node:
@@ -384,7 +385,7 @@ class LayoutAdvice:
 
         try:
             result = search(spec, None, SearchOptions(top=1, headroom=headroom, max_checked=20, max_structures=5_000,
-                                                      max_evaluated=50_000),
+                                                      max_evaluated=50_000, lazy_memory=True),
                             rules=self.startup_rules(), estimator=self.estimator)
         except SearchError:
             return None

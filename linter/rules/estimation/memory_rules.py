@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Iterator
 
 from trainlint.diagnostics import Applicability, Severity
 from trainlint.estimator import coefficients as C
-from trainlint.adapters.engine import set_engine
 from trainlint.estimator.core import InvariantError
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import (final_changes, fits, layout_sentence, memory_candidates, point_at, search_closest,
+from trainlint.rules.estimation.fixes import (copy_spec, final_changes, fits, layout_sentence, memory_candidates, point_at, search_closest,
                                               suggest_layout)
 from trainlint.rules.estimation.world_bound import memory_verdict
 from trainlint.spec import TrainingSpec
@@ -182,13 +180,12 @@ class BuffersDominateMemory(Rule):
                     "zero_optimization.reduce_bucket_size", "zero_optimization.stage3_prefetch_bucket_size")
         fix = None
         if ctx.estimator is not None:
-            modified = copy.deepcopy(spec)
-            smaller = 5e7
-            for key in ("zero_optimization.reduce_bucket_size", "zero_optimization.allgather_bucket_size",
-                        "zero_optimization.stage3_max_live_parameters", "zero_optimization.stage3_prefetch_bucket_size"):
-                for prefix in ("", "deepspeed:"):  # a DeepSpeed JSON, or one merged into a Megatron-DeepSpeed run
-                    modified.settings[prefix + key] = Value(smaller, Provenance(Origin.ASSUMED, note="candidate fix"))
-            set_engine(modified)  # the engine's buckets follow the settings, as re-reading the file gives
+            # the engine's buckets (the adapter's reading of reduce_bucket_size, allgather_bucket_size,
+            # stage3_max_live_parameters, stage3_prefetch_bucket_size) at 5e7
+            modified = copy_spec(spec)
+            smaller = Value(5e7, Provenance(Origin.ASSUMED, note="candidate fix"))
+            for name in ("reduce_bucket", "allgather_bucket", "zero3_max_live", "zero3_prefetch"):
+                setattr(modified.engine, name, smaller)
             try:
                 result = ctx.estimator(modified)
             except InvariantError:
@@ -196,6 +193,7 @@ class BuffersDominateMemory(Rule):
             if getattr(result, "ok", False) and result.worst_stage.buffers < worst.buffers:
                 fix = (f"with the bucket sizes at 5e7: buffers {_gib(result.worst_stage.buffers)} GiB, total "
                        f"{_gib(result.worst_stage.total)} of {_gib(result.capacity_bytes)} GiB")
+        # file text: the finding points at the first of the bucket keys written in the JSON
         at = next((f"settings:{k}" for k in keys if k in spec.settings), "parallel.zero_stage")
         note = f" ({verdict.note})" if verdict.note else ""
         yield Finding(f"DeepSpeed buffers take {_gib(worst.buffers)} of {_gib(worst.total)} GiB per GPU ({share:.0%}), "

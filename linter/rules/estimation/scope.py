@@ -26,27 +26,6 @@ class Unmodelled:
     prints no training estimate for it."""
 
 
-# Megatron-LM settings (argparse dests) whose models the estimator does not describe.
-_MEGATRON_SETTINGS = (
-    ("hybrid_layer_pattern", "--hybrid-layer-pattern", "Mamba layers of a hybrid model are not modelled"),
-    ("hybrid_override_pattern", "--hybrid-override-pattern", "Mamba layers of a hybrid model are not modelled"),
-    ("freeze_LM", "--freeze-LM", "a frozen language model keeps no gradients or optimizer states"),
-    ("use_megatron_fsdp", "--use-megatron-fsdp", "Megatron-FSDP's sharding of parameters and gradients is not modelled"),
-    ("use_torch_fsdp2", "--use-torch-fsdp2", "PyTorch FSDP2's sharding of parameters and gradients is not modelled"),
-)
-
-# Megatron-LM arguments that only another model's training script reads (megatron/training/arguments.py):
-# --decoder-num-layers is the decoder of an encoder-decoder (T5), --bert-no-binary-head BERT's
-# sentence-order head, --img-h / --img-w a vision encoder's input. A file that states them (a CI
-# test case's model_config.yaml names no entry point) describes that model, not a GPT decoder.
-_MEGATRON_MODEL_FLAGS = (
-    ("decoder_num_layers", "--decoder-num-layers", "an encoder-decoder (T5) model: the estimator models a GPT decoder "
-                                                   "(no decoder cross-attention)"),
-    ("bert_binary_head", "--bert-no-binary-head", "an encoder (BERT) model: the estimator models a GPT decoder "
-                                                  "(no masked-LM and pooler heads)"),
-    ("img_h", "--img-h", "the vision encoder and multimodal inputs are not modelled"),
-)
-
 # Entry points that train a vision encoder beside (or instead of) the language model.
 _MULTIMODAL_ENTRY = re.compile(r"(^|/)(pretrain_vlm|pretrain_mimo|multimodal/train|mimo/train|pretrain_vision_\w+)\.py$")
 
@@ -95,47 +74,31 @@ def rewrites_checkpoints(entry: str | None) -> bool:
     return entry is not None and bool(_CHECKPOINT_TOOL.search(entry.replace("\\", "/")))
 
 
-def _truthy(value: Any) -> bool:
-    return value not in (None, False, "", 0, "false", "False")
-
-
 def unmodelled(spec: TrainingSpec) -> list[Unmodelled]:
     """What in ``spec`` the estimator does not model (empty when the estimate can be trusted)."""
     out: list[Unmodelled] = []
     entry = spec.entry_point or ""
     if not trains(entry):
-        task = spec.settings.get("task")
+        task = spec.run.task
         what = f" (--task {task.value})" if task is not None and isinstance(task.value, str) else ""
         return [Unmodelled(entry, f"this entry point{what} generates, evaluates, converts or quantizes: it does not "
                                   "train, and a training estimate would not describe it", training=False)]
     arch = spec.model.architecture
     if arch is not None and arch.value in _ARCHITECTURES:
         out.append(Unmodelled(entry or f"architecture {arch.value}", _ARCHITECTURES[arch.value]))
-    if spec.framework == "megatron":
-        for key, flag, why in _MEGATRON_SETTINGS:
-            setting = spec.settings.get(key)
-            if setting is not None and _truthy(setting.value):
-                out.append(Unmodelled(flag, why))
-        if arch is None or arch.value not in _ARCHITECTURES:
-            for key, flag, why in _MEGATRON_MODEL_FLAGS:
-                setting = spec.settings.get(key)
-                if setting is not None and setting.value is not None:
-                    out.append(Unmodelled(flag, why))
-                    break
-        if _MULTIMODAL_ENTRY.search(entry):
-            out.append(Unmodelled(entry, "the vision encoder and multimodal inputs are not modelled"))
-        for dest in _MEGATRON_LAYOUT:
-            if dest in spec.unresolved and spec.settings.get(dest) is None:
-                flag = "--" + dest.replace("_", "-")
-                out.append(Unmodelled(flag, f"{flag} is only known at launch; an estimate would take Megatron's "
-                                            "default for it"))
+    # the adapters name what of their format the estimator does not model (run.unmodelled,
+    # run.other_model, run.launch_only): Megatron-LM's hybrid patterns, frozen LM, FSDP, ...
+    r = spec.run
+    if r.unmodelled is not None:
+        out.extend(Unmodelled(flag, why) for flag, why in r.unmodelled.value)
+    if r.other_model is not None and (arch is None or arch.value not in _ARCHITECTURES):
+        flag, why = r.other_model.value
+        out.append(Unmodelled(flag, why))
+    if spec.framework == "megatron" and _MULTIMODAL_ENTRY.search(entry):
+        out.append(Unmodelled(entry, "the vision encoder and multimodal inputs are not modelled"))
+    if r.launch_only is not None:
+        out.extend(Unmodelled(flag, why) for flag, why in r.launch_only.value)
     return out
-
-
-# Settings that decide memory and time per GPU: written but unknown statically (`$SLURM_GPUS_PER_NODE`),
-# the estimate would silently use the framework default (swiss-ai's 70B read as TP 1: a false OOM).
-_MEGATRON_LAYOUT = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
-                    "expert_model_parallel_size", "micro_batch_size", "num_layers", "hidden_size", "seq_length")
 
 
 def usable_estimate(spec: TrainingSpec, estimate: Any) -> Any:

@@ -41,19 +41,11 @@ def _steps(spec: TrainingSpec, tokens: float, est: Any) -> float | None:
 
 
 def _fine_tuning(spec: TrainingSpec) -> str | None:
-    """Why the run starts from trained weights, or None. Megatron-LM: --finetune, --pretrained-checkpoint,
-    --sft, or --load with --no-load-optim (weights without the optimizer: a new run from a checkpoint, not
-    a resumed one). GPT-NeoX: finetune: true. A bare --load is how pre-training resumes: not a sign."""
-    def on(key: str) -> bool:
-        entry = spec.settings.get(key)
-        return entry is not None and entry.value not in (None, False, "", 0, "false", "False")
-
-    for key, flag in (("finetune", "--finetune"), ("pretrained_checkpoint", "--pretrained-checkpoint"), ("sft", "--sft")):
-        if on(key):
-            return flag if spec.framework == "megatron" else "finetune: true"
-    if on("load") and on("no_load_optim"):
-        return "--load with --no-load-optim"
-    return None
+    """Why the run starts from trained weights (``run.fine_tuning``, as each adapter spells its
+    format's sign: Megatron-LM --finetune, --pretrained-checkpoint, --sft, --load with --no-load-optim;
+    GPT-NeoX finetune: true), or None."""
+    entry = spec.run.fine_tuning
+    return None if entry is None else str(entry.value)
 
 
 _LANGUAGE_MODELS = ("gpt", "mamba", "hybrid")

@@ -100,6 +100,7 @@ class BatchSizeMismatch(Rule):
             yield from self._triple(spec, ds(spec, "train_batch_size"), ds(spec, "train_micro_batch_size_per_gpu"),
                                     ds(spec, "gradient_accumulation_steps"), "the DeepSpeed config's ")
         elif spec.framework == "deepspeed":
+            # file text: an "auto" written in the JSON is the HF Trainer's to fill at launch
             if any(spec.settings.get(k) is not None and spec.settings[k].value == "auto"
                    for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")):
                 return
@@ -307,6 +308,7 @@ class PrecisionConflict(Rule):
                                "DeepSpeed stops: \"bfloat16 and fp16 modes cannot be simultaneously enabled\"")
 
     def _megatron(self, spec: TrainingSpec) -> Iterator[Finding]:
+        # file text: Megatron's own check is on --fp16 / --bf16 as written, apart from the merged JSON's blocks
         fp16_flag, bf16_flag = spec.settings.get("fp16"), spec.settings.get("bf16")
         if fp16_flag is not None and bf16_flag is not None and as_bool(fp16_flag) and as_bool(bf16_flag):
             yield _both_on(fp16_flag, bf16_flag, "--fp16", "--bf16",
@@ -327,6 +329,7 @@ class PrecisionConflict(Rule):
                     fix=f"make the DeepSpeed config enable the same mode as {name}")
 
     def _neox(self, spec: TrainingSpec) -> Iterator[Finding]:
+        # file text: NeoX's own check compares the keys as written (precision against the fp16 / bf16 blocks)
         fp16 = spec.settings.get("fp16.enabled")
         bf16 = spec.settings.get("bf16.enabled")
         precision = spec.settings.get("precision")
@@ -419,7 +422,8 @@ class AttentionHeadsLayout(Rule):
                           at=p.tensor, also=_also((m.num_attention_heads, "attention heads")),
                           fix=f"use a {tp_name} that divides {heads}")
         kv_given = m.num_kv_heads is not None and m.num_kv_heads.provenance.origin is Origin.FILE
-        if hidden is not None and heads and not (spec.framework == "megatron" and spec.settings.get("kv_channels") is not None) \
+        kv_channels_given = m.kv_channels is not None and m.kv_channels.provenance.origin is not Origin.DERIVED
+        if hidden is not None and heads and not (spec.framework == "megatron" and kv_channels_given) \
                 and not mla and not _mamba(spec) and hidden % heads:
             yield Finding(f"hidden size {hidden} is not divisible by {heads} attention heads; the framework stops "
                           "(\"hidden_size must be divisible by num_attention_heads\")",
@@ -486,11 +490,6 @@ class LayersPipelineIndivisible(Rule):
     summary = "number of layers not divisible by the pipeline size, or layers per stage by the virtual-pipeline factor"
     frameworks = ("megatron",)
 
-    _UNEVEN = ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
-               "pipeline_model_parallel_layout", "hybrid_layer_pattern", "hybrid_override_pattern",
-               "encoder_num_layers", "decoder_num_layers", "num_layers_in_first_pipeline_stage",
-               "num_layers_in_last_pipeline_stage")
-
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         if pipeline_engine(spec) is not None or as_bool(spec.engine.deepspeed_flag) or from_checkpoint(spec):
             return
@@ -498,15 +497,13 @@ class LayersPipelineIndivisible(Rule):
         layers, pp = as_int(layers_v), as_int(pp_v)
         if layers is None or pp is None or pp <= 1 or layers < 1:
             return
-        if any(spec.settings.get(k) is not None for k in self._UNEVEN) or _mamba(spec):
+        p = spec.parallel
+        if p.uneven_pipeline is not None or _mamba(spec):
             return
-        extra = [name for name in ("account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
-                 if as_bool(spec.settings.get(name))]
+        extra = list(p.pipeline_split_extra.value) if p.pipeline_split_extra is not None else []
         total = layers + len(extra)
-        counted = (f"{layers} layers (+{len(extra)} for {', '.join('--' + e.replace('_', '-') for e in extra)}) = {total}"
-                   if extra else f"{layers} layers")
-        k_v = spec.settings.get("num_layers_per_virtual_pipeline_stage")
-        vpp_v = spec.settings.get("num_virtual_stages_per_pipeline_rank")
+        counted = f"{layers} layers (+{len(extra)} for {', '.join(extra)}) = {total}" if extra else f"{layers} layers"
+        k_v, vpp_v = p.virtual_stage_layers, p.virtual_stages
         if vpp_v is not None and not extra:
             return  # checked when the layers are assigned; not decided here
         if total % pp:
@@ -688,7 +685,7 @@ class ExpertsExpertParallel(Rule):
         if ep is None or ep <= 1 or from_checkpoint(spec):
             return
         experts = _experts(experts_v)
-        if experts_v is None and spec.settings.get("num_experts") is None and not as_bool(spec.engine.deepspeed_flag) \
+        if experts_v is None and not as_bool(spec.engine.deepspeed_flag) \
                 and not partial_args(spec):
             yield Finding(f"expert parallel size {ep} but no --num-experts: Megatron stops (\"num_experts must be "
                           "non None to use expert model parallelism\")", at=ep_v, fix="give --num-experts or drop expert parallelism")
@@ -776,7 +773,7 @@ class ZeroPipelineConflict(Rule):
         at, other = (engine.at, stage_v) if engine.only_wrapper and spec.framework == "neox" else (stage_v, engine.at)
         also = [(other, "pipeline engine engaged here" if other is engine.at else f"ZeRO stage {stage} here")]
         if spec.framework == "megatron":
-            flag = spec.settings.get("zero_stage")
+            flag = spec.settings.get("zero_stage")  # file text: where --zero-stage is written, for the location
             if flag is not None and flag is not stage_v and flag.span != getattr(stage_v, "span", None):
                 also.append((flag, f"--zero-stage {flag.value}"))
         yield Finding(f"ZeRO stage {stage} with DeepSpeed's pipeline engine: {engine.reason}; {quote}",

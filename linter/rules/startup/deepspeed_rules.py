@@ -168,6 +168,7 @@ class AllreduceSumUnsupported(Rule):
             yield Finding("gradient_allreduce_op \"sum\" with ZeRO stage 3; DeepSpeed stops: \"gradient_allreduce_op='sum' "
                           "is not supported with ZeRO stage 3\"", at=op, also=_also((stage[1], "ZeRO stage 3")),
                           fix="use \"mean\"")
+        # file text: DeepSpeed's check is on the zenflow section as written, whatever its value
         zenflow = spec.settings.get(ds_key(spec, "zero_optimization.zenflow"))
         if ds_present(spec, "zero_optimization.zenflow") and (zenflow is None or zenflow.value is not None):
             yield Finding("gradient_allreduce_op \"sum\" with ZenFlow; DeepSpeed stops: \"gradient_allreduce_op='sum' is "
@@ -861,6 +862,7 @@ class NvmePathMissing(Rule):
             device = ds(spec, f"zero_optimization.{section}.device")
             if (as_str(device) or "").lower() != "nvme":
                 continue
+            # file text: DeepSpeed's check is on nvme_path as written (null or absent)
             path = spec.settings.get(ds_key(spec, f"zero_optimization.{section}.nvme_path"))
             if path is None or path.value is None:
                 yield Finding(f"zero_optimization.{section}.device is nvme but no nvme_path is given; DeepSpeed stops: "

@@ -83,7 +83,11 @@ def written(value: Value | None, fallback: str) -> str:
 
 DS_PREFIX = {"megatron": "deepspeed:"}
 """How each adapter keys the settings of a DeepSpeed JSON in ``spec.settings``: the DeepSpeed and
-NeoX adapters by the dotted path itself, the Megatron adapter (``--deepspeed_config``) prefixed."""
+NeoX adapters by the dotted path itself, the Megatron adapter (``--deepspeed_config``) prefixed.
+
+These helpers read the JSON's keys as written (file text) for DeepSpeed's own start-up checks,
+which are about what the file says; what the estimator and the cross-format rules need of a
+DeepSpeed JSON is in typed fields (``spec.engine``, ``spec.parallel``)."""
 
 
 def ds_key(spec: TrainingSpec, dotted: str) -> str:
@@ -218,12 +222,12 @@ def pipeline_engine(spec: TrainingSpec) -> PipelineEngine | None:
         engaged = as_bool(p.pipeline_engine)
         if not engaged:
             return None
-        pp = spec.settings.get("pipe_parallel_size")
-        pp_value = as_int(pp) if pp is not None else as_int(p.pipeline)
+        # engaged: pipe_parallel_size >= 1, which the adapter takes as parallel.pipeline as written
+        pp_value = as_int(p.pipeline)
         return PipelineEngine(
             f"pipe_parallel_size {pp_value} >= 1 wraps the model in DeepSpeed's PipelineEngine "
             "(is_pipe_parallel = pipe_parallel_size >= 1, megatron/neox_arguments/arguments.py)",
-            pp or p.pipeline, pp_value, pp_value == 1)
+            p.pipeline, pp_value, pp_value == 1)
     if spec.framework == "megatron":
         engaged = as_bool(p.pipeline_engine)
         deepspeed_flag = spec.engine.deepspeed_flag

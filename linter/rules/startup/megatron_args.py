@@ -7,6 +7,10 @@ needs the value of a flag that is *not* written: Megatron's own default, taken h
 at d98e8a6). A flag that *is* written but could not be resolved (``--recompute-method $M``) is in
 ``spec.unresolved`` instead, so it is never mistaken for its default.
 
+Reading ``spec.settings`` by argparse dest is on purpose here (file text): these rules reproduce
+Megatron-LM's own ``validate_args`` over the flags as written. What the estimator and the
+cross-framework rules need of a Megatron run is in typed spec fields the adapter sets.
+
 The rules here describe current Megatron-LM's ``validate_args``; Megatron-DeepSpeed and old
 Megatron-LM copies have other arguments and other checks, so the rules run only on runs whose
 ``spec.dialect`` is current Megatron-LM.

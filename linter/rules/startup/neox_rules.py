@@ -49,7 +49,8 @@ def _number(value: Any) -> Any:
 
 
 class NeoXArgs:
-    """The merged keys of one NeoX run: written values, else NeoX's defaults."""
+    """The merged keys of one NeoX run: written values, else NeoX's defaults. File text on purpose:
+    these rules reproduce NeoX's own argument checks, which are about the keys as written."""
 
     def __init__(self, spec: TrainingSpec) -> None:
         self.spec = spec
