@@ -24,7 +24,11 @@ _SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
 _SNIFF_BYTES = 256 * 1024
 # A Trainer's DeepSpeed JSON on a launch line: `--deepspeed ds.json` / `--deepspeed=$DS` (the value is
 # a file, not the next flag), or accelerate's `--deepspeed_config_file`.
-_DS_WORD = re.compile(r"--deepspeed(?:[ \t]+|=)[^-\s\\]|--deepspeed_config_file\b")
+_DS_WORD = re.compile(r"--deepspeed(?:[ \t]+|=)[^-\s\\]|--deepspeed_config_file\b|--use_deepspeed\b")
+# `accelerate launch --config_file cfg.yaml`: the config may hold the DeepSpeed settings inline (whether it
+# does is read when the run is loaded; a script whose launch turns out not to be DeepSpeed gives no run)
+_ACCELERATE = re.compile(r"\baccelerate[ \t]+launch\b")
+_CONFIG_FILE = re.compile(r"--config_file\b")
 _LAUNCHER = re.compile(r"\b(deepspeed|torchrun|accelerate[ \t]+launch|torch\.distributed\.(?:run|launch))\b")
 
 
@@ -37,7 +41,8 @@ class HFLaunchScriptAdapter(Adapter):
             if not path.lower().endswith(_SUFFIXES):
                 return NOT_MINE
             head = text[:_SNIFF_BYTES]
-            if _DS_WORD.search(head) and _LAUNCHER.search(head):
+            if (_DS_WORD.search(head) and _LAUNCHER.search(head)) or \
+                    (_ACCELERATE.search(head) and _CONFIG_FILE.search(head)):
                 return BY_CONTENT - 10  # below the Megatron adapter's content score: its scripts stay its own
             return NOT_MINE
         except Exception:  # noqa: BLE001 - sniff must never raise on garbage
@@ -49,31 +54,49 @@ class HFLaunchScriptAdapter(Adapter):
         result = LoadResult(FORMAT)
         shell = evaluate(source, context.read, context.environment)
         result.diagnostics.extend(shell.diagnostics)
-        for command in shell.commands:
-            _one_run(result, source, context, shell, command)
+        launches = [_one_run(result, source, context, shell, command) for command in shell.commands]
+        head = source.text[:_SNIFF_BYTES]
+        if not any(launches) and not (_DS_WORD.search(head) and _LAUNCHER.search(head)):
+            # taken for its `accelerate launch --config_file`, but no launch runs DeepSpeed (a DDP or FSDP
+            # config, or one not found): not a run of ours, so nothing of it is reported
+            return LoadResult(FORMAT)
         return result
 
 
-def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell, command) -> None:
+def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell, command) -> bool:
+    """Adds the run of one command when it is a DeepSpeed launch; returns whether it is one."""
     from trainlint.adapters.deepspeed import load_deepspeed_config
     from trainlint.adapters.hf_yaml import _find_json
     from trainlint.adapters.megatron.adapter import _Spans
-    from trainlint.command_line import (_accelerate_world, complete_trainer_run, invocation_cluster, parse_launch,
-                                        without_trainer_filled)
+    from trainlint.command_line import parse_launch
     from trainlint.input_codes import FILE_START, input_diagnostic
     from trainlint.sources import UnreadableSource
 
     words = [f.text if f.text is not None else "" for f in command.fields]
-    launch = parse_launch(words)
-    if launch.kind != "deepspeed" or launch.deepspeed_config is None or launch.invocation is None:
-        return
+    launch = parse_launch(words, base=source.path)
+    if launch.kind != "deepspeed" or launch.invocation is None:
+        return False
     spans = _Spans(shell.files)
 
     def span_of_field(i: int):
         f = command.fields[i] if 0 <= i < len(command.fields) else None
         return spans(f.value_loc if f is not None else None)[1] or FILE_START
 
+    from trainlint.adapters.megatron.invocation import find_invocation
+    from trainlint.command_line import accelerate_options
+
+    # The launcher's words, located in this script (the same reading `run` applies to a command line).
+    located = find_invocation(command, distinctive_needed=0)
+    options = accelerate_options(located, spans) if located is not None and "accelerate" in located.launchers else {}
     ref = launch.deepspeed_config
+    if ref is None:  # accelerate's inline DeepSpeed settings
+        from trainlint.accelerate_config import load_inline
+
+        what = "the accelerate config's DeepSpeed settings" if launch.accelerate is not None else \
+            "accelerate's DeepSpeed options"
+        _complete(result, source, launch, located, spans, span_of_field, words,
+                  load_inline(launch.accelerate, options, source.path), options, what, command)
+        return True
     at = span_of_field(ref.index)
     json_path = _find_json(ref.written, source.path)
     if json_path is None:
@@ -86,35 +109,44 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
             result.diagnostics.append(input_diagnostic(
                 "TL012", outside_message("DeepSpeed config", ref.written, roots_for(source.path)), at,
                 path=source.path))
-            return
+            return True
         result.diagnostics.append(input_diagnostic(
             "TL013", f"DeepSpeed config `{ref.written}` not found in the project (relative to this script, the "
             "current directory or the project root); the run is not estimated", at, path=source.path))
-        return
+        return True
     try:
         loaded = load_deepspeed_config(context.read(json_path), context.frameworks)
     except UnreadableSource as exc:
         result.diagnostics.append(exc.diagnostic)
-        return
-    inv = launch.invocation
-    # The launcher's words, located in this script (the same reading `run` applies to a command line).
-    from trainlint.adapters.megatron.invocation import find_invocation
+        return True
+    _complete(result, source, launch, located, spans, span_of_field, words, loaded, options, ref.written, command)
+    return True
 
-    located = find_invocation(command, distinctive_needed=0)
+
+def _complete(result: LoadResult, source: SourceText, launch, located, spans, span_of_field, words, loaded,
+              options: dict, what: str, command) -> None:
+    """The DeepSpeed run ``loaded`` (a JSON, or accelerate's inline settings) as the launch runs it: the
+    launcher's world (``located``: its invocation, located in the script) and the Trainer's arguments."""
+    from trainlint.accelerate_config import mixed_precision
+    from trainlint.command_line import _accelerate_world, complete_trainer_run, invocation_cluster, without_trainer_filled
+
+    inv = launch.invocation
     cluster = None
+    mixed = None
     if located is not None:
         cluster = invocation_cluster(located, source.path, spans)
         if "accelerate" in located.launchers:
             _accelerate_world(cluster, launch.accelerate)
+            mixed = mixed_precision(launch.accelerate, options.get("mixed_precision"))
     start = next((i for i, w in enumerate(words) if w == inv.entry_path), None)
     first = start + 1 if start is not None else 0  # the Trainer's first argument
     trainer_words = words[first:] if start is not None else None
     line = spans(command.loc)[1]
     for spec in loaded.specs:
         complete_trainer_run(spec, cluster, trainer_words, lambda i: span_of_field(first + i), source.path,
-                             cwd=Path(source.path).parent)
+                             cwd=Path(source.path).parent, mixed_precision=mixed)
         spec.path = source.path
-        spec.label = f"{inv.entry_path.rsplit('/', 1)[-1]} with {ref.written} at line {line.line if line else 1}"
+        spec.label = f"{inv.entry_path.rsplit('/', 1)[-1]} with {what} at line {line.line if line else 1}"
         spec.entry_point = inv.entry_path
         spec.anchor = line
         if source.path not in spec.sources:

@@ -81,6 +81,9 @@ class LaunchCommand:
     script_args: list[str] = field(default_factory=list)
     accelerate: AccelerateConfig | None = None
     """The ``accelerate launch --config_file`` YAML's settings (AccelerateConfig), when read."""
+    accelerate_inline: bool = False
+    """``accelerate launch`` with DeepSpeed and no DeepSpeed JSON: the settings are the accelerate config's
+    inline ``deepspeed_config`` and the launch options (kind ``deepspeed``, ``deepspeed_config`` None)."""
 
     def span_of_word(self, index: int, start: int = 0, end: int | None = None) -> Span:
         return word_span(self.argv, index, start, end)
@@ -115,8 +118,9 @@ def span_function(argv: list[str], path: str = COMMAND_LINE) -> Callable:
     return span_of
 
 
-def parse_launch(argv: list[str]) -> LaunchCommand:
-    """Classify a command line; never raises on odd input."""
+def parse_launch(argv: list[str], base: str | None = None) -> LaunchCommand:
+    """Classify a command line; never raises on odd input. ``base``: the launch script the words are
+    in (an accelerate config is looked for beside it too)."""
     from trainlint.adapters.megatron.invocation import find_invocation
     from trainlint.adapters.megatron.shell import Command
     from trainlint.adapters.megatron.words import Loc
@@ -139,8 +143,9 @@ def parse_launch(argv: list[str]) -> LaunchCommand:
             return found
         ref = _deepspeed_config(argv, args_start)
         if "accelerate" in inv.launchers:
-            ref = _accelerate(found, argv) or ref
-        if ref is not None:
+            ref = _accelerate(found, argv, base) or ref
+            found.accelerate_inline = ref is None and _accelerate_deepspeed(found, argv, args_start)
+        if ref is not None or found.accelerate_inline:
             found.kind = "deepspeed"
             found.deepspeed_config = ref
         return found
@@ -151,7 +156,7 @@ def parse_launch(argv: list[str]) -> LaunchCommand:
     return LaunchCommand(argv, "none")
 
 
-def _accelerate(found: LaunchCommand, argv: list[str]) -> WordRef | None:
+def _accelerate(found: LaunchCommand, argv: list[str], base: str | None = None) -> WordRef | None:
     """``accelerate launch``: its --deepspeed_config_file, else the one its --config_file YAML names
     (the YAML's num_processes/num_machines are kept on ``found`` for the world size)."""
     from trainlint.accelerate_config import read_accelerate_config
@@ -160,7 +165,7 @@ def _accelerate(found: LaunchCommand, argv: list[str]) -> WordRef | None:
     world = found.invocation.world
     config_word = _word_of(argv, world.get("accelerate_config"))
     if config_word is not None:
-        found.accelerate = read_accelerate_config(config_word[2])
+        found.accelerate = read_accelerate_config(config_word[2], base)
     direct = _word_of(argv, world.get("deepspeed_config_file"))
     if direct is not None:
         index, start, written = direct
@@ -170,6 +175,32 @@ def _accelerate(found: LaunchCommand, argv: list[str]) -> WordRef | None:
         written = found.accelerate.deepspeed_config_file
         return WordRef(index, written, written, word_span(argv, index, start))
     return None
+
+
+def _accelerate_deepspeed(found: LaunchCommand, argv: list[str], args_start: int) -> bool:
+    """accelerate runs DeepSpeed: the config's ``distributed_type: DEEPSPEED`` or ``--use_deepspeed``
+    among the launcher's own words (before the script)."""
+    if found.accelerate is not None and found.accelerate.uses_deepspeed:
+        return True
+    entry = _entry_index(found)
+    return "--use_deepspeed" in argv[:entry if entry is not None else args_start]
+
+
+def accelerate_options(inv, spans: Callable) -> dict:
+    """The ``accelerate launch`` options that set the DeepSpeedPlugin (``--zero_stage 3``,
+    ``--mixed_precision bf16``...), as text located with ``spans`` (Loc -> (path, Span))."""
+    from trainlint.accelerate_config import INLINE_KEYS
+    from trainlint.provenance import Origin, Provenance, Value
+
+    out = {}
+    for name in (*INLINE_KEYS, "mixed_precision"):
+        f = inv.world.get("accelerate_" + name)
+        if f is None or f.text is None:
+            continue
+        path, span = spans(f.value_loc)
+        out[name] = Value(f.text.strip(), Provenance(Origin.FILE, path=path, span=span, key=f"--{name}",
+                                                     note=f"accelerate launch --{name}"))
+    return out
 
 
 def _word_of(argv: list[str], value) -> tuple[int, int, str] | None:
@@ -302,7 +333,7 @@ def invocation_cluster(inv, path: str, spans: Callable):
 
 
 def complete_trainer_run(spec, cluster, trainer_words: list[str] | None, span_of: Callable, path: str,
-                         cwd=None) -> None:
+                         cwd=None, mixed_precision=None) -> None:
     """A DeepSpeed JSON's run as a launch runs it: the Hugging Face Trainer fills its "auto" values
     from the words after the script (when a script runs), and the launcher's GPUs per node, nodes and
     world size fill what the JSON does not say. The same for ``run``'s command line and ``check``'s
@@ -310,7 +341,10 @@ def complete_trainer_run(spec, cluster, trainer_words: list[str] | None, span_of
     if trainer_words is not None:
         from trainlint.hf_trainer import fill_from_trainer
 
-        fill_from_trainer(spec, trainer_words, span_of, path, cwd=cwd)
+        from trainlint.adapters.engine import set_engine
+
+        fill_from_trainer(spec, trainer_words, span_of, path, cwd=cwd, mixed_precision=mixed_precision)
+        set_engine(spec)  # the engine follows the precision the Trainer filled, as for a written-out JSON
     if cluster is not None:
         for name in ("gpus_per_node", "nodes", "world_size"):
             value = getattr(cluster, name)
@@ -393,24 +427,40 @@ def _deepspeed(launch, frameworks: Any = None):
     from trainlint.checker import FileResult
 
     ref = launch.deepspeed_config
-    source, problem = _read(ref, "DeepSpeed config")
-    if source is None:
-        return FileResult(COMMAND_LINE, None, [problem])
-    loaded = load_deepspeed_config(source, frameworks)
+    options = accelerate_options(launch.invocation, span_function(launch.argv)) \
+        if "accelerate" in launch.launchers and launch.invocation is not None else {}
+    if ref is None:  # accelerate's inline DeepSpeed settings
+        from trainlint.accelerate_config import load_inline
+
+        loaded = load_inline(launch.accelerate, options, COMMAND_LINE)
+        where = launch.accelerate.path if launch.accelerate is not None else COMMAND_LINE
+        what = "the accelerate config's DeepSpeed settings" if launch.accelerate is not None else \
+            "accelerate's DeepSpeed options"
+    else:
+        source, problem = _read(ref, "DeepSpeed config")
+        if source is None:
+            return FileResult(COMMAND_LINE, None, [problem])
+        loaded = load_deepspeed_config(source, frameworks)
+        where, what = source.path, ref.written
     cluster = launcher_cluster(launch)
+    mixed = None
     if "accelerate" in launch.launchers and cluster is not None:
+        from trainlint.accelerate_config import mixed_precision
+
         _accelerate_world(cluster, launch.accelerate)
+        mixed = mixed_precision(launch.accelerate, options.get("mixed_precision"))
     start = _entry_index(launch)
     first = start + 1 if start is not None else 0  # the Trainer's first argument
     trainer_words = launch.argv[first:] if start is not None else None
     for spec in loaded.specs:
-        complete_trainer_run(spec, cluster, trainer_words, lambda i: launch.span_of_word(first + i), COMMAND_LINE)
-        spec.label = f"{launch.entry or 'command'} with {ref.written}"
+        complete_trainer_run(spec, cluster, trainer_words, lambda i: launch.span_of_word(first + i), COMMAND_LINE,
+                             mixed_precision=mixed)
+        spec.label = f"{launch.entry or 'command'} with {what}"
         if COMMAND_LINE not in spec.sources:
             spec.sources.append(COMMAND_LINE)
     # "auto" values the Trainer fills from the arguments read above are not unresolved here
     diagnostics = without_trainer_filled(loaded.diagnostics) if start is not None else list(loaded.diagnostics)
-    return FileResult(source.path, FORMAT, diagnostics, loaded.specs, loaded.documents)
+    return FileResult(where, FORMAT, diagnostics, loaded.specs, loaded.documents)
 
 
 def _accelerate_world(cluster, config) -> None:

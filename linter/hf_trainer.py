@@ -68,14 +68,19 @@ FILLED_POINTERS = frozenset("/" + key.replace(".", "/") for key in FILLED_KEYS)
 
 
 def fill_from_trainer(spec: TrainingSpec, words: list[str], span_of: Callable[[int], Span], path: str,
-                      cwd: Path | None = None) -> None:
+                      cwd: Path | None = None, mixed_precision: Value | None = None) -> None:
     """Set in ``spec`` (a Trainer's DeepSpeed JSON) what the Trainer's command line ``words`` gives,
-    where the JSON leaves it to the Trainer ("auto", or absent): each value located in the command line."""
+    where the JSON leaves it to the Trainer ("auto", or absent): each value located in the command line,
+    or at its key in the script's own config file (:func:`script_arguments`). ``mixed_precision``: the
+    accelerate launch's (``mixed_precision`` of its config, ``--mixed_precision``), which --bf16/--fp16
+    override (TrainingArguments.__post_init__ sets ACCELERATE_MIXED_PRECISION from them when true)."""
+    words, where = script_arguments(words, span_of, path, cwd or Path.cwd())
     args = trainer_words(words)
 
     def given(name: str, value: object) -> Value:
         _, index = args[name]
-        return Value(value, Provenance(Origin.FILE, path=path, span=span_of(index), key=f"--{name}"))
+        at, span, from_file = where(index)
+        return Value(value, Provenance(Origin.FILE, path=at, span=span, key=name if from_file else f"--{name}"))
 
     def trainer_default(name: str) -> Value:
         return Value(DEFAULTS[name], Provenance(Origin.DEFAULT, key=f"--{name}",
@@ -88,10 +93,17 @@ def fill_from_trainer(spec: TrainingSpec, words: list[str], span_of: Callable[[i
         value = _int(args[name][0]) if name in args else None
         setattr(b, field, given(name, value) if value is not None else trainer_default(name))
     p = spec.precision
+    on = [name for name in ("fp16", "bf16") if name in args and _true(args[name][0])]
     for field, name in (("bf16_enabled", "bf16"), ("fp16_enabled", "fp16")):
-        if getattr(p, field) is None:
-            setattr(p, field, given(name, _true(args[name][0])) if name in args else
-                    Value(False, Provenance(Origin.DEFAULT, key=f"--{name}", note=f"TrainingArguments default {name}")))
+        if getattr(p, field) is not None:
+            continue
+        if name in on or (name in args and (on or mixed_precision is None)):
+            setattr(p, field, given(name, name in on))
+        elif mixed_precision is not None and not on:
+            setattr(p, field, Value(mixed_precision.value == name, mixed_precision.provenance))
+        else:
+            setattr(p, field, Value(False, Provenance(Origin.DEFAULT, key=f"--{name}",
+                                                      note=f"TrainingArguments default {name}")))
     if p.dtype is None and p.bf16_enabled is not None and p.fp16_enabled is not None:
         if p.bf16_enabled.value:
             p.dtype = Value("bf16", p.bf16_enabled.provenance)
@@ -109,6 +121,87 @@ def fill_from_trainer(spec: TrainingSpec, words: list[str], span_of: Callable[[i
                 break
     if "model_name_or_path" in args:
         _fill_model(spec, args["model_name_or_path"][0], given, cwd or Path.cwd())
+
+
+# ------------------------------------------------------------------------------ the script's config file
+
+MAX_ARGS_FILE_BYTES = 256 * 1024
+_ARGS_SUFFIXES = (".yaml", ".yml", ".json")
+Where = Callable[[int], "tuple[str, Span, bool]"]
+
+
+def script_arguments(words: list[str], span_of: Callable[[int], Span], path: str, cwd: Path) -> tuple[list[str], Where]:
+    """The training script's arguments with its own config file read in: TRL's ``--config FILE.yaml``
+    (TrlParser.parse_args_and_config, trl/scripts/utils.py: the file's values become the parser's
+    defaults, so every command-line flag wins wherever it is written) and HfArgumentParser's lone
+    ``FILE.yaml``/``FILE.json`` (the example scripts' ``len(sys.argv) == 2`` test; alignment-handbook's
+    H4ArgumentParser also takes ``FILE.yaml --key=value ...``, the flags winning). The file's top-level
+    ``key: scalar`` entries become ``--key value`` words placed before the command line's own (the later
+    word wins in :func:`trainer_words`), each located at its YAML value. Returns the words and, for a
+    word's index, (path, span, whether it comes from a file). The file is read with the safe loader,
+    bounded, only inside the project; when it cannot be read the words are returned as given."""
+
+    def on_line(i: int) -> tuple[str, Span, bool]:
+        return path, span_of(i), False
+
+    written, rest = _config_word(words)
+    if written is None:
+        return words, on_line
+    from trainlint.accelerate_config import find_config
+
+    found = find_config(written, str(cwd / "x"))
+    entries = _read_arguments(found) if found else None
+    if entries is None:
+        return words, on_line
+    file_words: list[str] = []
+    spans: list[Span] = []
+    for key, value, span in entries:
+        file_words += [f"--{key}", value]
+        spans += [span, span]
+    n = len(file_words)
+    assert found is not None
+
+    def located(i: int) -> tuple[str, Span, bool]:
+        if i < n:
+            return found, spans[i], True
+        return path, span_of(rest[i - n]), False
+
+    return file_words + [words[j] for j in rest], located
+
+
+def _config_word(words: list[str]) -> tuple[str | None, list[int]]:
+    """(the config file written, the indices of the other words) or (None, [])."""
+    if "--config" in words:
+        at = words.index("--config")  # TRL: args.index("--config"), the next word is the file
+        if at + 1 < len(words) and words[at + 1].endswith((".yaml", ".yml")):
+            return words[at + 1], [j for j in range(len(words)) if j not in (at, at + 1)]
+        return None, []
+    if words and words[0].endswith(_ARGS_SUFFIXES) and not words[0].startswith("-") and \
+            (len(words) == 1 or (words[0].endswith((".yaml", ".yml")) and
+                                 all(w.startswith("--") and "=" in w for w in words[1:]))):
+        return words[0], list(range(1, len(words)))
+    return None, []
+
+
+def _read_arguments(path: str) -> list[tuple[str, str, Span]] | None:
+    """The top-level ``key: scalar`` pairs of a YAML (or JSON) mapping, as text with the value's span."""
+    import yaml
+
+    from trainlint.sources import UnreadableSource, read_source
+
+    try:
+        root = yaml.compose(read_source(path, max_bytes=MAX_ARGS_FILE_BYTES).text, Loader=yaml.SafeLoader)
+    except (UnreadableSource, OSError, yaml.YAMLError, RecursionError):
+        return None
+    if not isinstance(root, yaml.MappingNode):
+        return None
+    out = []
+    for key, value in root.value:
+        if isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode) and key.value.isidentifier():
+            span = Span(value.start_mark.line + 1, value.start_mark.column + 1, value.end_mark.line + 1,
+                        value.end_mark.column + 1)
+            out.append((key.value, str(value.value), span))
+    return out
 
 
 def _fill_model(spec: TrainingSpec, name: str, given: Callable[[str, object], Value], cwd: Path) -> None:

@@ -33,6 +33,8 @@ MEGATRON_LEGACY = "legacy"                 # old Megatron-LM copies (v1.1.5 in D
 
 @dataclass
 class ModelSpec:
+    """The model's shape: architecture, layers, widths, heads, vocabulary, positions, experts."""
+
     architecture: Value | None = None        # gpt | bert | t5 | mamba | hybrid | other
     num_layers: Value | None = None
     hidden_size: Value | None = None
@@ -50,6 +52,10 @@ class ModelSpec:
     moe_top_k: Value | None = None
     moe_ffn_hidden_size: Value | None = None
     param_count: Value | None = None         # given by the config or derived
+    hidden_dropout: Value | None = None
+    """Dropout probability on the residual branches (after attention and MLP) and the embedding, as
+    written (Megatron ``--hidden-dropout``, NeoX ``hidden_dropout``); None: not stated (the framework
+    defaults, 0.1 in both, keep a mask). At 0 torch's dropout is the identity: no mask is kept."""
     named: Value | None = None
     """The model the config names but trainlint could not read the shape of (a Hub id that is neither a
     preset nor in the local Hugging Face cache): the estimate's request for the shape names it."""
@@ -63,6 +69,8 @@ class ModelSpec:
 
 @dataclass
 class ParallelSpec:
+    """How the run is split over GPUs: tensor, pipeline, context, expert and data parallelism."""
+
     tensor: Value | None = None
     pipeline: Value | None = None
     virtual_pipeline: Value | None = None    # model chunks per pipeline rank (interleaving)
@@ -92,6 +100,8 @@ class ParallelSpec:
 
 @dataclass
 class BatchSpec:
+    """The batch: micro batch, gradient accumulation, global batch and any ramp-up schedule."""
+
     micro_batch: Value | None = None
     grad_accum: Value | None = None
     global_batch: Value | None = None
@@ -103,6 +113,8 @@ class BatchSpec:
 
 @dataclass
 class PrecisionSpec:
+    """Training precision: the compute dtype, the fp16/bf16 switches as written, FP8, the gradient dtype."""
+
     dtype: Value | None = None               # fp32 | fp16 | bf16
     fp16_enabled: Value | None = None        # as written, for conflict checks
     bf16_enabled: Value | None = None
@@ -114,6 +126,8 @@ class PrecisionSpec:
 
 @dataclass
 class MemorySpec:
+    """What saves activation memory: recomputation, flash attention, activation partitioning, CPU checkpointing."""
+
     recompute: Value | None = None           # none | selective | full
     recompute_method: Value | None = None    # uniform | block
     recompute_num_layers: Value | None = None
@@ -127,6 +141,8 @@ class MemorySpec:
 
 @dataclass
 class ClusterSpec:
+    """The machines the run is launched on: GPU model, GPUs per node, nodes, world size."""
+
     gpu: Value | None = None                 # a GPU catalog id
     gpus_per_node: Value | None = None
     nodes: Value | None = None
@@ -187,6 +203,8 @@ class EngineSpec:
 
 @dataclass
 class RunSpec:
+    """How long the run trains, and whether its shape comes from the checkpoint it loads."""
+
     train_iters: Value | None = None
     train_samples: Value | None = None
     shape_from_checkpoint: Value | None = None
@@ -215,6 +233,8 @@ SECTIONS = ("model", "parallel", "batch", "precision", "memory", "cluster", "run
 
 @dataclass
 class TrainingSpec:
+    """One training run as trainlint reads it, whatever the format: each section's values with their provenance."""
+
     framework: str
     path: str
     label: str = ""

@@ -376,7 +376,11 @@ _ACCELERATE_BOOL = {"--cpu", "--multi_gpu", "--tpu", "--ipex", "--use_xpu", "--u
                     "--downcast_bf16", "--dynamo_use_fullgraph", "--dynamo_use_dynamic", "--enable_cpu_affinity",
                     "--tpu_cluster", "--no_tpu_cluster", "--tpu_use_sudo", "--vm", "--use_parallelism_config"}
 _ACCELERATE_WORLD = {"num_processes": "world_size", "num_machines": "nodes",
-                     "config_file": "accelerate_config", "deepspeed_config_file": "deepspeed_config_file"}
+                     "config_file": "accelerate_config", "deepspeed_config_file": "deepspeed_config_file",
+                     # the DeepSpeedPlugin's settings, which win over the config file's deepspeed_config
+                     **{name: "accelerate_" + name for name in (
+                         "zero_stage", "offload_optimizer_device", "offload_param_device", "gradient_accumulation_steps",
+                         "gradient_clipping", "zero3_init_flag", "zero3_save_16bit_model", "mixed_precision")}}
 
 
 def _accelerate_opts(fields: list[Field], i: int, world: dict[str, Field]) -> int:
