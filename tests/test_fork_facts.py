@@ -277,3 +277,51 @@ def test_options_the_script_parses_from_its_arguments_keep_its_defaults(tmp_path
     assert found(result, "TL012", "TL007") == []
     [spec] = result.specs
     assert spec.settings["deepspeed"].value is True and spec.settings["zero_stage"].value == 0
+
+
+# ------------------------------------------------------------------------------ list-typed flags
+
+
+def test_a_config_class_list_field_is_a_flag_taking_several_values():
+    """ArgumentGroupFactory turns ``list[int]`` (Optional or not) into ``nargs="+", type=int``."""
+    source = '''
+from dataclasses import dataclass
+from typing import Optional
+
+
+@dataclass
+class ParallelConfig:
+    hierarchical_context_parallel_sizes: Optional[list[int]] = None
+    names: list[str] | None = None
+    context_parallel_size: int = 1
+
+
+def _add_parallel_args(parser):
+    ArgumentGroupFactory(ParallelConfig).build_group(parser)
+'''
+    scan = scan_megatron({"megatron/training/arguments.py": source})
+    sizes = scan.args["--hierarchical-context-parallel-sizes"]
+    assert (sizes.type, sizes.nargs) == ("int", "+")
+    assert (scan.args["--names"].type, scan.args["--names"].nargs) == ("str", "+")
+    assert scan.args["--context-parallel-size"].nargs is None
+
+
+def test_a_single_value_where_a_rule_expects_a_list_is_not_an_internal_error(tmp_path, capsys):
+    """A fork that takes the sizes as one int: TL153 judges the one size instead of failing."""
+    import json
+
+    from trainlint.cli import main
+
+    root = write_fork(tmp_path / "cp-fork", DROPS_STUB)
+    module = root / "megatron" / "arguments.py"
+    module.write_text(module.read_text() + "\n\ndef _more(parser):\n"
+                      "    parser.add_argument('--context-parallel-size', type=int, default=1)\n"
+                      "    parser.add_argument('--cp-comm-type', type=str, default='p2p')\n"
+                      "    parser.add_argument('--hierarchical-context-parallel-sizes', type=int, default=None)\n")
+    line = f"torchrun pretrain_gpt.py {BASE_FLAGS} --context-parallel-size 4 --cp-comm-type a2a+p2p "
+    script = root / "examples" / "train.sh"
+    script.write_text(line + "--hierarchical-context-parallel-sizes 2\n")
+    main(["check", "--isolated", "--exit-zero", "--format", "json", str(script)])
+    diags = [(d["code"], d["line"], d["column"]) for f in json.loads(capsys.readouterr().out)["files"]
+             for d in f["diagnostics"] if d["code"] in ("TL153", "TL998")]
+    assert diags == [("TL153", 1, len(line) + len("--hierarchical-context-parallel-sizes ") + 1)]

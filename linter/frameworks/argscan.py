@@ -406,6 +406,33 @@ def _ann_type(ann: ast.AST | None) -> tuple[str | None, tuple | None, bool]:
     return (name if name in ("int", "float", "str", "bool") else None), None, False
 
 
+def _list_element(ann: ast.AST | None) -> str | None:
+    """For ``list[int]``, ``Optional[list[int]]``, ``list[int] | None``: the element type
+    (``"int"``; ``""`` when not a plain type); None when the annotation is not a list."""
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        try:
+            ann = ast.parse(ann.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        if _is_none(ann.right):
+            return _list_element(ann.left)
+        if _is_none(ann.left):
+            return _list_element(ann.right)
+        return None
+    if not isinstance(ann, ast.Subscript):
+        return None
+    head = _ann_name(ann.value)
+    if head in ("Optional", "Union"):
+        items = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+        non_none = [i for i in items if not _is_none(i)]
+        return _list_element(non_none[0]) if len(non_none) == 1 else None
+    if head in ("list", "List"):
+        name = _ann_name(ann.slice)
+        return name if name in ("int", "float", "str") else ""
+    return None
+
+
 def _is_none(node: ast.AST) -> bool:
     return (isinstance(node, ast.Constant) and node.value is None) or (isinstance(node, ast.Name) and node.id == "None")
 
@@ -415,6 +442,11 @@ def _factory_flag(fname: str, ann: ast.AST | None, default_node: ast.AST | None,
     """The flag ArgumentGroupFactory builds from one dataclass field (``--field-name``; a bool
     that defaults to True becomes ``--no-field-name``), unless ``argparse_meta`` names it."""
     typ, choices, _optional = _ann_type(ann)
+    element = _list_element(ann)
+    list_nargs = None
+    if element is not None:
+        # ArgumentGroupFactory: a list[X] field (Optional or not) is nargs="+" of type X
+        typ, list_nargs = element or None, "+"
     has_default, default = _literal(default_node)
     names = meta.get("arg_names") if isinstance(meta.get("arg_names"), list) else None
     action = meta.get("action") if isinstance(meta.get("action"), str) else None
@@ -433,7 +465,7 @@ def _factory_flag(fname: str, ann: ast.AST | None, default_node: ast.AST | None,
         typ = meta_type
     if isinstance(meta.get("choices"), (list, tuple)):
         choices = tuple(meta["choices"])
-    nargs = meta.get("nargs")
+    nargs = meta.get("nargs", list_nargs)
     for flag in flags:
         if isinstance(flag, str) and flag.startswith("-"):
             out.add(ArgDef(flag, dest, action, typ, choices, nargs if _jsonable(nargs) else None, default, has_default,

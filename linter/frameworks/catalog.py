@@ -22,7 +22,7 @@ from trainlint.frameworks.markers import MARKERS, marker  # noqa: F401 - marker:
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 """A file larger than this is not read (an argument module is ~100-200 KB); the readers use the same bound."""
 
-SCANNER_VERSION = "2"
+SCANNER_VERSION = "3"
 """Bump when the readers change what they extract: cached catalogs of older readers are ignored."""
 
 MAX_DEPENDENCIES = 48
