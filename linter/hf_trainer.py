@@ -88,10 +88,12 @@ def fill_from_trainer(spec: TrainingSpec, words: list[str], span_of: Callable[[i
 
     b = spec.batch
     for field, name in (("micro_batch", "per_device_train_batch_size"), ("grad_accum", "gradient_accumulation_steps")):
-        if getattr(b, field) is not None:
-            continue
         value = _int(args[name][0]) if name in args else None
-        setattr(b, field, given(name, value) if value is not None else trainer_default(name))
+        trainer = given(name, value) if value is not None else trainer_default(name)
+        if getattr(b, field) is None:
+            setattr(b, field, trainer)
+        elif name not in args or value is not None:  # the config states it: the Trainer checks it against its
+            setattr(b, f"trainer_{field}", trainer)       # own (fill_match; TL137), when that one is known
     p = spec.precision
     on = [name for name in ("fp16", "bf16") if name in args and _true(args[name][0])]
     for field, name in (("bf16_enabled", "bf16"), ("fp16_enabled", "fp16")):

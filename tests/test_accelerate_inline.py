@@ -295,3 +295,24 @@ def test_the_same_run_written_both_ways_gets_one_answer(project: Path):
     assert via_run.inputs.world == 8 and via_run.inputs.zero == 3
     assert via_run.worst_stage.total / 2**30 == pytest.approx(a["memory_gib"]["total"], rel=1e-9)
     assert via_run.tokens_per_s == pytest.approx(a["tokens_per_s"], rel=1e-9)
+
+
+def test_run_stops_on_an_accumulation_the_trainer_refuses(project: Path, capsys):
+    # `accelerate config` writes gradient_accumulation_steps: 1; the recipe accumulates 2: the Trainer stops
+    from trainlint.cli import main
+
+    (project / "gas1.yaml").write_text(ZERO3.replace("  zero_stage: 3\n", "  zero_stage: 3\n  gradient_accumulation_steps: 1\n"))
+    code = main(["run", "--dry-run", "--isolated", "--format", "json", "--", "accelerate", "launch", "--config_file",
+                 "gas1.yaml", "sft.py", "--config", "sft.yaml"])
+    found = [(Path(f["path"]).name, d["code"], d["line"], d["column"])
+             for f in _report(capsys.readouterr().err)["files"] for d in f["diagnostics"]]
+    assert code == 1 and found == [("gas1.yaml", "TL137", 9, 32)]
+    # the same launch told to accumulate 2 (as alignment-handbook's launch.slurm does) runs
+    code = main(["run", "--dry-run", "--isolated", "--format", "json", "--", "accelerate", "launch", "--config_file",
+                 "gas1.yaml", "--gradient_accumulation_steps", "2", "sft.py", "--config", "sft.yaml"])
+    assert code == 0 and not _report(capsys.readouterr().err)["files"][0]["diagnostics"]
+
+
+def _report(err: str) -> dict:
+    """The JSON report run writes on stderr (followed by its own "not running the command" line)."""
+    return json.JSONDecoder().raw_decode(err)[0]
