@@ -316,3 +316,25 @@ def test_run_stops_on_an_accumulation_the_trainer_refuses(project: Path, capsys)
 def _report(err: str) -> dict:
     """The JSON report run writes on stderr (followed by its own "not running the command" line)."""
     return json.JSONDecoder().raw_decode(err)[0]
+
+
+def test_only_the_trainer_checks_stated_values(project: Path):
+    # DeepSpeed's own --deepspeed_config (deepspeed.add_config_arguments) runs no Trainer: nothing to check against
+    (project / "ds2.json").write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2}}))
+    (spec,) = _deepspeed(parse_launch(["deepspeed", "train.py", "--deepspeed_config", "ds2.json"])).specs
+    assert spec.batch.micro_batch.value == 2 and spec.batch.trainer_micro_batch is None
+    # the Trainer's --deepspeed: its per_device_train_batch_size (default 8) must equal the stated 2
+    (spec,) = _deepspeed(parse_launch(["deepspeed", "train.py", "--deepspeed", "ds2.json"])).specs
+    trainer = spec.batch.trainer_micro_batch
+    assert trainer.value == 8 and trainer.provenance.origin is Origin.DEFAULT
+
+
+def test_peft_and_quantised_runs_are_not_modelled(project: Path):
+    (project / "qlora.yaml").write_text(SFT + "use_peft: true\nload_in_4bit: true\nload_in_8bit: false\n")
+    spec, _ = run_spec(["accelerate", "launch", "--config_file", "zero3.yaml", "sft.py", "--config", "qlora.yaml"])
+    gaps = spec.run.unmodelled
+    assert [flag for flag, _ in gaps.value] == ["use_peft: true", "load_in_4bit: true"]
+    assert where(gaps) == ("qlora.yaml", 14, 11)
+    from trainlint.rules.estimation.scope import usable_estimate
+
+    assert usable_estimate(spec, estimate(spec, build_context(spec, gpu="h100-sxm"))) is None  # no memory findings

@@ -22,6 +22,10 @@ class TrainerDeepSpeedMismatch(Rule):
     DeepSpeed plugin) that states `train_micro_batch_size_per_gpu` or `gradient_accumulation_steps`
     (accelerate's `deepspeed_config.gradient_accumulation_steps`) different from the Trainer's
     `per_device_train_batch_size` / `gradient_accumulation_steps` (as given, or their defaults 8 and 1).
+    Only where the Trainer is known to run the config: the script is given the Trainer's `--deepspeed`
+    argument, or its TrainingArguments are read from an arguments file (TRL's `--config`, a lone
+    `args.yaml`), or a LLaMA-Factory / axolotl YAML names the JSON; DeepSpeed's own `--deepspeed_config`
+    and a custom accelerate loop have no such check.
 
     ## Why is this bad?
     The Trainer fills the config's `"auto"` values from its arguments and checks the values the config
