@@ -49,6 +49,8 @@ class LoadContext:
 
 @dataclass
 class LoadResult:
+    """What an adapter read from one file: documents, specs and input diagnostics."""
+
     format: str
     documents: list[Document] = field(default_factory=list)
     specs: list[TrainingSpec] = field(default_factory=list)

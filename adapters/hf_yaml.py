@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
 from trainlint.positions import Span
 from trainlint.sources import SourceText
+
+if TYPE_CHECKING:  # pragma: no cover
+    import yaml
 
 FORMAT = "hf-trainer"
 # axolotl's names -> the TrainingArguments / training-script argument trainlint's HF reading takes
@@ -32,19 +33,17 @@ _TRAINER_KEYS = {"per_device_train_batch_size", "gradient_accumulation_steps", "
 _SNIFF_BYTES = 64 * 1024
 
 
-try:  # libyaml when present: the same events and marks as PyYAML's own parser (see yaml_tree), ~10x faster
-    _LOADER: type = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _LOADER = yaml.SafeLoader
-
-
 def _top_level(text: str) -> list[tuple[str, yaml.ScalarNode]] | None:
     """The top-level ``key: scalar`` pairs with their nodes; None when not a YAML mapping (or not
     YAML, or more than one document): what ``yaml.compose`` gives for the root mapping, read from
     the event stream instead (every file with "deepspeed" in it is sniffed: composing the whole
     tree in pure Python cost more than reading it), without recursion."""
+    import yaml  # here, not at the top: a check with no YAML that names a DeepSpeed JSON never needs it (~10 ms)
+
+    # libyaml when present: the same events and marks as PyYAML's own parser (see yaml_tree), ~10x faster
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return _root_pairs(yaml.parse(text, Loader=_LOADER))
+        return _root_pairs(yaml.parse(text, Loader=loader))
     except yaml.YAMLError:
         return None
 
@@ -53,6 +52,8 @@ def _root_pairs(events) -> list[tuple[str, yaml.ScalarNode]] | None:
     """The root mapping's scalar-to-scalar pairs from ``events``, as ``yaml.compose`` composes
     them: an alias is the node its anchor names (a scalar, or a collection), an undefined alias
     or an anchor defined twice is an error (None), as is a second document."""
+    import yaml  # imported by _top_level already: a lookup in sys.modules
+
     anchors: dict[str, yaml.ScalarNode | None] = {}  # None: the anchor names a collection
     pairs: list[tuple[str, yaml.ScalarNode]] = []
     depth, documents, root_mapping = 0, 0, False

@@ -88,6 +88,8 @@ class Extension:
 
 @dataclass(frozen=True)
 class Duplicate:
+    """A key written twice in one JSON object, with the span of each occurrence."""
+
     pointer: str
     key: str
     first: Span
@@ -116,6 +118,8 @@ class Quoteless:
 
 @dataclass(frozen=True)
 class NonFinite:
+    """A NaN or Infinity literal, which strict JSON does not allow: the token and where it is."""
+
     pointer: str
     token: str
     span: Span
@@ -123,6 +127,8 @@ class NonFinite:
 
 @dataclass(frozen=True)
 class SyntaxProblem:
+    """Why and where the text could not be read as JSON (or was refused)."""
+
     message: str
     span: Span
     code: str = "TL002"

@@ -118,6 +118,8 @@ class MLAConfig:
 
 @dataclass(frozen=True)
 class ParamCount:
+    """A model's parameters: in total, active per token, and in embeddings."""
+
     total: int
     active: int  # per token: MoE counts only the routed top-k + shared experts
     embedding: int  # input embedding + untied output layer + learned positions

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 @dataclass
 class FileResult:
+    """What reading one file (or multi-file run) gave: the format, input diagnostics, specs and documents."""
+
     path: str
     format: str | None
     """The adapter that claimed the file, or None when no adapter did (skipped)."""

@@ -87,6 +87,9 @@ class PlanningSettings:
 
 @dataclass
 class ProjectConfig:
+    """A project config as read: runs, environment, selection, severities, rule options, plugins, framework,
+    estimation and planning settings."""
+
     path: str | None = None
     runs: list[list[str]] = field(default_factory=list)
     """Multi-file runs: each a list of files merged in order (NeoX takes several YAMLs)."""

@@ -60,6 +60,8 @@ class Edit:
 
 @dataclass(frozen=True)
 class Diagnostic:
+    """One finding as reported: code, rule name, severity, message, where it is, related places and the fix."""
+
     code: str
     name: str
     severity: Severity

@@ -33,6 +33,8 @@ def parent_pointer(ptr: str) -> str:
 
 @dataclass
 class Document:
+    """One parsed config file: its text, its data, and the span of every key and value."""
+
     path: str
     format: str
     text: str

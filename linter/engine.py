@@ -9,7 +9,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from trainlint.checker import FileResult
 from trainlint.config import ConfigError, ProjectConfig
-from trainlint.diagnostics import Diagnostic, Related, Severity
+from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, Span
 from trainlint import cancel
@@ -25,6 +25,8 @@ from trainlint.suppressions import Suppressions, parse_suppressions
 
 @dataclass
 class LintSettings:
+    """What the rule engine runs with: selection, severities, rule options, the project, and the session's estimate and layout advice."""
+
     selection: Selection = field(default_factory=Selection)
     severity: dict[str, str] = field(default_factory=dict)
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -35,6 +37,13 @@ class LintSettings:
     """The GPU table rules resolve a target GPU in (the session's); None: the catalog."""
     layout_advice: Callable[[TrainingSpec, float], Any] | None = None
     """The session's whole-layout search for fix hints (see :class:`RuleContext`)."""
+    adapters: Sequence[Any] = ()
+    """The session's adapters: they spell fix hints and write a finding's ``changes`` as edits."""
+    environment: Mapping[str, str] = field(default_factory=dict)
+    """The launch-script environment files were read with (a rewritten script is read again with it)."""
+    write_fixes: bool = False
+    """Turn findings' ``changes`` into edits through the run's adapter (``check --fix`` / ``--diff``):
+    a write-back and a re-read per finding, so only when a fix will be applied or shown."""
 
 
 def settings_from(project: ProjectConfig, *, select: list[str] | None = None, extend_select: Sequence[str] = (),
@@ -86,7 +95,7 @@ def lint(results: Sequence[FileResult], registry: Registry, settings: LintSettin
         # see what was read, but an estimate of half a config would only mislead (or say "missing")
         partial = any(d.code in ("TL001", "TL002") for d in result.diagnostics)
         for spec in result.specs:
-            diagnostics.extend(_run_rules(spec, rules, settings, estimate=not partial))
+            diagnostics.extend(_run_rules(spec, rules, settings, estimate=not partial, result=result))
         kept = []
         used: set[tuple] = set()
         for diag in diagnostics:
@@ -131,15 +140,15 @@ def plugin_failures(registry: Registry, project: ProjectConfig | None) -> list[F
 
 
 def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings,
-               estimate: bool = True) -> list[Diagnostic]:
+               estimate: bool = True, result: FileResult | None = None) -> list[Diagnostic]:
     # rules and the estimator format config values and their products in f-strings: a product of
     # clamped 4,300-digit values is beyond Python's int-to-text limit (see numbers.long_numbers)
     with long_numbers():
-        return _run_rules_unlimited(spec, rules, settings, estimate)
+        return _run_rules_unlimited(spec, rules, settings, estimate, result)
 
 
 def _run_rules_unlimited(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings,
-                         estimate: bool) -> list[Diagnostic]:
+                         estimate: bool, file_result: FileResult | None = None) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     estimate_made = False
     result = None
@@ -160,9 +169,13 @@ def _run_rules_unlimited(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]
                 out.append(input_diagnostic("TL999", f"the estimate failed: {type(exc).__name__}: {exc}",
                                             spec.anchor or FILE_START, path=spec.path))
         ctx = RuleContext(options=options, estimate=result, estimator=settings.estimate, project=settings.project,
-                          gpus=settings.gpus, layout_advice=settings.layout_advice, shared=shared)
+                          gpus=settings.gpus, layout_advice=settings.layout_advice, adapters=settings.adapters,
+                          shared=shared)
         try:
             for finding in rule().check(spec, ctx):
+                if finding.changes and not finding.edits and finding.fix and settings.write_fixes \
+                        and file_result is not None:
+                    finding = _written_by_adapter(finding, spec, file_result, settings)
                 out.append(_place(rule, finding, spec))
         except Exception as exc:  # noqa: BLE001 - one failing rule must not stop the others
             path, span = spec.path, spec.anchor or FILE_START
@@ -186,6 +199,38 @@ def locate(spec: TrainingSpec, target: Target) -> tuple[str, Span, Value | None]
     if span is None:
         return spec.path, spec.anchor or FILE_START, value
     return path or spec.path, span, value
+
+
+def _written_by_adapter(finding: Finding, spec: TrainingSpec, result: FileResult, settings: LintSettings) -> Finding:
+    """The finding with its ``changes`` written as text edits by the run's adapter (its writer, the
+    round trip verified by re-reading), unsafe: a layout change alters the run. Unchanged when the
+    format has no writer or cannot write these changes (the hint stays a hint)."""
+    from trainlint.fixes import edits_between
+    from trainlint.layout.writeback import WritebackError, rewrite_files
+
+    try:
+        files = rewrite_files(result, spec, dict(finding.changes or {}), environment=dict(settings.environment),
+                              adapters=list(settings.adapters) or None)
+    except WritebackError:
+        return finding
+    from trainlint.safe_write import text_hash
+    from trainlint.sources import UnreadableSource, read_source
+
+    originals = {doc.path: doc.text for doc in result.documents}
+    edits: list[Edit] = []
+    for rewritten in files:
+        original = originals.get(rewritten.path)
+        if original is None:  # an adapter that keeps no Document: the text as read (the writer's start)
+            try:
+                original = read_source(rewritten.path).text
+            except UnreadableSource:
+                return finding
+        if text_hash(original) != rewritten.original_hash:
+            return finding  # not the text the writer started from: no edits to anchor
+        edits.extend(edits_between(original, rewritten.text, rewritten.path))
+    if not edits:
+        return finding
+    return replace(finding, edits=tuple(edits), applicability=finding.applicability or Applicability.UNSAFE)
 
 
 def _place(rule: type[Rule], finding: Finding, spec: TrainingSpec) -> Diagnostic:

@@ -1,7 +1,8 @@
 """``check --fix`` / ``--diff``: the findings' fixes, applied as text edits in each file's own format.
 
 A fix is a finding's ``edits`` (the adapters and rules fill them; see
-:class:`trainlint.diagnostics.Edit`). Which fixes apply is the finding's ``applicability``: safe
+:class:`trainlint.diagnostics.Edit`; a rule's layout ``changes`` are written by the run's adapter
+and turned into edits with :func:`edits_between`). Which fixes apply is the finding's ``applicability``: safe
 ones with ``--fix``, unsafe ones too with ``--unsafe-fixes``, display-only ones never.
 
 Computing the change is pure (:func:`plan`): the edits of one file, sorted, a fix whose edits
@@ -134,6 +135,30 @@ def apply(text: str, fixes: Sequence[Fix]) -> str:
     for start, end, content in sorted(edits, key=lambda e: (e[0], e[1]), reverse=True):
         out = out[:start] + content + out[end:]
     return out
+
+
+def edits_between(before: str, after: str, path: str | None = None) -> tuple[Edit, ...]:
+    """The edits that turn ``before`` into ``after``, one per changed run of whole lines (an adapter's
+    writer gives a new text; a fix is edits, so that fixes of other findings in the same file apply
+    beside it and one that overlaps waits for the next run)."""
+    old = before.splitlines(keepends=True)
+    new = after.splitlines(keepends=True)
+    last_line = before.count("\n") + 1  # lines as Span counts them (an empty last one after a final newline)
+
+    def start(index: int) -> tuple[int, int]:
+        """Where old line ``index`` (0-based) starts; past the end: the end of the text."""
+        if index + 1 <= last_line:
+            return index + 1, 1
+        tail = before.rsplit("\n", 1)[-1]
+        return last_line, len(tail) + 1
+
+    edits = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        (line, column), (end_line, end_column) = start(i1), start(i2)
+        edits.append(Edit(Span(line, column, end_line, end_column), "".join(new[j1:j2]), path))
+    return tuple(edits)
 
 
 def unified_diff(path: str, before: str, after: str) -> str:

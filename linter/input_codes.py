@@ -16,6 +16,8 @@ from trainlint.positions import FILE_START, Span
 
 @dataclass(frozen=True)
 class InputCode:
+    """A TL0xx input diagnostic: its code, name, default severity and summary."""
+
     code: str
     name: str
     severity: Severity

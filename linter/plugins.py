@@ -30,6 +30,8 @@ BUILTIN_PLUGINS = (BUILTIN_PLUGIN, *MEGATRON_RULE_FAMILIES)
 
 @dataclass
 class PluginFailure:
+    """A plugin that could not be loaded or used, and why (reported as TL998, or TL015 when not trusted)."""
+
     plugin: str
     reason: str
     code: str = "TL998"
@@ -38,6 +40,8 @@ class PluginFailure:
 
 @dataclass
 class PluginHost:
+    """The pluggy manager with trainlint's hooks and plugins, and the failures met loading them."""
+
     manager: pluggy.PluginManager
     failures: list[PluginFailure] = field(default_factory=list)
 
@@ -64,13 +68,13 @@ def project_host(project: Any, *, allow: bool = False, roots: Sequence[str] | No
                  editor_trusted: bool | None = None) -> PluginHost:
     """The plugin host for a project config: its local plugins only when :mod:`trainlint.trust`
     allows them (else one TL015 notice); built-ins and installed entry points always."""
-    from trainlint import trust
-
     plugins = list(getattr(project, "plugins", []) or [])
     config = getattr(project, "path", None)
     base = Path(project.root) if getattr(project, "root", None) else None
     if not plugins or config is None:
         return create_host(plugins if config is None else (), base)
+    from trainlint import trust  # only for a project that names local plugins
+
     decision = trust.decide(config, allow_flag=allow, roots=roots, editor_trusted=editor_trusted)
     if decision.allowed:
         return create_host(plugins, base)

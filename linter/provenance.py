@@ -27,6 +27,8 @@ class Origin(str, Enum):
 
 @dataclass(frozen=True)
 class Provenance:
+    """Where a value came from: its origin, file, span and spelling there, and a note for messages."""
+
     origin: Origin
     path: str | None = None
     span: Span | None = None

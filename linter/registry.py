@@ -15,6 +15,8 @@ from trainlint.rules import Rule
 
 @dataclass
 class Registry:
+    """What the plugins contributed: rules by code, adapters, GPUs, model presets, and the plugins that failed."""
+
     rules: dict[str, type[Rule]] = field(default_factory=dict)
     adapters: list = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)

@@ -29,6 +29,8 @@ def _specificity(selector: str, code: str, name: str) -> int:
 
 @dataclass
 class Selection:
+    """Which codes are reported: select, extend-select, ignore and per-file ignores."""
+
     select: list[str] = field(default_factory=lambda: ["ALL"])
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)

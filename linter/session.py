@@ -250,6 +250,8 @@ def open_session(options: SessionOptions, start: Path, *, validate: bool = True)
         session.context(None)  # the named GPU and model exist: a usage error now, not one per file
     settings.estimate = session.estimate
     settings.gpus = gpus
+    settings.adapters = registry.adapters
+    settings.environment = session.environment
     settings.layout_advice = _layout_advice(session)
     return session
 
@@ -257,7 +259,7 @@ def open_session(options: SessionOptions, start: Path, *, validate: bool = True)
 def _layout_advice(session: Session) -> Callable[[Any, float], Any]:
     from trainlint.rules.estimation.fixes import LayoutAdvice
 
-    return LayoutAdvice(session.estimate, session.startup_rules)
+    return LayoutAdvice(session.estimate, session.startup_rules, session.adapters)
 
 
 def exit_code(results: Sequence[FileResult], *, exit_zero: bool = False) -> int:

@@ -22,6 +22,8 @@ MAX_FILE_BYTES = 8 * 1024 * 1024
 
 @dataclass(frozen=True)
 class SourceText:
+    """A file's path and its text, read within trainlint's limits."""
+
     path: str
     text: str
 

@@ -33,6 +33,8 @@ MEGATRON_LEGACY = "legacy"                 # old Megatron-LM copies (v1.1.5 in D
 
 @dataclass
 class ModelSpec:
+    """The model's shape: architecture, layers, widths, heads, vocabulary, positions, experts."""
+
     architecture: Value | None = None        # gpt | bert | t5 | mamba | hybrid | other
     num_layers: Value | None = None
     hidden_size: Value | None = None
@@ -63,6 +65,8 @@ class ModelSpec:
 
 @dataclass
 class ParallelSpec:
+    """How the run is split over GPUs: tensor, pipeline, context, expert and data parallelism."""
+
     tensor: Value | None = None
     pipeline: Value | None = None
     virtual_pipeline: Value | None = None    # model chunks per pipeline rank (interleaving)
@@ -92,6 +96,8 @@ class ParallelSpec:
 
 @dataclass
 class BatchSpec:
+    """The batch: micro batch, gradient accumulation, global batch and any ramp-up schedule."""
+
     micro_batch: Value | None = None
     grad_accum: Value | None = None
     global_batch: Value | None = None
@@ -108,6 +114,8 @@ class BatchSpec:
 
 @dataclass
 class PrecisionSpec:
+    """Training precision: the compute dtype, the fp16/bf16 switches as written, FP8, the gradient dtype."""
+
     dtype: Value | None = None               # fp32 | fp16 | bf16
     fp16_enabled: Value | None = None        # as written, for conflict checks
     bf16_enabled: Value | None = None
@@ -119,6 +127,8 @@ class PrecisionSpec:
 
 @dataclass
 class MemorySpec:
+    """What saves activation memory: recomputation, flash attention, activation partitioning, CPU checkpointing."""
+
     recompute: Value | None = None           # none | selective | full
     recompute_method: Value | None = None    # uniform | block
     recompute_num_layers: Value | None = None
@@ -132,6 +142,8 @@ class MemorySpec:
 
 @dataclass
 class ClusterSpec:
+    """The machines the run is launched on: GPU model, GPUs per node, nodes, world size."""
+
     gpu: Value | None = None                 # a GPU catalog id
     gpus_per_node: Value | None = None
     nodes: Value | None = None
@@ -192,6 +204,8 @@ class EngineSpec:
 
 @dataclass
 class RunSpec:
+    """How long the run trains, and whether its shape comes from the checkpoint it loads."""
+
     train_iters: Value | None = None
     train_samples: Value | None = None
     shape_from_checkpoint: Value | None = None
@@ -220,6 +234,8 @@ SECTIONS = ("model", "parallel", "batch", "precision", "memory", "cluster", "run
 
 @dataclass
 class TrainingSpec:
+    """One training run as trainlint reads it, whatever the format: each section's values with their provenance."""
+
     framework: str
     path: str
     label: str = ""

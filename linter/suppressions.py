@@ -44,6 +44,8 @@ class Directive:
 
 @dataclass
 class Suppressions:
+    """The disabling comments of one file: for the whole file, per line, and per range."""
+
     file_codes: list[str] | None = None
     """Codes disabled for the whole file; [] means all codes."""
     lines: dict[int, list[str]] = field(default_factory=dict)

@@ -56,6 +56,8 @@ _VARIANT_SUFFIXES = ("-instruct", "-chat", "-hf", "-base", "-it")
 
 @dataclass(frozen=True)
 class Vocab:
+    """A tokenizer's vocabulary size and how it is known."""
+
     size: int
     """Tokens the tokenizer gives, before the framework pads the embedding."""
     note: str

@@ -112,3 +112,32 @@ def test_toy_writer_refuses_what_the_format_cannot_write(project):
     # without the session's adapters, a toytrain file is one trainlint cannot write
     with pytest.raises(WritebackError, match="cannot write a layout back into a toytrain file"):
         rewrite(result, result.specs[0], {"parallel.tensor": 4})
+
+
+BIG = RUN.replace("model.seq_length = 2048", "model.seq_length = 4096").replace(
+    "parallel.tensor = 8", "parallel.tensor = 1").replace("batch.micro_batch = 1", "batch.micro_batch = 16").replace(
+    "batch.global_batch = 64", "batch.global_batch = 128")
+
+
+def test_toy_format_gets_fix_hints_and_check_fix_from_its_adapter(project, capsys):
+    """An out-of-memory finding on a plugin format: the fix hint is spelled by the toy adapter
+    (the session's adapters reach the rule through RuleContext), and ``check --fix`` writes it with
+    the toy adapter's writer (Finding.changes -> Adapter.writer -> edits), only as an unsafe fix."""
+    path = project / "big.toytrain"
+    path.write_text(BIG)
+    found = _check(capsys, path)
+    (oom,) = [d for d in found["diagnostics"] if d["code"] == "TL201"]
+    assert "with batch.micro_batch = " in oom["fix"] and "micro batch " not in oom["fix"]
+    smaller = int(oom["fix"].split("with batch.micro_batch = ")[1].split(":")[0])
+    assert 1 <= smaller < 16
+    # a plain --fix applies safe fixes only: a layout change is unsafe, the file stays as it is
+    assert main(["check", "--fix", "--gpu", "h100-80gb", str(path)]) in (0, 1)
+    capsys.readouterr()
+    assert path.read_text() == BIG
+    assert main(["check", "--diff", "--unsafe-fixes", "--gpu", "h100-80gb", str(path)]) == 1
+    diff = capsys.readouterr().out
+    assert "-batch.micro_batch = 16\n" in diff and f"+batch.micro_batch = {smaller}\n" in diff
+    assert main(["check", "--fix", "--unsafe-fixes", "--gpu", "h100-80gb", str(path)]) == 0
+    capsys.readouterr()
+    assert path.read_text() == BIG.replace("batch.micro_batch = 16", f"batch.micro_batch = {smaller}")
+    assert not [d for d in _check(capsys, path)["diagnostics"] if d["code"] == "TL201"]

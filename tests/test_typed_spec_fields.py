@@ -22,6 +22,8 @@ LINTER = Path(__file__).resolve().parent.parent / "linter"
 
 FILE_TEXT_USES: dict[tuple[str, str], str] = {
     ("rules/estimation/fixes.py", "copy_spec"): "copies the settings with the spec (a candidate starts as the run)",
+    ("rules/estimation/fixes.py", "chain_changes"):
+        "a chain that wrote a framework setting (--overlap-grad-reduce) is no layout change an adapter can write",
     ("rules/estimation/fixes.py", "_with_setting"):
         "a candidate writes the key as the fixed file would have it; set_engine re-derives the engine from it",
     ("rules/estimation/memory_rules.py", "BuffersDominateMemory.check"):

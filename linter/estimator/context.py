@@ -30,6 +30,8 @@ class ContextError(ValueError):
 
 @dataclass
 class EstimateContext:
+    """What an estimate knows besides the spec: GPU, cluster size, model, vocabulary, run values, the GPU table."""
+
     gpu: Value                                  # Value[GPU]
     gpus_per_node: Value                        # Value[int]
     nodes: Value | None = None                  # Value[int]

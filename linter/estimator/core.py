@@ -34,6 +34,8 @@ class MissingInputs:
 
 @dataclass
 class Estimate:
+    """The estimator's result for one spec: its inputs, memory per pipeline stage, step time, FLOPs, tokens and parameters."""
+
     spec_label: str
     inputs: Inputs
     stages: list[StageMemory]

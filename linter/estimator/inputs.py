@@ -24,6 +24,8 @@ MODEL_HOW = "give --model PRESET (e.g. --model llama2-7b) or --model path/to/con
 
 @dataclass(frozen=True)
 class MissingInput:
+    """An input the estimate needs that nothing gives: the field, what it is, and how to give it."""
+
     field: str
     what: str
     how: str
@@ -34,6 +36,8 @@ class MissingInput:
 
 @dataclass(frozen=True)
 class Assumption:
+    """A value the estimate used that the config does not state: the field, the value, its origin and source."""
+
     field: str
     value: Any
     origin: str

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from trainlint.frameworks.argdef import ArgDef
+from trainlint.frameworks.markers import MARKERS, marker  # noqa: F401 - marker: where it was defined before
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 """A file larger than this is not read (an argument module is ~100-200 KB); the readers use the same bound."""
@@ -24,12 +25,6 @@ MAX_SOURCE_BYTES = 4 * 1024 * 1024
 SCANNER_VERSION = "1"
 """Bump when the readers change what they extract: cached catalogs of older readers are ignored."""
 
-# Where each family keeps its argument definitions, in the order tried (a fork keeps the layout).
-MARKERS: dict[str, tuple[str, ...]] = {
-    "megatron": ("megatron/training/arguments.py", "megatron/arguments.py"),
-    "neox": ("megatron/neox_arguments/neox_args.py",),
-    "deepspeed": ("deepspeed/runtime/config.py",),
-}
 MAX_DEPENDENCIES = 48
 MAX_CLASS_MODULES = 160
 """Modules read to find ArgumentGroupFactory's config classes (arguments.py imports ~60 megatron modules)."""
@@ -81,14 +76,6 @@ def from_scan(family: str, variant: str, version: str | None, scan, **extra) -> 
 
 
 # ------------------------------------------------------------------------------- reading a checkout
-
-
-def marker(root: Path, family: str) -> str | None:
-    """The argument module of ``family`` under ``root`` (relative path), if there is one."""
-    for rel in MARKERS.get(family, ()):
-        if (root / rel).is_file():
-            return rel
-    return None
 
 
 def _read(path: Path) -> str | None:

@@ -17,19 +17,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
-from trainlint.frameworks.catalog import (
-    ArgCatalog,
-    MARKERS,
-    find_shipped,
-    load_shipped,
-    marker,
-    read_checkout,
-    shipped_index,
-)
+from trainlint.frameworks.markers import MARKERS, marker
 from trainlint.frameworks.target import FrameworkTarget, TargetOrigin
 
+# frameworks.catalog (catalogs, the shipped index, the disk cache) is imported where a checkout or a
+# configured release is read: a config with neither (the usual case) never needs it.
 if TYPE_CHECKING:
     from trainlint.diagnostics import Diagnostic
+    from trainlint.frameworks.catalog import ArgCatalog
     from trainlint.positions import Span
 
 FAMILIES = ("megatron", "neox", "deepspeed")
@@ -96,6 +91,8 @@ def configure(settings: Mapping[str, str] | None, base: str | None = None) -> Fr
                 raise FrameworkSettingError(f"`framework.{family}` = \"{value}\": no {wanted} under {candidate}")
             entries.append((family, "path", str(candidate.resolve())))
         else:
+            from trainlint.frameworks.catalog import find_shipped, shipped_index
+
             if find_shipped(family, value) is None:
                 known = ", ".join(e.version if e.variant == DEFAULT_VARIANT[family] else f"{e.variant} ({e.version})"
                                   for e in shipped_index() if e.family == family)
@@ -133,6 +130,8 @@ def _resolve(family: str, folder: str, settings: FrameworkSettings) -> Framework
     if setting is not None:
         kind, value = setting
         if kind == "version":
+            from trainlint.frameworks.catalog import find_shipped, load_shipped
+
             entry = find_shipped(family, value)
             assert entry is not None  # checked by configure()
             return FrameworkTarget(family, entry.variant, entry.version, TargetOrigin.PROJECT_CONFIG,
@@ -184,6 +183,8 @@ def _read_checkout_once(root: Path, family: str) -> ArgCatalog | None:
     hit = _checkouts.get(key)
     if hit is not None and hit[0] == stamp:
         return hit[1]
+    from trainlint.frameworks.catalog import read_checkout
+
     catalog: ArgCatalog | None = read_checkout(root, family)
     _checkouts[key] = (stamp, catalog)
     return catalog

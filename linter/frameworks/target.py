@@ -25,6 +25,8 @@ class TargetOrigin(str, Enum):
 
 @dataclass(frozen=True)
 class FrameworkTarget:
+    """The framework variant and version a config is checked against, how trainlint found it, and its argument catalog."""
+
     family: str
     """megatron | neox | deepspeed"""
     variant: str

@@ -284,8 +284,8 @@ def _mirror_settings(out: TrainingSpec, base: Inputs, changes: dict[str, Any], n
 
 def spell_changes(spec: TrainingSpec, base: Inputs | None, changes: dict[str, Any], adapters: Sequence[Any] = ()) -> list[str]:
     """Each change as the user writes it in this format (flags, JSON keys, YAML keys): the
-    adapter of the run's framework spells it (``Adapter.spell_changes``; among ``adapters``, else
-    the built-in and installed ones), else the fields are named."""
+    adapter of the run's framework spells it (``Adapter.spell_changes``; among ``adapters``, the
+    session's, else the built-in ones), else the fields are named."""
     adapter = adapter_of(spec, adapters)
     spelled = adapter.spell_changes(spec, changes, base) if adapter is not None else None
     if spelled is not None:
@@ -297,25 +297,15 @@ def spell_changes(spec: TrainingSpec, base: Inputs | None, changes: dict[str, An
 
 
 def adapter_of(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Any:
-    """The adapter of ``spec``'s format (named by its framework): among ``adapters`` (the session's),
-    else the built-in and installed ones; None for a run no adapter names."""
+    """The adapter of ``spec``'s format (named by its framework): among ``adapters`` (the session's,
+    plugin adapters included), else among the built-in ones; None for a run no adapter names."""
     from trainlint.layout.writeback import adapter_for
 
-    return adapter_for(spec.framework, adapters or _default_adapters())
+    if not adapters:
+        from trainlint.adapters import builtin_adapters
 
-
-def _default_adapters() -> list:
-    """The built-in adapters and those of installed plugins (read once per process)."""
-    global _ADAPTERS
-    if _ADAPTERS is None:
-        from trainlint.plugins import create_host
-        from trainlint.registry import build_registry
-
-        _ADAPTERS = build_registry(create_host()).adapters
-    return _ADAPTERS
-
-
-_ADAPTERS: list | None = None
+        adapters = builtin_adapters()  # no session at hand (a library call): the formats trainlint ships
+    return adapter_for(spec.framework, adapters)
 
 
 def megatron_deepspeed(spec: TrainingSpec) -> bool:

@@ -12,6 +12,8 @@ from trainlint.diagnostics import Diagnostic, Severity
 
 @dataclass(frozen=True)
 class FileEntry:
+    """One file of a report: its path, the format it was read as, its findings."""
+
     path: str
     format: str | None
     diagnostics: list[Diagnostic]

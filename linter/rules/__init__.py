@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterator, Mapping
+from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
 from trainlint.diagnostics import Applicability, Edit, Severity
 from trainlint.provenance import Value
@@ -27,12 +27,16 @@ Target = str | Value | None
 
 @dataclass(frozen=True)
 class Option:
+    """A rule option: its default value and a one-line help."""
+
     default: Any
     help: str
 
 
 @dataclass
 class Finding:
+    """What a rule reports: the message, where it points, the other places involved, and the fix."""
+
     message: str
     at: Target = None
     """The most useful place to point at."""
@@ -45,6 +49,10 @@ class Finding:
     """How the fix may be applied (safe / unsafe / display); None: no machine-applicable fix."""
     edits: tuple[Edit, ...] = ()
     """The fix as text edits in the file's own format (see :class:`trainlint.diagnostics.Edit`)."""
+    changes: Mapping[str, Any] | None = None
+    """The fix as layout changes (keys of :data:`trainlint.layout.writeback.CHANGE_KEYS`, e.g.
+    ``{"batch.micro_batch": 2}``) when it has no ``edits``: for ``check --fix`` the engine asks the
+    run's adapter to write them (``Adapter.writer``, round trip verified) and makes the edits of that."""
 
 
 @dataclass
@@ -64,6 +72,9 @@ class RuleContext:
     layout_advice: Callable[[TrainingSpec, float], Any] | None = None
     """The fastest whole layout ``trainlint suggest`` finds for a spec under a memory headroom
     (None when there is none), in the session's context and start-up rules."""
+    adapters: Sequence[Any] = ()
+    """The session's adapters (plugin adapters included): the run's adapter spells a fix hint in
+    its own format (``Adapter.spell_changes``). Empty: the built-in adapters."""
     shared: dict[str, Any] = field(default_factory=dict)
     """What the rules of one spec's run compute once and share (the memory verdict TL201, TL202 and
     TL900 all ask for); one dict per spec, made by the engine, so nothing outlives the run."""

@@ -71,12 +71,12 @@ class NetworkBoundDp(Rule):
             def faster(r) -> bool:
                 return r.tokens_per_s >= est.tokens_per_s
 
-            found = search_closest(spec, communication_candidates, ctx.estimator,
+            found = search_closest(spec, lambda s: communication_candidates(s, ctx.adapters), ctx.estimator,
                                    accept=lambda r: fits(r, headroom) and faster(r) and share(r) <= limit,
                                    score=lambda r: share(r) if fits(r, headroom) and faster(r) else 1.0)
             if found is not None and fits(found[1], headroom) and faster(found[1]) and share(found[1]) < exposed_share:
                 chain, result, resolved = found
-                final, spelled = final_changes(chain, spec)
+                final, spelled = final_changes(chain, spec, ctx.adapters)
                 fix = (f"with {spelled}: exposed DP communication {exposed_share:.0%} -> "
                        f"{share(result):.0%} of the step, {est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s")
                 if not resolved:
@@ -128,7 +128,7 @@ class Zero3AtLargeDp(Rule):
             return
         headroom = float(ctx.options["headroom"])
         best = None
-        for candidate in communication_candidates(spec):
+        for candidate in communication_candidates(spec, ctx.adapters):
             if candidate.target != "parallel.zero_stage" or "stage" not in candidate.spelling:
                 continue
             try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from trainlint.adapters.engine import set_engine
 from trainlint.estimator.core import InvariantError
@@ -18,6 +18,8 @@ from trainlint.spec import TrainingSpec
 
 @dataclass(frozen=True)
 class Candidate:
+    """One change a fix hint may propose: how the user spells it, the field it is about, the changed spec."""
+
     spelling: str
     """How the user writes the change in this format ("--recompute-granularity selective")."""
     target: str
@@ -68,19 +70,20 @@ def _with_data_parallel(spec: TrainingSpec, dp: int, **fields: Any) -> TrainingS
     return _with(spec, **changes)
 
 
-def _spelled(spec: TrainingSpec, changes: dict[str, Any]) -> str:
-    """The changes as the run's adapter writes them (``Adapter.spell_changes``: the same spelling
-    ``trainlint suggest`` shows and ``--write-to`` writes)."""
+def _spelled(spec: TrainingSpec, changes: dict[str, Any], adapters: Sequence[Any] = ()) -> str:
+    """The changes as the run's adapter writes them (``Adapter.spell_changes``, the adapter found
+    among the session's ``adapters``: the same spelling ``trainlint suggest`` shows and
+    ``--write-to`` writes, a plugin format's included)."""
     from trainlint.layout.candidate import spell_changes
 
-    return " ".join(spell_changes(spec, None, changes))  # no change here is spelled in derived units
+    return " ".join(spell_changes(spec, None, changes, adapters))  # no change here is spelled in derived units
 
 
-def _micro_spelling(spec: TrainingSpec, value: int) -> str:
-    return _spelled(spec, {"batch.micro_batch": value})
+def _micro_spelling(spec: TrainingSpec, value: int, adapters: Sequence[Any] = ()) -> str:
+    return _spelled(spec, {"batch.micro_batch": value}, adapters)
 
 
-def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
+def memory_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Iterator[Candidate]:
     """Changes that lower memory per GPU, cheapest in throughput first."""
     fw = spec.framework
     recompute = spec.value("memory.recompute", "none")
@@ -100,14 +103,14 @@ def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
         accum = spec.value("batch.grad_accum")
         if isinstance(accum, int):
             changes["batch__grad_accum"] = accum * micro // smaller
-        yield Candidate(_micro_spelling(spec, smaller), "batch.micro_batch", _with(spec, **changes))
+        yield Candidate(_micro_spelling(spec, smaller, adapters), "batch.micro_batch", _with(spec, **changes))
     tp, heads, world = spec.value("parallel.tensor", 1), spec.value("model.num_attention_heads"), spec.value("cluster.world_size")
     per_node = spec.value("cluster.gpus_per_node", 8)
     if fw in ("megatron", "neox") and all(isinstance(x, int) for x in (tp, heads, world, per_node)):
         wider = tp * 2
         layout = wider * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
         if heads % wider == 0 and wider <= per_node and world % layout == 0:
-            spelling = _spelled(spec, {"parallel.tensor": wider})
+            spelling = _spelled(spec, {"parallel.tensor": wider}, adapters)
             changes = {"parallel__tensor": wider}
             if fw == "megatron" and wider > 1:
                 changes["parallel__sequence_parallel"] = True
@@ -128,11 +131,11 @@ def memory_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
         pipeline = spec.value("parallel.pipeline_engine", False) or spec.value("parallel.pipeline", 1) not in (1, None)
         ceiling = 1 if pipeline else 3
         if isinstance(stage, int) and stage < ceiling:
-            yield Candidate(_zero_spelling(spec, stage + 1), "parallel.zero_stage", _with(spec, parallel__zero_stage=stage + 1))
+            yield Candidate(_zero_spelling(spec, stage + 1, adapters), "parallel.zero_stage", _with(spec, parallel__zero_stage=stage + 1))
 
 
-def _zero_spelling(spec: TrainingSpec, stage: int) -> str:
-    return _spelled(spec, {"parallel.zero_stage": stage})  # Megatron-DeepSpeed: the JSON's stage and/or --zero-stage
+def _zero_spelling(spec: TrainingSpec, stage: int, adapters: Sequence[Any] = ()) -> str:
+    return _spelled(spec, {"parallel.zero_stage": stage}, adapters)  # Megatron-DeepSpeed: the JSON's stage and/or --zero-stage
 
 
 def fits(result: Any, headroom: float) -> bool:
@@ -196,7 +199,7 @@ def _ints(*values: Any) -> bool:
     return all(isinstance(v, int) and not isinstance(v, bool) for v in values)
 
 
-def throughput_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
+def throughput_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Iterator[Candidate]:
     """Changes that may raise MFU: less recompute, bigger GEMMs, a smaller bubble, less TP."""
     fw = spec.framework
     if fw == "megatron" and spec.value("memory.recompute") == "full":
@@ -205,14 +208,14 @@ def throughput_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
                               memory__recompute_num_layers=None))
     micro, accum = spec.value("batch.micro_batch"), spec.value("batch.grad_accum")
     if _ints(micro, accum) and accum % 2 == 0:
-        yield Candidate(_micro_spelling(spec, micro * 2), "batch.micro_batch",
+        yield Candidate(_micro_spelling(spec, micro * 2, adapters), "batch.micro_batch",
                         _with(spec, batch__micro_batch=micro * 2, batch__grad_accum=accum // 2))
     pipeline = spec.value("parallel.pipeline", 1)
     if _ints(micro) and micro > 1 and _ints(pipeline) and pipeline > 1:
         changes: dict[str, Any] = {"batch__micro_batch": micro // 2}
         if _ints(accum):
             changes["batch__grad_accum"] = accum * 2
-        yield Candidate(_micro_spelling(spec, micro // 2) + " (more micro-batches in the pipeline)", "batch.micro_batch",
+        yield Candidate(_micro_spelling(spec, micro // 2, adapters) + " (more micro-batches in the pipeline)", "batch.micro_batch",
                         _with(spec, **changes))
     layers = spec.value("model.num_layers")
     if fw == "megatron" and _ints(pipeline, layers) and pipeline > 2 and spec.value("parallel.virtual_pipeline", 1) in (1, None) \
@@ -224,13 +227,13 @@ def throughput_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
         narrower = tp // 2
         layout = narrower * (pipeline if _ints(pipeline) else 1) * spec.value("parallel.context", 1)
         if world % layout == 0:
-            spelling = _spelled(spec, {"parallel.tensor": narrower})
+            spelling = _spelled(spec, {"parallel.tensor": narrower}, adapters)
             modified = _with_data_parallel(spec, world // layout, parallel__tensor=narrower)
             if modified is not None:
                 yield Candidate(spelling, "parallel.tensor", modified)
 
 
-def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
+def communication_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Iterator[Candidate]:
     """Changes that hide or shrink data-parallel traffic."""
     fw = spec.framework
     accum, global_batch = spec.value("batch.grad_accum"), spec.value("batch.global_batch")
@@ -261,7 +264,7 @@ def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
     if fw in ("megatron", "neox") and _ints(tp, heads, world, per_node) and heads % (tp * 2) == 0 and tp * 2 <= per_node:
         layout = tp * 2 * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
         if world % layout == 0:
-            spelling = _spelled(spec, {"parallel.tensor": tp * 2})
+            spelling = _spelled(spec, {"parallel.tensor": tp * 2}, adapters)
             modified = _with_data_parallel(spec, world // layout, parallel__tensor=tp * 2)
             if modified is not None:
                 yield Candidate(spelling + " (fewer data-parallel replicas)", "parallel.tensor", modified)
@@ -270,10 +273,10 @@ def communication_candidates(spec: TrainingSpec) -> Iterator[Candidate]:
     stage = spec.value("parallel.zero_stage")
     if (fw in ("deepspeed", "neox") or megatron_deepspeed(spec)) and _ints(stage) and stage >= 2:
         for lower in range(stage - 1, 0, -1):  # ZeRO-3 gathers parameters every micro-batch; 2 and 1 do not
-            yield Candidate(_zero_spelling(spec, lower), "parallel.zero_stage", _with(spec, parallel__zero_stage=lower))
+            yield Candidate(_zero_spelling(spec, lower, adapters), "parallel.zero_stage", _with(spec, parallel__zero_stage=lower))
     micro = spec.value("batch.micro_batch")
     if _ints(micro, accum) and accum % 2 == 0:
-        yield Candidate(_micro_spelling(spec, micro * 2) + " (fewer, larger micro-batches)", "batch.micro_batch",
+        yield Candidate(_micro_spelling(spec, micro * 2, adapters) + " (fewer, larger micro-batches)", "batch.micro_batch",
                         _with(spec, batch__micro_batch=micro * 2, batch__grad_accum=accum // 2))
 
 
@@ -293,7 +296,7 @@ def _written(spec: TrainingSpec, dotted: str) -> bool:
     return first_span(spec.get(dotted))[1] is not None
 
 
-def batch_spelling(original: TrainingSpec, final: TrainingSpec) -> str | None:
+def batch_spelling(original: TrainingSpec, final: TrainingSpec, adapters: Sequence[Any] = ()) -> str | None:
     """How to write the batch settings of ``final`` where they differ from ``original``, in the
     format's own keys. Several candidates may each have moved the micro batch, the
     accumulation or the global batch; only the end state is what the user writes."""
@@ -306,6 +309,9 @@ def batch_spelling(original: TrainingSpec, final: TrainingSpec) -> str | None:
     micro, accum, glob = (new[f] for f in fields)
     changed = {f for f in fields if old[f] != new[f]}
     parts: list[str] = []
+    if fw not in ("megatron", "deepspeed", "neox"):
+        # a format of a plugin: its adapter spells the end state (Adapter.spell_changes)
+        return _spelled(final, {f: new[f] for f in fields if f in changed}, adapters) or None
     if fw == "megatron":
         if "batch.micro_batch" in changed:
             parts.append(f"--micro-batch-size {micro}")
@@ -330,13 +336,14 @@ def batch_spelling(original: TrainingSpec, final: TrainingSpec) -> str | None:
     return joiner.join(parts) + (" (a larger global batch)" if grew else "")
 
 
-def final_changes(chain: list[Candidate], original: TrainingSpec | None = None) -> tuple[list[Candidate], str]:
+def final_changes(chain: list[Candidate], original: TrainingSpec | None = None,
+                  adapters: Sequence[Any] = ()) -> tuple[list[Candidate], str]:
     """The changes a chain amounts to (micro 4 -> 2 -> 1 is "micro 1") and how to write them.
     With ``original``, the batch settings are spelled from the chain's end state, so changes
     that each moved the micro batch and the accumulation add up to what the user writes."""
     final = list({c.target: c for c in chain}.values())
     batch = [c for c in final if c.target.startswith("batch.")]
-    spelled_batch = batch_spelling(original, chain[-1].spec) if original is not None and batch else None
+    spelled_batch = batch_spelling(original, chain[-1].spec, adapters) if original is not None and batch else None
     if spelled_batch is None:
         return final, " and ".join(c.spelling for c in final)
     words: list[str] = []
@@ -346,6 +353,22 @@ def final_changes(chain: list[Candidate], original: TrainingSpec | None = None) 
         elif spelled_batch not in words:
             words.append(spelled_batch)
     return final, " and ".join(words)
+
+
+def chain_changes(original: TrainingSpec, chain: list[Candidate]) -> dict[str, Any] | None:
+    """What a chain changes, as layout changes an adapter can write (``Finding.changes``): the
+    fields of :data:`trainlint.layout.writeback.CHANGE_KEYS` whose value the chain's end differs in.
+    None when the chain also changes what no layout key says (a setting such as
+    --overlap-grad-reduce, an engine bucket): that fix stays a hint."""
+    from trainlint.layout.writeback import CHANGE_KEYS
+
+    if not chain:
+        return None
+    final = chain[-1].spec
+    if final.settings != original.settings:
+        return None
+    changes = {key: final.value(key) for key in sorted(CHANGE_KEYS) if final.value(key) != original.value(key)}
+    return changes or None
 
 
 # ------------------------------------------------------------------ whole-layout suggestions
@@ -364,8 +387,11 @@ class LayoutAdvice:
 
     KEPT = 32
 
-    def __init__(self, estimator: Callable[[TrainingSpec], Any], startup_rules: Callable[[], Any]) -> None:
+    def __init__(self, estimator: Callable[[TrainingSpec], Any], startup_rules: Callable[[], Any],
+                 adapters: Sequence[Any] = ()) -> None:
         self.estimator = estimator
+        self.adapters = tuple(adapters)
+        """The session's: the run's adapter says what its format can express and spells the layout."""
         self.startup_rules = startup_rules
         """Called on the first search: building the rule list costs nothing until a layout is needed."""
         self.found: dict[tuple, Any] = {}
@@ -385,7 +411,7 @@ class LayoutAdvice:
 
         try:
             result = search(spec, None, SearchOptions(top=1, headroom=headroom, max_checked=20, max_structures=5_000,
-                                                      max_evaluated=50_000, lazy_memory=True),
+                                                      max_evaluated=50_000, lazy_memory=True, adapters=self.adapters),
                             rules=self.startup_rules(), estimator=self.estimator)
         except SearchError:
             return None

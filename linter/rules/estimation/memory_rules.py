@@ -9,8 +9,8 @@ from trainlint.estimator import coefficients as C
 from trainlint.estimator.core import InvariantError
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import (copy_spec, final_changes, fits, layout_sentence, memory_candidates, point_at, search_closest,
-                                              suggest_layout)
+from trainlint.rules.estimation.fixes import (chain_changes, copy_spec, final_changes, fits, layout_sentence,
+                                              memory_candidates, point_at, search_closest, suggest_layout)
 from trainlint.rules.estimation.world_bound import memory_verdict
 from trainlint.spec import TrainingSpec
 
@@ -78,17 +78,20 @@ class OomRisk(Rule):
                    f"{est.inputs.gpu.id} ({worst.total / capacity:.0%}); largest: "
                    + ", ".join(f"{name} {_gib(value)}" for value, name in parts))
         fix, at = None, point_at(spec, "batch.micro_batch", "batch.grad_accum", "batch.global_batch")
+        changes = None
         if ctx.estimator is not None:
-            found = search_closest(spec, memory_candidates, ctx.estimator,
+            found = search_closest(spec, lambda s: memory_candidates(s, ctx.adapters), ctx.estimator,
                                    accept=lambda e: fits(e, headroom),
                                    score=lambda e: e.worst_stage.total)
             if found is not None and found[1].worst_stage.total < worst.total:
                 chain, result, resolved = found
-                final, spelled = final_changes(chain, spec)
+                final, spelled = final_changes(chain, spec, ctx.adapters)
                 fix = (f"with {spelled}: {_gib(result.worst_stage.total)} of "
                        f"{_gib(result.capacity_bytes)} GiB, {result.tokens_per_s:,.0f} tokens/s "
                        f"(now {est.tokens_per_s:,.0f})")
-                if not resolved:  # nothing in reach of one config file fits: say how far it gets
+                if resolved:  # check --fix has the run's adapter write it (unsafe: it changes the run)
+                    changes = chain_changes(spec, chain)
+                else:  # nothing in reach of one config file fits: say how far it gets
                     fix = (f"no change tried brings it under {headroom:.0%}; the closest, " + fix
                            + "; more GPUs or a larger GPU are needed")
                 # Point at the first value the fix changes that is written somewhere; a default
@@ -115,7 +118,7 @@ class OomRisk(Rule):
                         "optimizer offload would lower this figure)")
         if verdict.note:
             message += f" ({verdict.note})"
-        yield Finding(message, at=at, fix=fix, severity=severity)
+        yield Finding(message, at=at, fix=fix, severity=severity, changes=changes)
 
 
 def _gpu_assumed(est) -> bool:

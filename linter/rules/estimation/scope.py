@@ -17,6 +17,8 @@ from trainlint.spec import TrainingSpec
 
 @dataclass(frozen=True)
 class Unmodelled:
+    """A setting (or entry point) the estimator does not model, and what an estimate would get wrong."""
+
     setting: str
     """The setting (or entry point) as written."""
     why: str

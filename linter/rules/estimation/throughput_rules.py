@@ -105,7 +105,7 @@ class LowExpectedMfu(Rule):
         global_batch = est.inputs.global_batch
 
         def candidates(s: TrainingSpec):
-            return itertools.chain(throughput_candidates(s), communication_candidates(s))
+            return itertools.chain(throughput_candidates(s, ctx.adapters), communication_candidates(s, ctx.adapters))
 
         def same_recipe(r) -> bool:
             return allow_batch or r.inputs.global_batch == global_batch
@@ -115,7 +115,7 @@ class LowExpectedMfu(Rule):
                                score=lambda r: -r.tokens_per_s if fits(r, headroom) and same_recipe(r) else 0.0)
         if found is not None and found[2]:
             chain, result, _ = found
-            final, spelled = final_changes(chain, spec)
+            final, spelled = final_changes(chain, spec, ctx.adapters)
             fix = (f"with {spelled}: MFU {est.mfu:.1%} -> {result.mfu:.1%}, "
                    f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s, "
                    f"{result.worst_stage.total / 2**30:.1f} GiB per GPU (the best layout: {layout_sentence(best, est)})")
@@ -177,13 +177,13 @@ class PipelineBubble(Rule):
 
             # Only changes that aim at the bubble: a larger micro batch or less TP would be
             # chosen for their speed, not because they shrink it.
-            found = search_closest(spec, lambda s: (c for c in throughput_candidates(s) if c.target != "parallel.tensor"
+            found = search_closest(spec, lambda s: (c for c in throughput_candidates(s, ctx.adapters) if c.target != "parallel.tensor"
                                                     and "fewer, larger" not in c.spelling),
                                    ctx.estimator, accept=lambda r: fits(r, headroom) and bubble(r) <= threshold,
                                    score=lambda r: bubble(r) if fits(r, headroom) else 1.0)
             if found is not None and fits(found[1], headroom) and bubble(found[1]) < share:
                 chain, result, resolved = found
-                final, spelled = final_changes(chain, spec)
+                final, spelled = final_changes(chain, spec, ctx.adapters)
                 r = result.inputs
                 fix = (f"with {spelled} ({r.grad_accum} micro-batches per step"
                        + (f", {r.vpp} chunks per stage" if r.vpp > 1 else "")
@@ -233,19 +233,19 @@ class TensorParallelAcrossNodes(Rule):
 
 
             # Halve TP until the group fits in a node (DP grows to keep the world size).
-            found = search_closest(spec, lambda s: (c for c in throughput_candidates(s) if c.target == "parallel.tensor"),
+            found = search_closest(spec, lambda s: (c for c in throughput_candidates(s, ctx.adapters) if c.target == "parallel.tensor"),
                                    ctx.estimator, accept=lambda r: fits(r, headroom) and r.inputs.tp <= r.inputs.gpus_per_node,
                                    score=lambda r: r.inputs.tp)
             if found is not None and found[2]:
                 chain, result, _ = found
-                _, spelled = final_changes(chain, spec)
+                _, spelled = final_changes(chain, spec, ctx.adapters)
                 fix = (f"with {spelled}: TP communication {est.time.tp_comm / est.step_time:.0%} -> "
                        f"{result.time.tp_comm / result.step_time:.0%} of the step, "
                        f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s, "
                        f"{result.worst_stage.total / 2**30:.1f} GiB per GPU")
             elif found is not None:  # a narrower TP does not fit: say so with its numbers
                 chain, result, _ = found
-                _, spelled = final_changes(chain, spec)
+                _, spelled = final_changes(chain, spec, ctx.adapters)
                 fix = (f"with {spelled} the run would need {result.worst_stage.total / 2**30:.1f} of "
                        f"{result.capacity_bytes / 2**30:.1f} GiB per GPU; add pipeline stages to keep TP in a node")
         yield Finding(message, at="parallel.tensor", fix=fix)
@@ -292,12 +292,12 @@ class MemoryBound(Rule):
             def ratio(r) -> float:
                 return r.time.bytes_time / r.time.flops_time if r.time.flops_time else float("inf")
 
-            found = search_closest(spec, throughput_candidates, ctx.estimator,
+            found = search_closest(spec, lambda s: throughput_candidates(s, ctx.adapters), ctx.estimator,
                                    accept=lambda r: fits(r, headroom) and r.bound != "memory" and r.tokens_per_s >= est.tokens_per_s,
                                    score=lambda r: ratio(r) if fits(r, headroom) and r.tokens_per_s >= est.tokens_per_s else float("inf"))
             if found is not None and fits(found[1], headroom) and found[1].tokens_per_s > est.tokens_per_s:
                 chain, result, resolved = found
-                final, spelled = final_changes(chain, spec)
+                final, spelled = final_changes(chain, spec, ctx.adapters)
                 fix = (f"with {spelled}: bound {result.bound}, bytes {ratio(result):.0%} of FLOP time (now {ratio(est):.0%}), "
                        f"{est.tokens_per_s:,.0f} -> {result.tokens_per_s:,.0f} tokens/s")
                 if not resolved:
@@ -362,14 +362,14 @@ class SmallGemms(Rule):
 
             # Larger micro-batches (same global batch) and narrower TP: the two ways to larger GEMMs.
             def candidates(s: TrainingSpec):
-                return (c for c in throughput_candidates(s)
+                return (c for c in throughput_candidates(s, ctx.adapters)
                         if c.target == "parallel.tensor" or (c.target == "batch.micro_batch" and "more micro-batches" not in c.spelling))
 
             found = search_closest(spec, candidates, ctx.estimator, accept=lambda r: fits(r, headroom) and resolved_by(r),
                                    score=lambda r: -r.mfu if fits(r, headroom) else 0.0)
             if found is not None and fits(found[1], headroom) and (found[2] or found[1].mfu > est.mfu * 1.05):
                 chain, result, resolved = found
-                final, spelled = final_changes(chain, spec)
+                final, spelled = final_changes(chain, spec, ctx.adapters)
                 n = result.inputs
                 fix = (f"with {spelled}: {n.micro * n.seq // max(1, n.cp)} tokens per micro-batch, "
                        f"{n.hidden // max(1, n.tp)} columns per rank, MFU {est.mfu:.1%} -> {result.mfu:.1%}, "

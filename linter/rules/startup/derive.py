@@ -143,6 +143,8 @@ def zero_stage(spec: TrainingSpec) -> Value | None:
 
 @dataclass(frozen=True)
 class DataParallel:
+    """The data-parallel size of a run and the arithmetic that gave it from the world size."""
+
     size: int
     how: str
     """The arithmetic, for messages: "world 16 / (TP 2 x PP 2 x CP 1)"."""
