@@ -195,6 +195,7 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
     from dataclasses import replace
 
     from trainlint.frameworks.catalog import defined_by
+    from trainlint.frameworks.removed_keys import reads_it, removed_key
     from trainlint.frameworks.target import how_to_point
 
     out = []
@@ -204,6 +205,13 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
             continue
         key = pointer_parts(d.subject)[-1]
         catalog = getattr(target, "catalog", None)
+        legacy = removed_key("deepspeed", d.subject)
+        if legacy is not None and (target is None or not target.known or catalog is None):
+            out.append(_removed_unknown_target(d, legacy, target))
+            continue
+        if legacy is not None and reads_it(legacy, getattr(target, "version", None)) is False:
+            d = replace(d, message=f"{d.message}; DeepSpeed {legacy.removed} removed it (read by {legacy.first} "
+                                   f"to {legacy.last}); on {legacy.removed} and later write {legacy.replacement}")
         if target is not None and target.known and catalog is not None:
             if key in catalog:
                 d = replace(d, severity=Severity.WARNING,
@@ -223,6 +231,23 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
                             applicability=Applicability.UNSAFE if d.applicability is Applicability.SAFE else d.applicability)
         out.append(d)
     return out
+
+
+def _removed_unknown_target(d: Diagnostic, legacy, target) -> Diagnostic:
+    """A key that old DeepSpeed releases read and later ones refuse, checked with no known DeepSpeed
+    version: the config may be written for a release that reads it, so a warning that says which
+    releases do (TL008), without a rename edit (the key the suggestion names may not exist there)."""
+    from trainlint.frameworks.target import how_to_point
+
+    commit = getattr(target, "commit", None)
+    what = f"upstream DeepSpeed at {commit}" if commit else "upstream DeepSpeed"
+    return input_diagnostic(
+        "TL008",
+        f"`{_dotted(legacy.pointer)}` was removed in DeepSpeed {legacy.removed}: releases {legacy.first} to "
+        f"{legacy.last} read it, {legacy.removed} and later refuse the config; checked against {what}, assumed "
+        f"because no DeepSpeed version is known for this config; {how_to_point('deepspeed')}",
+        d.span, path=d.path, severity=Severity.WARNING,
+        fix=f"on DeepSpeed {legacy.removed} or later write {legacy.replacement}", subject=d.subject)
 
 
 def load_deepspeed_config(source: SourceText, frameworks: FrameworkSettings | None = None) -> LoadResult:

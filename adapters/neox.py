@@ -141,6 +141,45 @@ def _refusal(target) -> str | None:
     return None
 
 
+def _older_release_types(diags: list[Diagnostic], target) -> list[Diagnostic]:
+    """NeoX checks the type of every value (NeoXArgs.validate_types, gpt-neox 8350c1d, 2021-04);
+    before that its ConfigMonster passed each value to Megatron's argparse as text (``str(v)``), which
+    read "2e-05" as a float. With the version assumed, a config whose own keys upstream removed or
+    lacks (two or more, none a misspelling: `save_interval`, `sparsity`) is written for another
+    release or a fork, so the type findings that rest on that check (TL009 at the top level, TL005)
+    are warnings that say so."""
+    if target is not None and target.known:
+        return diags
+    foreign = sorted({_top_level_key(d) or "" for d in diags
+                      if d.severity is Severity.WARNING and d.code in ("TL004", "TL008") and d.subject is not None
+                      and d.applicability is not Applicability.SAFE} - {""})
+    if len(foreign) < 2:
+        return diags
+    from dataclasses import replace
+
+    shown = ", ".join(f"`{k}`" for k in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+    out = []
+    for d in diags:
+        if d.severity is Severity.ERROR and d.code in ("TL005", "TL009") and "type" in d.message:
+            d = replace(d, severity=Severity.WARNING,
+                        message=f"{d.message} (GPT-NeoX since 8350c1d, 2021-04; before it the value reached argparse "
+                                f"as text); this config's own keys ({shown}) are no options of upstream GPT-NeoX "
+                                f"either: it is written for another release or a fork; {_against(target)}")
+        out.append(d)
+    return out
+
+
+def _fork_beside(target, path: str | None):
+    """The fork beside the config when the project config names another target (None otherwise)."""
+    from trainlint.frameworks.locate import fork_beside
+    from trainlint.frameworks.target import TargetOrigin
+
+    if target is None or target.origin is not TargetOrigin.PROJECT_CONFIG:
+        return None
+    fork = fork_beside("neox", path)
+    return fork if fork is not None and fork.path != target.path else None
+
+
 def _top_level_key(d: Diagnostic) -> str | None:
     """The key of an unknown-key finding (TL004) at the top level of the config, else None."""
     if d.subject is None or d.subject.count("/") != 1:
@@ -148,14 +187,23 @@ def _top_level_key(d: Diagnostic) -> str | None:
     return d.subject[1:].replace("~1", "/").replace("~0", "~")
 
 
-def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
+def _judged(diags: list[Diagnostic], target, path: str | None = None) -> list[Diagnostic]:
     """Unknown keys and values outside upstream's choices are errors only against a known target:
-    assumed upstream, a fork may define them (Stability's `mlp_type`, `hybrid_cosine_inv_sqrt_2`)."""
+    assumed upstream, a fork may define them (Stability's `mlp_type`, `hybrid_cosine_inv_sqrt_2`).
+    Against a target the project config names, a key the fork beside the config defines is a
+    warning naming that fork (the config is the fork's; the target lacks the key)."""
     from dataclasses import replace
 
     known = target is not None and target.known and target.complete
+    fork = _fork_beside(target, path) if any(d.code == "TL004" for d in diags) else None
     out = []
     for d in diags:
+        top = _top_level_key(d) if fork is not None and d.code == "TL004" else None
+        if fork is not None and top is not None and top in fork.catalog:
+            out.append(replace(d, severity=Severity.WARNING, applicability=None, edits=(), fix=None,
+                               message=f"{d.message.split('; did you mean')[0]}; {fork.describe()}, found beside the "
+                                       "config, defines it"))
+            continue
         if not known and d.code == "TL004" and d.applicability is Applicability.SAFE:
             out.append(d)  # a misspelling of an upstream key (two letters at most): no fork is needed to explain it
             continue
@@ -457,7 +505,7 @@ class NeoXAdapter(Adapter):
                     out.append(input_diagnostic(
                         "TL008", f"`{key}` is no longer a GPT-NeoX option: {_REMOVED[key]}{_elsewhere(key)}; "
                                  f"{_against(target)}", doc.locate_key("/" + _escape(key)), path=path,
-                        severity=Severity.WARNING))
+                        severity=Severity.WARNING, subject="/" + _escape(key)))
                     continue
                 out.append(input_diagnostic(
                     "TL008", f"`{key}` is no longer a GPT-NeoX option: {_REMOVED[key]}; {target.describe()} refuses "
@@ -474,9 +522,9 @@ class NeoXAdapter(Adapter):
         check_doc = Document(doc.path, doc.format, doc.text, _canonical_literals(doc.data, props),
                              doc.key_spans, doc.value_spans, unresolved)
         schema = _target_schema(catalog) if catalog is not None else _schema()
-        out.extend(_judged(check_document(check_doc, schema, refusal=_refusal(target)), target))
+        out.extend(_judged(check_document(check_doc, schema, refusal=_refusal(target)), target, path))
         out.extend(self._exact_integer_check(check_doc, props, path))
-        return out
+        return _older_release_types(out, target)
 
     @staticmethod
     def _zero_stage_check(doc: Document, path: str, autotuning: bool, unresolved: dict[str, str]) -> Iterator[Diagnostic]:
@@ -668,6 +716,7 @@ class _SpecBuilder:
         no_tying = self.get("no_weight_tying")
         if no_tying is not None:
             s.model.tied_embeddings = derived(not bool(no_tying.value), "not no_weight_tying", no_tying)
+        s.model.hidden_dropout = self.file("hidden_dropout")  # not given: NeoX's default 0.1 keeps a mask
         s.model.num_experts = self.get("moe_num_experts")
         s.model.moe_top_k = self.get("moe_top_k")
         padded = self.file("padded_vocab_size")

@@ -247,7 +247,8 @@ def _read_arguments(path: str) -> list[tuple[str, str, Span]] | None:
 def _fill_model(spec: TrainingSpec, name: str, given: Callable[[str, object], Value], cwd: Path) -> None:
     """The model --model_name_or_path names: a local directory's config.json, or a model preset; only
     fields the spec lacks (as --model does)."""
-    from trainlint.catalog import CatalogError, find_model_preset, read_hf_config
+    from trainlint.catalog import CatalogError
+    from trainlint.models import find_model_preset, read_hf_config
     from trainlint.estimator.context import fill_model
 
     from trainlint.hf_cache import cached_file

@@ -79,7 +79,8 @@ def _add_entries(plugin_name: str, entries: object, kind: str, into: dict[str, A
                  failures: list[PluginFailure]) -> None:
     """Catalog entries a plugin returned (dicts with the fields of gpus.json / models.json and an
     ``id``), built as the shipped ones are; a malformed entry is one TL998 naming the plugin."""
-    from trainlint.catalog import gpu_from_dict, model_preset_from_dict
+    from trainlint.catalog import gpu_from_dict
+    from trainlint.models import model_preset_from_dict
 
     build = gpu_from_dict if kind == "GPU" else model_preset_from_dict
     for entry in entries if isinstance(entries, (list, tuple)) else [entries]:

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.catalog import GPU, ModelPreset
+    from trainlint.catalog import GPU
     from trainlint.checker import FileResult, FileTask
     from trainlint.config import ProjectConfig
     from trainlint.engine import LintSettings
     from trainlint.estimator.context import EstimateContext
     from trainlint.layout.startup_check import StartupRules
+    from trainlint.models import ModelPreset
     from trainlint.registry import Registry
     from trainlint.spec import TrainingSpec
 
@@ -90,7 +91,7 @@ class Session:
         None when no plugin adds one (the shipped table is then read only when a model is named)."""
         if not self.registry.model_presets:
             return None
-        from trainlint.catalog import load_model_presets
+        from trainlint.models import load_model_presets
 
         return {**load_model_presets(), **self.registry.model_presets}
 

@@ -52,6 +52,10 @@ class ModelSpec:
     moe_top_k: Value | None = None
     moe_ffn_hidden_size: Value | None = None
     param_count: Value | None = None         # given by the config or derived
+    hidden_dropout: Value | None = None
+    """Dropout probability on the residual branches (after attention and MLP) and the embedding, as
+    written (Megatron ``--hidden-dropout``, NeoX ``hidden_dropout``); None: not stated (the framework
+    defaults, 0.1 in both, keep a mask). At 0 torch's dropout is the identity: no mask is kept."""
     named: Value | None = None
     """The model the config names but trainlint could not read the shape of (a Hub id that is neither a
     preset nor in the local Hugging Face cache): the estimate's request for the shape names it."""

@@ -81,7 +81,8 @@ def known_file(name: str) -> Vocab | None:
 def from_preset(name: str) -> Vocab | None:
     """The embedding rows of the model preset a Hugging Face tokenizer name matches, if any
     (``meta-llama/Meta-Llama-3-8B``; ``-Instruct``/``-hf``/``-chat`` variants share the tokenizer)."""
-    from trainlint.catalog import CatalogError, find_model_preset
+    from trainlint.catalog import CatalogError
+    from trainlint.models import find_model_preset
 
     candidates = [name.strip().strip("/")]
     lowered = candidates[0].lower()

@@ -313,8 +313,11 @@ def test_corpus_deepspeed_json_files_are_claimed_and_load(corpus_dir: Path, mani
         assert result.specs, row["path"]
         errors += [(row["path"], d.code, d.line) for d in result.diagnostics if d.severity.value == "error"]
     assert unclaimed == []
-    # The only errors are two real upstream typos that DeepSpeed's pydantic models refuse.
-    assert sorted(code for _, code, _ in errors) == ["TL004", "TL004"]
+    # The only error is a real upstream typo (`stage3_param_persitence_threshold`) that every DeepSpeed
+    # release ignores or refuses; `cpu_offload_params`, read by DeepSpeed 0.3.12 to 0.6.7, is a TL008
+    # warning while no DeepSpeed version is known for the config.
+    assert [(Path(p).name, code, line) for p, code, line in errors] == [
+        ("ds_zero_stage_infinity_config.json", "TL004", 9)]
 
 
 def test_corpus_neox_json_is_not_claimed(corpus_dir: Path, manifest):

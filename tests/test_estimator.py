@@ -314,3 +314,51 @@ def test_estimate_is_pure_and_repeatable():
     snapshot = dataclasses.asdict(i)
     a, b = estimate_inputs(i), estimate_inputs(i)
     assert a.to_dict() == b.to_dict() and dataclasses.asdict(i) == snapshot
+
+
+def test_residual_dropout_at_zero_keeps_no_mask():
+    """torch's dropout at p = 0 returns its input: no 1-byte mask after attention and after the MLP
+    (2 s b h / rep per layer) and nothing for the embedding's dropout (mask + output) on stage 0."""
+    on, off = make_inputs(), make_inputs(residual_dropout=False)
+    sb, h = 4096, 4096
+    assert layer_activation_bytes(on, keep_scores=False) - layer_activation_bytes(off, keep_scores=False) \
+        == pytest.approx(2 * sb * h)
+    sp = make_inputs(tp=4, sp=True)
+    assert layer_activation_bytes(sp, keep_scores=False) \
+        - layer_activation_bytes(dataclasses.replace(sp, residual_dropout=False), keep_scores=False) \
+        == pytest.approx(2 * sb * h / 4)
+    assert "embedding" in one_stage(on, 0, 32).detail and "embedding" not in one_stage(off, 0, 32).detail
+
+
+@pytest.mark.parametrize("flags, dropout", [("--hidden-dropout 0.0", False), ("--hidden-dropout 0.1", True), ("", True)])
+def test_megatron_hidden_dropout_reaches_the_estimate(tmp_path, flags, dropout):
+    from trainlint.adapters.base import LoadContext
+    from trainlint.adapters.megatron.adapter import MegatronAdapter
+    from trainlint.sources import SourceText
+
+    text = ("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 8 "
+            "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 "
+            f"--vocab-size 32000 --tokenizer-type NullTokenizer --bf16 {flags}\n")
+    path = tmp_path / "train.sh"
+    path.write_text(text)
+    spec = MegatronAdapter().load(SourceText(str(path), text), LoadContext()).specs[0]
+    from trainlint.estimator.inputs import resolve
+
+    inputs, missing, _ = resolve(spec, build_context(spec, gpu="h100-sxm", project=ProjectConfig()))
+    assert inputs is not None, missing
+    assert inputs.residual_dropout is dropout
+
+
+def test_neox_hidden_dropout_is_read_as_written(tmp_path):
+    from trainlint.adapters.base import LoadContext
+    from trainlint.adapters.neox import NeoXAdapter
+    from trainlint.estimator.inputs import _dropout_on
+    from trainlint.sources import SourceText
+
+    for text, on in (('{"num_layers": 2, "hidden_size": 64, "hidden_dropout": 0}\n', False),
+                     ('{"num_layers": 2, "hidden_size": 64, "hidden_dropout": 0.1}\n', True),
+                     ('{"num_layers": 2, "hidden_size": 64}\n', True)):
+        path = tmp_path / "neox.yml"
+        path.write_text(text)
+        spec = NeoXAdapter().load(SourceText(str(path), text), LoadContext()).specs[0]
+        assert _dropout_on(spec) is on, text

@@ -453,6 +453,43 @@ def test_neox_fork_keys_are_known_in_the_fork(tmp_path):
     assert [(c, s, l) for c, s, l, _ in got] == [("TL004", "warning", 6), ("TL006", "warning", 7)]
 
 
+def test_a_fork_checked_against_a_configured_upstream_names_the_fork(tmp_path):
+    """The project config names an upstream release while the config sits in a fork's checkout: a
+    flag only the fork defines is a warning naming the fork (no rename offered); a flag neither
+    defines stays an error against the release."""
+    root = write_fork(tmp_path / "some-fork", FORK_ARGUMENTS + f"# {tmp_path}\n")
+    release = _entries("megatron")[-1].version
+    diags = megatron_script(root / "examples" / "train.sh", "--embed-layernorm --zzz-nobody-defines-this",
+                            locate.configure({"megatron": release}))
+    assert found(diags, "TL004") == [("TL004", "warning", 1, 172), ("TL004", "error", 1, 190)]
+    fork_flag = next(d for d in diags if d.code == "TL004" and "--embed-layernorm" in d.message)
+    assert "some-fork" in fork_flag.message and "beside the config" in fork_flag.message and not fork_flag.edits
+    assert release in fork_flag.message
+
+
+def test_a_neox_fork_checked_against_a_configured_upstream_names_the_fork(tmp_path):
+    root = tmp_path / "neox-fork"
+    (root / "megatron" / "neox_arguments").mkdir(parents=True)
+    (root / "megatron" / "neox_arguments" / "neox_args.py").write_text(textwrap.dedent(f'''
+        # {tmp_path}
+        from dataclasses import dataclass
+        @dataclass
+        class NeoXArgsModel:
+            num_layers: int = None
+            hidden_size: int = None
+            num_attention_heads: int = None
+            seq_length: int = None
+            max_position_embeddings: int = None
+            mlp_type: str = "regular"
+    '''))
+    (root / "configs").mkdir()
+    pinned = LoadContext(frameworks=locate.configure({"neox": _entries("neox")[-1].version}))
+    text = NEOX_BASE + "mlp_type: llama\nzzz_nobody_defines_this: 1\n"
+    diags = NEOX.load(SourceText(str(root / "configs" / "run.yml"), text), pinned).diagnostics
+    assert found(diags, "TL004") == [("TL004", "warning", 6, 1), ("TL004", "error", 7, 1)]
+    assert "neox-fork" in next(d for d in diags if d.code == "TL004" and "mlp_type" in d.message).message
+
+
 def test_save_interval_is_an_error_only_for_a_neox_known_to_lack_it(tmp_path):
     """TL187 (save without checkpoint_factor) on a config that gives the old name save_interval: an
     error against a NeoX whose source lacks save_interval, a warning when the version is assumed
@@ -538,6 +575,31 @@ def test_deepspeed_against_an_assumed_upstream(tmp_path):
     assert "DeepSpeed 0.9.0" in warned.message and "assumed" in warned.message
 
 
+def test_a_key_old_deepspeed_releases_read_is_judged_by_the_target_version(tmp_path):
+    """`cpu_offload_params` (read by DeepSpeed 0.3.12 to 0.6.7, refused from 0.7.0): with no version
+    known a TL008 warning naming those releases and no rename edit; against a release that refuses
+    it (a shipped catalog) an error that says it was removed; the typo of a key no release reads
+    stays an error either way."""
+    from trainlint.adapters.deepspeed import DeepSpeedAdapter
+
+    adapter = DeepSpeedAdapter()
+    path = tmp_path / "ds_config.json"
+    text = DS_BASE % "cpu_offload_params"
+    path.write_text(text)
+    diags = adapter.load(SourceText(str(path), text), LoadContext()).diagnostics
+    assert found(diags, "TL004", "TL008") == [("TL008", "warning", 6, 5)]
+    removed = next(d for d in diags if d.code == "TL008")
+    assert "removed in DeepSpeed 0.7.0" in removed.message and "0.3.12 to 0.6.7" in removed.message
+    assert not removed.edits
+    pinned = LoadContext(frameworks=locate.configure({"deepspeed": _entries("deepspeed")[0].version}))
+    diags = adapter.load(SourceText(str(path), text), pinned).diagnostics
+    assert found(diags, "TL004", "TL008") == [("TL004", "error", 6, 5)]
+    assert "DeepSpeed 0.7.0 removed it" in next(d for d in diags if d.code == "TL004").message
+    typo = DS_BASE % "stage3_param_persitence_threshold"
+    diags = adapter.load(SourceText(str(path), typo), LoadContext()).diagnostics
+    assert found(diags, "TL004", "TL008") == [("TL004", "error", 6, 5)]
+
+
 def test_the_installed_package_is_read_when_nothing_is_beside_the_config(tmp_path, monkeypatch):
     site = tmp_path / "site"
     write_fork(site)
@@ -582,3 +644,29 @@ def test_a_stale_name_index_is_not_trusted(monkeypatch):
         assert catalog.defined_by("megatron", "--DDP-impl") == "Megatron-DeepSpeed main defines it"
     finally:
         catalog.shipped_names.cache_clear()
+
+
+def test_a_refused_flag_in_a_script_written_for_another_release_is_a_warning(tmp_path):
+    """`--batch-size` / `--warmup` are kept by upstream only to refuse them: an error in a script
+    written for upstream, a warning (with the value's type finding) when the script's own flags are
+    no arguments of upstream either and the version is assumed (older releases read them)."""
+    current = megatron_script(tmp_path / "a.sh", "--batch-size 4")
+    assert found(current, "TL008") == [("TL008", "error", 1, 172)]
+    old = megatron_script(tmp_path / "b.sh", "--batch-size 4 --warmup .01 --use-tfrecords --presplit-sentences")
+    assert found(old, "TL008", "TL005")[:3] == [("TL008", "warning", 1, 172), ("TL008", "warning", 1, 187),
+                                                ("TL005", "warning", 1, 196)]
+    batch = next(d for d in old if d.code == "TL008" and "--batch-size" in d.message)
+    assert "written for another release" in batch.message and "assumed" in batch.message
+    one = megatron_script(tmp_path / "c.sh", "--batch-size 4 --use-tfrecords")  # one stray flag is not enough
+    assert found(one, "TL008")[0] == ("TL008", "error", 1, 172)
+
+
+def test_neox_type_findings_in_a_config_written_for_another_release_are_warnings(tmp_path):
+    path = tmp_path / "run.yml"
+    current = NEOX_BASE + "min_lr: 2e-05\n"
+    assert found(NEOX.load(SourceText(str(path), current), LoadContext()).diagnostics, "TL009") == [
+        ("TL009", "error", 6, 9)]
+    old = NEOX_BASE + "min_lr: 2e-05\nsave_interval: 100\nsparsity: none\n"
+    diags = NEOX.load(SourceText(str(path), old), LoadContext()).diagnostics
+    assert found(diags, "TL009") == [("TL009", "warning", 6, 9)]
+    assert "8350c1d" in next(d for d in diags if d.code == "TL009").message

@@ -58,8 +58,6 @@ from trainlint.adapters.megatron.words import Field, Loc, Seg
 
 # The class and its sniffing live in .detect, which does not import this module's readers.
 from trainlint.adapters.megatron.detect import (  # noqa: F401 - names used below and by importers
-    _SNIFF_ENTRY,
-    _SNIFF_FLAGS,
     _SNIFF_YAML,
     _YAML_FLAG_KEY,
     FORMAT,

@@ -8,29 +8,42 @@ adapter claims need the shell evaluator, the flag tables and tree-sitter: those 
 from __future__ import annotations
 
 import re
+from functools import cache
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
 from trainlint.sources import SourceText
 
 FORMAT = "megatron"
 
-_SNIFF_FLAGS = re.compile(
-    r"--(?:tensor-model-parallel-size|pipeline-model-parallel-size|num-layers|micro-batch-size|global-batch-size|"
-    r"seq-length|max-position-embeddings|num-attention-heads|hidden-size|model-parallel-size|lr-decay-style|"
-    r"train-iters|train-samples|tokenizer-type|use-distributed-optimizer|recompute-granularity|"
-    r"checkpoint-activations|distributed-backend|make-vocab-size-divisible-by|ffn-hidden-size|"
-    r"num-query-groups|context-parallel-size|expert-model-parallel-size|lr-warmup-fraction)\b")
-_SNIFF_ENTRY = re.compile(r"\bpretrain_[A-Za-z0-9_]+\.py\b|\btasks/(?:[a-z_]+/)?main\.py\b|\btrain_rl\.py\b|"
-                          r"(?:multimodal|mimo)/train\.py\b")
-# The same entry points as _SNIFF_ENTRY, each led by a literal so that a search over megabytes is
-# fast (the alternation led by \b is ~0.6 s over 8 MB); the \b before the name is checked by hand.
-_ENTRY_PARTS = (re.compile(r"pretrain_[A-Za-z0-9_]+\.py\b"), re.compile(r"tasks/(?:[a-z_]+/)?main\.py\b"),
-                re.compile(r"train_rl\.py\b"))
+# The patterns of a launch script's content are compiled on first use (functools.cache): a check of
+# JSON and YAML files never sniffs a script, and compiling them costs ~1 ms of every start.
+
+
+@cache
+def _sniff_flags() -> re.Pattern[str]:
+    """Flags only Megatron-LM's launch lines use."""
+    return re.compile(
+        r"--(?:tensor-model-parallel-size|pipeline-model-parallel-size|num-layers|micro-batch-size|global-batch-size|"
+        r"seq-length|max-position-embeddings|num-attention-heads|hidden-size|model-parallel-size|lr-decay-style|"
+        r"train-iters|train-samples|tokenizer-type|use-distributed-optimizer|recompute-granularity|"
+        r"checkpoint-activations|distributed-backend|make-vocab-size-divisible-by|ffn-hidden-size|"
+        r"num-query-groups|context-parallel-size|expert-model-parallel-size|lr-warmup-fraction)\b")
+
+
+@cache
+def _entry_parts() -> tuple[re.Pattern[str], ...]:
+    """Megatron-LM's entry points (``pretrain_gpt.py``, ``tasks/.../main.py``, ``train_rl.py``), each
+    led by a literal so that a search over megabytes is fast (an alternation led by \\b is ~0.6 s
+    over 8 MB); the \\b before the name is checked by hand."""
+    return (re.compile(r"pretrain_[A-Za-z0-9_]+\.py\b"), re.compile(r"tasks/(?:[a-z_]+/)?main\.py\b"),
+            re.compile(r"train_rl\.py\b"))
+
+
 _ENTRY_PLAIN = ("multimodal/train.py", "mimo/train.py")
 
 
 def _has_entry(text: str) -> bool:
-    for rx in _ENTRY_PARTS:
+    for rx in _entry_parts():
         for m in rx.finditer(text):
             before = text[m.start() - 1] if m.start() else " "
             if not (before.isalnum() or before == "_"):
@@ -87,7 +100,7 @@ class MegatronAdapter(Adapter):
 
 
 def _score(text: str) -> int:
-    flags = set(_SNIFF_FLAGS.findall(text))
+    flags = set(_sniff_flags().findall(text))
     entry = _has_entry(text)
     if entry and flags:
         return BY_CONTENT + 20

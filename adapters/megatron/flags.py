@@ -208,6 +208,10 @@ class ArgReader:
         self.default_path = default_path
         self.out = ParsedArgs()
         self._reported_unknown: set[tuple] = set()
+        self._foreign: list[str] = []
+        """Flags the target does not define that are no misspelling of one it does."""
+        self._refused: list[tuple[int, int, str]] = []
+        """(first, end) diagnostics index range and spelling of each flag the target keeps only to refuse."""
 
     # -------------------------------------------------------------- helpers
 
@@ -271,6 +275,21 @@ class ArgReader:
             return None
         return (f"`{name}` was removed from {t.variant} in {line[last + 1].version} (defined up to {line[last].version}); "
                 f"{t.describe()}, which this config is checked against, exits with \"unrecognized arguments\"")
+
+    def _fork_defining(self, name: str):
+        """The fork found beside the config that defines ``name`` while the project config names
+        another target (None otherwise)."""
+        from trainlint.frameworks.target import TargetOrigin
+
+        t = self.target
+        if t is None or t.origin is not TargetOrigin.PROJECT_CONFIG:
+            return None
+        from trainlint.frameworks.locate import fork_beside
+
+        fork = fork_beside("megatron", self.default_path)
+        if fork is None or fork.path == t.path or name not in fork.catalog:
+            return None
+        return fork
 
     def _elsewhere(self, name: str) -> str:
         from trainlint.frameworks.catalog import defined_by
@@ -349,8 +368,41 @@ class ArgReader:
                 else:
                     i = self._unknown_flag(fields, i, name, bool(eq))
                     continue
+            first = len(self.out.diagnostics)
             i = self._known(fields, i, info, spelled, f, inline if eq else None)
+            status = (info.deprecated or {}).get("status")
+            if status in ("error", "exits") and self.dialect == CURRENT:
+                self._refused.append((first, len(self.out.diagnostics), spelled))
+        self._written_for_another_release()
         return self.out
+
+    def _written_for_another_release(self) -> None:
+        """A flag upstream keeps only to refuse it (`--batch-size`, `--warmup`, `--checkpoint-activations`)
+        breaks a script written for upstream. When the version is assumed and the script's own flags
+        show it is not written for upstream (two or more flags at upstream's entry point that upstream
+        does not define and that misspell none it does: `--use-tfrecords`, `--presplit-sentences`), the
+        release it targets is not known, and older releases read the refused flag: its TL008, and the
+        type current Megatron gives its value (TL005/TL006), are warnings that say so (issue 17: a
+        removed name speaks as an error only for a version known to refuse it)."""
+        if not self._refused or self._known_target or len(set(self._foreign)) < 2:
+            return
+        if self.entry is not None and not is_core_entry(self.entry):
+            return
+        from dataclasses import replace
+
+        shown = ", ".join(f"`{n}`" for n in sorted(set(self._foreign))[:3])
+        more = " ..." if len(set(self._foreign)) > 3 else ""
+        for first, end, spelled in self._refused:
+            for k in range(first, end):
+                d = self.out.diagnostics[k]
+                if d.severity is not Severity.ERROR or d.code not in ("TL005", "TL006", "TL008"):
+                    continue
+                what = (f"; the script's other flags ({shown}{more}) are no arguments of upstream Megatron-LM either: "
+                        f"it is written for another release or a fork, where `{spelled}` may be valid")
+                if d.code != "TL008":
+                    what = f" (current Megatron-LM's type){what}"
+                self.out.diagnostics[k] = replace(d, severity=Severity.WARNING, message=f"{d.message}{what}; {self._against()}",
+                                                  applicability=Applicability.UNSAFE if d.edits else d.applicability)
 
     def _unknown_severity(self) -> Severity:
         if not self._known_target:
@@ -411,7 +463,8 @@ class ArgReader:
                 while i < len(fields) and _is_value_field(fields[i]):
                     i += 1
             return i
-        suggestion = did_you_mean(name, self.table.all_flags)
+        fork = self._fork_defining(name)
+        suggestion = None if fork is not None else did_you_mean(name, self.table.all_flags)
         tail = f" (did you mean `{suggestion[0]}`?)" if suggestion else ""
         severity = self._unknown_severity()
         extra = ""
@@ -425,10 +478,17 @@ class ArgReader:
         else:
             message = (f"unknown flag `{name}`{tail}{self._elsewhere(name)}{extra}; {self._against()}")
         known = self._known_target
-        typo = bool(suggestion) and _typo(name, suggestion[0])
+        typo = suggestion is not None and bool(suggestion) and _typo(name, suggestion[0])
+        if not typo:
+            self._foreign.append(name)
         if typo and not known and (self.entry is None or is_core_entry(self.entry)):
             # Two letters from a flag upstream defines: a misspelling, whatever the fork.
             severity = Severity.ERROR
+        if fork is not None:
+            # The project config names another target than the fork whose source holds this config:
+            # the flag is the fork's, so say which names the target lacks without calling the run broken.
+            severity = Severity.WARNING
+            message += f"; {fork.describe()}, found beside the config, defines it"
         self._diag("TL004", message, f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None,
                    applicability=(Applicability.SAFE if typo and severity is Severity.ERROR else Applicability.DISPLAY)
                    if suggestion else None, edit=suggestion[0] if suggestion and not inline else None)
@@ -500,6 +560,7 @@ class ArgReader:
             # Removed from the upstream trainlint assumed; the script may target a release or a fork
             # that still has it, so this is only known to break where that is known.
             use = f"; current Megatron-LM uses `{replacement}`" if replacement else ""
+            self._foreign.append(spelled)
             renamed = self._one_to_one(info, replacement)
             # The rename is right for current Megatron-LM only: unsafe while the version is assumed.
             self._diag("TL008", f"`{spelled}` is not an argument of current Megatron-LM{self._elsewhere(spelled)}{use}; "

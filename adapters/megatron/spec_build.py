@@ -137,6 +137,7 @@ class SpecBuilder:
         m.hidden_size = self.get("hidden_size")
         m.num_attention_heads = self.get("num_attention_heads")
         m.latent_attention = self.spec.settings.get("multi_latent_attention")
+        m.hidden_dropout = self.get("hidden_dropout")  # not given: Megatron's default 0.1 keeps a mask
         if self.raw("group_query_attention") and self.given("num_query_groups"):
             m.num_kv_heads = self.get("num_query_groups")
         elif self.given("num_key_value_heads"):

@@ -13,12 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from trainlint.catalog import GPU, CatalogError, ModelPreset, find_gpu, find_model_preset, gpu_from_dict, load_gpus, read_hf_config
+from trainlint.catalog import GPU, CatalogError, find_gpu, gpu_from_dict, load_gpus
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
 
 if TYPE_CHECKING:
     from trainlint.config import ProjectConfig
+    from trainlint.models import ModelPreset  # the model half is imported only when a model is named
 
 DEFAULT_GPU = "h100-sxm"
 DEFAULT_GPUS_PER_NODE = 8
@@ -85,6 +86,8 @@ def resolve_model(name: str, origin: Origin, where: str | None = None,
                   presets: Mapping[str, ModelPreset] | None = None) -> Value:
     """A preset id (of ``presets``, default the shipped ones) or a local HF config.json (file or
     directory), as a Value[ModelPreset]."""
+    from trainlint.models import read_hf_config
+
     path = Path(name)
     try:
         if path.suffix == ".json" or path.is_dir() or path.is_file():
@@ -100,6 +103,7 @@ def resolve_model(name: str, origin: Origin, where: str | None = None,
 def _preset_or_cached(name: str, presets: Mapping[str, ModelPreset] | None) -> tuple[ModelPreset, str]:
     """A preset, else the config.json the local Hugging Face cache holds for the Hub id ``name``."""
     from trainlint.hf_cache import cached_file, is_repo_id
+    from trainlint.models import find_model_preset, read_hf_config
 
     try:
         preset = find_model_preset(name, presets)

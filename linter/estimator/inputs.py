@@ -125,6 +125,9 @@ class Inputs:
     """``vocab`` = vocab_tokens rounded up to a multiple of vocab_multiple x TP (when vocab_tokens)."""
     fp8_params: bool = False
     """FP8 primary weights (Megatron --fp8-param-gather): no 16-bit weight beside TE's FP8 copy."""
+    residual_dropout: bool = True
+    """Dropout on the residual branches and the embedding keeps a mask (and the embedding an output
+    copy); False when the config sets ``hidden_dropout`` to 0, where torch's dropout is the identity."""
 
     def repadded(self, tp: int) -> int:
         """The embedding rows with tensor-parallel size ``tp`` (a layout search changing TP)."""
@@ -389,6 +392,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     rlayers = int(r.get("memory.recompute_num_layers", fallback=1, why="one layer per checkpoint", cast=int) if recompute == "full" else 0)
     flash = e["attention"] == "flash"
     part_act = _bool(r.get("memory.partition_activations", fallback=False, why="activations not partitioned"))
+    residual_dropout = _dropout_on(spec)
 
 
     inputs = Inputs(
@@ -406,10 +410,23 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         overlap_tp=e["tp_overlap"],
         assumptions=r.assumptions,
         vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
+        residual_dropout=residual_dropout,
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)
     return inputs, [], r.assumptions
+
+
+def _dropout_on(spec: TrainingSpec) -> bool:
+    """Whether residual dropout keeps masks: unless the config states a probability of 0. torch's
+    dropout at p = 0 returns its input (aten/src/ATen/native/Dropout.cpp: "if (p == 0 || !train ||
+    input.numel() == 0) return input"; the decomposition torch.compile uses returns a clone), so no
+    mask is saved for the backward; Megatron's and NeoX's default 0.1 keeps one."""
+    entry = spec.get("model.hidden_dropout")
+    value = entry.value if entry is not None else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return True
+    return value != 0
 
 
 ASSUMED_WORLD_NOTE = ("the config and its launch do not say how many GPUs: one node ({per_node} GPUs, rounded up to a "

@@ -244,11 +244,12 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
     t = i.tp
     rep = t if i.sp else 1  # replicated tensors (norm inputs, dropout masks) split only with SP
     h = i.hidden
+    mask = sb * h / rep if i.residual_dropout else 0.0  # residual dropout mask (1 byte); none at p = 0
     attention = (lin * sb * h / rep          # norm output = QKV input
                  + a * sb * i.q_dim / t      # Q
                  + 2 * a * sb * i.kv_dim / t  # K and V
                  + a * sb * i.q_dim / t      # attention output (kept by the attention kernel) = projection input
-                 + sb * h / rep)             # dropout mask (1 byte)
+                 + mask)
     if lin != a:
         attention += lin * sb * i.q_dim / t  # FP8: the projection keeps its own FP8 copy of that output
     if keep_scores:
@@ -265,7 +266,7 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
         inner = f * per_width * i.moe_ffn * i.top_k / i.etp + (1 - f) * dense_inner
     else:
         inner = dense_inner
-    mlp = lin * sb * h / rep + inner + sb * h / rep  # norm output = FC1 input, MLP dropout mask
+    mlp = lin * sb * h / rep + inner + mask  # norm output = FC1 input, MLP dropout mask
     norms = 2 * a * sb * h / rep
     return attention + mlp + norms
 
@@ -295,7 +296,7 @@ costs keyed by what varies between layouts. Never shared across runs, GPUs or co
 
 def _layer_acts(i: Inputs, cache: Cache | None) -> tuple[float, float, float]:
     """(stored without recompute, stored with selective recompute, checkpointed input) of one layer."""
-    key = ("acts", i.tp, i.cp, i.micro, i.sp, i.etp, i.recompute, i.partition_activations)
+    key = ("acts", i.tp, i.cp, i.micro, i.sp, i.etp, i.recompute, i.partition_activations, i.residual_dropout)
     found = cache.get(key) if cache is not None else None
     if found is None:
         full = layer_activation_bytes(i, keep_scores=not i.flash)
@@ -329,7 +330,7 @@ def stage_activation_bytes(i: Inputs, stage: int, layers: int, cache: Cache | No
     total = flight * stored + workspace
     sb = i.seq / i.cp * i.micro
     rep = i.tp if i.sp else 1
-    if stage == 0:
+    if stage == 0 and i.residual_dropout:  # at p = 0 the embedding's dropout returns its input
         emb = flight * (sb * i.hidden / rep + i.act_bytes * sb * i.hidden / rep)  # dropout mask + output
         detail["embedding"] = emb
         total += emb

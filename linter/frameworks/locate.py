@@ -149,6 +149,17 @@ def _resolve(family: str, folder: str, settings: FrameworkSettings) -> Framework
     return assumed(family)
 
 
+def fork_beside(family: str, config_path: str | None) -> FrameworkTarget | None:
+    """The framework source beside the config, read: asked when the project config names another
+    target (a fork's configs checked against an upstream release), so that findings on the fork's
+    own names say which fork defines them. None when no source is beside the config."""
+    root = find_source_beside(family, Path(_folder(config_path)))
+    if root is None:
+        return None
+    target = _from_checkout(family, root, TargetOrigin.SOURCE_BESIDE, f"{marker(root, family)} found above the config")
+    return target if target.catalog is not None else None
+
+
 def assumed(family: str) -> FrameworkTarget:
     """Nothing says which version: trainlint's built-in table (upstream at its commit)."""
     from trainlint.schemas import load_schema

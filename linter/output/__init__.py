@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
-from trainlint.checker import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
+
+if TYPE_CHECKING:  # pragma: no cover - the reading half (adapters, spec) is not needed to escape or render text
+    from trainlint.checker import FileResult
 
 
 @dataclass(frozen=True)

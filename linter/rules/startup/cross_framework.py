@@ -470,7 +470,10 @@ class LayersPipelineIndivisible(Rule):
 
     ## References
     - Megatron-LM `megatron/training/arguments.py:985-998` @ d98e8a6: "Number of layers should be
-      divisible by the pipeline-model-parallel size"; `arguments.py:961-973`: "number of layers of
+      divisible by the pipeline-model-parallel size" (added by ADLR/megatron-lm!2398, first in
+      core_v0.10.0; before it `megatron/core/transformer/transformer_block.py` get_num_layers_to_build
+      took `num_layers // pipeline_model_parallel_size` layers per stage, e.g. ROCm's fork at 2b855ba);
+      `arguments.py:961-973`: "number of layers of
       the model must be divisible pipeline model parallel size", "number of layers per pipeline
       stage must be divisible number of layers per virtual pipeline stage";
       `megatron/core/transformer/transformer_config.py:2392-2414` (account-for splits with VPP).
@@ -502,8 +505,12 @@ class LayersPipelineIndivisible(Rule):
         if vpp_v is not None and not extra:
             return  # checked when the layers are assigned; not decided here
         if total % pp:
+            # The check is in validate_args since core_v0.10.0 (ADLR/megatron-lm!2398, 2024-11); before it,
+            # Megatron-Core's get_num_layers_to_build took num_layers // PP layers per stage without a word.
             yield Finding(f"{counted} is not divisible by pipeline parallel size {pp}; Megatron stops: "
-                          "\"Number of layers should be divisible by the pipeline-model-parallel size\"",
+                          "\"Number of layers should be divisible by the pipeline-model-parallel size\" (releases "
+                          f"before core_v0.10.0 and forks of them instead build {total // pp} per stage, "
+                          f"{total // pp * pp} layers in all: not the model configured)",
                           at=layers_v, also=_also((pp_v, "pipeline parallel size")),
                           fix="change --num-layers or --pipeline-model-parallel-size, or give uneven first/last stages")
             return
