@@ -338,3 +338,16 @@ def test_peft_and_quantised_runs_are_not_modelled(project: Path):
     from trainlint.rules.estimation.scope import usable_estimate
 
     assert usable_estimate(spec, estimate(spec, build_context(spec, gpu="h100-sxm"))) is None  # no memory findings
+
+
+def test_the_trainer_values_are_in_the_spec_schema(project: Path):
+    import jsonschema
+
+    from trainlint.schemas import load_schema
+
+    (project / "ds2.json").write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3,
+                                                 "zero_optimization": {"stage": 2}}))
+    (spec,) = _deepspeed(parse_launch(["deepspeed", "train.py", "--deepspeed", "ds2.json"])).specs
+    data = spec.to_dict()
+    assert {"trainer_micro_batch", "trainer_grad_accum"} <= data["batch"].keys()
+    jsonschema.validate(data, load_schema("spec"))
