@@ -121,3 +121,45 @@ def test_tl301_on_the_corpus_is_unchanged_by_pruning(corpus_dir, capsys, monkeyp
 
     assert answers(pruned) == answers(full)
     assert sum(" TL301 " in line for line in answers(full)) == len(tl301)
+
+
+@pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])
+def test_a_search_stopped_by_worth_stops_only_when_no_layout_is_worth_it(name, spec, ctx):
+    """SearchOptions.worth (TL301: only a layout more than max_gap faster matters): the search stops
+    before timing anything only when every layout is slower than asked (the exhaustive ranking's
+    real estimates say so); otherwise its suggestions are exactly the exhaustive ones."""
+    rules = default_startup_rules()
+    full = search(spec, ctx, SearchOptions(top=5, exhaustive=True), rules=rules)
+    assert full.suggestions
+    fastest = max(s.estimate.tokens_per_s for s in full.suggestions)
+    stopped = 0
+    for factor in (0.5, 0.999, 1.001, 1.05, 1.2, 2.0, 10.0):
+        worth = fastest * factor
+        result = search(spec, ctx, SearchOptions(top=5, lazy_memory=True, worth=worth), rules=rules)
+        if result.stats.below_worth:
+            stopped += 1
+            assert result.suggestions == [] and result.stats.feasible == 0
+            assert all(s.estimate.tokens_per_s < worth for s in full.suggestions)
+        else:
+            assert ranking(result) == ranking(full)
+    assert stopped >= 1  # 10x the fastest layout: no bound gets there
+
+
+@pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])
+def test_the_searchs_own_figure_is_the_suggestions_real_estimate(name, spec, ctx, monkeypatch):
+    """What makes the bounds of the search bounds on the real estimates TL301 compares: the search's
+    tokens/s of a layout (its score) is the estimate of the rewritten config."""
+    seen = []
+    real = search_module._in_tie_order
+
+    def spy(points, cur):
+        for score, layout in real(points, cur):
+            seen.append((layout, -score))
+            yield score, layout
+
+    monkeypatch.setattr(search_module, "_in_tie_order", spy)
+    result = search(spec, ctx, SearchOptions(top=5, lazy_memory=True))
+    scores = dict(seen)
+    assert result.suggestions
+    for s in result.suggestions:
+        assert s.estimate.tokens_per_s == pytest.approx(scores[s.layout], rel=1e-9)

@@ -543,7 +543,8 @@ def test_layout_hint_is_memoised_on_the_values(monkeypatch):
     from trainlint.rules.estimation.fixes import LayoutAdvice
 
     calls = []
-    monkeypatch.setattr(LayoutAdvice, "search", lambda self, spec, headroom: calls.append(spec) or f"layout {len(calls)}")
+    monkeypatch.setattr(LayoutAdvice, "search", lambda self, spec, headroom, current=None, worth=None:
+                        (calls.append(spec) or f"layout {len(calls)}", True))
     text = (Path(__file__).resolve().parents[1] / "examples" / "megatron_llama2_70b_oom.sh").read_text()
     advice = LayoutAdvice(object(), lambda: [])
     first = advice(_spec_of(text), 0.9)
@@ -553,3 +554,24 @@ def test_layout_hint_is_memoised_on_the_values(monkeypatch):
     advice(_spec_of(text), 0.8)  # another headroom
     LayoutAdvice(object(), lambda: [])(_spec_of(text), 0.9)  # another session (another --gpu, say)
     assert len(calls) == 4
+
+
+def test_a_layout_hint_stopped_by_worth_is_not_the_whole_answer(monkeypatch):
+    """TL301 asks only for a layout faster than its threshold: a search stopped because none can
+    be (None) is kept for that threshold alone, never given to a rule that needs the whole answer
+    (TL201's hint); a whole answer serves every threshold."""
+    from trainlint.rules.estimation.fixes import LayoutAdvice
+
+    calls = []
+
+    def fake(self, spec, headroom, current=None, worth=None):
+        calls.append(worth)
+        return (None, False) if worth is not None else ("the best layout", True)
+
+    monkeypatch.setattr(LayoutAdvice, "search", fake)
+    spec = _spec_of((Path(__file__).resolve().parents[1] / "examples" / "megatron_llama2_70b_oom.sh").read_text())
+    advice = LayoutAdvice(object(), lambda: [])
+    assert advice(spec, 0.9, None, 1e6) is None
+    assert advice(spec, 0.9, None, 1e6) is None and calls == [1e6]
+    assert advice(spec, 0.9) == "the best layout" and calls == [1e6, None]
+    assert advice(spec, 0.9, None, 2e6) == "the best layout" and len(calls) == 2

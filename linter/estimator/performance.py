@@ -213,6 +213,29 @@ def _layer_costs(i: Inputs) -> tuple[Cost, Cost, float]:
     return fwd + bwd + extra, bwd + extra, tp_comm_per_layer(i)
 
 
+def output_layer(i: Inputs) -> tuple[Cost, Cost]:
+    """(output-layer GEMMs, all passes; cross-entropy) of one micro-batch on the last stage."""
+    m = i.micro * i.seq / i.cp
+    return gemm(i, m, i.hidden, i.vocab / i.tp).scale(3.0), Cost(0.0, 16 * m * i.vocab / i.tp / hbm(i))
+
+
+def output_seconds(i: Inputs, cache: dict | None = None) -> float:
+    """Seconds of :func:`output_layer` (GEMMs and cross-entropy), memoised in a search's ``cache``."""
+    key = output_seconds_key(i, i.micro)
+    found = cache.get(key) if cache is not None else None
+    if found is None:
+        logits, ce = output_layer(i)
+        found = logits.total + ce.total
+        if cache is not None:
+            cache[key] = found
+    return found
+
+
+def output_seconds_key(i: Inputs, micro: int) -> tuple:
+    """What :func:`output_seconds` depends on: its key in a search's cache (see :func:`layer_costs_key`)."""
+    return ("output", i.tp, i.cp, micro, i.vocab)
+
+
 def stage_microbatch(i: Inputs, stage: int, layers: int,
                      per_layer: tuple[Cost, Cost, float] | None = None) -> tuple[Cost, float, float, Cost]:
     """(compute cost, exposed TP seconds, p2p seconds, backward cost) of one micro-batch on a stage."""
@@ -221,8 +244,7 @@ def stage_microbatch(i: Inputs, stage: int, layers: int,
     backward = layer_bwd.scale(layers)
     m = i.micro * i.seq / i.cp
     if stage == i.pp - 1:
-        logits = gemm(i, m, i.hidden, i.vocab / i.tp).scale(3.0)
-        ce = Cost(0.0, 16 * m * i.vocab / i.tp / hbm(i))
+        logits, ce = output_layer(i)
         compute = compute + (logits + ce)
         backward = backward + logits.scale(2 / 3)
     tp = layers * layer_tp
@@ -315,30 +337,30 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
 def step_time_floor(i: Inputs, cache: dict | None = None) -> float:
     """A lower bound on ``step_time(i, cache).step_time`` at a fraction of its cost, for a layout
     search's branch and bound (:mod:`trainlint.layout.search`): the grad-accumulation micro-batches
-    of the stage with the most layers (its layers' compute and exposed TP time, the host overhead
-    per micro-batch), the pipeline bubble of a mean stage holding only its layers' compute, TP time
-    and host overhead, plus the per-step overhead. Every term left out (the last stage's logits,
-    p2p, DP, the optimizer) is >= 0, the slowest stage is at least as slow as the fullest one, and
-    the mean stage at least as slow as its layers, so the floor never exceeds the step time (up to
-    rounding: the caller keeps a margin)."""
-    return floor_of(layer_costs(i, cache), most_layers(i), i.grad_accum, i.layers, i.pp, i.vpp)
+    of the fullest stage, or of the last one with the output layer when that is slower (layers'
+    compute and exposed TP time, output GEMMs and cross-entropy, host overhead per micro-batch),
+    the pipeline bubble of a mean stage holding only its share of those, plus the per-step
+    overhead. Every term left out (p2p, DP, the optimizer, the embedding) is >= 0, the slowest stage
+    is at least as slow as either, and the mean stage at least as slow as its share, so the floor
+    never exceeds the step time (up to rounding: the caller keeps a margin)."""
+    kinds = stage_kinds(i)
+    return floor_of(layer_costs(i, cache), output_seconds(i, cache), max(layers for _, layers, _ in kinds), kinds[-1][1],
+                    i.grad_accum, i.layers, i.pp, i.vpp)
 
 
-def most_layers(i: Inputs) -> int:
-    """The layers of the pipeline stage that holds the most (what :func:`step_time_floor` times)."""
-    return max(layers for _, layers, _ in stage_kinds(i))
-
-
-def floor_of(per_layer: tuple[Cost, Cost, float], most: int, grad_accum: int, layers: int, pp: int, vpp: int) -> float:
-    """:func:`step_time_floor` from its parts: one layer's costs (:func:`layer_costs`), the layers of
-    the fullest stage (:func:`most_layers`), the micro-batches per step, and the model's layers,
-    stages and chunks per stage (the bubble: (p - 1) / v x the mean stage's micro-batch, whose
-    stages together hold every layer)."""
+def floor_of(per_layer: tuple[Cost, Cost, float], output: float, most: int, last: int, grad_accum: int, layers: int,
+             pp: int, vpp: int) -> float:
+    """:func:`step_time_floor` from its parts: one layer's costs (:func:`layer_costs`), the output
+    layer's seconds (:func:`output_seconds`), the layers of the fullest and of the last stage
+    (:func:`~trainlint.estimator.memory.stage_kinds`), the micro-batches per step, and the model's
+    layers, stages and chunks per stage (the bubble: (p - 1) / v x the mean stage's micro-batch,
+    whose stages together hold every layer and the output layer)."""
     layer, _, layer_tp = per_layer
     per = layer.total + layer_tp
-    floor = grad_accum * (most * per + C.MICROBATCH_OVERHEAD_S) + C.STEP_OVERHEAD_S
+    slowest = max(most * per, last * per + output)
+    floor = grad_accum * (slowest + C.MICROBATCH_OVERHEAD_S) + C.STEP_OVERHEAD_S
     if pp > 1:
-        floor += (pp - 1) / vpp * (layers * per / pp + C.MICROBATCH_OVERHEAD_S)
+        floor += (pp - 1) / vpp * ((layers * per + output) / pp + C.MICROBATCH_OVERHEAD_S)
     return floor
 
 

@@ -31,8 +31,9 @@ from typing import Any, Callable, Iterator
 from trainlint.estimator import Estimate, EstimateContext, InvariantError, MissingInputs, estimate
 from trainlint.estimator.inputs import Inputs
 from trainlint.layout.candidate import candidate_spec, etp_follows_tp, layout_changes, recompute_detail, spell_changes
-from trainlint.estimator.memory import static_floor, worst_stage_total
-from trainlint.estimator.performance import floor_of, layer_costs, layer_costs_key, most_layers, step_time, step_time_floor
+from trainlint.estimator.memory import stage_kinds, static_floor, worst_stage_total
+from trainlint.estimator.performance import (floor_of, layer_costs, layer_costs_key, output_seconds, output_seconds_key,
+                                             step_time, step_time_floor)
 from trainlint.layout.startup_check import StartupRules, startup_findings
 from trainlint.layout.space import Layout, Space, build_space
 from trainlint.spec import TrainingSpec
@@ -55,6 +56,12 @@ class SearchOptions:
     """Bounds on the enumeration (real configs stay far below; absurd sizes must not hang)."""
     exhaustive: bool = False
     """Compute every layout's step time (no branch and bound): the same ranking, slower; for tests."""
+    worth: float | None = None
+    """Tokens/s a layout must beat to be of interest (with ``lazy_memory``, ranking by tokens/s):
+    when no layout's upper bound reaches it, the search stops before timing any layout, with no
+    suggestion (``stats.below_worth``). Otherwise it changes nothing: TL301 asks only whether a
+    layout is more than ``max_gap`` faster than the config; the whole ranking is needed once one
+    may be, as a slower layout within the 1% tie of a faster one can rank first."""
     lazy_memory: bool = False
     """Check a layout's memory only when it could be next in the ranking (with its step time), not
     for every layout: the same suggestions, found faster, but the statistics then count only the
@@ -92,6 +99,8 @@ class SearchStats:
     feasible: int = 0
     checked: int = 0
     truncated: bool = False
+    below_worth: bool = False
+    """No layout could beat ``SearchOptions.worth``: nothing was timed, nothing is suggested."""
     launch_refused: int = 0
     estimate_refused: int = 0
     seconds: dict[str, float] = field(default_factory=dict)
@@ -206,12 +215,14 @@ Estimator = Callable[[TrainingSpec], "Estimate | MissingInputs"]
 
 
 def search(spec: TrainingSpec, ctx: EstimateContext | None, options: SearchOptions | None = None,
-           rules: StartupRules | None = None, project: Any = None, estimator: Estimator | None = None) -> SearchResult:
+           rules: StartupRules | None = None, project: Any = None, estimator: Estimator | None = None,
+           current: Estimate | MissingInputs | None = None) -> SearchResult:
     """The ``options.top`` fastest (or cheapest) layouts of ``spec`` that fit and launch.
 
     ``ctx`` is the estimate context (GPU, cluster, model); a rule that only has the engine's
     ``estimator`` (spec -> estimate in the same context) passes that instead. ``rules``: the
-    TL1xx rules to run on the finalists (None: the structural filters only)."""
+    TL1xx rules to run on the finalists (None: the structural filters only). ``current``: the
+    estimate of ``spec`` in that context when the caller has made it already (the engine's)."""
     from trainlint.rules.estimation.scope import unmodelled
 
     if estimator is None:
@@ -224,7 +235,8 @@ def search(spec: TrainingSpec, ctx: EstimateContext | None, options: SearchOptio
     skipped = unmodelled(spec)
     if skipped:
         raise SearchError("the estimator does not model this run: " + "; ".join(f"{u.setting}: {u.why}" for u in skipped))
-    current = estimator(spec)
+    if current is None:
+        current = estimator(spec)
     written = None
     notes: list[str] = []
     if current.ok:
@@ -304,6 +316,10 @@ def _score(tokens_per_s: float, world: int, options: SearchOptions) -> float:
         return options.price_per_gpu_hour * world / 3600.0 / tokens_per_s
     return -tokens_per_s
 
+
+WORTH_MARGIN = 1e-9
+"""``SearchOptions.worth`` is lowered by this share before the bounds are compared with it: a
+layout's real estimate (what the caller compares) equals the search's own figure up to rounding."""
 
 FLOOR_MARGIN = 1e-9
 """The floor is lowered by this share: it sums the same terms as step_time in another order, so
@@ -503,7 +519,8 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
                 if static_floor(s, cache) > budget:
                     stats.static_pruned += 1
                     continue
-                most = most_layers(s)
+                kinds = stage_kinds(s)
+                most, last = max(layers for _, layers, _ in kinds), kinds[-1][1]
                 for recompute in space.recompute:
                     row = _Row(s, (tp, pp, vpp, cp, dp), recompute, zero, engine, dist_opt, kept)
                     rows.append(row)
@@ -511,7 +528,10 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
                         per_layer = cache.get(layer_costs_key(s, micro, recompute))
                         if per_layer is None:
                             per_layer = layer_costs(row.inputs(k, factory), cache)
-                        floor = floor_of(per_layer, most, ga, s.layers, s.pp, s.vpp)
+                        output = cache.get(output_seconds_key(s, micro))
+                        if output is None:
+                            output = output_seconds(row.inputs(k, factory), cache)
+                        floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
                         bound = _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
                         pending.append((bound, len(pending), row, k))
                     evaluated_bound += row.eager_count(fixed_batch, factory, cache, budget, stats) if exact else len(kept)
@@ -524,6 +544,10 @@ def _best_first_lazy(pending: list[tuple[float, int, _Row, int]], fixed_batch: b
     bounds is timed only when it fits; one over the headroom is dropped, as the eager search never
     lists it. The bounds come off a heap in (bound, index) order, the order of the eager sort."""
     heapq.heapify(pending)
+    if options.worth is not None and options.price_per_gpu_hour is None and pending \
+            and -pending[0][0] < options.worth * (1 - WORTH_MARGIN):
+        stats.below_worth = True  # the best bound (tokens/s) of any layout is below what is asked
+        return
     timed: list[tuple[float, int, Layout]] = []
     while True:
         while pending and (not timed or pending[0][0] <= timed[0][0]):
@@ -590,7 +614,7 @@ def _finalists(spec: TrainingSpec, estimator: Estimator, base: Inputs, space: Sp
                rules: StartupRules | None, project: Any) -> list[Suggestion]:
     cur = space.current
     assert cur is not None
-    before = startup_findings(spec, rules, project) if rules is not None else set()
+    before: set | None = None  # the config's own launch-time findings: read when a changed layout needs them
     kept: list[tuple[float, int, Suggestion]] = []
     for _, layout in _in_tie_order(points, cur):
         if len(kept) >= options.top or stats.checked >= options.max_checked:
@@ -605,9 +629,12 @@ def _finalists(spec: TrainingSpec, estimator: Estimator, base: Inputs, space: Sp
         if result is None or not result.ok or result.worst_stage.total > options.headroom * result.capacity_bytes:
             stats.estimate_refused += 1
             continue
-        if rules is not None and changes and startup_findings(modified, rules, project) - before:
-            stats.launch_refused += 1
-            continue
+        if rules is not None and changes:
+            if before is None:
+                before = startup_findings(spec, rules, project)
+            if startup_findings(modified, rules, project) - before:
+                stats.launch_refused += 1
+                continue
         suggestion = Suggestion(0, layout, changes, spell_changes(spec, base, changes, options.adapters), result, modified,
                                 is_current=not changes)
         kept.append((_score(result.tokens_per_s, result.inputs.world, options), _distance(cur, layout), suggestion))

@@ -396,36 +396,53 @@ class LayoutAdvice:
         """Called on the first search: building the rule list costs nothing until a layout is needed."""
         self.found: dict[tuple, Any] = {}
 
-    def __call__(self, spec: TrainingSpec, headroom: float) -> Any:
-        key = (spec.fingerprint(), headroom)
+    def __call__(self, spec: TrainingSpec, headroom: float, current: Any = None, worth: float | None = None) -> Any:
+        """``current``: ``spec``'s estimate when the caller has it (the engine's), else it is made again.
+        ``worth``: the caller only needs a layout faster than this many tokens/s; None (the answer
+        then) also when no layout can be, found without timing any (``SearchOptions.worth``)."""
+        fingerprint = spec.fingerprint()
+        key = (fingerprint, headroom)
         if key in self.found:
             return self.found[key]
-        best = self.search(spec, headroom)
+        if worth is not None and (fingerprint, headroom, worth) in self.found:
+            return None
+        best, complete = self.search(spec, headroom, current, worth)
         if len(self.found) >= self.KEPT:
             self.found.pop(next(iter(self.found)))  # the oldest
-        self.found[key] = best
+        # a search stopped by `worth` says only that nothing beats it: kept apart from the whole answer
+        self.found[key if complete else (fingerprint, headroom, worth)] = best
         return best
 
-    def search(self, spec: TrainingSpec, headroom: float) -> Any:
+    def search(self, spec: TrainingSpec, headroom: float, current: Any = None,
+               worth: float | None = None) -> tuple[Any, bool]:
+        """(the best layout or None, whether the search ran whole: not stopped by ``worth``)."""
         from trainlint.layout.search import SearchError, SearchOptions, search
 
         try:
             result = search(spec, None, SearchOptions(top=1, headroom=headroom, max_checked=20, max_structures=5_000,
-                                                      max_evaluated=50_000, lazy_memory=True, adapters=self.adapters),
-                            rules=self.startup_rules(), estimator=self.estimator)
+                                                      max_evaluated=50_000, lazy_memory=True, adapters=self.adapters,
+                                                      worth=worth),
+                            rules=self.startup_rules(), estimator=self.estimator, current=current)
         except SearchError:
-            return None
+            return None, True
         best = result.best
         if best is None or best.is_current:
-            return None
-        return best
+            return None, not result.stats.below_worth
+        return best, True
 
 
-def suggest_layout(spec: TrainingSpec, ctx: Any, headroom: float) -> Any:
+def suggest_layout(spec: TrainingSpec, ctx: Any, headroom: float, current: Any = None, worth: float | None = None) -> Any:
     """The session's whole layout for ``spec`` (see :class:`LayoutAdvice`), or None when the
-    rule runs without one (no estimator, or a RuleContext built by hand)."""
+    rule runs without one (no estimator, or a RuleContext built by hand). ``current``: the
+    estimate of ``spec`` itself when the rule has it (the search starts from it). ``worth``: the
+    rule needs the layout only when it is faster than this many tokens/s (else None may come back
+    without a search of the whole space)."""
     advice = getattr(ctx, "layout_advice", None)
-    return advice(spec, headroom) if advice is not None and ctx.estimator is not None else None
+    if advice is None or ctx.estimator is None:
+        return None
+    if worth is not None:
+        return advice(spec, headroom, current, worth)
+    return advice(spec, headroom, current) if current is not None else advice(spec, headroom)
 
 
 def layout_sentence(best: Any, current: Any) -> str:

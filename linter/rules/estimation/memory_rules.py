@@ -99,7 +99,7 @@ class OomRisk(Rule):
                 at = point_at(spec, *(c.target for c in final)) or at
             if found is None or not found[2]:
                 # No change to one setting is enough: the whole-layout search (trainlint suggest).
-                layout = suggest_layout(spec, ctx, headroom)
+                layout = suggest_layout(spec, ctx, headroom, current=est)
                 if layout is not None:
                     fix = f"no single change brings it under {headroom:.0%}; {layout_sentence(layout, est)}"
         severity = Severity.ERROR if over else Severity.WARNING

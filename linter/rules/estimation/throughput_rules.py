@@ -79,9 +79,12 @@ class LowExpectedMfu(Rule):
         max_gap, floor = float(ctx.options["max_gap"]), float(ctx.options["threshold"] or 0.0)
         allow_batch = bool(ctx.options["allow_batch_change"])
         headroom = float(ctx.options["headroom"])
-        best = suggest_layout(spec, ctx, headroom)
-        gap = 1 - est.tokens_per_s / best.estimate.tokens_per_s if best is not None and best.estimate.tokens_per_s > 0 else 0.0
         below_floor = floor > 0 and est.mfu < floor
+        # Without the floor, only a layout more than max_gap faster matters (gap > max_gap <=> its
+        # tokens/s > ours / (1 - max_gap)): the search may stop at once when no layout can be.
+        worth = est.tokens_per_s / (1 - max_gap) if 0 <= max_gap < 1 and not below_floor else None
+        best = suggest_layout(spec, ctx, headroom, current=est, worth=worth)
+        gap = 1 - est.tokens_per_s / best.estimate.tokens_per_s if best is not None and best.estimate.tokens_per_s > 0 else 0.0
         if gap <= max_gap and not below_floor:
             return
         shares = losses(est)
