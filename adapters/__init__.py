@@ -15,6 +15,6 @@ def builtin_adapters() -> list[Adapter]:
     from trainlint.adapters.hf_launch import HFLaunchScriptAdapter
     from trainlint.adapters.hf_yaml import HFTrainerYamlAdapter
     from trainlint.adapters.megatron import MegatronAdapter
-    from trainlint.adapters.neox import NeoXAdapter
+    from trainlint.adapters.neox_detect import NeoXAdapter
 
     return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), NeoXAdapter(), MegatronAdapter(), HFLaunchScriptAdapter()]

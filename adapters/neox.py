@@ -21,12 +21,10 @@ with the provenance of the file that set it, or NeoX's own default.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Iterator
 
-from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
+from trainlint.adapters.base import LoadContext, LoadResult
 from trainlint.diagnostics import Applicability, Diagnostic, Related, Severity
 from trainlint.document import Document, pointer_parts
 from trainlint.input_codes import input_diagnostic
@@ -35,45 +33,17 @@ from trainlint.provenance import Value, default, derived, from_file
 from trainlint.sources import SourceText, UnreadableSource
 from trainlint.spec import EngineSpec, TrainingSpec
 
+# The sniff and the adapter class live in .neox_detect (imported at every start); this reader is
+# imported on the first NeoX load. NeoXAdapter is re-exported here for the callers that import it.
+from trainlint.adapters.neox_detect import NeoXAdapter, _parse_once, _schema  # noqa: F401 - NeoXAdapter re-exported
+
 if TYPE_CHECKING:  # pragma: no cover - yaml_tree (and PyYAML) is imported when a YAML is read
     from trainlint.adapters.yaml_tree import YamlTree
-
-STRONG = 90
-"""Several keys only NeoX uses: sure enough to win over the DeepSpeed adapter on a NeoX .json
-(autotuning configs carry zero_optimization and batch keys too)."""
 
 NEOX_ARGS_PY = "megatron/neox_arguments/neox_args.py"
 DEEPSPEED_ARGS_PY = "megatron/neox_arguments/deepspeed_args.py"
 ARGUMENTS_PY = "megatron/neox_arguments/arguments.py"
 
-# Keys of DeepSpeed's own config JSON (deepspeed/runtime/constants.py): a file made only of these
-# is a DeepSpeed config, not a NeoX one, even though NeoX accepts them too.
-_DEEPSPEED_CLASSES = {"NeoXArgsDeepspeedConfig"}
-# NeoX keys that other formats use at the top level as well (HF config.json, generic YAML):
-# they never decide on their own that a file is NeoX's.
-_GENERIC = {
-    "save", "load", "seed", "log_dir", "comment", "account", "include", "exclude", "world_size", "rank",
-    "local_rank", "hidden_size", "num_attention_heads", "max_position_embeddings", "seq_length",
-    "intermediate_size", "vocab_size", "activation", "lr", "weight_decay", "precision", "use_wandb",
-    "wandb_project", "wandb_group", "wandb_team", "wandb_host", "iteration", "do_train", "do_valid", "do_test",
-    "user_script", "train_iters", "attention_dropout", "hidden_dropout", "num_workers", "tokenizer_type",
-    "is_pipe_parallel", "temperature", "top_k", "top_p", "num_samples", "recompute", "eval_interval", "eval_iters",
-    "log_interval", "keep_last_n_checkpoints", "train_epochs", "batch_size", "clip_grad", "checkpoint",
-    "adam_beta1", "adam_beta2", "adam_eps", "master_port", "master_addr", "num_nodes", "num_gpus",
-}
-# Files that are certainly something else, recognised by their top-level keys.
-_FOREIGN_KEYS = [
-    ({"MODEL_ARGS"}, "a Megatron-LM functional-test YAML (MODEL_ARGS of --flags)"),
-    ({"ENV_VARS"}, "a Megatron-LM functional-test YAML"),
-    ({"compute_environment"}, "an accelerate config"),
-    ({"distributed_type"}, "an accelerate config"),
-    ({"jobs", "on"}, "a GitHub workflow"),
-    ({"services"}, "a docker-compose file"),
-    ({"apiVersion", "kind"}, "a Kubernetes manifest"),
-    ({"architectures"}, "a Hugging Face model config"),
-    ({"model_type"}, "a Hugging Face model config"),
-    ({"language_model"}, "a Megatron-LM YAML config"),
-]
 # Keys NeoX used to accept (found in older configs): NeoX now refuses them like any unknown key,
 # but the message can say what happened. From `git log -S` on neox_args.py at ea7aefd.
 _REMOVED = {
@@ -86,15 +56,6 @@ _REMOVED = {
 }
 _GATED = {"swiglu", "geglu", "reglu", "glu", "bilinear"}
 _PRECISION = {"fp16": "fp16", "fp32": "fp32", "bfloat16": "bf16"}
-_SNIFF_BYTES = 256 * 1024
-
-
-@lru_cache(maxsize=1)
-def _schema() -> dict:
-    from trainlint.schemas import load_schema
-
-    return load_schema("neox")
-
 
 _TARGET_SCHEMAS: dict[int, tuple[object, dict]] = {}
 
@@ -216,76 +177,6 @@ def _judged(diags: list[Diagnostic], target, path: str | None = None) -> list[Di
     return out
 
 
-@lru_cache(maxsize=1)
-def _strong_keys() -> frozenset[str]:
-    props = _schema()["properties"]
-    return frozenset(k for k, p in props.items() if p.get("x-neox-class") not in _DEEPSPEED_CLASSES
-                     and k not in _GENERIC)
-
-
-@lru_cache(maxsize=1)
-def _precheck() -> re.Pattern:
-    # Any NeoX-only key, in either spelling, written as a key: `"num-layers":`, `num_layers :`.
-    words = sorted(_strong_keys(), key=len, reverse=True)
-    alternation = "|".join(re.escape(w).replace("_", "[-_]") for w in words)
-    return re.compile(r"""(?:^|[\s{,"'])(?:""" + alternation + r""")["']?\s*:""", re.MULTILINE)
-
-
-# Any word written as a key. The strong keys are all [a-z0-9_] words, so a _precheck() match is
-# exactly a match of this pattern whose word, with "-" read as "_", is a strong key (the word is
-# the whole run of key characters there): the same matches, without compiling an alternation of
-# ~300 words (~4 ms) on every start.
-_KEY_WORD = re.compile(r"""(?:^|[\s{,"'])([A-Za-z0-9_-]+)["']?\s*:""", re.MULTILINE)
-_PLAIN_KEY = re.compile(r"[a-z0-9_]+")
-
-
-def _precheck_matches(head: str) -> list[str]:
-    """The texts of ``_precheck().finditer(head)``."""
-    strong = _strong_keys()
-    if not all(_PLAIN_KEY.fullmatch(k) for k in strong):  # pragma: no cover - not with today's schema
-        return [m.group() for m in _precheck().finditer(head)]
-    return [m.group() for m in _KEY_WORD.finditer(head) if m.group(1).replace("-", "_") in strong]
-
-
-# The sniff parses the whole file, and loading it would parse the same text again: the sniff's
-# tree (which it only reads) is kept for that text object and path, and handed over once.
-_SNIFFED: dict[int, tuple[str, str | None, Any]] = {}
-
-
-def _parse_sniffed(text: str, path: str | None) -> YamlTree:
-    from trainlint.adapters.yaml_tree import parse_yaml  # PyYAML: only once a file looks like NeoX's
-
-    tree = parse_yaml(text, path)
-    _SNIFFED.clear()
-    _SNIFFED[id(text)] = (text, path, tree)
-    return tree
-
-
-def _parse_once(text: str, path: str | None) -> YamlTree:
-    entry = _SNIFFED.pop(id(text), None)
-    if entry is not None and entry[0] is text and entry[1] == path:
-        return entry[2]
-    from trainlint.adapters.yaml_tree import parse_yaml
-
-    return parse_yaml(text, path)
-
-
-def _json_top_level_is_not_neox(text: str) -> bool:
-    """True when ``text`` is strict JSON whose top level is not a non-empty object with a strong key.
-    PyYAML reads such a text to the same top-level keys (or fails), so the sniff is NOT_MINE
-    either way when fewer than two strong keys appear in it: no need to import and run YAML."""
-    import json
-
-    try:
-        data = json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    if not isinstance(data, dict):
-        return True
-    strong = _strong_keys()
-    return not any(k.replace("-", "_") in strong for k in data)
-
-
 def _default_note(key: str) -> str:
     prop = _schema()["properties"].get(key, {})
     where = DEEPSPEED_ARGS_PY if prop.get("x-neox-class", "").startswith("NeoXArgsDeepspeed") else NEOX_ARGS_PY
@@ -310,63 +201,11 @@ def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-class NeoXAdapter(Adapter):
+class NeoXReader:
+    """Reads the files :class:`~trainlint.adapters.neox_detect.NeoXAdapter` claims."""
+
     name = "neox"
-    extensions = (".yml", ".yaml", ".json")
 
-    # -- sniff ------------------------------------------------------------------------------
-    def sniff(self, path: str, text: str) -> int:
-        try:
-            return self._sniff(text, path)
-        except Exception:  # noqa: BLE001 - sniff must never raise on garbage
-            return NOT_MINE
-
-    def _sniff(self, text: str, path: str | None = None) -> int:
-        head = text[:_SNIFF_BYTES]
-        matches = _precheck_matches(head)
-        if not matches:
-            return NOT_MINE
-        found = {m.strip(" \t\n{,\"':").replace("-", "_") for m in matches}
-        if len(found) < 2 and _json_top_level_is_not_neox(text):
-            return NOT_MINE  # what the YAML parse below would conclude (a DeepSpeed JSON, usually)
-        tree = _parse_sniffed(text, path)
-        if not tree.ok:
-            # A NeoX config with a syntax error is still NeoX's: decide on the text alone.
-            return BY_CONTENT if len(found) >= 2 else NOT_MINE
-        if not isinstance(tree.data, dict) or not tree.data:
-            return NOT_MINE
-        keys = [k for k in tree.data if isinstance(k, str)]
-        top = set(keys)
-        for marker, _why in _FOREIGN_KEYS:
-            if marker <= top:
-                return NOT_MINE
-        if any(k.startswith("--") for k in keys):
-            return NOT_MINE
-        normalised = [k.replace("-", "_") for k in keys]
-        props = _schema()["properties"]
-        known = sum(1 for k in normalised if k in props)
-        strong = sum(1 for k in normalised if k in _strong_keys())
-        if strong == 0 or known < 0.5 * len(normalised):
-            return NOT_MINE
-        return STRONG if strong >= 2 else BY_CONTENT
-
-    # -- the way back ------------------------------------------------------------------------
-    def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str]:
-        from trainlint.adapters.neox_writer import spell_changes
-
-        return spell_changes(changes)
-
-    def expressible(self, spec: TrainingSpec) -> frozenset[str]:
-        # and, for fix hints, the global batch (train_batch_size / the accumulation) and
-        # overlap_comm; no selective recompute in NeoX
-        return frozenset({"tp", "pp", "micro", "recompute", "zero", "global-batch", "overlap"})
-
-    def writer(self, texts, result, spec, changes, index):
-        from trainlint.adapters.neox_writer import NeoXWriter
-
-        return NeoXWriter(texts, result, spec, changes)
-
-    # -- load -------------------------------------------------------------------------------
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
         result = LoadResult(format=self.name)
         sources = [source]
