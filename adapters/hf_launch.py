@@ -14,6 +14,7 @@ its word in the script. A script with a Megatron-LM launch is the Megatron adapt
 from __future__ import annotations
 
 import re
+from functools import cache
 from pathlib import Path
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
@@ -22,14 +23,31 @@ from trainlint.sources import SourceText
 FORMAT = "hf-trainer"
 _SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
 _SNIFF_BYTES = 256 * 1024
-# A Trainer's DeepSpeed JSON on a launch line: `--deepspeed ds.json` / `--deepspeed=$DS` (the value is
-# a file, not the next flag), or accelerate's `--deepspeed_config_file`.
-_DS_WORD = re.compile(r"--deepspeed(?:[ \t]+|=)[^-\s\\]|--deepspeed_config_file\b|--use_deepspeed\b")
-# `accelerate launch --config_file cfg.yaml`: the config may hold the DeepSpeed settings inline (whether it
-# does is read when the run is loaded; a script whose launch turns out not to be DeepSpeed gives no run)
-_ACCELERATE = re.compile(r"\baccelerate[ \t]+launch\b")
-_CONFIG_FILE = re.compile(r"--config_file\b")
-_LAUNCHER = re.compile(r"\b(deepspeed|torchrun|accelerate[ \t]+launch|torch\.distributed\.(?:run|launch))\b")
+@cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+    """The sniff's patterns, compiled on first use: only a shell script (by its suffix) is searched,
+    and a check of JSON and YAML files should not pay for compiling them at every start."""
+    return (
+        # A Trainer's DeepSpeed JSON on a launch line: `--deepspeed ds.json` / `--deepspeed=$DS` (the value
+        # is a file, not the next flag), or accelerate's `--deepspeed_config_file`.
+        re.compile(r"--deepspeed(?:[ \t]+|=)[^-\s\\]|--deepspeed_config_file\b|--use_deepspeed\b"),
+        re.compile(r"\b(deepspeed|torchrun|accelerate[ \t]+launch|torch\.distributed\.(?:run|launch))\b"),
+        # `accelerate launch --config_file cfg.yaml`: the config may hold the DeepSpeed settings inline
+        # (whether it does is read when the run is loaded; a script whose launch turns out not to be
+        # DeepSpeed gives no run)
+        re.compile(r"\baccelerate[ \t]+launch\b"),
+        re.compile(r"--config_file\b"),
+    )
+
+
+def _deepspeed_launch(head: str) -> bool:
+    ds_word, launcher, _accelerate, _config_file = _patterns()
+    return bool(ds_word.search(head) and launcher.search(head))
+
+
+def _accelerate_config(head: str) -> bool:
+    _ds_word, _launcher, accelerate, config_file = _patterns()
+    return bool(accelerate.search(head) and config_file.search(head))
 
 
 class HFLaunchScriptAdapter(Adapter):
@@ -41,8 +59,7 @@ class HFLaunchScriptAdapter(Adapter):
             if not path.lower().endswith(_SUFFIXES):
                 return NOT_MINE
             head = text[:_SNIFF_BYTES]
-            if (_DS_WORD.search(head) and _LAUNCHER.search(head)) or \
-                    (_ACCELERATE.search(head) and _CONFIG_FILE.search(head)):
+            if _deepspeed_launch(head) or _accelerate_config(head):
                 return BY_CONTENT - 10  # below the Megatron adapter's content score: its scripts stay its own
             return NOT_MINE
         except Exception:  # noqa: BLE001 - sniff must never raise on garbage
@@ -56,7 +73,7 @@ class HFLaunchScriptAdapter(Adapter):
         result.diagnostics.extend(shell.diagnostics)
         launches = [_one_run(result, source, context, shell, command) for command in shell.commands]
         head = source.text[:_SNIFF_BYTES]
-        if not any(launches) and not (_DS_WORD.search(head) and _LAUNCHER.search(head)):
+        if not any(launches) and not _deepspeed_launch(head):
             # taken for its `accelerate launch --config_file`, but no launch runs DeepSpeed (a DDP or FSDP
             # config, or one not found): not a run of ours, so nothing of it is reported
             return LoadResult(FORMAT)
