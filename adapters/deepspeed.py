@@ -607,7 +607,9 @@ class DeepSpeedAdapter(Adapter):
 
     def expressible(self, spec: TrainingSpec) -> frozenset[str]:
         # TP and PP only where the config already uses AutoTP / the pipeline engine
-        return frozenset({"micro", "zero"} | ({"tp"} if "tensor_parallel.autotp_size" in spec.settings else set())
+        # (and, for fix hints, the global batch and zero_optimization.overlap_comm)
+        return frozenset({"micro", "zero", "global-batch", "overlap"}
+                         | ({"tp"} if "tensor_parallel.autotp_size" in spec.settings else set())
                          | ({"pp"} if "pipeline.stages" in spec.settings else set()))
 
     def writer(self, texts, result, spec, changes, index):

@@ -142,4 +142,6 @@ def spell_changes(changes: dict[str, Any]) -> list[str]:
     for change, key in DS_BATCH_KEYS.items():
         if change in changes:
             out.append(f"\"{key}\": {_json(changes[change])}")
+    if "engine.dp_overlap" in changes:  # a hint only (not a layout key the writer writes)
+        out.append(f"\"zero_optimization\": {{\"overlap_comm\": {_json(bool(changes['engine.dp_overlap']))}}}")
     return out

@@ -58,6 +58,9 @@ _PLACEHOLDER = re.compile(
     r"_*[A-Z][A-Z0-9_]*"                 # GB_SIZE, LTD_ENABLED, CONFIG_CL_MIN (upper case, as sed targets)
     r"|[A-Za-z0-9]*[A-Z][A-Za-z0-9]*_[A-Za-z0-9_]*"  # CL_1st_MIN, QuantW_FORWARD
     r"|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?"   # $MB or ${MB}
+    # the shell's other expansions, left as written in a here-document whose values are only
+    # known at launch: $2, ${MB:-4}, $((MB * GAS)), $(nproc)
+    r"|\$(?:[0-9@*#?]|\{[^{}]+\}|\(\(.+\)\)|\([^()]+\))"
     r"|\{\{.*\}\}|<[^<>\s]+>"           # {{ mb }}, <MB>
 )
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}

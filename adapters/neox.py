@@ -357,7 +357,9 @@ class NeoXAdapter(Adapter):
         return spell_changes(changes)
 
     def expressible(self, spec: TrainingSpec) -> frozenset[str]:
-        return frozenset({"tp", "pp", "micro", "recompute", "zero"})
+        # and, for fix hints, the global batch (train_batch_size / the accumulation) and
+        # overlap_comm; no selective recompute in NeoX
+        return frozenset({"tp", "pp", "micro", "recompute", "zero", "global-batch", "overlap"})
 
     def writer(self, texts, result, spec, changes, index):
         from trainlint.adapters.neox_writer import NeoXWriter

@@ -194,4 +194,6 @@ def spell_changes(changes: dict[str, Any]) -> list[str]:
         out.append(f"checkpoint_activations: {_yaml(changes['memory.recompute'] == 'full')}")
     if "memory.recompute_num_layers" in changes:
         out.append(f"checkpoint_num_layers: {changes['memory.recompute_num_layers']}")
+    if "engine.dp_overlap" in changes:  # a hint only (not a layout key the writer writes)
+        out.append(f"zero_optimization: {{overlap_comm: {_yaml(bool(changes['engine.dp_overlap']))}}}")
     return out

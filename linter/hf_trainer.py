@@ -74,8 +74,12 @@ def fill_from_trainer(spec: TrainingSpec, words: list[str], span_of: Callable[[i
     or at its key in the script's own config file (:func:`script_arguments`). ``mixed_precision``: the
     accelerate launch's (``mixed_precision`` of its config, ``--mixed_precision``), which --bf16/--fp16
     override (TrainingArguments.__post_init__ sets ACCELERATE_MIXED_PRECISION from them when true)."""
-    words, where = script_arguments(words, span_of, path, cwd or Path.cwd())
+    words, where, from_file = script_arguments(words, span_of, path, cwd or Path.cwd())
     args = trainer_words(words)
+    # The Trainer checks the values the config states against its own only when it is the Trainer that
+    # runs the config: its --deepspeed argument, or TrainingArguments read from an arguments file. A script
+    # given DeepSpeed's own --deepspeed_config, or a custom accelerate loop, has no such check.
+    trainer_checks = "deepspeed" in args or from_file
 
     def given(name: str, value: object) -> Value:
         _, index = args[name]
@@ -88,10 +92,12 @@ def fill_from_trainer(spec: TrainingSpec, words: list[str], span_of: Callable[[i
 
     b = spec.batch
     for field, name in (("micro_batch", "per_device_train_batch_size"), ("grad_accum", "gradient_accumulation_steps")):
-        if getattr(b, field) is not None:
-            continue
         value = _int(args[name][0]) if name in args else None
-        setattr(b, field, given(name, value) if value is not None else trainer_default(name))
+        trainer = given(name, value) if value is not None else trainer_default(name)
+        if getattr(b, field) is None:
+            setattr(b, field, trainer)
+        elif trainer_checks and (name not in args or value is not None):  # the config states it: the Trainer
+            setattr(b, f"trainer_{field}", trainer)  # checks it against its own (fill_match; TL137), when known
     p = spec.precision
     on = [name for name in ("fp16", "bf16") if name in args and _true(args[name][0])]
     for field, name in (("bf16_enabled", "bf16"), ("fp16_enabled", "fp16")):
@@ -119,8 +125,41 @@ def fill_from_trainer(spec: TrainingSpec, words: list[str], span_of: Callable[[i
             if value is not None:
                 spec.model.seq_length = given(name, value)
                 break
+    _unmodelled(spec, args, given)
     if "model_name_or_path" in args:
         _fill_model(spec, args["model_name_or_path"][0], given, cwd or Path.cwd())
+
+
+# TrainingArguments-side settings whose effect the estimator does not model (it models full fine-tuning of
+# unquantised weights): TRL's ModelConfig (use_peft, load_in_4bit, load_in_8bit), LLaMA-Factory's
+# finetuning_type / quantization_bit, axolotl's adapter. (name, a value that turns it on, why)
+_UNMODELLED = (
+    ("use_peft", None, "PEFT (LoRA) trains adapters only: the frozen base keeps no gradients or optimizer "
+                       "states, which the estimator (full fine-tuning) counts"),
+    ("finetuning_type", ("lora", "freeze", "oft"), "LoRA / frozen-layer fine-tuning keeps no gradients or optimizer "
+                                                   "states for the frozen weights, which the estimator counts"),
+    ("adapter", ("lora", "qlora"), "a LoRA / QLoRA adapter trains a few weights only; the estimator models full "
+                                   "fine-tuning"),
+    ("load_in_4bit", None, "4-bit quantised base weights are not modelled"),
+    ("load_in_8bit", None, "8-bit quantised base weights are not modelled"),
+    ("quantization_bit", "any", "a quantised base model is not modelled"),
+)
+
+
+def _unmodelled(spec: TrainingSpec, args: dict[str, tuple[str, int]], given: Callable[[str, object], Value]) -> None:
+    found = []
+    first: Value | None = None
+    for name, on, why in _UNMODELLED:
+        if name not in args:
+            continue
+        text = args[name][0].strip().lower()
+        if (on is None and _true(text)) or (on == "any" and text not in ("", "none", "null")) or \
+                (isinstance(on, tuple) and text in on):
+            found.append([f"{name}: {args[name][0]}", why])
+            first = first or given(name, args[name][0])
+    if found and first is not None:
+        known = list(spec.run.unmodelled.value) if spec.run.unmodelled is not None else []
+        spec.run.unmodelled = Value(known + found, first.provenance)
 
 
 # ------------------------------------------------------------------------------ the script's config file
@@ -130,7 +169,8 @@ _ARGS_SUFFIXES = (".yaml", ".yml", ".json")
 Where = Callable[[int], "tuple[str, Span, bool]"]
 
 
-def script_arguments(words: list[str], span_of: Callable[[int], Span], path: str, cwd: Path) -> tuple[list[str], Where]:
+def script_arguments(words: list[str], span_of: Callable[[int], Span], path: str,
+                     cwd: Path) -> tuple[list[str], Where, bool]:
     """The training script's arguments with its own config file read in: TRL's ``--config FILE.yaml``
     (TrlParser.parse_args_and_config, trl/scripts/utils.py: the file's values become the parser's
     defaults, so every command-line flag wins wherever it is written) and HfArgumentParser's lone
@@ -138,7 +178,7 @@ def script_arguments(words: list[str], span_of: Callable[[int], Span], path: str
     H4ArgumentParser also takes ``FILE.yaml --key=value ...``, the flags winning). The file's top-level
     ``key: scalar`` entries become ``--key value`` words placed before the command line's own (the later
     word wins in :func:`trainer_words`), each located at its YAML value. Returns the words and, for a
-    word's index, (path, span, whether it comes from a file). The file is read with the safe loader,
+    word's index, (path, span, whether it comes from a file); and whether a file was read. The file is read with the safe loader,
     bounded, only inside the project; when it cannot be read the words are returned as given."""
 
     def on_line(i: int) -> tuple[str, Span, bool]:
@@ -146,13 +186,13 @@ def script_arguments(words: list[str], span_of: Callable[[int], Span], path: str
 
     written, rest = _config_word(words)
     if written is None:
-        return words, on_line
+        return words, on_line, False
     from trainlint.accelerate_config import find_config
 
     found = find_config(written, str(cwd / "x"))
     entries = _read_arguments(found) if found else None
     if entries is None:
-        return words, on_line
+        return words, on_line, False
     file_words: list[str] = []
     spans: list[Span] = []
     for key, value, span in entries:
@@ -166,7 +206,7 @@ def script_arguments(words: list[str], span_of: Callable[[int], Span], path: str
             return found, spans[i], True
         return path, span_of(rest[i - n]), False
 
-    return file_words + [words[j] for j in rest], located
+    return file_words + [words[j] for j in rest], located, True
 
 
 def _config_word(words: list[str]) -> tuple[str | None, list[int]]:

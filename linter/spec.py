@@ -109,6 +109,11 @@ class BatchSpec:
     """A batch-size ramp-up or schedule, as written (Megatron ``--rampup-batch-size``,
     Megatron-DeepSpeed ``--step-batch-size-schedule``): the global batch of the first steps is the
     schedule's, not ``global_batch``. None: a constant batch."""
+    trainer_micro_batch: Value | None = None
+    """The Hugging Face Trainer's ``per_device_train_batch_size`` (given, or its default) when the DeepSpeed
+    config it runs states its own micro batch (not "auto"): the Trainer requires the two to agree (TL137)."""
+    trainer_grad_accum: Value | None = None
+    """The same for ``gradient_accumulation_steps``."""
 
 
 @dataclass

@@ -295,3 +295,59 @@ def test_the_same_run_written_both_ways_gets_one_answer(project: Path):
     assert via_run.inputs.world == 8 and via_run.inputs.zero == 3
     assert via_run.worst_stage.total / 2**30 == pytest.approx(a["memory_gib"]["total"], rel=1e-9)
     assert via_run.tokens_per_s == pytest.approx(a["tokens_per_s"], rel=1e-9)
+
+
+def test_run_stops_on_an_accumulation_the_trainer_refuses(project: Path, capsys):
+    # `accelerate config` writes gradient_accumulation_steps: 1; the recipe accumulates 2: the Trainer stops
+    from trainlint.cli import main
+
+    (project / "gas1.yaml").write_text(ZERO3.replace("  zero_stage: 3\n", "  zero_stage: 3\n  gradient_accumulation_steps: 1\n"))
+    code = main(["run", "--dry-run", "--isolated", "--format", "json", "--", "accelerate", "launch", "--config_file",
+                 "gas1.yaml", "sft.py", "--config", "sft.yaml"])
+    found = [(Path(f["path"]).name, d["code"], d["line"], d["column"])
+             for f in _report(capsys.readouterr().err)["files"] for d in f["diagnostics"]]
+    assert code == 1 and found == [("gas1.yaml", "TL137", 9, 32)]
+    # the same launch told to accumulate 2 (as alignment-handbook's launch.slurm does) runs
+    code = main(["run", "--dry-run", "--isolated", "--format", "json", "--", "accelerate", "launch", "--config_file",
+                 "gas1.yaml", "--gradient_accumulation_steps", "2", "sft.py", "--config", "sft.yaml"])
+    assert code == 0 and not _report(capsys.readouterr().err)["files"][0]["diagnostics"]
+
+
+def _report(err: str) -> dict:
+    """The JSON report run writes on stderr (followed by its own "not running the command" line)."""
+    return json.JSONDecoder().raw_decode(err)[0]
+
+
+def test_only_the_trainer_checks_stated_values(project: Path):
+    # DeepSpeed's own --deepspeed_config (deepspeed.add_config_arguments) runs no Trainer: nothing to check against
+    (project / "ds2.json").write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2}}))
+    (spec,) = _deepspeed(parse_launch(["deepspeed", "train.py", "--deepspeed_config", "ds2.json"])).specs
+    assert spec.batch.micro_batch.value == 2 and spec.batch.trainer_micro_batch is None
+    # the Trainer's --deepspeed: its per_device_train_batch_size (default 8) must equal the stated 2
+    (spec,) = _deepspeed(parse_launch(["deepspeed", "train.py", "--deepspeed", "ds2.json"])).specs
+    trainer = spec.batch.trainer_micro_batch
+    assert trainer.value == 8 and trainer.provenance.origin is Origin.DEFAULT
+
+
+def test_peft_and_quantised_runs_are_not_modelled(project: Path):
+    (project / "qlora.yaml").write_text(SFT + "use_peft: true\nload_in_4bit: true\nload_in_8bit: false\n")
+    spec, _ = run_spec(["accelerate", "launch", "--config_file", "zero3.yaml", "sft.py", "--config", "qlora.yaml"])
+    gaps = spec.run.unmodelled
+    assert [flag for flag, _ in gaps.value] == ["use_peft: true", "load_in_4bit: true"]
+    assert where(gaps) == ("qlora.yaml", 14, 11)
+    from trainlint.rules.estimation.scope import usable_estimate
+
+    assert usable_estimate(spec, estimate(spec, build_context(spec, gpu="h100-sxm"))) is None  # no memory findings
+
+
+def test_the_trainer_values_are_in_the_spec_schema(project: Path):
+    import jsonschema
+
+    from trainlint.schemas import load_schema
+
+    (project / "ds2.json").write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3,
+                                                 "zero_optimization": {"stage": 2}}))
+    (spec,) = _deepspeed(parse_launch(["deepspeed", "train.py", "--deepspeed", "ds2.json"])).specs
+    data = spec.to_dict()
+    assert {"trainer_micro_batch", "trainer_grad_accum"} <= data["batch"].keys()
+    jsonschema.validate(data, load_schema("spec"))

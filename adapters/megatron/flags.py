@@ -201,6 +201,15 @@ class ArgReader:
             from trainlint.adapters.megatron.target_flags import table_for
 
             table = table_for(target.catalog)
+        from trainlint.frameworks.entry_args import entry_arguments
+
+        read = entry_arguments(entry, default_path, target.path if target is not None else None)
+        self.entry_read = read is not None and read.complete
+        """The entry point's file was read, and what it adds to the parser is all in the table."""
+        if read is not None and read.scan.args:
+            from trainlint.adapters.megatron.target_flags import with_entry
+
+            table = with_entry(table, read.scan, entry or "")
         self.table = table
         self.span_of = span_of
         self.dialect = dialect
@@ -208,6 +217,7 @@ class ArgReader:
         self.default_path = default_path
         self.out = ParsedArgs()
         self._reported_unknown: set[tuple] = set()
+        self._shape_from_checkpoint: bool | None = None
         self._foreign: list[str] = []
         """Flags the target does not define that are no misspelling of one it does."""
         self._refused: list[tuple[int, int, str]] = []
@@ -323,7 +333,22 @@ class ArgReader:
 
     # ---------------------------------------------------------------- main
 
+    @property
+    def _shape_elsewhere(self) -> bool:
+        """The sizes given are not the ones a model is built from, so trainlint's minimums (its
+        own: argparse takes 0 or -1) do not apply: ``--use-checkpoint-args`` (Megatron overrides
+        them with the checkpoint's), or an entry point that does not train (evaluation harnesses
+        such as Megatron-DeepSpeed's tasks/eval_harness/evaluate.py replace them with the
+        checkpoint's arguments; conversion tools set them from the checkpoint)."""
+        if self._shape_from_checkpoint is None:
+            from trainlint.rules.estimation.scope import trains
+
+            self._shape_from_checkpoint = not trains(self.entry)
+        return self._shape_from_checkpoint
+
     def read(self, fields: list[Field]) -> ParsedArgs:
+        if any(f.text == "--use-checkpoint-args" for f in fields):
+            self._shape_from_checkpoint = True
         if len(fields) > MAX_ARGUMENTS:
             self._diag("TL012", f"the command has more than {MAX_ARGUMENTS} arguments; only the first {MAX_ARGUMENTS} are read "
                        "(a real launch command has a few hundred)", fields[MAX_ARGUMENTS].site, severity=Severity.WARNING)
@@ -360,6 +385,10 @@ class ArgReader:
                     assert info is not None  # alt holds the table's own spellings: each has candidates
                     known = self._known_target
                     tail = "" if known else f" ({self._against()})"
+                    if known and self._unknown_severity() is Severity.WARNING:
+                        # an entry point trainlint could not read may define this spelling itself
+                        known = False
+                        tail = f" ({self.entry} may add it with its own argument provider)"
                     self._diag("TL004", f"unknown flag `{name}`: Megatron's argparse matches option strings exactly; "
                                f"did you mean `{alt[0]}`?{tail}", f.value_loc,
                                severity=Severity.ERROR if known else Severity.WARNING, fix=alt[0],
@@ -407,7 +436,7 @@ class ArgReader:
     def _unknown_severity(self) -> Severity:
         if not self._known_target:
             return Severity.WARNING  # a fork or another release may define it
-        if self.entry is None or is_core_entry(self.entry):
+        if self.entry is None or is_core_entry(self.entry) or self.entry_read:
             return Severity.ERROR
         return Severity.WARNING
 
@@ -468,11 +497,14 @@ class ArgReader:
         tail = f" (did you mean `{suggestion[0]}`?)" if suggestion else ""
         severity = self._unknown_severity()
         extra = ""
-        if self.entry and not is_core_entry(self.entry):
+        nor = ""
+        if self.entry and not is_core_entry(self.entry) and not self.entry_read:
             extra = f"; {self.entry} may add it with its own argument provider"
+        elif self.entry and self.entry_read and not is_core_entry(self.entry):
+            nor = f" or of {self.entry} (the arguments its own provider adds, read from it)"
         if self._known_target and not extra:
-            message = (f"unknown flag `{name}`{tail}: not an argument of {self.target.describe()}, so its argparse exits "
-                       f"with \"unrecognized arguments\"{self._elsewhere(name)}")
+            message = (f"unknown flag `{name}`{tail}: not an argument of {self.target.describe()}{nor}, so its argparse "
+                       f"exits with \"unrecognized arguments\"{self._elsewhere(name)}")
         elif self._known_target:
             message = f"unknown flag `{name}`{tail}: not an argument of {self.target.describe()}{self._elsewhere(name)}{extra}"
         else:
@@ -547,11 +579,18 @@ class ArgReader:
             self._diag("TL004", f"`{spelled}` is not an argument of {self.entry.rsplit('/', 1)[-1]}; only {owners} "
                        "add it", loc, severity=Severity.ERROR)
             return
-        if self.dialect != CURRENT:
-            return  # flags of Megatron-DeepSpeed and older copies are valid there
         dep = info.deprecated
         if dep is None:
             return
+        if dep.get("source") and self.target is not None:
+            # The target's own source refuses it (its validate_args), whatever the script's dialect.
+            self._diag("TL008", f"`{spelled}` makes {self.target.describe()} fail at start-up"
+                       + (f"; use `{dep['replacement']}`" if dep.get("replacement") else "")
+                       + f". Its check: \"{dep.get('message', '')}\"", loc, severity=Severity.ERROR,
+                       fix=dep.get("replacement"), applicability=Applicability.DISPLAY if dep.get("replacement") else None)
+            return
+        if self.dialect != CURRENT:
+            return  # flags of Megatron-DeepSpeed and older copies are valid there
         status = dep.get("status", "deprecated")
         replacement = dep.get("replacement")
         message = dep.get("message", "")
@@ -626,6 +665,11 @@ class ArgReader:
                 continue
             typed = info.for_dialect(self.dialect)
             value, error = _convert_one(vf.text, typed)
+            if error == "minimum" and self._shape_elsewhere:
+                # argparse takes it; the model is not built from it (a placeholder such as -1)
+                setting.invalid = True
+                converted.append(None)
+                continue
             if error:
                 setting.invalid = True
                 message = _value_message(spelled, vf.text, typed, error)

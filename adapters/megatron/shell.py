@@ -537,10 +537,27 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                         if fnmatch.fnmatchcase(value, ptext):
                             chosen = idx
                             break
+        if value is None and value_node is not None and self._from_arguments(value_node, ft):
+            # `case $1 in --no-deepspeed) ... *) ...`: the script's own arguments. Read as run
+            # without them (the values it documents, as for ${1:-default}): the value is empty, so
+            # only a pattern that matches "" (`*)`) runs, and the defaults set before stand.
+            empty = None
+            for idx, (patterns, _body) in enumerate(branches):
+                texts = [self._string_of(p, ft) for p in patterns]
+                if any(t is not None and fnmatch.fnmatchcase("", t) for t in texts):
+                    empty = idx
+                    break
+            self._walk_branches([b for _, b in branches], empty, False, ft)
+            return
         if not certain and any(self._assigns_in(b) for _, b in branches):
             self._diag("TL012", "the `case` value is not known statically; trainlint follows its first branch "
                        "for the values assigned in it", self._loc(node.children[0], ft))
         self._walk_branches([b for _, b in branches], chosen, certain, ft)
+
+    def _from_arguments(self, node, ft: FileText) -> bool:
+        """The word's only unknowns are the script's positional parameters (``$1``, ``$key`` set from it)."""
+        segs = [s for p in self._pieces(node, ft, quoted=True) for s in p.segs if s.unknown is not None]
+        return bool(segs) and all("positional parameter" in (s.unknown or "") for s in segs)
 
     def _walk_branches(self, bodies: list, chosen: int | None, certain: bool, ft: FileText) -> None:
         """Evaluate the chosen branch for real (its values marked uncertain unless the condition

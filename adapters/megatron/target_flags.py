@@ -6,7 +6,8 @@ checkout, a pinned release) replaces that: its flags are exactly the ones its pa
 (plus what DeepSpeed's ``add_config_arguments`` adds when the parser is handed to it, and the
 flags entry points add with their own argument providers), typed and with the choices its own
 ``add_argument`` calls give. What the built-in table knows beyond that (a ``minimum``, an
-upstream start-up refusal) is kept for flags both define with the same destination.
+start-up refusal) is kept for flags both define with the same destination, a refusal only when
+the target's own checks refuse the flag too.
 """
 
 from __future__ import annotations
@@ -38,17 +39,8 @@ def _build(catalog: Any) -> FlagTable:
     for name, arg in catalog.args.items():
         known = [c for c in base.candidates(name) if c.dest == arg.dest and c.entry_points is None]
         like = known[0] if known else None
-        deprecated = like.deprecated if like is not None and like.deprecated else None
-        if deprecated is not None and deprecated.get("status") == "removed":
-            deprecated = None  # the target defines it: not removed there
-        action = arg.action if arg.action != "boolean_optional" else "store_true"
-        types: tuple[str, ...] = _TYPES.get(arg.type or "", ()) if action in ("store", "append") else ("boolean",)
-        if action in ("store", "append") and not types:
-            types = like.types if like is not None and like.types else ("string",)
-        enum = tuple(c for c in arg.choices if c is not None) if arg.choices else None
-        by_flag.setdefault(name, []).append(FlagInfo(
-            name, arg.dest, action, types, arg.nargs, enum, arg.default, None, None, None, deprecated, (),
-            like.minimum if like is not None else None))
+        deprecated = _refusal(catalog, arg.dest, like.deprecated if like is not None else None)
+        by_flag.setdefault(name, []).append(_info(name, arg, like, deprecated))
     extra = [f for f in DEEPSPEED_CORE_FLAGS if catalog.uses_deepspeed_args]
     for flag, infos in base.by_flag.items():
         if flag in by_flag:
@@ -60,6 +52,65 @@ def _build(catalog: Any) -> FlagTable:
     for flag in by_flag:
         by_norm.setdefault(_norm(flag), []).append(flag)
     return FlagTable(by_flag, by_norm, sorted(by_flag))
+
+
+def _info(name: str, arg: Any, like: FlagInfo | None, deprecated: dict | None,
+          entry_points: tuple[str, ...] | None = None) -> FlagInfo:
+    """The FlagInfo of one :class:`~trainlint.frameworks.argdef.ArgDef`, typed as its source
+    types it (``like``: the built-in table's flag of the same destination, for what the source
+    does not say)."""
+    action = arg.action if arg.action != "boolean_optional" else "store_true"
+    types: tuple[str, ...] = _TYPES.get(arg.type or "", ()) if action in ("store", "append") else ("boolean",)
+    if action in ("store", "append") and not types:
+        types = like.types if like is not None and like.types else ("string",)
+    enum = tuple(c for c in arg.choices if c is not None) if arg.choices else None
+    return FlagInfo(name, arg.dest, action, types, arg.nargs, enum, arg.default, None, None, entry_points, deprecated,
+                    (), like.minimum if like is not None else None)
+
+
+_with_entry: dict[tuple[int, int], tuple[Any, Any, FlagTable]] = {}
+
+
+def with_entry(table: FlagTable, scan: Any, entry: str) -> FlagTable:
+    """``table`` plus the flags an entry point's own file adds (its ``extra_args_provider``),
+    read by :mod:`trainlint.frameworks.entry_args`; memoised per (table, scan)."""
+    key = (id(table), id(scan))
+    hit = _with_entry.get(key)
+    if hit is not None and hit[0] is table and hit[1] is scan:
+        return hit[2]
+    by_flag = {flag: list(infos) for flag, infos in table.by_flag.items()}
+    for name, arg in scan.args.items():
+        # first: the entry point's own definition is the one argparse uses for its script
+        by_flag.setdefault(name, []).insert(0, _info(name, arg, None, None, (entry,)))
+    by_norm: dict[str, list[str]] = {}
+    for flag in by_flag:
+        by_norm.setdefault(_norm(flag), []).append(flag)
+    out = FlagTable(by_flag, by_norm, sorted(by_flag))
+    if len(_with_entry) > 64:
+        _with_entry.clear()
+    _with_entry[key] = (table, scan, out)
+    return out
+
+
+def _refusal(catalog: Any, dest: str, upstream: dict | None) -> dict | None:
+    """What the target says of a flag it defines. Not "removed" (it is defined). A start-up
+    refusal ("exits"/"error": upstream keeps a stub that stops) only when the target's own
+    source refuses it, with the source's message; a catalog that does not record refusals
+    (written before the reader did) keeps upstream's."""
+    refused = getattr(catalog, "refused", None)
+    if refused is None:
+        return None if upstream is not None and upstream.get("status") == "removed" else upstream or None
+    if dest in refused:
+        replacement = (upstream or {}).get("replacement")
+        if replacement and replacement.split()[0] not in catalog.args:
+            replacement = None  # a rename the target itself does not define
+        out = {"status": "error", "message": refused[dest] or f"{catalog.label} refuses it at start-up", "source": True}
+        if replacement:
+            out["replacement"] = replacement
+        return out
+    if upstream is not None and upstream.get("status") == "deprecated":
+        return upstream  # a warning; kept
+    return None
 
 
 from trainlint.frameworks.catalog import defined_by, shipped_name_index  # noqa: E402,F401 - where they live

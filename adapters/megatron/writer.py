@@ -873,37 +873,97 @@ def spell_changes(spec: TrainingSpec, changes: dict[str, Any], base: Any) -> lis
     if "batch.global_batch" in changes:
         out.append(f"{flag('global_batch_size')} {changes['batch.global_batch']}")
     if "memory.recompute" in changes:
-        rec = changes["memory.recompute"]
-        legacy = spec.dialect not in (MEGATRON_LM, "")
-        if legacy:
-            out.append("--checkpoint-activations" if rec == "full" else "drop --checkpoint-activations")
-        elif rec == "none":
-            gone = [d for d in ("recompute_granularity", "recompute_activations") if d in spec.settings]
-            out.append(" ".join(f"drop {flag(d)}" for d in gone) or "no recompute")
+        out.extend(_recompute_spelling(spec, changes["memory.recompute"]))
+    # as the writer writes them: full recompute by --checkpoint-activations is uniform over
+    # --checkpoint-num-layers layers (Megatron-DeepSpeed and older copies)
+    checkpoint_style = _checkpoint_style(spec, changes.get("memory.recompute"))
+    if "memory.recompute_method" in changes:
+        method = changes["memory.recompute_method"]
+        if method is None:
+            if "recompute_method" in spec.settings:
+                out.append(f"drop {flag('recompute_method')}")
+        elif not (checkpoint_style and method == "uniform" and "recompute_method" not in spec.settings):
+            out.append(f"{flag('recompute_method')} {method}")
+    if "memory.recompute_num_layers" in changes:
+        n = changes["memory.recompute_num_layers"]
+        if n is None:
+            out.extend(_drops(spec, "recompute_num_layers", "checkpoint_num_layers"))
+        elif "recompute_num_layers" not in spec.settings and ("checkpoint_num_layers" in spec.settings or checkpoint_style):
+            out.append(f"{flag('checkpoint_num_layers')} {n}")
         else:
-            out.append(f"{flag('recompute_granularity')} {rec}")
-    for dotted, dest in (("memory.recompute_method", "recompute_method"), ("memory.recompute_num_layers", "recompute_num_layers")):
-        if dotted in changes:
-            value = changes[dotted]
-            if value is None:
-                if dest in spec.settings:
-                    out.append(f"drop {flag(dest)}")
-            else:
-                out.append(f"{flag(dest)} {value}")
+            out.append(f"{flag('recompute_num_layers')} {n}")
+    if "engine.dp_overlap" in changes:  # a hint only (not a layout key the writer writes)
+        out.append(flag("overlap_grad_reduce") if changes["engine.dp_overlap"] else f"drop {flag('overlap_grad_reduce')}")
     return out
+
+
+def _current(spec: TrainingSpec) -> bool:
+    return spec.dialect in (MEGATRON_LM, "")
+
+
+def _drops(spec: TrainingSpec, *dests: str) -> list[str]:
+    return [f"drop {megatron_flag(spec, d)}" for d in dests if d in spec.settings]
+
+
+def _recompute_spelling(spec: TrainingSpec, rec: str) -> list[str]:
+    """``memory.recompute`` as :class:`MegatronWriter` writes it: the ``--recompute-*`` flags in
+    current Megatron-LM (or where the script already uses them), ``--checkpoint-activations`` for
+    full recompute in Megatron-DeepSpeed and older copies."""
+    gran, act, ckpt = "recompute_granularity", "recompute_activations", "checkpoint_activations"
+    if rec == "none":
+        return _drops(spec, gran, act, ckpt) or ["no recompute"]
+    if _current(spec) or gran in spec.settings or rec != "full":
+        return [f"{megatron_flag(spec, gran)} {rec}", *_drops(spec, act, ckpt)]
+    return [megatron_flag(spec, ckpt), *_drops(spec, act)]
+
+
+def _checkpoint_style(spec: TrainingSpec, rec: str | None) -> bool:
+    """Full recompute is (or will be) written as --checkpoint-activations (the writer's rule)."""
+    if _current(spec):
+        return False
+    if rec is not None:
+        return "recompute_granularity" not in spec.settings and rec == "full"
+    return "checkpoint_activations" in spec.settings and "recompute_granularity" not in spec.settings
+
+
+def defines(spec: TrainingSpec, dest: str) -> bool:
+    """The Megatron version the run targets has the argument ``dest``: its argument catalog says
+    (the checkout or release the project points at, :attr:`TrainingSpec.target`); without one,
+    current Megatron-LM has what trainlint's own table (``megatron.schema.json``) records, and a
+    Megatron-DeepSpeed or old copy of unknown version is taken to lack it, so that a hint never
+    spells a flag the version may not have (Megatron-DeepSpeed gained ``--recompute-granularity``
+    in its sync with Megatron-LM; bigscience's copy and Megatron-LM v1.1.5 have none)."""
+    catalog = getattr(spec.target, "catalog", None)
+    if catalog is not None:  # keyed by option string (--recompute-granularity)
+        return any(arg.dest == dest for arg in catalog.args.values())
+    if _current(spec):
+        from trainlint.rules.startup.megatron_args import _properties
+
+        return dest in _properties()
+    return False
 
 
 def expressible(spec: TrainingSpec) -> frozenset[str]:
     """The layout dimensions a Megatron-LM script of this dialect can write: virtual stages, context
     parallelism and the distributed optimizer in current Megatron-LM only; the ZeRO stage where
-    DeepSpeed's engine runs the model (Megatron-DeepSpeed with ``--deepspeed``)."""
+    DeepSpeed's engine runs the model (Megatron-DeepSpeed with ``--deepspeed``). Besides the
+    dimensions ``trainlint suggest`` searches, the changes a fix hint may propose, where the
+    target version has the argument: ``selective`` recompute (``--recompute-granularity``), ``sp``
+    (``--sequence-parallel``), ``global-batch`` (``--global-batch-size``) and ``overlap``
+    (``--overlap-grad-reduce``, where Megatron's own DDP runs)."""
     from trainlint.adapters.megatron.spec_build import deepspeed_runs
 
     searchable = {"tp", "pp", "micro", "recompute"}
     entry = spec.engine.deepspeed_flag
     megatron_ds = entry is not None and bool(entry.value)
-    if spec.dialect in (MEGATRON_LM, "") and not megatron_ds:
+    if _current(spec) and not megatron_ds:
         searchable |= {"vpp", "cp", "dist-opt"}
     if megatron_ds and deepspeed_runs(spec):
         searchable.add("zero")  # the DeepSpeed JSON's (or --zero-stage's) stage
+    for name, dest in (("selective", "recompute_granularity"), ("sp", "sequence_parallel"),
+                       ("global-batch", "global_batch_size")):
+        if dest in spec.settings or defines(spec, dest):
+            searchable.add(name)
+    if not megatron_ds and ("overlap_grad_reduce" in spec.settings or defines(spec, "overlap_grad_reduce")):
+        searchable.add("overlap")
     return frozenset(searchable)

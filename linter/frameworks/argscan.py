@@ -42,6 +42,10 @@ class ScanResult:
     files: list[str] = field(default_factory=list)
     uses_deepspeed_args: bool = False
     """The parser is handed to ``deepspeed.add_config_arguments`` (adds ``--deepspeed`` ...)."""
+    refused: dict[str, str] = field(default_factory=dict)
+    """Megatron: destinations the argument module's own checks refuse whenever they are given
+    (``assert args.batch_size is None, '--batch-size argument is no longer valid ...'``,
+    ``if args.checkpoint_activations: ... exit()``), with the message it stops with."""
 
     def add(self, arg: ArgDef) -> None:
         self.args.setdefault(arg.name, arg)
@@ -107,6 +111,7 @@ def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None 
             continue
         trees[path] = tree
         out.files.append(path)
+        _refusals(tree, out)
     factories: list[tuple[str, str, set[str], str, int]] = []
     for path, tree in trees.items():
         for node in ast.walk(tree):
@@ -145,6 +150,82 @@ def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None 
                     continue
                 _factory_flag(fname, ann, default_node, meta, fpath, fline, out)
     return out
+
+
+_STOPS = ("exit", "_exit", "quit", "abort")
+
+
+def _refusals(tree: ast.Module, out: ScanResult) -> None:
+    """The flags an argument module refuses unconditionally: statements directly in a function's
+    body (not under a condition of their own) that stop whenever the flag is given. Upstream keeps
+    such stubs for renamed flags (``--checkpoint-activations``, ``--batch-size``); a fork that
+    deleted or commented out the check accepts the flag, and only the source says which."""
+    for fn in ast.walk(tree):
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for stmt in fn.body:
+            if isinstance(stmt, ast.Assert):
+                dest = _none_required(stmt.test)
+                if dest is not None:
+                    out.refused.setdefault(dest, _text(stmt.msg))
+            elif isinstance(stmt, ast.If) and not stmt.orelse:
+                dest = _args_attr(stmt.test)
+                if dest is not None and _stops(stmt.body):
+                    out.refused.setdefault(dest, _first_text(stmt.body))
+
+
+def _args_attr(node: ast.AST) -> str | None:
+    """``args.X`` -> ``X``."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "args":
+        return node.attr
+    return None
+
+
+def _none_required(test: ast.AST) -> str | None:
+    """``args.X is None`` or ``not args.X`` -> ``X`` (an assertion any given value fails)."""
+    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
+            and _is_none(test.comparators[0]):
+        return _args_attr(test.left)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _args_attr(test.operand)
+    return None
+
+
+def _stops(body: list[ast.stmt]) -> bool:
+    """The block ends the process: ``raise``, ``exit()``, ``sys.exit()`` at its own level."""
+    for stmt in body:
+        if isinstance(stmt, ast.Raise):
+            return True
+        if isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call):
+            func = stmt.value.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name in _STOPS:
+                return True
+    return False
+
+
+def _text(node: ast.AST | None) -> str:
+    """The literal text of a message: a string, ``'a' + 'b'``, or an f-string's literal parts."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        return _text(node.left) + _text(node.right)
+    if isinstance(node, ast.JoinedStr):
+        return "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "format":
+        return _text(node.func.value)
+    return ""
+
+
+def _first_text(body: list[ast.stmt]) -> str:
+    """The first message a block prints or raises."""
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, ast.Call):
+            for a in node.args:
+                text = _text(a)
+                if text:
+                    return text
+    return ""
 
 
 def _assigned_before(tree: ast.Module, name: str, line: int) -> ast.expr | None:
@@ -325,6 +406,33 @@ def _ann_type(ann: ast.AST | None) -> tuple[str | None, tuple | None, bool]:
     return (name if name in ("int", "float", "str", "bool") else None), None, False
 
 
+def _list_element(ann: ast.AST | None) -> str | None:
+    """For ``list[int]``, ``Optional[list[int]]``, ``list[int] | None``: the element type
+    (``"int"``; ``""`` when not a plain type); None when the annotation is not a list."""
+    if isinstance(ann, ast.Constant) and isinstance(ann.value, str):
+        try:
+            ann = ast.parse(ann.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        if _is_none(ann.right):
+            return _list_element(ann.left)
+        if _is_none(ann.left):
+            return _list_element(ann.right)
+        return None
+    if not isinstance(ann, ast.Subscript):
+        return None
+    head = _ann_name(ann.value)
+    if head in ("Optional", "Union"):
+        items = ann.slice.elts if isinstance(ann.slice, ast.Tuple) else [ann.slice]
+        non_none = [i for i in items if not _is_none(i)]
+        return _list_element(non_none[0]) if len(non_none) == 1 else None
+    if head in ("list", "List"):
+        name = _ann_name(ann.slice)
+        return name if name in ("int", "float", "str") else ""
+    return None
+
+
 def _is_none(node: ast.AST) -> bool:
     return (isinstance(node, ast.Constant) and node.value is None) or (isinstance(node, ast.Name) and node.id == "None")
 
@@ -334,6 +442,11 @@ def _factory_flag(fname: str, ann: ast.AST | None, default_node: ast.AST | None,
     """The flag ArgumentGroupFactory builds from one dataclass field (``--field-name``; a bool
     that defaults to True becomes ``--no-field-name``), unless ``argparse_meta`` names it."""
     typ, choices, _optional = _ann_type(ann)
+    element = _list_element(ann)
+    list_nargs = None
+    if element is not None:
+        # ArgumentGroupFactory: a list[X] field (Optional or not) is nargs="+" of type X
+        typ, list_nargs = element or None, "+"
     has_default, default = _literal(default_node)
     names = meta.get("arg_names") if isinstance(meta.get("arg_names"), list) else None
     action = meta.get("action") if isinstance(meta.get("action"), str) else None
@@ -352,7 +465,7 @@ def _factory_flag(fname: str, ann: ast.AST | None, default_node: ast.AST | None,
         typ = meta_type
     if isinstance(meta.get("choices"), (list, tuple)):
         choices = tuple(meta["choices"])
-    nargs = meta.get("nargs")
+    nargs = meta.get("nargs", list_nargs)
     for flag in flags:
         if isinstance(flag, str) and flag.startswith("-"):
             out.add(ArgDef(flag, dest, action, typ, choices, nargs if _jsonable(nargs) else None, default, has_default,
@@ -490,5 +603,7 @@ def merge(results: Iterable[ScanResult]) -> ScanResult:
             out.add(arg)
         out.partial.extend(r.partial)
         out.files.extend(r.files)
+        for dest, message in r.refused.items():
+            out.refused.setdefault(dest, message)
         out.uses_deepspeed_args = out.uses_deepspeed_args or r.uses_deepspeed_args
     return out

@@ -22,7 +22,7 @@ from trainlint.frameworks.markers import MARKERS, marker  # noqa: F401 - marker:
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 """A file larger than this is not read (an argument module is ~100-200 KB); the readers use the same bound."""
 
-SCANNER_VERSION = "1"
+SCANNER_VERSION = "3"
 """Bump when the readers change what they extract: cached catalogs of older readers are ignored."""
 
 MAX_DEPENDENCIES = 48
@@ -45,6 +45,10 @@ class ArgCatalog:
     uses_deepspeed_args: bool = False
     read_seconds: float | None = None
     """Seconds the source took to read on this check; None when it came from a cache or shipped."""
+    refused: dict[str, str] | None = None
+    """Megatron: destinations the source's own checks refuse when given, with their message (see
+    :func:`~trainlint.frameworks.argscan._refusals`); None when the catalog does not record them
+    (a catalog written before the reader did), so trainlint's own table decides."""
 
     def __contains__(self, name: str) -> bool:
         return name in self.args
@@ -60,19 +64,23 @@ class ArgCatalog:
         return {"family": self.family, "variant": self.variant, "version": self.version, "commit": self.commit,
                 "repository": self.repository, "files": self.files, "partial": self.partial,
                 "uses_deepspeed_args": self.uses_deepspeed_args,
+                **({"refused": self.refused} if self.refused is not None else {}),
                 "args": [a.to_json() for a in self.args.values()]}
 
     @classmethod
     def from_json(cls, data: dict) -> ArgCatalog:
         args = {row[0]: ArgDef.from_json(row) for row in data["args"]}
+        refused = data.get("refused")
         return cls(data["family"], data["variant"], data.get("version"), args, list(data.get("partial") or []),
                    data.get("commit"), data.get("repository"), list(data.get("files") or []),
-                   bool(data.get("uses_deepspeed_args")))
+                   bool(data.get("uses_deepspeed_args")),
+                   refused=dict(refused) if isinstance(refused, dict) else None)
 
 
 def from_scan(family: str, variant: str, version: str | None, scan, **extra) -> ArgCatalog:
     return ArgCatalog(family, variant, version, dict(scan.args), list(scan.partial), files=list(scan.files),
-                      uses_deepspeed_args=scan.uses_deepspeed_args, **extra)
+                      uses_deepspeed_args=scan.uses_deepspeed_args,
+                      refused=dict(scan.refused) if family == "megatron" else None, **extra)
 
 
 # ------------------------------------------------------------------------------- reading a checkout

@@ -90,28 +90,38 @@ def layout_changes(spec: TrainingSpec, base: Inputs, cur: Layout, new: Layout) -
 
 
 def _batch_changes(spec: TrainingSpec, cur: Layout, new: Layout) -> dict[str, Any]:
+    return batch_changes(spec, (cur.micro, cur.grad_accum, cur.global_batch),
+                         (new.micro, new.grad_accum, new.global_batch), new.dp)
+
+
+def batch_changes(spec: TrainingSpec, cur: tuple[Any, Any, Any], new: tuple[Any, Any, Any], dp: Any) -> dict[str, Any]:
+    """The batch change keys that turn (micro, accumulation, global batch) ``cur`` into ``new`` at
+    ``dp`` replicas: the ones the file has to write (a derived value is not written), the same
+    for ``trainlint suggest`` and the rules' fix hints."""
     fw = spec.framework
     out: dict[str, Any] = {}
-    if new.micro != cur.micro:
-        out["batch.micro_batch"] = new.micro
+    (cur_micro, cur_accum, cur_global), (micro, accum, global_batch) = cur, new
+    if micro != cur_micro:
+        out["batch.micro_batch"] = micro
     if fw in ("deepspeed", "neox"):
         gas_written = _written(spec, "batch.grad_accum")
         tbs_written = _written(spec, "batch.global_batch")
         # DeepSpeed derives a missing accumulation from train_batch_size; NeoX's default is 1
         # whatever train_batch_size says, so NeoX always needs it written.
-        if new.grad_accum != cur.grad_accum and (fw == "neox" or gas_written or not tbs_written):
-            out["batch.grad_accum"] = new.grad_accum
-        if new.global_batch != cur.global_batch and (tbs_written or "batch.grad_accum" not in out):
-            out["batch.global_batch"] = new.global_batch
+        if accum != cur_accum and (fw == "neox" or gas_written or not tbs_written):
+            out["batch.grad_accum"] = accum
+        if global_batch != cur_global and (tbs_written or "batch.grad_accum" not in out):
+            out["batch.global_batch"] = global_batch
     elif fw == "megatron":
         written = _written(spec, "batch.global_batch")
-        if new.global_batch != cur.global_batch or (not written and new.micro * new.dp != new.global_batch):
-            out["batch.global_batch"] = new.global_batch
+        derived = isinstance(micro, int) and isinstance(dp, int) and micro * dp != global_batch
+        if global_batch != cur_global or (not written and derived):
+            out["batch.global_batch"] = global_batch
     else:
-        if new.grad_accum != cur.grad_accum:
-            out["batch.grad_accum"] = new.grad_accum
-        if new.global_batch != cur.global_batch:
-            out["batch.global_batch"] = new.global_batch
+        if accum != cur_accum:
+            out["batch.grad_accum"] = accum
+        if global_batch != cur_global:
+            out["batch.global_batch"] = global_batch
     return out
 
 

@@ -269,6 +269,7 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = fro
     flag = spec.engine.deepspeed_flag
     megatron_ds = fw == "megatron" and flag is not None and bool(flag.value)
     searchable = set(_expressible(spec, adapters) or {"micro"})
+    selective = "selective" in searchable  # the version has --recompute-granularity (Megatron)
     notes = []
     if vary is not None:
         unknown = vary - searchable
@@ -297,7 +298,7 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = fro
     tp_cands = [t for t in _divisors(i.heads) if t <= gpn and gpn % t == 0 and i.world % t == 0]
     pp_cands = [p for p in _divisors(i.layers) if i.world % p == 0]
     cp_cands = [c for c in _divisors(i.world) if c > 1 and i.seq % (2 * c) == 0] + [1]
-    if fw == "neox" or (fw == "megatron" and not current_megatron):
+    if fw == "neox" or (fw == "megatron" and not selective):
         rec_cands = ["none", "full"]
     else:
         rec_cands = list(RECOMPUTE_ORDER)

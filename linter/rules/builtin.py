@@ -11,6 +11,7 @@ RULE_MODULES = (
     "trainlint.rules.startup.cross_framework",
     "trainlint.rules.startup.deepspeed_rules",
     "trainlint.rules.startup.neox_rules",
+    "trainlint.rules.startup.hf_trainer_rules",
     "trainlint.rules.estimation.memory_rules",
     "trainlint.rules.estimation.throughput_rules",
     "trainlint.rules.estimation.communication_rules",

@@ -7,6 +7,7 @@ from typing import Iterator
 from trainlint.diagnostics import Severity
 from trainlint.estimator.core import InvariantError
 from trainlint.rules import Finding, Option, Rule, RuleContext
+from trainlint.rules.estimation.memory_rules import _gpu_assumed
 from trainlint.rules.estimation.fixes import communication_candidates, final_changes, fits, point_at, search_closest
 from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
@@ -17,7 +18,8 @@ class NetworkBoundDp(Rule):
     Estimates the gradient all-reduce (or ZeRO reduce-scatter / all-gather) traffic of one
     step over the data-parallel group's links and compares it with compute. Warns when the
     exposed part (what the backward pass does not hide) exceeds a share of the step (default
-    10%); errs when the communication alone takes longer than the compute.
+    10%); errs when the communication alone takes longer than the compute on a GPU the config
+    or the project names (against an assumed GPU, and so an assumed network, it warns and says so).
 
     ## Why is this bad?
     Hodge 2025 ("Sizing AI Training by Cost per Memory Bandwidth"): when the network rate is below
@@ -82,7 +84,14 @@ class NetworkBoundDp(Rule):
                 if not resolved:
                     fix = f"no change tried brings it under {limit:.0%}; the closest, " + fix
                 at = point_at(spec, *(c.target for c in final)) or at
-        yield Finding(message, at=at, fix=fix, severity=Severity.ERROR if alone else Severity.WARNING)
+        severity = Severity.ERROR if alone else Severity.WARNING
+        if alone and _gpu_assumed(est):
+            # The links are the assumed GPU's reference system (DGX H100: 50 GB/s per GPU): a verdict
+            # about hardware nobody named is a warning that says so, as TL201's out-of-memory error is.
+            severity = Severity.WARNING
+            message += (" (the GPU and its network are assumed, not given: pass --gpu ID or set `gpu = ...` "
+                        "in [tool.trainlint])")
+        yield Finding(message, at=at, fix=fix, severity=severity)
 
 
 class Zero3AtLargeDp(Rule):

@@ -70,72 +70,108 @@ def _with_data_parallel(spec: TrainingSpec, dp: int, **fields: Any) -> TrainingS
     return _with(spec, **changes)
 
 
-def _spelled(spec: TrainingSpec, changes: dict[str, Any], adapters: Sequence[Any] = ()) -> str:
+def _spelled(spec: TrainingSpec, changes: dict[str, Any], adapters: Sequence[Any] = (), base: Any = None) -> str:
     """The changes as the run's adapter writes them (``Adapter.spell_changes``, the adapter found
     among the session's ``adapters``: the same spelling ``trainlint suggest`` shows and
     ``--write-to`` writes, a plugin format's included)."""
     from trainlint.layout.candidate import spell_changes
 
-    return " ".join(spell_changes(spec, None, changes, adapters))  # no change here is spelled in derived units
+    return ", ".join(spell_changes(spec, base, changes, adapters))
 
 
-def _micro_spelling(spec: TrainingSpec, value: int, adapters: Sequence[Any] = ()) -> str:
-    return _spelled(spec, {"batch.micro_batch": value}, adapters)
+def _expressible(spec: TrainingSpec, adapters: Sequence[Any]) -> frozenset[str]:
+    """What the run's format (and its framework version) can write (``Adapter.expressible``): a
+    candidate the adapter cannot spell is never offered. Without an adapter: the micro batch."""
+    from trainlint.layout.candidate import adapter_of
+
+    adapter = adapter_of(spec, adapters)
+    return (adapter.expressible(spec) if adapter is not None else None) or frozenset({"micro"})
+
+
+_BATCH = ("batch.micro_batch", "batch.grad_accum", "batch.global_batch")
+_NOT_SPELLED = frozenset({"parallel.data", "parallel.pipeline_engine", *_BATCH})
+"""Change keys a candidate does not spell itself: DP follows the world size, the batch is spelled
+from the triple (:func:`trainlint.layout.candidate.batch_changes`: only what the file must write)."""
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """The resolved inputs an adapter spells a change in derived units with (virtual stages as
+    layers per stage): the ``base`` of ``Adapter.spell_changes``."""
+
+    pp: int
+    layers: int
+
+
+def _triple(spec: TrainingSpec) -> tuple[Any, Any, Any]:
+    micro, accum, global_batch = (spec.value(f) for f in _BATCH)
+    return micro, accum, global_batch
+
+
+def _changes(original: TrainingSpec, modified: TrainingSpec, batch: bool) -> dict[str, Any]:
+    """What ``modified`` changes of ``original``, as layout change keys (the batch only where the
+    candidate is about the batch: a layout change that moves DP leaves the global batch to follow)."""
+    from trainlint.layout.candidate import batch_changes
+    from trainlint.layout.writeback import CHANGE_KEYS
+
+    changes = {k: modified.value(k) for k in sorted(CHANGE_KEYS - _NOT_SPELLED) if modified.value(k) != original.value(k)}
+    if batch:
+        changes.update(batch_changes(original, _triple(original), _triple(modified), modified.value("parallel.data")))
+    return changes
+
+
+def _candidate(spec: TrainingSpec, target: str, modified: TrainingSpec, adapters: Sequence[Any], *,
+               batch: bool = False, base: Any = None, note: str = "") -> Candidate | None:
+    """The candidate ``modified``, spelled by the run's adapter; None when it spells nothing."""
+    spelling = _spelled(spec, _changes(spec, modified, batch), adapters, base)
+    return Candidate(spelling + note, target, modified) if spelling else None
+
+
+def _present(*candidates: Candidate | None) -> Iterator[Candidate]:
+    yield from (c for c in candidates if c is not None)
 
 
 def memory_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Iterator[Candidate]:
-    """Changes that lower memory per GPU, cheapest in throughput first."""
-    fw = spec.framework
+    """Changes that lower memory per GPU, cheapest in throughput first; only those the run's
+    adapter can write for its framework version (``Adapter.expressible``)."""
+    can = _expressible(spec, adapters)
     recompute = spec.value("memory.recompute", "none")
-    if fw == "megatron" and recompute in (None, "none"):
-        yield Candidate("--recompute-granularity selective", "memory.recompute",
-                        _with(spec, memory__recompute="selective"))
-    if fw in ("megatron", "neox") and recompute != "full":
-        spelling = ("--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
-                    if fw == "megatron" else "checkpoint_activations: true")
-        yield Candidate(spelling, "memory.recompute",
-                        _with(spec, memory__recompute="full", memory__recompute_method="uniform",
-                              memory__recompute_num_layers=1))
+    if "selective" in can and recompute in (None, "none"):
+        yield from _present(_candidate(spec, "memory.recompute", _with(spec, memory__recompute="selective"), adapters))
+    if "recompute" in can and recompute != "full":
+        yield from _present(_candidate(spec, "memory.recompute", _with(
+            spec, memory__recompute="full", memory__recompute_method="uniform", memory__recompute_num_layers=1), adapters))
     micro = spec.value("batch.micro_batch")
-    if isinstance(micro, int) and micro > 1:
+    if "micro" in can and isinstance(micro, int) and micro > 1:
         smaller = micro // 2
         changes: dict[str, Any] = {"batch__micro_batch": smaller}
         accum = spec.value("batch.grad_accum")
         if isinstance(accum, int):
             changes["batch__grad_accum"] = accum * micro // smaller
-        yield Candidate(_micro_spelling(spec, smaller, adapters), "batch.micro_batch", _with(spec, **changes))
+        yield from _present(_candidate(spec, "batch.micro_batch", _with(spec, **changes), adapters, batch=True))
     tp, heads, world = spec.value("parallel.tensor", 1), spec.value("model.num_attention_heads"), spec.value("cluster.world_size")
     per_node = spec.value("cluster.gpus_per_node", 8)
-    if fw in ("megatron", "neox") and all(isinstance(x, int) for x in (tp, heads, world, per_node)):
+    if "tp" in can and all(isinstance(x, int) for x in (tp, heads, world, per_node)):
         wider = tp * 2
         layout = wider * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
         if heads % wider == 0 and wider <= per_node and world % layout == 0:
-            spelling = _spelled(spec, {"parallel.tensor": wider}, adapters)
             changes = {"parallel__tensor": wider}
-            if fw == "megatron" and wider > 1:
+            if "sp" in can and wider > 1:
                 changes["parallel__sequence_parallel"] = True
-                spelling += " --sequence-parallel"
             modified = _with_data_parallel(spec, world // layout, **changes)
             if modified is not None:
-                yield Candidate(spelling, "parallel.tensor", modified)
-    from trainlint.layout.candidate import megatron_deepspeed  # the layout package loads the search: only when fixes are sought
-
-    ds_engine = megatron_deepspeed(spec)  # Megatron-DeepSpeed with --deepspeed: DeepSpeed's optimizer, not Megatron's
-    if fw == "megatron" and not ds_engine and not spec.value("parallel.distributed_optimizer", False):
-        yield Candidate("--use-distributed-optimizer", "parallel.distributed_optimizer",
-                        _with(spec, parallel__distributed_optimizer=True))
-    if fw in ("deepspeed", "neox") or ds_engine:
+                yield from _present(_candidate(spec, "parallel.tensor", modified, adapters))
+    if "dist-opt" in can and not spec.value("parallel.distributed_optimizer", False):
+        yield from _present(_candidate(spec, "parallel.distributed_optimizer",
+                                       _with(spec, parallel__distributed_optimizer=True), adapters))
+    if "zero" in can:
         stage = spec.value("parallel.zero_stage", 0)
         # ZeRO >= 2 refuses the pipeline engine (TL110); NeoX and Megatron-DeepSpeed engage it
         # (pipeline_engine; Megatron-DeepSpeed at PP 1 too, unless --no-pipeline-parallel)
         pipeline = spec.value("parallel.pipeline_engine", False) or spec.value("parallel.pipeline", 1) not in (1, None)
         ceiling = 1 if pipeline else 3
         if isinstance(stage, int) and stage < ceiling:
-            yield Candidate(_zero_spelling(spec, stage + 1, adapters), "parallel.zero_stage", _with(spec, parallel__zero_stage=stage + 1))
-
-
-def _zero_spelling(spec: TrainingSpec, stage: int, adapters: Sequence[Any] = ()) -> str:
-    return _spelled(spec, {"parallel.zero_stage": stage}, adapters)  # Megatron-DeepSpeed: the JSON's stage and/or --zero-stage
+            yield from _present(_candidate(spec, "parallel.zero_stage", _with(spec, parallel__zero_stage=stage + 1), adapters))
 
 
 def fits(result: Any, headroom: float) -> bool:
@@ -201,83 +237,77 @@ def _ints(*values: Any) -> bool:
 
 def throughput_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Iterator[Candidate]:
     """Changes that may raise MFU: less recompute, bigger GEMMs, a smaller bubble, less TP."""
-    fw = spec.framework
-    if fw == "megatron" and spec.value("memory.recompute") == "full":
-        yield Candidate("--recompute-granularity selective (instead of full)", "memory.recompute",
-                        _with(spec, memory__recompute="selective", memory__recompute_method=None,
-                              memory__recompute_num_layers=None))
+    can = _expressible(spec, adapters)
+    if "selective" in can and spec.value("memory.recompute") == "full":
+        yield from _present(_candidate(spec, "memory.recompute", _with(
+            spec, memory__recompute="selective", memory__recompute_method=None, memory__recompute_num_layers=None),
+            adapters, note=" (instead of full)"))
     micro, accum = spec.value("batch.micro_batch"), spec.value("batch.grad_accum")
-    if _ints(micro, accum) and accum % 2 == 0:
-        yield Candidate(_micro_spelling(spec, micro * 2, adapters), "batch.micro_batch",
-                        _with(spec, batch__micro_batch=micro * 2, batch__grad_accum=accum // 2))
+    if "micro" in can and _ints(micro, accum) and accum % 2 == 0:
+        yield from _present(_candidate(spec, "batch.micro_batch", _with(spec, batch__micro_batch=micro * 2,
+                                                                         batch__grad_accum=accum // 2), adapters, batch=True))
     pipeline = spec.value("parallel.pipeline", 1)
-    if _ints(micro) and micro > 1 and _ints(pipeline) and pipeline > 1:
+    if "micro" in can and _ints(micro) and micro > 1 and _ints(pipeline) and pipeline > 1:
         changes: dict[str, Any] = {"batch__micro_batch": micro // 2}
         if _ints(accum):
             changes["batch__grad_accum"] = accum * 2
-        yield Candidate(_micro_spelling(spec, micro // 2, adapters) + " (more micro-batches in the pipeline)", "batch.micro_batch",
-                        _with(spec, **changes))
+        yield from _present(_candidate(spec, "batch.micro_batch", _with(spec, **changes), adapters, batch=True,
+                                       note=" (more micro-batches in the pipeline)"))
     layers = spec.value("model.num_layers")
-    if fw == "megatron" and _ints(pipeline, layers) and pipeline > 2 and spec.value("parallel.virtual_pipeline", 1) in (1, None) \
+    if "vpp" in can and _ints(pipeline, layers) and pipeline > 2 and spec.value("parallel.virtual_pipeline", 1) in (1, None) \
             and layers % (pipeline * 2) == 0:
-        yield Candidate(f"--num-layers-per-virtual-pipeline-stage {layers // (pipeline * 2)}", "parallel.pipeline",
-                        _with(spec, parallel__virtual_pipeline=2))
+        yield from _present(_candidate(spec, "parallel.pipeline", _with(spec, parallel__virtual_pipeline=2), adapters,
+                                       base=_Shape(pipeline, layers)))
     tp, world = spec.value("parallel.tensor", 1), spec.value("cluster.world_size")
-    if fw in ("megatron", "neox") and _ints(tp, world) and tp > 1:
+    if "tp" in can and _ints(tp, world) and tp > 1:
         narrower = tp // 2
         layout = narrower * (pipeline if _ints(pipeline) else 1) * spec.value("parallel.context", 1)
         if world % layout == 0:
-            spelling = _spelled(spec, {"parallel.tensor": narrower}, adapters)
             modified = _with_data_parallel(spec, world // layout, parallel__tensor=narrower)
             if modified is not None:
-                yield Candidate(spelling, "parallel.tensor", modified)
+                yield from _present(_candidate(spec, "parallel.tensor", modified, adapters))
+
+
+_OVERLAP_SETTING = {"megatron": "overlap_grad_reduce"}
+"""The setting the adapter reads DP overlap from (``engine.dp_overlap``): Megatron's flag; the
+DeepSpeed JSON's (and NeoX's) ``zero_optimization.overlap_comm`` otherwise."""
 
 
 def communication_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Iterator[Candidate]:
     """Changes that hide or shrink data-parallel traffic."""
-    fw = spec.framework
+    can = _expressible(spec, adapters)
     accum, global_batch = spec.value("batch.grad_accum"), spec.value("batch.global_batch")
-    if _ints(accum, global_batch):
-        if fw == "megatron":
-            spelling = f"--global-batch-size {global_batch * 2}"
-        elif fw == "neox":
-            spelling = f"gradient_accumulation_steps: {accum * 2}"
-        else:
-            spelling = f"\"gradient_accumulation_steps\": {accum * 2}, \"train_batch_size\": {global_batch * 2}"
-        yield Candidate(spelling + " (a larger global batch)", "batch.global_batch",
-                        _with(spec, batch__grad_accum=accum * 2, batch__global_batch=global_batch * 2))
-    elif _ints(accum) and global_batch is None and fw in ("neox", "deepspeed"):
-        # The global batch is derived (micro x accumulation x DP): more accumulation is enough.
-        key = f"gradient_accumulation_steps: {accum * 2}" if fw == "neox" else f"\"gradient_accumulation_steps\": {accum * 2}"
-        yield Candidate(key + " (a larger global batch)", "batch.grad_accum", _with(spec, batch__grad_accum=accum * 2))
+    if "global-batch" in can and _ints(accum) and (global_batch is None or _ints(global_batch)):
+        # a written global batch doubles; a derived one (micro x accumulation x DP) follows the accumulation
+        fields: dict[str, Any] = {"batch__grad_accum": accum * 2}
+        if global_batch is not None:
+            fields["batch__global_batch"] = global_batch * 2
+        yield from _present(_candidate(spec, "batch.global_batch" if global_batch is not None else "batch.grad_accum",
+                                       _with(spec, **fields), adapters, batch=True, note=" (a larger global batch)"))
     overlap = spec.engine.dp_overlap  # the adapter's reading of --overlap-grad-reduce / overlap_comm
-    owner = spec.value("engine.optimizer_owner")
-    if fw == "megatron" and owner == "megatron":
-        if overlap is None or not overlap.value:
-            yield Candidate("--overlap-grad-reduce", "parallel.distributed_optimizer",
-                            _with_setting(spec, "overlap_grad_reduce", True))
-    elif fw in ("deepspeed", "neox") and (overlap is None or not overlap.value):
-        spelling = "\"overlap_comm\": true in zero_optimization" if fw == "deepspeed" else "zero_optimization: {overlap_comm: true}"
-        yield Candidate(spelling, "parallel.zero_stage", _with_setting(spec, "zero_optimization.overlap_comm", True))
+    if "overlap" in can and (overlap is None or not overlap.value):
+        target = "parallel.distributed_optimizer" if spec.framework == "megatron" else "parallel.zero_stage"
+        spelling = _spelled(spec, {"engine.dp_overlap": True}, adapters)
+        if spelling:
+            yield Candidate(spelling, target, _with_setting(
+                spec, _OVERLAP_SETTING.get(spec.framework, "zero_optimization.overlap_comm"), True))
     tp, heads, world = spec.value("parallel.tensor", 1), spec.value("model.num_attention_heads"), spec.value("cluster.world_size")
     per_node = spec.value("cluster.gpus_per_node", 8)
-    if fw in ("megatron", "neox") and _ints(tp, heads, world, per_node) and heads % (tp * 2) == 0 and tp * 2 <= per_node:
+    if "tp" in can and _ints(tp, heads, world, per_node) and heads % (tp * 2) == 0 and tp * 2 <= per_node:
         layout = tp * 2 * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
         if world % layout == 0:
-            spelling = _spelled(spec, {"parallel.tensor": tp * 2}, adapters)
             modified = _with_data_parallel(spec, world // layout, parallel__tensor=tp * 2)
             if modified is not None:
-                yield Candidate(spelling + " (fewer data-parallel replicas)", "parallel.tensor", modified)
-    from trainlint.layout.candidate import megatron_deepspeed
-
+                yield from _present(_candidate(spec, "parallel.tensor", modified, adapters, note=" (fewer data-parallel replicas)"))
     stage = spec.value("parallel.zero_stage")
-    if (fw in ("deepspeed", "neox") or megatron_deepspeed(spec)) and _ints(stage) and stage >= 2:
+    if "zero" in can and _ints(stage) and stage >= 2:
         for lower in range(stage - 1, 0, -1):  # ZeRO-3 gathers parameters every micro-batch; 2 and 1 do not
-            yield Candidate(_zero_spelling(spec, lower, adapters), "parallel.zero_stage", _with(spec, parallel__zero_stage=lower))
+            yield from _present(_candidate(spec, "parallel.zero_stage", _with(spec, parallel__zero_stage=lower), adapters))
     micro = spec.value("batch.micro_batch")
-    if _ints(micro, accum) and accum % 2 == 0:
-        yield Candidate(_micro_spelling(spec, micro * 2, adapters) + " (fewer, larger micro-batches)", "batch.micro_batch",
-                        _with(spec, batch__micro_batch=micro * 2, batch__grad_accum=accum // 2))
+    if "micro" in can and _ints(micro, accum) and accum % 2 == 0:
+        yield from _present(_candidate(spec, "batch.micro_batch", _with(spec, batch__micro_batch=micro * 2,
+                                                                         batch__grad_accum=accum // 2),
+                                       adapters, batch=True, note=" (fewer, larger micro-batches)"))
 
 
 def point_at(spec: TrainingSpec, *targets: str) -> str | None:
@@ -297,43 +327,22 @@ def _written(spec: TrainingSpec, dotted: str) -> bool:
 
 
 def batch_spelling(original: TrainingSpec, final: TrainingSpec, adapters: Sequence[Any] = ()) -> str | None:
-    """How to write the batch settings of ``final`` where they differ from ``original``, in the
-    format's own keys. Several candidates may each have moved the micro batch, the
-    accumulation or the global batch; only the end state is what the user writes."""
-    fw = final.framework
-    fields = ("batch.micro_batch", "batch.grad_accum", "batch.global_batch")
-    old = {f: original.value(f) for f in fields}
-    new = {f: final.value(f) for f in fields}
+    """How to write the batch settings of ``final`` where they differ from ``original``, spelled by
+    the run's adapter. Several candidates may each have moved the micro batch, the accumulation
+    or the global batch; only the end state is what the user writes."""
+    from trainlint.layout.candidate import batch_changes
+
+    old, new = _triple(original), _triple(final)
     if old == new:
         return None
-    micro, accum, glob = (new[f] for f in fields)
-    changed = {f for f in fields if old[f] != new[f]}
-    parts: list[str] = []
-    if fw not in ("megatron", "deepspeed", "neox"):
-        # a format of a plugin: its adapter spells the end state (Adapter.spell_changes)
-        return _spelled(final, {f: new[f] for f in fields if f in changed}, adapters) or None
-    if fw == "megatron":
-        if "batch.micro_batch" in changed:
-            parts.append(f"--micro-batch-size {micro}")
-        if "batch.global_batch" in changed:
-            parts.append(f"--global-batch-size {glob}")
-    else:
-        quote = (lambda k: f"\"{k}\"") if fw == "deepspeed" else (lambda k: k)
-        if "batch.micro_batch" in changed:
-            parts.append(f"{quote('train_micro_batch_size_per_gpu')}: {micro}")
-        if "batch.grad_accum" in changed and (_written(original, "batch.grad_accum")
-                                               or not _written(original, "batch.global_batch")):
-            parts.append(f"{quote('gradient_accumulation_steps')}: {accum}")
-        if "batch.global_batch" in changed and _written(original, "batch.global_batch"):
-            parts.append(f"{quote('train_batch_size')}: {glob}")
-    if not parts:
+    changes = batch_changes(original, old, new, final.value("parallel.data"))
+    spelled = _spelled(original, changes, adapters)
+    if not spelled:
         return None
-    grew = isinstance(glob, int) and isinstance(old["batch.global_batch"], int) and glob > old["batch.global_batch"]
-    grew = grew or (old["batch.global_batch"] is None and isinstance(accum, int) and isinstance(old["batch.grad_accum"], int)
-                    and isinstance(micro, int) and isinstance(old["batch.micro_batch"], int)
-                    and micro * accum > old["batch.micro_batch"] * old["batch.grad_accum"])
-    joiner = " " if fw == "megatron" else ", "  # flags on one command line; keys of one mapping
-    return joiner.join(parts) + (" (a larger global batch)" if grew else "")
+    micro, accum, glob = new
+    grew = isinstance(glob, int) and isinstance(old[2], int) and glob > old[2]
+    grew = grew or (old[2] is None and _ints(accum, old[1], micro, old[0]) and micro * accum > old[0] * old[1])
+    return spelled + (" (a larger global batch)" if grew else "")
 
 
 def final_changes(chain: list[Candidate], original: TrainingSpec | None = None,

@@ -54,12 +54,33 @@ _NOT_TRAINING_NAME = re.compile(
     r"(^|[/.])(\w*(generat|inference|text_gen|ptq|quantiz|export|convert|evaluat)\w*)(\.py)?$", re.IGNORECASE)
 
 
+# Entry points that rewrite checkpoints (convert formats, merge or split model-parallel partitions):
+# they set the world size Megatron's checks see themselves ("Arguments do sanity checks on the world
+# size, but we don't care, so trick it into thinking we are plenty of processes": WORLD_SIZE or
+# margs.world_size = TP x PP in Megatron's tools/checkpoint loaders and savers, WORLD_SIZE=TP in front
+# of merge_mp_partitions.py), so the processes launched say nothing about the parallel layout.
+_CHECKPOINT_TOOL = re.compile(
+    r"(^|/)(\w*convert\w*|merge_mp\w*|\w*_mp_partitions|split_mp\w*|\w*checkpoint_util\w*|loader_\w+|saver_\w+)\.py$")
+
+
+def trains(entry: str | None) -> bool:
+    """Whether a Megatron entry point trains (None: no entry point named, assumed to)."""
+    if not entry:
+        return True
+    return not (_NOT_TRAINING_ENTRY.search(entry) or _CHECKPOINT_TOOL.search(entry) or (
+        _NOT_TRAINING_NAME.search(entry) and "pretrain" not in entry.rsplit("/", 1)[-1]))
+
+
+def rewrites_checkpoints(entry: str | None) -> bool:
+    """A checkpoint conversion tool: it sets its own world size (see _CHECKPOINT_TOOL)."""
+    return entry is not None and bool(_CHECKPOINT_TOOL.search(entry.replace("\\", "/")))
+
+
 def unmodelled(spec: TrainingSpec) -> list[Unmodelled]:
     """What in ``spec`` the estimator does not model (empty when the estimate can be trusted)."""
     out: list[Unmodelled] = []
     entry = spec.entry_point or ""
-    if _NOT_TRAINING_ENTRY.search(entry) or (
-            _NOT_TRAINING_NAME.search(entry) and "pretrain" not in entry.rsplit("/", 1)[-1]):
+    if not trains(entry):
         task = spec.run.task
         what = f" (--task {task.value})" if task is not None and isinstance(task.value, str) else ""
         return [Unmodelled(entry, f"this entry point{what} generates, evaluates, converts or quantizes: it does not "

@@ -14,6 +14,7 @@ from trainlint.catalog import CatalogError, find_gpu
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Origin, Value
 from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules.estimation.scope import rewrites_checkpoints
 from trainlint.rules.startup.derive import (
     as_bool,
     as_int,
@@ -203,6 +204,10 @@ class WorldSizeNotDivisible(Rule):
     `torchrun --nproc_per_node 6 pretrain_gpt.py --tensor-model-parallel-size 4 ...`: 6 GPUs
     cannot be split into groups of 4.
 
+    A checkpoint conversion tool (`tools/checkpoint/convert.py`, `merge_mp_partitions.py`) is not
+    checked: it sets the world size Megatron's checks see to TP x PP itself, whatever it is
+    launched with.
+
     ## Fix
     Launch a multiple of the model-parallel product, or change the parallel sizes.
 
@@ -224,8 +229,8 @@ class WorldSizeNotDivisible(Rule):
         world = spec.cluster.world_size
         n = as_int(world)
         product = model_parallel_product(spec)
-        if n is None or n < 1 or product is None or from_checkpoint(spec):
-            return
+        if n is None or n < 1 or product is None or from_checkpoint(spec) or rewrites_checkpoints(spec.entry_point):
+            return  # a checkpoint conversion tool sets the world size its checks see itself
         size, how, divisors = product
         if size >= 1 and n % size:
             if spec.framework == "neox":

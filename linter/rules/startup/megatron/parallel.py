@@ -86,6 +86,8 @@ class HierarchicalContextParallel(MegatronRule):
         if not a.known("hierarchical_context_parallel_sizes", "cp_comm_type"):
             return
         sizes, comm = a.get("hierarchical_context_parallel_sizes"), a.get("cp_comm_type")
+        if sizes is not None and not isinstance(sizes, (list, tuple)):
+            sizes = [sizes]  # nargs='+' given one value (a YAML scalar, a word split off): still a list
         cp = a.int_field("parallel.context")
         if sizes and cp is not None and all(isinstance(s, int) for s in sizes):
             product = 1

@@ -1,0 +1,122 @@
+"""The arguments a Megatron entry point adds to the framework's parser, read from its file.
+
+Megatron's ``parse_args(extra_args_provider=...)`` lets an entry point (``tasks/main.py``,
+``tasks/eval_harness/evaluate.py``, a fork's own script) add flags of its own:
+``group.add_argument('--qa_data_test', ...)`` in the entry point's file. When the script names an
+entry point that is a file in the same tree (the framework checkout the config is checked against,
+or the script's own folder), its ``add_argument`` calls are read with :mod:`ast` like the
+framework's argument module: never imported or run, one file, bounded in size, memoised per file
+(path, modification time and size) within a process.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from trainlint.frameworks.catalog import MAX_SOURCE_BYTES
+
+MAX_LEVELS = 8
+"""Folders above the script tried as the directory the script is run from."""
+
+
+
+@dataclass(frozen=True)
+class EntryArgs:
+    scan: Any
+    """The :class:`~trainlint.frameworks.argscan.ScanResult` of the file's ``add_argument`` calls."""
+    complete: bool
+    """Every ``extra_args_provider=`` the file passes is a function of the file itself (not one it
+    imports), so the flags read are all the entry point adds: a name neither it nor the framework
+    defines makes argparse exit."""
+    path: str
+
+
+_memo: dict[tuple[str, int, int], EntryArgs | None] = {}
+"""(real path, mtime_ns, size) -> what that file adds (None: unreadable)."""
+
+
+def entry_file(entry: str | None, script: str | None, root: str | None) -> Path | None:
+    """The entry point's file: ``entry`` as written, relative to the script's folder or a folder
+    above it (the directory it is usually run from), up to the framework checkout ``root``;
+    only a file inside ``root`` (or, without one, inside the script's folder and its parent)."""
+    if not entry or not script or not entry.endswith(".py") or "$" in entry or "\0" in entry:
+        return None
+    here = Path(script).resolve().parent
+    limit = Path(root).resolve() if root else here.parent
+    bases: list[Path] = []
+    folder = here
+    for _ in range(MAX_LEVELS):
+        bases.append(folder)
+        if folder == limit or folder.parent == folder:
+            break
+        folder = folder.parent
+    if limit not in bases:
+        bases.append(limit)
+    rel = entry.replace("\\", "/")
+    for base in bases:
+        candidate = Path(rel) if os.path.isabs(rel) else base / rel
+        try:
+            real = candidate.resolve()
+        except (OSError, RuntimeError):
+            continue
+        if real.is_file() and (real == limit or limit in real.parents):
+            return real
+    return None
+
+
+def entry_arguments(entry: str | None, script: str | None, root: str | None) -> EntryArgs | None:
+    """What the entry point's own file adds (its ``add_argument`` calls), or None when its file
+    is not found or cannot be read."""
+    path = entry_file(entry, script, root)
+    if path is None:
+        return None
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key in _memo:
+        return _memo[key]
+    result = None
+    if st.st_size <= MAX_SOURCE_BYTES:
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = None
+        if text is not None:
+            from trainlint.frameworks.argscan import scan_megatron
+
+            scan = scan_megatron({path.name: text})
+            if scan.files:  # a file that does not parse: not read
+                result = EntryArgs(scan, not scan.partial and _providers_local(text), str(path))
+    if len(_memo) > 256:
+        _memo.clear()
+    _memo[key] = result
+    return result
+
+
+def _providers_local(text: str) -> bool:
+    """Whether the file hands Megatron's parser only argument providers it defines itself
+    (``initialize_megatron(extra_args_provider=get_tasks_args)`` with ``def get_tasks_args`` in the
+    file, or a parameter passing one along), and at least one."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    defined = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    params = {a.arg for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+              for a in (*n.args.posonlyargs, *n.args.args, *n.args.kwonlyargs)}
+    given = [k.value for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords
+             if k.arg == "extra_args_provider"]
+    names = [v.id for v in given if isinstance(v, ast.Name)]
+    if not given or len(names) != len(given):
+        return False
+    return any(n in defined for n in names) and all(n in defined or n in params for n in names)
