@@ -28,8 +28,9 @@ from trainlint.provenance import Origin, Provenance, Value
 MAX_CONFIG_BYTES = 256 * 1024
 
 PLUGIN_PY = "accelerate/utils/dataclasses.py DeepSpeedPlugin"
-INLINE_KEYS = ("zero_stage", "offload_optimizer_device", "offload_param_device", "gradient_accumulation_steps",
-               "gradient_clipping", "zero3_init_flag", "zero3_save_16bit_model")
+INLINE_KEYS = ("zero_stage", "offload_optimizer_device", "offload_param_device", "offload_optimizer_nvme_path",
+               "offload_param_nvme_path", "gradient_accumulation_steps", "gradient_clipping", "zero3_init_flag",
+               "zero3_save_16bit_model")
 """The ``deepspeed_config`` keys (and ``accelerate launch`` options) the DeepSpeedPlugin reads."""
 _OFFLOAD_DEVICES = ("none", "cpu", "nvme")
 _MIXED = ("no", "fp16", "bf16", "fp8")
@@ -202,6 +203,12 @@ def inline_deepspeed(config: AccelerateConfig, options: dict[str, Value] | None 
     save16_v = _bool(save16.value) if save16 is not None else None
     located["/zero_optimization/stage3_gather_16bit_weights_on_model_save"] = \
         as_(save16, save16_v) if save16 is not None and save16_v is not None else default(False, "zero3_save_16bit_model")
+    # with an nvme device the plugin writes its nvme_path (ACCELERATE_DEEPSPEED_OFFLOAD_*_NVME_PATH, default "none")
+    for key, section in (("offload_optimizer_nvme_path", "offload_optimizer"), ("offload_param_nvme_path", "offload_param")):
+        if located[f"/zero_optimization/{section}/device"].value == "nvme":
+            path = written.get(key)
+            located[f"/zero_optimization/{section}/nvme_path"] = path if path is not None else \
+                default("none", f"accelerate's default {key} none")
     zero: dict[str, Any] = {
         "stage": located["/zero_optimization/stage"].value,
         "offload_optimizer": {"device": located["/zero_optimization/offload_optimizer/device"].value},
@@ -209,6 +216,10 @@ def inline_deepspeed(config: AccelerateConfig, options: dict[str, Value] | None 
         "stage3_gather_16bit_weights_on_model_save":
             located["/zero_optimization/stage3_gather_16bit_weights_on_model_save"].value,
     }
+    for section in ("offload_optimizer", "offload_param"):
+        nvme = located.get(f"/zero_optimization/{section}/nvme_path")
+        if nvme is not None:
+            zero[section]["nvme_path"] = nvme.value
     data: dict[str, Any] = {
         "train_batch_size": "auto",
         "train_micro_batch_size_per_gpu": "auto",

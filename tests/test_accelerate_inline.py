@@ -351,3 +351,17 @@ def test_the_trainer_values_are_in_the_spec_schema(project: Path):
     data = spec.to_dict()
     assert {"trainer_micro_batch", "trainer_grad_accum"} <= data["batch"].keys()
     jsonschema.validate(data, load_schema("spec"))
+
+
+def test_nvme_offload_carries_its_path(project: Path, capsys):
+    # DeepSpeedPlugin: with an nvme device the config gets offload_*_nvme_path (so TL136 does not speak)
+    from trainlint.cli import main
+
+    (project / "nvme.yaml").write_text(ZERO3.replace("offload_param_device: none", "offload_param_device: nvme\n"
+                                                     "  offload_param_nvme_path: /local_nvme"))
+    spec, result = run_spec(["accelerate", "launch", "--config_file", "nvme.yaml", "sft.py", "--config", "sft.yaml"])
+    assert spec.parallel.offload_params.value == "nvme" and result.diagnostics == []
+    assert spec.settings["zero_optimization.offload_param.nvme_path"].value == "/local_nvme"
+    code = main(["run", "--dry-run", "--isolated", "--format", "json", "--select", "TL136", "--", "accelerate", "launch",
+                 "--config_file", "nvme.yaml", "sft.py", "--config", "sft.yaml"])
+    assert code == 0 and not _report(capsys.readouterr().err)["files"][0]["diagnostics"]
