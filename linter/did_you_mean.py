@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from functools import lru_cache
 from typing import Iterable
 
@@ -29,13 +30,46 @@ def _closest(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
         return (by_norm[target],)
     import difflib  # imported when a name is unknown, not on every start
 
-    # difflib's first test (real_quick_ratio) depends on the two lengths only: dropping the names
-    # it would reject, before difflib sets each one up, gives the same matches much faster
-    # (the Megatron flag table has ~1,500 names).
+    # difflib's first two tests depend on the lengths (real_quick_ratio) and on the characters the
+    # two names share, counted with repeats (quick_ratio): dropping the names they would reject,
+    # with the same arithmetic, before difflib sets each one up, gives the same matches much
+    # faster (the Megatron flag table has ~1,500 names). The names are grouped by length, so a
+    # whole length is skipped at once, with their character counts made once per pool.
     size = len(target)
-    possible = [c for c in by_norm if (2.0 * min(len(c), size) / (len(c) + size) if len(c) + size else 1.0) >= _CUTOFF]
+    wanted = Counter(target).get
+    possible: list[str] = []
+    for length, group in _profiles(pool):
+        total = length + size
+        if not total:
+            possible.extend(c for c, _ in group)
+            continue
+        if 2.0 * min(length, size) / total < _CUTOFF:
+            continue
+        for cand, counts in group:
+            shared = 0
+            for ch, k in counts:
+                w = wanted(ch, 0)
+                shared += k if k < w else w
+            if 2.0 * shared / total >= _CUTOFF:
+                possible.append(cand)
+    # the order of `possible` does not matter: difflib ranks the matches by (score, name)
     close = difflib.get_close_matches(target, possible, n=limit, cutoff=_CUTOFF)
     return tuple(by_norm[c] for c in close)
+
+
+def _profiles(pool: tuple[str, ...]) -> tuple[tuple[int, list[tuple[str, tuple[tuple[str, int], ...]]]], ...]:
+    try:
+        return _cached_profiles(pool)
+    except TypeError:
+        return _length_groups(pool)
+
+
+def _length_groups(pool: tuple[str, ...]) -> tuple[tuple[int, list[tuple[str, tuple[tuple[str, int], ...]]]], ...]:
+    """The normalised names by length, each with its character counts."""
+    groups: dict[int, list[tuple[str, tuple[tuple[str, int], ...]]]] = {}
+    for cand in _by_norm(pool):
+        groups.setdefault(len(cand), []).append((cand, tuple(Counter(cand).items())))
+    return tuple(groups.items())
 
 
 def _by_norm(pool: tuple[str, ...]) -> dict[str, str]:
@@ -56,6 +90,7 @@ def _normalised(pool: tuple[str, ...]) -> dict[str, str]:
 # Unknown keys and flags recur (the same typo in many scripts, the same flag table every time).
 _cached_closest = lru_cache(maxsize=2048)(_closest)
 _cached_by_norm = lru_cache(maxsize=32)(_normalised)
+_cached_profiles = lru_cache(maxsize=32)(_length_groups)
 
 
 def hint(name: str, candidates: Iterable[str]) -> str:

@@ -18,6 +18,7 @@ from lsprotocol import types as lsp  # noqa: E402
 from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
 
 from trainlint.lsp import convert  # noqa: E402
+from trainlint.lsp.actions import UNSAFE_KIND  # noqa: E402
 
 from test_lsp import _start, change, mark, open_doc, published  # noqa: E402
 
@@ -167,3 +168,26 @@ async def test_add_to_baseline(client: LanguageClient, workspace: Path):
     (edit,) = add.edit.changes[baseline.as_uri()]
     assert edit.range.start == lsp.Position(0, 0)
     assert len(json.loads(edit.new_text)["findings"]) == 2
+
+
+@e2e
+async def test_layout_fix_is_the_adapter_written_edit_as_check_diff_shows_it(client: LanguageClient, workspace: Path,
+                                                                            tmp_path_factory):
+    """TL201's fix is a layout change (Finding.changes): the editor offers the edits the run's
+    adapter writes (its writer, the round trip verified), the same as ``check --fix
+    --unsafe-fixes`` writes, as an unsafe action (never preferred)."""
+    from test_lsp import LLAMA
+
+    from trainlint.cli import main
+
+    path = workspace / "layout" / "llama.sh"
+    diags = await open_doc(client, path, LLAMA, "shellscript")
+    tl201 = next(d for d in diags if d.code == "TL201")
+    (fix,) = [a for a in await actions_at(client, path, tl201) if a.title.startswith("Fix TL201")]
+    assert fix.kind == UNSAFE_KIND and not fix.is_preferred and fix.title.endswith("(unsafe)")
+    fixed = apply_edits(LLAMA, fix.edit.changes[path.as_uri()])
+    copy = tmp_path_factory.mktemp("cli-fix") / "llama.sh"
+    copy.write_text(LLAMA, encoding="utf-8")
+    main(["check", "--isolated", "--fix", "--unsafe-fixes", "--select", "TL201", str(copy)])
+    assert fixed == copy.read_text(encoding="utf-8") != LLAMA
+    assert "TL201" not in {d.code for d in await relint(client, path, fixed, 2)}

@@ -141,3 +141,20 @@ def test_toy_format_gets_fix_hints_and_check_fix_from_its_adapter(project, capsy
     capsys.readouterr()
     assert path.read_text() == BIG.replace("batch.micro_batch = 16", f"batch.micro_batch = {smaller}")
     assert not [d for d in _check(capsys, path)["diagnostics"] if d["code"] == "TL201"]
+
+
+def test_toy_format_gets_the_batch_check_and_its_fix_from_its_adapter(project, capsys):
+    """TL100 on a plugin format: its batch fields must multiply out; the fix is spelled by the toy
+    adapter and written by its writer (Finding.changes), as an unsafe fix."""
+    path = project / "batch.toytrain"
+    text = RUN.replace("batch.global_batch = 64", "batch.grad_accum = 4\nbatch.global_batch = 30").replace(
+        "cluster.nodes = 1", "cluster.nodes = 1\ncluster.world_size = 8")  # TP 8 on 8 GPUs: DP 1
+    path.write_text(text)
+    found = _check(capsys, path)
+    (tl100,) = [d for d in found["diagnostics"] if d["code"] == "TL100"]
+    assert (tl100["line"], tl100["column"]) == (10, 22)
+    assert tl100["fix"] == "set batch.global_batch = 4, or leave one of the three out"
+    assert tl100["applicability"] == "unsafe"
+    assert main(["check", "--fix", "--unsafe-fixes", "--select", "TL100", "--gpu", "h100-80gb", str(path)]) == 0
+    capsys.readouterr()
+    assert path.read_text() == text.replace("batch.global_batch = 30", "batch.global_batch = 4")

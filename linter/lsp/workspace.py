@@ -168,7 +168,11 @@ class Linter:
         options = replace(self.options, config=config, isolated=config is None,
                           trust_roots=(folder,) if folder else None)
         try:
-            return SessionEntry(open_session(options, start or Path.cwd()), config, mtime)
+            session = open_session(options, start or Path.cwd())
+            # the rules' layout fixes (Finding.changes) written by the run's adapter, as under
+            # `check --diff`: the code actions offer them as unsafe edits
+            session.settings.write_fixes = True
+            return SessionEntry(session, config, mtime)
         except (ValueError, ConfigError) as exc:
             if config is None:
                 raise

@@ -38,9 +38,10 @@ def _also(*pairs: tuple[Value | str | None, str]) -> tuple[tuple[Value | str | N
 
 
 def _value_fix(value: Value | None, new_text: str) -> dict:
-    """An unsafe fix replacing a value as written in a config file (``train_batch_size: 100`` ->
-    the one derivable from the other two and DP). Unsafe: it changes the batch the run trains
-    with, and picking that key rather than the micro batch or accumulation is a choice."""
+    """An unsafe fix replacing a value as written in a config file (the DeepSpeed config's
+    ``train_batch_size`` beside a Megatron-DeepSpeed script -> the one derivable from the other
+    two and DP). Unsafe: it changes the batch the run trains with, and picking that key rather
+    than the micro batch or accumulation is a choice."""
     from trainlint.diagnostics import Applicability, Edit
 
     prov = value.provenance if value is not None else None
@@ -48,6 +49,25 @@ def _value_fix(value: Value | None, new_text: str) -> dict:
             or prov.span.line != prov.span.end_line:
         return {}
     return {"applicability": Applicability.UNSAFE, "edits": (Edit(prov.span, new_text, prov.path),)}
+
+
+def _global_batch_fix(spec: TrainingSpec, value: Value | None, size: int) -> dict:
+    """The run's own global batch set to ``size``, as a layout change its adapter writes
+    (``Finding.changes``: under ``--fix`` / ``--diff`` and in the editor, ``Adapter.writer`` with
+    the round trip verified; a value from a variable is written where the variable is set), a
+    plugin format's too. Unsafe, as :func:`_value_fix`."""
+    from trainlint.diagnostics import Applicability
+
+    if value is None or value.provenance.origin is not Origin.FILE:
+        return {}
+    return {"applicability": Applicability.UNSAFE, "changes": {"batch.global_batch": size}}
+
+
+def _spelled_global_batch(spec: TrainingSpec, size: int, ctx: RuleContext) -> str:
+    """``train_batch_size: 64`` as the run's adapter spells it (``Adapter.spell_changes``)."""
+    from trainlint.layout.candidate import spell_changes
+
+    return ", ".join(spell_changes(spec, None, {"batch.global_batch": size}, ctx.adapters))
 
 
 # =============================================================================== TL100
@@ -92,22 +112,22 @@ class BatchSizeMismatch(Rule):
     name = "batch-size-mismatch"
     default_severity = Severity.ERROR
     summary = "global batch != micro batch x gradient accumulation x data-parallel size (DP as each framework computes it)"
-    frameworks = ALL
+    frameworks = ()  # every format: a plugin format's run is checked on its batch fields (see _triple)
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         if spec.framework == "megatron":
             yield from self._megatron(spec)
             yield from self._triple(spec, ds(spec, "train_batch_size"), ds(spec, "train_micro_batch_size_per_gpu"),
-                                    ds(spec, "gradient_accumulation_steps"), "the DeepSpeed config's ")
+                                    ds(spec, "gradient_accumulation_steps"), "the DeepSpeed config's ", ctx)
         elif spec.framework == "deepspeed":
             # file text: an "auto" written in the JSON is the HF Trainer's to fill at launch
             if any(spec.settings.get(k) is not None and spec.settings[k].value == "auto"
                    for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")):
                 return
             yield from self._triple(spec, ds(spec, "train_batch_size"), ds(spec, "train_micro_batch_size_per_gpu"),
-                                    ds(spec, "gradient_accumulation_steps"), "")
+                                    ds(spec, "gradient_accumulation_steps"), "", ctx)
         else:
-            yield from self._triple(spec, spec.batch.global_batch, spec.batch.micro_batch, spec.batch.grad_accum, "")
+            yield from self._triple(spec, spec.batch.global_batch, spec.batch.micro_batch, spec.batch.grad_accum, "", ctx)
 
     def _megatron(self, spec: TrainingSpec) -> Iterator[Finding]:
         b = spec.batch
@@ -141,13 +161,16 @@ class BatchSizeMismatch(Rule):
                 fix=f"use a global batch size that is a multiple of {m}")
 
     def _triple(self, spec: TrainingSpec, tbs: Value | None, mbs: Value | None, gas: Value | None,
-                whose: str) -> Iterator[Finding]:
+                whose: str, ctx: RuleContext) -> Iterator[Finding]:
         t, m, a = as_int(tbs), as_int(mbs), as_int(gas)
         if any(x is not None and x < 1 for x in (t, m, a)):
             return  # non-positive values are schema errors (TL006)
         if t is None or (m is None and a is None):
             return  # the framework derives the rest consistently
         dp = data_parallel(spec)
+        if spec.framework not in ALL:
+            yield from self._plugin_triple(spec, tbs, mbs, gas, ctx)
+            return
         quote = ("\"Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
                  "gradient_acc_step * world_size\"")
         also = _also((mbs, "micro batch per GPU"), (gas, "gradient accumulation steps"))
@@ -159,8 +182,7 @@ class BatchSizeMismatch(Rule):
                     yield Finding(
                         f"{whose}train_batch_size {t} != micro {m} x grad_accum {a} x DP {d} = {m * a * d} "
                         f"(DP = {dp.how}); DeepSpeed stops: {quote}",
-                        at=tbs, also=also_dp, fix=f"set train_batch_size to {m * a * d}, or leave one of the three out",
-                        **_value_fix(tbs, str(m * a * d)))
+                        at=tbs, also=also_dp, **self._set_global_batch(spec, tbs, m * a * d, whose, ctx))
             elif m is not None:
                 derived_gas = (t // m) // d
                 if derived_gas < 1 or t != m * derived_gas * d:
@@ -186,6 +208,30 @@ class BatchSizeMismatch(Rule):
                 f"{whose}train_batch_size {t} is not divisible by {parts} = {per_replica}: no data-parallel size makes "
                 f"train_batch_size = micro x grad_accum x DP; DeepSpeed stops: {quote}",
                 at=tbs, also=also, fix=f"use a train_batch_size that is a multiple of {per_replica}")
+
+
+    @staticmethod
+    def _set_global_batch(spec: TrainingSpec, tbs: Value | None, size: int, whose: str, ctx: RuleContext) -> dict:
+        """The fix: the run's own global batch spelled and written by its adapter; the DeepSpeed
+        config's beside a Megatron-DeepSpeed script (not a field of the run) edited in place."""
+        if whose:
+            return {"fix": f"set {whose}train_batch_size to {size}, or leave one of the three out",
+                    **_value_fix(tbs, str(size))}
+        spelled = _spelled_global_batch(spec, size, ctx) or f"the global batch to {size}"
+        return {"fix": f"set {spelled}, or leave one of the three out", **_global_batch_fix(spec, tbs, size)}
+
+    def _plugin_triple(self, spec: TrainingSpec, tbs: Value | None, mbs: Value | None, gas: Value | None,
+                       ctx: RuleContext) -> Iterator[Finding]:
+        """A plugin format's run: its batch fields must multiply out (global = micro x accumulation x
+        DP, DP from the world size over TP x PP); no framework's own wording or derivation."""
+        t, m, a, dp = as_int(tbs), as_int(mbs), as_int(gas), data_parallel(spec)
+        if t is None or m is None or a is None or dp is None or t == m * a * dp.size:
+            return
+        yield Finding(
+            f"global batch {t} != micro batch {m} x gradient accumulation {a} x DP {dp.size} = {m * a * dp.size} "
+            f"(DP = {dp.how})",
+            at=tbs, also=_also((mbs, "micro batch"), (gas, "gradient accumulation"), (dp.world, "world size"), *dp.divisors),
+            **self._set_global_batch(spec, tbs, m * a * dp.size, "", ctx))
 
 
 # =============================================================================== TL101

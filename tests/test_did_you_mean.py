@@ -1,0 +1,62 @@
+""""Did you mean": the prefilters before difflib (lengths, shared characters) drop only names difflib
+itself would reject, so the answers are exactly difflib's over the normalised names."""
+
+from __future__ import annotations
+
+import difflib
+import random
+
+import pytest
+
+from trainlint.adapters.megatron.flags import flag_table
+from trainlint.did_you_mean import _closest, _norm, did_you_mean
+
+
+def reference(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
+    """difflib over every normalised name (the first candidate of each), no prefilter."""
+    by_norm: dict[str, str] = {}
+    for cand in pool:
+        by_norm.setdefault(_norm(cand), cand)
+    target = _norm(name)
+    if target in by_norm and by_norm[target] != name:
+        return (by_norm[target],)
+    return tuple(by_norm[c] for c in difflib.get_close_matches(target, list(by_norm), n=limit, cutoff=0.75))
+
+
+def typos(words: list[str], count: int, seed: int) -> list[str]:
+    """Names near and far from the table's: dropped, doubled, swapped and replaced characters."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        word = list(rng.choice(words))
+        for _ in range(rng.randint(1, 4)):
+            i = rng.randrange(len(word))
+            edit = rng.randrange(4)
+            if edit == 0 and len(word) > 1:
+                del word[i]
+            elif edit == 1:
+                word.insert(i, word[i])
+            elif edit == 2 and i + 1 < len(word):
+                word[i], word[i + 1] = word[i + 1], word[i]
+            else:
+                word[i] = rng.choice("abcdefghijklmnopqrstuvwxyz_-0123456789")
+        out.append("".join(word))
+    return out
+
+
+@pytest.mark.parametrize("limit", [1, 3])
+def test_the_closest_flags_are_difflibs(limit):
+    pool = tuple(flag_table().all_flags)
+    names = typos(list(pool), 300, seed=limit) + ["--bert-prob", "--tokenizer-name-or-path", "--num_layers", "", "-",
+                                                  "--x", "--" + "a" * 80, "--ñandú-size", "--NUM-LAYERS"]
+    for name in names:
+        assert _closest(name, pool, limit) == reference(name, pool, limit), name
+
+
+def test_small_pools_and_repeated_characters():
+    pool = ("aaa", "aab", "abb", "bbb", "a", "", "zero_optimization", "zero_allow_untested_optimizer")
+    for name in ("aaa", "aaab", "ab", "b", "", "zero_optimisation", "zero_optimizer", "optimization_zero"):
+        for limit in (1, 3):
+            assert _closest(name, pool, limit) == reference(name, pool, limit), name
+    assert did_you_mean("train_micro_batch_size_per_gpu2", ["train_micro_batch_size_per_gpu"]) == \
+        ["train_micro_batch_size_per_gpu"]
