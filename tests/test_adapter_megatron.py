@@ -357,3 +357,19 @@ def test_eval_of_a_command_chain_golden(entry, expected):
     result = check_source(SourceText("eval_chain.sh", EVAL_CHAIN.replace("ENTRY", entry)), builtin_adapters())
     assert {(d.code, d.span.line, d.span.column) for d in result.diagnostics} == expected
     assert result.specs and result.specs[0].model.num_layers.value == 24
+
+
+def test_a_word_tree_sitter_cuts_after_a_dollar_is_one_word():
+    """tree-sitter-bash parses ``$D/$N/ckpt`` as ``$D/$`` + ``N/ckpt`` (no blank between); bash reads
+    one word in which ``$N`` expands. Before, the flag got "/data/$" and ``N/ckpt`` was an extra
+    argument (TL004 "unexpected argument" where the entry point is known)."""
+    result = load_text("D=/data\nN=run1\n"
+                       "python pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 \\\n"
+                       "  --save $D/$N/ckpt --tensorboard-dir $D/$N-tb --data-path $D/$N.bin --seed 7\n")
+    (spec,) = result.specs
+    assert spec.settings["save"].value == "/data/run1/ckpt"
+    assert spec.settings["tensorboard_dir"].value == "/data/run1-tb"
+    assert spec.settings["data_path"].value == ["/data/run1.bin"]
+    assert spec.settings["seed"].value == 7
+    assert where(spec.settings["save"]) == ("inline.sh", 4, 10)
+    assert not [c for c in codes(result) if c[0] == "TL004"]

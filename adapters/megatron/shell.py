@@ -38,7 +38,7 @@ from trainlint.sources import SourceText, UnreadableSource
 
 from trainlint.adapters.megatron.shell_arithmetic import Arithmetic
 from trainlint.adapters.megatron.shell_conditions import Conditions
-from trainlint.adapters.megatron.shell_expansion import WordExpansion
+from trainlint.adapters.megatron.shell_expansion import WordExpansion, split_at_dollar
 from trainlint.adapters.megatron.shell_text import FileText, _parser
 from trainlint.adapters.megatron.words import (
     EnvMap,
@@ -715,8 +715,14 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                        "(a real launch command has a few hundred)", self._loc(words[MAX_WORDS], ft))
             words = words[:MAX_WORDS]
         fields: list[Field] = []
-        for w in words:
-            fields.extend(self._word_fields(w, ft))
+        i = 0
+        while i < len(words):
+            if i + 1 < len(words) and split_at_dollar(words[i], words[i + 1]):
+                fields.extend(self._rejoined_fields(words[i], words[i + 1], ft))
+                i += 2
+                continue
+            fields.extend(self._word_fields(words[i], ft))
+            i += 1
         if not fields:
             return
         loc = self._loc(node, ft)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import posixpath
+import re
 
 from trainlint.adapters.megatron.shell_text import EvaluatorParts, FileText, Unresolvable
 from trainlint.adapters.megatron.words import Field, Loc, Piece, Seg, VarValue, join_segs, split_pieces
@@ -35,6 +36,29 @@ class WordExpansion(EvaluatorParts):
         self._step(node, ft)
         pieces = self._pieces(node, ft, quoted=False)
         return split_pieces(pieces, self._loc(node, ft), bool(self._uncertain))
+
+    def _rejoined_fields(self, head, tail, ft: FileText) -> list[Field]:
+        """One word tree-sitter-bash cut in two (see :func:`split_at_dollar`): the head's pieces
+        without its lone ``$``, the variable the tail starts with, then the rest of the tail."""
+        self._step(head, ft)
+        pieces: list[Piece] = []
+        for child in head.children[:-1]:
+            pieces.extend(self._pieces(child, ft, quoted=False))
+        first = tail if tail.type == "word" else tail.children[0]
+        name = _NAME.match(first.text).group(0)  # split_at_dollar checked it
+        dollar = self._loc(head.children[-1], ft)
+        name_end = ft.char(first.start_byte + len(name))
+        pieces.extend(self._var_pieces(name.decode("ascii"), None, Loc(ft.path, dollar.start, name_end), quoted=False))
+        first_end = ft.char(first.end_byte)
+        if name_end < first_end:
+            rest = Loc(ft.path, name_end, first_end)
+            pieces.append(Piece([Seg(ft.text[rest.start:rest.end], rest, True)], split=False))
+        if first is not tail:
+            for child in tail.children[1:]:
+                pieces.extend(self._pieces(child, ft, quoted=False))
+        whole = Loc(ft.path, self._loc(head, ft).start, self._loc(tail, ft).end)
+        return split_pieces(pieces, whole, bool(self._uncertain))
+
 
     def _pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
         self._enter(node, ft)
@@ -461,3 +485,18 @@ class WordExpansion(EvaluatorParts):
                 return value[off:off + nums[1]] if nums[1] >= 0 else value[off:nums[1]]
             return value[off:]
         return None
+
+
+_NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def split_at_dollar(head, tail) -> bool:
+    """Whether tree-sitter-bash cut one word after a ``$``: it parses ``$a/$b.out`` (and ``$a/$b/c``,
+    ``$a/$b-c``) as the concatenation ``$a/$`` followed, with no blank between, by the word ``b.out``;
+    bash reads one word in which ``$b`` expands."""
+    if head.type != "concatenation" or not head.children or head.children[-1].type != "$":
+        return False
+    if tail.start_byte != head.end_byte:
+        return False
+    first = tail if tail.type == "word" else (tail.children[0] if tail.type == "concatenation" and tail.children else None)
+    return first is not None and first.type == "word" and _NAME.match(first.text) is not None
