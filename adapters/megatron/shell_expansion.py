@@ -45,7 +45,10 @@ class WordExpansion(EvaluatorParts):
         for child in head.children[:-1]:
             pieces.extend(self._pieces(child, ft, quoted=False))
         first = tail if tail.type == "word" else tail.children[0]
-        name = _NAME.match(first.text).group(0)  # split_at_dollar checked it
+        matched = _NAME.match(first.text)
+        if matched is None:  # split_at_dollar checked it; kept for the type checker
+            return self._word_fields(head, ft) + self._word_fields(tail, ft)
+        name = matched.group(0)
         dollar = self._loc(head.children[-1], ft)
         name_end = ft.char(first.start_byte + len(name))
         pieces.extend(self._var_pieces(name.decode("ascii"), None, Loc(ft.path, dollar.start, name_end), quoted=False))
