@@ -8,6 +8,8 @@ its adapter, has the new value and every other setting unchanged.
 
 from __future__ import annotations
 
+import re
+
 import csv
 from collections import Counter
 from pathlib import Path
@@ -709,8 +711,15 @@ def test_corpus_round_trip(corpus_dir: Path):
             except WritebackError as exc:
                 counts[(result.format, key, "refused")] += 1
                 message = str(exc)
+                shares = re.search(r"of the other run .* changed from (\d+) to (\d+)$", message)
+                if shares:
+                    # refused because another run of the script takes the same value: it would get the
+                    # very same change (so the runs share the setting), not some unrelated edit
+                    assert int(shares.group(2)) == value, message
                 reasons["computed by an expression" if "expression" in message else
-                        "value from $1 / unset variable" if "takes its value from" in message else message[:60]] += 1
+                        "value from $1 / unset variable" if "takes its value from" in message else
+                        "after rewriting, the value of the other run changed" if "of the other run" in message
+                        else message[:60]] += 1
                 continue
             counts[(result.format, key, "written")] += 1
     written = sum(n for (_f, _k, what), n in counts.items() if what == "written")
@@ -720,4 +729,9 @@ def test_corpus_round_trip(corpus_dir: Path):
         print("  ", *k, n)
     for reason, n in reasons.most_common():
         print("   refused:", reason, n)
-    assert written >= 400 and refused <= 0.02 * (written + refused)
+    # A script whose runs share the value (NVLM's interactive torchrun and batch srun branches both
+    # take ${OPTIONS}) is refused on purpose: the edit would change the other run too. That is the
+    # write-back's safety check doing its job, not a value it cannot write: counted apart, each checked
+    # above to be the same change reaching the other run.
+    shared = reasons["after rewriting, the value of the other run changed"]
+    assert written >= 400 and refused - shared <= 0.02 * (written + refused)
