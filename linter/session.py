@@ -158,12 +158,17 @@ class Session:
                     spec.cluster.world_size = derived(nodes.value * per_node.value, "nodes x GPUs per node",
                                                       nodes, per_node)
 
-    def lint(self, results: Sequence[FileResult]) -> list[FileResult]:
-        """The declared cluster, then rules, severities, selection and suppressions."""
+    def lint(self, results: Sequence[FileResult], *, write_fixes: bool | None = None) -> list[FileResult]:
+        """The declared cluster, then rules, severities, selection and suppressions. ``write_fixes``
+        overrides the session's setting for this call (the editor asks for the written layout fixes
+        only when it shows a finding's code actions)."""
         from trainlint.engine import lint
 
         self.declare_cluster(results)
-        return lint(results, self.registry, self.settings)
+        settings = self.settings
+        if write_fixes is not None and write_fixes != settings.write_fixes:
+            settings = replace(settings, write_fixes=write_fixes)
+        return lint(results, self.registry, settings)
 
     def plugin_failures(self) -> list[FileResult]:
         """One TL998 per plugin that failed (TL015 for untrusted local plugins), at the project config."""

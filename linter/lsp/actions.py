@@ -155,11 +155,27 @@ async def handle(ls, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
     if doc is None or ls.shutting_down:
         return []
     linted = ls.linted.get(uri)
+    path = to_fs_path(uri) or uri
     if linted is None or linted.version != doc.version:
-        path = to_fs_path(uri) or uri
         linted, _ = await asyncio.get_running_loop().run_in_executor(
             ls.executor, ls.lint_for_request, uri, path, doc.source, doc.version, ls.open_texts())
+    if _layout_fix_unwritten(linted):
+        # the published lint leaves layout fixes unwritten (a writer run per finding on every
+        # keystroke); written now, once per version of the buffer, when their actions are asked for
+        cached = ls.linted_with_fixes.get(uri)
+        if cached is None or cached.version != linted.version:
+            cached = await asyncio.get_running_loop().run_in_executor(
+                ls.executor, partial(ls.linter.lint, path, linted.text, linted.version, folder=ls.folder(),
+                                     open_texts=ls.open_texts(), write_fixes=True))
+            ls.linted_with_fixes[uri] = cached
+        linted = cached
     return code_actions(linted, uri, params.range, uri_for, partial(to_lsp, docs_url=ls.docs_url))
+
+
+def _layout_fix_unwritten(linted) -> bool:
+    """Whether a finding of this lint has a fix the run's adapter has not written yet."""
+    return any(d.fix and not d.edits and d.applicability in (None, Applicability.UNSAFE)
+               for diags in (linted.by_path or {}).values() for d in diags)
 
 
 def as_check_reports(checked: list, session) -> list:

@@ -147,6 +147,8 @@ class TrainlintServer(LanguageServer):
         self.docs_url = DOCS_URL
         self.pending: dict[str, asyncio.Task] = {}
         self.linted: dict[str, Linted] = {}
+        self.linted_with_fixes: dict[str, Linted] = {}
+        """Per document: its lint with the layout fixes written, made when code actions ask for them."""
         self.published: dict[str, dict[str, list[lsp.Diagnostic]]] = {}
         """Target URI -> source URI -> what the source's last lint located in the target."""
         self.reported_config_errors: set[tuple] = set()
@@ -388,6 +390,7 @@ class TrainlintServer(LanguageServer):
         """Clear the closed file, and take what its lints located elsewhere off those files."""
         self.cancel_pending(uri)
         self.linted.pop(uri, None)
+        self.linted_with_fixes.pop(uri, None)
         self.published.pop(uri, None)
         for target, by_source in self.published.items():
             if by_source.pop(uri, None) is not None:

@@ -169,9 +169,6 @@ class Linter:
                           trust_roots=(folder,) if folder else None)
         try:
             session = open_session(options, start or Path.cwd())
-            # the rules' layout fixes (Finding.changes) written by the run's adapter, as under
-            # `check --diff`: the code actions offer them as unsafe edits
-            session.settings.write_fixes = True
             return SessionEntry(session, config, mtime)
         except (ValueError, ConfigError) as exc:
             if config is None:
@@ -185,13 +182,16 @@ class Linter:
     # ------------------------------------------------------------------ lint
 
     def lint(self, path: str, text: str, version: int | None = None, *, folder: str | None = None,
-             open_texts: Mapping[str, str] | None = None) -> Linted:
+             open_texts: Mapping[str, str] | None = None, write_fixes: bool = False) -> Linted:
         """Lint a buffer as ``trainlint check`` lints the file; never raises (a bug in trainlint
-        becomes one TL999 diagnostic on the buffer)."""
+        becomes one TL999 diagnostic on the buffer). ``write_fixes``: also have the run's adapter
+        write the rules' layout fixes (Finding.changes) as edits, as ``check --diff`` does; the
+        code actions ask for it, the lint on every keystroke does not (it costs a writer run and
+        two re-reads per such finding)."""
         started = time.perf_counter()
         normalized, bom = convert.normalize(text)
         try:
-            linted = self._lint(path, normalized, version, folder, open_texts or {})
+            linted = self._lint(path, normalized, version, folder, open_texts or {}, write_fixes)
         except Exception as exc:  # noqa: BLE001 - contained: the server must answer the next request
             linted = Linted(path, version, normalized, None, None, by_path={path: [internal_error(path, exc)]})
         linted.bom = bom
@@ -199,7 +199,7 @@ class Linter:
         return linted
 
     def _lint(self, path: str, text: str, version: int | None, folder: str | None,
-              open_texts: Mapping[str, str]) -> Linted:
+              open_texts: Mapping[str, str], write_fixes: bool = False) -> Linted:
         from trainlint.adapters.base import LoadContext
         from trainlint.checker import FileResult, check_source
 
@@ -234,7 +234,7 @@ class Linter:
                                   LoadContext(read=read, environment=session.environment, frameworks=session.frameworks))
         if result.format is None and not result.internal_error:
             return linted
-        checked = session.lint([result])
+        checked = session.lint([result], write_fixes=write_fixes)
         from trainlint.lsp.actions import as_check_reports
 
         checked = as_check_reports(checked, session)
