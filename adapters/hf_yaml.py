@@ -171,7 +171,9 @@ class HFTrainerYamlAdapter(Adapter):
 
 
 def _span(node: yaml.Node) -> Span:
-    return Span(node.start_mark.line + 1, node.start_mark.column + 1, node.end_mark.line + 1, node.end_mark.column + 1)
+    from trainlint.adapters.yaml_tree import node_span
+
+    return node_span(node)
 
 
 def _find_json(written: str, yaml_path: str) -> str | None:

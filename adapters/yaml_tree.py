@@ -140,6 +140,25 @@ def _span(start: Any, end: Any) -> Span:
     return Span(start.line + 1, start.column + 1, end.line + 1, end.column + 1)
 
 
+def node_span(node: Any) -> Span:
+    """Where a node PyYAML composed is written (1-based lines and columns)."""
+    return _span(node.start_mark, node.end_mark)
+
+
+def compose_mapping_file(path: str, max_bytes: int) -> Any | None:
+    """The root of a YAML (or JSON) file composed with the safe loader from at most ``max_bytes``, when it
+    is a mapping; None when the file cannot be read or parsed, or holds something else."""
+    import yaml
+
+    from trainlint.sources import UnreadableSource, read_source
+
+    try:
+        root = yaml.compose(read_source(path, max_bytes=max_bytes).text, Loader=yaml.SafeLoader)
+    except (UnreadableSource, OSError, yaml.YAMLError, RecursionError):
+        return None
+    return root if isinstance(root, yaml.MappingNode) else None
+
+
 def _escape(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 

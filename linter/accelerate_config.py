@@ -57,7 +57,9 @@ class AccelerateConfig:
 
 
 def _span(node: yaml.Node) -> Span:
-    return Span(node.start_mark.line + 1, node.start_mark.column + 1, node.end_mark.line + 1, node.end_mark.column + 1)
+    from trainlint.adapters.yaml_tree import node_span
+
+    return node_span(node)
 
 
 def find_config(written: str, base: str | None = None) -> str | None:
@@ -83,16 +85,13 @@ def find_config(written: str, base: str | None = None) -> str | None:
 def read_accelerate_config(written: str, base: str | None = None) -> AccelerateConfig | None:
     """The settings of the YAML named ``written`` (relative to the current directory, else to
     ``base``'s folder or the project root) when it is in the project and a mapping; None otherwise."""
-    from trainlint.sources import UnreadableSource, read_source
+    from trainlint.adapters.yaml_tree import compose_mapping_file
 
     path = find_config(written, base)
     if path is None:
         return None
-    try:
-        root = yaml.compose(read_source(path, max_bytes=MAX_CONFIG_BYTES).text, Loader=yaml.SafeLoader)
-    except (UnreadableSource, OSError, yaml.YAMLError, RecursionError):
-        return None
-    if not isinstance(root, yaml.MappingNode):
+    root = compose_mapping_file(path, MAX_CONFIG_BYTES)
+    if root is None:
         return None
     found = AccelerateConfig(path)
 

@@ -227,31 +227,21 @@ def _read_arguments(path: str) -> list[tuple[str, str, Span]] | None:
     """The top-level ``key: scalar`` pairs of a YAML (or JSON) mapping, as text with the value's span."""
     import yaml
 
-    from trainlint.sources import UnreadableSource, read_source
+    from trainlint.adapters.yaml_tree import compose_mapping_file, node_span
 
-    try:
-        root = yaml.compose(read_source(path, max_bytes=MAX_ARGS_FILE_BYTES).text, Loader=yaml.SafeLoader)
-    except (UnreadableSource, OSError, yaml.YAMLError, RecursionError):
+    root = compose_mapping_file(path, MAX_ARGS_FILE_BYTES)
+    if root is None:
         return None
-    if not isinstance(root, yaml.MappingNode):
-        return None
-    out = []
-    for key, value in root.value:
-        if isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode) and key.value.isidentifier():
-            span = Span(value.start_mark.line + 1, value.start_mark.column + 1, value.end_mark.line + 1,
-                        value.end_mark.column + 1)
-            out.append((key.value, str(value.value), span))
-    return out
+    return [(key.value, str(value.value), node_span(value)) for key, value in root.value
+            if isinstance(key, yaml.ScalarNode) and isinstance(value, yaml.ScalarNode) and key.value.isidentifier()]
 
 
 def _fill_model(spec: TrainingSpec, name: str, given: Callable[[str, object], Value], cwd: Path) -> None:
     """The model --model_name_or_path names: a local directory's config.json, or a model preset; only
     fields the spec lacks (as --model does)."""
     from trainlint.catalog import CatalogError
-    from trainlint.models import find_model_preset, read_hf_config
     from trainlint.estimator.context import fill_model
-
-    from trainlint.hf_cache import cached_file
+    from trainlint.models import preset_or_cached, read_hf_config
 
     local = Path(name) if Path(name).is_absolute() else cwd / name
     note = f"--model_name_or_path {name}"
@@ -259,13 +249,8 @@ def _fill_model(spec: TrainingSpec, name: str, given: Callable[[str, object], Va
         if (local / "config.json").is_file() or (local.suffix == ".json" and local.is_file()):
             preset = read_hf_config(local)
         else:
-            try:
-                preset = find_model_preset(name)
-            except CatalogError:
-                cached = cached_file(name)
-                if cached is None:
-                    raise
-                preset = read_hf_config(cached)
+            preset, cached = preset_or_cached(name)
+            if cached is not None:
                 note += f" (its config.json in the local Hugging Face cache, {cached})"
     except (CatalogError, OSError, ValueError):
         where = given("model_name_or_path", name).provenance

@@ -271,6 +271,23 @@ def find_model_preset(name: str, presets: Mapping[str, ModelPreset] | None = Non
                 continue
 
 
+def preset_or_cached(name: str, presets: Mapping[str, ModelPreset] | None = None) -> tuple[ModelPreset, Path | None]:
+    """The preset ``name`` resolves to, else the model the local Hugging Face cache holds for the Hub id
+    ``name`` (its config.json, never downloaded) with that file's path; CatalogError when neither knows it
+    (the message says the cache was looked in when ``name`` is an ``org/name`` id)."""
+    from trainlint.hf_cache import cached_file, is_repo_id
+
+    try:
+        return find_model_preset(name, presets), None
+    except CatalogError as exc:
+        cached = cached_file(name) if is_repo_id(name) else None
+        if cached is None:
+            if is_repo_id(name) and "/" in name:
+                raise CatalogError(f"{exc} (nor is {name} in the local Hugging Face cache)") from None
+            raise
+        return read_hf_config(cached), cached
+
+
 # --------------------------------------------------------------------------- HF config.json
 
 # HF default of tie_word_embeddings per model_type when the key is absent (the *Config class

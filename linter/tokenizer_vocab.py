@@ -51,9 +51,6 @@ _KNOWN_FILES = {
 }
 
 # Suffixes of Hugging Face repository names that do not change the tokenizer's size.
-_VARIANT_SUFFIXES = ("-instruct", "-chat", "-hf", "-base", "-it")
-
-
 @dataclass(frozen=True)
 class Vocab:
     """A tokenizer's vocabulary size and how it is known."""
@@ -80,25 +77,21 @@ def known_file(name: str) -> Vocab | None:
 
 def from_preset(name: str) -> Vocab | None:
     """The embedding rows of the model preset a Hugging Face tokenizer name matches, if any
-    (``meta-llama/Meta-Llama-3-8B``; ``-Instruct``/``-hf``/``-chat`` variants share the tokenizer)."""
+    (``meta-llama/Meta-Llama-3-8B``; ``-Instruct``/``-hf``/``-chat`` variants share the tokenizer, as
+    :func:`trainlint.models.find_model_preset` resolves them), else of its config.json in the local cache."""
     from trainlint.catalog import CatalogError
     from trainlint.models import find_model_preset
 
-    candidates = [name.strip().strip("/")]
-    lowered = candidates[0].lower()
-    for suffix in _VARIANT_SUFFIXES:
-        if lowered.endswith(suffix):
-            candidates.append(candidates[0][: -len(suffix)])
-    for candidate in candidates:
-        if not candidate:
-            continue
-        try:
-            preset = find_model_preset(candidate)
-        except (CatalogError, KeyError, ValueError):
-            continue
-        if preset.vocab_size:
-            return Vocab(int(preset.vocab_size), f"the vocabulary of model preset {preset.id} (tokenizer {name})")
-    return _from_hub_cache(candidates[0])
+    written = name.strip().strip("/")
+    if not written:
+        return None
+    try:
+        preset = find_model_preset(written)
+    except (CatalogError, KeyError, ValueError):
+        preset = None
+    if preset is not None and preset.vocab_size:
+        return Vocab(int(preset.vocab_size), f"the vocabulary of model preset {preset.id} (tokenizer {name})")
+    return _from_hub_cache(written)
 
 
 def _from_hub_cache(name: str) -> Vocab | None:

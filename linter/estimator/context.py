@@ -102,19 +102,12 @@ def resolve_model(name: str, origin: Origin, where: str | None = None,
 
 def _preset_or_cached(name: str, presets: Mapping[str, ModelPreset] | None) -> tuple[ModelPreset, str]:
     """A preset, else the config.json the local Hugging Face cache holds for the Hub id ``name``."""
-    from trainlint.hf_cache import cached_file, is_repo_id
-    from trainlint.models import find_model_preset, read_hf_config
+    from trainlint.models import preset_or_cached
 
-    try:
-        preset = find_model_preset(name, presets)
+    preset, cached = preset_or_cached(name, presets)
+    if cached is None:
         return preset, f"model preset {preset.id}"
-    except CatalogError as exc:
-        cached = cached_file(name) if is_repo_id(name) else None
-        if cached is None:
-            if is_repo_id(name) and "/" in name:
-                raise CatalogError(f"{exc} (nor is {name} in the local Hugging Face cache)") from None
-            raise
-        return read_hf_config(cached), f"Hugging Face config of {name} in the local cache ({cached})"
+    return preset, f"Hugging Face config of {name} in the local cache ({cached})"
 
 
 def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, nodes: int | None = None,
