@@ -5,9 +5,10 @@ after a debounce); this measures that call in-process, the way the server makes 
 config of the corpus and the examples between ``--min-lines`` and ``--max-lines`` lines, each
 re-linted ``--repeat`` times after one warm-up lint (the first lint of a session loads plugins,
 schemas and caches; later ones are what an editor waits for on each change). Two figures: an
-edit that leaves the run's values as they were (a comment, a line break: results memoised on
-the spec's values are reused), and the worst case, an edit that changes them (the memoised
-layout searches are forgotten before each re-lint).
+edit that leaves the run's values as they were (a line break at the end: results memoised on
+the spec's values, and the rules' findings kept per run while it stays the same, are reused),
+and the worst case, an edit that changes them (the memoised layout searches and the kept
+findings are forgotten before each re-lint).
 
 Baseline, measured in the same run on the same text: parsing it with the standard parser of
 its format (``json.loads``, ``yaml.safe_load``, ``shlex.split`` for scripts), the floor for
@@ -56,11 +57,16 @@ def baseline_parse(path: Path, text: str) -> None:
 
 
 def forget_memoised_results(linter) -> None:
-    """Empty every session's memoised whole-layout searches (trainlint.rules.estimation.fixes.LayoutAdvice)."""
+    """Empty every session's memoised whole-layout searches (trainlint.rules.estimation.fixes.LayoutAdvice)
+    and the rules' findings kept per run (LintSettings.findings): what an edit that changes a run's values
+    leaves nothing of."""
     for entry in linter._sessions.values():
         advice = getattr(entry.session.settings, "layout_advice", None)
         if advice is not None:
             advice.found.clear()
+        findings = getattr(entry.session.settings, "findings", None)
+        if findings is not None:
+            findings.clear()
     try:  # an earlier trainlint (--baseline) kept them in a module global
         from trainlint.rules.estimation import fixes
 
@@ -178,7 +184,7 @@ def main() -> int:
     print(f"  median {statistics.median(ours):6.1f} ms   p90 {statistics.quantiles(ours, n=10)[-1]:6.1f} ms   "
           f"max {max(ours):6.1f} ms")
     worst = [r[5] for r in rows]
-    print(f"  after an edit that changes the run's values (memoised layout searches forgotten): median "
+    print(f"  after an edit that changes the run's values (memoised searches and findings forgotten): median "
           f"{statistics.median(worst):6.1f} ms   p90 {statistics.quantiles(worst, n=10)[-1]:6.1f} ms   max {max(worst):6.1f} ms")
     print(f"  against parsing the same text with json/yaml/shlex: median {statistics.median(ratio):.1f}x")
     by_format: dict[str, list[float]] = {}
