@@ -64,9 +64,8 @@ def forget_memoised_results(linter) -> None:
         advice = getattr(entry.session.settings, "layout_advice", None)
         if advice is not None:
             advice.found.clear()
-        findings = getattr(entry.session.settings, "findings", None)
-        if findings is not None:
-            findings.clear()
+    if hasattr(linter, "forget_findings"):  # not in an earlier trainlint (--baseline)
+        linter.forget_findings()
     try:  # an earlier trainlint (--baseline) kept them in a module global
         from trainlint.rules.estimation import fixes
 

@@ -136,6 +136,12 @@ class Linter:
         self._sessions.clear()
         containment.forget()  # its source-roots may have changed
 
+    def forget_findings(self) -> None:
+        """Forget the rules' findings kept per run (LintSettings.reuse_findings): the next lint of
+        every document runs its rules again."""
+        for entry in self._sessions.values():
+            entry.session.settings.findings.clear()
+
     def config_for(self, directory: Path) -> Path | None:
         from trainlint.config import find_config
 
