@@ -9,6 +9,7 @@ Run after changing the schema or the detector's key lists (a test fails until th
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -37,7 +38,12 @@ def main() -> int:
     from trainlint.adapters.neox_detect import strong_keys_of
     from trainlint.schemas import load_schema
 
-    text = render(strong_keys_of(load_schema("neox")))
+    keys = strong_keys_of(load_schema("neox"))
+    odd = sorted(k for k in keys if not re.fullmatch(r"[a-z0-9_]+", k))
+    if odd:  # the sniff matches key words of [A-Za-z0-9_-] with "-" read as "_" (neox_detect._KEY_WORD)
+        print(f"not [a-z0-9_] words, which the sniff cannot match: {odd}", file=sys.stderr)
+        return 1
+    text = render(keys)
     OUT.write_text(text, encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)}")
     return 0
