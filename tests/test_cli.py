@@ -102,6 +102,26 @@ def test_bad_project_config_exits_2(tmp_path, capsys):
     assert code == 2 and "invalid TOML" in err
 
 
+def test_only_the_process_own_command_freezes_the_heap_before_exit(tmp_path, capsys, monkeypatch):
+    """main(argv) (an in-process caller) leaves the collector as it found it; main() (the console
+    script's call, which the interpreter's exit follows) freezes the run's objects."""
+    import gc
+
+    config = tmp_path / "ds.json"
+    config.write_text('{"train_micro_batch_size_per_gpu": 1}\n')
+    gc.unfreeze()
+    threshold = gc.get_threshold()
+    assert main(["check", "--isolated", str(config)]) in (0, 1)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == threshold
+    monkeypatch.setattr(sys, "argv", ["trainlint", "check", "--isolated", str(config)])
+    try:
+        assert main() in (0, 1)
+        assert gc.get_freeze_count() > 0 and gc.get_threshold() == threshold
+    finally:
+        gc.unfreeze()
+    capsys.readouterr()
+
+
 def test_python_dash_m_and_console_script_agree():
     out = subprocess.run([sys.executable, "-m", "trainlint", "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.startswith("trainlint ")
