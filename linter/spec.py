@@ -222,6 +222,9 @@ class RunSpec:
     scratch or resumed (a bare ``--load`` is how pre-training resumes)."""
     task: Value | None = None
     """The task an evaluation / fine-tuning entry point runs, as written (Megatron ``--task RACE``)."""
+    mode: Value | None = None
+    """What the file's launcher runs the arguments for, when the file says so instead of naming an entry
+    point (a Megatron-LM functional-test YAML's ``MODE: pretraining | inference | rl``); None: training."""
     unmodelled: Value | None = None
     """Settings given whose effect the estimator does not model: a list of ``[flag, why]`` pairs
     (a hybrid Mamba pattern, a frozen language model, FSDP sharding), in the adapter's order."""

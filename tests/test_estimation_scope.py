@@ -49,7 +49,8 @@ def test_generation_evaluation_and_conversion_entry_points_do_not_train():
     for entry in ("tools/run_text_generation_server.py", "tools/generate_samples_gpt.py", "./tasks/main.py",
                   "./tasks/msdp/main.py", "examples/inference/gpt/gpt_dynamic_inference.py",
                   "examples/export/ptq_and_trtllm_export/text_generation_ptq.py", "tools/checkpoint/convert.py",
-                  "examples/post_training/modelopt/quantize.py"):
+                  "examples/post_training/modelopt/quantize.py", "examples_deepspeed/data_efficiency/analyze_data.py",
+                  "tools/preprocess_data.py", "tools/preprocess_data_many_cores.py"):
         gaps = unmodelled(_spec(entry))
         assert gaps and not gaps[0].training, entry
     for entry in ("pretrain_gpt.py", "examples/post_training/modelopt/finetune.py", "train.py"):
@@ -187,3 +188,20 @@ def test_a_model_config_that_states_another_models_arguments_is_not_estimated_as
         (result,) = check_paths([str(path)], builtin_adapters())
         (spec,) = result.specs
         assert [u.setting for u in unmodelled(spec)] == ([flag] if flag else []), extra
+
+
+def test_a_functional_test_yaml_in_inference_mode_is_not_training(tmp_path):
+    from trainlint.adapters import builtin_adapters
+    from trainlint.checker import check_paths
+
+    body = ("MODEL_ARGS:\n  --num-layers: 12\n  --hidden-size: 768\n  --num-attention-heads: 12\n"
+            "  --seq-length: 512\n  --max-position-embeddings: 512\n  --micro-batch-size: 4\n")
+    for mode, training in (("MODE: inference\n", False), ("MODE: pretraining\n", True), ("", True)):
+        path = tmp_path / "model_config.yaml"
+        path.write_text(mode + body)
+        (result,) = check_paths([str(path)], builtin_adapters())
+        (spec,) = result.specs
+        gaps = unmodelled(spec)
+        assert (not gaps or gaps[0].training) == training, mode
+        if not training:
+            assert "inference" in gaps[0].why and spec.run.mode.provenance.span.line == 1

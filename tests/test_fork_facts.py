@@ -325,3 +325,29 @@ def test_a_single_value_where_a_rule_expects_a_list_is_not_an_internal_error(tmp
     diags = [(d["code"], d["line"], d["column"]) for f in json.loads(capsys.readouterr().out)["files"]
              for d in f["diagnostics"] if d["code"] in ("TL153", "TL998")]
     assert diags == [("TL153", 1, len(line) + len("--hierarchical-context-parallel-sizes ") + 1)]
+
+
+UNDERSCORE_FORK = '''
+def parse_args(extra_args_provider=None):
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    group = parser.add_argument_group(title='training')
+    group.add_argument('--num_layers', type=int, default=None)
+    group.add_argument('--hidden_size', type=int, default=None)
+    group.add_argument('--num_attention_heads', type=int, default=None)
+    group.add_argument('--micro_batch_size', type=int, default=None)
+    group.add_argument('--mem_batch_size', type=int, default=None)
+    return parser.parse_args()
+'''
+
+
+def test_a_name_upstream_renamed_is_suggested_as_the_fork_spells_the_new_name(tmp_path):
+    # epfLLM-style fork (underscore flags): `--batch_size` is upstream's old `--batch-size`, now
+    # `--micro-batch-size`; the closer string `--mem_batch_size` is not what the author meant
+    module = tmp_path / "us-fork" / "megatron" / "arguments.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(UNDERSCORE_FORK + f"# {tmp_path}\n")
+    (tmp_path / "us-fork" / "examples").mkdir()
+    result = load(tmp_path / "us-fork" / "examples" / "train.sh",
+                  "torchrun pretrain_gpt.py --num_layers 2 --hidden_size 64 --num_attention_heads 4 --batch_size 8\n")
+    (d,) = [d for d in result.diagnostics if d.code == "TL004"]
+    assert d.fix == "--micro_batch_size" and "did you mean `--micro_batch_size`" in d.message

@@ -38,7 +38,7 @@ from trainlint.diagnostics import Diagnostic
 from trainlint.document import Document, pointer
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, LineIndex, Span
-from trainlint.provenance import Origin
+from trainlint.provenance import Origin, from_file
 from trainlint.sources import SourceText, Unreadable, UnreadableSource
 from trainlint.spec import TrainingSpec
 
@@ -517,7 +517,12 @@ def load_yaml(source: SourceText, context: LoadContext, collect: list[ParsedRun]
                 seg = Seg(text, iloc, exact)
             fields.append(Field((seg,), iloc))
     build = BuildContext(source.path, "MODEL_ARGS", _dialect(fields, None, source.path, []), None, spans)
-    _one_spec(result, source, context, None, spans, fields, build, collect)
+    spec = _one_spec(result, source, context, None, spans, fields, build, collect)
+    mode = tree.data.get("MODE")
+    if isinstance(mode, str) and mode:
+        # the functional-test launcher (tests/functional_tests/shell_test_utils/run_ci_test.sh) picks
+        # what runs these arguments from MODE (default pretraining): an inference mode does not train
+        spec.run.mode = from_file(mode, source.path, tree.value_spans.get("/MODE"), "MODE")
     result.diagnostics = _dedupe(result.diagnostics)
     return result
 

@@ -286,6 +286,21 @@ class ArgReader:
         return (f"`{name}` was removed from {t.variant} in {line[last + 1].version} (defined up to {line[last].version}); "
                 f"{t.describe()}, which this config is checked against, exits with \"unrecognized arguments\"")
 
+    def _renamed(self, name: str) -> list[str] | None:
+        """An unknown name that upstream Megatron-LM renamed, in any spelling (a fork's ``--batch_size``
+        is upstream's ``--batch-size``, replaced by ``--micro-batch-size``): the new name as the target
+        spells it, when the target defines it. A closer string (``--mem-batch-size``) is not what the
+        author meant."""
+        hyphenated = "--" + name.lstrip("-").replace("_", "-")
+        for info in flag_table().candidates(hyphenated) or ():
+            replacement = (info.deprecated or {}).get("replacement")
+            if not replacement or " " in replacement.strip():
+                continue
+            match = did_you_mean(replacement, self.table.all_flags)
+            if match and match[0].lstrip("-").replace("_", "-") == replacement.lstrip("-").replace("_", "-"):
+                return match
+        return None
+
     def _fork_defining(self, name: str):
         """The fork found beside the config that defines ``name`` while the project config names
         another target (None otherwise)."""
@@ -493,7 +508,7 @@ class ArgReader:
                     i += 1
             return i
         fork = self._fork_defining(name)
-        suggestion = None if fork is not None else did_you_mean(name, self.table.all_flags)
+        suggestion = None if fork is not None else (self._renamed(name) or did_you_mean(name, self.table.all_flags))
         tail = f" (did you mean `{suggestion[0]}`?)" if suggestion else ""
         severity = self._unknown_severity()
         extra = ""

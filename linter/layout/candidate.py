@@ -115,7 +115,8 @@ def batch_changes(spec: TrainingSpec, cur: tuple[Any, Any, Any], new: tuple[Any,
     elif fw == "megatron":
         written = _written(spec, "batch.global_batch")
         derived = isinstance(micro, int) and isinstance(dp, int) and micro * dp != global_batch
-        if global_batch != cur_global or (not written and derived):
+        # None: no global batch in the run (Megatron v1.x feeds --batch-size x DP): nothing to write
+        if global_batch is not None and (global_batch != cur_global or (not written and derived)):
             out["batch.global_batch"] = global_batch
     else:
         if accum != cur_accum:

@@ -47,11 +47,13 @@ _MULTIMODAL_ENTRY = _Lazy(r"(^|/)(pretrain_vlm|pretrain_mimo|multimodal/train|mi
 
 # Megatron-LM entry points that do not train: text generation servers and samplers
 # (tools/run_text_generation_server.py, generate_samples_gpt.py), inference, checkpoint conversion,
-# quantization and pruning (examples/post_training/modelopt), and tasks/ (zero-shot evaluation, or
-# downstream fine-tuning of classification heads: tasks/main.py --task RACE | MNLI | LAMBADA ...).
+# quantization and pruning (examples/post_training/modelopt), tasks/ (zero-shot evaluation, or
+# downstream fine-tuning of classification heads: tasks/main.py --task RACE | MNLI | LAMBADA ...), and
+# dataset tools that parse Megatron's arguments only to build the dataset (Megatron-DeepSpeed's
+# data_efficiency/analyze_data.py, tools/preprocess_data*.py): no model is built, so no GPU memory.
 _NOT_TRAINING_ENTRY = _Lazy(
     r"(^|/)(tasks/(\w+/)?main|\w*text_generation\w*|generate_samples\w*|\w*_inference\w*|\w*inference_server\w*|"
-    r"convert\w*|\w*quantize\w*|prune|export\w*|\w*_eval\w*|evaluate\w*)\.py$")
+    r"convert\w*|\w*quantize\w*|prune|export\w*|\w*_eval\w*|evaluate\w*|analyze_data|preprocess_data\w*)\.py$")
 
 # Architectures (spec.model.architecture) whose layers the estimator does not describe.
 _ARCHITECTURES = {
@@ -94,10 +96,14 @@ def unmodelled(spec: TrainingSpec) -> list[Unmodelled]:
     """What in ``spec`` the estimator does not model (empty when the estimate can be trusted)."""
     out: list[Unmodelled] = []
     entry = spec.entry_point or ""
+    mode = spec.run.mode
+    if mode is not None and mode.value == "inference":
+        return [Unmodelled("MODE: inference", "the launcher runs these arguments for inference: it does not train, "
+                                              "and a training estimate would not describe it", training=False)]
     if not trains(entry):
         task = spec.run.task
         what = f" (--task {task.value})" if task is not None and isinstance(task.value, str) else ""
-        return [Unmodelled(entry, f"this entry point{what} generates, evaluates, converts or quantizes: it does not "
+        return [Unmodelled(entry, f"this entry point{what} generates, evaluates, converts, quantizes or prepares data: it does not "
                                   "train, and a training estimate would not describe it", training=False)]
     arch = spec.model.architecture
     if arch is not None and arch.value in _ARCHITECTURES:

@@ -101,6 +101,18 @@ class MegatronArgs:
                 return self.at(d)
         return self.at(dest)
 
+    def not_training(self) -> bool:
+        """The arguments run for inference, generation or evaluation, not training: the file's
+        launcher mode says so (MODE: inference), or the entry point is a generation/evaluation tool.
+        Megatron exempts such runs from checks that hold only with gradients on
+        (``not torch.is_grad_enabled()``)."""
+        mode = self.spec.run.mode
+        if mode is not None and mode.value == "inference":
+            return True
+        from trainlint.rules.estimation.scope import trains  # the entry-point names live with the scope rule
+
+        return bool(self.spec.entry_point) and not trains(self.spec.entry_point)
+
     # -- spec fields with their Megatron meaning ------------------------------------------------
     def int_field(self, dotted: str) -> int | None:
         v = self.spec.value(dotted)

@@ -52,7 +52,8 @@ class LowPrecisionArguments(MegatronRule):
             return
         fp8, fp4 = a.get("fp8"), a.get("fp4")
         if a.on("fp8_param_gather"):
-            if not (a.on("use_distributed_optimizer") or a.on("use_torch_fsdp2") or a.on("use_megatron_fsdp")):
+            if not (a.on("use_distributed_optimizer") or a.on("use_torch_fsdp2") or a.on("use_megatron_fsdp")
+                    or a.not_training()):
                 yield Finding("--fp8-param-gather without --use-distributed-optimizer: Megatron-LM stops with "
                               "\"--fp8-param-gather only supported with distributed optimizer, torch fsdp2, megatron "
                               "fsdp, or inference mode\"", at=a.at("fp8_param_gather"),
