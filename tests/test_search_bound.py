@@ -47,6 +47,42 @@ def test_step_time_floor_never_exceeds_the_step_time(name, spec, ctx):
     assert tight > 0  # a floor of 0 would be valid and useless
 
 
+@pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])
+def test_a_structures_bound_never_beats_its_layouts_floors(name, spec, ctx):
+    """TL301's search lists a structure's layouts only when a bound on all of them could come
+    next (search._structure_bound, from one layer's costs at a large micro batch): that bound, at
+    the structure's own largest micro batch and at the whole space's, is never better than the
+    bound of any of its layouts, at any ZeRO stage, optimizer and recompute (so never better than
+    their real step times: the ranking tests above check the order itself)."""
+    _, base = prepare(spec, ctx)
+    assert base is not None
+    options = SearchOptions()
+    for tolerance in (None, 0.25):
+        space = build_space(spec, base, batch_tolerance=tolerance)
+        factory = InputsFactory(spec, base)
+        structures = list(space.structures())
+        plans = [(dims, list(space.batches(dims[4], dims[1], dims[2])), space.zero_values(dims[1])) for dims in structures]
+        plans = [p for p in plans if p[1] and p[2]]
+        widest = max(max(b[0] for b in batches) for _, batches, _ in plans)
+        rng = random.Random(5)
+        checked = 0
+        for dims, batches, zeros in rng.sample(plans, min(20, len(plans))):
+            tp, pp, vpp, cp, dp = dims
+            cache: dict = {}
+            own = search_module._structure_bound(dims, batches, zeros, space, factory, cache, options)
+            wide = search_module._structure_bound(dims, batches, zeros, space, factory, cache, options, widest)
+            for zero, _, _ in zeros:
+                for dist in space.dist_opt:
+                    s = factory.structure(tp, pp, vpp, cp, dp, space.sp_for(tp), zero, dist)
+                    for recompute in space.recompute:
+                        for micro, ga, gb in batches:
+                            i = factory.point(s, micro, ga, gb, recompute)
+                            score = -gb * i.seq / step_time_floor(i)
+                            assert own <= score and wide <= score
+                            checked += 1
+        assert checked > 0
+
+
 def ranking(result):
     return [(s.rank, s.layout, s.estimate.tokens_per_s, s.spelled) for s in result.suggestions]
 

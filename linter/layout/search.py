@@ -474,9 +474,162 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
     """What :func:`_enumerate` gives (the same layouts in the same order), checking memory lazily:
     every layout gets its floor from the per-layer costs alone (no inputs, no memory), and a
     layout's memory is checked, with the splits before it in its row, only when its bound says it
-    could be next. The eager search's ``max_evaluated`` bound is kept exactly: while the layouts
-    enumerated (an upper bound of what it evaluates) stay under it nothing is checked; past it,
-    every row's count is settled by checking its memory as the eager loop does."""
+    could be next.
+
+    When the space is small enough that no bound can stop the search (the eager search's
+    ``max_structures`` and ``max_evaluated``), the layouts of a structure are not even listed until
+    a bound on all of them (:func:`_structure_bound`, one estimate of one layer) says one could be
+    next: most structures of a space are never looked at. Otherwise (a huge space) every layout is
+    listed as the eager loop would, to stop where it stops (:func:`_enumerate_lazy_flat`)."""
+    plan: list[tuple[tuple[int, int, int, int, int], list[tuple[int, int, int]], list]] = []
+    batch_cache: dict[tuple[int, int, int], list[tuple[int, int, int]]] = {}
+    most_listed = 0  # layouts the eager search would list at most (no static or memory pruning)
+    for dims in space.structures():
+        if len(plan) >= options.max_structures:
+            return _enumerate_lazy_flat(spec, base, space, options, stats)
+        _, pp, vpp, _, dp = dims
+        key = (dp, pp, vpp)
+        batches = batch_cache.get(key)
+        if batches is None:
+            batches = batch_cache[key] = list(space.batches(dp, pp, vpp))
+        zeros = space.zero_values(pp) if batches else []
+        plan.append((dims, batches, zeros))
+        for _, _, most_accum in zeros:
+            kept = len(batches) if most_accum is None else sum(1 for b in batches if b[1] <= most_accum)
+            most_listed += kept * len(space.dist_opt) * len(space.recompute)
+    if most_listed >= options.max_evaluated:
+        return _enumerate_lazy_flat(spec, base, space, options, stats)
+
+    budget = options.headroom * base.gpu.memory_bytes
+    factory = InputsFactory(spec, base)
+    cache: dict = {}
+    cur = space.current
+    assert cur is not None
+    fixed_batch = space.batch_tolerance is None
+    pending: list[tuple[float, int, Any, Any]] = []
+    # Two levels of bounds: first from one layer's costs at the largest micro batch of the whole
+    # space (shared by every structure with the same TP and CP), then, for a structure that bound
+    # cannot rule out, at its own largest micro batch (see _structure_bound).
+    widest = max((max(b[0] for b in batches) for _, batches, zeros in plan if zeros), default=1)
+    for number, (dims, batches, zeros) in enumerate(plan):
+        stats.structures += 1
+        if not batches:
+            continue
+        stats.space_points += len(batches) * len(zeros) * len(space.dist_opt) * len(space.recompute)
+        if not zeros:
+            continue
+        # (bound, index, None, what to expand): the index orders it as its first layout would be
+        group = (number, dims, batches, zeros)
+        pending.append((_structure_bound(dims, batches, zeros, space, factory, cache, options, widest),
+                        number * _STRIDE, None, (False, group)))
+
+    def expand(entry: tuple[bool, tuple]) -> None:
+        """A structure's bound at its own micro batches, or its layouts with theirs, pushed."""
+        listed, group = entry
+        number, dims, batches, zeros = group
+        if not listed:
+            heapq.heappush(pending, (_structure_bound(dims, batches, zeros, space, factory, cache, options),
+                                     number * _STRIDE, None, (True, group)))
+            return
+        tp, pp, vpp, cp, dp = dims
+        index = number * _STRIDE
+        sp = space.sp_for(tp)
+        bounds: dict[tuple[str, int, int, int], float] = {}  # the same for every ZeRO stage and optimizer
+        for zero, engine, most_accum in zeros:
+            kept = batches if most_accum is None else [b for b in batches if b[1] <= most_accum]
+            if not kept:
+                continue
+            for dist_opt in space.dist_opt:
+                if dp * cp == 1 and dist_opt != cur.dist_opt and space.framework == "megatron":
+                    continue  # nothing to shard over: the flag would change nothing
+                s = factory.structure(tp, pp, vpp, cp, dp, sp, zero, dist_opt)
+                if static_floor(s, cache) > budget:
+                    stats.static_pruned += 1
+                    continue
+                kinds = stage_kinds(s)
+                most, last = max(layers for _, layers, _ in kinds), kinds[-1][1]
+                for recompute in space.recompute:
+                    row = _Row(s, (tp, pp, vpp, cp, dp), recompute, zero, engine, dist_opt, kept)
+                    for k, (micro, ga, gb) in enumerate(kept):
+                        bound = bounds.get((recompute, micro, ga, gb))
+                        if bound is None:
+                            per_layer = cache.get(layer_costs_key(s, micro, recompute))
+                            if per_layer is None:
+                                per_layer = layer_costs(row.inputs(k, factory), cache)
+                            output = cache.get(output_seconds_key(s, micro))
+                            if output is None:
+                                output = output_seconds(row.inputs(k, factory), cache)
+                            floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
+                            bound = bounds[recompute, micro, ga, gb] = _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)),
+                                                                             s.world, options)
+                        heapq.heappush(pending, (bound, index, row, k))
+                        index += 1
+
+    return _best_first_lazy(pending, fixed_batch, factory, cache, budget, options, stats, expand)
+
+
+_STRIDE = 1 << 40
+"""Enumeration indices of a grouped lazy search: structure number x _STRIDE + the layout's place in
+it, in the order of the eager loop's running count (only their order breaks ties)."""
+
+GROUP_MARGIN = 1e-6
+"""A structure's bound is lowered by this share: it scales one layer's costs where each layout's
+floor sums them at its own micro batch (a different rounding)."""
+
+
+def _structure_bound(dims: tuple[int, int, int, int, int], batches: list[tuple[int, int, int]], zeros: list,
+                     space: Space, factory: InputsFactory, cache: dict, options: SearchOptions,
+                     widest: int | None = None) -> float:
+    """A score no layout of the structure ``dims`` beats (a lower bound of their floors' scores),
+    from one layer's costs at its largest micro batch M (or at ``widest``, any micro batch at least
+    as large: a looser bound, from costs other structures share) and the least recompute.
+
+    Each layout's floor (:func:`~trainlint.estimator.performance.floor_of`) grows with one layer's
+    costs and the output layer's seconds at its micro batch m; both are sums of terms linear in m
+    (FLOPs, activation bytes, messages) and of terms that do not depend on it (weights read,
+    collective latency), so at m <= M they are at least m / M of their value at M; recompute only
+    adds to them, and ZeRO or the distributed optimizer do not change them. The floor at m / M of
+    the costs at M is therefore a floor of every layout of the structure."""
+    tp, pp, vpp, cp, dp = dims
+    s = factory.structure(tp, pp, vpp, cp, dp, space.sp_for(tp), zeros[0][0], space.dist_opt[0])
+    top = max(range(len(batches)), key=lambda k: batches[k][0])
+    micro, ga, gb = batches[top]
+    if widest is not None:
+        micro = widest  # the costs' key has no accumulation or global batch: these are placeholders
+    least = ("none",) if "none" in space.recompute else tuple(space.recompute)
+    per_layer: tuple[Any, Any, float] | None = None
+    for recompute in least:
+        costs = cache.get(layer_costs_key(s, micro, recompute))
+        if costs is None:
+            costs = layer_costs(factory.point(s, micro, ga, gb, recompute), cache)
+        if per_layer is None or costs[0].total + costs[2] < per_layer[0].total + per_layer[2]:
+            per_layer = costs
+    assert per_layer is not None
+    output = cache.get(output_seconds_key(s, micro))
+    if output is None:
+        output = output_seconds(factory.point(s, micro, ga, gb, least[0]), cache)
+    kinds = stage_kinds(s)
+    most, last = max(layers for _, layers, _ in kinds), kinds[-1][1]
+    layer, _, layer_tp = per_layer
+    best = None
+    for m, a, g in batches:
+        share = m / micro
+        floor = floor_of((layer.scale(share), layer, layer_tp * share), output * share, most, last, a, s.layers, pp,
+                         s.vpp)
+        score = _score(g * s.seq / (floor * (1 - GROUP_MARGIN)), s.world, options)
+        if best is None or score < best:
+            best = score
+    assert best is not None
+    return best
+
+
+def _enumerate_lazy_flat(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOptions,
+                         stats: SearchStats) -> Iterator[tuple[float, Layout]]:
+    """:func:`_enumerate_lazy` listing every layout with its bound (for a space large enough that
+    the eager search's bounds may stop it). The eager search's ``max_evaluated`` bound is kept
+    exactly: while the layouts enumerated (an upper bound of what it evaluates) stay under it
+    nothing is checked; past it, every row's count is settled by checking its memory as the eager
+    loop does."""
     budget = options.headroom * base.gpu.memory_bytes
     factory = InputsFactory(spec, base)
     cache: dict = {}
@@ -538,12 +691,18 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
     return _best_first_lazy(pending, fixed_batch, factory, cache, budget, options, stats)
 
 
-def _best_first_lazy(pending: list[tuple[float, int, _Row, int]], fixed_batch: bool, factory: InputsFactory, cache: dict,
-                     budget: float, options: SearchOptions, stats: SearchStats) -> Iterator[tuple[float, Layout]]:
+def _best_first_lazy(pending: list[tuple[float, int, Any, Any]], fixed_batch: bool, factory: InputsFactory, cache: dict,
+                     budget: float, options: SearchOptions, stats: SearchStats,
+                     expand: Callable[[Any], None] | None = None) -> Iterator[tuple[float, Layout]]:
     """:func:`_best_first` over layouts whose memory is not known yet: a layout taken from the
     bounds is timed only when it fits; one over the headroom is dropped, as the eager search never
-    lists it. The bounds come off a heap in (bound, index) order, the order of the eager sort."""
+    lists it. The bounds come off a heap in (bound, index) order, the order of the eager sort.
+    An entry (bound, index, None, group) stands for layouts not listed yet, none with a lower
+    bound: taken from the heap, ``expand(group)`` pushes them."""
     heapq.heapify(pending)
+    if expand is not None:
+        while pending and pending[0][2] is None:
+            expand(heapq.heappop(pending)[3])
     if options.worth is not None and options.price_per_gpu_hour is None and pending \
             and -pending[0][0] < options.worth * (1 - WORTH_MARGIN):
         stats.below_worth = True  # the best bound (tokens/s) of any layout is below what is asked
@@ -552,6 +711,10 @@ def _best_first_lazy(pending: list[tuple[float, int, _Row, int]], fixed_batch: b
     while True:
         while pending and (not timed or pending[0][0] <= timed[0][0]):
             _, index, row, k = heapq.heappop(pending)
+            if row is None:
+                assert expand is not None
+                expand(k)
+                continue
             if not row.fits(k, fixed_batch, factory, cache, budget, stats):
                 continue
             stats.feasible += 1
