@@ -17,7 +17,6 @@ from trainlint.catalog import GPU
 from trainlint.estimator.context import EstimateContext
 from trainlint.provenance import Origin, Provenance, Value, first_span
 from trainlint.spec import TrainingSpec
-from trainlint.tokenizer_vocab import ASSUMED_VOCAB
 
 MODEL_HOW = "give --model PRESET (e.g. --model llama2-7b) or --model path/to/config.json, or `model = ...` in [tool.trainlint]"
 
@@ -263,6 +262,7 @@ def _model_how(spec: TrainingSpec) -> str:
 
 def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, list[MissingInput], list[Assumption]]:
     """Plain inputs, what is missing, and every non-file input with its source."""
+    from trainlint.tokenizer_vocab import ASSUMED_VOCAB  # here: the module (file reading) is for the adapters
     r = _Reader(spec)
     gpu: GPU = ctx.gpu.value
     r.note("cluster.gpu", Value(gpu.id, ctx.gpu.provenance))
