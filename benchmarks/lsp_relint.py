@@ -5,15 +5,24 @@ after a debounce); this measures that call in-process, the way the server makes 
 config of the corpus and the examples between ``--min-lines`` and ``--max-lines`` lines, each
 re-linted ``--repeat`` times after one warm-up lint (the first lint of a session loads plugins,
 schemas and caches; later ones are what an editor waits for on each change). Two figures: an
-edit that leaves the run's values as they were (a comment, a line break: results memoised on
-the spec's values are reused), and the worst case, an edit that changes them (the memoised
-layout searches are forgotten before each re-lint).
+edit that leaves the run's values as they were (a line break at the end: results memoised on
+the spec's values, and the rules' findings kept per run while it stays the same, are reused),
+and the worst case, an edit that changes them (the memoised layout searches and the kept
+findings are forgotten before each re-lint).
 
 Baseline, measured in the same run on the same text: parsing it with the standard parser of
 its format (``json.loads``, ``yaml.safe_load``, ``shlex.split`` for scripts), the floor for
 any tool that reads the file at all. Target of issue 7: a 300-line config under 20 ms.
 
     python benchmarks/lsp_relint.py [--corpus ../shared/corpus] [--repeat 7] [--min-lines 150] [--max-lines 600]
+
+Against an earlier trainlint (issue 19: the re-lint may not be slower than before the session
+module): ``--baseline OTHER_PYTHON`` (the Python of another checkout's venv) runs this script's
+measurement in a child process of that Python and of this one, ``--rounds`` times each,
+interleaved, on the same files, and prints both sides' median / p90 / max over the files (each
+file's figure the median of its rounds) in wall and thread CPU time, and the ratios.
+
+    python benchmarks/lsp_relint.py --baseline ../base/.venv/bin/python [--rounds 5]
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ import argparse
 import json
 import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -47,20 +57,67 @@ def baseline_parse(path: Path, text: str) -> None:
 
 
 def forget_memoised_results(linter) -> None:
-    """Empty every session's memoised whole-layout searches (trainlint.rules.estimation.fixes.LayoutAdvice)."""
+    """Empty every session's memoised whole-layout searches (trainlint.rules.estimation.fixes.LayoutAdvice)
+    and the rules' findings kept per run (LintSettings.findings): what an edit that changes a run's values
+    leaves nothing of."""
     for entry in linter._sessions.values():
         advice = getattr(entry.session.settings, "layout_advice", None)
         if advice is not None:
             advice.found.clear()
+    if hasattr(linter, "forget_findings"):  # not in an earlier trainlint (--baseline)
+        linter.forget_findings()
+    try:  # an earlier trainlint (--baseline) kept them in a module global
+        from trainlint.rules.estimation import fixes
+
+        fixes._LAYOUTS.clear()
+    except (ImportError, AttributeError):
+        pass
+
+
+CPU_MS: list[float] = []
+"""The thread CPU time of each median_ms call, beside the wall time it returns (for --rows-json)."""
 
 
 def median_ms(action, repeat: int) -> float:
-    times = []
+    wall, cpu = [], []
     for _ in range(repeat):
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.thread_time()
         action()
-        times.append(time.perf_counter() - began)
-    return statistics.median(times) * 1e3
+        cpu.append(time.thread_time() - began_cpu)
+        wall.append(time.perf_counter() - began)
+    CPU_MS.append(statistics.median(cpu) * 1e3)
+    return statistics.median(wall) * 1e3
+
+
+def quantiles(values: list[float]) -> tuple[float, float, float]:
+    """Median, p90 and max, as the report prints them."""
+    return statistics.median(values), statistics.quantiles(values, n=10)[-1], max(values)
+
+
+def against_baseline(baseline: str, args: argparse.Namespace) -> int:
+    """Both installs' per-file figures, in interleaved child processes; medians over the rounds."""
+    tail = [str(Path(__file__).resolve()), "--rows-json", "--corpus", args.corpus, "--repeat", str(args.repeat),
+            "--min-lines", str(args.min_lines), "--max-lines", str(args.max_lines)]
+    runs: dict[str, dict[str, list[list[float]]]] = {"baseline": {}, "this": {}}
+    for round_ in range(args.rounds):
+        for side, python in (("baseline", baseline), ("this", sys.executable))[:: 1 if round_ % 2 == 0 else -1]:
+            out = subprocess.run([python, *tail], capture_output=True, text=True, check=True).stdout
+            for name, *figures in json.loads(out):
+                runs[side].setdefault(f"{name}\0False", []).append(figures[:2])
+                runs[side].setdefault(f"{name}\0True", []).append(figures[2:])
+    names = sorted(set(runs["baseline"]) & set(runs["this"]))
+    print(f"re-lint through the language server's Linter, against the baseline {baseline}: {args.rounds} interleaved "
+          f"rounds, each file's figure the median of its rounds (each round: median of {args.repeat} re-lints)")
+    for cpu in (False, True):
+        keys = [n for n in names if n.endswith(f"\0{cpu}")]
+        for column, label in ((0, "re-lint"), (1, "after a value edit")):
+            figures = {side: quantiles([statistics.median(r[column] for r in runs[side][k]) for k in keys])
+                       for side in runs}
+            b, t = figures["baseline"], figures["this"]
+            print(f"  {label:19s} {'CPU ' if cpu else 'wall'} {len(keys)} files: median / p90 / max  baseline "
+                  f"{b[0]:5.1f} / {b[1]:5.1f} / {b[2]:5.1f} ms   this {t[0]:5.1f} / {t[1]:5.1f} / {t[2]:5.1f} ms   "
+                  f"ratio {t[0] / b[0]:.2f} / {t[1] / b[1]:.2f} / {t[2] / b[2]:.2f}")
+    return 0
 
 
 def main() -> int:
@@ -69,7 +126,12 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--min-lines", type=int, default=150)
     parser.add_argument("--max-lines", type=int, default=600)
+    parser.add_argument("--baseline", metavar="PYTHON", help="compare with another install's Python (see above)")
+    parser.add_argument("--rounds", type=int, default=5, help="with --baseline: interleaved rounds per side")
+    parser.add_argument("--rows-json", action="store_true", help=argparse.SUPPRESS)  # one side of --baseline
     args = parser.parse_args()
+    if args.baseline:
+        return against_baseline(args.baseline, args)
 
     from trainlint.lsp.workspace import Linter
 
@@ -85,6 +147,7 @@ def main() -> int:
                 files.append((path, text))
 
     rows = []
+    cpu: dict[Path, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory() as empty:
         linter = Linter()
         for path, text in files:
@@ -95,15 +158,20 @@ def main() -> int:
                 continue  # not a config: the server publishes nothing for it
             version = iter(range(1, 10**6))
             ours = median_ms(lambda: linter.lint(name, text + "\n" * (next(version) % 2), 1), args.repeat)
+            ours_cpu = CPU_MS[-1]
 
             def relint_with_new_values() -> None:
                 forget_memoised_results(linter)  # as if the edit had changed the run's sizes or layout
                 linter.lint(name, text + "\n" * (next(version) % 2), 1)
 
             changed = median_ms(relint_with_new_values, args.repeat)
+            cpu[path] = (ours_cpu, CPU_MS[-1])
             floor = median_ms(lambda: baseline_parse(path, text), args.repeat)
             rows.append((ours, floor, text.count("\n") + 1, first.result.format, path, changed))
 
+    if args.rows_json:
+        print(json.dumps([[str(r[4]), r[0], r[5], *cpu[r[4]]] for r in rows]))
+        return 0
     if not rows:
         print("no config of that size found")
         return 0
@@ -115,7 +183,7 @@ def main() -> int:
     print(f"  median {statistics.median(ours):6.1f} ms   p90 {statistics.quantiles(ours, n=10)[-1]:6.1f} ms   "
           f"max {max(ours):6.1f} ms")
     worst = [r[5] for r in rows]
-    print(f"  after an edit that changes the run's values (memoised layout searches forgotten): median "
+    print(f"  after an edit that changes the run's values (memoised searches and findings forgotten): median "
           f"{statistics.median(worst):6.1f} ms   p90 {statistics.quantiles(worst, n=10)[-1]:6.1f} ms   max {max(worst):6.1f} ms")
     print(f"  against parsing the same text with json/yaml/shlex: median {statistics.median(ratio):.1f}x")
     by_format: dict[str, list[float]] = {}

@@ -4,6 +4,7 @@ and apply severities, selection and inline suppressions to everything reported.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -18,7 +19,7 @@ from trainlint.provenance import Value, first_span
 from trainlint.registry import Registry
 from trainlint.rules import Finding, Rule, RuleContext, Target
 from trainlint.selection import Selection
-from trainlint.spec import TrainingSpec
+from trainlint.spec import SECTIONS, TrainingSpec
 from trainlint.did_you_mean import hint
 from trainlint.suppressions import Suppressions, parse_suppressions
 
@@ -44,6 +45,19 @@ class LintSettings:
     write_fixes: bool = False
     """Turn findings' ``changes`` into edits through the run's adapter (``check --fix`` / ``--diff``):
     a write-back and a re-read per finding, so only when a fix will be applied or shown."""
+    memo: dict[tuple, list[tuple[type[Rule], dict[str, Any]]]] = field(default_factory=dict, repr=False,
+                                                                      compare=False)
+    """The rules with their options, and those of them that run on a file, for each state of the
+    registry, options and selection they come from (see :func:`_rules_for`): the same on every
+    lint of a session (the language server lints on each change)."""
+    reuse_findings: bool = False
+    """Keep what the rules found on each run and give it again while the run is the same (see
+    :func:`_run_rules`). The language server's sessions turn it on: it re-lints on every change,
+    and most changes (a comment, a blank, a value no run reads) leave every run as it was."""
+    findings: dict[tuple, tuple[TrainingSpec, Any, tuple[Diagnostic, ...]]] = field(
+        default_factory=dict, repr=False, compare=False)
+    """With ``reuse_findings``: per rule set, selection, file, run label and estimate flag, the
+    last run seen (a copy), its framework catalog and the diagnostics the rules made of it."""
 
 
 def settings_from(project: ProjectConfig, *, select: list[str] | None = None, extend_select: Sequence[str] = (),
@@ -85,7 +99,7 @@ def check_settings(registry: Registry, settings: LintSettings) -> None:
 
 def lint(results: Sequence[FileResult], registry: Registry, settings: LintSettings) -> list[FileResult]:
     """Rules over every spec, then severities, selection and suppressions over every diagnostic."""
-    rules = [(r, resolve_options(r, settings.rule_options)) for r in registry.rules.values()]
+    rules_key, rules = _with_options(registry, settings)
     out = []
     text_cache: dict[str, Suppressions] = {}
     for result in results:
@@ -95,7 +109,8 @@ def lint(results: Sequence[FileResult], registry: Registry, settings: LintSettin
         # see what was read, but an estimate of half a config would only mislead (or say "missing")
         partial = any(d.code in ("TL001", "TL002") for d in result.diagnostics)
         for spec in result.specs:
-            diagnostics.extend(_run_rules(spec, rules, settings, estimate=not partial, result=result))
+            diagnostics.extend(_run_rules(spec, rules, settings, estimate=not partial, result=result,
+                                          rules_key=rules_key))
         kept = []
         used: set[tuple] = set()
         for diag in diagnostics:
@@ -127,6 +142,42 @@ def _file_ignores_used(selection: Selection, diag: Diagnostic, path: str) -> lis
     return out
 
 
+def _with_options(registry: Registry, settings: LintSettings) -> tuple[tuple, list[tuple[type[Rule], dict[str, Any]]]]:
+    """Every rule with its options (see :func:`resolve_options`), and the key they are memoised
+    under: the registry's rules and the options, by value."""
+    key = ("options", tuple(registry.rules.values()), repr(settings.rule_options))
+    rules = settings.memo.get(key)
+    if rules is None:
+        rules = [(r, resolve_options(r, settings.rule_options)) for r in registry.rules.values()]
+        if len(settings.memo) > 64:  # a session's settings rarely change: bound the memo all the same
+            settings.memo.clear()
+        settings.memo[key] = rules
+    return key, rules
+
+
+def _rules_for(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings,
+               rules_key: tuple | None) -> tuple[tuple | None, list[tuple[type[Rule], dict]]]:
+    """The rules that run on a spec: its framework's, selected for its file; and the key they are
+    memoised under (None without a ``rules_key``): the rule list, the selection (by value: a
+    Selection is a plain dataclass), the file and the framework."""
+    sel = settings.selection
+    key = None
+    if rules_key is not None:
+        key = ("for", rules_key, tuple(sel.select), tuple(sel.extend_select), tuple(sel.ignore),
+               tuple((k, tuple(v)) for k, v in sel.per_file_ignores.items()), sel.root, spec.path, spec.framework)
+        chosen = settings.memo.get(key)
+        if chosen is not None:
+            return key, chosen
+    chosen = [(rule, options) for rule, options in rules
+              if not (rule.frameworks and spec.framework not in rule.frameworks)
+              and sel.enabled(rule.code, rule.name, spec.path)]
+    if key is not None:
+        if len(settings.memo) > 64:
+            settings.memo.clear()
+        settings.memo[key] = chosen
+    return key, chosen
+
+
 def plugin_failures(registry: Registry, project: ProjectConfig | None) -> list[FileResult]:
     """One TL998 per plugin that could not be loaded (one TL015 when local plugins were not
     trusted), located at the project config."""
@@ -140,24 +191,63 @@ def plugin_failures(registry: Registry, project: ProjectConfig | None) -> list[F
 
 
 def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings,
-               estimate: bool = True, result: FileResult | None = None) -> list[Diagnostic]:
+               estimate: bool = True, result: FileResult | None = None, rules_key: tuple | None = None) -> list[Diagnostic]:
+    for_key, chosen = _rules_for(spec, rules, settings, rules_key)
+    key = None
+    builtin = _builtin_plugin()
+    if settings.reuse_findings and not settings.write_fixes and for_key is not None \
+            and all(rule.plugin == builtin for rule, _ in chosen):
+        # The built-in rules are functions of the run and the session (its estimator, GPU table,
+        # options, adapters): the same run, compared whole (every value with its provenance,
+        # positions included, the framework target and the catalog object it was read with),
+        # gets the same diagnostics. A plugin's rule may read anything: never reused. Written
+        # fixes read the file itself: never reused either.
+        key = (for_key, spec.label, estimate)
+        kept = settings.findings.get(key)
+        if kept is not None and kept[1] is _catalog(spec) and kept[0] == spec:
+            return list(kept[2])
     # rules and the estimator format config values and their products in f-strings: a product of
     # clamped 4,300-digit values is beyond Python's int-to-text limit (see numbers.long_numbers)
     with long_numbers():
-        return _run_rules_unlimited(spec, rules, settings, estimate, result)
+        out = _run_rules_unlimited(spec, chosen, settings, estimate, result)
+    if key is not None:
+        settings.findings.pop(key, None)
+        if len(settings.findings) >= 64:  # the oldest first: runs of documents no longer edited
+            settings.findings.pop(next(iter(settings.findings)))
+        settings.findings[key] = (_snapshot(spec), _catalog(spec), tuple(out))
+    return out
 
 
-def _run_rules_unlimited(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings,
+def _builtin_plugin() -> str:
+    from trainlint.plugins import BUILTIN_PLUGIN  # imported when used: pluggy stays out of the engine's import
+
+    return BUILTIN_PLUGIN
+
+
+def _catalog(spec: TrainingSpec) -> Any:
+    """The argument catalog the run was read with (a FrameworkTarget compares without it)."""
+    return getattr(spec.target, "catalog", None)
+
+
+def _snapshot(spec: TrainingSpec) -> TrainingSpec:
+    """A copy of the run that later changes to ``spec`` do not reach (its values are immutable:
+    the sections and dictionaries are copied, not the values)."""
+    out = copy.copy(spec)
+    for section in SECTIONS:
+        setattr(out, section, copy.copy(getattr(spec, section)))
+    out.settings = dict(spec.settings)
+    out.unresolved = dict(spec.unresolved)
+    out.sources = list(spec.sources)
+    return out
+
+
+def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict]], settings: LintSettings,
                          estimate: bool, file_result: FileResult | None = None) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     estimate_made = False
     result = None
     shared: dict = {}  # the rules of this spec share what they compute once (RuleContext.shared)
-    for rule, options in rules:
-        if rule.frameworks and spec.framework not in rule.frameworks:
-            continue
-        if not settings.selection.enabled(rule.code, rule.name, spec.path):
-            continue
+    for rule, options in chosen:
         if getattr(rule, "needs_estimate", False) and not estimate:
             continue
         cancel.check()  # between rules (and before the estimate)

@@ -12,15 +12,20 @@ import re
 import sys
 from _thread import allocate_lock  # threading.Lock itself; `import threading` costs ~1 ms of every start
 from contextlib import contextmanager
+from functools import cache
 from typing import Iterator
 
 PY_INT_DIGITS = 4300
-HUGE = int("9" * PY_INT_DIGITS)
+HUGE = 10 ** PY_INT_DIGITS - 1
+"""4,300 nines (computed, not parsed from text: ``int()`` of 4,300 digits is quadratic)."""
 MESSAGE_DIGITS = 30
 """Numbers longer than this are named by their length in messages (:func:`shorten_numbers`)."""
 
 
-_INT_LITERAL = re.compile(r"\s*([+-]?)\d+(?:_\d+)*\s*")
+@cache
+def _int_literal() -> re.Pattern[str]:
+    # compiled for the first token longer than 4,300 digits, not at every start
+    return re.compile(r"\s*([+-]?)\d+(?:_\d+)*\s*")
 
 
 def read_int(token: str, base: int = 10) -> int:
@@ -30,7 +35,7 @@ def read_int(token: str, base: int = 10) -> int:
     has lifted Python's digit limit in another thread (the language server lints and hovers on
     two threads)."""
     if base == 10 and len(token) > PY_INT_DIGITS:
-        literal = _INT_LITERAL.fullmatch(token)
+        literal = _int_literal().fullmatch(token)
         if literal is None:
             raise ValueError(f"invalid literal for int() with base 10: {short(token)!r}")
         if sum(ch.isdigit() for ch in token) > PY_INT_DIGITS:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from functools import cache
 from pathlib import Path
 from typing import Sequence
 
@@ -24,12 +25,17 @@ from trainlint.positions import Span
 from trainlint.suppressions import ALL_CODES, Directive, Suppressions
 
 CODE = "TL020"
-_FULL_CODE = re.compile(r"[A-Z]+[0-9]+\Z")
+
+
+@cache
+def _full_code() -> re.Pattern[str]:
+    # compiled when a run has a suppression comment, not at every start
+    return re.compile(r"[A-Z]+[0-9]+\Z")
 
 
 def _could_fire(selector: str, selection, path: str) -> bool:
     """False for a code the selection turns off everywhere (nothing of it is ever checked)."""
-    if selection is None or selector == ALL_CODES or not _FULL_CODE.match(selector.upper()):
+    if selection is None or selector == ALL_CODES or not _full_code().match(selector.upper()):
         return True
     return selection.enabled(selector.upper(), "", None)
 

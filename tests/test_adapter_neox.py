@@ -278,3 +278,17 @@ def test_corpus_other_files_are_not_claimed(corpus_dir, manifest):
         if adapter.sniff(source.path, source.text) != NOT_MINE:
             claimed.append(row["path"])
     assert claimed == []
+
+
+def test_the_written_out_strong_keys_are_what_the_schema_gives():
+    """adapters/neox_keys.py (read by the sniff instead of the schema) is generated from the schema:
+    after a change to either, `python scripts/build_neox_keys.py` writes it again."""
+    from trainlint.adapters.neox_detect import _strong_keys, strong_keys_of
+    from trainlint.adapters.neox_keys import STRONG_KEYS
+
+    assert STRONG_KEYS == strong_keys_of(load_schema("neox")), "run: python scripts/build_neox_keys.py"
+    assert _strong_keys() is STRONG_KEYS and len(STRONG_KEYS) > 100
+    # the sniff finds them as key words with "-" read as "_": each must be such a word
+    import re
+
+    assert all(re.fullmatch(r"[a-z0-9_]+", key) for key in STRONG_KEYS)

@@ -99,15 +99,22 @@ class _Spans:
 
     files: dict[str, FileText]
     extra: dict[str, LineIndex] = field(default_factory=dict)
+    found: dict[Loc, tuple[str, Span]] = field(default_factory=dict)
+    """The spans turned so far: a run's values, their flags and its document ask for the same
+    places several times (the files' texts do not change once read)."""
 
     def __call__(self, loc: Loc | None) -> tuple[str | None, Span | None]:
         if loc is None:
             return None, None
+        hit = self.found.get(loc)
+        if hit is not None:
+            return hit
         ft = self.files.get(loc.path)
         index = ft.index if ft is not None else self.extra.get(loc.path)
         if index is None:
             return loc.path, None
-        return loc.path, index.span(loc.start, loc.end)
+        out = self.found[loc] = (loc.path, index.span(loc.start, loc.end))
+        return out
 
 
 def load_script(source: SourceText, context: LoadContext, collect: list[ParsedRun] | None = None) -> LoadResult:

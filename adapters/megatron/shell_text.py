@@ -4,6 +4,7 @@ index for spans, and the ``<Specify path>`` placeholders of example scripts (par
 from __future__ import annotations
 
 import re
+from itertools import accumulate
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -28,44 +29,53 @@ def _parser():
 _PLACEHOLDER = re.compile(r"(?:(?<==)|(?<=[ \t\"]))(<[A-Za-z][A-Za-z0-9_./,:()'-]* [A-Za-z0-9 _./,:()'-]*>|<[A-Z][A-Z0-9_]{2,}>)", re.M)
 
 
+# What ends each state of _quote_states's scan (and a backslash, where it escapes the next character).
+_STATE_ENDS = {None: re.compile(r"[\\'\"#]"), "dq": re.compile(r'[\\"]'), "sq": re.compile("'"),
+               "#": re.compile("\n")}
+
+
 def _quote_states(text: str, offsets: list[int]) -> list[str | None]:
-    """For each offset: inside double quotes ("dq"), single quotes ("sq"), a comment ("#") or not (None)."""
+    """For each offset: inside double quotes ("dq"), single quotes ("sq"), a comment ("#") or not (None).
+
+    A scan from one character that can change the state to the next (a regular expression
+    search, not a loop over every character: this runs on every text with a placeholder)."""
     targets = sorted(set(offsets))
     found: dict[int, str | None] = {}
     state: str | None = None
     i, n, t = 0, len(text), 0
-    prev = "\n"
-    while i < n and t < len(targets):
-        if i == targets[t]:
-            found[i] = state
+    escaped = -1  # the offset just after a backslash pair outside quotes: a `#` there starts no comment
+    lost = False  # a target was an escaped character: no later target is recorded (they take the last state)
+    while i < n and (lost or t < len(targets)):
+        m = _STATE_ENDS[state].search(text, i)
+        j = m.start() if m is not None else n
+        while not lost and t < len(targets) and targets[t] <= j:
+            found[targets[t]] = state
             t += 1
+        if m is None:
+            break
+        ch = text[j]
+        if ch == "\\":
+            if not lost and t < len(targets) and targets[t] == j + 1:
+                lost = True
+            if state is None:
+                escaped = j + 2
+            i = j + 2
             continue
-        ch = text[i]
         if state is None:
-            if ch == "\\":
-                i += 2
-                prev = "x"
-                continue
             if ch == "'":
                 state = "sq"
             elif ch == '"':
                 state = "dq"
-            elif ch == "#" and prev in " \t\n;":
+            elif (j == 0 or (j != escaped and text[j - 1] in " \t\n;")):
                 state = "#"
-        elif state == "dq":
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == '"':
-                state = None
-        elif state == "sq":
-            if ch == "'":
-                state = None
-        elif state == "#" and ch == "\n":
+        else:  # the closing quote, or the end of the comment's line
             state = None
-        prev = ch
-        i += 1
+        i = j + 1
     return [found.get(o, state) for o in offsets]
+
+
+_STARTS_A_CHARACTER = bytes(0 if 0x80 <= b < 0xC0 else 1 for b in range(256))
+"""For bytes.translate: 1 for a byte that starts a UTF-8 character, 0 for a continuation byte."""
 
 
 @dataclass
@@ -105,14 +115,11 @@ class FileText:
         data = parse_text.encode("utf-8", errors="surrogatepass")
         ft = cls(path, text, data, LineIndex(text), None, placeholders, quoted)
         if len(data) != len(text):
-            table = [0] * (len(data) + 1)
-            b = 0
-            for i, ch in enumerate(text):
-                width = len(ch.encode("utf-8", errors="surrogatepass"))
-                for k in range(width):
-                    table[b + k] = i
-                b += width
-            table[b] = len(text)
+            # the character of each byte: how many characters start at or before it, less one (a
+            # UTF-8 continuation byte, 0b10xxxxxx, starts none); counted in C, not per character
+            starts = data.translate(_STARTS_A_CHARACTER)
+            table = list(accumulate(starts, initial=-1))[1:]
+            table.append(len(text))
             ft._char_of_byte = table
         return ft
 

@@ -7,10 +7,11 @@ an unknown piece (``$1``, ``$(cmd)``) with the reason it is unknown. Nothing her
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-_IFS = " \t\n"
+_IFS_WORD = re.compile(r"[^ \t\n]+")
 
 
 @dataclass(frozen=True)
@@ -168,21 +169,19 @@ def split_pieces(pieces: list[Piece], site: Loc | None, uncertain: bool = False)
                 current.append(seg)
                 started = True
                 continue
+            # each run of IFS whitespace ends the field; each run of other characters is a piece
+            # (a regular expression, not a loop over characters: this runs for every word of a script)
             text = seg.text
-            i = 0
-            n = len(text)
-            while i < n:
-                if text[i] in _IFS:
+            pos = 0
+            for match in _IFS_WORD.finditer(text):
+                start, end = match.span()
+                if start > pos:
                     flush()
-                    while i < n and text[i] in _IFS:
-                        i += 1
-                    continue
-                j = i
-                while j < n and text[j] not in _IFS:
-                    j += 1
-                current.append(seg.piece(i, j))
+                current.append(seg.piece(start, end))
                 started = True
-                i = j
+                pos = end
+            if pos < len(text):
+                flush()
     flush()
     return [Field(tuple(f), site, uncertain) for f in fields]
 

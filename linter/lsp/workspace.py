@@ -123,6 +123,8 @@ class Linter:
         self.options = session_options(options)
         self._configs: dict[str, tuple[tuple, Path | None]] = {}
         self._sessions: dict[str | None, SessionEntry] = {}
+        self._seen: set[str] = set()
+        """Documents linted once: after a document's first lint the heap is frozen (see :meth:`lint`)."""
 
     # ------------------------------------------------------------------ project config
 
@@ -133,6 +135,12 @@ class Linter:
         self._configs.clear()
         self._sessions.clear()
         containment.forget()  # its source-roots may have changed
+
+    def forget_findings(self) -> None:
+        """Forget the rules' findings kept per run (LintSettings.reuse_findings): the next lint of
+        every document runs its rules again."""
+        for entry in self._sessions.values():
+            entry.session.settings.findings.clear()
 
     def config_for(self, directory: Path) -> Path | None:
         from trainlint.config import find_config
@@ -169,6 +177,7 @@ class Linter:
                           trust_roots=(folder,) if folder else None)
         try:
             session = open_session(options, start or Path.cwd())
+            session.settings.reuse_findings = _findings_reusable(session)
             return SessionEntry(session, config, mtime)
         except (ValueError, ConfigError) as exc:
             if config is None:
@@ -196,7 +205,22 @@ class Linter:
             linted = Linted(path, version, normalized, None, None, by_path={path: [internal_error(path, exc)]})
         linted.bom = bom
         linted.seconds = time.perf_counter() - started
+        if path not in self._seen:
+            self._freeze_heap(path)
         return linted
+
+    def _freeze_heap(self, path: str) -> None:
+        """After the first lint of a document: move what the process holds now (sessions, plugins,
+        schemas, framework catalogs, the modules its format needed) out of the cyclic garbage
+        collector's reach (gc.freeze, O(1)). Those live as long as the server; without this every
+        full collection walks them again, a pause of a re-lint's size in the middle of typing.
+        Garbage is still freed by reference counting; only cycles made before the freeze stay."""
+        import gc
+
+        if len(self._seen) > 10_000:
+            self._seen.clear()
+        self._seen.add(path)
+        gc.freeze()
 
     def _lint(self, path: str, text: str, version: int | None, folder: str | None,
               open_texts: Mapping[str, str], write_fixes: bool = False) -> Linted:
@@ -250,6 +274,14 @@ class Linter:
                 linted.texts[other] = _text_of(other, buffers)
         linted.by_path = {p: sorted(ds, key=Diagnostic.sort_key) for p, ds in by_path.items()}
         return linted
+
+
+def _findings_reusable(session: Any) -> bool:
+    """Whether the rules' findings on a run may be reused while the run stays the same (see
+    LintSettings.reuse_findings): they are functions of the run and the session, unless the
+    session names a model (the editor's ``model`` option or the project's ``model``), which may be
+    a config.json on disk that every estimate reads again."""
+    return session.options.estimate.model is None and session.project.estimation.model is None
 
 
 def internal_error(path: str, exc: BaseException) -> Diagnostic:

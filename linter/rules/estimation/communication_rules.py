@@ -8,8 +8,8 @@ from trainlint.diagnostics import Severity
 from trainlint.estimator.core import InvariantError
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.memory_rules import _gpu_assumed
-from trainlint.rules.estimation.fixes import communication_candidates, final_changes, fits, point_at, search_closest
 from trainlint.rules.estimation.scope import usable_estimate
+# The fix search (rules.estimation.fixes) is imported by a check that has an estimate to judge (see memory_rules).
 from trainlint.spec import TrainingSpec
 
 
@@ -47,6 +47,7 @@ class NetworkBoundDp(Rule):
         if est is None or not est.fits:
             return
         from trainlint.estimator.performance import data_parallel_traffic  # loaded by the estimate already
+        from trainlint.rules.estimation.fixes import communication_candidates, final_changes, fits, point_at, search_closest
 
         traffic = data_parallel_traffic(est.inputs)
         compute = est.time.compute
@@ -130,6 +131,8 @@ class Zero3AtLargeDp(Rule):
         est = usable_estimate(spec, ctx.estimate)
         if est is None or not est.fits:
             return
+        from trainlint.rules.estimation.fixes import communication_candidates, fits
+
         i = est.inputs
         if i.zero < 3 or i.dp <= int(ctx.options["max_dp"]):
             return

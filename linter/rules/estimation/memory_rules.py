@@ -9,9 +9,9 @@ from trainlint.estimator import coefficients as C
 from trainlint.estimator.core import InvariantError
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import (chain_changes, copy_spec, final_changes, fits, layout_sentence,
-                                              memory_candidates, point_at, search_closest, suggest_layout)
 from trainlint.rules.estimation.world_bound import memory_verdict
+# The fix search (rules.estimation.fixes) is imported by a check once it has a finding to fix: the
+# checks of most configs find nothing, and a start that imports it pays ~1.5 ms for nothing.
 from trainlint.spec import TrainingSpec
 
 _COMPONENTS = ("params", "grads", "optimizer", "activations", "buffers", "overhead")
@@ -77,6 +77,9 @@ class OomRisk(Rule):
                    f"{'exceeds' if over else 'is above ' + format(headroom, '.0%') + ' of'} the {_gib(capacity)} GiB of "
                    f"{est.inputs.gpu.id} ({worst.total / capacity:.0%}); largest: "
                    + ", ".join(f"{name} {_gib(value)}" for value, name in parts))
+        from trainlint.rules.estimation.fixes import (chain_changes, final_changes, fits, layout_sentence,
+                                                      memory_candidates, point_at, search_closest, suggest_layout)
+
         fix, at = None, point_at(spec, "batch.micro_batch", "batch.grad_accum", "batch.global_batch")
         changes = None
         if ctx.estimator is not None:
@@ -185,6 +188,8 @@ class BuffersDominateMemory(Rule):
         if ctx.estimator is not None:
             # the engine's buckets (the adapter's reading of reduce_bucket_size, allgather_bucket_size,
             # stage3_max_live_parameters, stage3_prefetch_bucket_size) at 5e7
+            from trainlint.rules.estimation.fixes import copy_spec
+
             modified = copy_spec(spec)
             smaller = Value(5e7, Provenance(Origin.ASSUMED, note="candidate fix"))
             for name in ("reduce_bucket", "allgather_bucket", "zero3_max_live", "zero3_prefetch"):

@@ -7,9 +7,8 @@ from typing import Iterator
 
 from trainlint.diagnostics import Applicability, Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import (communication_candidates, final_changes, fits, layout_sentence, point_at,
-                                              search_closest, suggest_layout, throughput_candidates)
 from trainlint.rules.estimation.scope import usable_estimate
+# The fix search (rules.estimation.fixes) is imported by a check that has an estimate to judge (see memory_rules).
 from trainlint.spec import TrainingSpec
 
 
@@ -76,6 +75,10 @@ class LowExpectedMfu(Rule):
         est = usable_estimate(spec, ctx.estimate)
         if est is None or not est.fits:
             return  # an OOM is TL201's; its MFU means nothing
+        from trainlint.rules.estimation.fixes import (communication_candidates, final_changes, fits, layout_sentence,
+                                                      point_at, search_closest, suggest_layout,
+                                                      throughput_candidates)
+
         max_gap, floor = float(ctx.options["max_gap"]), float(ctx.options["threshold"] or 0.0)
         allow_batch = bool(ctx.options["allow_batch_change"])
         headroom = float(ctx.options["headroom"])
@@ -164,6 +167,9 @@ class PipelineBubble(Rule):
         est = usable_estimate(spec, ctx.estimate)
         if est is None or not est.fits or est.inputs.pp <= 1:
             return
+        from trainlint.rules.estimation.fixes import (final_changes, fits, point_at, search_closest,
+                                                      throughput_candidates)
+
         share = est.time.pp_bubble / est.step_time
         if share <= float(ctx.options["threshold"]):
             return
@@ -227,6 +233,8 @@ class TensorParallelAcrossNodes(Rule):
         est = usable_estimate(spec, ctx.estimate)
         if est is None or est.inputs.tp <= est.inputs.gpus_per_node:
             return
+        from trainlint.rules.estimation.fixes import final_changes, fits, search_closest, throughput_candidates
+
         i = est.inputs
         message = (f"tensor parallel {i.tp} spans {i.tp // i.gpus_per_node} nodes of {i.gpus_per_node} GPUs: "
                    f"TP communication takes {est.time.tp_comm / est.step_time:.0%} of the step")
@@ -284,6 +292,9 @@ class MemoryBound(Rule):
         est = usable_estimate(spec, ctx.estimate)
         if est is None or not est.fits or est.bound != "memory":
             return
+        from trainlint.rules.estimation.fixes import (final_changes, fits, point_at, search_closest,
+                                                      throughput_candidates)
+
         t = est.time
         message = (f"memory-bound: {t.bytes_time * 1e3:,.1f} ms moving bytes against {t.flops_time * 1e3:,.1f} ms of FLOPs per step "
                    f"(MFU {est.mfu:.1%})")
@@ -340,6 +351,9 @@ class SmallGemms(Rule):
         est = usable_estimate(spec, ctx.estimate)
         if est is None or not est.fits:
             return
+        from trainlint.rules.estimation.fixes import (final_changes, fits, point_at, search_closest,
+                                                      throughput_candidates)
+
         i = est.inputs
         min_tokens, min_hidden = int(ctx.options["min_tokens"]), int(ctx.options["min_hidden_per_tp"])
         tokens = i.micro * i.seq // max(1, i.cp)

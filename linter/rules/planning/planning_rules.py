@@ -7,9 +7,15 @@ from typing import Any, Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.fixes import point_at
 from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
+
+
+def _length_setting(spec: TrainingSpec) -> Any:
+    """Where a planning finding points: the run's length (train iterations or samples)."""
+    from trainlint.rules.estimation.fixes import point_at  # with a finding only: the fix search's module is not needed at start
+
+    return point_at(spec, "run.train_iters", "run.train_samples")
 
 
 def _num(v: Any) -> float | None:
@@ -141,7 +147,7 @@ class FewTokensPerParameter(Rule):
             message=(f"the run trains {tokens:.3g} tokens for {counted}: "
                      f"{'' if exact else 'at most '}{ratio:.2g} tokens per parameter; compute-optimal is about 20 "
                      f"({20 * params:.3g} tokens)"),
-            at=point_at(spec, "run.train_iters", "run.train_samples"),
+            at=_length_setting(spec),
             fix="train for about 20 tokens per parameter, or pick a smaller model for this compute")
 
 
@@ -197,7 +203,7 @@ class ShortPretraining(Rule):
         yield Finding(
             message=(f"a pre-training run of {tokens:.3g} tokens, below {minimum:.3g}: models pre-trained this "
                      f"briefly are typically poor ({markers})"),
-            at=point_at(spec, "run.train_iters", "run.train_samples"),
+            at=_length_setting(spec),
             fix="train for more tokens, or mark a fine-tuning run with --finetune / finetune: true")
 
 
@@ -262,7 +268,7 @@ class RunTooLong(Rule):
         yield Finding(
             message=(f"the run trains {tokens:.3g} tokens at an estimated {est.tokens_per_s:,.0f} tokens/s: "
                      f"{totals.days:.1f} days on {totals.gpus} GPUs, over the limit of {limit:g} days"),
-            at=point_at(spec, "run.train_iters", "run.train_samples"),
+            at=_length_setting(spec),
             fix="a faster layout (trainlint suggest), more GPUs, or fewer tokens")
 
 
@@ -314,7 +320,7 @@ class RunTooExpensive(Rule):
         yield Finding(
             message=(f"the run costs an estimated {totals.cost:,.0f} ({totals.gpu_hours:,.0f} GPU-hours at {price:g} "
                      f"per GPU-hour on {est.inputs.gpu.id}), over the limit of {limit:,.0f}"),
-            at=point_at(spec, "run.train_iters", "run.train_samples"),
+            at=_length_setting(spec),
             fix="a cheaper layout (trainlint suggest --price-per-gpu-hour), another GPU kind (trainlint estimate "
                 "--compare-gpus), or fewer tokens")
 
