@@ -86,7 +86,7 @@ class Adapter(ABC):
         method raises only on a bug in trainlint (the engine reports that as TL999)."""
 
     def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str] | None:
-        """Each layout change (keys of :data:`trainlint.layout.writeback.CHANGE_KEYS`) as the user
+        """Each layout change (keys of :data:`trainlint.layout.changes.CHANGE_KEYS`) as the user
         writes it in this format: flags, JSON keys, YAML keys. ``base``: the estimator's resolved
         inputs of the run (layers, pipeline stages) for changes spelled in derived units.
         None: the format has no spelling of its own (the changes are named by field)."""

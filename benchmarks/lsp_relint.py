@@ -57,16 +57,17 @@ def baseline_parse(path: Path, text: str) -> None:
 
 
 def forget_memoised_results(linter) -> None:
-    """Empty every session's memoised whole-layout searches (trainlint.rules.estimation.fixes.LayoutAdvice)
-    and the rules' findings kept per run (LintSettings.findings): what an edit that changes a run's values
-    leaves nothing of."""
+    """Forget the whole-layout searches (trainlint.rules.estimation.fixes.LayoutAdvice) and the rules'
+    findings kept per run (LintSettings.findings): what an edit that changes a run's values leaves nothing of."""
+    if hasattr(linter, "forget_memoised"):
+        linter.forget_memoised()
+        return
+    # an earlier trainlint (--baseline): the searches in each session, or in a module global before that
     for entry in linter._sessions.values():
         advice = getattr(entry.session.settings, "layout_advice", None)
-        if advice is not None:
+        if advice is not None and hasattr(advice, "found"):
             advice.found.clear()
-    if hasattr(linter, "forget_findings"):  # not in an earlier trainlint (--baseline)
-        linter.forget_findings()
-    try:  # an earlier trainlint (--baseline) kept them in a module global
+    try:
         from trainlint.rules.estimation import fixes
 
         fixes._LAYOUTS.clear()

@@ -263,18 +263,29 @@ def open_session(options: SessionOptions, start: Path, *, validate: bool = True)
 
 
 def _layout_advice(session: Session) -> Callable[..., Any]:
+    return _LazyLayoutAdvice(session)
+
+
+class _LazyLayoutAdvice:
     """The session's :class:`~trainlint.rules.estimation.fixes.LayoutAdvice`, made on the first
     question: most checks ask none, and its module (the rules' fix search) is ~1.5 ms of start-up."""
-    made: list[Any] = []
 
-    def advice(*args: Any, **kwargs: Any) -> Any:
-        if not made:
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.made: Any = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if self.made is None:
             from trainlint.rules.estimation.fixes import LayoutAdvice
 
-            made.append(LayoutAdvice(session.estimate, session.startup_rules, session.adapters))
-        return made[0](*args, **kwargs)
+            session = self.session
+            self.made = LayoutAdvice(session.estimate, session.startup_rules, session.adapters)
+        return self.made(*args, **kwargs)
 
-    return advice
+    def forget(self) -> None:
+        """Empty the memoised searches: the next question searches again."""
+        if self.made is not None:
+            self.made.found.clear()
 
 
 def exit_code(results: Sequence[FileResult], *, exit_zero: bool = False) -> int:

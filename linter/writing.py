@@ -506,7 +506,7 @@ def as_int(value: Any) -> int | None:
 
 class Writer:
     """The write-back half of an adapter: applies layout changes (the keys of
-    :data:`trainlint.layout.writeback.CHANGE_KEYS`, already normalised) to one run as edits on
+    :data:`trainlint.layout.changes.CHANGE_KEYS`, already normalised) to one run as edits on
     the :class:`Texts` it was given. :meth:`run` plans every edit (or raises
     :class:`WritebackError` naming the value that cannot be written); nothing is written to disk
     here: the driver verifies the round trip and :mod:`trainlint.safe_write` writes."""

@@ -51,7 +51,7 @@ def test_a_cancelled_lint_stops_at_the_next_safe_point(tmp_path, linter, name):
         linted = linter.lint(path, DOCUMENTS[name])
     assert linted.result is not None and linted.result.format is not None, name
     assert full.checks > 20, (name, full.checks)  # the work has safe points all through it
-    linter.forget_findings()  # the rules run again, as after an edit (their safe points counted above)
+    linter.forget_memoised()  # the rules run again, as after an edit (their safe points counted above)
     at = full.checks // 2
     token = CancelAt(at)
     with cancel.scope(token), pytest.raises(cancel.Cancelled, match="test"):
@@ -69,7 +69,7 @@ def test_cancelled_between_rules_is_not_a_tl998(tmp_path, linter):
         linted = linter.lint(path, text)
     assert "TL100" in {d.code for d in linted.result.diagnostics} | {d.code for ds in linted.by_path.values() for d in ds}
     token = CancelAt(full.checks)  # the last safe point: among the rules
-    linter.forget_findings()  # the rules run again, as after an edit that changes the run
+    linter.forget_memoised()  # the rules run again, as after an edit that changes the run
     with cancel.scope(token), pytest.raises(cancel.Cancelled):
         linter.lint(path, text)
 

@@ -81,3 +81,18 @@ def test_a_session_that_names_a_model_reads_it_on_every_lint(tmp_path: Path, mon
     assert runs[0] == 2
     plain.lint(path, text + "\n", 2)
     assert runs[0] == 2  # the default session keeps them
+
+
+def test_forget_memoised_empties_the_kept_findings_and_layout_searches(tmp_path: Path, monkeypatch):
+    """What benchmarks/lsp_relint.py's after-a-value-edit figure relies on."""
+    text = (EXAMPLES / "megatron_gpt_2.7b_network_bound.sh").read_text(encoding="utf-8")
+    path = str(tmp_path / "train.sh")
+    linter = Linter()
+    first = linter.lint(path, text, 1)
+    settings = first.session.settings
+    assert settings.findings and settings.layout_advice.made.found  # TL301 asked for the best layout
+    linter.forget_memoised()
+    assert not settings.findings and not settings.layout_advice.made.found
+    runs = _count_rule_runs(monkeypatch)
+    assert linter.lint(path, text, 2).by_path == first.by_path
+    assert runs[0] == 1

@@ -60,12 +60,12 @@ class MegatronAdapter(Adapter):
     extensions = (".sh", ".bash", ".slurm", ".sbatch", ".yaml", ".yml")
 
     def spell_changes(self, spec, changes, base):
-        from trainlint.adapters.megatron.writer import spell_changes
+        from trainlint.adapters.megatron.spelling import spell_changes
 
         return spell_changes(spec, changes, base)
 
     def expressible(self, spec):
-        from trainlint.adapters.megatron.writer import expressible
+        from trainlint.adapters.megatron.spelling import expressible
 
         return expressible(spec)
 

@@ -17,7 +17,6 @@ from trainlint.catalog import GPU
 from trainlint.estimator.context import EstimateContext
 from trainlint.provenance import Origin, Provenance, Value, first_span
 from trainlint.spec import TrainingSpec
-from trainlint.tokenizer_vocab import ASSUMED_VOCAB
 
 MODEL_HOW = "give --model PRESET (e.g. --model llama2-7b) or --model path/to/config.json, or `model = ...` in [tool.trainlint]"
 
@@ -349,6 +348,7 @@ def _model_part(spec: TrainingSpec) -> _ModelPart:
 
 
 def _read_model(spec: TrainingSpec) -> _ModelPart:
+    from trainlint.tokenizer_vocab import ASSUMED_VOCAB  # here: the module (file reading) is for the adapters
     r = _Reader(spec)
     how = _model_how(spec)
     layers = r.get("model.num_layers", missing=("number of transformer layers", how), cast=int)

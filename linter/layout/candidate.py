@@ -310,7 +310,7 @@ def spell_changes(spec: TrainingSpec, base: Inputs | None, changes: dict[str, An
 def adapter_of(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Any:
     """The adapter of ``spec``'s format (named by its framework): among ``adapters`` (the session's,
     plugin adapters included), else among the built-in ones; None for a run no adapter names."""
-    from trainlint.layout.writeback import adapter_for
+    from trainlint.layout.changes import adapter_for
 
     if not adapters:
         from trainlint.adapters import builtin_adapters

@@ -28,6 +28,7 @@ from trainlint.checker import FileResult
 from trainlint.provenance import Origin, Value
 from trainlint.sources import SourceText
 from trainlint.spec import TrainingSpec
+from trainlint.layout.changes import CHANGE_KEYS, adapter_for
 from trainlint.writing import Texts, WritebackError, same_file, where
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,12 +37,6 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["CHANGE_KEYS", "FileRewrite", "WritebackError", "adapter_for", "rewrite", "rewrite_files"]
 
 
-CHANGE_KEYS = frozenset({
-    "parallel.tensor", "parallel.pipeline", "parallel.virtual_pipeline", "parallel.context", "parallel.data",
-    "parallel.sequence_parallel", "parallel.zero_stage", "parallel.distributed_optimizer",
-    "parallel.pipeline_engine", "batch.micro_batch", "batch.grad_accum", "batch.global_batch",
-    "memory.recompute", "memory.recompute_method", "memory.recompute_num_layers",
-})
 _ALIASES = {"parallel.virtual_stages": "parallel.virtual_pipeline"}
 _INFORMATIONAL = {"parallel.data"}
 """Keys no framework writes (DP is derived from the world size): used for consistency only."""
@@ -98,17 +93,6 @@ def rewrite_files(result: FileResult, spec: TrainingSpec, changes: Mapping[str, 
     from trainlint.safe_write import text_hash
 
     return [FileRewrite(path, text, text_hash(texts.original(path))) for path, text in new_texts.items()]
-
-
-def adapter_for(format_name: str, adapters: Sequence[Adapter] | None = None) -> Adapter | None:
-    """The adapter that reads (and writes) ``format_name``: among ``adapters``, else among the
-    built-in and installed plugins' adapters."""
-    if adapters is None:
-        from trainlint.plugins import create_host
-        from trainlint.registry import build_registry
-
-        adapters = build_registry(create_host()).adapters
-    return next((a for a in adapters if a.name == format_name), None)
 
 
 def _normalise(changes: Mapping[str, Any]) -> dict[str, Any]:

@@ -136,11 +136,15 @@ class Linter:
         self._sessions.clear()
         containment.forget()  # its source-roots may have changed
 
-    def forget_findings(self) -> None:
-        """Forget the rules' findings kept per run (LintSettings.reuse_findings): the next lint of
-        every document runs its rules again."""
+    def forget_memoised(self) -> None:
+        """Forget what is kept across lints for runs that stay the same: the rules' findings per
+        run (LintSettings.reuse_findings) and the whole-layout searches (LayoutAdvice). The next
+        lint of every document computes them again, as after an edit that changes every run."""
         for entry in self._sessions.values():
             entry.session.settings.findings.clear()
+            forget = getattr(entry.session.settings.layout_advice, "forget", None)
+            if forget is not None:
+                forget()
 
     def config_for(self, directory: Path) -> Path | None:
         from trainlint.config import find_config

@@ -50,7 +50,7 @@ class Finding:
     edits: tuple[Edit, ...] = ()
     """The fix as text edits in the file's own format (see :class:`trainlint.diagnostics.Edit`)."""
     changes: Mapping[str, Any] | None = None
-    """The fix as layout changes (keys of :data:`trainlint.layout.writeback.CHANGE_KEYS`, e.g.
+    """The fix as layout changes (keys of :data:`trainlint.layout.changes.CHANGE_KEYS`, e.g.
     ``{"batch.micro_batch": 2}``) when it has no ``edits``: for ``check --fix`` the engine asks the
     run's adapter to write them (``Adapter.writer``, round trip verified) and makes the edits of that."""
 

@@ -112,7 +112,7 @@ def _changes(original: TrainingSpec, modified: TrainingSpec, batch: bool) -> dic
     """What ``modified`` changes of ``original``, as layout change keys (the batch only where the
     candidate is about the batch: a layout change that moves DP leaves the global batch to follow)."""
     from trainlint.layout.candidate import batch_changes
-    from trainlint.layout.writeback import CHANGE_KEYS
+    from trainlint.layout.changes import CHANGE_KEYS
 
     changes = {k: modified.value(k) for k in sorted(CHANGE_KEYS - _NOT_SPELLED) if modified.value(k) != original.value(k)}
     if batch:
@@ -366,10 +366,10 @@ def final_changes(chain: list[Candidate], original: TrainingSpec | None = None,
 
 def chain_changes(original: TrainingSpec, chain: list[Candidate]) -> dict[str, Any] | None:
     """What a chain changes, as layout changes an adapter can write (``Finding.changes``): the
-    fields of :data:`trainlint.layout.writeback.CHANGE_KEYS` whose value the chain's end differs in.
+    fields of :data:`trainlint.layout.changes.CHANGE_KEYS` whose value the chain's end differs in.
     None when the chain also changes what no layout key says (a setting such as
     --overlap-grad-reduce, an engine bucket): that fix stays a hint."""
-    from trainlint.layout.writeback import CHANGE_KEYS
+    from trainlint.layout.changes import CHANGE_KEYS
 
     if not chain:
         return None

@@ -1,0 +1,31 @@
+"""The layout changes trainlint writes back (:data:`CHANGE_KEYS`) and the adapter that spells and
+writes a format's (:func:`adapter_for`).
+
+Apart from :mod:`trainlint.layout.writeback` so that a check, which spells fix hints but writes
+nothing, does not import the write-back machinery.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.adapters.base import Adapter
+
+CHANGE_KEYS = frozenset({
+    "parallel.tensor", "parallel.pipeline", "parallel.virtual_pipeline", "parallel.context", "parallel.data",
+    "parallel.sequence_parallel", "parallel.zero_stage", "parallel.distributed_optimizer",
+    "parallel.pipeline_engine", "batch.micro_batch", "batch.grad_accum", "batch.global_batch",
+    "memory.recompute", "memory.recompute_method", "memory.recompute_num_layers",
+})
+
+
+def adapter_for(format_name: str, adapters: Sequence[Adapter] | None = None) -> Adapter | None:
+    """The adapter that reads (and writes) ``format_name``: among ``adapters``, else among the
+    built-in and installed plugins' adapters."""
+    if adapters is None:
+        from trainlint.plugins import create_host
+        from trainlint.registry import build_registry
+
+        adapters = build_registry(create_host()).adapters
+    return next((a for a in adapters if a.name == format_name), None)
