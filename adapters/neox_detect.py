@@ -85,7 +85,40 @@ _KEY_WORD = re.compile(r"""(?:^|[\s{,"'])([A-Za-z0-9_-]+)["']?\s*:""", re.MULTIL
 def _precheck_matches(head: str) -> list[str]:
     """Every NeoX-only key of ``head`` written as a key, as matched (with what precedes and follows)."""
     strong = _strong_keys()
+    if head.count(":") * 100 < len(head):
+        # few colons (a launch script, prose): look back from each one, not try the pattern at
+        # every character (~0.2 ms of every script's check); the same matches (test_adapter_neox)
+        return [head[start:end] for start, end, word in _keys_before_colons(head)
+                if word.replace("-", "_") in strong]
     return [m.group() for m in _KEY_WORD.finditer(head) if m.group(1).replace("-", "_") in strong]
+
+
+_WORD_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _keys_before_colons(head: str) -> list[tuple[int, int, str]]:
+    """``_KEY_WORD.finditer(head)`` as (start, end, group 1), found from the colons backwards: a
+    match ends at a colon, after blanks, an optional quote and a word that starts the text or
+    follows a blank, ``{``, ``,`` or a quote (which the match then starts with). Matches cannot
+    overlap: none of those characters is a colon."""
+    out: list[tuple[int, int, str]] = []
+    colon = head.find(":")
+    while colon != -1:
+        i = colon
+        while i > 0 and head[i - 1].isspace():  # str.isspace is what \s matches in a str pattern
+            i -= 1
+        if i > 0 and head[i - 1] in "\"'":
+            i -= 1
+        end = i
+        while i > 0 and head[i - 1] in _WORD_CHARACTERS:
+            i -= 1
+        if i < end:
+            if i == 0:
+                out.append((0, colon + 1, head[:end]))
+            elif head[i - 1].isspace() or head[i - 1] in "{,\"'":
+                out.append((i - 1, colon + 1, head[i:end]))
+        colon = head.find(":", colon + 1)
+    return out
 
 
 # The sniff parses the whole file, and loading it would parse the same text again: the sniff's

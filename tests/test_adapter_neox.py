@@ -292,3 +292,19 @@ def test_the_written_out_strong_keys_are_what_the_schema_gives():
     import re
 
     assert all(re.fullmatch(r"[a-z0-9_]+", key) for key in STRONG_KEYS)
+
+
+def test_keys_found_before_colons_are_the_key_patterns_matches():
+    """The sniff's scan back from each colon (for texts with few colons) finds what _KEY_WORD finds."""
+    import random
+
+    from trainlint.adapters.neox_detect import _KEY_WORD, _keys_before_colons
+
+    texts = ['num-layers: 2\n  "hidden_size" : 4, {seq_length:1}', "a:b:c", ":x", " x:", "x\u00a0:", "'a' :", 'a""  :',
+             "abc '  :", "--foo=bar:baz", "\nkey\t:\n", "$x: y", "x-y_z9 : 1", "\u2028pipe_parallel_size:1"]
+    rnd = random.Random(19)
+    texts += ["".join(rnd.choice("ab-_9 \n\t{,\"':$\u00a0\u2028\x1c") for _ in range(rnd.randint(0, 24)))
+              for _ in range(20_000)]
+    for text in texts:
+        expected = [(m.start(), m.end(), m.group(1)) for m in _KEY_WORD.finditer(text)]
+        assert _keys_before_colons(text) == expected, repr(text)

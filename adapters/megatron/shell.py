@@ -606,14 +606,11 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
 
     def _set(self, name: str, value: VarValue, loc: Loc, record: bool = True) -> None:
         if self._uncertain:
-            from dataclasses import replace as _replace
-
             value.uncertain = True
             if value.array is not None:
-                value.array = [Field(tuple(_replace(g, uncertain=True) for g in f.segs), f.site, True)
-                               for f in value.array]
+                value.array = [Field(tuple(g.as_uncertain() for g in f.segs), f.site, True) for f in value.array]
             if value.scalar is not None:
-                value.scalar = tuple(_replace(g, uncertain=True) for g in value.scalar)
+                value.scalar = tuple(g.as_uncertain() for g in value.scalar)
         value.assigned_at = value.assigned_at or loc
         self.env.values[name] = value
         if record and not self._quiet:
@@ -856,9 +853,10 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
 
 def _dequote(f: Field) -> Field:
     """Remove the quote characters an eval'd string carries (``--data-path "$X"``)."""
-    segs = list(f.segs)
+    if not any(s.unknown is None and ('"' in s.text or "'" in s.text) for s in f.segs):
+        return f  # nothing to remove: the same field (and the text it has worked out already)
     out = []
-    for s in segs:
+    for s in f.segs:
         if s.unknown is None and ('"' in s.text or "'" in s.text):
             text = s.text.replace('"', "").replace("'", "")
             out.append(Seg(text, s.loc, False, None, s.env))

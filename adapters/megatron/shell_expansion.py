@@ -180,18 +180,8 @@ class WordExpansion(EvaluatorParts):
         raw = ft.text[loc.start:loc.end]
         if "\\" not in raw:
             return Seg(raw, loc, True)
-        out = []
-        i = 0
-        while i < len(raw):
-            ch = raw[i]
-            if ch == "\\" and i + 1 < len(raw) and raw[i + 1] in '"\\$`\n':
-                if raw[i + 1] != "\n":
-                    out.append(raw[i + 1])
-                i += 2
-                continue
-            out.append(ch)
-            i += 1
-        return Seg("".join(out), loc, False)
+        # inside double quotes a backslash escapes only " \ $ ` and a line break (which it removes)
+        return Seg(_DQ_ESCAPE.sub(_unescaped, raw), loc, False)
 
     def _expansion_pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
         loc = self._loc(node, ft)
@@ -491,6 +481,12 @@ class WordExpansion(EvaluatorParts):
 
 
 _NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_DQ_ESCAPE = re.compile(r'\\(?:\n|(["\\$`]))')
+"""A backslash that escapes something inside double quotes: a line break (group 1 None) or a character."""
+
+
+def _unescaped(match: re.Match[str]) -> str:
+    return match.group(1) or ""
 
 
 def split_at_dollar(head, tail) -> bool:

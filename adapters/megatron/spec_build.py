@@ -53,6 +53,8 @@ class SpecBuilder:
         self.spec = TrainingSpec(framework="megatron", path=ctx.path, label=ctx.label, sources=[ctx.path],
                                  dialect=ctx.dialect, entry_point=ctx.entry, anchor=ctx.anchor)
         self.note = DEFAULT_NOTES.get(ctx.dialect, DEFAULT_NOTES[CURRENT])
+        self._made: dict[str, Value | None] = {}
+        """The Value of each setting as :meth:`_settings` made it: :meth:`get` gives the same one."""
 
     # ------------------------------------------------------------- values
 
@@ -83,6 +85,8 @@ class SpecBuilder:
         s = self.parsed.settings.get(dest)
         if s is None:
             return None
+        if dest in self._made:
+            return self._made[dest]
         return self.value_of(s)
 
     def raw(self, dest: str) -> Any:
@@ -98,7 +102,7 @@ class SpecBuilder:
     def get_or_default(self, dest: str, value: Any) -> Value | None:
         s = self.parsed.settings.get(dest)
         if s is not None:
-            return self.value_of(s)  # None when unresolved: nothing is guessed
+            return self.get(dest)  # None when unresolved: nothing is guessed
         return self.dflt(value)
 
     # --------------------------------------------------------------- build
@@ -118,7 +122,7 @@ class SpecBuilder:
 
     def _settings(self) -> None:
         for dest, setting in self.parsed.settings.items():
-            v = self.value_of(setting)
+            v = self._made[dest] = self.value_of(setting)
             if v is not None:
                 self.spec.settings[dest] = v
             elif setting.unresolved:

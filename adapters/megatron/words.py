@@ -63,6 +63,10 @@ class Seg:
         # built directly: dataclasses.replace inspects the fields on every call (~100,000 calls per corpus)
         return Seg(self.text[start:end], loc, self.exact, self.unknown, self.env, self.uncertain)
 
+    def as_uncertain(self) -> Seg:
+        """The same piece, assigned inside a branch trainlint could not decide (built directly, as :meth:`piece`)."""
+        return Seg(self.text, self.loc, self.exact, self.unknown, self.env, True)
+
 
 @dataclass(frozen=True)
 class Field:
