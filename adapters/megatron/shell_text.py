@@ -19,11 +19,38 @@ _PARSER = None
 def _parser():
     global _PARSER
     if _PARSER is None:
-        import tree_sitter_bash
         from tree_sitter import Language, Parser
 
-        _PARSER = Parser(Language(tree_sitter_bash.language()))
+        _PARSER = Parser(Language(bash_language()))
     return _PARSER
+
+
+def bash_language() -> Any:
+    """tree-sitter-bash's grammar (the pointer its ``language()`` gives), from the package's
+    compiled binding without running the package's ``__init__``: that imports
+    importlib.resources (and with it tempfile, shutil, random, bz2, lzma) only to offer its
+    highlight query, ~5 ms of every script check. Where the package is not laid out so (or is
+    imported already), the ordinary import."""
+    import sys
+
+    package = sys.modules.get("tree_sitter_bash")
+    if package is None:
+        try:
+            import importlib.machinery
+            import importlib.util
+
+            found = importlib.util.find_spec("tree_sitter_bash")  # finds the package, does not run it
+            where = found.submodule_search_locations if found is not None else None
+            spec = importlib.machinery.PathFinder.find_spec("tree_sitter_bash._binding", where) if where else None
+            if spec is not None and spec.loader is not None:
+                binding = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(binding)
+                return binding.language()
+        except (ImportError, AttributeError, OSError):
+            pass
+    import tree_sitter_bash
+
+    return tree_sitter_bash.language()
 
 
 _PLACEHOLDER = re.compile(r"(?:(?<==)|(?<=[ \t\"]))(<[A-Za-z][A-Za-z0-9_./,:()'-]* [A-Za-z0-9 _./,:()'-]*>|<[A-Z][A-Z0-9_]{2,}>)", re.M)

@@ -253,8 +253,6 @@ class RunTooLong(Rule):
     options = {"max_days": Option(None, "limit in days (default: max-days in [tool.trainlint]; none: no check)")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        from trainlint.planning.budget import run_totals
-
         est = usable_estimate(spec, ctx.estimate)
         limit = _limit(ctx, "max_days", "max-days")
         if est is None or limit is None:
@@ -262,6 +260,8 @@ class RunTooLong(Rule):
         tokens = config_tokens(spec, est)
         if not tokens:
             return
+        from trainlint.planning.budget import run_totals  # here: without a limit (most projects) the check ends above
+
         totals = run_totals(est, tokens)
         if totals.days <= limit:
             return
@@ -304,8 +304,6 @@ class RunTooExpensive(Rule):
                "price_per_gpu_hour": Option(None, "price (default: prices.<gpu> or price-per-gpu-hour in [tool.trainlint])")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        from trainlint.planning.budget import run_totals
-
         est = usable_estimate(spec, ctx.estimate)
         limit = _limit(ctx, "max_cost", "max-cost")
         if est is None or limit is None:
@@ -314,6 +312,8 @@ class RunTooExpensive(Rule):
         tokens = config_tokens(spec, est)
         if not tokens or price is None:
             return
+        from trainlint.planning.budget import run_totals
+
         totals = run_totals(est, tokens, price)
         if totals.cost is None or totals.cost <= limit:
             return
