@@ -34,18 +34,19 @@ def _closest(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
     # two names share, counted with repeats (quick_ratio): dropping the names they would reject,
     # with the same arithmetic, before difflib sets each one up, gives the same matches much
     # faster (the Megatron flag table has ~1,500 names). The names are grouped by length, so a
-    # whole length is skipped at once, with their character counts made once per pool.
+    # whole length is skipped at once, with their character counts made once per pool, for a
+    # length the first time a name needs it (a first unknown flag reads only the lengths near its own).
     size = len(target)
     wanted = Counter(target).get
     possible: list[str] = []
     for length, group in _profiles(pool):
         total = length + size
         if not total:
-            possible.extend(c for c, _ in group)
+            possible.extend(group.names)
             continue
         if 2.0 * min(length, size) / total < _CUTOFF:
             continue
-        for cand, counts in group:
+        for cand, counts in group.counted():
             shared = 0
             for ch, k in counts:
                 w = wanted(ch, 0)
@@ -57,19 +58,36 @@ def _closest(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
     return tuple(by_norm[c] for c in close)
 
 
-def _profiles(pool: tuple[str, ...]) -> tuple[tuple[int, list[tuple[str, tuple[tuple[str, int], ...]]]], ...]:
+class _Group:
+    """The normalised names of one length, and their character counts once a lookup needs them."""
+
+    __slots__ = ("counts", "names")
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self.counts: list[tuple[str, tuple[tuple[str, int], ...]]] | None = None
+
+    def counted(self) -> list[tuple[str, tuple[tuple[str, int], ...]]]:
+        if self.counts is None:
+            count = str.count
+            # (character, occurrences) in order of first occurrence, as Counter(name).items() gives
+            self.counts = [(name, tuple([(ch, count(name, ch)) for ch in dict.fromkeys(name)])) for name in self.names]
+        return self.counts
+
+
+def _profiles(pool: tuple[str, ...]) -> tuple[tuple[int, _Group], ...]:
     try:
         return _cached_profiles(pool)
     except TypeError:
         return _length_groups(pool)
 
 
-def _length_groups(pool: tuple[str, ...]) -> tuple[tuple[int, list[tuple[str, tuple[tuple[str, int], ...]]]], ...]:
-    """The normalised names by length, each with its character counts."""
-    groups: dict[int, list[tuple[str, tuple[tuple[str, int], ...]]]] = {}
+def _length_groups(pool: tuple[str, ...]) -> tuple[tuple[int, _Group], ...]:
+    """The normalised names by length (each group counts its names' characters when first asked)."""
+    groups: dict[int, list[str]] = {}
     for cand in _by_norm(pool):
-        groups.setdefault(len(cand), []).append((cand, tuple(Counter(cand).items())))
-    return tuple(groups.items())
+        groups.setdefault(len(cand), []).append(cand)
+    return tuple((length, _Group(names)) for length, names in groups.items())
 
 
 def _by_norm(pool: tuple[str, ...]) -> dict[str, str]:
