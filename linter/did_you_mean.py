@@ -41,11 +41,11 @@ def _closest(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
     for length, group in _profiles(pool):
         total = length + size
         if not total:
-            possible.extend(c for c, _ in group)
+            possible.extend(group.names)
             continue
         if 2.0 * min(length, size) / total < _CUTOFF:
             continue
-        for cand, counts in group:
+        for cand, counts in group.counted():
             shared = 0
             for ch, k in counts:
                 w = wanted(ch, 0)
@@ -57,19 +57,36 @@ def _closest(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
     return tuple(by_norm[c] for c in close)
 
 
-def _profiles(pool: tuple[str, ...]) -> tuple[tuple[int, list[tuple[str, tuple[tuple[str, int], ...]]]], ...]:
+class _Group:
+    """The normalised names of one length, with their character counts made when a lookup first
+    reaches this length: one unknown flag needs the lengths near its own only (a third of the
+    Megatron table's), and counting all ~1,300 names took ~4 ms of a cold check's first hint."""
+
+    __slots__ = ("_counts", "names")
+
+    def __init__(self, names: list[str]) -> None:
+        self.names = names
+        self._counts: list[tuple[str, tuple[tuple[str, int], ...]]] | None = None
+
+    def counted(self) -> list[tuple[str, tuple[tuple[str, int], ...]]]:
+        if self._counts is None:
+            self._counts = [(cand, tuple(Counter(cand).items())) for cand in self.names]
+        return self._counts
+
+
+def _profiles(pool: tuple[str, ...]) -> tuple[tuple[int, _Group], ...]:
     try:
         return _cached_profiles(pool)
     except TypeError:
         return _length_groups(pool)
 
 
-def _length_groups(pool: tuple[str, ...]) -> tuple[tuple[int, list[tuple[str, tuple[tuple[str, int], ...]]]], ...]:
-    """The normalised names by length, each with its character counts."""
-    groups: dict[int, list[tuple[str, tuple[tuple[str, int], ...]]]] = {}
+def _length_groups(pool: tuple[str, ...]) -> tuple[tuple[int, _Group], ...]:
+    """The normalised names by length (each group counts its names' characters when first asked)."""
+    groups: dict[int, list[str]] = {}
     for cand in _by_norm(pool):
-        groups.setdefault(len(cand), []).append((cand, tuple(Counter(cand).items())))
-    return tuple(groups.items())
+        groups.setdefault(len(cand), []).append(cand)
+    return tuple((length, _Group(names)) for length, names in groups.items())
 
 
 def _by_norm(pool: tuple[str, ...]) -> dict[str, str]:
