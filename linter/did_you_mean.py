@@ -34,7 +34,8 @@ def _closest(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
     # two names share, counted with repeats (quick_ratio): dropping the names they would reject,
     # with the same arithmetic, before difflib sets each one up, gives the same matches much
     # faster (the Megatron flag table has ~1,500 names). The names are grouped by length, so a
-    # whole length is skipped at once, with their character counts made once per pool.
+    # whole length is skipped at once, with their character counts made once per pool, for a
+    # length the first time a name needs it (a first unknown flag reads only the lengths near its own).
     size = len(target)
     wanted = Counter(target).get
     possible: list[str] = []
@@ -58,20 +59,20 @@ def _closest(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
 
 
 class _Group:
-    """The normalised names of one length, with their character counts made when a lookup first
-    reaches this length: one unknown flag needs the lengths near its own only (a third of the
-    Megatron table's), and counting all ~1,300 names took ~4 ms of a cold check's first hint."""
+    """The normalised names of one length, and their character counts once a lookup needs them."""
 
-    __slots__ = ("_counts", "names")
+    __slots__ = ("counts", "names")
 
     def __init__(self, names: list[str]) -> None:
         self.names = names
-        self._counts: list[tuple[str, tuple[tuple[str, int], ...]]] | None = None
+        self.counts: list[tuple[str, tuple[tuple[str, int], ...]]] | None = None
 
     def counted(self) -> list[tuple[str, tuple[tuple[str, int], ...]]]:
-        if self._counts is None:
-            self._counts = [(cand, tuple(Counter(cand).items())) for cand in self.names]
-        return self._counts
+        if self.counts is None:
+            count = str.count
+            # (character, occurrences) in order of first occurrence, as Counter(name).items() gives
+            self.counts = [(name, tuple([(ch, count(name, ch)) for ch in dict.fromkeys(name)])) for name in self.names]
+        return self.counts
 
 
 def _profiles(pool: tuple[str, ...]) -> tuple[tuple[int, _Group], ...]:

@@ -67,6 +67,6 @@ def test_a_lookup_counts_the_characters_of_names_near_its_length_only():
 
     pool = ("--num-layers", "--hidden-size", "--a-very-long-flag-name-nobody-types", "--lr")
     assert _closest("--num-layer", pool, 1) == ("--num-layers",)
-    counted = {length: group._counts is not None for length, group in _profiles(pool)}
+    counted = {length: group.counts is not None for length, group in _profiles(pool)}
     assert counted == {len("num_layers"): True, len("hidden_size"): True,
                        len("a_very_long_flag_name_nobody_types"): False, len("lr"): False}

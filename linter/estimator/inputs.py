@@ -194,11 +194,16 @@ class _Reader:
     def note(self, name: str, entry: Value) -> None:
         prov = entry.provenance
         if prov.origin is not Origin.FILE:
-            self.assumptions.append(Assumption(name, entry.value, prov.origin.value, _source(prov)))
+            # _value_: the member's value (what .value gives, without the enum descriptor's cost)
+            self.assumptions.append(Assumption(name, entry.value, prov.origin._value_, _source(prov)))
 
     def get(self, name: str, *, fallback: Any = None, why: str = "", missing: tuple[str, str] | None = None,
             cast: Any = None) -> Any:
-        entry = self.spec.get(name)
+        where = _FIELDS.get(name)
+        if where is None:
+            section, _, field_name = name.partition(".")
+            where = _FIELDS[name] = (section, field_name)
+        entry = getattr(getattr(self.spec, where[0]), where[1])  # spec.get(name), without splitting it each time
         if entry is not None and entry.value is not None:
             try:
                 value = cast(entry.value) if cast else entry.value
@@ -215,8 +220,13 @@ class _Reader:
             self.missing.append(MissingInput(name, missing[0], missing[1]))
             return fallback
         if fallback is not None and why:
-            self.assumptions.append(Assumption(name, fallback, Origin.ASSUMED.value, why))
+            self.assumptions.append(Assumption(name, fallback, _ASSUMED, why))
         return fallback
+
+
+_FIELDS: dict[str, tuple[str, str]] = {}
+"""``section.name`` -> (section, name): the fields resolve() reads, split once."""
+_ASSUMED = Origin.ASSUMED.value
 
 
 
@@ -260,13 +270,86 @@ def _model_how(spec: TrainingSpec) -> str:
             f"Face cache: give --model path/to/its/config.json (or a preset), or `model = ...` in [tool.trainlint]")
 
 
-def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, list[MissingInput], list[Assumption]]:
-    """Plain inputs, what is missing, and every non-file input with its source."""
+@dataclass(frozen=True)
+class _ModelPart:
+    """What resolve() reads from the model section: the sizes (placeholders when some are
+    missing), and the assumptions and missing inputs that reading adds, in resolve's order."""
+
+    values: tuple
+    assumptions: tuple[Assumption, ...]
+    missing: tuple[MissingInput, ...]
+
+
+class _Kept:
+    """The last few results of a pure function of a spec section, keyed by the section's values
+    (:func:`_section_key`): found by the values and their types, then compared whole, provenance
+    included; never by identity or by path alone."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self.entries: dict[tuple, tuple[tuple, Any]] = {}
+
+    def get(self, key: tuple[tuple, tuple] | None) -> Any:
+        if key is None:
+            return None
+        found = self.entries.get(key[0])
+        return found[1] if found is not None and found[0] == key[1] else None
+
+    def put(self, key: tuple[tuple, tuple] | None, found: Any) -> None:
+        if key is None:
+            return
+        entries = dict(self.entries)  # a new dict, bound at once: safe across threads
+        entries.pop(key[0], None)
+        entries[key[0]] = (key[1], found)
+        while len(entries) > self.size:
+            entries.pop(next(iter(entries)))  # the oldest
+        self.entries = entries
+
+
+_model_parts = _Kept()
+_engine_parts = _Kept()
+
+
+def _section_key(section: Any) -> tuple[tuple, tuple] | None:
+    """A spec section as a key compared by value: the field values with their types (``1``,
+    ``1.0`` and ``True`` are equal in Python but read and print differently) and a float's text
+    (``-0.0``), hashable; and the fields' Values themselves (each value with its whole provenance),
+    compared when the first part is found. None when a field holds anything but a number, a string,
+    a boolean or None (a list compares equal across element types): such a section is not kept."""
+    entries = tuple(vars(section).values())
+    values: list[Any] = []
+    for entry in entries:
+        if entry is None:
+            values.append(None)
+            continue
+        if type(entry) is not Value:
+            return None
+        value = entry.value
+        kind = type(value)
+        if kind is int or kind is str or kind is bool or value is None:
+            values.append((kind, value))
+        elif kind is float:
+            values.append(repr(value))
+        else:
+            return None
+    return tuple(values), entries
+
+
+def _model_part(spec: TrainingSpec) -> _ModelPart:
+    """The model section read as resolve() reads it, memoised on its values: a search over layouts
+    (TL301's fixes, the world sizes the memory rules try, a layout's finalists) estimates many specs
+    that differ from the config only in their layout, batch or cluster, never in the model."""
+    key = _section_key(spec.model)
+    part = _model_parts.get(key)
+    if part is None:
+        part = _read_model(spec)
+        _model_parts.put(key, part)
+    return part
+
+
+def _read_model(spec: TrainingSpec) -> _ModelPart:
     from trainlint.tokenizer_vocab import ASSUMED_VOCAB  # here: the module (file reading) is for the adapters
     r = _Reader(spec)
-    gpu: GPU = ctx.gpu.value
-    r.note("cluster.gpu", Value(gpu.id, ctx.gpu.provenance))
-
     how = _model_how(spec)
     layers = r.get("model.num_layers", missing=("number of transformer layers", how), cast=int)
     hidden = r.get("model.hidden_size", missing=("hidden size", how), cast=int)
@@ -294,6 +377,20 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         relative = {"model.num_kv_heads": "heads", "model.kv_channels": "hidden / heads",
                     "model.ffn_hidden_size": "4 x hidden", "model.moe_ffn_hidden_size": "FFN size"}
         r.assumptions = [replace(a, value=relative[a.field]) if a.field in relative else a for a in r.assumptions]
+    return _ModelPart((layers, hidden, heads, vocab, seq, model_missing, kv, head_dim, gated, ffn, tied, experts, top_k,
+                       moe_ffn), tuple(r.assumptions), tuple(r.missing))
+
+
+def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, list[MissingInput], list[Assumption]]:
+    """Plain inputs, what is missing, and every non-file input with its source."""
+    r = _Reader(spec)
+    gpu: GPU = ctx.gpu.value
+    r.note("cluster.gpu", Value(gpu.id, ctx.gpu.provenance))
+
+    part = _model_part(spec)
+    r.assumptions.extend(part.assumptions)
+    r.missing.extend(part.missing)
+    layers, hidden, heads, vocab, seq, model_missing, kv, head_dim, gated, ffn, tied, experts, top_k, moe_ffn = part.values
 
     tp = r.get("parallel.tensor", fallback=1, why="no tensor parallelism given: 1", cast=int)
     pp = r.get("parallel.pipeline", fallback=1, why="no pipeline parallelism given: 1", cast=int)
@@ -611,7 +708,21 @@ _ENGINE_CHOICES = {
 
 
 def _engine(r: _Reader, spec: TrainingSpec) -> dict[str, Any]:
-    """The engine fields as plain values: what the adapter set, else a reported assumption."""
+    """The engine fields as plain values: what the adapter set, else a reported assumption
+    (memoised on the engine section's values, as the model part is)."""
+    key = _section_key(spec.engine)
+    found = _engine_parts.get(key)
+    if found is None:
+        before = len(r.assumptions)
+        out = _read_engine(r, spec)
+        found = (dict(out), tuple(r.assumptions[before:]))
+        _engine_parts.put(key, found)
+        return out
+    r.assumptions.extend(found[1])
+    return dict(found[0])
+
+
+def _read_engine(r: _Reader, spec: TrainingSpec) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, (fallback, why) in _ENGINE_FALLBACK.items():
         entry = spec.get(f"engine.{name}")

@@ -356,7 +356,13 @@ def floor_of(per_layer: tuple[Cost, Cost, float], output: float, most: int, last
     layers, stages and chunks per stage (the bubble: (p - 1) / v x the mean stage's micro-batch,
     whose stages together hold every layer and the output layer)."""
     layer, _, layer_tp = per_layer
-    per = layer.total + layer_tp
+    return floor_from(layer.total + layer_tp, output, most, last, grad_accum, layers, pp, vpp)
+
+
+def floor_from(per: float, output: float, most: int, last: int, grad_accum: int, layers: int, pp: int,
+               vpp: int) -> float:
+    """:func:`floor_of` from one layer's seconds (all passes and exposed TP time) and the output
+    layer's: a layout search also bounds whole structures with it (layout.search._structure_bound)."""
     slowest = max(most * per, last * per + output)
     floor = grad_accum * (slowest + C.MICROBATCH_OVERHEAD_S) + C.STEP_OVERHEAD_S
     if pp > 1:

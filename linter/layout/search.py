@@ -32,7 +32,7 @@ from trainlint.estimator import Estimate, EstimateContext, InvariantError, Missi
 from trainlint.estimator.inputs import Inputs
 from trainlint.layout.candidate import candidate_spec, etp_follows_tp, layout_changes, recompute_detail, spell_changes
 from trainlint.estimator.memory import stage_kinds, static_floor, worst_stage_total
-from trainlint.estimator.performance import (floor_of, layer_costs, layer_costs_key, output_seconds, output_seconds_key,
+from trainlint.estimator.performance import (floor_from, floor_of, layer_costs, layer_costs_key, output_seconds, output_seconds_key,
                                              step_time, step_time_floor)
 from trainlint.layout.startup_check import StartupRules, startup_findings
 from trainlint.layout.space import Layout, Space, build_space
@@ -511,6 +511,7 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
     # space (shared by every structure with the same TP and CP), then, for a structure that bound
     # cannot rule out, at its own largest micro batch (see _structure_bound).
     widest = max((max(b[0] for b in batches) for _, batches, zeros in plan if zeros), default=1)
+    shared: dict = {}
     for number, (dims, batches, zeros) in enumerate(plan):
         stats.structures += 1
         if not batches:
@@ -520,7 +521,7 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
             continue
         # (bound, index, None, what to expand): the index orders it as its first layout would be
         group = (number, dims, batches, zeros)
-        pending.append((_structure_bound(dims, batches, zeros, space, factory, cache, options, widest),
+        pending.append((_structure_bound(dims, batches, zeros, space, factory, cache, options, widest, shared),
                         number * _STRIDE, None, (False, group)))
 
     def expand(entry: tuple[bool, tuple]) -> None:
@@ -579,10 +580,11 @@ floor sums them at its own micro batch (a different rounding)."""
 
 def _structure_bound(dims: tuple[int, int, int, int, int], batches: list[tuple[int, int, int]], zeros: list,
                      space: Space, factory: InputsFactory, cache: dict, options: SearchOptions,
-                     widest: int | None = None) -> float:
+                     widest: int | None = None, shared: dict | None = None) -> float:
     """A score no layout of the structure ``dims`` beats (a lower bound of their floors' scores),
     from one layer's costs at its largest micro batch M (or at ``widest``, any micro batch at least
-    as large: a looser bound, from costs other structures share) and the least recompute.
+    as large: a looser bound, from costs every structure with the same TP and CP shares, kept in
+    ``shared`` with the stage shapes per PP) and the least recompute.
 
     Each layout's floor (:func:`~trainlint.estimator.performance.floor_of`) grows with one layer's
     costs and the output layer's seconds at its micro batch m; both are sums of terms linear in m
@@ -591,32 +593,42 @@ def _structure_bound(dims: tuple[int, int, int, int, int], batches: list[tuple[i
     adds to them, and ZeRO or the distributed optimizer do not change them. The floor at m / M of
     the costs at M is therefore a floor of every layout of the structure."""
     tp, pp, vpp, cp, dp = dims
-    s = factory.structure(tp, pp, vpp, cp, dp, space.sp_for(tp), zeros[0][0], space.dist_opt[0])
     top = max(range(len(batches)), key=lambda k: batches[k][0])
     micro, ga, gb = batches[top]
+    costs = shape = None
     if widest is not None:
         micro = widest  # the costs' key has no accumulation or global batch: these are placeholders
-    least = ("none",) if "none" in space.recompute else tuple(space.recompute)
-    per_layer: tuple[Any, Any, float] | None = None
-    for recompute in least:
-        costs = cache.get(layer_costs_key(s, micro, recompute))
-        if costs is None:
-            costs = layer_costs(factory.point(s, micro, ga, gb, recompute), cache)
-        if per_layer is None or costs[0].total + costs[2] < per_layer[0].total + per_layer[2]:
-            per_layer = costs
-    assert per_layer is not None
-    output = cache.get(output_seconds_key(s, micro))
-    if output is None:
-        output = output_seconds(factory.point(s, micro, ga, gb, least[0]), cache)
-    kinds = stage_kinds(s)
-    most, last = max(layers for _, layers, _ in kinds), kinds[-1][1]
-    layer, _, layer_tp = per_layer
+        if shared is not None:
+            costs, shape = shared.get(("costs", tp, cp)), shared.get(("shape", pp))
+    if costs is None or shape is None:
+        s = factory.structure(tp, pp, vpp, cp, dp, space.sp_for(tp), zeros[0][0], space.dist_opt[0])
+        least = ("none",) if "none" in space.recompute else tuple(space.recompute)
+        per = None
+        for recompute in least:
+            found = cache.get(layer_costs_key(s, micro, recompute))
+            if found is None:
+                found = layer_costs(factory.point(s, micro, ga, gb, recompute), cache)
+            total = found[0].total + found[2]
+            if per is None or total < per:
+                per = total
+        assert per is not None
+        output = cache.get(output_seconds_key(s, micro))
+        if output is None:
+            output = output_seconds(factory.point(s, micro, ga, gb, least[0]), cache)
+        costs = (per, output)
+        kinds = stage_kinds(s)
+        shape = (max(layers for _, layers, _ in kinds), kinds[-1][1], s.vpp)
+        if widest is not None and shared is not None:
+            shared["costs", tp, cp], shared["shape", pp] = costs, (shape[0], shape[1], None)
+    per, output = costs
+    most, last, chunks = shape
+    chunks = chunks if chunks is not None else (vpp if pp > 1 else 1)
+    b = factory.base
     best = None
     for m, a, g in batches:
         share = m / micro
-        floor = floor_of((layer.scale(share), layer, layer_tp * share), output * share, most, last, a, s.layers, pp,
-                         s.vpp)
-        score = _score(g * s.seq / (floor * (1 - GROUP_MARGIN)), s.world, options)
+        floor = floor_from(per * share, output * share, most, last, a, b.layers, pp, chunks)
+        score = _score(g * b.seq / (floor * (1 - GROUP_MARGIN)), b.world, options)
         if best is None or score < best:
             best = score
     assert best is not None
