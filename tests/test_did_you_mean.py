@@ -60,3 +60,13 @@ def test_small_pools_and_repeated_characters():
             assert _closest(name, pool, limit) == reference(name, pool, limit), name
     assert did_you_mean("train_micro_batch_size_per_gpu2", ["train_micro_batch_size_per_gpu"]) == \
         ["train_micro_batch_size_per_gpu"]
+
+
+def test_a_lookup_counts_the_characters_of_names_near_its_length_only():
+    from trainlint.did_you_mean import _profiles
+
+    pool = ("--num-layers", "--hidden-size", "--a-very-long-flag-name-nobody-types", "--lr")
+    assert _closest("--num-layer", pool, 1) == ("--num-layers",)
+    counted = {length: group.counts is not None for length, group in _profiles(pool)}
+    assert counted == {len("num_layers"): True, len("hidden_size"): True,
+                       len("a_very_long_flag_name_nobody_types"): False, len("lr"): False}

@@ -14,10 +14,12 @@ import time
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
-from trainlint.frameworks.argdef import ArgDef
 from trainlint.frameworks.markers import MARKERS, marker  # noqa: F401 - marker: where it was defined before
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.frameworks.argdef import ArgDef
 
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 """A file larger than this is not read (an argument module is ~100-200 KB); the readers use the same bound."""
@@ -69,6 +71,10 @@ class ArgCatalog:
 
     @classmethod
     def from_json(cls, data: dict) -> ArgCatalog:
+        # here: where a config's unknown flag asks which releases define it (defined_by), the shipped
+        # name index answers without a catalog, and the ArgDef module is not imported (~1 ms)
+        from trainlint.frameworks.argdef import ArgDef
+
         args = {row[0]: ArgDef.from_json(row) for row in data["args"]}
         refused = data.get("refused")
         return cls(data["family"], data["variant"], data.get("version"), args, list(data.get("partial") or []),

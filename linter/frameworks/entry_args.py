@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from trainlint.frameworks.catalog import MAX_SOURCE_BYTES
 
 MAX_LEVELS = 8
 """Folders above the script tried as the directory the script is run from."""
@@ -80,6 +79,8 @@ def entry_arguments(entry: str | None, script: str | None, root: str | None) -> 
     key = (str(path), st.st_mtime_ns, st.st_size)
     if key in _memo:
         return _memo[key]
+    from trainlint.frameworks.catalog import MAX_SOURCE_BYTES  # here: most scripts name no entry point file in reach
+
     result = None
     if st.st_size <= MAX_SOURCE_BYTES:
         try:
