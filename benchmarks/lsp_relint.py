@@ -8,7 +8,9 @@ schemas and caches; later ones are what an editor waits for on each change). Two
 edit that leaves the run's values as they were (a line break at the end: results memoised on
 the spec's values, and the rules' findings kept per run while it stays the same, are reused),
 and the worst case, an edit that changes them (the memoised layout searches and the kept
-findings are forgotten before each re-lint).
+findings are forgotten before each re-lint). A third figure: an edit that moves every run
+(blank lines added at the top, a different number each time): the values stay, every position
+changes, so no run's findings can be reused (the layout searches, memoised on values, are).
 
 Baseline, measured in the same run on the same text: parsing it with the standard parser of
 its format (``json.loads``, ``yaml.safe_load``, ``shlex.split`` for scripts), the floor for
@@ -104,18 +106,18 @@ def against_baseline(baseline: str, args: argparse.Namespace) -> int:
         for side, python in (("baseline", baseline), ("this", sys.executable))[:: 1 if round_ % 2 == 0 else -1]:
             out = subprocess.run([python, *tail], capture_output=True, text=True, check=True).stdout
             for name, *figures in json.loads(out):
-                runs[side].setdefault(f"{name}\0False", []).append(figures[:2])
-                runs[side].setdefault(f"{name}\0True", []).append(figures[2:])
+                runs[side].setdefault(f"{name}\0False", []).append(figures[:3])
+                runs[side].setdefault(f"{name}\0True", []).append(figures[3:])
     names = sorted(set(runs["baseline"]) & set(runs["this"]))
     print(f"re-lint through the language server's Linter, against the baseline {baseline}: {args.rounds} interleaved "
           f"rounds, each file's figure the median of its rounds (each round: median of {args.repeat} re-lints)")
     for cpu in (False, True):
         keys = [n for n in names if n.endswith(f"\0{cpu}")]
-        for column, label in ((0, "re-lint"), (1, "after a value edit")):
+        for column, label in ((0, "re-lint"), (1, "after a value edit"), (2, "after a moving edit")):
             figures = {side: quantiles([statistics.median(r[column] for r in runs[side][k]) for k in keys])
                        for side in runs}
             b, t = figures["baseline"], figures["this"]
-            print(f"  {label:19s} {'CPU ' if cpu else 'wall'} {len(keys)} files: median / p90 / max  baseline "
+            print(f"  {label:20s} {'CPU ' if cpu else 'wall'} {len(keys)} files: median / p90 / max  baseline "
                   f"{b[0]:5.1f} / {b[1]:5.1f} / {b[2]:5.1f} ms   this {t[0]:5.1f} / {t[1]:5.1f} / {t[2]:5.1f} ms   "
                   f"ratio {t[0] / b[0]:.2f} / {t[1] / b[1]:.2f} / {t[2] / b[2]:.2f}")
     return 0
@@ -148,7 +150,8 @@ def main() -> int:
                 files.append((path, text))
 
     rows = []
-    cpu: dict[Path, tuple[float, float]] = {}
+    cpu: dict[Path, tuple[float, float, float]] = {}
+    moved: dict[Path, float] = {}
     with tempfile.TemporaryDirectory() as empty:
         linter = Linter()
         for path, text in files:
@@ -166,12 +169,15 @@ def main() -> int:
                 linter.lint(name, text + "\n" * (next(version) % 2), 1)
 
             changed = median_ms(relint_with_new_values, args.repeat)
-            cpu[path] = (ours_cpu, CPU_MS[-1])
+            changed_cpu = CPU_MS[-1]
+            # blank lines added at the top, more each time: every value where it was, every position new
+            moved[path] = median_ms(lambda: linter.lint(name, "\n" * (next(version) % 97 + 1) + text, 1), args.repeat)
+            cpu[path] = (ours_cpu, changed_cpu, CPU_MS[-1])
             floor = median_ms(lambda: baseline_parse(path, text), args.repeat)
             rows.append((ours, floor, text.count("\n") + 1, first.result.format, path, changed))
 
     if args.rows_json:
-        print(json.dumps([[str(r[4]), r[0], r[5], *cpu[r[4]]] for r in rows]))
+        print(json.dumps([[str(r[4]), r[0], r[5], moved[r[4]], *cpu[r[4]]] for r in rows]))
         return 0
     if not rows:
         print("no config of that size found")
@@ -183,6 +189,9 @@ def main() -> int:
           f"median of {args.repeat} re-lints each:")
     print(f"  median {statistics.median(ours):6.1f} ms   p90 {statistics.quantiles(ours, n=10)[-1]:6.1f} ms   "
           f"max {max(ours):6.1f} ms")
+    shifted = [moved[r[4]] for r in rows]
+    print(f"  after an edit that moves every run (blank lines added at the top): median {statistics.median(shifted):6.1f} ms   "
+          f"p90 {statistics.quantiles(shifted, n=10)[-1]:6.1f} ms   max {max(shifted):6.1f} ms")
     worst = [r[5] for r in rows]
     print(f"  after an edit that changes the run's values (memoised searches and findings forgotten): median "
           f"{statistics.median(worst):6.1f} ms   p90 {statistics.quantiles(worst, n=10)[-1]:6.1f} ms   max {max(worst):6.1f} ms")
