@@ -522,20 +522,26 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
         # (bound, index, None, what to expand): the index orders it as its first layout would be
         group = (number, dims, batches, zeros)
         pending.append((_structure_bound(dims, batches, zeros, space, factory, cache, options, widest, shared),
-                        number * _STRIDE, None, (False, group)))
+                        number * _STRIDE, None, (0, group)))
 
-    def expand(entry: tuple[bool, tuple]) -> None:
-        """A structure's bound at its own micro batches, or its layouts with theirs, pushed."""
-        listed, group = entry
+    def expand(entry: tuple[int, tuple]) -> None:
+        """Level 0: a structure's bound at its own micro batches; 1: its layouts, listed in the
+        eager loop's order, one entry per recompute mode with a bound on them all; 2: the layouts
+        of one mode, each with its own bound."""
+        level, group = entry
+        if level == 2:
+            _push_layouts(group)
+            return
         number, dims, batches, zeros = group
-        if not listed:
+        if level == 0:
             heapq.heappush(pending, (_structure_bound(dims, batches, zeros, space, factory, cache, options),
-                                     number * _STRIDE, None, (True, group)))
+                                     number * _STRIDE, None, (1, group)))
             return
         tp, pp, vpp, cp, dp = dims
         index = number * _STRIDE
         sp = space.sp_for(tp)
-        bounds: dict[tuple[str, int, int, int], float] = {}  # the same for every ZeRO stage and optimizer
+        modes: dict[str, list[tuple[_Row, int, int]]] = {}  # recompute -> (row, split, index) in eager order
+        shape = None
         for zero, engine, most_accum in zeros:
             kept = batches if most_accum is None else [b for b in batches if b[1] <= most_accum]
             if not kept:
@@ -547,24 +553,37 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
                 if static_floor(s, cache) > budget:
                     stats.static_pruned += 1
                     continue
-                kinds = stage_kinds(s)
-                most, last = max(layers for _, layers, _ in kinds), kinds[-1][1]
+                if shape is None:
+                    kinds = stage_kinds(s)
+                    shape = (s, max(layers for _, layers, _ in kinds), kinds[-1][1])
                 for recompute in space.recompute:
-                    row = _Row(s, (tp, pp, vpp, cp, dp), recompute, zero, engine, dist_opt, kept)
-                    for k, (micro, ga, gb) in enumerate(kept):
-                        bound = bounds.get((recompute, micro, ga, gb))
-                        if bound is None:
-                            per_layer = cache.get(layer_costs_key(s, micro, recompute))
-                            if per_layer is None:
-                                per_layer = layer_costs(row.inputs(k, factory), cache)
-                            output = cache.get(output_seconds_key(s, micro))
-                            if output is None:
-                                output = output_seconds(row.inputs(k, factory), cache)
-                            floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
-                            bound = bounds[recompute, micro, ga, gb] = _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)),
-                                                                             s.world, options)
-                        heapq.heappush(pending, (bound, index, row, k))
+                    row = _Row(s, dims, recompute, zero, engine, dist_opt, kept)
+                    points = modes.setdefault(recompute, [])
+                    for k in range(len(kept)):
+                        points.append((row, k, index))
                         index += 1
+        if shape is None:
+            return
+        for recompute, points in modes.items():
+            heapq.heappush(pending, (_mode_bound(shape, recompute, points, factory, cache, options), points[0][2], None,
+                                     (2, (shape, recompute, points))))
+
+    def _push_layouts(group: tuple) -> None:
+        (s, most, last), recompute, points = group
+        bounds: dict[tuple[int, int, int], float] = {}  # the same for every ZeRO stage and optimizer
+        for row, k, index in points:
+            micro, ga, gb = row.batches[k]
+            bound = bounds.get((micro, ga, gb))
+            if bound is None:
+                per_layer = cache.get(layer_costs_key(s, micro, recompute))
+                if per_layer is None:
+                    per_layer = layer_costs(row.inputs(k, factory), cache)
+                output = cache.get(output_seconds_key(s, micro))
+                if output is None:
+                    output = output_seconds(row.inputs(k, factory), cache)
+                floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
+                bound = bounds[micro, ga, gb] = _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
+            heapq.heappush(pending, (bound, index, row, k))
 
     return _best_first_lazy(pending, fixed_batch, factory, cache, budget, options, stats, expand)
 
@@ -576,6 +595,32 @@ it, in the order of the eager loop's running count (only their order breaks ties
 GROUP_MARGIN = 1e-6
 """A structure's bound is lowered by this share: it scales one layer's costs where each layout's
 floor sums them at its own micro batch (a different rounding)."""
+
+
+def _mode_bound(shape: tuple[Inputs, int, int], recompute: str, points: list[tuple[_Row, int, int]],
+                factory: InputsFactory, cache: dict, options: SearchOptions) -> float:
+    """A score none of ``points`` (the layouts of one structure and recompute mode) beats: one
+    layer's costs in that mode at their largest micro batch M, scaled to m / M at micro m (the
+    argument of :func:`_structure_bound`)."""
+    s, most, last = shape
+    row, k = max(((r, j) for r, j, _ in points), key=lambda rk: rk[0].batches[rk[1]][0])
+    micro = row.batches[k][0]
+    costs = cache.get(layer_costs_key(s, micro, recompute))
+    if costs is None:
+        costs = layer_costs(row.inputs(k, factory), cache)
+    output = cache.get(output_seconds_key(s, micro))
+    if output is None:
+        output = output_seconds(row.inputs(k, factory), cache)
+    per = costs[0].total + costs[2]
+    best = None
+    for m, a, g in {r.batches[j] for r, j, _ in points}:
+        share = m / micro
+        floor = floor_from(per * share, output * share, most, last, a, s.layers, s.pp, s.vpp)
+        score = _score(g * s.seq / (floor * (1 - GROUP_MARGIN)), s.world, options)
+        if best is None or score < best:
+            best = score
+    assert best is not None
+    return best
 
 
 def _structure_bound(dims: tuple[int, int, int, int, int], batches: list[tuple[int, int, int]], zeros: list,
