@@ -10,7 +10,7 @@ from bisect import bisect_right
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, init=False)
 class Span:
     """A region of a file.
 
@@ -23,6 +23,15 @@ class Span:
     column: int
     end_line: int
     end_column: int
+
+    def __init__(self, line: int, column: int, end_line: int, end_column: int) -> None:
+        # the fields written into the instance dict: the frozen dataclass's generated __init__
+        # calls object.__setattr__ per field, three times slower, for every key and value read
+        d = self.__dict__
+        d["line"] = line
+        d["column"] = column
+        d["end_line"] = end_line
+        d["end_column"] = end_column
 
     @classmethod
     def point(cls, line: int, column: int) -> Span:

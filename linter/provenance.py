@@ -25,7 +25,13 @@ class Origin(str, Enum):
     ASSUMED = "assumed"               # trainlint's own assumption, always reported as such
 
 
-@dataclass(frozen=True)
+# Provenance and Value are frozen dataclasses with their own __init__ (init=False) that writes the
+# fields into the instance dict: the generated one calls object.__setattr__ per field, three times
+# slower, and every value read makes one of each. eq, hash, repr, fields(), replace() and the
+# frozen setattr are the dataclass's own.
+
+
+@dataclass(frozen=True, init=False)
 class Provenance:
     """Where a value came from: its origin, file, span and spelling there, and a note for messages."""
 
@@ -45,6 +51,19 @@ class Provenance:
     """The value is written away from its key (a shell variable assigned on another line); the
     note says where the key is."""
 
+    def __init__(self, origin: Origin, path: str | None = None, span: Span | None = None, key: str | None = None,
+                 note: str = "", inputs: tuple[Provenance, ...] = (), uncertain: bool = False,
+                 apart: bool = False) -> None:
+        d = self.__dict__
+        d["origin"] = origin
+        d["path"] = path
+        d["span"] = span
+        d["key"] = key
+        d["note"] = note
+        d["inputs"] = inputs
+        d["uncertain"] = uncertain
+        d["apart"] = apart
+
     def describe(self) -> str:
         if self.origin is Origin.FILE:
             where = f"{self.path}:{self.span}" if self.span else (self.path or "file")
@@ -55,12 +74,17 @@ class Provenance:
         return f"{label}: {self.note}" if self.note else label
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Value(Generic[T]):
     """A value with its provenance."""
 
     value: T
     provenance: Provenance
+
+    def __init__(self, value: T, provenance: Provenance) -> None:
+        d = self.__dict__
+        d["value"] = value
+        d["provenance"] = provenance
 
     @property
     def span(self) -> Span | None:

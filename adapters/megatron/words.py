@@ -14,13 +14,25 @@ from typing import Any, Callable
 _IFS_WORD = re.compile(r"[^ \t\n]+")
 
 
-@dataclass(frozen=True)
+# Loc, Seg and Field are frozen dataclasses with their own __init__ (init=False), which writes the
+# fields into the instance dict: the generated one calls object.__setattr__ per field, three times
+# slower, and a re-lint makes ~1,000 of them. Everything else (eq, hash, repr, fields(), replace(),
+# pickling, the frozen setattr) is the dataclass's own.
+
+
+@dataclass(frozen=True, init=False)
 class Loc:
     """Where some characters were written: a file and character offsets (end exclusive)."""
 
     path: str
     start: int
     end: int
+
+    def __init__(self, path: str, start: int, end: int) -> None:
+        d = self.__dict__
+        d["path"] = path
+        d["start"] = start
+        d["end"] = end
 
 
 class _computed_once:
@@ -41,7 +53,7 @@ class _computed_once:
         return value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Seg:
     text: str
     loc: Loc | None = None
@@ -54,6 +66,16 @@ class Seg:
     """The name of the variable when the value came from the user's declared environment."""
     uncertain: bool = False
     """Assigned inside a branch whose condition trainlint could not decide."""
+
+    def __init__(self, text: str, loc: Loc | None = None, exact: bool = False, unknown: str | None = None,
+                 env: str | None = None, uncertain: bool = False) -> None:
+        d = self.__dict__
+        d["text"] = text
+        d["loc"] = loc
+        d["exact"] = exact
+        d["unknown"] = unknown
+        d["env"] = env
+        d["uncertain"] = uncertain
 
     def piece(self, start: int, end: int) -> Seg:
         """The characters ``text[start:end]`` as a Seg with the narrowest location known."""
@@ -68,13 +90,19 @@ class Seg:
         return Seg(self.text, self.loc, self.exact, self.unknown, self.env, True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Field:
     segs: tuple[Seg, ...]
     site: Loc | None = None
     """Where the word that produced this field is written in the command or array."""
     uncertain: bool = False
     """Assigned inside a branch whose condition trainlint could not decide."""
+
+    def __init__(self, segs: tuple[Seg, ...], site: Loc | None = None, uncertain: bool = False) -> None:
+        d = self.__dict__
+        d["segs"] = segs
+        d["site"] = site
+        d["uncertain"] = uncertain
 
     @_computed_once  # a Field never changes (frozen, tuples)
     def known(self) -> bool:
