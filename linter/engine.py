@@ -10,6 +10,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from trainlint.checker import FileResult
 from trainlint.config import ConfigError, ProjectConfig
+from trainlint.estimate_memo import EstimateMemo
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, Span
@@ -247,6 +248,8 @@ def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict
     estimate_made = False
     result = None
     shared: dict = {}  # the rules of this spec share what they compute once (RuleContext.shared)
+    # the rules' fix searches estimate the same candidate specs: each distinct spec once, in this lint only
+    estimator = EstimateMemo(settings.estimate) if settings.estimate else None
     for rule, options in chosen:
         if getattr(rule, "needs_estimate", False) and not estimate:
             continue
@@ -254,11 +257,11 @@ def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict
         if getattr(rule, "needs_estimate", False) and not estimate_made:
             estimate_made = True
             try:
-                result = settings.estimate(spec) if settings.estimate else None
+                result = estimator(spec) if estimator else None
             except Exception as exc:  # noqa: BLE001 - an estimator bug is reported, the launch rules still run
                 out.append(input_diagnostic("TL999", f"the estimate failed: {type(exc).__name__}: {exc}",
                                             spec.anchor or FILE_START, path=spec.path))
-        ctx = RuleContext(options=options, estimate=result, estimator=settings.estimate, project=settings.project,
+        ctx = RuleContext(options=options, estimate=result, estimator=estimator, project=settings.project,
                           gpus=settings.gpus, layout_advice=settings.layout_advice, adapters=settings.adapters,
                           shared=shared)
         try:

@@ -1,0 +1,61 @@
+"""The estimates made while one run is linted, each made once.
+
+The rules of one run estimate the same specs again and again: TL301, TL304 and TL201's fix
+searches try the same candidate changes (a lint of a Megatron script makes ~30 estimates of ~10
+distinct specs). :class:`EstimateMemo` wraps the session's estimator for the rules of one run
+(the engine makes a new one per run and per lint, so nothing is kept across edits): a spec equal
+to one estimated before, compared whole (every value with its provenance, the settings, the
+framework target and the catalog object it was read with), gets that estimate back. The estimator
+is a pure function of the spec in the session's one context, so the answer is the one it would
+make again. The rules only read estimates (none changes one), so one object can be shared.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+from trainlint.spec import SECTIONS, TrainingSpec
+
+_PLAIN = (int, float, str, bool, type(None))
+
+
+class EstimateMemo:
+    """``estimator`` with its results kept per spec, for the rules of one run in one lint."""
+
+    def __init__(self, estimator: Callable[[TrainingSpec], Any]) -> None:
+        self.estimator = estimator
+        self.kept: dict[tuple, list[tuple[TrainingSpec, Any, Any]]] = {}
+        """By a cheap fingerprint of the spec's values: (a snapshot of the spec, its catalog, the estimate)."""
+        self.made = 0
+        """How many estimates were made (not served from ``kept``)."""
+
+    def __call__(self, spec: TrainingSpec) -> Any:
+        bucket = self.kept.setdefault(_fingerprint(spec), [])
+        catalog = getattr(spec.target, "catalog", None)
+        for kept, kept_catalog, result in bucket:
+            if kept_catalog is catalog and kept == spec:
+                return result
+        result = self.estimator(spec)  # an exception is not kept: the next call raises it again
+        self.made += 1
+        bucket.append((_snapshot(spec), catalog, result))
+        return result
+
+
+def _fingerprint(spec: TrainingSpec) -> tuple:
+    """The fields' values (plain ones as they are, others by repr): equal specs have the same one.
+    Only a pre-filter: a hit is decided by comparing the whole spec."""
+    return tuple((name, entry.value if isinstance(entry.value, _PLAIN) else repr(entry.value))
+                 for name, entry in spec.items())
+
+
+def _snapshot(spec: TrainingSpec) -> TrainingSpec:
+    """A copy of the spec that later changes to ``spec``'s sections and dictionaries do not reach
+    (its values are immutable: only the containers are copied)."""
+    out = copy.copy(spec)
+    for section in SECTIONS:
+        setattr(out, section, copy.copy(getattr(spec, section)))
+    out.settings = dict(spec.settings)
+    out.unresolved = dict(spec.unresolved)
+    out.sources = list(spec.sources)
+    return out
