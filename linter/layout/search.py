@@ -352,33 +352,25 @@ def _enumerate(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOp
             continue
         zeros = space.zero_values(pp)
         stats.space_points += len(batches) * len(zeros) * len(space.dist_opt) * len(space.recompute)
-        for zero, engine, most_accum in zeros:
-            for dist_opt in space.dist_opt:
-                if dp * cp == 1 and dist_opt != cur.dist_opt and space.framework == "megatron":
-                    continue  # nothing to shard over: the flag would change nothing
-                s = factory.structure(tp, pp, vpp, cp, dp, sp, zero, dist_opt)
-                if static_floor(s, cache) > budget:
-                    stats.static_pruned += 1
-                    continue
-                for recompute in space.recompute:
-                    for micro, ga, gb in batches:
-                        if most_accum is not None and ga > most_accum:
-                            continue
-                        i = factory.point(s, micro, ga, gb, recompute)
-                        stats.evaluated += 1
-                        memory = worst_stage_total(i, cache)
-                        if memory > budget:
-                            stats.memory_pruned += 1
-                            if fixed_batch:
-                                break  # larger micro batches only need more
-                            continue
-                        layout = Layout(tp, pp, i.vpp, cp, dp, micro, ga, gb, recompute, zero, dist_opt, i.sp, engine)
-                        if options.exhaustive:
-                            tokens = i.global_batch * i.seq / step_time(i, cache).step_time
-                            out.append((_score(tokens, i.world, options), layout))
-                        else:
-                            most = i.global_batch * i.seq / (step_time_floor(i, cache) * (1 - FLOOR_MARGIN))
-                            pending.append((_score(most, i.world, options), len(pending), i, layout))
+        for zero, engine, dist_opt, kept, s in _structures_of((tp, pp, vpp, cp, dp), sp, zeros, batches, space, factory,
+                                                              cache, budget, stats, cur.dist_opt, need_batches=False):
+            for recompute in space.recompute:
+                for micro, ga, gb in kept:
+                    i = factory.point(s, micro, ga, gb, recompute)
+                    stats.evaluated += 1
+                    memory = worst_stage_total(i, cache)
+                    if memory > budget:
+                        stats.memory_pruned += 1
+                        if fixed_batch:
+                            break  # larger micro batches only need more
+                        continue
+                    layout = Layout(tp, pp, i.vpp, cp, dp, micro, ga, gb, recompute, zero, dist_opt, i.sp, engine)
+                    if options.exhaustive:
+                        tokens = i.global_batch * i.seq / step_time(i, cache).step_time
+                        out.append((_score(tokens, i.world, options), layout))
+                    else:
+                        most = i.global_batch * i.seq / (step_time_floor(i, cache) * (1 - FLOOR_MARGIN))
+                        pending.append((_score(most, i.world, options), len(pending), i, layout))
     if options.exhaustive:
         stats.feasible = len(out)
         out.sort(key=lambda t: t[0])
@@ -469,6 +461,28 @@ class _Row:
                       self.engine)
 
 
+
+def _structures_of(dims: tuple[int, int, int, int, int], sp: bool, zeros: list, batches: list[tuple[int, int, int]],
+                   space: Space, factory: InputsFactory, cache: dict, budget: float, stats: SearchStats,
+                   current_dist_opt: bool, *, need_batches: bool = True) -> Iterator[tuple[int, Any, bool, list, Inputs]]:
+    """(ZeRO stage, engine, distributed optimizer, the batches that stage allows, the structure) for
+    one (TP, PP, VPP, CP, DP), in the order every search lists them: optimizer sharding only where
+    there is something to shard over, and structures whose static floor is over the budget dropped
+    (counted). ``need_batches``: skip a stage that allows none of the batches before building it."""
+    tp, pp, vpp, cp, dp = dims
+    for zero, engine, most_accum in zeros:
+        kept = batches if most_accum is None else [b for b in batches if b[1] <= most_accum]
+        if need_batches and not kept:
+            continue
+        for dist_opt in space.dist_opt:
+            if dp * cp == 1 and dist_opt != current_dist_opt and space.framework == "megatron":
+                continue  # nothing to shard over: the flag would change nothing
+            s = factory.structure(tp, pp, vpp, cp, dp, sp, zero, dist_opt)
+            if static_floor(s, cache) > budget:
+                stats.static_pruned += 1
+                continue
+            yield zero, engine, dist_opt, kept, s
+
 def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOptions,
                     stats: SearchStats) -> Iterator[tuple[float, Layout]]:
     """What :func:`_enumerate` gives (the same layouts in the same order), checking memory lazily:
@@ -537,31 +551,21 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
             heapq.heappush(pending, (_structure_bound(dims, batches, zeros, space, factory, cache, options),
                                      number * _STRIDE, None, (1, group)))
             return
-        tp, pp, vpp, cp, dp = dims
         index = number * _STRIDE
-        sp = space.sp_for(tp)
+        sp = space.sp_for(dims[0])
         modes: dict[str, list[tuple[_Row, int, int]]] = {}  # recompute -> (row, split, index) in eager order
         shape = None
-        for zero, engine, most_accum in zeros:
-            kept = batches if most_accum is None else [b for b in batches if b[1] <= most_accum]
-            if not kept:
-                continue
-            for dist_opt in space.dist_opt:
-                if dp * cp == 1 and dist_opt != cur.dist_opt and space.framework == "megatron":
-                    continue  # nothing to shard over: the flag would change nothing
-                s = factory.structure(tp, pp, vpp, cp, dp, sp, zero, dist_opt)
-                if static_floor(s, cache) > budget:
-                    stats.static_pruned += 1
-                    continue
-                if shape is None:
-                    kinds = stage_kinds(s)
-                    shape = (s, max(layers for _, layers, _ in kinds), kinds[-1][1])
-                for recompute in space.recompute:
-                    row = _Row(s, dims, recompute, zero, engine, dist_opt, kept)
-                    points = modes.setdefault(recompute, [])
-                    for k in range(len(kept)):
-                        points.append((row, k, index))
-                        index += 1
+        for zero, engine, dist_opt, kept, s in _structures_of(dims, sp, zeros, batches, space, factory, cache, budget,
+                                                              stats, cur.dist_opt):
+            if shape is None:
+                kinds = stage_kinds(s)
+                shape = (s, max(layers for _, layers, _ in kinds), kinds[-1][1])
+            for recompute in space.recompute:
+                row = _Row(s, dims, recompute, zero, engine, dist_opt, kept)
+                points = modes.setdefault(recompute, [])
+                for k in range(len(kept)):
+                    points.append((row, k, index))
+                    index += 1
         if shape is None:
             return
         for recompute, points in modes.items():
@@ -718,33 +722,24 @@ def _enumerate_lazy_flat(spec: TrainingSpec, base: Inputs, space: Space, options
             continue
         zeros = space.zero_values(pp)
         stats.space_points += len(batches) * len(zeros) * len(space.dist_opt) * len(space.recompute)
-        for zero, engine, most_accum in zeros:
-            kept = batches if most_accum is None else [b for b in batches if b[1] <= most_accum]
-            if not kept:
-                continue
-            for dist_opt in space.dist_opt:
-                if dp * cp == 1 and dist_opt != cur.dist_opt and space.framework == "megatron":
-                    continue  # nothing to shard over: the flag would change nothing
-                s = factory.structure(tp, pp, vpp, cp, dp, sp, zero, dist_opt)
-                if static_floor(s, cache) > budget:
-                    stats.static_pruned += 1
-                    continue
-                kinds = stage_kinds(s)
-                most, last = max(layers for _, layers, _ in kinds), kinds[-1][1]
-                for recompute in space.recompute:
-                    row = _Row(s, (tp, pp, vpp, cp, dp), recompute, zero, engine, dist_opt, kept)
-                    rows.append(row)
-                    for k, (micro, ga, gb) in enumerate(kept):
-                        per_layer = cache.get(layer_costs_key(s, micro, recompute))
-                        if per_layer is None:
-                            per_layer = layer_costs(row.inputs(k, factory), cache)
-                        output = cache.get(output_seconds_key(s, micro))
-                        if output is None:
-                            output = output_seconds(row.inputs(k, factory), cache)
-                        floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
-                        bound = _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
-                        pending.append((bound, len(pending), row, k))
-                    evaluated_bound += row.eager_count(fixed_batch, factory, cache, budget, stats) if exact else len(kept)
+        for zero, engine, dist_opt, kept, s in _structures_of((tp, pp, vpp, cp, dp), sp, zeros, batches, space, factory,
+                                                              cache, budget, stats, cur.dist_opt):
+            kinds = stage_kinds(s)
+            most, last = max(layers for _, layers, _ in kinds), kinds[-1][1]
+            for recompute in space.recompute:
+                row = _Row(s, (tp, pp, vpp, cp, dp), recompute, zero, engine, dist_opt, kept)
+                rows.append(row)
+                for k, (micro, ga, gb) in enumerate(kept):
+                    per_layer = cache.get(layer_costs_key(s, micro, recompute))
+                    if per_layer is None:
+                        per_layer = layer_costs(row.inputs(k, factory), cache)
+                    output = cache.get(output_seconds_key(s, micro))
+                    if output is None:
+                        output = output_seconds(row.inputs(k, factory), cache)
+                    floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
+                    bound = _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
+                    pending.append((bound, len(pending), row, k))
+                evaluated_bound += row.eager_count(fixed_batch, factory, cache, budget, stats) if exact else len(kept)
     return _best_first_lazy(pending, fixed_batch, factory, cache, budget, options, stats)
 
 
