@@ -4,7 +4,6 @@ and apply severities, selection and inline suppressions to everything reported.
 
 from __future__ import annotations
 
-import copy
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
@@ -20,7 +19,7 @@ from trainlint.provenance import Value, first_span
 from trainlint.registry import Registry
 from trainlint.rules import Finding, Rule, RuleContext, Target
 from trainlint.selection import Selection
-from trainlint.spec import SECTIONS, TrainingSpec
+from trainlint.spec import TrainingSpec
 from trainlint.did_you_mean import hint
 from trainlint.suppressions import Suppressions, parse_suppressions
 
@@ -215,7 +214,7 @@ def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
         settings.findings.pop(key, None)
         if len(settings.findings) >= 64:  # the oldest first: runs of documents no longer edited
             settings.findings.pop(next(iter(settings.findings)))
-        settings.findings[key] = (_snapshot(spec), _catalog(spec), tuple(out))
+        settings.findings[key] = (spec.copy(), _catalog(spec), tuple(out))
     return out
 
 
@@ -228,18 +227,6 @@ def _builtin_plugin() -> str:
 def _catalog(spec: TrainingSpec) -> Any:
     """The argument catalog the run was read with (a FrameworkTarget compares without it)."""
     return getattr(spec.target, "catalog", None)
-
-
-def _snapshot(spec: TrainingSpec) -> TrainingSpec:
-    """A copy of the run that later changes to ``spec`` do not reach (its values are immutable:
-    the sections and dictionaries are copied, not the values)."""
-    out = copy.copy(spec)
-    for section in SECTIONS:
-        setattr(out, section, copy.copy(getattr(spec, section)))
-    out.settings = dict(spec.settings)
-    out.unresolved = dict(spec.unresolved)
-    out.sources = list(spec.sources)
-    return out
 
 
 def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict]], settings: LintSettings,

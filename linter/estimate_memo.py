@@ -12,10 +12,9 @@ make again. The rules only read estimates (none changes one), so one object can 
 
 from __future__ import annotations
 
-import copy
 from typing import Any, Callable
 
-from trainlint.spec import SECTIONS, TrainingSpec
+from trainlint.spec import TrainingSpec
 
 _PLAIN = (int, float, str, bool, type(None))
 
@@ -38,7 +37,7 @@ class EstimateMemo:
                 return result
         result = self.estimator(spec)  # an exception is not kept: the next call raises it again
         self.made += 1
-        bucket.append((_snapshot(spec), catalog, result))
+        bucket.append((spec.copy(), catalog, result))  # later changes to spec do not reach it
         return result
 
 
@@ -47,15 +46,3 @@ def _fingerprint(spec: TrainingSpec) -> tuple:
     Only a pre-filter: a hit is decided by comparing the whole spec."""
     return tuple((name, entry.value if isinstance(entry.value, _PLAIN) else repr(entry.value))
                  for name, entry in spec.items())
-
-
-def _snapshot(spec: TrainingSpec) -> TrainingSpec:
-    """A copy of the spec that later changes to ``spec``'s sections and dictionaries do not reach
-    (its values are immutable: only the containers are copied)."""
-    out = copy.copy(spec)
-    for section in SECTIONS:
-        setattr(out, section, copy.copy(getattr(spec, section)))
-    out.settings = dict(spec.settings)
-    out.unresolved = dict(spec.unresolved)
-    out.sources = list(spec.sources)
-    return out

@@ -294,6 +294,20 @@ class TrainingSpec:
         entry = self.get(dotted)
         return fallback if entry is None else entry.value
 
+    def copy(self) -> TrainingSpec:
+        """A copy whose fields, settings and sources can be set without touching this run, and that
+        later changes to this run do not reach. Values are immutable, so the sections and the
+        dictionaries are copied, not the values (a deep copy cost most of a check's time)."""
+        import copy
+
+        out = copy.copy(self)
+        for section in SECTIONS:
+            setattr(out, section, copy.copy(getattr(self, section)))
+        out.settings = dict(self.settings)
+        out.unresolved = dict(self.unresolved)
+        out.sources = list(self.sources)
+        return out
+
     def items(self) -> Iterator[tuple[str, Value]]:
         """Every set field as (``section.name``, Value)."""
         for section in SECTIONS:
