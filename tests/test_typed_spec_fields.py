@@ -21,7 +21,6 @@ from trainlint.sources import SourceText
 LINTER = Path(__file__).resolve().parent.parent / "linter"
 
 FILE_TEXT_USES: dict[tuple[str, str], str] = {
-    ("rules/estimation/fixes.py", "copy_spec"): "copies the settings with the spec (a candidate starts as the run)",
     ("rules/estimation/fixes.py", "chain_changes"):
         "a chain that wrote a framework setting (--overlap-grad-reduce) is no layout change an adapter can write",
     ("rules/estimation/fixes.py", "_with_setting"):
