@@ -462,6 +462,23 @@ class _Row:
 
 
 
+
+def _layout_bound(s: Inputs, recompute: str, row: _Row, k: int, most: int, last: int, factory: InputsFactory,
+                  cache: dict, options: SearchOptions) -> float:
+    """The score no layout of ``row``'s ``k``-th batch split can beat: the step time's floor of
+    structure ``s`` (one layer's costs x the layers of the busiest stage, the output layer, the
+    accumulation), lowered by FLOOR_MARGIN. The costs are cached per structure and micro batch,
+    so every split and every ZeRO stage of one shape shares them."""
+    micro, ga, gb = row.batches[k]
+    per_layer = cache.get(layer_costs_key(s, micro, recompute))
+    if per_layer is None:
+        per_layer = layer_costs(row.inputs(k, factory), cache)
+    output = cache.get(output_seconds_key(s, micro))
+    if output is None:
+        output = output_seconds(row.inputs(k, factory), cache)
+    floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
+    return _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
+
 def _structures_of(dims: tuple[int, int, int, int, int], sp: bool, zeros: list, batches: list[tuple[int, int, int]],
                    space: Space, factory: InputsFactory, cache: dict, budget: float, stats: SearchStats,
                    current_dist_opt: bool, *, need_batches: bool = True) -> Iterator[tuple[int, Any, bool, list, Inputs]]:
@@ -579,14 +596,7 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
             micro, ga, gb = row.batches[k]
             bound = bounds.get((micro, ga, gb))
             if bound is None:
-                per_layer = cache.get(layer_costs_key(s, micro, recompute))
-                if per_layer is None:
-                    per_layer = layer_costs(row.inputs(k, factory), cache)
-                output = cache.get(output_seconds_key(s, micro))
-                if output is None:
-                    output = output_seconds(row.inputs(k, factory), cache)
-                floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
-                bound = bounds[micro, ga, gb] = _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
+                bound = bounds[micro, ga, gb] = _layout_bound(s, recompute, row, k, most, last, factory, cache, options)
             heapq.heappush(pending, (bound, index, row, k))
 
     return _best_first_lazy(pending, fixed_batch, factory, cache, budget, options, stats, expand)
@@ -729,16 +739,9 @@ def _enumerate_lazy_flat(spec: TrainingSpec, base: Inputs, space: Space, options
             for recompute in space.recompute:
                 row = _Row(s, (tp, pp, vpp, cp, dp), recompute, zero, engine, dist_opt, kept)
                 rows.append(row)
-                for k, (micro, ga, gb) in enumerate(kept):
-                    per_layer = cache.get(layer_costs_key(s, micro, recompute))
-                    if per_layer is None:
-                        per_layer = layer_costs(row.inputs(k, factory), cache)
-                    output = cache.get(output_seconds_key(s, micro))
-                    if output is None:
-                        output = output_seconds(row.inputs(k, factory), cache)
-                    floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
-                    bound = _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
-                    pending.append((bound, len(pending), row, k))
+                for k in range(len(kept)):
+                    pending.append((_layout_bound(s, recompute, row, k, most, last, factory, cache, options), len(pending),
+                                    row, k))
                 evaluated_bound += row.eager_count(fixed_batch, factory, cache, budget, stats) if exact else len(kept)
     return _best_first_lazy(pending, fixed_batch, factory, cache, budget, options, stats)
 
