@@ -463,19 +463,27 @@ class _Row:
 
 
 
-def _layout_bound(s: Inputs, recompute: str, row: _Row, k: int, most: int, last: int, factory: InputsFactory,
-                  cache: dict, options: SearchOptions) -> float:
-    """The score no layout of ``row``'s ``k``-th batch split can beat: the step time's floor of
-    structure ``s`` (one layer's costs x the layers of the busiest stage, the output layer, the
-    accumulation), lowered by FLOOR_MARGIN. The costs are cached per structure and micro batch,
-    so every split and every ZeRO stage of one shape shares them."""
-    micro, ga, gb = row.batches[k]
+
+def _costs(s: Inputs, recompute: str, row: _Row, k: int, factory: InputsFactory, cache: dict) -> tuple[Any, float]:
+    """One layer's costs and the output layer's seconds of structure ``s`` at the micro batch of
+    ``row``'s ``k``-th split, from the search's cache (made from that split's inputs once)."""
+    micro = row.batches[k][0]
     per_layer = cache.get(layer_costs_key(s, micro, recompute))
     if per_layer is None:
         per_layer = layer_costs(row.inputs(k, factory), cache)
     output = cache.get(output_seconds_key(s, micro))
     if output is None:
         output = output_seconds(row.inputs(k, factory), cache)
+    return per_layer, output
+
+def _layout_bound(s: Inputs, recompute: str, row: _Row, k: int, most: int, last: int, factory: InputsFactory,
+                  cache: dict, options: SearchOptions) -> float:
+    """The score no layout of ``row``'s ``k``-th batch split can beat: the step time's floor of
+    structure ``s`` (one layer's costs x the layers of the busiest stage, the output layer, the
+    accumulation), lowered by FLOOR_MARGIN. The costs are cached per structure and micro batch,
+    so every split and every ZeRO stage of one shape shares them."""
+    _, ga, gb = row.batches[k]
+    per_layer, output = _costs(s, recompute, row, k, factory, cache)
     floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
     return _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
 
@@ -619,12 +627,7 @@ def _mode_bound(shape: tuple[Inputs, int, int], recompute: str, points: list[tup
     s, most, last = shape
     row, k = max(((r, j) for r, j, _ in points), key=lambda rk: rk[0].batches[rk[1]][0])
     micro = row.batches[k][0]
-    costs = cache.get(layer_costs_key(s, micro, recompute))
-    if costs is None:
-        costs = layer_costs(row.inputs(k, factory), cache)
-    output = cache.get(output_seconds_key(s, micro))
-    if output is None:
-        output = output_seconds(row.inputs(k, factory), cache)
+    costs, output = _costs(s, recompute, row, k, factory, cache)
     per = costs[0].total + costs[2]
     best = None
     for m, a, g in {r.batches[j] for r, j, _ in points}:
