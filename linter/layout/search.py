@@ -326,15 +326,20 @@ FLOOR_MARGIN = 1e-9
 it may exceed the step time by a rounding error."""
 
 
+def _setup(spec: TrainingSpec, base: Inputs, space: Space,
+           options: SearchOptions) -> tuple[float, InputsFactory, dict, Layout, bool]:
+    """What every search starts from: the memory budget per GPU, the inputs factory, an empty cache
+    of the estimator's per-layer costs (shared by the search's layouts), the current layout (the
+    space always has one) and whether the global batch is held fixed."""
+    cur = space.current
+    assert cur is not None  # build_space always sets it
+    return options.headroom * base.gpu.memory_bytes, InputsFactory(spec, base), {}, cur, space.batch_tolerance is None
+
+
 def _enumerate(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOptions,
                stats: SearchStats) -> Iterator[tuple[float, Layout]]:
     """(score, layout) of every layout under the headroom, best first (ties in enumeration order)."""
-    budget = options.headroom * base.gpu.memory_bytes
-    factory = InputsFactory(spec, base)
-    cache: dict = {}  # the estimator's per-layer costs, shared by this search's layouts
-    cur = space.current
-    assert cur is not None  # build_space always sets it
-    fixed_batch = space.batch_tolerance is None
+    budget, factory, cache, cur, fixed_batch = _setup(spec, base, space, options)
     out: list[tuple[float, Layout]] = []
     pending: list[tuple[float, int, Inputs, Layout]] = []
     batch_cache: dict[tuple[int, int, int], list[tuple[int, int, int]]] = {}
@@ -539,12 +544,7 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
     if most_listed >= options.max_evaluated:
         return _enumerate_lazy_flat(spec, base, space, options, stats)
 
-    budget = options.headroom * base.gpu.memory_bytes
-    factory = InputsFactory(spec, base)
-    cache: dict = {}
-    cur = space.current
-    assert cur is not None
-    fixed_batch = space.batch_tolerance is None
+    budget, factory, cache, cur, fixed_batch = _setup(spec, base, space, options)
     pending: list[tuple[float, int, Any, Any]] = []
     # Two levels of bounds: first from one layer's costs at the largest micro batch of the whole
     # space (shared by every structure with the same TP and CP), then, for a structure that bound
@@ -704,12 +704,7 @@ def _enumerate_lazy_flat(spec: TrainingSpec, base: Inputs, space: Space, options
     exactly: while the layouts enumerated (an upper bound of what it evaluates) stay under it
     nothing is checked; past it, every row's count is settled by checking its memory as the eager
     loop does."""
-    budget = options.headroom * base.gpu.memory_bytes
-    factory = InputsFactory(spec, base)
-    cache: dict = {}
-    cur = space.current
-    assert cur is not None
-    fixed_batch = space.batch_tolerance is None
+    budget, factory, cache, cur, fixed_batch = _setup(spec, base, space, options)
     rows: list[_Row] = []
     pending: list[tuple[float, int, _Row, int]] = []
     batch_cache: dict[tuple[int, int, int], list[tuple[int, int, int]]] = {}
