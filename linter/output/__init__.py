@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
@@ -25,29 +26,62 @@ def file_entries(results: Sequence[FileResult]) -> list[FileEntry]:
     """One entry per file, each with the diagnostics located in it.
 
     A result can carry diagnostics for other files (a --deepspeed_config JSON read through a
-    launch script, the second YAML of a NeoX run): those go to their own file's entry."""
+    launch script, the second YAML of a NeoX run, a file of arguments several scripts source):
+    those go to their own file's entry. One file is one entry however its path is spelled (the
+    shell resolves ``$(dirname $0)/conf/args.sh`` to an absolute path while the user named the
+    folder relatively): the first spelling met names it. A finding several results report
+    alike (five scripts sourcing one file with an undecidable condition) is shown once."""
     order: list[str] = []
     formats: dict[str, str | None] = {}
     by_path: dict[str, list[Diagnostic]] = {}
+    seen: dict[str, set[tuple]] = {}
+    spelled: dict[str, str] = {}
+
+    def entry_of(path: str, fmt: str | None) -> str:
+        key = _same_file(path)
+        name = spelled.setdefault(key, path)
+        if name not in formats:
+            order.append(name)
+            formats[name] = fmt
+            by_path[name] = []
+            seen[name] = set()
+        elif formats[name] is None:
+            formats[name] = fmt  # read on its own as no config, but part of a run that is one
+        return name
+
+    for result in results:  # a file checked itself is named as the user's walk spelled it
+        for member in result.run or [result.path]:
+            spelled.setdefault(_same_file(member), member)
     for result in results:
-        members = result.run or [result.path]
-        for member in members:
-            if member not in formats:
-                order.append(member)
-                formats[member] = result.format
-                by_path[member] = []
+        for member in result.run or [result.path]:
+            entry_of(member, result.format)
         for diag in result.diagnostics:
-            path = diag.path or result.path
-            if path not in formats:
-                order.append(path)
-                formats[path] = result.format
-                by_path[path] = []
-            by_path[path].append(diag)
+            name = entry_of(diag.path or result.path, result.format)
+            identity = _identity(diag)
+            if identity in seen[name]:
+                continue
+            seen[name].add(identity)
+            by_path[name].append(diag)
     return [FileEntry(p, formats[p], sorted(by_path[p], key=Diagnostic.sort_key)) for p in order]
 
 
+def _same_file(path: str) -> str:
+    """A key equal for every spelling of one file's path (relative or absolute, ``a/../b``); a
+    pseudo-path (``<command line>``) is its own key."""
+    if path.startswith("<"):
+        return path
+    return os.path.normcase(os.path.abspath(path))
+
+
+def _identity(diag: Diagnostic) -> tuple:
+    """What makes two diagnostics the same finding for a reader: code, severity, place, message."""
+    span = diag.span
+    return (diag.code, diag.severity, span.line, span.column, span.end_line, span.end_column, diag.message)
+
+
 def severity_counts(results: Sequence[FileResult]) -> Counter:
-    return Counter(d.severity for r in results for d in r.diagnostics)
+    """Findings by severity, as the report shows them (a finding several results share counted once)."""
+    return Counter(d.severity for e in file_entries(results) for d in e.diagnostics)
 
 
 def summary_line(results: Sequence[FileResult]) -> str:
