@@ -269,6 +269,8 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
     # ----------------------------------------------------------- diagnostics
 
     def _loc(self, node, ft: FileText) -> Loc:
+        if ft.bytes_are_chars:  # ASCII text (most scripts): no byte -> character lookup
+            return Loc(ft.path, node.start_byte, node.end_byte)
         return Loc(ft.path, ft.char(node.start_byte), ft.char(node.end_byte))
 
     def _span(self, loc: Loc) -> Span:
@@ -853,7 +855,10 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
 
 def _dequote(f: Field) -> Field:
     """Remove the quote characters an eval'd string carries (``--data-path "$X"``)."""
-    if not any(s.unknown is None and ('"' in s.text or "'" in s.text) for s in f.segs):
+    for s in f.segs:  # a loop, not any(generator): this runs for every word of an eval'd string
+        if s.unknown is None and ('"' in s.text or "'" in s.text):
+            break
+    else:
         return f  # nothing to remove: the same field (and the text it has worked out already)
     out = []
     for s in f.segs:

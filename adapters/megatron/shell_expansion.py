@@ -34,6 +34,13 @@ class WordExpansion(EvaluatorParts):
 
     def _word_fields(self, node, ft: FileText) -> list[Field]:
         self._step(node, ft)
+        if node.type in ("word", "number"):
+            # one unquoted literal (most words of a script): its one field, without the pieces
+            # and the splitting (a literal piece is never split); the nesting bound as _pieces checks it
+            self._enter(node, ft)
+            self._depth -= 1
+            seg = self._literal(node, ft, unquoted=True)
+            return [Field((seg,), seg.loc, bool(self._uncertain))]
         pieces = self._pieces(node, ft, quoted=False)
         return split_pieces(pieces, self._loc(node, ft), bool(self._uncertain))
 

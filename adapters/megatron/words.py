@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 _IFS_WORD = re.compile(r"[^ \t\n]+")
+_IFS = re.compile(r"[ \t\n]")
 
 
 # Loc, Seg and Field are frozen dataclasses with their own __init__ (init=False), which writes the
@@ -106,13 +107,19 @@ class Field:
 
     @_computed_once  # a Field never changes (frozen, tuples)
     def known(self) -> bool:
-        return all(s.unknown is None for s in self.segs)
+        return self.text is not None
 
     @_computed_once  # a Field never changes (frozen, tuples)
     def text(self) -> str | None:
-        if not self.known:
-            return None
-        return "".join(s.text for s in self.segs)
+        """The field's characters; None when a piece is unknown."""
+        segs = self.segs
+        if len(segs) == 1:  # most fields: one piece, no join
+            only = segs[0]
+            return only.text if only.unknown is None else None
+        for s in segs:  # a loop, not all(generator): read for every field of every command
+            if s.unknown is not None:
+                return None
+        return "".join([s.text for s in segs])
 
     @property
     def partial_text(self) -> str:
@@ -137,6 +144,11 @@ class Field:
     def value_loc(self) -> Loc | None:
         """The literal where the value was written; for a value assembled from several places,
         the word itself."""
+        if len(self.segs) == 1:  # most fields: the one piece's place, without building a set
+            only_seg = self.segs[0]
+            if only_seg.loc is not None and (only_seg.text or only_seg.unknown):
+                return only_seg.loc
+            return self.site
         locs = {s.loc for s in self.segs if s.loc is not None and (s.text or s.unknown)}
         if len(locs) == 1:
             only = next(iter(locs))
@@ -177,45 +189,57 @@ def split_pieces(pieces: list[Piece], site: Loc | None, uncertain: bool = False)
     """Bash word splitting over the pieces of one word: IFS whitespace in unquoted expansions
     separates fields; quoted text never does. A word made only of empty unquoted expansions
     produces no field at all."""
+    if len(pieces) == 1 and not pieces[0].split:
+        # one literal or quoted part (most words): exactly one field, nothing to split
+        return [Field(tuple(pieces[0].segs), site, uncertain)]
+    # This runs for every word of a script, so the loop is written out flat: a field is ended
+    # ("flushed") inline rather than by a nested function, and a piece without IFS whitespace is
+    # taken whole instead of through the regular expression.
     fields: list[list[Seg]] = []
     current: list[Seg] = []
     has_content = False  # quoted text (even empty) makes a field exist
-    started = False
-
-    def flush() -> None:
-        nonlocal current, has_content, started
-        if started and (current or has_content):
-            fields.append(current)
-        current, has_content, started = [], False, False
-
     for piece in pieces:
-        if piece.field_break_before:
-            flush()
+        if piece.field_break_before and (current or has_content):
+            fields.append(current)
+            current, has_content = [], False
         if not piece.split:
             current.extend(piece.segs)
             has_content = True
-            started = True
             continue
         for seg in piece.segs:
             if seg.unknown is not None:
                 current.append(seg)
-                started = True
+                continue
+            text = seg.text
+            if not text:
+                continue
+            if _IFS.search(text) is None:
+                current.append(seg if _whole(seg) else seg.piece(0, len(text)))
                 continue
             # each run of IFS whitespace ends the field; each run of other characters is a piece
-            # (a regular expression, not a loop over characters: this runs for every word of a script)
-            text = seg.text
+            # (as seg.piece(start, end), built here: a long unquoted $OPTIONS has a hundred of them)
+            exact = seg.loc if seg.exact else None  # only an exact piece gets its own sub-span
             pos = 0
             for match in _IFS_WORD.finditer(text):
                 start, end = match.span()
-                if start > pos:
-                    flush()
-                current.append(seg.piece(start, end))
-                started = True
+                if start > pos and (current or has_content):
+                    fields.append(current)
+                    current, has_content = [], False
+                current.append(Seg(match.group(), seg.loc if exact is None else Loc(exact.path, exact.start + start, exact.start + end),
+                                   seg.exact, None, seg.env, seg.uncertain))
                 pos = end
-            if pos < len(text):
-                flush()
-    flush()
+            if pos < len(text) and (current or has_content):
+                fields.append(current)
+                current, has_content = [], False
+    if current or has_content:
+        fields.append(current)
     return [Field(tuple(f), site, uncertain) for f in fields]
+
+
+def _whole(seg: Seg) -> bool:
+    """Whether ``seg.piece(0, len(seg.text))`` would be a Seg equal to ``seg`` (then it is used as is)."""
+    loc = seg.loc
+    return loc is None or not seg.exact or loc.end - loc.start == len(seg.text)
 
 
 def literal_field(text: str, loc: Loc | None, exact: bool = True) -> Field:
