@@ -130,6 +130,13 @@ class _SchemaFlags(Mapping[str, list[FlagInfo]]):
             made = self._made[flag] = [_info_of(flag, dest, prop, legacy) for dest, prop, legacy in self._sources[flag]]
         return made
 
+    def get(self, flag: str, default: Any = None) -> Any:
+        # Mapping.get goes through __getitem__ and a KeyError for every unknown flag; one lookup per word read
+        made = self._made.get(flag)
+        if made is not None:
+            return made
+        return self[flag] if flag in self._sources else default
+
     def __contains__(self, flag: object) -> bool:
         return flag in self._sources
 
@@ -208,6 +215,8 @@ class ParsedArgs:
 def _looks_like_flag(text: str) -> bool:
     if not text.startswith("-") or text == "-" or text == "--":
         return False
+    if text[1] == "-":
+        return True  # "--x" (most words here): no number has two signs, so float() would only raise
     try:
         float(text)
         return False  # a negative number is a value
@@ -417,7 +426,7 @@ class ArgReader:
                 i = j
                 continue
             # A quoted "--flag value" element (a bash array element) is split like the shell would.
-            if " " in text.strip() and text.startswith("--"):
+            if " " in text and text.startswith("--") and " " in text.strip():
                 parts = _split_field(f)
                 fields = fields[:i] + parts + fields[i + 1:]
                 n = len(fields)
@@ -446,8 +455,8 @@ class ArgReader:
                     continue
             first = len(self.out.diagnostics)
             i = self._known(fields, i, info, spelled, f, inline if eq else None)
-            status = (info.deprecated or {}).get("status")
-            if status in ("error", "exits") and self.dialect == CURRENT:
+            dep = info.deprecated
+            if dep is not None and dep.get("status") in ("error", "exits") and self.dialect == CURRENT:
                 self._refused.append((first, len(self.out.diagnostics), spelled))
         self._written_for_another_release()
         return self.out
@@ -580,7 +589,8 @@ class ArgReader:
 
     def _known(self, fields: list[Field], i: int, info: FlagInfo, spelled: str, f: Field, inline: str | None) -> int:
         flag_loc = f.value_loc
-        self._dialect_checks(info, spelled, flag_loc, inline is None)
+        if info.entry_points is not None or info.deprecated is not None:  # nothing to check otherwise (most flags)
+            self._dialect_checks(info, spelled, flag_loc, inline is None)
         i += 1
         value_fields: list[Field] = []
         if info.takes_value:
@@ -697,6 +707,7 @@ class ArgReader:
             setting.value_loc = flag_field.value_loc
             return setting
         converted: list[Any] = []
+        typed = info.for_dialect(self.dialect)  # the same for each value: looked up once
         for vf in values:
             if vf.text is None:
                 reason = vf.unknowns[0].unknown if vf.unknowns else "unknown"
@@ -710,7 +721,6 @@ class ArgReader:
                                related=self._related(f"`{spelled}` here", flag_field.value_loc) if loc != flag_field.value_loc else ())
                 converted.append(None)
                 continue
-            typed = info.for_dialect(self.dialect)
             value, error = _convert_one(vf.text, typed)
             if error == "minimum" and self._shape_elsewhere:
                 # argparse takes it; the model is not built from it (a placeholder such as -1)
