@@ -104,6 +104,12 @@ class Field:
         d["segs"] = segs
         d["site"] = site
         d["uncertain"] = uncertain
+        if len(segs) == 1:
+            # most fields are one piece, and nearly every field's text is read (the command's
+            # words, every flag and value): stored now, it is a plain attribute read later instead
+            # of a call to the descriptor below
+            only = segs[0]
+            d["text"] = only.text if only.unknown is None else None
 
     @_computed_once  # a Field never changes (frozen, tuples)
     def known(self) -> bool:
@@ -192,6 +198,13 @@ def split_pieces(pieces: list[Piece], site: Loc | None, uncertain: bool = False)
     if len(pieces) == 1 and not pieces[0].split:
         # one literal or quoted part (most words): exactly one field, nothing to split
         return [Field(tuple(pieces[0].segs), site, uncertain)]
+    unsplit: list[Seg] = []
+    for piece in pieces:
+        if piece.split or piece.field_break_before:
+            break
+        unsplit.extend(piece.segs)
+    else:  # only quoted or literal parts ("$A/x", "--a=$B"): one field of all their pieces
+        return [Field(tuple(unsplit), site, uncertain)]
     # This runs for every word of a script, so the loop is written out flat: a field is ended
     # ("flushed") inline rather than by a nested function, and a piece without IFS whitespace is
     # taken whole instead of through the regular expression.
@@ -214,7 +227,11 @@ def split_pieces(pieces: list[Piece], site: Loc | None, uncertain: bool = False)
             if not text:
                 continue
             if _IFS.search(text) is None:
-                current.append(seg if _whole(seg) else seg.piece(0, len(text)))
+                # the whole piece: the same Seg when seg.piece(0, len) would equal it (not exact, or
+                # its place as long as its text), which is almost always
+                loc = seg.loc
+                whole = loc is None or not seg.exact or loc.end - loc.start == len(text)
+                current.append(seg if whole else seg.piece(0, len(text)))
                 continue
             # each run of IFS whitespace ends the field; each run of other characters is a piece
             # (as seg.piece(start, end), built here: a long unquoted $OPTIONS has a hundred of them)
@@ -234,12 +251,6 @@ def split_pieces(pieces: list[Piece], site: Loc | None, uncertain: bool = False)
     if current or has_content:
         fields.append(current)
     return [Field(tuple(f), site, uncertain) for f in fields]
-
-
-def _whole(seg: Seg) -> bool:
-    """Whether ``seg.piece(0, len(seg.text))`` would be a Seg equal to ``seg`` (then it is used as is)."""
-    loc = seg.loc
-    return loc is None or not seg.exact or loc.end - loc.start == len(seg.text)
 
 
 def literal_field(text: str, loc: Loc | None, exact: bool = True) -> Field:
