@@ -44,5 +44,8 @@ class EstimateMemo:
 def _fingerprint(spec: TrainingSpec) -> tuple:
     """The fields' values (plain ones as they are, others by repr): equal specs have the same one.
     Only a pre-filter: a hit is decided by comparing the whole spec."""
-    return tuple((name, entry.value if isinstance(entry.value, _PLAIN) else repr(entry.value))
-                 for name, entry in spec.items())
+    out = []
+    for name, entry in spec.items():
+        value = entry.value
+        out.append((name, value if isinstance(value, _PLAIN) else repr(value)))
+    return tuple(out)

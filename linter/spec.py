@@ -298,11 +298,9 @@ class TrainingSpec:
         """A copy whose fields, settings and sources can be set without touching this run, and that
         later changes to this run do not reach. Values are immutable, so the sections and the
         dictionaries are copied, not the values (a deep copy cost most of a check's time)."""
-        import copy
-
-        out = copy.copy(self)
+        out = _shallow(self)
         for section in SECTIONS:
-            setattr(out, section, copy.copy(getattr(self, section)))
+            setattr(out, section, _shallow(getattr(self, section)))
         out.settings = dict(self.settings)
         out.unresolved = dict(self.unresolved)
         out.sources = list(self.sources)
@@ -312,10 +310,10 @@ class TrainingSpec:
         """Every set field as (``section.name``, Value)."""
         for section in SECTIONS:
             obj = getattr(self, section)
-            for f in fields(obj):
-                entry = getattr(obj, f.name)
+            for name in _field_names(obj):
+                entry = getattr(obj, name)
                 if entry is not None:
-                    yield f"{section}.{f.name}", entry
+                    yield f"{section}.{name}", entry
 
     def fingerprint(self) -> str:
         """Everything about this run but where it is written: framework, dialect, entry point, every
@@ -350,6 +348,28 @@ class TrainingSpec:
                     out[section][f.name] = _value_dict(entry)
         out["settings"] = {k: _value_dict(v) for k, v in self.settings.items()}
         return out
+
+
+def _shallow(obj: Any) -> Any:
+    """``copy.copy`` of a plain dataclass instance (a new instance with the same attribute dict),
+    without copy's generic protocol (``__reduce_ex__``, ~5x slower): every run's spec is copied
+    for the findings kept across re-lints and for each estimate kept."""
+    out = object.__new__(type(obj))
+    out.__dict__.update(obj.__dict__)
+    return out
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(obj: Any) -> tuple[str, ...]:
+    """A section's field names in order (``dataclasses.fields`` filters the class's fields on every
+    call; :meth:`TrainingSpec.items` is asked for every estimate's fingerprint)."""
+    cls = type(obj)
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = tuple(f.name for f in fields(obj))
+    return names
 
 
 def _value_dict(entry: Value) -> dict:

@@ -67,6 +67,7 @@ from trainlint.adapters.megatron.detect import (  # noqa: F401 - names used belo
 _DS_FLAGS = ("--deepspeed", "--deepspeed_config", "--deepspeed-config", "--deepscale", "--deepscale_config",
              "--zero-stage", "--deepspeed-activation-checkpointing", "--no-pipeline-parallel", "--zero-reduce-scatter",
              "--zero-contigious-gradients", "--cpu-optimizer", "--partition-activations")
+_DS_FLAG_SET = frozenset(_DS_FLAGS)
 
 
 @dataclass
@@ -99,21 +100,23 @@ class _Spans:
 
     files: dict[str, FileText]
     extra: dict[str, LineIndex] = field(default_factory=dict)
-    found: dict[Loc, tuple[str, Span]] = field(default_factory=dict)
-    """The spans turned so far: a run's values, their flags and its document ask for the same
-    places several times (the files' texts do not change once read)."""
+    found: dict[tuple[str, int, int], tuple[str, Span]] = field(default_factory=dict)
+    """The spans turned so far, by (path, start, end): a run's values, their flags and its
+    document ask for the same places several times (the files' texts do not change once read).
+    Keyed by a tuple, not the Loc: a Loc hashes and compares in Python, ~3x slower per lookup."""
 
     def __call__(self, loc: Loc | None) -> tuple[str | None, Span | None]:
         if loc is None:
             return None, None
-        hit = self.found.get(loc)
+        key = (loc.path, loc.start, loc.end)
+        hit = self.found.get(key)
         if hit is not None:
             return hit
         ft = self.files.get(loc.path)
         index = ft.index if ft is not None else self.extra.get(loc.path)
         if index is None:
             return loc.path, None
-        out = self.found[loc] = (loc.path, index.span(loc.start, loc.end))
+        out = self.found[key] = (loc.path, index.span(loc.start, loc.end))
         return out
 
 
@@ -180,14 +183,22 @@ def _count_field(f: Field) -> Field:
 
 
 def _dialect(args: list[Field], entry: str | None, path: str, launchers: list[str]) -> str:
-    texts = {(a.text or "").split("=", 1)[0] for a in args}
     where = f"{path}/{entry or ''}".replace("\\", "/")
     if re.search(r"Megatron-LM-v1\.|/megatron/Megatron-LM/|DeepSpeed-Domino", where) or (
             entry or "").endswith("pretrain_gpt2.py"):
         return LEGACY
-    if texts & set(_DS_FLAGS) or "Megatron-DeepSpeed" in where or re.search(r"(^|/)megatron-deepspeed/", where, re.I):
+    if "Megatron-DeepSpeed" in where or re.search(r"(^|/)megatron-deepspeed/", where, re.I) or _has_ds_flag(args):
         return DEEPSPEED
     return CURRENT
+
+
+def _has_ds_flag(args: list[Field]) -> bool:
+    """One of DeepSpeed's flags is given (``--flag`` or ``--flag=value``)."""
+    for a in args:
+        text = a.text
+        if text is not None and (text in _DS_FLAG_SET or ("=" in text and text.split("=", 1)[0] in _DS_FLAG_SET)):
+            return True
+    return False
 
 
 def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shell: ShellResult | None,
@@ -218,14 +229,17 @@ def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans) -> Document
     key_spans: dict[str, Span] = {}
     value_spans: dict[str, Span] = {}
     unresolved: dict[str, str] = {}
+    here = source.path
     for dest, s in parsed.settings.items():
-        ptr = pointer([dest])
+        ptr = "/" + dest.replace("~", "~0").replace("/", "~1")  # pointer([dest]), without its list and loop
         data[dest] = s.value
-        path, span = spans(s.flag_field.value_loc)
-        if span is not None and path == source.path:
+        flag_loc = s.flag_field.value_loc
+        path, span = spans(flag_loc)
+        if span is not None and path == here:
             key_spans[ptr] = span
-        vpath, vspan = spans(s.value_loc)
-        if vspan is not None and vpath == source.path:
+        # a switch's value is its flag: the same place, turned once
+        vpath, vspan = (path, span) if s.value_loc is flag_loc else spans(s.value_loc)
+        if vspan is not None and vpath == here:
             value_spans[ptr] = vspan
         if s.unresolved:
             unresolved[ptr] = s.unresolved
@@ -463,6 +477,7 @@ def load_argv(argv: list[str], path: str = "<argv>", context: LoadContext | None
 
 # --------------------------------------------------------------------------- YAML MODEL_ARGS
 
+_NEWLINE = re.compile("\n")
 _PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*(?::?-[^}]*)?\}?")
 
 
@@ -483,7 +498,7 @@ def load_yaml(source: SourceText, context: LoadContext, collect: list[ParsedRun]
         result.diagnostics.append(input_diagnostic(
             "TL005", "`MODEL_ARGS` must be a mapping of `--flag: value`", span, path=source.path))
         return result
-    starts = [0] + [i + 1 for i, ch in enumerate(source.text) if ch == "\n"]
+    starts = [0] + [m.end() for m in _NEWLINE.finditer(source.text)]  # each line's first offset
 
     def to_loc(span: Span | None) -> Loc | None:
         if span is None:

@@ -66,6 +66,10 @@ class FlagTable:
     by_flag: Mapping[str, list[FlagInfo]]
     by_norm: dict[str, list[str]]
     all_flags: list[str]
+    only: dict[str, FlagInfo] = field(default_factory=dict, compare=False, repr=False)
+    """The flags looked up so far that have one definition, with it (most flags): what
+    :meth:`ArgReader._choose` gives for them whatever the dialect and entry point, found by one
+    dict lookup. A table never changes once made, so neither does this."""
 
     def candidates(self, flag: str) -> list[FlagInfo]:
         return self.by_flag.get(flag, [])
@@ -129,6 +133,13 @@ class _SchemaFlags(Mapping[str, list[FlagInfo]]):
         if made is None:
             made = self._made[flag] = [_info_of(flag, dest, prop, legacy) for dest, prop, legacy in self._sources[flag]]
         return made
+
+    def get(self, flag: str, default: Any = None) -> Any:
+        # Mapping.get goes through __getitem__ and a KeyError for every unknown flag; one lookup per word read
+        made = self._made.get(flag)
+        if made is not None:
+            return made
+        return self[flag] if flag in self._sources else default
 
     def __contains__(self, flag: object) -> bool:
         return flag in self._sources
@@ -208,6 +219,8 @@ class ParsedArgs:
 def _looks_like_flag(text: str) -> bool:
     if not text.startswith("-") or text == "-" or text == "--":
         return False
+    if text[1] == "-":
+        return True  # "--x" (most words here): no number has two signs, so float() would only raise
     try:
         float(text)
         return False  # a negative number is a value
@@ -250,6 +263,8 @@ class ArgReader:
         self.out = ParsedArgs()
         self._reported_unknown: set[tuple] = set()
         self._shape_from_checkpoint: bool | None = None
+        self._given: list[Field] = []
+        """The arguments :meth:`read` was given, as given."""
         self._foreign: list[str] = []
         """Flags the target does not define that are no misspelling of one it does."""
         self._refused: list[tuple[int, int, str]] = []
@@ -361,10 +376,14 @@ class ArgReader:
         return (Related(message, span, path),)
 
     def _choose(self, flag: str) -> FlagInfo | None:
+        only = self.table.only.get(flag)
+        if only is not None:
+            return only
         cands = self.table.candidates(flag)
         if not cands:
             return None
         if len(cands) == 1:
+            self.table.only[flag] = cands[0]
             return cands[0]
         for c in cands:
             if c.entry_points and entry_matches(self.entry, c.entry_points):
@@ -390,12 +409,13 @@ class ArgReader:
         if self._shape_from_checkpoint is None:
             from trainlint.rules.estimation.scope import trains
 
-            self._shape_from_checkpoint = not trains(self.entry)
+            # asked only when a size breaks its minimum (rare): the whole command is searched then
+            self._shape_from_checkpoint = any(f.text == "--use-checkpoint-args" for f in self._given) \
+                or not trains(self.entry)
         return self._shape_from_checkpoint
 
     def read(self, fields: list[Field]) -> ParsedArgs:
-        if any(f.text == "--use-checkpoint-args" for f in fields):
-            self._shape_from_checkpoint = True
+        self._given = fields
         if len(fields) > MAX_ARGUMENTS:
             self._diag("TL012", f"the command has more than {MAX_ARGUMENTS} arguments; only the first {MAX_ARGUMENTS} are read "
                        "(a real launch command has a few hundred)", fields[MAX_ARGUMENTS].site, severity=Severity.WARNING)
@@ -417,13 +437,13 @@ class ArgReader:
                 i = j
                 continue
             # A quoted "--flag value" element (a bash array element) is split like the shell would.
-            if " " in text.strip() and text.startswith("--"):
+            if " " in text and text.startswith("--") and " " in text.strip():
                 parts = _split_field(f)
                 fields = fields[:i] + parts + fields[i + 1:]
                 n = len(fields)
                 continue
             name, eq, inline = text.partition("=") if text.startswith("--") else (text, "", "")
-            info = self._choose(name)
+            info = self.table.only.get(name) or self._choose(name)
             spelled = name
             if info is None:
                 alt = [a for a in self.table.normalised(name) if a != name]
@@ -446,8 +466,8 @@ class ArgReader:
                     continue
             first = len(self.out.diagnostics)
             i = self._known(fields, i, info, spelled, f, inline if eq else None)
-            status = (info.deprecated or {}).get("status")
-            if status in ("error", "exits") and self.dialect == CURRENT:
+            dep = info.deprecated
+            if dep is not None and dep.get("status") in ("error", "exits") and self.dialect == CURRENT:
                 self._refused.append((first, len(self.out.diagnostics), spelled))
         self._written_for_another_release()
         return self.out
@@ -580,7 +600,8 @@ class ArgReader:
 
     def _known(self, fields: list[Field], i: int, info: FlagInfo, spelled: str, f: Field, inline: str | None) -> int:
         flag_loc = f.value_loc
-        self._dialect_checks(info, spelled, flag_loc, inline is None)
+        if info.entry_points is not None or info.deprecated is not None:  # nothing to check otherwise (most flags)
+            self._dialect_checks(info, spelled, flag_loc, inline is None)
         i += 1
         value_fields: list[Field] = []
         if info.takes_value:
@@ -686,17 +707,11 @@ class ArgReader:
     def _convert(self, info: FlagInfo, spelled: str, flag_field: Field, values: list[Field], inline: bool) -> Setting:
         setting = Setting(info, spelled, flag_field, None, values, inline=inline)
         if not info.takes_value:
-            if info.action == "store_true":
-                setting.value = True
-            elif info.action == "store_false":
-                setting.value = False
-            elif info.action == "count":
-                setting.value = 1
-            else:
-                setting.value = True
+            setting.value = _SWITCH_VALUE.get(info.action, True)
             setting.value_loc = flag_field.value_loc
             return setting
         converted: list[Any] = []
+        typed = info.for_dialect(self.dialect)  # the same for each value: looked up once
         for vf in values:
             if vf.text is None:
                 reason = vf.unknowns[0].unknown if vf.unknowns else "unknown"
@@ -710,7 +725,6 @@ class ArgReader:
                                related=self._related(f"`{spelled}` here", flag_field.value_loc) if loc != flag_field.value_loc else ())
                 converted.append(None)
                 continue
-            typed = info.for_dialect(self.dialect)
             value, error = _convert_one(vf.text, typed)
             if error == "minimum" and self._shape_elsewhere:
                 # argparse takes it; the model is not built from it (a placeholder such as -1)
@@ -743,6 +757,10 @@ class ArgReader:
         elif values:
             setting.value_loc = _cover([v.value_loc for v in values]) or values[0].value_loc
         return setting
+
+
+_SWITCH_VALUE = {"store_true": True, "store_false": False, "count": 1}
+"""What a flag that takes no value sets (store_const and others: True)."""
 
 
 def _typo(written: str, known: str) -> bool:

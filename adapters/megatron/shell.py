@@ -269,6 +269,8 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
     # ----------------------------------------------------------- diagnostics
 
     def _loc(self, node, ft: FileText) -> Loc:
+        if ft.bytes_are_chars:  # ASCII text (most scripts): no byte -> character lookup
+            return Loc(ft.path, node.start_byte, node.end_byte)
         return Loc(ft.path, ft.char(node.start_byte), ft.char(node.end_byte))
 
     def _span(self, loc: Loc) -> Span:
@@ -319,15 +321,16 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         self._step(node, ft)
         self._enter(node, ft)
         try:
-            self._stmt_of(kind, node, ft)
+            handler = _STATEMENTS.get(kind)
+            if handler is not None:
+                handler(self, node, ft)
+            else:
+                self._other_stmt(kind, node, ft)
         finally:
             self._depth -= 1
 
-    def _stmt_of(self, kind: str, node, ft: FileText) -> None:
-        handler = _STATEMENTS.get(kind)
-        if handler is not None:
-            handler(self, node, ft)
-            return
+    def _other_stmt(self, kind: str, node, ft: FileText) -> None:
+        """A statement _STATEMENTS has no handler for."""
         if kind == "ERROR":
             # Evaluate what tree-sitter could recognise inside the unparseable part.
             self._block(node.named_children, ft)
@@ -608,9 +611,9 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         if self._uncertain:
             value.uncertain = True
             if value.array is not None:
-                value.array = [Field(tuple(g.as_uncertain() for g in f.segs), f.site, True) for f in value.array]
+                value.array = [Field(tuple([g.as_uncertain() for g in f.segs]), f.site, True) for f in value.array]
             if value.scalar is not None:
-                value.scalar = tuple(g.as_uncertain() for g in value.scalar)
+                value.scalar = tuple([g.as_uncertain() for g in value.scalar])
         value.assigned_at = value.assigned_at or loc
         self.env.values[name] = value
         if record and not self._quiet:
@@ -621,7 +624,11 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         value_node = node.child_by_field_name("value")
         if name_node is None:
             return None
-        append = any(c.type == "+=" for c in node.children)
+        append = False
+        for c in node.children:  # a loop, not any(generator): every assignment of a script comes here
+            if c.type == "+=":
+                append = True
+                break
         loc = self._loc(node, ft)
         index: int | None = None
         if name_node.type == "subscript":
@@ -853,7 +860,10 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
 
 def _dequote(f: Field) -> Field:
     """Remove the quote characters an eval'd string carries (``--data-path "$X"``)."""
-    if not any(s.unknown is None and ('"' in s.text or "'" in s.text) for s in f.segs):
+    for s in f.segs:  # a loop, not any(generator): this runs for every word of an eval'd string
+        if s.unknown is None and ('"' in s.text or "'" in s.text):
+            break
+    else:
         return f  # nothing to remove: the same field (and the text it has worked out already)
     out = []
     for s in f.segs:

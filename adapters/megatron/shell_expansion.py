@@ -34,6 +34,13 @@ class WordExpansion(EvaluatorParts):
 
     def _word_fields(self, node, ft: FileText) -> list[Field]:
         self._step(node, ft)
+        if node.type in ("word", "number"):
+            # one unquoted literal (most words of a script): its one field, without the pieces
+            # and the splitting (a literal piece is never split); the nesting bound as _pieces checks it
+            self._enter(node, ft)
+            self._depth -= 1
+            seg = self._literal(node, ft, unquoted=True)
+            return [Field((seg,), seg.loc, bool(self._uncertain))]
         pieces = self._pieces(node, ft, quoted=False)
         return split_pieces(pieces, self._loc(node, ft), bool(self._uncertain))
 
@@ -65,20 +72,22 @@ class WordExpansion(EvaluatorParts):
 
     def _pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
         self._enter(node, ft)
+        kind = node.type
+        if kind == "word" or kind == "number":
+            # a literal (most parts of words): nothing below it, so no nesting to unwind
+            self._depth -= 1
+            return [Piece([self._literal(node, ft, unquoted=not quoted)], split=False)]
         try:
-            return self._pieces_of(node, ft, quoted)
+            return self._pieces_of(node, kind, ft, quoted)
         finally:
             self._depth -= 1
 
-    def _pieces_of(self, node, ft: FileText, quoted: bool) -> list[Piece]:
-        kind = node.type
+    def _pieces_of(self, node, kind: str, ft: FileText, quoted: bool) -> list[Piece]:
         if kind == "command_name":
             out_name: list[Piece] = []
             for child in node.children:
                 out_name.extend(self._pieces(child, ft, quoted))
             return out_name
-        if kind in ("word", "number"):
-            return [Piece([self._literal(node, ft, unquoted=not quoted)], split=False)]
         if kind == "raw_string":
             loc = self._loc(node, ft)
             inner = Loc(ft.path, loc.start + 1, max(loc.start + 1, loc.end - 1))
@@ -99,20 +108,22 @@ class WordExpansion(EvaluatorParts):
             out: list[Piece] = []
             prev_end = None
             for child in node.children:
-                if prev_end is not None and child.start_byte > prev_end:
+                child_start = child.start_byte
+                if prev_end is not None and child_start > prev_end:
                     # Text tree-sitter leaves between two expansions (spaces, `\` + newline).
-                    gap = Loc(ft.path, ft.char(prev_end), ft.char(child.start_byte))
+                    gap = Loc(ft.path, ft.char(prev_end), ft.char(child_start))
                     out.append(Piece([self._dq_text(ft, gap)], split=False))
                 prev_end = child.end_byte
-                if child.type == "string_content":
+                child_kind = child.type  # read once: each read makes a new str
+                if child_kind == "string_content":
                     out.append(Piece(self._dq_pieces(child, ft), split=False))
-                elif child.type in ('"', '$"', "$"):
+                elif child_kind in ('"', '$"', "$"):
                     continue
                 elif child.is_named:
                     # tree-sitter-bash may start an expansion node with the text before its `$`
                     # (`" \<newline>    ${B}"`): keep that text.
                     raw = child.text
-                    lead = raw.find(b"$") if child.type in ("expansion", "simple_expansion") else 0
+                    lead = raw.find(b"$") if child_kind in ("expansion", "simple_expansion") else 0
                     if lead > 0:
                         start = ft.char(child.start_byte)
                         gap = Loc(ft.path, start, ft.char(child.start_byte + lead))
@@ -137,8 +148,12 @@ class WordExpansion(EvaluatorParts):
         return [Piece([Seg(ft.text[loc.start:loc.end], loc, True)], split=False)]
 
     def _literal(self, node, ft: FileText, unquoted: bool) -> Seg:
-        loc = self._loc(node, ft)
-        raw = ft.text[loc.start:loc.end]
+        if ft.bytes_are_chars:  # as self._loc, inline: a literal is made for most words of a script
+            start, end = node.start_byte, node.end_byte
+        else:
+            start, end = ft.char(node.start_byte), ft.char(node.end_byte)
+        loc = Loc(ft.path, start, end)
+        raw = ft.text[start:end]
         if "\\" not in raw:
             return Seg(raw, loc, True)
         out = []
@@ -159,9 +174,11 @@ class WordExpansion(EvaluatorParts):
 
     def _dq_pieces(self, node, ft: FileText) -> list[Seg]:
         loc = self._loc(node, ft)
+        if not ft.quoted_placeholders:  # the common case: no placeholder anywhere in the file
+            return [self._dq_text(ft, loc)]
         inside = [(a, b) for a, b in ft.quoted_placeholders.items() if loc.start <= a and b <= loc.end]
         if not inside:
-            return [self._dq_content(node, ft)]
+            return [self._dq_text(ft, loc)]
         out: list[Seg] = []
         pos = loc.start
         for a, b in sorted(inside):
@@ -172,9 +189,6 @@ class WordExpansion(EvaluatorParts):
         if pos < loc.end:
             out.append(self._dq_text(ft, Loc(ft.path, pos, loc.end)))
         return out
-
-    def _dq_content(self, node, ft: FileText) -> Seg:
-        return self._dq_text(ft, self._loc(node, ft))
 
     def _dq_text(self, ft: FileText, loc: Loc) -> Seg:
         raw = ft.text[loc.start:loc.end]
@@ -336,24 +350,26 @@ class WordExpansion(EvaluatorParts):
         return name in self.environment or name in self.slurm
 
     def _braced(self, node, ft: FileText, loc: Loc, quoted: bool) -> list[Piece]:
-        children = [c for c in node.children if c.type not in ("${", "}")]
         length = False
         indirect = False
         name: str | None = None
         index: str | None = None
         ops: list[tuple[str, list]] = []
-        for child in children:
+        for child in node.children:
+            kind = child.type  # read once: each read makes a new str
+            if kind == "${" or kind == "}":
+                continue
             if name is None:
-                if child.type == "#" or (not child.is_named and child.text == b"#"):
+                if kind == "#" or (not child.is_named and child.text == b"#"):
                     length = True
                     continue
                 if not child.is_named and child.text == b"!":
                     indirect = True
                     continue
-                if child.type in ("variable_name", "special_variable_name"):
+                if kind == "variable_name" or kind == "special_variable_name":
                     name = child.text.decode("utf-8", "replace")
                     continue
-                if child.type == "subscript":
+                if kind == "subscript":
                     base = child.child_by_field_name("name")
                     idx = child.child_by_field_name("index")
                     name = base.text.decode("utf-8", "replace") if base is not None else "?"
@@ -361,7 +377,7 @@ class WordExpansion(EvaluatorParts):
                     if index is None:
                         index = "?"
                     continue
-                if child.type == "word" and child.text.isdigit():
+                if kind == "word" and child.text.isdigit():
                     name = child.text.decode()
                     continue
             if not child.is_named:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 _IFS_WORD = re.compile(r"[^ \t\n]+")
+_IFS = re.compile(r"[ \t\n]")
 
 
 # Loc, Seg and Field are frozen dataclasses with their own __init__ (init=False), which writes the
@@ -103,16 +104,28 @@ class Field:
         d["segs"] = segs
         d["site"] = site
         d["uncertain"] = uncertain
+        if len(segs) == 1:
+            # most fields are one piece, and nearly every field's text is read (the command's
+            # words, every flag and value): stored now, it is a plain attribute read later instead
+            # of a call to the descriptor below
+            only = segs[0]
+            d["text"] = only.text if only.unknown is None else None
 
     @_computed_once  # a Field never changes (frozen, tuples)
     def known(self) -> bool:
-        return all(s.unknown is None for s in self.segs)
+        return self.text is not None
 
     @_computed_once  # a Field never changes (frozen, tuples)
     def text(self) -> str | None:
-        if not self.known:
-            return None
-        return "".join(s.text for s in self.segs)
+        """The field's characters; None when a piece is unknown."""
+        segs = self.segs
+        if len(segs) == 1:  # most fields: one piece, no join
+            only = segs[0]
+            return only.text if only.unknown is None else None
+        for s in segs:  # a loop, not all(generator): read for every field of every command
+            if s.unknown is not None:
+                return None
+        return "".join([s.text for s in segs])
 
     @property
     def partial_text(self) -> str:
@@ -137,6 +150,11 @@ class Field:
     def value_loc(self) -> Loc | None:
         """The literal where the value was written; for a value assembled from several places,
         the word itself."""
+        if len(self.segs) == 1:  # most fields: the one piece's place, without building a set
+            only_seg = self.segs[0]
+            if only_seg.loc is not None and (only_seg.text or only_seg.unknown):
+                return only_seg.loc
+            return self.site
         locs = {s.loc for s in self.segs if s.loc is not None and (s.text or s.unknown)}
         if len(locs) == 1:
             only = next(iter(locs))
@@ -177,44 +195,61 @@ def split_pieces(pieces: list[Piece], site: Loc | None, uncertain: bool = False)
     """Bash word splitting over the pieces of one word: IFS whitespace in unquoted expansions
     separates fields; quoted text never does. A word made only of empty unquoted expansions
     produces no field at all."""
+    if len(pieces) == 1 and not pieces[0].split:
+        # one literal or quoted part (most words): exactly one field, nothing to split
+        return [Field(tuple(pieces[0].segs), site, uncertain)]
+    unsplit: list[Seg] = []
+    for piece in pieces:
+        if piece.split or piece.field_break_before:
+            break
+        unsplit.extend(piece.segs)
+    else:  # only quoted or literal parts ("$A/x", "--a=$B"): one field of all their pieces
+        return [Field(tuple(unsplit), site, uncertain)]
+    # This runs for every word of a script, so the loop is written out flat: a field is ended
+    # ("flushed") inline rather than by a nested function, and a piece without IFS whitespace is
+    # taken whole instead of through the regular expression.
     fields: list[list[Seg]] = []
     current: list[Seg] = []
     has_content = False  # quoted text (even empty) makes a field exist
-    started = False
-
-    def flush() -> None:
-        nonlocal current, has_content, started
-        if started and (current or has_content):
-            fields.append(current)
-        current, has_content, started = [], False, False
-
     for piece in pieces:
-        if piece.field_break_before:
-            flush()
+        if piece.field_break_before and (current or has_content):
+            fields.append(current)
+            current, has_content = [], False
         if not piece.split:
             current.extend(piece.segs)
             has_content = True
-            started = True
             continue
         for seg in piece.segs:
             if seg.unknown is not None:
                 current.append(seg)
-                started = True
+                continue
+            text = seg.text
+            if not text:
+                continue
+            if _IFS.search(text) is None:
+                # the whole piece: the same Seg when seg.piece(0, len) would equal it (not exact, or
+                # its place as long as its text), which is almost always
+                loc = seg.loc
+                whole = loc is None or not seg.exact or loc.end - loc.start == len(text)
+                current.append(seg if whole else seg.piece(0, len(text)))
                 continue
             # each run of IFS whitespace ends the field; each run of other characters is a piece
-            # (a regular expression, not a loop over characters: this runs for every word of a script)
-            text = seg.text
+            # (as seg.piece(start, end), built here: a long unquoted $OPTIONS has a hundred of them)
+            exact = seg.loc if seg.exact else None  # only an exact piece gets its own sub-span
             pos = 0
             for match in _IFS_WORD.finditer(text):
                 start, end = match.span()
-                if start > pos:
-                    flush()
-                current.append(seg.piece(start, end))
-                started = True
+                if start > pos and (current or has_content):
+                    fields.append(current)
+                    current, has_content = [], False
+                current.append(Seg(match.group(), seg.loc if exact is None else Loc(exact.path, exact.start + start, exact.start + end),
+                                   seg.exact, None, seg.env, seg.uncertain))
                 pos = end
-            if pos < len(text):
-                flush()
-    flush()
+            if pos < len(text) and (current or has_content):
+                fields.append(current)
+                current, has_content = [], False
+    if current or has_content:
+        fields.append(current)
     return [Field(tuple(f), site, uncertain) for f in fields]
 
 

@@ -36,6 +36,19 @@ def _properties() -> dict[str, dict]:
     return load_schema("megatron")["properties"]
 
 
+_DEFAULTS: dict[str, Value | None] = {}
+
+
+def _default_value(dest: str) -> Value | None:
+    """Megatron's default of ``dest`` as a DEFAULT value (None: no such argument), made once per
+    dest: a Value is immutable and the schema does not change, while the rules of every run ask
+    for ~100 defaults."""
+    if dest not in _DEFAULTS:
+        prop = _properties().get(dest)
+        _DEFAULTS[dest] = None if prop is None else default(prop.get("default"), DEFAULT_NOTE)
+    return _DEFAULTS[dest]
+
+
 # Runs of ``tasks/main.py`` (gone from current Megatron-LM in 2024) target an older Megatron with
 # other checks (e.g. no eval-batch divisibility): is_current() leaves them out.
 
@@ -62,16 +75,17 @@ class MegatronArgs:
 
     def known(self, *dests: str) -> bool:
         """Every dest is either resolved or not written at all (so its default applies)."""
-        return all(d in self.spec.settings or (d in _properties() and not self.written(d)) for d in dests)
+        settings, unresolved, properties = self.spec.settings, self.spec.unresolved, _properties()
+        return all(d in settings or (d in properties and d not in unresolved) for d in dests)
 
     def value(self, dest: str) -> Value | None:
         """The written value, else Megatron's default as a DEFAULT value; None when unknown."""
-        if dest in self.spec.settings:
-            return self.spec.settings[dest]
-        prop = _properties().get(dest)
-        if prop is None or self.written(dest):
+        settings = self.spec.settings
+        if dest in settings:
+            return settings[dest]
+        if dest in self.spec.unresolved:
             return None
-        return default(prop.get("default"), DEFAULT_NOTE)
+        return _default_value(dest)
 
     def get(self, dest: str) -> Any:
         """The bare value (callers check :meth:`known` first)."""

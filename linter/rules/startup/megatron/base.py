@@ -20,9 +20,25 @@ class MegatronRule(Rule):
     frameworks = ("megatron",)
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        if not is_current(spec):
+        args = _arguments(spec, ctx.shared)
+        if args is None:
             return
-        yield from self.findings(MegatronArgs(spec), ctx)
+        yield from self.findings(args, ctx)
 
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover
         raise NotImplementedError
+
+
+def _arguments(spec: TrainingSpec, shared: dict) -> MegatronArgs | None:
+    """The run's arguments (None: not a current Megatron-LM run), made once for the ~25 rules of
+    the run: ``shared`` is the engine's dict for the rules of one spec. A MegatronArgs only reads
+    its spec, so sharing it changes nothing but the time."""
+    kept = shared.get(_SHARED_KEY)
+    if kept is not None and kept[0] is spec:
+        return kept[1]
+    args = MegatronArgs(spec) if is_current(spec) else None
+    shared[_SHARED_KEY] = (spec, args)
+    return args
+
+
+_SHARED_KEY = "megatron.arguments"
