@@ -237,20 +237,23 @@ def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict
     shared: dict = {}  # the rules of this spec share what they compute once (RuleContext.shared)
     # the rules' fix searches estimate the same candidate specs: each distinct spec once, in this lint only
     estimator = EstimateMemo(settings.estimate) if settings.estimate else None
+    # what every rule's context holds but its options; each rule gets a copy of its own (~50 rules a run)
+    base = RuleContext(estimate=result, estimator=estimator, project=settings.project, gpus=settings.gpus,
+                       layout_advice=settings.layout_advice, adapters=settings.adapters, shared=shared)
     for rule, options in chosen:
-        if getattr(rule, "needs_estimate", False) and not estimate:
+        needs_estimate = getattr(rule, "needs_estimate", False)
+        if needs_estimate and not estimate:
             continue
         cancel.check()  # between rules (and before the estimate)
-        if getattr(rule, "needs_estimate", False) and not estimate_made:
+        if needs_estimate and not estimate_made:
             estimate_made = True
             try:
                 result = estimator(spec) if estimator else None
             except Exception as exc:  # noqa: BLE001 - an estimator bug is reported, the launch rules still run
                 out.append(input_diagnostic("TL999", f"the estimate failed: {type(exc).__name__}: {exc}",
                                             spec.anchor or FILE_START, path=spec.path))
-        ctx = RuleContext(options=options, estimate=result, estimator=estimator, project=settings.project,
-                          gpus=settings.gpus, layout_advice=settings.layout_advice, adapters=settings.adapters,
-                          shared=shared)
+            base.estimate = result
+        ctx = _context(base, options)
         try:
             for finding in rule().check(spec, ctx):
                 if finding.changes and not finding.edits and finding.fix and settings.write_fixes \
@@ -263,6 +266,15 @@ def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict
                 "TL998", f"rule {rule.code} ({rule.name}) from plugin `{rule.plugin}` failed: {type(exc).__name__}: {exc}",
                 span, path=path))
     return out
+
+
+def _context(base: RuleContext, options: dict[str, Any]) -> RuleContext:
+    """A rule's own context: ``base``'s fields with the rule's options (a copy of the instance
+    dict instead of the dataclass __init__ with eight keywords)."""
+    ctx = object.__new__(RuleContext)
+    ctx.__dict__.update(base.__dict__)
+    ctx.options = options
+    return ctx
 
 
 def locate(spec: TrainingSpec, target: Target) -> tuple[str, Span, Value | None]:

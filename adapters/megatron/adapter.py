@@ -100,21 +100,23 @@ class _Spans:
 
     files: dict[str, FileText]
     extra: dict[str, LineIndex] = field(default_factory=dict)
-    found: dict[Loc, tuple[str, Span]] = field(default_factory=dict)
-    """The spans turned so far: a run's values, their flags and its document ask for the same
-    places several times (the files' texts do not change once read)."""
+    found: dict[tuple[str, int, int], tuple[str, Span]] = field(default_factory=dict)
+    """The spans turned so far, by (path, start, end): a run's values, their flags and its
+    document ask for the same places several times (the files' texts do not change once read).
+    Keyed by a tuple, not the Loc: a Loc hashes and compares in Python, ~3x slower per lookup."""
 
     def __call__(self, loc: Loc | None) -> tuple[str | None, Span | None]:
         if loc is None:
             return None, None
-        hit = self.found.get(loc)
+        key = (loc.path, loc.start, loc.end)
+        hit = self.found.get(key)
         if hit is not None:
             return hit
         ft = self.files.get(loc.path)
         index = ft.index if ft is not None else self.extra.get(loc.path)
         if index is None:
             return loc.path, None
-        out = self.found[loc] = (loc.path, index.span(loc.start, loc.end))
+        out = self.found[key] = (loc.path, index.span(loc.start, loc.end))
         return out
 
 
@@ -229,7 +231,7 @@ def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans) -> Document
     unresolved: dict[str, str] = {}
     here = source.path
     for dest, s in parsed.settings.items():
-        ptr = pointer([dest])
+        ptr = "/" + dest.replace("~", "~0").replace("/", "~1")  # pointer([dest]), without its list and loop
         data[dest] = s.value
         flag_loc = s.flag_field.value_loc
         path, span = spans(flag_loc)

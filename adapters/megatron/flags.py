@@ -66,6 +66,10 @@ class FlagTable:
     by_flag: Mapping[str, list[FlagInfo]]
     by_norm: dict[str, list[str]]
     all_flags: list[str]
+    only: dict[str, FlagInfo] = field(default_factory=dict, compare=False, repr=False)
+    """The flags looked up so far that have one definition, with it (most flags): what
+    :meth:`ArgReader._choose` gives for them whatever the dialect and entry point, found by one
+    dict lookup. A table never changes once made, so neither does this."""
 
     def candidates(self, flag: str) -> list[FlagInfo]:
         return self.by_flag.get(flag, [])
@@ -259,6 +263,8 @@ class ArgReader:
         self.out = ParsedArgs()
         self._reported_unknown: set[tuple] = set()
         self._shape_from_checkpoint: bool | None = None
+        self._given: list[Field] = []
+        """The arguments :meth:`read` was given, as given."""
         self._foreign: list[str] = []
         """Flags the target does not define that are no misspelling of one it does."""
         self._refused: list[tuple[int, int, str]] = []
@@ -370,10 +376,14 @@ class ArgReader:
         return (Related(message, span, path),)
 
     def _choose(self, flag: str) -> FlagInfo | None:
+        only = self.table.only.get(flag)
+        if only is not None:
+            return only
         cands = self.table.candidates(flag)
         if not cands:
             return None
         if len(cands) == 1:
+            self.table.only[flag] = cands[0]
             return cands[0]
         for c in cands:
             if c.entry_points and entry_matches(self.entry, c.entry_points):
@@ -399,12 +409,13 @@ class ArgReader:
         if self._shape_from_checkpoint is None:
             from trainlint.rules.estimation.scope import trains
 
-            self._shape_from_checkpoint = not trains(self.entry)
+            # asked only when a size breaks its minimum (rare): the whole command is searched then
+            self._shape_from_checkpoint = any(f.text == "--use-checkpoint-args" for f in self._given) \
+                or not trains(self.entry)
         return self._shape_from_checkpoint
 
     def read(self, fields: list[Field]) -> ParsedArgs:
-        if any(f.text == "--use-checkpoint-args" for f in fields):
-            self._shape_from_checkpoint = True
+        self._given = fields
         if len(fields) > MAX_ARGUMENTS:
             self._diag("TL012", f"the command has more than {MAX_ARGUMENTS} arguments; only the first {MAX_ARGUMENTS} are read "
                        "(a real launch command has a few hundred)", fields[MAX_ARGUMENTS].site, severity=Severity.WARNING)
@@ -432,7 +443,7 @@ class ArgReader:
                 n = len(fields)
                 continue
             name, eq, inline = text.partition("=") if text.startswith("--") else (text, "", "")
-            info = self._choose(name)
+            info = self.table.only.get(name) or self._choose(name)
             spelled = name
             if info is None:
                 alt = [a for a in self.table.normalised(name) if a != name]
@@ -696,14 +707,7 @@ class ArgReader:
     def _convert(self, info: FlagInfo, spelled: str, flag_field: Field, values: list[Field], inline: bool) -> Setting:
         setting = Setting(info, spelled, flag_field, None, values, inline=inline)
         if not info.takes_value:
-            if info.action == "store_true":
-                setting.value = True
-            elif info.action == "store_false":
-                setting.value = False
-            elif info.action == "count":
-                setting.value = 1
-            else:
-                setting.value = True
+            setting.value = _SWITCH_VALUE.get(info.action, True)
             setting.value_loc = flag_field.value_loc
             return setting
         converted: list[Any] = []
@@ -753,6 +757,10 @@ class ArgReader:
         elif values:
             setting.value_loc = _cover([v.value_loc for v in values]) or values[0].value_loc
         return setting
+
+
+_SWITCH_VALUE = {"store_true": True, "store_false": False, "count": 1}
+"""What a flag that takes no value sets (store_const and others: True)."""
 
 
 def _typo(written: str, known: str) -> bool:
