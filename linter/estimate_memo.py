@@ -26,18 +26,30 @@ class EstimateMemo:
         self.estimator = estimator
         self.kept: dict[tuple, list[tuple[TrainingSpec, Any, Any]]] = {}
         """By a cheap fingerprint of the spec's values: (a snapshot of the spec, its catalog, the estimate)."""
+        self.first: tuple[TrainingSpec, Any, Any] | None = None
+        """The first estimate, kept without its fingerprint until a second call needs it: most runs
+        estimate only their own spec (no fix search), and a fingerprint walks every field."""
         self.made = 0
         """How many estimates were made (not served from ``kept``)."""
 
     def __call__(self, spec: TrainingSpec) -> Any:
-        bucket = self.kept.setdefault(_fingerprint(spec), [])
         catalog = getattr(spec.target, "catalog", None)
-        for kept, kept_catalog, result in bucket:
-            if kept_catalog is catalog and kept == spec:
-                return result
+        bucket = None
+        if self.first is not None or self.kept:
+            if self.first is not None:  # a second call: the first joins the fingerprinted ones
+                self.kept.setdefault(_fingerprint(self.first[0]), []).append(self.first)
+                self.first = None
+            bucket = self.kept.setdefault(_fingerprint(spec), [])
+            for kept, kept_catalog, result in bucket:
+                if kept_catalog is catalog and kept == spec:
+                    return result
         result = self.estimator(spec)  # an exception is not kept: the next call raises it again
         self.made += 1
-        bucket.append((spec.copy(), catalog, result))  # later changes to spec do not reach it
+        entry = (spec.copy(), catalog, result)  # a snapshot: later changes to spec do not reach it
+        if bucket is None:
+            self.first = entry
+        else:
+            bucket.append(entry)
         return result
 
 

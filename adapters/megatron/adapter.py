@@ -35,7 +35,7 @@ from typing import Any
 
 from trainlint.adapters.base import LoadContext, LoadResult
 from trainlint.diagnostics import Diagnostic
-from trainlint.document import Document, pointer
+from trainlint.document import Document
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, LineIndex, Span
 from trainlint.provenance import Origin, from_file
@@ -511,10 +511,10 @@ def load_yaml(source: SourceText, context: LoadContext, collect: list[ParsedRun]
     spans = _Spans({source.path: ft})
     fields: list[Field] = []
     for key, value in args.items():
-        ptr = pointer(["MODEL_ARGS", key])
+        key_text = str(key)
+        ptr = "/MODEL_ARGS/" + key_text.replace("~", "~0").replace("/", "~1")  # pointer(["MODEL_ARGS", key])
         kloc = to_loc(tree.key_spans.get(ptr))
         vloc = to_loc(tree.value_spans.get(ptr))
-        key_text = str(key)
         if value is False:
             continue  # the launcher leaves the flag out
         fields.append(Field((Seg(key_text, kloc, kloc is not None and source.text[kloc.start:kloc.end] == key_text),), kloc))
