@@ -56,6 +56,9 @@ class LintSettings:
     and most changes (a comment, a blank, a value no run reads) leave every run as it was."""
     findings: dict[tuple, tuple[TrainingSpec, Any, tuple[Diagnostic, ...]]] = field(
         default_factory=dict, repr=False, compare=False)
+    builtin_only: dict[tuple, bool] = field(default_factory=dict, repr=False, compare=False)
+    """Whether the rules chosen under a key of :func:`_rules_for` are all built-in (their findings
+    may be reused), asked on every run."""
     """With ``reuse_findings``: per rule set, selection, file, run label and estimate flag, the
     last run seen (a copy), its framework catalog and the diagnostics the rules made of it."""
 
@@ -194,9 +197,8 @@ def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
                estimate: bool = True, result: FileResult | None = None, rules_key: tuple | None = None) -> list[Diagnostic]:
     for_key, chosen = _rules_for(spec, rules, settings, rules_key)
     key = None
-    builtin = _builtin_plugin()
     if settings.reuse_findings and not settings.write_fixes and for_key is not None \
-            and all(rule.plugin == builtin for rule, _ in chosen):
+            and _all_builtin(chosen, for_key, settings):
         # The built-in rules are functions of the run and the session (its estimator, GPU table,
         # options, adapters): the same run, compared whole (every value with its provenance,
         # positions included, the framework target and the catalog object it was read with),
@@ -216,6 +218,18 @@ def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
             settings.findings.pop(next(iter(settings.findings)))
         settings.findings[key] = (spec.copy(), _catalog(spec), tuple(out))
     return out
+
+
+def _all_builtin(chosen: list[tuple[type[Rule], dict]], for_key: tuple, settings: LintSettings) -> bool:
+    """Whether every rule chosen is a built-in one: the same for every run chosen under ``for_key``."""
+    hit = settings.builtin_only.get(for_key)
+    if hit is None:
+        builtin = _builtin_plugin()
+        hit = all(rule.plugin == builtin for rule, _ in chosen)
+        if len(settings.builtin_only) > 64:  # as settings.memo: a session's rule sets rarely change
+            settings.builtin_only.clear()
+        settings.builtin_only[for_key] = hit
+    return hit
 
 
 def _builtin_plugin() -> str:

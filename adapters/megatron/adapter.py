@@ -35,7 +35,7 @@ from typing import Any
 
 from trainlint.adapters.base import LoadContext, LoadResult
 from trainlint.diagnostics import Diagnostic
-from trainlint.document import Document, pointer
+from trainlint.document import Document
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, LineIndex, Span
 from trainlint.provenance import Origin, from_file
@@ -498,28 +498,31 @@ def load_yaml(source: SourceText, context: LoadContext, collect: list[ParsedRun]
         result.diagnostics.append(input_diagnostic(
             "TL005", "`MODEL_ARGS` must be a mapping of `--flag: value`", span, path=source.path))
         return result
-    starts = [0] + [m.end() for m in _NEWLINE.finditer(source.text)]  # each line's first offset
+    file_text, path = source.text, source.path
+    starts = [0] + [m.end() for m in _NEWLINE.finditer(file_text)]  # each line's first offset
+    lines, size = len(starts), len(file_text)
 
     def to_loc(span: Span | None) -> Loc | None:
         if span is None:
             return None
-        a = starts[span.line - 1] + span.column - 1 if span.line - 1 < len(starts) else len(source.text)
-        b = starts[span.end_line - 1] + span.end_column - 1 if span.end_line - 1 < len(starts) else len(source.text)
-        return Loc(source.path, a, b)
+        a = starts[span.line - 1] + span.column - 1 if span.line - 1 < lines else size
+        b = starts[span.end_line - 1] + span.end_column - 1 if span.end_line - 1 < lines else size
+        return Loc(path, a, b)
 
     ft = FileText.of(source.path, source.text)
     spans = _Spans({source.path: ft})
     fields: list[Field] = []
+    key_spans, value_spans = tree.key_spans, tree.value_spans
     for key, value in args.items():
-        ptr = pointer(["MODEL_ARGS", key])
-        kloc = to_loc(tree.key_spans.get(ptr))
-        vloc = to_loc(tree.value_spans.get(ptr))
-        key_text = str(key)
         if value is False:
             continue  # the launcher leaves the flag out
-        fields.append(Field((Seg(key_text, kloc, kloc is not None and source.text[kloc.start:kloc.end] == key_text),), kloc))
+        key_text = str(key)
+        ptr = "/MODEL_ARGS/" + key_text.replace("~", "~0").replace("/", "~1")  # pointer(["MODEL_ARGS", key])
+        kloc = to_loc(key_spans.get(ptr))
+        fields.append(Field((Seg(key_text, kloc, kloc is not None and file_text[kloc.start:kloc.end] == key_text),), kloc))
         if value is True or value is None:
-            continue
+            continue  # a switch: no value word
+        vloc = to_loc(value_spans.get(ptr))
         items = value if isinstance(value, list) else [value]
         if isinstance(value, str) and value.startswith("[") and value.endswith("]") and "$" not in value:
             # "[1024 768 512]": the launcher passes a list; read it as the words it becomes.

@@ -9,7 +9,7 @@ checks can run. ``--flag=value`` is accepted, a repeated flag keeps the last val
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any, Callable, Iterator, Mapping, TypeGuard
 
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
@@ -56,7 +56,7 @@ class FlagInfo:
                                enum=(tuple(enum) if enum else None) if has_enum else self.enum)
         return self
 
-    @property
+    @cached_property  # read for every flag of every run; a FlagInfo lives as long as its table
     def takes_value(self) -> bool:
         return self.action in ("store", "append")
 
@@ -609,7 +609,9 @@ class ArgReader:
             if inline is not None:
                 value_fields = [_inline_field(f, len(spelled) + 1)]
             elif nargs in (None, "?", 1):
-                if i < len(fields) and (_is_value_field(fields[i]) or fields[i].text is None):
+                # the next word is the value unless it looks like a flag (most values do not start with a dash)
+                word = fields[i].text if i < len(fields) else ""
+                if i < len(fields) and (word is None or word[:1] != "-" or not _looks_like_flag(word)):
                     value_fields = [fields[i]]
                     i += 1
                 elif nargs != "?":
@@ -711,7 +713,7 @@ class ArgReader:
             setting.value_loc = flag_field.value_loc
             return setting
         converted: list[Any] = []
-        typed = info.for_dialect(self.dialect)  # the same for each value: looked up once
+        typed = info.for_dialect(self.dialect) if info.overrides else info  # the same for each value
         for vf in values:
             if vf.text is None:
                 reason = vf.unknowns[0].unknown if vf.unknowns else "unknown"

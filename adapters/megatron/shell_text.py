@@ -104,6 +104,19 @@ def _quote_states(text: str, offsets: list[int]) -> list[str | None]:
     return [found.get(o, state) for o in offsets]
 
 
+def _quoted_placeholders(text: str, placeholders: dict[int, int]) -> str:
+    """The text with each placeholder's ``<`` and ``>`` written as ``"`` (so it parses as a quoted word):
+    joined from slices, not rebuilt from a list of every character. ``placeholders`` are in text order
+    and do not overlap (one regular expression's matches)."""
+    parts: list[str] = []
+    pos = 0
+    for start, end in placeholders.items():
+        parts += [text[pos:start], '"', text[start + 1:end - 1], '"']
+        pos = end
+    parts.append(text[pos:])
+    return "".join(parts)
+
+
 _STARTS_A_CHARACTER = bytes(0 if 0x80 <= b < 0xC0 else 1 for b in range(256))
 """For bytes.translate: 1 for a byte that starts a UTF-8 character, 0 for a continuation byte."""
 
@@ -135,16 +148,13 @@ class FileText:
             matches = [(m.start(1), m.end(1)) for m in _PLACEHOLDER.finditer(text)]
             if matches:
                 states = _quote_states(text, [a for a, _ in matches])
-                chars = list(text)
                 for (start, end), state in zip(matches, states, strict=True):
                     if state == "dq":
                         quoted[start] = end
                     elif state is None:
                         placeholders[start] = end
-                        chars[start] = '"'
-                        chars[end - 1] = '"'
                 if placeholders:
-                    parse_text = "".join(chars)
+                    parse_text = _quoted_placeholders(text, placeholders)
         data = parse_text.encode("utf-8", errors="surrogatepass")
         ft = cls(path, text, data, LineIndex(text), None, placeholders, quoted)
         if len(data) != len(text):
@@ -161,6 +171,12 @@ class FileText:
         if self._char_of_byte is None:
             return byte_offset
         return self._char_of_byte[min(byte_offset, len(self._char_of_byte) - 1)]
+
+
+MAX_NESTING = 64
+"""Nested statements, expansions and arithmetic (``{ { ...``, ``${A:-${B:-...``): deeper is TL002,
+as JSON and YAML nesting; a real launch script nests a handful of levels. (Here, not in :mod:`.shell`,
+so that word expansion can check it without a call: see ``WordExpansion._pieces``.)"""
 
 
 class Unresolvable(Exception):

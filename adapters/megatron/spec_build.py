@@ -63,7 +63,7 @@ class SpecBuilder:
         if v is None:
             return None
         values = setting.value_fields
-        env = _env_name(values) if values else None  # a switch (no value word) comes from no variable
+        env, uncertain = _variable_and_doubt(values) if values else (None, False)  # a switch: neither
         if env is not None:
             if env.startswith("$"):
                 return Value(v, Provenance(Origin.CLI, key=setting.flag_text, note=f"launch argument {env}"))
@@ -79,7 +79,6 @@ class SpecBuilder:
         if apart and fspan is not None:
             where = f"{fpath}:{fspan}" if fpath and fpath != path else f"line {fspan.line}, column {fspan.column}"
             note = f"value of {setting.flag_text} given at {where}"
-        uncertain = bool(values) and _uncertain(values)
         if uncertain:
             note = (note + "; " if note else "") + "assigned inside a branch trainlint could not decide"
         # positional: every value of every run makes one (keywords cost ~40% more per Provenance)
@@ -585,15 +584,22 @@ def _other_span(a: Span | None, b: Span) -> bool:
                            or a.end_column != b.end_column)
 
 
-def _uncertain(fields: list[Field]) -> bool:
-    """Some of the value was assigned inside a branch trainlint could not decide."""
+def _variable_and_doubt(fields: list[Field]) -> tuple[str | None, bool]:
+    """(:func:`_env_name` of the fields, whether some of them was assigned inside a branch trainlint
+    could not decide), in one pass over the pieces: every value of every run asks both."""
+    first: str | None = None
+    from_env = True
+    uncertain = False
     for f in fields:
-        if f.uncertain:
-            return True
+        uncertain = uncertain or f.uncertain
         for seg in f.segs:
-            if seg.uncertain:
-                return True
-    return False
+            uncertain = uncertain or seg.uncertain
+            if from_env and (seg.text or seg.unknown):
+                if not seg.env:
+                    from_env = False
+                elif first is None:
+                    first = seg.env
+    return (first if from_env else None), uncertain
 
 
 # ------------------------------------------------------------------------------------ engine

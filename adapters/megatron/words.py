@@ -105,11 +105,12 @@ class Field:
         d["site"] = site
         d["uncertain"] = uncertain
         if len(segs) == 1:
-            # most fields are one piece, and nearly every field's text is read (the command's
-            # words, every flag and value): stored now, it is a plain attribute read later instead
-            # of a call to the descriptor below
+            # most fields are one piece, and nearly every field's text and place are read (the
+            # command's words, every flag and value): stored now, they are plain attribute reads
+            # later instead of calls to the descriptors below (the same values they compute)
             only = segs[0]
             d["text"] = only.text if only.unknown is None else None
+            d["value_loc"] = only.loc if only.loc is not None and (only.text or only.unknown) else site
 
     @_computed_once  # a Field never changes (frozen, tuples)
     def known(self) -> bool:
@@ -117,11 +118,8 @@ class Field:
 
     @_computed_once  # a Field never changes (frozen, tuples)
     def text(self) -> str | None:
-        """The field's characters; None when a piece is unknown."""
+        """The field's characters; None when a piece is unknown (a one-piece field has it from __init__)."""
         segs = self.segs
-        if len(segs) == 1:  # most fields: one piece, no join
-            only = segs[0]
-            return only.text if only.unknown is None else None
         for s in segs:  # a loop, not all(generator): read for every field of every command
             if s.unknown is not None:
                 return None
@@ -150,11 +148,6 @@ class Field:
     def value_loc(self) -> Loc | None:
         """The literal where the value was written; for a value assembled from several places,
         the word itself."""
-        if len(self.segs) == 1:  # most fields: the one piece's place, without building a set
-            only_seg = self.segs[0]
-            if only_seg.loc is not None and (only_seg.text or only_seg.unknown):
-                return only_seg.loc
-            return self.site
         locs = {s.loc for s in self.segs if s.loc is not None and (s.text or s.unknown)}
         if len(locs) == 1:
             only = next(iter(locs))
@@ -235,15 +228,16 @@ def split_pieces(pieces: list[Piece], site: Loc | None, uncertain: bool = False)
                 continue
             # each run of IFS whitespace ends the field; each run of other characters is a piece
             # (as seg.piece(start, end), built here: a long unquoted $OPTIONS has a hundred of them)
-            exact = seg.loc if seg.exact else None  # only an exact piece gets its own sub-span
+            loc, is_exact, env, seg_uncertain = seg.loc, seg.exact, seg.env, seg.uncertain
+            exact = loc if is_exact else None  # only an exact piece gets its own sub-span
             pos = 0
             for match in _IFS_WORD.finditer(text):
                 start, end = match.span()
                 if start > pos and (current or has_content):
                     fields.append(current)
                     current, has_content = [], False
-                current.append(Seg(match.group(), seg.loc if exact is None else Loc(exact.path, exact.start + start, exact.start + end),
-                                   seg.exact, None, seg.env, seg.uncertain))
+                current.append(Seg(text[start:end], loc if exact is None else Loc(exact.path, exact.start + start, exact.start + end),
+                                   is_exact, None, env, seg_uncertain))
                 pos = end
             if pos < len(text) and (current or has_content):
                 fields.append(current)

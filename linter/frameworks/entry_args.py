@@ -57,6 +57,10 @@ def entry_file(entry: str | None, script: str | None, root: str | None) -> Path 
     rel = entry.replace("\\", "/")
     for base in bases:
         candidate = Path(rel) if os.path.isabs(rel) else base / rel
+        if not os.path.exists(candidate):
+            # nothing there (the usual case): one stat, not a resolve (an lstat per component); a path
+            # that does not exist resolves to no file either
+            continue
         try:
             real = candidate.resolve()
         except (OSError, RuntimeError):
