@@ -226,7 +226,6 @@ def _is_launcher(f: Field) -> bool:
         return False
     base = t.rsplit("/", 1)[-1]
     return bool(base in ("torchrun", "deepspeed", "srun", "mpirun", "mpiexec", "accelerate") or _PYTHON.match(base))
-    return None
 
 
 def _find_script(fields: list[Field], start: int) -> int | None:

@@ -149,11 +149,8 @@ class Field:
         """The literal where the value was written; for a value assembled from several places,
         the word itself."""
         locs = {s.loc for s in self.segs if s.loc is not None and (s.text or s.unknown)}
-        if len(locs) == 1:
-            only = next(iter(locs))
-            if len(self.segs) == 1 or all(s.loc == only for s in self.segs if s.text or s.unknown):
-                return only
-            return only
+        if len(locs) == 1:  # every piece with characters written at one place
+            return next(iter(locs))
         if not locs:
             return self.site
         # Several literals: when they are adjacent pieces of one word, cover them all.
