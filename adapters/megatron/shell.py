@@ -39,7 +39,7 @@ from trainlint.sources import SourceText, UnreadableSource
 from trainlint.adapters.megatron.shell_arithmetic import Arithmetic
 from trainlint.adapters.megatron.shell_conditions import Conditions
 from trainlint.adapters.megatron.shell_expansion import WordExpansion, split_at_dollar
-from trainlint.adapters.megatron.shell_text import FileText, _parser
+from trainlint.adapters.megatron.shell_text import MAX_NESTING, FileText, _parser
 from trainlint.adapters.megatron.words import (
     EnvMap,
     Field,
@@ -69,9 +69,6 @@ of the file is still read once, in linear time, and a launch line after a bomb i
 MAX_SCRIPT_BYTES = 1024 * 1024
 """A script (or a sourced file) larger than this is not parsed (TL012 error): tree-sitter takes ~1 s
 and ~150 MB per MB of short statements, and the corpus's largest launch script is 10 KB."""
-MAX_NESTING = 64
-"""Nested statements, expansions and arithmetic (``{ { ...``, ``${A:-${B:-...``): deeper is TL002,
-as JSON and YAML nesting; a real launch script nests a handful of levels."""
 MAX_WORDS = 5000
 """Words of one command evaluated (flags.MAX_ARGUMENTS reports the cut): bounds a generated script."""
 

@@ -12,7 +12,7 @@ import os
 import posixpath
 import re
 
-from trainlint.adapters.megatron.shell_text import EvaluatorParts, FileText, Unresolvable
+from trainlint.adapters.megatron.shell_text import MAX_NESTING, EvaluatorParts, FileText, Unresolvable
 from trainlint.adapters.megatron.words import Field, Loc, Piece, Seg, VarValue, join_segs, split_pieces
 
 _SPECIAL_UNKNOWN = {
@@ -34,11 +34,9 @@ class WordExpansion(EvaluatorParts):
 
     def _word_fields(self, node, ft: FileText) -> list[Field]:
         self._step(node, ft)
-        if node.type in ("word", "number"):
+        if node.type in ("word", "number") and self._depth < MAX_NESTING:
             # one unquoted literal (most words of a script): its one field, without the pieces
-            # and the splitting (a literal piece is never split); the nesting bound as _pieces checks it
-            self._enter(node, ft)
-            self._depth -= 1
+            # and the splitting (a literal piece is never split); at the nesting bound, _pieces reports it
             seg = self._literal(node, ft, unquoted=True)
             return [Field((seg,), seg.loc, bool(self._uncertain))]
         pieces = self._pieces(node, ft, quoted=False)
@@ -71,12 +69,12 @@ class WordExpansion(EvaluatorParts):
 
 
     def _pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
-        self._enter(node, ft)
         kind = node.type
-        if kind == "word" or kind == "number":
-            # a literal (most parts of words): nothing below it, so no nesting to unwind
-            self._depth -= 1
+        if (kind == "word" or kind == "number") and self._depth < MAX_NESTING:
+            # a literal (most parts of words): nothing below it, so no nesting to count, only the
+            # bound to respect (at it, _enter below reports it as for any other node)
             return [Piece([self._literal(node, ft, unquoted=not quoted)], split=False)]
+        self._enter(node, ft)
         try:
             return self._pieces_of(node, kind, ft, quoted)
         finally:

@@ -173,6 +173,12 @@ class FileText:
         return self._char_of_byte[min(byte_offset, len(self._char_of_byte) - 1)]
 
 
+MAX_NESTING = 64
+"""Nested statements, expansions and arithmetic (``{ { ...``, ``${A:-${B:-...``): deeper is TL002,
+as JSON and YAML nesting; a real launch script nests a handful of levels. (Here, not in :mod:`.shell`,
+so that word expansion can check it without a call: see ``WordExpansion._pieces``.)"""
+
+
 class Unresolvable(Exception):
     """A value that cannot be known statically (the message says why)."""
 
