@@ -429,7 +429,8 @@ class ArgReader:
                 i += 1
                 self._unknown_word(f)
                 continue
-            if not _looks_like_flag(text):
+            # "--name..." (nearly every word here) is a flag without asking _looks_like_flag
+            if not (len(text) > 2 and text[1] == "-" and text[0] == "-") and not _looks_like_flag(text):
                 j = i
                 while j < n and fields[j].text is not None and not _looks_like_flag(fields[j].text):
                     j += 1

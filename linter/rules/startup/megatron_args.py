@@ -76,7 +76,8 @@ class MegatronArgs:
     def known(self, *dests: str) -> bool:
         """Every dest is either resolved or not written at all (so its default applies)."""
         settings, unresolved, properties = self.spec.settings, self.spec.unresolved, _properties()
-        return all(d in settings or (d in properties and d not in unresolved) for d in dests)
+        # a list, not a generator: one call instead of one resumption per dest (~25 calls a run)
+        return not [d for d in dests if d not in settings and (d not in properties or d in unresolved)]
 
     def value(self, dest: str) -> Value | None:
         """The written value, else Megatron's default as a DEFAULT value; None when unknown."""
@@ -85,6 +86,8 @@ class MegatronArgs:
             return settings[dest]
         if dest in self.spec.unresolved:
             return None
+        if dest in _DEFAULTS:  # made already (most asks): no call
+            return _DEFAULTS[dest]
         return _default_value(dest)
 
     def get(self, dest: str) -> Any:
