@@ -56,11 +56,11 @@ class LintSettings:
     and most changes (a comment, a blank, a value no run reads) leave every run as it was."""
     findings: dict[tuple, tuple[TrainingSpec, Any, tuple[Diagnostic, ...]]] = field(
         default_factory=dict, repr=False, compare=False)
+    """With ``reuse_findings``: per rule set, selection, file, run label and estimate flag, the
+    last run seen (a copy), its framework catalog and the diagnostics the rules made of it."""
     builtin_only: dict[tuple, bool] = field(default_factory=dict, repr=False, compare=False)
     """Whether the rules chosen under a key of :func:`_rules_for` are all built-in (their findings
     may be reused), asked on every run."""
-    """With ``reuse_findings``: per rule set, selection, file, run label and estimate flag, the
-    last run seen (a copy), its framework catalog and the diagnostics the rules made of it."""
 
 
 def settings_from(project: ProjectConfig, *, select: list[str] | None = None, extend_select: Sequence[str] = (),
