@@ -15,6 +15,13 @@ import re
 from trainlint.adapters.megatron.shell_text import MAX_NESTING, EvaluatorParts, FileText, Unresolvable
 from trainlint.adapters.megatron.words import Field, Loc, Piece, Seg, VarValue, join_segs, split_pieces
 
+_SCHEDULER_SET = re.compile(r"(SLURM|PBS|LSB|OMPI_COMM_WORLD|PMIX?|COBALT|FLUX)_")
+"""Variables a scheduler or MPI launcher sets in every job it starts (slurm, PBS, LSF, Open MPI,
+PMI). The default of ``${SLURM_NNODES:-1}`` holds only when the script runs outside the scheduler
+it is written for; unless an ``#SBATCH`` allocation or ``--env`` gives the variable, the default is
+read marked uncertain (as a value from an undecided branch): the rules treat it as unknown instead
+of judging a world size the job will not have, and an estimate states it as assumed."""
+
 _SPECIAL_UNKNOWN = {
     "@": "$@ (the script's arguments)",
     "*": "$* (the script's arguments)",
@@ -414,6 +421,9 @@ class WordExpansion(EvaluatorParts):
             if (name.isdigit() or name in ("@", "*")) and self.arguments is None:
                 use_default = True  # positional parameters: the script's own default is the value it documents
             default_pieces = self._operand_pieces(operand, ft, quoted)
+            if use_default and is_set is False and _SCHEDULER_SET.match(name):
+                default_pieces = [Piece([s.as_uncertain() for s in p.segs], p.split, p.field_break_before)
+                                  for p in default_pieces]
             if op in (":-", "-"):
                 return default_pieces if use_default else base
             if op in (":=", "="):

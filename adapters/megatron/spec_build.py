@@ -233,7 +233,11 @@ class SpecBuilder:
         if world is not None:
             c.world_size = world
         elif gpn is not None and nodes is not None and isinstance(gpn.value, int) and isinstance(nodes.value, int):
-            c.world_size = derived(gpn.value * nodes.value, "gpus per node x nodes (launcher arguments)", gpn, nodes)
+            world_size = derived(gpn.value * nodes.value, "gpus per node x nodes (launcher arguments)", gpn, nodes)
+            if gpn.provenance.uncertain or nodes.provenance.uncertain:  # a product of a guess is one
+                world_size = Value(world_size.value, Provenance(
+                    Origin.DERIVED, note=world_size.provenance.note, inputs=world_size.provenance.inputs, uncertain=True))
+            c.world_size = world_size
         elif self.ctx.launchers == ["python"] or self.ctx.launchers == ["direct"]:
             c.world_size = derived(1, "a single process (plain python, no distributed launcher)")
 
@@ -281,7 +285,10 @@ class SpecBuilder:
             return Value(n, Provenance(Origin.PROJECT_CONFIG, key=f"launcher {what}",
                                        note=f"shell variable {env} from the project config ([tool.trainlint] env)"))
         path, span = self.ctx.span_of(f.value_loc)
-        return Value(n, Provenance(Origin.FILE, path=path, span=span, key=f"launcher {what}"))
+        # from an undecided branch, or a scheduler variable's default (${SLURM_NNODES:-1}): a guess
+        doubt = f.uncertain or any(seg.uncertain for seg in f.segs)
+        note = f"the {what} the script gives outside the branch or scheduler that sets it at launch" if doubt else ""
+        return Value(n, Provenance(Origin.FILE, path=path, span=span, key=f"launcher {what}", note=note, uncertain=doubt))
 
     def _parallel(self) -> None:
         p = self.spec.parallel

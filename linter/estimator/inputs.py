@@ -421,7 +421,22 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         world_entry = None
     else:
         file_world = None
-    if world_entry is not None:
+    if world_entry is not None and world_entry.provenance.uncertain:
+        # the script's world size outside the branch or scheduler that decides it at launch (an
+        # undecided `if`, ${SLURM_NNODES:-1} with no allocation): estimated with, but a guess
+        world = _count(r, "cluster.world_size", world_entry)
+        if world is None:
+            return None, r.missing, r.assumptions
+        # the place of the guess (the nodes from ${SLURM_NNODES:-1}), not of the GPUs per node beside it
+        guess = next((p for p in world_entry.provenance.inputs if p.uncertain and p.span is not None),
+                     world_entry.provenance)
+        at = f" at {guess.path}:{guess.span.line}" if guess.path and guess.span else ""
+        r.assumptions.append(Assumption(
+            "cluster.world_size", world, Origin.ASSUMED.value,
+            f"the world size the script gives{at} when the branch or scheduler variable it depends on does not "
+            "decide it (unknown until launch); the memory, speed and communication rules do not judge an assumed "
+            "world size (--nodes N, or `nodes` in [tool.trainlint])"))
+    elif world_entry is not None:
         world = _count(r, "cluster.world_size", world_entry)
         if world is None:
             return None, r.missing, r.assumptions
