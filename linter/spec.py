@@ -234,6 +234,10 @@ class RunSpec:
     launch_only: Value | None = None
     """Layout settings written but only known at launch (``--tensor-model-parallel-size $TP``), as
     ``[flag, why]`` pairs: an estimate would silently take the framework's default for them."""
+    other_release: Value | None = None
+    """The flags that show a Megatron-LM script is written for another release or a fork than
+    the one it is checked against (assumed, no framework source beside it): a list of flags the
+    assumed release does not define. The launch rules of that release speak as warnings on it."""
 
 
 SECTIONS = ("model", "parallel", "batch", "precision", "memory", "cluster", "run", "engine")

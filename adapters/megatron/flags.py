@@ -214,6 +214,10 @@ class ParsedArgs:
     unknown_flags: list[str] = field(default_factory=list)
     passthrough: list[Field] = field(default_factory=list)
     """Fields whose content is unknown (``$@``, ``${EXTRA_ARGS}`` from the environment)."""
+    other_release: tuple[str, ...] = ()
+    """With the Megatron version assumed: the script's flags (two or more, at upstream's own entry
+    point) that upstream does not define and that misspell none it does (`--use-tfrecords`,
+    `--presplit-sentences`): it is written for another release or a fork (empty: nothing says so)."""
 
 
 def _looks_like_flag(text: str) -> bool:
@@ -481,14 +485,16 @@ class ArgReader:
         release it targets is not known, and older releases read the refused flag: its TL008, and the
         type current Megatron gives its value (TL005/TL006), are warnings that say so (issue 17: a
         removed name speaks as an error only for a version known to refuse it)."""
-        if not self._refused or self._known_target or len(set(self._foreign)) < 2:
+        if self._known_target or len(set(self._foreign)) < 2:
             return
         if self.entry is not None and not is_core_entry(self.entry):
             return
+        self.out.other_release = tuple(sorted(set(self._foreign)))
+        if not self._refused:
+            return
         from dataclasses import replace
 
-        shown = ", ".join(f"`{n}`" for n in sorted(set(self._foreign))[:3])
-        more = " ..." if len(set(self._foreign)) > 3 else ""
+        shown, more = other_release_flags(self.out.other_release)
         for first, end, spelled in self._refused:
             for k in range(first, end):
                 d = self.out.diagnostics[k]
@@ -764,6 +770,12 @@ class ArgReader:
 
 _SWITCH_VALUE = {"store_true": True, "store_false": False, "count": 1}
 """What a flag that takes no value sets (store_const and others: True)."""
+
+
+def other_release_flags(flags: tuple[str, ...]) -> tuple[str, str]:
+    """The first three of a script's flags that show it is written for another release, as a
+    message quotes them, and " ..." when there are more."""
+    return ", ".join(f"`{n}`" for n in flags[:3]), " ..." if len(flags) > 3 else ""
 
 
 def _typo(written: str, known: str) -> bool:

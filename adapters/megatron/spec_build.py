@@ -439,6 +439,9 @@ class SpecBuilder:
         # --use-checkpoint-args: load_args_from_checkpoint (megatron/training/checkpointing.py) overrides
         # the model shape and parallel flags with the checkpoint's
         r.shape_from_checkpoint = self.spec.settings.get("use_checkpoint_args")
+        if self.parsed.other_release:
+            r.other_release = derived(list(self.parsed.other_release),
+                                      "flags the assumed Megatron-LM release does not define")
 
 
 def framework_facts(spec: TrainingSpec) -> None:
