@@ -47,3 +47,13 @@ def test_an_allocation_gives_the_slurm_variable(tmp_path: Path, capsys: pytest.C
     assert out["world_size"] == 16
     world = next((a for a in out["assumptions"] if a["field"] == "cluster.world_size"), {})
     assert world.get("origin") != "assumed"
+
+
+def test_tl900_says_the_world_size_is_known_only_at_launch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = tmp_path / "train.sh"
+    script.write_text(SCRIPT.format(nodes="${SLURM_NNODES:-1}"))
+    main(["check", "--isolated", "--format", "json", "--gpu", "h100-sxm", "--select", "TL900", str(script)])
+    messages = [d["message"] for f in json.loads(capsys.readouterr().out)["files"] for d in f["diagnostics"]]
+    assert len(messages) == 1
+    assert "how many GPUs the run uses is known only at launch (the script's 8 rests on" in messages[0]
+    assert "${SLURM_NNODES:-1}" in messages[0]

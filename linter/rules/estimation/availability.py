@@ -52,8 +52,7 @@ class EstimateUnavailable(Rule):
                 yield Finding("memory and speed not judged: the estimator does not model this run: "
                               + "; ".join(f"{g.setting} ({g.why})" for g in gaps))
             elif unjudged(est):
-                said = "; ".join(f"{_WHAT[a.field]} is not stated (`trainlint estimate` assumes {a.value}; "
-                                 f"give {UNJUDGED[a.field]})" for a in unjudged(est))
+                said = "; ".join(_unstated(spec, a.field, a.value) for a in unjudged(est))
                 if memory_verdict(spec, est, ctx.estimator, ctx.shared) is not None:
                     yield Finding(f"speed and communication not judged: {said}; memory per GPU is judged at the "
                                   "least it takes over every data-parallel size the config allows")
@@ -69,6 +68,16 @@ class EstimateUnavailable(Rule):
             by_how.setdefault(item.how, []).append(item.what)
         missing = "; ".join(f"{', '.join(whats)} ({how})" for how, whats in by_how.items())
         yield Finding(f"memory and speed not estimated, missing: {missing}")
+
+
+def _unstated(spec: TrainingSpec, field: str, assumed: object) -> str:
+    """Why an input the rules need is an assumption, and how to give it."""
+    written = spec.get(field)
+    if written is not None and written.provenance.uncertain:
+        # the script states one, from a branch or a scheduler variable's default (${SLURM_NNODES:-1})
+        return (f"{_WHAT[field]} is known only at launch (the script's {assumed} rests on an undecided branch or a "
+                f"scheduler variable's default such as ${{SLURM_NNODES:-1}}; give {UNJUDGED[field]})")
+    return f"{_WHAT[field]} is not stated (`trainlint estimate` assumes {assumed}; give {UNJUDGED[field]})"
 
 
 RULES: list[type] = [EstimateUnavailable]
