@@ -15,10 +15,12 @@ from trainlint.positions import FILE_START, Span
 
 def pointer(parts: Iterable[Any]) -> str:
     """``["a", 0, "b/c"]`` -> ``/a/0/b~1c``."""
-    out = []
-    for part in parts:
-        out.append("/" + str(part).replace("~", "~0").replace("/", "~1"))
-    return "".join(out)
+    return "".join(["/" + escape_key(str(part)) for part in parts])
+
+
+def escape_key(key: str) -> str:
+    """One key as a JSON Pointer token: ``b/c`` -> ``b~1c`` (RFC 6901)."""
+    return key.replace("~", "~0").replace("/", "~1")
 
 
 def pointer_parts(ptr: str) -> list[str]:

@@ -12,11 +12,10 @@ make again. The rules only read estimates (none changes one), so one object can 
 
 from __future__ import annotations
 
-from dataclasses import fields
 from operator import attrgetter
 from typing import Any, Callable
 
-from trainlint.spec import SECTIONS, TrainingSpec
+from trainlint.spec import SECTIONS, TrainingSpec, field_names
 
 _PLAIN = (int, float, str, bool, type(None))
 
@@ -78,7 +77,7 @@ def _fields_of(section: Any) -> Callable[[Any], tuple]:
     :meth:`TrainingSpec.items`' getattr and dotted name per field; ~30 fingerprints a lint)."""
     getter = _GETTERS.get(type(section))
     if getter is None:
-        names = [f.name for f in fields(section)]
+        names = field_names(section)
         # attrgetter of one name gives the value itself, not a 1-tuple
         getter = attrgetter(*names) if len(names) > 1 else (lambda obj: tuple(getattr(obj, n) for n in names))
         _GETTERS[type(section)] = getter

@@ -314,7 +314,7 @@ class TrainingSpec:
         """Every set field as (``section.name``, Value)."""
         for section in SECTIONS:
             obj = getattr(self, section)
-            for name in _field_names(obj):
+            for name in field_names(obj):
                 entry = getattr(obj, name)
                 if entry is not None:
                     yield f"{section}.{name}", entry
@@ -366,7 +366,7 @@ def _shallow(obj: Any) -> Any:
 _FIELD_NAMES: dict[type, tuple[str, ...]] = {}
 
 
-def _field_names(obj: Any) -> tuple[str, ...]:
+def field_names(obj: Any) -> tuple[str, ...]:
     """A section's field names in order (``dataclasses.fields`` filters the class's fields on every
     call; :meth:`TrainingSpec.items` is asked for every estimate's fingerprint)."""
     cls = type(obj)

@@ -8,7 +8,6 @@ import trainlint.estimator as estimator_module
 from trainlint.cli import main
 from trainlint.estimate_memo import EstimateMemo
 from trainlint.provenance import Origin, Provenance, Value
-from trainlint.rules.estimation.fixes import copy_spec
 from trainlint.spec import TrainingSpec
 
 FILE = Provenance(Origin.FILE, path="x.json", key="k")
@@ -37,7 +36,7 @@ def test_equal_specs_estimate_once():
     memo = EstimateMemo(counting)
     first = memo(spec())
     assert memo(spec()) is first  # equal, not the same object
-    assert memo(copy_spec(spec())) is first
+    assert memo(spec().copy()) is first
     assert len(counting.calls) == 1 and memo.made == 1
 
 
@@ -97,7 +96,7 @@ def test_one_lint_estimates_each_distinct_spec_once(corpus_dir, monkeypatch, cap
     estimated: list[TrainingSpec] = []
 
     def recording(s, ctx):
-        estimated.append(copy_spec(s))
+        estimated.append(s.copy())
         return real(s, ctx)
 
     monkeypatch.setattr(estimator_module, "estimate", recording)

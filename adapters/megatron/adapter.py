@@ -35,7 +35,7 @@ from typing import Any
 
 from trainlint.adapters.base import LoadContext, LoadResult
 from trainlint.diagnostics import Diagnostic
-from trainlint.document import Document
+from trainlint.document import Document, escape_key
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, LineIndex, Span
 from trainlint.provenance import Origin, from_file
@@ -231,7 +231,7 @@ def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans) -> Document
     unresolved: dict[str, str] = {}
     here = source.path
     for dest, s in parsed.settings.items():
-        ptr = "/" + dest.replace("~", "~0").replace("/", "~1")  # pointer([dest]), without its list and loop
+        ptr = "/" + escape_key(dest)  # pointer([dest])
         data[dest] = s.value
         flag_loc = s.flag_field.value_loc
         path, span = spans(flag_loc)
@@ -517,7 +517,7 @@ def load_yaml(source: SourceText, context: LoadContext, collect: list[ParsedRun]
         if value is False:
             continue  # the launcher leaves the flag out
         key_text = str(key)
-        ptr = "/MODEL_ARGS/" + key_text.replace("~", "~0").replace("/", "~1")  # pointer(["MODEL_ARGS", key])
+        ptr = "/MODEL_ARGS/" + escape_key(key_text)  # pointer(["MODEL_ARGS", key])
         kloc = to_loc(key_spans.get(ptr))
         fields.append(Field((Seg(key_text, kloc, kloc is not None and file_text[kloc.start:kloc.end] == key_text),), kloc))
         if value is True or value is None:

@@ -433,8 +433,7 @@ class ArgReader:
                 i += 1
                 self._unknown_word(f)
                 continue
-            # "--name..." (nearly every word here) is a flag without asking _looks_like_flag
-            if not (len(text) > 2 and text[1] == "-" and text[0] == "-") and not _looks_like_flag(text):
+            if not _looks_like_flag(text):
                 j = i
                 while j < n and fields[j].text is not None and not _looks_like_flag(fields[j].text):
                     j += 1
@@ -448,7 +447,7 @@ class ArgReader:
                 n = len(fields)
                 continue
             name, eq, inline = text.partition("=") if text.startswith("--") else (text, "", "")
-            info = self.table.only.get(name) or self._choose(name)
+            info = self._choose(name)
             spelled = name
             if info is None:
                 alt = [a for a in self.table.normalised(name) if a != name]
@@ -616,9 +615,7 @@ class ArgReader:
             if inline is not None:
                 value_fields = [_inline_field(f, len(spelled) + 1)]
             elif nargs in (None, "?", 1):
-                # the next word is the value unless it looks like a flag (most values do not start with a dash)
-                word = fields[i].text if i < len(fields) else ""
-                if i < len(fields) and (word is None or word[:1] != "-" or not _looks_like_flag(word)):
+                if i < len(fields) and (fields[i].text is None or _is_value_field(fields[i])):
                     value_fields = [fields[i]]
                     i += 1
                 elif nargs != "?":

@@ -41,11 +41,6 @@ class WordExpansion(EvaluatorParts):
 
     def _word_fields(self, node, ft: FileText) -> list[Field]:
         self._step(node, ft)
-        if node.type in ("word", "number") and self._depth < MAX_NESTING:
-            # one unquoted literal (most words of a script): its one field, without the pieces
-            # and the splitting (a literal piece is never split); at the nesting bound, _pieces reports it
-            seg = self._literal(node, ft, unquoted=True)
-            return [Field((seg,), seg.loc, bool(self._uncertain))]
         pieces = self._pieces(node, ft, quoted=False)
         return split_pieces(pieces, self._loc(node, ft), bool(self._uncertain))
 
@@ -153,12 +148,8 @@ class WordExpansion(EvaluatorParts):
         return [Piece([Seg(ft.text[loc.start:loc.end], loc, True)], split=False)]
 
     def _literal(self, node, ft: FileText, unquoted: bool) -> Seg:
-        if ft.bytes_are_chars:  # as self._loc, inline: a literal is made for most words of a script
-            start, end = node.start_byte, node.end_byte
-        else:
-            start, end = ft.char(node.start_byte), ft.char(node.end_byte)
-        loc = Loc(ft.path, start, end)
-        raw = ft.text[start:end]
+        loc = self._loc(node, ft)
+        raw = ft.text[loc.start:loc.end]
         if "\\" not in raw:
             return Seg(raw, loc, True)
         out = []

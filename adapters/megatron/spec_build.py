@@ -75,7 +75,7 @@ class SpecBuilder:
         # a switch's value is its flag: one place, turned once
         path, span = (fpath, fspan) if value_loc is flag_loc else self.ctx.span_of(value_loc)
         note = ""
-        apart = fspan is not None and (path != fpath or _other_span(span, fspan))
+        apart = fspan is not None and (path != fpath or span != fspan)
         if apart and fspan is not None:
             where = f"{fpath}:{fspan}" if fpath and fpath != path else f"line {fspan.line}, column {fspan.column}"
             note = f"value of {setting.flag_text} given at {where}"
@@ -278,15 +278,14 @@ class SpecBuilder:
             n = int(f.text)
         except ValueError:
             return None
-        env = _env_name([f])
+        env, doubt = _variable_and_doubt([f])
         if env is not None and env.startswith("$"):
             return Value(n, Provenance(Origin.CLI, key=f"launcher {what}", note=f"launch argument {env}"))
         if env is not None:
             return Value(n, Provenance(Origin.PROJECT_CONFIG, key=f"launcher {what}",
                                        note=f"shell variable {env} from the project config ([tool.trainlint] env)"))
         path, span = self.ctx.span_of(f.value_loc)
-        # from an undecided branch, or a scheduler variable's default (${SLURM_NNODES:-1}): a guess
-        doubt = f.uncertain or any(seg.uncertain for seg in f.segs)
+        # doubt: from an undecided branch, or a scheduler variable's default (${SLURM_NNODES:-1}): a guess
         note = f"the {what} the script gives outside the branch or scheduler that sets it at launch" if doubt else ""
         return Value(n, Provenance(Origin.FILE, path=path, span=span, key=f"launcher {what}", note=note, uncertain=doubt))
 
@@ -573,30 +572,10 @@ def _count_include(text: str) -> int | None:
         return None
 
 
-def _env_name(fields: list[Field]) -> str | None:
-    """The variable name when a value came entirely from the user's declared environment."""
-    # one pass, stopping at the first piece that is not from it (every value of every run is asked)
-    first = None
-    for f in fields:
-        for seg in f.segs:
-            if seg.text or seg.unknown:
-                if not seg.env:
-                    return None
-                if first is None:
-                    first = seg.env
-    return first
-
-
-def _other_span(a: Span | None, b: Span) -> bool:
-    """``a != b``, without the dataclass's generated __eq__ (two tuples per call); a switch's value
-    span is its flag's own object."""
-    return a is not b and (a is None or a.line != b.line or a.column != b.column or a.end_line != b.end_line
-                           or a.end_column != b.end_column)
-
-
 def _variable_and_doubt(fields: list[Field]) -> tuple[str | None, bool]:
-    """(:func:`_env_name` of the fields, whether some of them was assigned inside a branch trainlint
-    could not decide), in one pass over the pieces: every value of every run asks both."""
+    """(the variable's name when the fields' value came entirely from the user's declared
+    environment, whether some of them was assigned inside a branch trainlint could not decide or
+    comes from a scheduler variable's default), in one pass over the pieces."""
     first: str | None = None
     from_env = True
     uncertain = False

@@ -224,17 +224,13 @@ def split_pieces(pieces: list[Piece], site: Loc | None, uncertain: bool = False)
                 current.append(seg if whole else seg.piece(0, len(text)))
                 continue
             # each run of IFS whitespace ends the field; each run of other characters is a piece
-            # (as seg.piece(start, end), built here: a long unquoted $OPTIONS has a hundred of them)
-            loc, is_exact, env, seg_uncertain = seg.loc, seg.exact, seg.env, seg.uncertain
-            exact = loc if is_exact else None  # only an exact piece gets its own sub-span
             pos = 0
             for match in _IFS_WORD.finditer(text):
                 start, end = match.span()
                 if start > pos and (current or has_content):
                     fields.append(current)
                     current, has_content = [], False
-                current.append(Seg(text[start:end], loc if exact is None else Loc(exact.path, exact.start + start, exact.start + end),
-                                   is_exact, None, env, seg_uncertain))
+                current.append(seg.piece(start, end))
                 pos = end
             if pos < len(text) and (current or has_content):
                 fields.append(current)

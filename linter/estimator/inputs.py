@@ -199,11 +199,7 @@ class _Reader:
 
     def get(self, name: str, *, fallback: Any = None, why: str = "", missing: tuple[str, str] | None = None,
             cast: Any = None) -> Any:
-        where = _FIELDS.get(name)
-        if where is None:
-            section, _, field_name = name.partition(".")
-            where = _FIELDS[name] = (section, field_name)
-        entry = getattr(getattr(self.spec, where[0]), where[1])  # spec.get(name), without splitting it each time
+        entry = self.spec.get(name)
         if entry is not None and entry.value is not None:
             try:
                 value = cast(entry.value) if cast else entry.value
@@ -224,10 +220,17 @@ class _Reader:
         return fallback
 
 
-_FIELDS: dict[str, tuple[str, str]] = {}
-"""``section.name`` -> (section, name): the fields resolve() reads, split once."""
 _ASSUMED = Origin.ASSUMED.value
 
+
+def _guessed_world(entry: Value) -> str:
+    """Where a world size the script states as a guess comes from: the place of the guess (the
+    nodes from ${SLURM_NNODES:-1}), not of the GPUs per node beside it."""
+    guess = next((p for p in entry.provenance.inputs if p.uncertain and p.span is not None), entry.provenance)
+    at = f" at {guess.path}:{guess.span.line}" if guess.path and guess.span else ""
+    return (f"the world size the script gives{at} when the branch or scheduler variable it depends on does not "
+            "decide it (unknown until launch); the memory, speed and communication rules do not judge an assumed "
+            "world size (--nodes N, or `nodes` in [tool.trainlint])")
 
 
 def _cluster_override(ctx: EstimateContext) -> bool:
@@ -421,26 +424,16 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         world_entry = None
     else:
         file_world = None
-    if world_entry is not None and world_entry.provenance.uncertain:
-        # the script's world size outside the branch or scheduler that decides it at launch (an
-        # undecided `if`, ${SLURM_NNODES:-1} with no allocation): estimated with, but a guess
+    if world_entry is not None:
         world = _count(r, "cluster.world_size", world_entry)
         if world is None:
             return None, r.missing, r.assumptions
-        # the place of the guess (the nodes from ${SLURM_NNODES:-1}), not of the GPUs per node beside it
-        guess = next((p for p in world_entry.provenance.inputs if p.uncertain and p.span is not None),
-                     world_entry.provenance)
-        at = f" at {guess.path}:{guess.span.line}" if guess.path and guess.span else ""
-        r.assumptions.append(Assumption(
-            "cluster.world_size", world, Origin.ASSUMED.value,
-            f"the world size the script gives{at} when the branch or scheduler variable it depends on does not "
-            "decide it (unknown until launch); the memory, speed and communication rules do not judge an assumed "
-            "world size (--nodes N, or `nodes` in [tool.trainlint])"))
-    elif world_entry is not None:
-        world = _count(r, "cluster.world_size", world_entry)
-        if world is None:
-            return None, r.missing, r.assumptions
-        r.note("cluster.world_size", world_entry)
+        if world_entry.provenance.uncertain:
+            # the script's world size outside the branch or scheduler that decides it at launch (an
+            # undecided `if`, ${SLURM_NNODES:-1} with no allocation): estimated with, but a guess
+            r.assumptions.append(Assumption("cluster.world_size", world, _ASSUMED, _guessed_world(world_entry)))
+        else:
+            r.note("cluster.world_size", world_entry)
     elif ctx.nodes is not None:
         world = _count(r, "cluster.nodes", ctx.nodes)
         per_node = _count(r, "cluster.gpus_per_node", ctx.gpus_per_node)

@@ -26,7 +26,7 @@ from __future__ import annotations
 import heapq
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from trainlint.estimator import Estimate, EstimateContext, InvariantError, MissingInputs, estimate
 from trainlint.estimator.inputs import Inputs
@@ -466,7 +466,11 @@ class _Row:
                       self.engine)
 
 
-
+def _busiest(s: Inputs) -> tuple[int, int]:
+    """The layers of structure ``s``'s busiest pipeline stage and of its last one (which also holds
+    the output layer): what a step-time floor reads of the stages."""
+    kinds = stage_kinds(s)
+    return max(layers for _, layers, _ in kinds), kinds[-1][1]
 
 
 def _costs(s: Inputs, recompute: str, row: _Row, k: int, factory: InputsFactory, cache: dict) -> tuple[Any, float]:
@@ -481,6 +485,7 @@ def _costs(s: Inputs, recompute: str, row: _Row, k: int, factory: InputsFactory,
         output = output_seconds(row.inputs(k, factory), cache)
     return per_layer, output
 
+
 def _layout_bound(s: Inputs, recompute: str, row: _Row, k: int, most: int, last: int, factory: InputsFactory,
                   cache: dict, options: SearchOptions) -> float:
     """The score no layout of ``row``'s ``k``-th batch split can beat: the step time's floor of
@@ -491,6 +496,7 @@ def _layout_bound(s: Inputs, recompute: str, row: _Row, k: int, most: int, last:
     per_layer, output = _costs(s, recompute, row, k, factory, cache)
     floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
     return _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
+
 
 def _structures_of(dims: tuple[int, int, int, int, int], sp: bool, zeros: list, batches: list[tuple[int, int, int]],
                    space: Space, factory: InputsFactory, cache: dict, budget: float, stats: SearchStats,
@@ -512,6 +518,7 @@ def _structures_of(dims: tuple[int, int, int, int, int], sp: bool, zeros: list, 
                 stats.static_pruned += 1
                 continue
             yield zero, engine, dist_opt, kept, s
+
 
 def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOptions,
                     stats: SearchStats) -> Iterator[tuple[float, Layout]]:
@@ -583,8 +590,7 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
         for zero, engine, dist_opt, kept, s in _structures_of(dims, sp, zeros, batches, space, factory, cache, budget,
                                                               stats, cur.dist_opt):
             if shape is None:
-                kinds = stage_kinds(s)
-                shape = (s, max(layers for _, layers, _ in kinds), kinds[-1][1])
+                shape = (s, *_busiest(s))
             for recompute in space.recompute:
                 row = _Row(s, dims, recompute, zero, engine, dist_opt, kept)
                 points = modes.setdefault(recompute, [])
@@ -628,12 +634,21 @@ def _mode_bound(shape: tuple[Inputs, int, int], recompute: str, points: list[tup
     row, k = max(((r, j) for r, j, _ in points), key=lambda rk: rk[0].batches[rk[1]][0])
     micro = row.batches[k][0]
     costs, output = _costs(s, recompute, row, k, factory, cache)
-    per = costs[0].total + costs[2]
+    return _scaled_bound(costs[0].total + costs[2], output, micro, {r.batches[j] for r, j, _ in points}, most, last,
+                         s, s.pp, s.vpp, options)
+
+
+def _scaled_bound(per: float, output: float, micro: int, batches: Iterable[tuple[int, int, int]], most: int, last: int,
+                  shape: Inputs, pp: int, chunks: int, options: SearchOptions) -> float:
+    """The best score over ``batches`` of the step-time floor from one layer's seconds ``per`` and
+    the output layer's ``output`` at micro batch ``micro``, scaled to m / micro at micro m (both
+    are linear in m: see :func:`_structure_bound`), lowered by GROUP_MARGIN. ``shape`` gives the
+    layers, sequence and world size."""
     best = None
-    for m, a, g in {r.batches[j] for r, j, _ in points}:
+    for m, a, g in batches:
         share = m / micro
-        floor = floor_from(per * share, output * share, most, last, a, s.layers, s.pp, s.vpp)
-        score = _score(g * s.seq / (floor * (1 - GROUP_MARGIN)), s.world, options)
+        floor = floor_from(per * share, output * share, most, last, a, shape.layers, pp, chunks)
+        score = _score(g * shape.seq / (floor * (1 - GROUP_MARGIN)), shape.world, options)
         if best is None or score < best:
             best = score
     assert best is not None
@@ -678,23 +693,13 @@ def _structure_bound(dims: tuple[int, int, int, int, int], batches: list[tuple[i
         if output is None:
             output = output_seconds(factory.point(s, micro, ga, gb, least[0]), cache)
         costs = (per, output)
-        kinds = stage_kinds(s)
-        shape = (max(layers for _, layers, _ in kinds), kinds[-1][1], s.vpp)
+        shape = (*_busiest(s), s.vpp)
         if widest is not None and shared is not None:
             shared["costs", tp, cp], shared["shape", pp] = costs, (shape[0], shape[1], None)
     per, output = costs
     most, last, chunks = shape
     chunks = chunks if chunks is not None else (vpp if pp > 1 else 1)
-    b = factory.base
-    best = None
-    for m, a, g in batches:
-        share = m / micro
-        floor = floor_from(per * share, output * share, most, last, a, b.layers, pp, chunks)
-        score = _score(g * b.seq / (floor * (1 - GROUP_MARGIN)), b.world, options)
-        if best is None or score < best:
-            best = score
-    assert best is not None
-    return best
+    return _scaled_bound(per, output, micro, batches, most, last, factory.base, pp, chunks, options)
 
 
 def _enumerate_lazy_flat(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOptions,
@@ -732,8 +737,7 @@ def _enumerate_lazy_flat(spec: TrainingSpec, base: Inputs, space: Space, options
         stats.space_points += len(batches) * len(zeros) * len(space.dist_opt) * len(space.recompute)
         for zero, engine, dist_opt, kept, s in _structures_of((tp, pp, vpp, cp, dp), sp, zeros, batches, space, factory,
                                                               cache, budget, stats, cur.dist_opt):
-            kinds = stage_kinds(s)
-            most, last = max(layers for _, layers, _ in kinds), kinds[-1][1]
+            most, last = _busiest(s)
             for recompute in space.recompute:
                 row = _Row(s, (tp, pp, vpp, cp, dp), recompute, zero, engine, dist_opt, kept)
                 rows.append(row)

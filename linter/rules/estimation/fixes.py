@@ -30,13 +30,8 @@ def _fix_value(value: Any, note: str) -> Value:
     return Value(value, Provenance(Origin.ASSUMED, note=f"candidate fix: {note}"))
 
 
-def copy_spec(spec: TrainingSpec) -> TrainingSpec:
-    """A copy of ``spec`` whose fields and settings can be set without touching the original."""
-    return spec.copy()
-
-
 def _with(spec: TrainingSpec, **fields: Any) -> TrainingSpec:
-    modified = copy_spec(spec)
+    modified = spec.copy()
     for dotted, value in fields.items():
         modified.set(dotted.replace("__", "."), _fix_value(value, dotted))
     set_engine(modified)  # the engine follows the change, as re-reading the fixed file would give
@@ -216,7 +211,7 @@ def search_closest(spec: TrainingSpec, candidates: Callable[[TrainingSpec], Iter
 def _with_setting(spec: TrainingSpec, key: str, value: Any) -> TrainingSpec:
     """``spec`` as re-reading the file with ``key`` written would give: the setting, and the engine
     the adapter derives from it (a write, as the fixed file has it; rules read the engine's fields)."""
-    modified = copy_spec(spec)
+    modified = spec.copy()
     modified.settings[key] = _fix_value(value, key)
     set_engine(modified)
     return modified

@@ -188,9 +188,7 @@ class BuffersDominateMemory(Rule):
         if ctx.estimator is not None:
             # the engine's buckets (the adapter's reading of reduce_bucket_size, allgather_bucket_size,
             # stage3_max_live_parameters, stage3_prefetch_bucket_size) at 5e7
-            from trainlint.rules.estimation.fixes import copy_spec
-
-            modified = copy_spec(spec)
+            modified = spec.copy()
             smaller = Value(5e7, Provenance(Origin.ASSUMED, note="candidate fix"))
             for name in ("reduce_bucket", "allgather_bucket", "zero3_max_live", "zero3_prefetch"):
                 setattr(modified.engine, name, smaller)

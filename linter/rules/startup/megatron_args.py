@@ -86,8 +86,6 @@ class MegatronArgs:
             return settings[dest]
         if dest in self.spec.unresolved:
             return None
-        if dest in _DEFAULTS:  # made already (most asks): no call
-            return _DEFAULTS[dest]
         return _default_value(dest)
 
     def get(self, dest: str) -> Any:
