@@ -100,10 +100,11 @@ def default(value: Any, note: str) -> Value:
 
 
 def derived(value: Any, note: str, *inputs: Value | None) -> Value:
-    return Value(
-        value,
-        Provenance(Origin.DERIVED, note=note, inputs=tuple(v.provenance for v in inputs if v is not None)),
-    )
+    """A value computed from ``inputs``: a guess when one of them is (a value from an undecided
+    branch or a scheduler variable's default makes whatever is computed from it one too)."""
+    sources = tuple(v.provenance for v in inputs if v is not None)
+    return Value(value, Provenance(Origin.DERIVED, note=note, inputs=sources,
+                                   uncertain=any(p.uncertain for p in sources)))
 
 
 def first_span(value: Value | None) -> tuple[str | None, Span | None]:

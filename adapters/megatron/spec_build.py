@@ -233,11 +233,7 @@ class SpecBuilder:
         if world is not None:
             c.world_size = world
         elif gpn is not None and nodes is not None and isinstance(gpn.value, int) and isinstance(nodes.value, int):
-            world_size = derived(gpn.value * nodes.value, "gpus per node x nodes (launcher arguments)", gpn, nodes)
-            if gpn.provenance.uncertain or nodes.provenance.uncertain:  # a product of a guess is one
-                world_size = Value(world_size.value, Provenance(
-                    Origin.DERIVED, note=world_size.provenance.note, inputs=world_size.provenance.inputs, uncertain=True))
-            c.world_size = world_size
+            c.world_size = derived(gpn.value * nodes.value, "gpus per node x nodes (launcher arguments)", gpn, nodes)
         elif self.ctx.launchers == ["python"] or self.ctx.launchers == ["direct"]:
             c.world_size = derived(1, "a single process (plain python, no distributed launcher)")
 
