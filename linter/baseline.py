@@ -120,14 +120,20 @@ def render(results: Sequence, baseline_path: str) -> str:
 
 
 def write(results: Sequence, baseline_path: str) -> int:
-    """Write the baseline (replacing an existing one through trainlint's safe write-back);
-    returns the number of findings recorded."""
+    """Write the baseline (replacing an existing one through trainlint's safe write-back; an
+    existing file that is not a baseline, such as ``pyproject.toml``, is refused); returns the
+    number of findings recorded."""
     from trainlint.safe_write import WriteBackError, snapshot, write_back
 
     text = render(results, baseline_path)
     try:
         if os.path.lexists(baseline_path):
-            write_back(baseline_path, text, snapshot(baseline_path).hash)
+            existing = snapshot(baseline_path)
+            if existing.text.strip() and not _is_baseline(existing.text):
+                raise BaselineError(f"cannot write the baseline {baseline_path}: the file exists and is not a trainlint "
+                                    "baseline (no JSON object with \"tool\": \"trainlint\" and \"findings\"); "
+                                    "not overwritten (name a new file)")
+            write_back(baseline_path, text, existing.hash)
         else:
             # a new file: nothing to lose; "x" refuses to follow a file created meanwhile
             with open(baseline_path, "x", encoding="utf-8", newline="\n") as handle:
@@ -135,6 +141,15 @@ def write(results: Sequence, baseline_path: str) -> int:
     except (WriteBackError, OSError) as exc:
         raise BaselineError(f"cannot write the baseline {baseline_path}: {getattr(exc, 'strerror', None) or exc}") from None
     return len(json.loads(text)["findings"])
+
+
+def _is_baseline(text: str) -> bool:
+    """Whether ``text`` is a baseline --write-baseline wrote (so replacing it loses nothing else)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and data.get("tool") == "trainlint" and isinstance(data.get("findings"), list)
 
 
 @dataclass

@@ -15,6 +15,7 @@ re-checks what was written and reverts a fix that did not remove its finding (:f
 from __future__ import annotations
 
 import difflib
+import os
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -162,13 +163,39 @@ def edits_between(before: str, after: str, path: str | None = None) -> tuple[Edi
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
-    """The change as a unified diff (``--- a/path`` / ``+++ b/path``), as git shows it."""
-    lines = difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
-                                 fromfile=f"a/{path}", tofile=f"b/{path}")
+    """The change as a unified diff (``--- a/path`` / ``+++ b/path``), as git shows it.
+
+    ``before`` and ``after`` are the file's texts as its bytes hold them
+    (:func:`trainlint.safe_write.texts_as_written`): lines are split at ``\\n`` only, so a
+    ``\\r\\n`` line keeps its ``\\r`` (and a BOM stays on the first line), as ``git apply`` and
+    ``patch`` compare them; a last line without a line end is marked ``\\ No newline at end of file``."""
+    name = _diff_path(path)
+    lines = difflib.unified_diff(_lines(before), _lines(after), fromfile=f"a/{name}", tofile=f"b/{name}")
     out = []
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+def _diff_path(path: str) -> str:
+    """``path`` as a diff names it: relative to the current directory when below it, without
+    ``./`` or ``..`` (``git apply`` refuses ``a/./x.json``), with ``/`` separators; else absolute."""
+    absolute = os.path.abspath(path)
+    try:
+        relative = os.path.relpath(absolute)
+    except ValueError:  # another drive (Windows)
+        relative = absolute
+    if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
+        relative = absolute
+    return relative.replace(os.sep, "/")
+
+
+def _lines(text: str) -> list[str]:
+    """``text`` cut after each ``\\n`` (``str.splitlines`` would also cut at ``\\r``, form feeds and
+    U+2028, which no diff tool treats as line ends)."""
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
 
 
 def persisting(fixes: Iterable[Fix], results_before: Iterable, results_after: Iterable) -> list[Fix]:

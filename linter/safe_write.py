@@ -21,8 +21,11 @@ What :func:`write_back` guarantees:
 * The bytes go to a temporary file in the target's own directory (so the rename cannot cross a
   file system), are flushed and ``fsync``-ed, take the target's mode, and replace the target with
   ``os.replace`` (atomic on POSIX); the directory is fsync-ed after. A symlink is kept: the file it
-  points to is replaced. On a full disk, a failing write or a kill at any point, the target holds
-  either its old bytes or its new bytes, never a part; a failed write removes its temporary file.
+  points to is replaced, when that file lies in the checkout the link is in
+  (:mod:`trainlint.checkout`); a symlink out of the checkout is refused. A file without write
+  permission (mode 0444) is refused, not replaced through its directory. On a full disk, a failing
+  write or a kill at any point, the target holds either its old bytes or its new bytes, never a
+  part; a failed write removes its temporary file.
 * Just before replacing, the file the text came from is read again and its text hashed: when it
   changed since ``expected_hash`` was taken (an editor saved it, another tool rewrote it), nothing
   is written and :class:`WriteConflict` says so.
@@ -51,7 +54,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = ["Snapshot", "TargetSnapshot", "WriteBackError", "WriteConflict", "WriteResult", "distinct_targets",
-           "render_like", "snapshot", "snapshot_target", "text_hash", "write_back"]
+           "render_like", "snapshot", "snapshot_target", "text_hash", "texts_as_written", "write_back"]
 
 MAX_BYTES = 8 * 1024 * 1024
 """As trainlint.sources.MAX_FILE_BYTES: a file trainlint does not read is not one it rewrites."""
@@ -255,6 +258,15 @@ def _checked(path: str, expected_hash: str) -> bytes:
     return data
 
 
+def texts_as_written(path: str, data: bytes, new_text: str) -> tuple[str, str]:
+    """The file's text before and after a change, as its bytes hold it: its own line ends (``\\r\\n``
+    kept), a UTF-8 BOM as U+FEFF at the start; what a diff that ``git apply`` / ``patch`` accept
+    compares. ``data``: the file's bytes (:attr:`Snapshot.data`); ``new_text``: the new normalised text."""
+    conv = _conventions(data, path)
+    bom = "\ufeff" if conv.bom == codecs.BOM_UTF8 else ""
+    return bom + conv.raw, bom + _line_ends(conv.raw, new_text)
+
+
 def render_like(path: str | os.PathLike[str], new_text: str, expected_hash: str) -> bytes:
     """The bytes :func:`write_back` would write for ``new_text`` (for ``--write-to -``)."""
     name = os.fspath(path)
@@ -280,12 +292,38 @@ def write_back(path: str | os.PathLike[str], new_text: str, expected_hash: str, 
     new = _encode(data, source, new_text)
     if target is not None:
         _check_target(target)
-    target_path = os.path.realpath(os.fspath(to) if to is not None else source)
-    written = _replace(source, expected_hash, target_path, new, target)
+    named = os.fspath(to) if to is not None else source
+    _refuse_outside_checkout(named)
+    target_path = os.path.realpath(named)
+    written = _replace(source, expected_hash, target_path, new, target, named)
     return WriteResult(source, target_path, written, len(new))
 
 
-def _replace(source: str, expected_hash: str, target: str, new: bytes, before: TargetSnapshot | None) -> bool:
+def _refuse_outside_checkout(named: str) -> None:
+    """A symlink is followed only to a file in the checkout the link is in (:mod:`trainlint.checkout`)."""
+    from trainlint.checkout import outside_checkout
+
+    outside = outside_checkout(named)
+    if outside is not None:
+        raise WriteBackError(f"cannot write {named}: it leads to {outside.real}, outside the checkout "
+                             f"{outside.checkout}; a symlink out of the checkout is not followed, nothing written")
+
+
+def _refuse_read_only(target: str, named: str) -> None:
+    """A file without write permission is one its owner protected: replacing it through its
+    directory (which a rename does) would go around that, so it is refused. Root may write any
+    file, so a file with no write bit at all is refused for root too."""
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        return  # a new file
+    if not mode & 0o222 or not os.access(target, os.W_OK):
+        raise WriteBackError(f"cannot write {named}: the file is read-only (mode {mode:04o}); not rewritten "
+                             "(make it writable to have trainlint change it)")
+
+
+def _replace(source: str, expected_hash: str, target: str, new: bytes, before: TargetSnapshot | None,
+             named: str | None = None) -> bool:
     """Put ``new`` in ``target`` atomically; False when it already holds exactly that."""
     mode, owner = _mode_for(target, source)
     try:
@@ -294,6 +332,7 @@ def _replace(source: str, expected_hash: str, target: str, new: bytes, before: T
         if _same_bytes(target, new):
             _checked(source, expected_hash)
             return False
+        _refuse_read_only(target, named or target)
     except OSError as exc:
         raise WriteBackError(f"cannot write {target}: {_describe(exc)}") from None
     directory = os.path.dirname(target) or "."
@@ -344,7 +383,9 @@ def _write_temp(directory: str, name: str, data: bytes, mode: int, owner: tuple[
     try:
         fd, temp = tempfile.mkstemp(prefix=f"{_TEMP_PREFIX}{name}.", suffix=_TEMP_SUFFIX, dir=directory)
     except OSError as exc:
-        raise WriteBackError(f"cannot write in {directory}: {_describe(exc)}") from None
+        # a replace needs a new file beside the target: a read-only directory or file system stops it
+        raise WriteBackError(f"cannot write {os.path.join(directory, name)}: cannot write in its directory "
+                             f"{directory}: {_describe(exc)}; the file is unchanged") from None
     try:
         try:
             view = memoryview(data)

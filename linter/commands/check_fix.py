@@ -26,6 +26,8 @@ class _Change:
     original_hash: str
     new: str
     fixes: list
+    data: bytes = b""
+    """The file's bytes as read (its line ends and BOM, for ``--diff``)."""
 
 
 def fix_then_report(args: argparse.Namespace, session, lint_all: Callable[[], list], report) -> int:
@@ -41,6 +43,8 @@ def fix_then_report(args: argparse.Namespace, session, lint_all: Callable[[], li
     if args.diff:
         return _show_diff(changes, plans, failures)
     written, write_failures = _write(changes)
+    for message in write_failures:  # a file not written says why (a full disk, a read-only file, ...)
+        print(f"trainlint: error: {message}", file=sys.stderr)
     failures += write_failures
     after = lint_all() if written else linted
     reverted: list = []
@@ -80,14 +84,16 @@ def _changes(plans: dict, read_as: dict[str, str]) -> tuple[list[_Change], list[
             failures.append(f"{path}: a fix does not fit the file ({exc}); not fixed")
             continue
         if new != snap.text:
-            changes.append(_Change(path, snap.text, snap.hash, new, list(file_plan.fixes)))
+            changes.append(_Change(path, snap.text, snap.hash, new, list(file_plan.fixes), snap.data))
     return changes, failures
 
 
 def _show_diff(changes: list[_Change], plans: dict, failures: list[str]) -> int:
     from trainlint import fixes as fixing
+    from trainlint.safe_write import texts_as_written
 
-    out = "".join(fixing.unified_diff(c.path, c.original, c.new) for c in changes)
+    # the texts as the files hold them: a CRLF or BOM file's diff applies with git apply and patch
+    out = "".join(fixing.unified_diff(c.path, *texts_as_written(c.path, c.data, c.new)) for c in changes)
     sys.stdout.write(out)
     count = sum(len(c.fixes) for c in changes)
     print(f"Would fix {count} finding{'s' if count != 1 else ''} in {len(changes)} "
