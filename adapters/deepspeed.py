@@ -280,7 +280,8 @@ def load_deepspeed_config(source: SourceText, frameworks: FrameworkSettings | No
     note = read_note(target, FILE_START, path)
     if note is not None:
         diagnostics.append(note)
-    diagnostics.extend(_judged(check_document(doc, schema), target))
+    # `"_comment": "..."`: the JSON comment convention; DeepSpeed ignores unknown top-level keys
+    diagnostics.extend(_judged(check_document(doc, schema, comment_prefix="_"), target))
     result.documents.append(doc)
     spec = build_spec(doc)
     spec.target = target

@@ -335,7 +335,7 @@ class NeoXReader:
             key = parts[0].replace("-", "_")
             ptr = "/" + "/".join(_escape(p) for p in [key] + parts[1:])
             unresolved[ptr] = "YAML 1.1 scientific-notation string (TL009)"
-            diag = self._sci_diagnostic(sci, key, parts, props, path)
+            diag = self._sci_diagnostic(sci, key, parts, props, path, doc.text)
             if diag is not None:
                 out.append(diag)
         for key in doc.data:
@@ -387,7 +387,7 @@ class NeoXReader:
                          "doing autotuning\" (0, 1, 2 or 3)", doc.locate(ptr), path=path)
 
     @staticmethod
-    def _sci_diagnostic(sci, key: str, parts: list[str], props: dict, path: str) -> Diagnostic | None:
+    def _sci_diagnostic(sci, key: str, parts: list[str], props: dict, path: str, text: str) -> Diagnostic | None:
         written = ".".join(parts)
         fix = sci.suggestion
         base = (f"`{written}: {sci.text}` is the string \"{sci.text}\", not a number: PyYAML (YAML 1.1) reads "
@@ -398,13 +398,16 @@ class NeoXReader:
             types = _types(prop) if prop is not None else set()
             if prop is not None and not types & {"number", "integer"}:
                 return None  # a string-valued key: the string may be meant
-            return input_diagnostic("TL009", base + "; NeoX's type check refuses the config",
+            diag = input_diagnostic("TL009", base + "; NeoX's type check refuses the config",
                                     sci.span, path=path, fix=fix)
+            return _number_written(diag, sci, text, Applicability.SAFE)
         if key in ("optimizer", "scheduler"):
-            return input_diagnostic("TL009", base + f"; NeoX passes `{key}` params to the optimizer as they are",
+            diag = input_diagnostic("TL009", base + f"; NeoX passes `{key}` params to the optimizer as they are",
                                     sci.span, path=path, fix=fix)
-        return input_diagnostic("TL009", base + f"; `{key}` is passed to DeepSpeed, which may refuse or misread it",
+            return _number_written(diag, sci, text, Applicability.SAFE)
+        diag = input_diagnostic("TL009", base + f"; `{key}` is passed to DeepSpeed, which may refuse or misread it",
                                 sci.span, path=path, fix=fix, severity=Severity.WARNING)
+        return _number_written(diag, sci, text, Applicability.UNSAFE)
 
     @staticmethod
     def _exact_integer_check(doc: Document, props: dict, path: str) -> Iterator[Diagnostic]:
@@ -419,6 +422,22 @@ class NeoXReader:
                     "TL005", f"`{key}` must be integer, got number {value!r}; NeoX compares types exactly "
                              f"(write {int(value) if value.is_integer() else value})",
                     doc.locate("/" + _escape(key)), path=path)
+
+
+def _number_written(diag: Diagnostic, sci, text: str, applicability: Applicability) -> Diagnostic:
+    """The TL009 finding with its fix as an edit of the scalar's own token (``2e-5`` -> ``2.0e-5``,
+    the number that was meant, written so that YAML 1.1 reads it). Safe where the string makes
+    NeoX refuse the config or the optimizer fail (nothing that runs can change); unsafe where
+    DeepSpeed gets the value (it may have read the string some way). A value reached through an
+    alias, or a token that is not exactly the text read, keeps the hint only."""
+    from dataclasses import replace
+
+    from trainlint.diagnostics import Edit
+    from trainlint.key_edits import span_text
+
+    if span_text(text, sci.span) != sci.text:
+        return replace(diag, applicability=Applicability.DISPLAY)
+    return replace(diag, applicability=applicability, edits=(Edit(sci.span, sci.suggestion),))
 
 
 def _types(prop: dict | None) -> set[str]:

@@ -97,6 +97,22 @@ class Diagnostic:
     def column(self) -> int:
         return self.span.column
 
+    def applies(self, unsafe: bool = False) -> bool:
+        """Whether ``check --fix`` applies this finding's fix (``unsafe``: ``--fix --unsafe-fixes``):
+        it has edits, and it is safe (or unsafe, when unsafe fixes are on). A hint without edits,
+        or a display-only fix, is never applied, whatever its text says."""
+        if not self.edits or self.applicability is None:
+            return False
+        return self.applicability is Applicability.SAFE or (unsafe and self.applicability is Applicability.UNSAFE)
+
+    @property
+    def fix_applicability(self) -> Applicability | None:
+        """The applicability as a tool may rely on it: None without a fix; ``display`` for a fix
+        without edits (a hint, whatever the rule classified it as: nothing can apply it)."""
+        if self.applicability is None or self.edits:
+            return self.applicability
+        return Applicability.DISPLAY
+
     def sort_key(self) -> tuple:
         return (self.path or "", self.span, self.code, self.message)
 
@@ -113,8 +129,8 @@ class Diagnostic:
         }
         if self.fix:
             data["fix"] = self.fix
-        if self.applicability is not None:
-            data["applicability"] = self.applicability.value
+        if self.fix_applicability is not None:
+            data["applicability"] = self.fix_applicability.value
         if self.related:
             data["related"] = [
                 {"message": r.message, "path": r.path, "line": r.span.line, "column": r.span.column}

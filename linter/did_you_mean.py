@@ -1,4 +1,12 @@
-""""Did you mean" for unknown keys and flags."""
+""""Did you mean" for unknown keys and flags.
+
+A name is suggested when it is close in two ways, as difflib and rustc judge closeness:
+difflib's ratio of the normalised names (case, dashes and underscores aside) is at least 0.75,
+and at most a third of the typed name's length (at least one) of letters must be added, dropped,
+changed or swapped to reach it, unless one name lies whole in the other, at most half as long
+again. The ratio alone accepts a shorter word that shares the letters (`_comment` -> `comet`:
+ratio 0.77, but three edits in eight letters).
+"""
 
 from __future__ import annotations
 
@@ -53,9 +61,42 @@ def _closest(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
                 shared += k if k < w else w
             if 2.0 * shared / total >= _CUTOFF:
                 possible.append(cand)
+    if not possible:
+        return ()
     # the order of `possible` does not matter: difflib ranks the matches by (score, name)
-    close = difflib.get_close_matches(target, possible, n=limit, cutoff=_CUTOFF)
-    return tuple(by_norm[c] for c in close)
+    close = difflib.get_close_matches(target, possible, n=len(possible), cutoff=_CUTOFF)
+    return tuple(by_norm[c] for c in close if close_enough(target, c))[:limit]
+
+
+def max_edits(name: str) -> int:
+    """How many edits a suggestion may be from ``name`` (normalised): a third of its length, at
+    least one (rustc's bound for its "did you mean")."""
+    return max(len(name), 3) // 3
+
+
+def close_enough(written: str, known: str) -> bool:
+    """Few enough edits (:func:`max_edits`), or the shorter name lies whole in the longer, which
+    is at most half as long again (``train_micro_batch_size`` for ``train_micro_batch_size_per_gpu``,
+    not ``recompute`` for ``recompute_sound``). Both normalised."""
+    if edit_distance(written, known) <= max_edits(written):
+        return True
+    short, long = sorted((written, known), key=len)
+    return 3 * len(short) >= 2 * len(long) and short in long
+
+
+def edit_distance(a: str, b: str) -> int:
+    """Optimal-string-alignment distance (a swap of two neighbours counts as one edit)."""
+    previous2: list[int] = []
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            cost = 0 if ca == cb else 1
+            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                current[j] = min(current[j], previous2[j - 2] + 1)
+        previous2, previous = previous, current
+    return previous[-1]
 
 
 class _Group:

@@ -19,7 +19,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
-from trainlint.diagnostics import Applicability, Diagnostic, Edit
+from trainlint.diagnostics import Diagnostic, Edit
 from trainlint.positions import Span
 
 
@@ -47,11 +47,9 @@ class FilePlan:
 
 
 def applies(diagnostic: Diagnostic, unsafe: bool) -> bool:
-    if not diagnostic.edits or diagnostic.applicability is None:
-        return False
-    if diagnostic.applicability is Applicability.SAFE:
-        return True
-    return unsafe and diagnostic.applicability is Applicability.UNSAFE
+    """Whether ``--fix`` (``unsafe``: with ``--unsafe-fixes``) applies the finding's fix
+    (:meth:`Diagnostic.applies`, which every face's "fixable" mark uses too)."""
+    return diagnostic.applies(unsafe)
 
 
 def collect(results: Iterable, unsafe: bool) -> dict[str, FilePlan]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 
 from trainlint.diagnostics import Edit
+from trainlint.did_you_mean import edit_distance
 from trainlint.document import Document, parent_pointer, pointer_parts
 from trainlint.positions import Span
 
@@ -51,21 +52,6 @@ def rename_key(doc: Document, ptr: str, new_name: str) -> tuple[Edit, ...]:
     if len(token) == len(old) + 2 and token[0] == token[-1] and token[0] in "\"'" and token[1:-1] == old:
         return (Edit(span, token[0] + new_name + token[0]),)
     return ()
-
-
-def edit_distance(a: str, b: str) -> int:
-    """Optimal-string-alignment distance (a swap of two neighbours counts as one edit)."""
-    previous2: list[int] = []
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, 1):
-        current = [i] + [0] * len(b)
-        for j, cb in enumerate(b, 1):
-            cost = 0 if ca == cb else 1
-            current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + cost)
-            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
-                current[j] = min(current[j], previous2[j - 2] + 1)
-        previous2, previous = previous, current
-    return previous[-1]
 
 
 def is_misspelling(written: str, known: str) -> bool:

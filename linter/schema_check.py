@@ -59,7 +59,8 @@ def _key_index(schema: dict) -> dict[str, list[str]]:
     return index
 
 
-def _unknown_keys(error, doc: Document, schema: dict, refusal: str | None) -> Iterator[Diagnostic]:
+def _unknown_keys(error, doc: Document, schema: dict, refusal: str | None,
+                  comment_prefix: str | None = None) -> Iterator[Diagnostic]:
     sub = error.schema
     known = list((sub.get("properties") or {}).keys())
     instance = error.instance if isinstance(error.instance, dict) else {}
@@ -67,18 +68,30 @@ def _unknown_keys(error, doc: Document, schema: dict, refusal: str | None) -> It
     base = list(error.absolute_path)
     index = _key_index_cached(id(schema))
     where = "`" + ".".join(str(p) for p in base) + "`" if base else "the top level"
+    # a rename never targets a key the section already has (it would make a duplicate)
+    absent = [k for k in known if k not in instance]
     for key in instance:
         if key in known:
             continue
         ptr = pointer(base + [key])
         if ptr in doc.unresolved:
             continue
-        suggestion = did_you_mean(key, known)
+        comment = comment_prefix is not None and str(key).startswith(comment_prefix)
+        if comment and severity is not Severity.ERROR:
+            continue  # `_comment` where the framework ignores unknown keys: a comment, as meant
+        # a key the schema defines elsewhere is that key misplaced, not a misspelling of a neighbour
+        suggestion = [] if comment or key in index else did_you_mean(key, absent)
+        twin = [] if suggestion or comment or key in index else did_you_mean(key, [k for k in known if k in instance])
         if suggestion:
             tail = f"; did you mean `{suggestion[0]}`?"
+        elif twin:  # a misspelled copy of a key the section has: a second value, not a rename
+            tail = f"; did you mean `{twin[0]}`? It is set already: this is a second value for it (remove one)"
         elif key in index:
             places = sorted(set(index[key]))
             tail = "; " + " or ".join("it belongs at the top level" if not p else f"it belongs in `{p}`" for p in places)
+        elif comment:
+            tail = (f"; a `{comment_prefix}` key is a comment only where unknown keys are ignored, and this "
+                    "section refuses every key it does not define")
         else:
             tail = ""
         effect = ("ignored by the framework" if severity is not Severity.ERROR
@@ -120,9 +133,12 @@ def _describe_expected(sub: dict) -> str:
     return str(expected)
 
 
-def check_document(doc: Document, schema: dict, *, refusal: str | None = None) -> list[Diagnostic]:
+def check_document(doc: Document, schema: dict, *, refusal: str | None = None,
+                   comment_prefix: str | None = None) -> list[Diagnostic]:
     """All schema problems of ``doc``, one diagnostic each, sorted by position. ``refusal``: how the
-    message says that the framework refuses an unknown top-level key (default: "the framework refuses it")."""
+    message says that the framework refuses an unknown top-level key (default: "the framework refuses
+    it"). ``comment_prefix``: keys starting with it are comments (DeepSpeed's ``_comment``): no finding
+    where the framework ignores unknown keys, and never a "did you mean" where it refuses them."""
     from trainlint.schema_fast import nothing_to_report
 
     if nothing_to_report(doc.data, schema, doc.unresolved):
@@ -143,7 +159,7 @@ def check_document(doc: Document, schema: dict, *, refusal: str | None = None) -
             seen.add(ptr)
         name = str(error.absolute_path[-1]) if error.absolute_path else "the document"
         if keyword == "additionalProperties":
-            out.extend(_unknown_keys(error, doc, schema, refusal))
+            out.extend(_unknown_keys(error, doc, schema, refusal, comment_prefix))
         elif keyword == "type":
             out.append(input_diagnostic(
                 "TL005",

@@ -13,14 +13,38 @@ from trainlint.did_you_mean import _closest, _norm, did_you_mean
 
 
 def reference(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
-    """difflib over every normalised name (the first candidate of each), no prefilter."""
+    """difflib over every normalised name (the first candidate of each), no prefilter, then the
+    edit bound (a third of the typed name's length), by a plain Levenshtein-with-swaps written here."""
     by_norm: dict[str, str] = {}
     for cand in pool:
         by_norm.setdefault(_norm(cand), cand)
     target = _norm(name)
     if target in by_norm and by_norm[target] != name:
         return (by_norm[target],)
-    return tuple(by_norm[c] for c in difflib.get_close_matches(target, list(by_norm), n=limit, cutoff=0.75))
+    close = difflib.get_close_matches(target, list(by_norm), n=len(by_norm), cutoff=0.75)
+    bound = max(len(target), 3) // 3
+
+    def cut_short(a: str, b: str) -> bool:
+        short, long = (a, b) if len(a) <= len(b) else (b, a)
+        return short in long and len(short) >= len(long) * 2 / 3
+
+    return tuple(by_norm[c] for c in close if _distance(target, c) <= bound or cut_short(target, c))[:limit]
+
+
+def _distance(a: str, b: str) -> int:
+    """Edits (insert, delete, substitute, swap of neighbours) from a to b, by memoised recursion."""
+    from functools import lru_cache
+
+    @lru_cache(maxsize=None)
+    def d(i: int, j: int) -> int:
+        if i == 0 or j == 0:
+            return i + j
+        best = min(d(i - 1, j) + 1, d(i, j - 1) + 1, d(i - 1, j - 1) + (a[i - 1] != b[j - 1]))
+        if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+            best = min(best, d(i - 2, j - 2) + 1)
+        return best
+
+    return d(len(a), len(b))
 
 
 def typos(words: list[str], count: int, seed: int) -> list[str]:
@@ -70,3 +94,17 @@ def test_a_lookup_counts_the_characters_of_names_near_its_length_only():
     counted = {length: group.counts is not None for length, group in _profiles(pool)}
     assert counted == {len("num_layers"): True, len("hidden_size"): True,
                        len("a_very_long_flag_name_nobody_types"): False, len("lr"): False}
+
+
+def test_a_close_ratio_is_not_enough_without_few_edits():
+    """`_comment` shares the letters of `comet` (ratio 0.77) but is three edits from it in eight
+    letters; a typo of a long name stays within a third of its length."""
+    assert difflib.SequenceMatcher(None, "_comment", "comet").ratio() >= 0.75
+    assert did_you_mean("_comment", ["comet", "comms_logger"]) == []
+    assert did_you_mean("--recompute", ["--recompute-sound", "--recompute-method"]) == []
+    # a name cut short by less than a third of the known one is still that name
+    assert did_you_mean("train_micro_batch_size", ["train_micro_batch_size_per_gpu"]) == \
+        ["train_micro_batch_size_per_gpu"]
+    assert did_you_mean("gradient_clip", ["gradient_clipping"]) == ["gradient_clipping"]  # 4 edits in 13
+    assert did_you_mean("zero_optimisation", ["zero_optimization", "zero_allow_untested_optimizer"]) == \
+        ["zero_optimization"]

@@ -335,8 +335,11 @@ def test_statistics_counts_equal_the_json_findings(capsys, in_repo):
     code, out = run(capsys, "check", "--isolated", "--statistics", "--format", "json", "--gpu", "h100-sxm", "examples")
     assert code == 1
     rows = json.loads(out)
-    assert all(set(r) == {"code", "name", "count", "severity"} for r in rows)
+    assert all(set(r) == {"code", "name", "count", "severity", "fixable"} for r in rows)
     findings = json_findings(capsys, "--gpu", "h100-sxm", "examples")
+    # fixable: some finding of the code has a fix --fix applies (a safe one, with edits)
+    assert {r["code"]: r["fixable"] for r in rows} == {
+        d["code"]: any(e["code"] == d["code"] and e.get("applicability") == "safe" for e in findings) for d in findings}
     expected: dict[str, int] = {}
     for d in findings:
         expected[d["code"]] = expected.get(d["code"], 0) + 1
@@ -346,11 +349,17 @@ def test_statistics_counts_equal_the_json_findings(capsys, in_repo):
 
     code, out = run(capsys, "check", "--isolated", "--statistics", "--gpu", "h100-sxm", "examples")
     lines = out.splitlines()
-    assert code == 1 and lines[-1] == "Found 9 problems (3 errors, 2 warnings, 4 info) in 6 files."
+    assert code == 1 and lines[-2] == "Found 9 problems (3 errors, 2 warnings, 4 info) in 6 files."
     assert lines[0].split() == ["3", "TL900", "estimate-unavailable", "info"]
-    assert re.match(r"^1  TL201  \[\*\] oom-risk +error$", next(l for l in lines if "TL201" in l))
+    # TL201's fix (the layout, written by the run's adapter) is unsafe: --fix alone does not apply it
+    assert re.match(r"^1  TL201      oom-risk +error$", next(l for l in lines if "TL201" in l))
+    assert lines[-1] == "0 fixable with `--fix` (1 with `--fix --unsafe-fixes`)."
     table = [l for l in lines if re.match(r"^ *\d+  TL", l)]
     assert [(int(l.split()[0]), l.split()[1]) for l in table] == [(r["count"], r["code"]) for r in rows]
+    code, out = run(capsys, "check", "--isolated", "--statistics", "--unsafe-fixes", "--gpu", "h100-sxm", "examples")
+    lines = out.splitlines()
+    assert re.match(r"^1  TL201  \[\*\] oom-risk +error$", next(l for l in lines if "TL201" in l))
+    assert sum("[*]" in l for l in lines) == 2 and lines[-1] == "[*] 1 fixable with `--fix --unsafe-fixes`."
 
     assert main(["check", "--isolated", "--statistics", "--exit-zero", "examples"]) == 0
     capsys.readouterr()

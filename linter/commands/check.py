@@ -222,10 +222,12 @@ def render_results(results: list, args: argparse.Namespace, session: Session, ba
     """The report in ``args.format``; each format's module is imported only when it is used.
     ``baseline``: (path, Outcome) when a baseline left findings out (json and sarif say so)."""
     fmt = args.format
+    # "fixable" is said only by a command that fixes (check; not run), and only of what --fix applies
+    fix_marks, unsafe = hasattr(args, "fix"), bool(getattr(args, "unsafe_fixes", False))
     if getattr(args, "statistics", False):
         from trainlint.output.statistics import render
         return render(results, fmt if fmt in ("json", "markdown") else "text",
-                      show_summary=not getattr(args, "no_summary", False))
+                      show_summary=not getattr(args, "no_summary", False), fix_marks=fix_marks, unsafe=unsafe)
     # each format's render under its own name: the signatures differ
     if fmt == "json":
         from trainlint.output.json_format import render as render_json
@@ -240,7 +242,7 @@ def render_results(results: list, args: argparse.Namespace, session: Session, ba
         from trainlint.output.markdown import render as render_markdown
         return render_markdown(results, registry=session.registry)
     from trainlint.output.text import render as render_text
-    return render_text(results, show_summary=not getattr(args, "no_summary", False))
+    return render_text(results, show_summary=not getattr(args, "no_summary", False), fix_marks=fix_marks, unsafe=unsafe)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -274,11 +276,13 @@ def run(args: argparse.Namespace) -> int:
 
         return once_per_run(run_tasks(tasks, check_and_lint, args.jobs))
 
+    # rules' layout changes become edits (the run's adapter writes them), so that what is marked
+    # fixable (text [*], the footer, JSON applicability) is what --fix --unsafe-fixes would apply
+    session.settings.write_fixes = True
     try:
         if getattr(args, "fix", False) or getattr(args, "diff", False):
             from trainlint.commands.check_fix import fix_then_report
 
-            session.settings.write_fixes = True  # rules' layout changes become edits (the run's adapter writes them)
             return fix_then_report(args, session, lint_all, lambda results: report(results, args, session))
         _, code = report(lint_all(), args, session)
     except _baseline_error() as exc:

@@ -95,3 +95,38 @@ def summary_line(results: Sequence[FileResult]) -> str:
     found = f"Found {total} problem{'s' if total != 1 else ''}" + (f" ({', '.join(parts)})" if parts else "")
     return f"{found} in {checked} file{'s' if checked != 1 else ''}" + (
         f"; {skipped} file{'s' if skipped != 1 else ''} not recognised as a config" if skipped else "") + "."
+
+
+@dataclass(frozen=True)
+class FixableCount:
+    """How many reported findings ``check --fix`` would fix (as ruff counts them for its footer)."""
+
+    fixable: int
+    """Fixed by ``--fix`` (with ``--unsafe-fixes`` given, the unsafe fixes too)."""
+    hidden: int
+    """Fixed only with ``--unsafe-fixes`` (0 when it was given)."""
+
+
+def fixable_count(results: Sequence[FileResult], unsafe: bool = False) -> FixableCount:
+    """Over the findings as the report shows them (:func:`file_entries`): a hint without edits, or a
+    display-only fix, counts for neither."""
+    fixable = hidden = 0
+    for entry in file_entries(results):
+        for d in entry.diagnostics:
+            if d.applies(unsafe):
+                fixable += 1
+            elif d.applies(True):
+                hidden += 1
+    return FixableCount(fixable, hidden)
+
+
+def fixable_line(count: FixableCount, unsafe: bool = False) -> str | None:
+    """The footer after the summary: ``[*] 3 fixable with `--fix` (2 more with `--unsafe-fixes`).``;
+    None when nothing is fixable either way."""
+    if not count.fixable and not count.hidden:
+        return None
+    option = "`--fix --unsafe-fixes`" if unsafe else "`--fix`"
+    if not count.fixable:
+        return f"0 fixable with {option} ({count.hidden} with `--fix --unsafe-fixes`)."
+    hidden = f" ({count.hidden} more with `--unsafe-fixes`)" if count.hidden else ""
+    return f"[*] {count.fixable} fixable with {option}{hidden}."

@@ -1,8 +1,9 @@
 """``--statistics`` (as ruff's): how often each code was reported, most frequent first.
 
 Replaces the findings. Text: ``count  CODE  [*] name  severity`` rows, ``[*]`` marking codes
-whose findings carry a fix hint, then the summary line. ``--format json``: a list of
-``{code, name, count, severity}``; ``--format markdown``: the same as a table. A code reported at
+some of whose findings ``check --fix`` fixes (with ``--unsafe-fixes`` given, its fixes too), then
+the summary line and the fixable footer of the text output. ``--format json``: a list of
+``{code, name, count, severity, fixable}``; ``--format markdown``: the same as a table. A code reported at
 several severities (a rule that errs or warns by degree, a project severity override) shows the
 highest.
 """
@@ -15,7 +16,7 @@ from typing import Any, Sequence
 
 from trainlint.checker import FileResult
 from trainlint.diagnostics import Severity
-from trainlint.output import file_entries, summary_line
+from trainlint.output import file_entries, fixable_count, fixable_line, summary_line
 
 
 @dataclass
@@ -25,20 +26,22 @@ class CodeCount:
     severity: Severity
     count: int = 0
     fixes: int = 0
-    """How many of the findings carry a fix hint."""
+    """How many of the findings ``check --fix`` fixes."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "name": self.name, "count": self.count, "severity": self.severity.value}
+        return {"code": self.code, "name": self.name, "count": self.count, "severity": self.severity.value,
+                "fixable": self.fixes > 0}
 
 
-def code_counts(results: Sequence[FileResult]) -> list[CodeCount]:
-    """One row per code over the same findings the other formats list; by count, then code."""
+def code_counts(results: Sequence[FileResult], fix_marks: bool = False, unsafe: bool = False) -> list[CodeCount]:
+    """One row per code over the same findings the other formats list; by count, then code.
+    ``fix_marks``: count what ``--fix`` fixes (``unsafe``: with ``--unsafe-fixes``)."""
     rows: dict[str, CodeCount] = {}
     for entry in file_entries(results):
         for d in entry.diagnostics:
             row = rows.setdefault(d.code, CodeCount(d.code, d.name, d.severity))
             row.count += 1
-            row.fixes += bool(d.fix)
+            row.fixes += fix_marks and d.applies(unsafe)
             if d.severity.rank > row.severity.rank:
                 row.severity = d.severity
     return sorted(rows.values(), key=lambda r: (-r.count, r.code))
@@ -54,11 +57,8 @@ def render_text(rows: list[CodeCount]) -> list[str]:
     width = max(len(str(r.count)) for r in rows)
     code_width = max(len(r.code) for r in rows)
     name_width = max(len(r.name) for r in rows)
-    lines = [f"{r.count:>{width}}  {r.code:<{code_width}}  {'[*]' if r.fixes else '   '} {r.name:<{name_width}}  "
-             f"{r.severity.value}".rstrip() for r in rows]
-    if any(r.fixes for r in rows):
-        lines.append("[*] the findings suggest a fix (shown without --statistics)")
-    return lines
+    return [f"{r.count:>{width}}  {r.code:<{code_width}}  {'[*]' if r.fixes else '   '} {r.name:<{name_width}}  "
+            f"{r.severity.value}".rstrip() for r in rows]
 
 
 def render_markdown(rows: list[CodeCount], results: Sequence[FileResult]) -> list[str]:
@@ -69,11 +69,17 @@ def render_markdown(rows: list[CodeCount], results: Sequence[FileResult]) -> lis
     return out + [f"| {r.count} | {r.code} | {r.name} | {r.severity.value} |" for r in rows]
 
 
-def render(results: Sequence[FileResult], fmt: str = "text", *, show_summary: bool = True) -> str:
-    rows = code_counts(results)
+def render(results: Sequence[FileResult], fmt: str = "text", *, show_summary: bool = True, fix_marks: bool = False,
+           unsafe: bool = False) -> str:
+    rows = code_counts(results, fix_marks, unsafe)
     if fmt == "json":
         return json.dumps([r.to_dict() for r in rows], indent=2) + "\n"
     if fmt == "markdown":
         return "\n".join(render_markdown(rows, results)) + "\n"
-    lines = render_text(rows) + ([summary_line(results)] if show_summary else [])
+    lines = render_text(rows)
+    if show_summary:
+        lines.append(summary_line(results))
+        footer = fixable_line(fixable_count(results, unsafe), unsafe) if fix_marks else None
+        if footer:
+            lines.append(footer)
     return "\n".join(lines) + ("\n" if lines else "")

@@ -32,7 +32,9 @@ def test_the_fix_keeps_the_global_batch_and_is_unsafe(tmp_path, capsys):
     diag = _tl301(tmp_path, capsys)
     assert "best layout for the same model, GPUs and global batch" in diag["message"]
     assert "--global-batch-size" not in diag["fix"] and "training recipe" not in diag["fix"]
-    assert diag["applicability"] == "unsafe"
+    # the rule classes its layout as an unsafe change; it gives it in words (no edits), so nothing
+    # applies it, not even --unsafe-fixes, and JSON says display (never safe)
+    assert diag["applicability"] == "display"
 
 
 def test_a_fix_that_changes_the_global_batch_says_it_changes_the_recipe(tmp_path, capsys):
