@@ -110,6 +110,33 @@ def test_a_symlinked_directory_out_of_the_checkout_is_not_followed(tmp_path, cap
     assert (elsewhere / "ds.json").read_bytes() == CONFIG
 
 
+MEGATRON = ("#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py \\\n"
+            "    --tensor-model-parallel-size 8 --pipeline-model-parallel-size 1 \\\n"
+            "    --num-layers 40 --hidden-size 5120 --num-attention-heads 40 --seq-length 2048 \\\n"
+            "    --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 \\\n"
+            "    --bf16 --use-flash-attn\n")
+ARGS = ["--isolated", "--model", "gpt3-13b", "--gpu", "a100-80gb", "--nodes", "1"]
+
+
+def test_suggest_write_to_and_baseline_do_not_follow_a_symlink_out_of_the_checkout(tmp_path, capsys, monkeypatch):
+    repo, elsewhere = tmp_path / "repo", tmp_path / "elsewhere"
+    (repo / ".git").mkdir(parents=True)
+    elsewhere.mkdir()
+    (repo / "run.sh").write_text(MEGATRON)
+    (elsewhere / "run.sh").write_text(MEGATRON)
+    (repo / "linked.sh").symlink_to(elsewhere / "run.sh")
+    (repo / "ds_config.json").write_bytes(CONFIG)
+    (elsewhere / "baseline.json").write_text('{"tool": "trainlint", "version": 1, "findings": []}\n')
+    (repo / "baseline.json").symlink_to(elsewhere / "baseline.json")
+    monkeypatch.chdir(repo)
+    code, _, err = run(capsys, "suggest", "run.sh", *ARGS, "--write-to", "linked.sh")
+    assert code == 2 and "outside the checkout" in err, err
+    assert (elsewhere / "run.sh").read_text() == MEGATRON
+    code, _, err = run(capsys, "check", "--isolated", "--write-baseline", "baseline.json", "ds_config.json")
+    assert code == 2 and "outside the checkout" in err, err
+    assert (elsewhere / "baseline.json").read_text() == '{"tool": "trainlint", "version": 1, "findings": []}\n'
+
+
 # ------------------------------------------------------------------------ modes and read-only
 
 

@@ -3,7 +3,7 @@
 With ``fix_marks`` (``check``, which can apply fixes), a finding ``--fix`` fixes is marked ``[*]``
 after its code, and a footer after the summary says how many are fixable with ``--fix`` and how
 many more with ``--unsafe-fixes`` (as ruff's). A ``fix:`` line under a finding is the hint a
-person reads; it is marked ``[*]`` only when ``--fix`` applies it.
+person reads, whether or not anything can apply it: the ``[*]`` says which ``--fix`` applies.
 """
 
 from __future__ import annotations
