@@ -176,16 +176,17 @@ def unified_diff(path: str, before: str, after: str) -> str:
 
 
 def _diff_path(path: str) -> str:
-    """``path`` as a diff names it: relative to the current directory when below it, without
-    ``./`` or ``..`` (``git apply`` refuses ``a/./x.json``), with ``/`` separators; else absolute."""
-    absolute = os.path.abspath(path)
-    try:
-        relative = os.path.relpath(absolute)
-    except ValueError:  # another drive (Windows)
-        relative = absolute
-    if relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative):
-        relative = absolute
-    return relative.replace(os.sep, "/")
+    """``path`` as a diff names it: the file (a symlink followed: ``git apply`` patches no link)
+    relative to the current directory when below it, without ``./`` or ``..`` (``git apply``
+    refuses ``a/./x.json``), with ``/`` separators; else as named, absolute."""
+    for named, start in ((os.path.realpath(path), os.path.realpath(os.curdir)), (os.path.abspath(path), None)):
+        try:
+            relative = os.path.relpath(named, start)
+        except ValueError:  # another drive (Windows)
+            continue
+        if not (relative == os.pardir or relative.startswith(os.pardir + os.sep) or os.path.isabs(relative)):
+            return relative.replace(os.sep, "/")
+    return os.path.abspath(path).replace(os.sep, "/")
 
 
 def _lines(text: str) -> list[str]:

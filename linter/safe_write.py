@@ -53,7 +53,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Snapshot", "TargetSnapshot", "WriteBackError", "WriteConflict", "WriteResult", "distinct_targets",
+__all__ = ["Snapshot", "TargetSnapshot", "WriteBackError", "WriteConflict", "WriteResult", "check_writable",
+           "distinct_targets",
            "render_like", "snapshot", "snapshot_target", "text_hash", "texts_as_written", "write_back"]
 
 MAX_BYTES = 8 * 1024 * 1024
@@ -297,6 +298,18 @@ def write_back(path: str | os.PathLike[str], new_text: str, expected_hash: str, 
     target_path = os.path.realpath(named)
     written = _replace(source, expected_hash, target_path, new, target, named)
     return WriteResult(source, target_path, written, len(new))
+
+
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Raise the :class:`WriteBackError` :func:`write_back` would for ``path`` before writing
+    anything (a symlink out of the checkout, a read-only file), so that ``--diff`` shows only what
+    ``--fix`` would write."""
+    named = os.fspath(path)
+    _refuse_outside_checkout(named)
+    try:
+        _refuse_read_only(os.path.realpath(named), named)
+    except OSError as exc:
+        raise WriteBackError(f"cannot write {named}: {_describe(exc)}") from None
 
 
 def _refuse_outside_checkout(named: str) -> None:

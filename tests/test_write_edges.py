@@ -96,6 +96,11 @@ def test_a_symlink_out_of_the_checkout_is_not_followed(tmp_path, capsys, monkeyp
     assert code == 2 and "outside the checkout" in err and str(elsewhere / "ds.json") in err, err
     assert (repo / "configs" / "real.json").read_bytes() == FIXED and (repo / "inside.json").is_symlink()
     assert (repo / "shared.json").is_symlink() and leftovers(elsewhere) == []
+    # --diff shows what --fix writes: not the file behind the link, which it names as refused
+    (repo / "configs" / "real.json").write_bytes(CONFIG)
+    code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--diff", ".")
+    assert code == 2 and "outside the checkout" in err
+    assert "+++ b/configs/real.json" in out and "shared.json" not in out  # the file git apply patches
 
 
 def test_a_symlinked_directory_out_of_the_checkout_is_not_followed(tmp_path, capsys, monkeypatch):
@@ -149,6 +154,8 @@ def test_a_read_only_file_is_refused_not_replaced(tmp_path, capsys):
     assert code == 2 and "read-only (mode 0444)" in err and str(config) in err, err
     assert config.read_bytes() == CONFIG and config.stat().st_ino == inode
     assert stat.S_IMODE(config.stat().st_mode) == 0o444 and leftovers(tmp_path) == []
+    code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--diff", str(config))
+    assert code == 2 and out == "" and "read-only (mode 0444)" in err
 
 
 @pytest.mark.parametrize("mode", [0o600, 0o664, 0o755])

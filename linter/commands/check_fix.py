@@ -90,8 +90,18 @@ def _changes(plans: dict, read_as: dict[str, str]) -> tuple[list[_Change], list[
 
 def _show_diff(changes: list[_Change], plans: dict, failures: list[str]) -> int:
     from trainlint import fixes as fixing
-    from trainlint.safe_write import texts_as_written
+    from trainlint.safe_write import WriteBackError, check_writable, texts_as_written
 
+    shown = []
+    for change in changes:  # only what --fix would write: it refuses these with the same message
+        try:
+            check_writable(change.path)
+        except WriteBackError as exc:
+            print(f"trainlint: error: {exc}", file=sys.stderr)
+            failures.append(str(exc))
+            continue
+        shown.append(change)
+    changes = shown
     # the texts as the files hold them: a CRLF or BOM file's diff applies with git apply and patch
     out = "".join(fixing.unified_diff(c.path, *texts_as_written(c.path, c.data, c.new)) for c in changes)
     sys.stdout.write(out)
