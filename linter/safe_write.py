@@ -300,12 +300,15 @@ def write_back(path: str | os.PathLike[str], new_text: str, expected_hash: str, 
     return WriteResult(source, target_path, written, len(new))
 
 
-def check_writable(path: str | os.PathLike[str]) -> None:
+def check_writable(path: str | os.PathLike[str], *, mode: bool = True) -> None:
     """Raise the :class:`WriteBackError` :func:`write_back` would for ``path`` before writing
-    anything (a symlink out of the checkout, a read-only file), so that ``--diff`` shows only what
-    ``--fix`` would write."""
+    anything: a symlink out of the checkout, and (``mode``) a read-only file. ``--diff`` asks
+    without ``mode``: the change a read-only file would get is still shown (a CI job may check a
+    read-only checkout), a file outside the checkout is not the checkout's to change."""
     named = os.fspath(path)
     _refuse_outside_checkout(named)
+    if not mode:
+        return
     try:
         _refuse_read_only(os.path.realpath(named), named)
     except OSError as exc:

@@ -93,9 +93,9 @@ def _show_diff(changes: list[_Change], plans: dict, failures: list[str]) -> int:
     from trainlint.safe_write import WriteBackError, check_writable, texts_as_written
 
     shown = []
-    for change in changes:  # only what --fix would write: it refuses these with the same message
+    for change in changes:  # not a file behind a symlink out of the checkout: --fix refuses it, and says so
         try:
-            check_writable(change.path)
+            check_writable(change.path, mode=False)
         except WriteBackError as exc:
             print(f"trainlint: error: {exc}", file=sys.stderr)
             failures.append(str(exc))
