@@ -196,7 +196,6 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
 
     from trainlint.frameworks.catalog import defined_by
     from trainlint.frameworks.removed_keys import reads_it, removed_key
-    from trainlint.frameworks.target import how_to_point
 
     out = []
     for d in diags:
@@ -225,8 +224,7 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
                 commit = getattr(target, "commit", None)
                 what = f"upstream DeepSpeed at {commit}" if commit else "upstream DeepSpeed"
                 d = replace(d, severity=Severity.WARNING,
-                            message=f"{d.message} ({where}); checked against {what}, assumed because no DeepSpeed "
-                                    f"source was found beside the config; {how_to_point('deepspeed')}",
+                            message=f"{d.message} ({where}); checked against {what}, assumed",
                             # renaming a key another release reads may break the run on that release
                             applicability=Applicability.UNSAFE if d.applicability is Applicability.SAFE else d.applicability)
         out.append(d)
@@ -237,15 +235,13 @@ def _removed_unknown_target(d: Diagnostic, legacy, target) -> Diagnostic:
     """A key that old DeepSpeed releases read and later ones refuse, checked with no known DeepSpeed
     version: the config may be written for a release that reads it, so a warning that says which
     releases do (TL008), without a rename edit (the key the suggestion names may not exist there)."""
-    from trainlint.frameworks.target import how_to_point
 
     commit = getattr(target, "commit", None)
     what = f"upstream DeepSpeed at {commit}" if commit else "upstream DeepSpeed"
     return input_diagnostic(
         "TL008",
         f"`{_dotted(legacy.pointer)}` was removed in DeepSpeed {legacy.removed}: releases {legacy.first} to "
-        f"{legacy.last} read it, {legacy.removed} and later refuse the config; checked against {what}, assumed "
-        f"because no DeepSpeed version is known for this config; {how_to_point('deepspeed')}",
+        f"{legacy.last} read it, {legacy.removed} and later refuse the config; checked against {what}, assumed",
         d.span, path=d.path, severity=Severity.WARNING,
         fix=f"on DeepSpeed {legacy.removed} or later write {legacy.replacement}", subject=d.subject)
 

@@ -68,7 +68,9 @@ def _add_network_size_args(parser):
 
 
 def write_fork(root: Path, arguments: str = FORK_ARGUMENTS) -> Path:
+    """A fork's checkout: its own git work tree (the project its configs are judged in)."""
     (root / "megatron" / "training").mkdir(parents=True)
+    (root / ".git").mkdir()
     (root / "megatron" / "training" / "arguments.py").write_text(arguments)
     (root / "examples").mkdir()
     return root
@@ -296,7 +298,9 @@ def test_the_same_script_checked_against_upstream_names_what_upstream_lacks(tmp_
     assert [(c, s) for c, s, _l, _c in got] == [("TL006", "warning"), ("TL004", "warning")]
     for d in diags:
         if d.code in ("TL004", "TL006"):
-            assert "assumed" in d.message and "framework = {megatron" in d.message
+            assert "assumed" in d.message
+    # the one finding that lists the unknown names says how to state the fork (the file's statement does too)
+    assert "--framework-source" in next(d for d in diags if d.code == "TL004").message
 
 
 def test_rename_fix_only_to_a_name_the_target_defines(tmp_path):
@@ -314,6 +318,7 @@ def test_rename_fix_only_to_a_name_the_target_defines(tmp_path):
 def test_a_submodule_checkout_is_found(tmp_path):
     project = tmp_path / "project"
     write_fork(project / "third_party" / "Megatron-LM")
+    (project / ".git").mkdir()
     (project / ".gitmodules").write_text('[submodule "mlm"]\n\tpath = third_party/Megatron-LM\n')
     (project / "scripts").mkdir()
     target = locate.resolve("megatron", str(project / "scripts" / "train.sh"))
@@ -430,6 +435,7 @@ def test_golden_neox_catalog(entry, tmp_path):
 def test_neox_fork_keys_are_known_in_the_fork(tmp_path):
     root = tmp_path / "a" / "fork-checkout"
     (root / "megatron" / "neox_arguments").mkdir(parents=True)
+    (root / ".git").mkdir()  # the fork's own checkout
     (root / "megatron" / "neox_arguments" / "neox_args.py").write_text(textwrap.dedent('''
         from dataclasses import dataclass
         from typing import Literal
@@ -470,6 +476,7 @@ def test_a_fork_checked_against_a_configured_upstream_names_the_fork(tmp_path):
 def test_a_neox_fork_checked_against_a_configured_upstream_names_the_fork(tmp_path):
     root = tmp_path / "neox-fork"
     (root / "megatron" / "neox_arguments").mkdir(parents=True)
+    (root / ".git").mkdir()  # the fork's own checkout
     (root / "megatron" / "neox_arguments" / "neox_args.py").write_text(textwrap.dedent(f'''
         # {tmp_path}
         from dataclasses import dataclass
@@ -510,6 +517,7 @@ def test_save_interval_is_an_error_only_for_a_neox_known_to_lack_it(tmp_path):
 
     root = tmp_path / "fork"
     (root / "megatron" / "neox_arguments").mkdir(parents=True)
+    (root / ".git").mkdir()  # the fork's own checkout
     (root / "megatron" / "neox_arguments" / "neox_args.py").write_text(textwrap.dedent('''
         from dataclasses import dataclass
         @dataclass

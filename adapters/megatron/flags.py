@@ -306,13 +306,12 @@ class ArgReader:
 
     def _against(self) -> str:
         """What the flag was checked against, for messages."""
-        from trainlint.frameworks.target import how_to_point
 
         t = self.target
         if t is None or not t.known:
             commit = t.commit if t is not None and t.commit else None
             what = f"upstream Megatron-LM at {commit}" if commit else "upstream Megatron-LM"
-            return f"checked against {what}, assumed: no framework source in the project; " + how_to_point("megatron")
+            return f"checked against {what}, assumed"  # the file's statement says once how to state another
         if not t.complete:
             return (f"checked against {t.describe()}, whose arguments trainlint could not all read statically "
                     f"({t.catalog.partial[0]})")

@@ -12,6 +12,9 @@ from trainlint.output.escape import printable
 def render(results: Sequence[FileResult], *, show_summary: bool = True) -> str:
     lines = []
     for entry in file_entries(results):
+        if entry.target is not None and entry.diagnostics:
+            # which framework the findings below are about: once per file, not a tail on each
+            lines.append(printable(f"{entry.path}: {entry.target['statement']}"))
         for d in entry.diagnostics:
             # one finding, one line: config text and file names cannot start lines of their own
             lines.append(printable(f"{entry.path}:{d.line}:{d.column}: {d.code} {d.message}"))
