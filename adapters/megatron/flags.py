@@ -218,6 +218,8 @@ class ParsedArgs:
     """Flags the target does not define, no misspelling and no certain error: (name, path, span),
     reported by :func:`unknown_summary`, one finding per file."""
     unlisted_why: str = ""
+    unlisted_severity: Severity = Severity.WARNING
+    """INFO when the entry point adds arguments of its own that trainlint could not read."""
     other_release: tuple[str, ...] = ()
     """With the Megatron version assumed: the script's flags (two or more, at upstream's own entry
     point) that upstream does not define and that misspell none it does (`--use-tfrecords`,
@@ -490,15 +492,21 @@ class ArgReader:
         if not self._unlisted:
             return
         t = self.target
-        if not self._known_target:
+        describe = t.describe() if t is not None else "upstream Megatron-LM"
+        own_parser = self.entry is not None and not is_core_entry(self.entry) and not self.entry_read
+        if own_parser:
+            # an entry point trainlint could not read (a converter, an exporter, a fork's task) adds
+            # arguments of its own: nothing to act on, said as information
+            why = (f"no arguments of {describe}; {self.entry} may add them with its own argument provider, which "
+                   "trainlint could not read, so they are not judged")
+            self.out.unlisted_severity = Severity.INFO
+        elif not self._known_target:
             from trainlint.frameworks.target import how_to_point
 
-            describe = t.describe() if t is not None else "upstream Megatron-LM"
             why = (f"no arguments of {describe}, the release assumed (no framework source in the project); a fork or "
                    f"another release may define them: {how_to_point('megatron')}")
         else:
-            who = self.entry or "the entry point"
-            why = f"no arguments of {t.describe()}; {who} may add them with its own argument provider"
+            why = f"no arguments of {describe}"
         self.out.unlisted = [(name, *self.span_of(loc)) for name, loc in self._unlisted]
         self.out.unlisted_why = why
 
@@ -551,8 +559,11 @@ class ArgReader:
                     and any(s.loc == last.segs[0].loc for s in fields[i].segs if last.segs):
                 hint = f"; word splitting cut the value of `{prev.flag_text}` into several words"
         n_words = "argument" if len(words) == 1 else f"{len(words)} arguments"
+        # Megatron's parser takes no positional argument: every release refuses a stray word at its own
+        # entry point (an entry point of its own may take them)
+        certain = self.entry is None or is_core_entry(self.entry) or self.entry_read
         self._diag("TL004", f"unexpected {n_words} `{shown}`: Megatron's argparse exits with \"unrecognized "
-                   f"arguments\"{hint}", loc, severity=self._unknown_severity())
+                   f"arguments\"{hint}", loc, severity=Severity.ERROR if certain else Severity.WARNING)
 
     def _unknown_word(self, f: Field) -> None:
         first = f.segs[0] if f.segs else None
@@ -615,7 +626,8 @@ class ArgReader:
             # the flag is the fork's, so say which names the target lacks without calling the run broken.
             severity = Severity.WARNING
             message += f"; {fork.describe()}, found beside the config, defines it"
-        if severity is not Severity.ERROR and not typo and fork is None:
+        own_parser = self.entry is not None and not is_core_entry(self.entry) and not self.entry_read
+        if severity is not Severity.ERROR and (not typo or own_parser) and fork is None:
             # a fork's flag, another entry point's, another release's: one finding per command
             # lists them all (issue 28: ~900 such warnings on 336 configs, all false in a sample)
             self._unlisted.append((name, f.value_loc))
@@ -825,19 +837,19 @@ def unknown_summary(parsed: list[ParsedArgs], default_path: str) -> list[Diagnos
     define and that misspell none it does (a fork's, another release's, an entry point's own): at the
     first, the others as related places (issue 28: ~900 such warnings on 336 configs, one per flag,
     all false in a sample). A likely misspelling keeps a finding of its own."""
-    groups: dict[str, list[tuple[str, str | None, Span | None]]] = {}
+    groups: dict[tuple[str, Severity], list[tuple[str, str | None, Span | None]]] = {}
     for p in parsed:
         if p.unlisted:
-            groups.setdefault(p.unlisted_why, []).extend(p.unlisted)
+            groups.setdefault((p.unlisted_why, p.unlisted_severity), []).extend(p.unlisted)
     out = []
-    for why, entries in groups.items():
+    for (why, severity), entries in groups.items():
         names = list(dict.fromkeys(name for name, _, _ in entries))
         shown = ", ".join(f"`{n}`" for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
         what = f"{len(names)} flags" if len(names) > 1 else "flag"
         _, path, span = entries[0]
         related = tuple(Related(f"`{name}` here", sp, pa) for name, pa, sp in entries[1:20] if sp is not None)
         out.append(input_diagnostic("TL004", f"unknown {what} {shown}: {why}", span or Span(1, 1, 1, 1),
-                                    path=path or default_path, severity=Severity.WARNING, related=related))
+                                    path=path or default_path, severity=severity, related=related))
     return out
 
 
