@@ -133,3 +133,71 @@ def test_the_language_server_hovers_the_target_on_line_one(tmp_path: Path, monke
     hover = TrainlintServer._target_hover(linted, 1)  # type: ignore[arg-type]
     assert hover is not None and "judged against upstream Megatron-LM" in hover.contents.value
     assert TrainlintServer._target_hover(linted, 2) is None  # type: ignore[arg-type]
+
+
+# GLM (THUDM/GLM) keeps Megatron's parser in a root-level arguments.py: add_training_args declares
+# `group.add_argument('--warmup', type=float, default=0.01, ...)`, where upstream Megatron-LM keeps
+# --warmup only to refuse it (an integer of iterations in its old releases).
+GLM_ARGUMENTS = """
+def add_model_config_args(parser):
+    group = parser.add_argument_group('model', 'model configuration')
+    group.add_argument('--num-layers', type=int, default=24)
+    group.add_argument('--hidden-size', type=int, default=1024)
+    group.add_argument('--num-attention-heads', type=int, default=16)
+    return parser
+
+def add_training_args(parser):
+    group = parser.add_argument_group('train', 'training configurations')
+    group.add_argument('--batch-size', type=int, default=4)
+    group.add_argument('--warmup', type=float, default=0.01)
+    group.add_argument('--block-lm', action='store_true')
+    return parser
+"""
+
+
+def test_a_root_level_arguments_module_is_a_forks_parser(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "arguments.py").write_text(GLM_ARGUMENTS + f"# {tmp_path}\n")
+    (tmp_path / "scripts").mkdir()
+    script = tmp_path / "scripts" / "pretrain.sh"
+    script.write_text("deepspeed pretrain_glm.py --block-lm --num-layers 24 --hidden-size 1024 "
+                      "--num-attention-heads 16 --batch-size 4 --warmup 0.04\n")
+    found = _json(capsys, str(script))
+    assert found["target"]["path"] == str(tmp_path) and found["target"]["origin"] == "source-beside"
+    assert [d for d in found["diagnostics"] if d["code"] in ("TL004", "TL005", "TL008")] == []
+
+
+def test_another_projects_arguments_module_is_not_a_framework(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    # a Hugging Face project's own dataclass arguments: no Megatron parser
+    (tmp_path / "arguments.py").write_text("from dataclasses import dataclass\n@dataclass\nclass ModelArguments:\n"
+                                           "    model_name_or_path: str = 'gpt2'\n")
+    assert locate.resolve("megatron", str(tmp_path / "train.sh")).origin.value == "assumed"
+
+
+def test_a_patch_projects_parser_extension_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Pai-Megatron-Patch's layout: a Megatron checkout as a folder of the project, entry points that
+    pass ``extra_args_provider=get_patch_args`` imported from ``megatron_patch/arguments.py``. The
+    patch's flags are known; a flag neither defines is an error (the whole parser was read)."""
+    (tmp_path / ".git").mkdir()
+    mlm = tmp_path / "Megatron-LM-230922" / "megatron"
+    mlm.mkdir(parents=True)
+    (mlm / "arguments.py").write_text("def parse_args(extra_args_provider=None):\n" + "".join(
+        f"    parser.add_argument('--{n}', type=int)\n" for n in (
+            "num-layers", "hidden-size", "num-attention-heads", "micro-batch-size")) + f"# {tmp_path}\n")
+    (tmp_path / "megatron_patch").mkdir()
+    (tmp_path / "megatron_patch" / "arguments.py").write_text(
+        "def get_patch_args(parser):\n    group = parser.add_argument_group(title='patch')\n"
+        "    group.add_argument('--patch-tokenizer-type', type=str)\n    return parser\n")
+    entry = tmp_path / "examples" / "llama2"
+    entry.mkdir(parents=True)
+    (entry / "pretrain_megatron_llama.py").write_text(
+        "from megatron_patch.arguments import get_patch_args\n"
+        "pretrain(train_ds, model_provider, forward_step, extra_args_provider=get_patch_args)\n")
+    (entry / "run.sh").write_text(
+        "torchrun --nproc_per_node 8 pretrain_megatron_llama.py --num-layers 2 --hidden-size 64 "
+        "--num-attention-heads 4 --micro-batch-size 1 --patch-tokenizer-type LLamaTokenizer --zz-nobody 1\n")
+    found = _json(capsys, str(entry / "run.sh"))
+    assert found["target"]["path"] == str(tmp_path / "Megatron-LM-230922")
+    unknown = [d for d in found["diagnostics"] if d["code"] == "TL004"]
+    assert [(d["severity"], "--zz-nobody" in d["message"]) for d in unknown] == [("error", True)]
