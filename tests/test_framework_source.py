@@ -201,3 +201,32 @@ def test_a_patch_projects_parser_extension_is_read(tmp_path: Path, capsys: pytes
     assert found["target"]["path"] == str(tmp_path / "Megatron-LM-230922")
     unknown = [d for d in found["diagnostics"] if d["code"] == "TL004"]
     assert [(d["severity"], "--zz-nobody" in d["message"]) for d in unknown] == [("error", True)]
+
+
+def _index_with_gitlink(path: str, commit: str) -> bytes:
+    """A git index (version 2) holding one gitlink (mode 160000), as `git submodule add` records it."""
+    import struct
+
+    name = path.encode()
+    entry = struct.pack(">10I", 0, 0, 0, 0, 0, 0, 0o160000, 0, 0, 0) + bytes.fromhex(commit) + \
+        struct.pack(">H", len(name)) + name
+    entry += b"\0" * (8 - len(entry) % 8)
+    return b"DIRC" + struct.pack(">II", 2, 1) + entry
+
+
+@pytest.mark.parametrize("shipped", [True, False])
+def test_a_pinned_submodule_commit_decides_the_release(tmp_path: Path, shipped: bool) -> None:
+    from trainlint.frameworks.catalog import find_shipped
+
+    release = find_shipped("megatron", "core_v0.8.0")
+    assert release is not None
+    commit = release.commit if shipped else "ab" * 20
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "index").write_bytes(_index_with_gitlink("third_party/Megatron-LM", commit))
+    (tmp_path / ".gitmodules").write_text('[submodule "mlm"]\n\tpath = third_party/Megatron-LM\n')
+    (tmp_path / "third_party" / "Megatron-LM").mkdir(parents=True)  # not checked out: an empty folder
+    target = locate.resolve("megatron", str(tmp_path / "train.sh"))
+    if shipped:
+        assert (target.version, target.known) == ("core_v0.8.0", True)
+    else:
+        assert not target.known and "pinned at abababab" in target.note

@@ -167,10 +167,40 @@ def _resolve(family: str, folder: str, settings: FrameworkSettings) -> Framework
     if root is not None:
         return _from_checkout(family, root, TargetOrigin.SOURCE_BESIDE,
                               f"{marker(root, family)} found in the project")
+    pin = _pinned_target(family, Path(folder))
+    if pin is not None:
+        return pin
     installed = find_installed(family)
     if installed is not None:
         return _from_checkout(family, installed, TargetOrigin.INSTALLED, "the installed package")
     return assumed(family)
+
+
+_PIN_NAMES = {"megatron": ("megatron",), "neox": ("neox",), "deepspeed": ("deepspeed",)}
+
+
+def _pinned_target(family: str, folder: Path) -> FrameworkTarget | None:
+    """The release a project's framework submodule is pinned at when its source is not checked out
+    (:mod:`.submodule`): that release's shipped catalog when trainlint ships the commit; else the
+    assumed upstream, its note naming the pinned commit (the file's statement then says it)."""
+    root = project_root(folder)
+    if not (root / ".gitmodules").is_file():
+        return None
+    from trainlint.frameworks.submodule import pinned
+
+    pin = pinned(root, _PIN_NAMES[family])
+    if pin is None:
+        return None
+    path, commit = pin
+    from trainlint.frameworks.catalog import load_shipped, shipped_index
+
+    entry = next((e for e in shipped_index() if e.family == family and e.commit == commit), None)
+    where = f"{path} pinned at {commit[:10]} (a git submodule, not checked out)"
+    if entry is None:
+        base = assumed(family)
+        return replace(base, note=f"{where}, a commit trainlint ships no catalog of")
+    return FrameworkTarget(family, entry.variant, entry.version, TargetOrigin.SOURCE_BESIDE, commit=entry.commit,
+                           catalog=load_shipped(entry.file), note=where)
 
 
 def fork_beside(family: str, config_path: str | None) -> FrameworkTarget | None:

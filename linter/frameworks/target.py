@@ -95,8 +95,8 @@ def statement(target: FrameworkTarget) -> str:
     findings; JSON: the file's ``target``; SARIF: the artifact's ``properties.target``; the language
     server: a hover on line 1)."""
     if target.origin is TargetOrigin.ASSUMED:
-        return (f"judged against {target.describe()}, assumed: no {target.variant} source in the project and none "
-                f"stated; {how_to_point(target.family)}")
+        why = target.note if "pinned at" in target.note else f"no {target.variant} source in the project and none stated"
+        return f"judged against {target.describe()}, assumed: {why}; {how_to_point(target.family)}"
     how = {TargetOrigin.PROJECT_CONFIG: "stated", TargetOrigin.SOURCE_BESIDE: "found in the project",
            TargetOrigin.INSTALLED: "the installed package"}[target.origin]
     if target.origin is TargetOrigin.PROJECT_CONFIG and target.note:
