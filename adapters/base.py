@@ -105,3 +105,12 @@ class Adapter(ABC):
         :mod:`trainlint.safe_write` after the round trip is verified). None: this format is not
         written back."""
         return None
+
+
+def looks_like_shell(text: str) -> bool:
+    """A shebang first line or ``#SBATCH`` lines: a shell script, never a YAML or JSON config, even
+    when a here-doc in it holds YAML-like text (a .slurm job writing a DeepSpeed JSON, issue 28)."""
+    if text.startswith("#!"):
+        return True
+    head = text[:65536]
+    return head.startswith("#SBATCH") or "\n#SBATCH" in head

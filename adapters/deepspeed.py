@@ -196,7 +196,6 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
 
     from trainlint.frameworks.catalog import defined_by
     from trainlint.frameworks.removed_keys import reads_it, removed_key
-    from trainlint.frameworks.target import how_to_point
 
     out = []
     for d in diags:
@@ -225,8 +224,7 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
                 commit = getattr(target, "commit", None)
                 what = f"upstream DeepSpeed at {commit}" if commit else "upstream DeepSpeed"
                 d = replace(d, severity=Severity.WARNING,
-                            message=f"{d.message} ({where}); checked against {what}, assumed because no DeepSpeed "
-                                    f"source was found beside the config; {how_to_point('deepspeed')}",
+                            message=f"{d.message} ({where}); checked against {what}, assumed",
                             # renaming a key another release reads may break the run on that release
                             applicability=Applicability.UNSAFE if d.applicability is Applicability.SAFE else d.applicability)
         out.append(d)
@@ -237,15 +235,13 @@ def _removed_unknown_target(d: Diagnostic, legacy, target) -> Diagnostic:
     """A key that old DeepSpeed releases read and later ones refuse, checked with no known DeepSpeed
     version: the config may be written for a release that reads it, so a warning that says which
     releases do (TL008), without a rename edit (the key the suggestion names may not exist there)."""
-    from trainlint.frameworks.target import how_to_point
 
     commit = getattr(target, "commit", None)
     what = f"upstream DeepSpeed at {commit}" if commit else "upstream DeepSpeed"
     return input_diagnostic(
         "TL008",
         f"`{_dotted(legacy.pointer)}` was removed in DeepSpeed {legacy.removed}: releases {legacy.first} to "
-        f"{legacy.last} read it, {legacy.removed} and later refuse the config; checked against {what}, assumed "
-        f"because no DeepSpeed version is known for this config; {how_to_point('deepspeed')}",
+        f"{legacy.last} read it, {legacy.removed} and later refuse the config; checked against {what}, assumed",
         d.span, path=d.path, severity=Severity.WARNING,
         fix=f"on DeepSpeed {legacy.removed} or later write {legacy.replacement}", subject=d.subject)
 
@@ -321,10 +317,38 @@ def _auto_values(doc: Document) -> list[Diagnostic]:
         doc.unresolved[ptr] = AUTO_REASON
         out.append(input_diagnostic(
             "TL007",
-            f"`{_dotted(ptr)}` is \"auto\": set at launch by the Hugging Face Trainer / Accelerate from "
-            "TrainingArguments; trainlint does not guess it",
+            f"`{_dotted(ptr)}` is \"auto\"{_AUTO_TAIL}",
             doc.locate(ptr), path=doc.path, subject=ptr))
     return out
+
+
+def merge_auto_notes(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """The TL007 notes of a file's Hugging Face ``"auto"`` values as one, at the first, listing the
+    keys (issue 28: an info line per "auto", 15 in a ZeRO-3 template, said nothing the first did not).
+    Made after the launch path has dropped the notes of the values the Trainer fills (their
+    ``subject`` names each)."""
+    autos = [d for d in diagnostics if d.code == "TL007" and d.message.endswith(_AUTO_TAIL)]
+    if len(autos) < 2:
+        return diagnostics
+    from dataclasses import replace
+
+    from trainlint.diagnostics import Related
+
+    first = autos[0]
+    keys = [d.message.split("`")[1] for d in autos]
+    shown = ", ".join(f"`{k}`" for k in keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+    merged = replace(first, message=f"{len(keys)} values are \"auto\" ({shown}){_AUTO_TAIL}",
+                     related=tuple(Related(f"`{k}` here", d.span, d.path) for k, d in zip(keys[1:20], autos[1:20], strict=True)))
+    out = []
+    for d in diagnostics:
+        if d is first:
+            out.append(merged)
+        elif d not in autos:
+            out.append(d)
+    return out
+
+
+_AUTO_TAIL = ": set at launch by the Hugging Face Trainer / Accelerate from TrainingArguments; trainlint does not guess it"
 
 
 def _schema_at(schema: dict, parts: list[str]) -> dict | None:
@@ -599,7 +623,9 @@ class DeepSpeedAdapter(Adapter):
         return sniff_score(path, text)
 
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
-        return load_deepspeed_config(source, context.frameworks)
+        result = load_deepspeed_config(source, context.frameworks)
+        result.diagnostics = merge_auto_notes(result.diagnostics)
+        return result
 
     def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str]:
         from trainlint.adapters.deepspeed_writer import spell_changes

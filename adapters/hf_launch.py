@@ -170,5 +170,7 @@ def _complete(result: LoadResult, source: SourceText, launch, located, spans, sp
             spec.sources.insert(0, source.path)
         result.specs.append(spec)
     # the JSON's own problems are reported when the JSON itself is checked; here only what the launch adds
-    result.diagnostics += [d for d in without_trainer_filled(loaded.diagnostics) if d.path]
+    from trainlint.adapters.deepspeed import merge_auto_notes
+
+    result.diagnostics += merge_auto_notes([d for d in without_trainer_filled(loaded.diagnostics) if d.path])
     result.documents += loaded.documents

@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
+from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult, looks_like_shell
 from trainlint.positions import Span
 from trainlint.sources import SourceText
 
@@ -110,7 +110,7 @@ class HFTrainerYamlAdapter(Adapter):
 
     def sniff(self, path: str, text: str) -> int:
         try:
-            if "deepspeed" not in text[:_SNIFF_BYTES] or not path.endswith(self.extensions):
+            if "deepspeed" not in text[:_SNIFF_BYTES] or not path.endswith(self.extensions) or looks_like_shell(text):
                 return NOT_MINE
             pairs = _top_level(text)
             if not pairs:

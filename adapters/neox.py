@@ -81,11 +81,11 @@ def _target_schema(catalog) -> dict:
 
 
 def _against(target) -> str:
-    from trainlint.frameworks.target import how_to_point
-
+    """Short: the file's statement of its target (trainlint.frameworks.target.statement) says once
+    how to state another one."""
     commit = getattr(target, "commit", None)
     what = f"upstream GPT-NeoX at {commit}" if commit else "upstream GPT-NeoX"
-    return f"checked against {what}, assumed because no framework source was found beside the config; " + how_to_point("neox")
+    return f"checked against {what}, assumed"
 
 
 def _elsewhere(key: str) -> str:
@@ -158,6 +158,7 @@ def _judged(diags: list[Diagnostic], target, path: str | None = None) -> list[Di
     known = target is not None and target.known and target.complete
     fork = _fork_beside(target, path) if any(d.code == "TL004" for d in diags) else None
     out = []
+    unlisted: list[tuple[Diagnostic, str]] = []
     for d in diags:
         top = _top_level_key(d) if fork is not None and d.code == "TL004" else None
         if fork is not None and top is not None and top in fork.catalog:
@@ -172,9 +173,42 @@ def _judged(diags: list[Diagnostic], target, path: str | None = None) -> list[Di
             top_key = _top_level_key(d) if d.code == "TL004" else None
             if not known:  # against a known target the schema check has said who refuses it (_refusal)
                 extra = _elsewhere(top_key) if top_key is not None else ""
+                if top_key is not None and not _likely_misspelling(top_key, d):
+                    unlisted.append((d, f"`{top_key}`{extra}"))
+                    continue
                 d = replace(d, severity=Severity.WARNING, message=f"{d.message}{extra}; {_against(target)}")
         out.append(d)
-    return out
+    return out + _unlisted_summary(unlisted, target)
+
+
+def _likely_misspelling(key: str, d: Diagnostic) -> bool:
+    """A did-you-mean two letters away at most (`num_atention_heads`): it keeps a finding of its own."""
+    import re
+
+    from trainlint.key_edits import is_misspelling
+
+    hint = re.search(r"did you mean `([^`]+)`", d.message)
+    return hint is not None and is_misspelling(key.replace("-", "_"), hint.group(1).replace("-", "_"))
+
+
+def _unlisted_summary(unlisted: list[tuple[Diagnostic, str]], target) -> list[Diagnostic]:
+    """The top-level keys the assumed upstream lacks and that misspell none it has: one warning per
+    file listing them (a fork's or another release's keys), at the first, the others related, as the
+    Megatron reader does for flags (issue 28: no warning per name nobody can act on)."""
+    if not unlisted:
+        return []
+    from dataclasses import replace
+
+    from trainlint.diagnostics import Related
+    from trainlint.frameworks.target import how_to_point
+
+    first = unlisted[0][0]
+    names = ", ".join(shown for _, shown in unlisted[:8]) + (f" and {len(unlisted) - 8} more" if len(unlisted) > 8 else "")
+    what = f"{len(unlisted)} keys" if len(unlisted) > 1 else "key"
+    related = tuple(Related(f"{shown} here", d.span, d.path) for d, shown in unlisted[1:20])
+    return [replace(first, severity=Severity.WARNING, fix=None, applicability=None, edits=(), related=related,
+                    message=f"unknown top-level {what} {names}: no options of upstream GPT-NeoX, {_against(target)}; "
+                            f"a fork or another release may define them: {how_to_point('neox')}")]
 
 
 def _default_note(key: str) -> str:

@@ -11,7 +11,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
+from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult, looks_like_shell
 from trainlint.sources import SourceText
 from trainlint.spec import TrainingSpec
 
@@ -172,6 +172,8 @@ class NeoXAdapter(Adapter):
             return NOT_MINE
 
     def _sniff(self, text: str, path: str | None = None) -> int:
+        if looks_like_shell(text):
+            return NOT_MINE
         head = text[:_SNIFF_BYTES]
         matches = _precheck_matches(head)
         if not matches:

@@ -42,6 +42,9 @@ class FileResult:
     """What suppressed a finding of this result (set by the rule engine): ``("inline", path,
     directive line, selector)`` and ``("per-file", pattern, selector)``; the unused-suppression
     report (TL020) is what no result used."""
+    target: dict | None = None
+    """What the runs were judged against, as reports give it (:func:`trainlint.output.target_of`),
+    kept when the specs are dropped (``check -j N`` sends results back without them)."""
     frameworks: Any = None
     """The session's framework settings the file was read with (``LoadContext.frameworks``): reading
     it again (write-back's round trip) resolves the same targets."""

@@ -39,7 +39,7 @@ KNOWN_KEYS = {
     # input and runs
     "runs", "env", "plugins", "source-roots",
     # the framework version configs are written for (a release or a checkout per framework)
-    "framework",
+    "framework", "framework-source",
     # rule selection and configuration
     "select", "extend-select", "ignore", "per-file-ignores", "severity", "rules",
     # estimation context (read by trainlint.estimator.context)
@@ -200,6 +200,12 @@ def load_config(path: Path) -> ProjectConfig:
         raise ConfigError(f"{path}: `framework` must be a table of strings, e.g. "
                           "framework = {{megatron = \"core_v0.8.0\", neox = \"../gpt-neox\"}}".replace("{{", "{").replace("}}", "}"))
     frameworks = _framework_settings(framework, str(base), path)
+    source = section.get("framework-source")
+    if source is not None:
+        if not isinstance(source, str) or not source.strip():
+            raise ConfigError(f"{path}: `framework-source` must be a path to a framework checkout (relative to the "
+                              "project root)")
+        frameworks = _with_source(frameworks, source, path)
     return ProjectConfig(
         path=str(path),
         framework=dict(framework),
@@ -267,6 +273,17 @@ def _framework_settings(framework: dict[str, str], base: str | None, path: Path 
     clear_caches()
     try:
         return configure(framework, base)
+    except FrameworkSettingError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+def _with_source(frameworks: Any, source: str, path: Path) -> Any:
+    """``framework-source``: a checkout, relative to the project root (the git work tree holding the
+    config, else the config's folder), the target of every family it holds."""
+    from trainlint.frameworks.locate import FrameworkSettingError, project_root, with_source
+
+    try:
+        return with_source(frameworks, source, str(project_root(path.resolve().parent)))
     except FrameworkSettingError as exc:
         raise ConfigError(f"{path}: {exc}") from None
 

@@ -348,12 +348,15 @@ def _place(rule: type[Rule], finding: Finding, spec: TrainingSpec) -> Diagnostic
             continue  # a default or a CLI flag: nowhere in a file to point at
         if (other_path, other_span) != (path, span):
             related.append(Related(note, other_span, other_path))
+    severity, message = finding.severity or rule.default_severity, finding.message
+    if severity is Severity.ERROR and rule.release_dependent and assumed_target(spec):
+        severity, message = Severity.WARNING, message + assumed_note(rule, spec)
     # a config value of thousands of digits is named by its length by Diagnostic itself
     return Diagnostic(
         code=rule.code,
         name=rule.name,
-        severity=finding.severity or rule.default_severity,
-        message=finding.message,
+        severity=severity,
+        message=message,
         span=span,
         path=path,
         fix=finding.fix,
@@ -361,6 +364,22 @@ def _place(rule: type[Rule], finding: Finding, spec: TrainingSpec) -> Diagnostic
         applicability=finding.applicability if finding.fix else None,
         edits=tuple(finding.edits) if finding.fix else (),
     )
+
+
+def assumed_target(spec: TrainingSpec) -> bool:
+    """Whether the release the run is checked against is assumed (no framework source in the
+    project, none stated): a release-dependent verdict is then no certainty (docs/rules.md)."""
+    target = spec.target
+    return target is None or not getattr(target, "known", True)
+
+
+def assumed_note(rule: type[Rule], spec: TrainingSpec) -> str:
+    """The tail of a release-dependent error lowered to a warning: the assumption, and where the
+    behaviour changed when the rule says (the file's TL014 says once how to point at the source)."""
+    target = spec.target
+    what = target.describe() if target is not None else f"the current {spec.framework} release"
+    changed = f"; {rule.behaviour_changed}" if rule.behaviour_changed else ""
+    return f" [a check of {what}, assumed: the release that runs this config may not make it{changed}]"
 
 
 def _apply_severity(diag: Diagnostic, overrides: dict[str, str]) -> Diagnostic:

@@ -140,6 +140,19 @@ _UNMODELLED = (
                                                    "states for the frozen weights, which the estimator counts"),
     ("adapter", ("lora", "qlora"), "a LoRA / QLoRA adapter trains a few weights only; the estimator models full "
                                    "fine-tuning"),
+    # LLaVA (llava/train/train.py ModelArguments / TrainingArguments) and FastChat (fastchat/train/train_lora.py
+    # LoraArguments): adapters, a frozen language model, a vision tower
+    ("lora_enable", None, "LoRA trains adapters only (LLaVA --lora_enable): the frozen base keeps no gradients or "
+                          "optimizer states, which the estimator (full fine-tuning) counts"),
+    ("lora_r", "any", "LoRA of this rank trains adapters only (FastChat train_lora.py): the frozen base keeps no "
+                      "gradients or optimizer states, which the estimator (full fine-tuning) counts"),
+    ("q_lora", None, "QLoRA: a 4-bit base with LoRA adapters is not modelled"),
+    ("tune_mm_mlp_adapter", None, "only the multimodal projector trains (LLaVA pre-training): the frozen language model "
+                                  "keeps no gradients or optimizer states, which the estimator counts"),
+    ("freeze_backbone", None, "the frozen backbone keeps no gradients or optimizer states, which the estimator counts"),
+    ("freeze_mm_mlp_adapter", None, "a frozen projector is not modelled"),
+    ("vision_tower", "any", "the vision tower (its parameters and image activations) is not modelled"),
+    ("bits", ("4", "8"), "a quantised base model is not modelled"),
     ("load_in_4bit", None, "4-bit quantised base weights are not modelled"),
     ("load_in_8bit", None, "8-bit quantised base weights are not modelled"),
     ("quantization_bit", "any", "a quantised base model is not modelled"),

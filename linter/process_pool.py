@@ -60,7 +60,9 @@ def _can_fork() -> bool:
 
 def lean(result: FileResult) -> FileResult:
     """What a report needs of a linted result (specs and documents are big and not needed)."""
-    return replace(result, specs=[], documents=[])
+    from trainlint.output import target_of
+
+    return replace(result, specs=[], documents=[], target=target_of(result))
 
 
 def run_tasks(tasks: Sequence[FileTask], work: Callable[[Sequence[FileTask]], list[FileResult]],

@@ -68,6 +68,9 @@ class SessionOptions:
     runs: tuple[tuple[str, ...], ...] = ()
     """``--run a.yml,b.yml``: files merged in order as one run (after the project config's runs)."""
     estimate: EstimateOptions = field(default_factory=EstimateOptions)
+    framework_source: str | None = None
+    """``--framework-source PATH``: the framework checkout every config is judged against (over the
+    project config's ``framework`` / ``framework-source``), relative to the current directory."""
 
 
 @dataclass
@@ -233,6 +236,18 @@ def open_session(options: SessionOptions, start: Path, *, validate: bool = True)
     from trainlint.registry import build_registry
 
     project = discover(start, options.config, options.isolated)
+    if options.framework_source:
+        import os
+
+        from trainlint.config import ConfigError
+        from trainlint.frameworks.locate import FrameworkSettingError, clear_caches, with_source
+
+        try:
+            settings_ = with_source(project.framework_settings, options.framework_source, os.getcwd())
+        except FrameworkSettingError as exc:
+            raise ConfigError(f"--framework-source: {exc}") from None
+        clear_caches()
+        project = replace(project, framework_settings=settings_)
     host = project_host(project, allow=options.allow_plugins,
                         roots=list(options.trust_roots) if options.trust_roots is not None else None,
                         editor_trusted=options.editor_trusted)

@@ -58,9 +58,12 @@ def test_auto_is_unresolved_info_at_the_value_and_skipped_by_the_schema():
     text = ('{\n  "train_micro_batch_size_per_gpu": "auto",\n  "zero_optimization": {\n'
             '    "stage": 3,\n    "reduce_bucket_size": "auto"\n  }\n}')
     result = load(text)
-    assert [(d.code, d.line, d.column, d.severity.value) for d in result.diagnostics] == [
-        ("TL007", 2, 37, "info"), ("TL007", 5, 27, "info")]
-    assert "Hugging Face Trainer / Accelerate" in result.diagnostics[0].message
+    # one note for the file's "auto" values (issue 28), at the first, the others related
+    assert [(d.code, d.line, d.column, d.severity.value) for d in result.diagnostics] == [("TL007", 2, 37, "info")]
+    note = result.diagnostics[0]
+    assert "Hugging Face Trainer / Accelerate" in note.message and "2 values are \"auto\"" in note.message
+    assert "`zero_optimization.reduce_bucket_size`" in note.message
+    assert [(r.span.line, r.span.column) for r in note.related] == [(5, 27)]
     doc = result.documents[0]
     assert set(doc.unresolved) == {"/train_micro_batch_size_per_gpu", "/zero_optimization/reduce_bucket_size"}
     spec = result.specs[0]

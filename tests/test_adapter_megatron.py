@@ -132,8 +132,9 @@ def test_problem_flags_golden():
     by_code = {(d.code, d.line): d for d in result.diagnostics}
     assert "did you mean `--num-layers`" in by_code[("TL004", 4)].message
     assert "`--num-attention-heads`" in by_code[("TL004", 5)].message
-    assert by_code[("TL008", 11)].severity.value == "error"
-    assert "--recompute-activations" in by_code[("TL008", 11)].message
+    # refused by the upstream release assumed (no source in the project), read by releases before 2022
+    assert by_code[("TL008", 11)].severity.value == "warning"
+    assert "--recompute-activations" in by_code[("TL008", 11)].message and "assumed" in by_code[("TL008", 11)].message
     assert by_code[("TL008", 13)].severity.value == "warning"
     assert by_code[("TL011", 10)].related[0].span.line == 9
     assert "did you mean `flash`" in by_code[("TL006", 8)].message
@@ -146,10 +147,12 @@ def test_problem_flags_golden():
     assert result.documents[0].unresolved["/train_iters"].startswith("$1")
 
 
-def test_unknown_flag_on_custom_entry_point_is_a_warning():
+def test_unknown_flag_on_custom_entry_point_is_information():
+    # my_train.py adds arguments of its own, which trainlint could not read: nothing to act on (issue 28)
     result = load_text("python my_train.py --num-layers 2 --hidden-size 8 --my-own-flag 3\n")
     (diag,) = result.diagnostics
-    assert (diag.code, diag.line, diag.column, diag.severity.value) == ("TL004", 1, 51, "warning")
+    assert (diag.code, diag.line, diag.column, diag.severity.value) == ("TL004", 1, 51, "info")
+    assert "my_train.py may add them" in diag.message and "not judged" in diag.message
 
 
 def test_unquoted_array_splits_a_quoted_value():

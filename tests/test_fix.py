@@ -87,15 +87,16 @@ def test_megatron_deprecated_flags_in_a_bash_array_and_on_a_continuation_line(tm
     os.chmod(script, 0o755)
     code, out, _ = run(capsys, "check", "--isolated", "--ignore", "TL900", str(script))
     assert "train.sh:4:6: TL008" in out and "train.sh:9:29: TL008" in out
-    # `--checkpoint-num-layers` is valid in older Megatron-LM releases and Megatron-DeepSpeed: with no
-    # framework source beside the script its rename is unsafe (applied with --unsafe-fixes only).
+    # `--checkpoint-num-layers` is valid in older Megatron-LM releases and Megatron-DeepSpeed, and
+    # `--batch-size` in the releases before its rename to `--micro-batch-size`: with no framework source in the project (the
+    # release assumed) both renames are unsafe (applied with --unsafe-fixes only; issue 28).
     code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--fix", str(script))
-    assert script.read_bytes() == MEGATRON_BEFORE.replace(b'"--batch-size 4"', b'"--micro-batch-size 4"')
-    assert "train.sh:9:29: TL008" in out
+    assert script.read_bytes() == MEGATRON_BEFORE
+    assert "train.sh:4:6: TL008" in out and "train.sh:9:29: TL008" in out
     code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--fix", "--unsafe-fixes", str(script))
     assert script.read_bytes() == MEGATRON_AFTER
     assert os.access(script, os.X_OK)
-    assert "Fixed 1 finding in 1 file." in err and "TL008" not in out, out
+    assert "Fixed 2 findings in 1 file." in err and "TL008" not in out, out
 
 
 def test_an_inline_value_or_a_negated_replacement_is_not_rewritten(tmp_path, capsys):

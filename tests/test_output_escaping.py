@@ -58,7 +58,9 @@ def test_control_characters_through_every_format(capfd, hostile_config, fmt):
     assert not raw, sorted(map(hex, map(ord, raw)))
     lines = out.splitlines()
     if fmt == "text":
-        assert len(lines) == unknown + 1 and all(line.startswith(str(path)) for line in lines[:-1])
+        # the file's findings, after one line saying what it was judged against, then the summary
+        assert len(lines) == unknown + 2 and all(line.startswith(str(path)) for line in lines[:-1])
+        assert "judged against" in lines[0]
     elif fmt == "github":
         # line breaks are %0A inside the one command, as @actions/core encodes them
         assert len(lines) == unknown + 1 and all(line.startswith("::warning file=") for line in lines[:-1])

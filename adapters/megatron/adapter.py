@@ -50,6 +50,7 @@ from trainlint.adapters.megatron.flags import (
     ArgReader,
     ParsedArgs,
     flag_table,
+    unknown_summary,
 )
 from trainlint.adapters.megatron.invocation import DISTINCTIVE, Invocation, find_invocation
 from trainlint.adapters.megatron.shell import FileText, ShellResult, evaluate
@@ -158,7 +159,7 @@ def load_script(source: SourceText, context: LoadContext, collect: list[ParsedRu
         _one_spec(result, source, context, shell, spans, inv.args, build, collect)
     if not result.specs:
         _variables_spec(result, source, context, shell, spans, collect)
-    result.diagnostics = _dedupe(result.diagnostics)
+    result.diagnostics = _finish(result, source.path)
     return result
 
 
@@ -209,6 +210,8 @@ def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shel
     target = resolve("megatron", source.path, context.frameworks)
     reader = ArgReader(flag_table(), spans, build.dialect, build.entry, source.path, target)
     parsed = reader.read(args)
+    if parsed.unlisted:
+        _PENDING.setdefault(id(result), []).append(parsed)
     note = read_note(target, build.anchor or FILE_START, source.path)
     if note is not None:
         result.diagnostics.append(note)
@@ -471,7 +474,7 @@ def load_argv(argv: list[str], path: str = "<argv>", context: LoadContext | None
             start += 1
         build = BuildContext(path, "argv", _dialect(fields[start:], None, path, []), None, spans)
         _one_spec(result, source, context, None, spans, fields[start:], build)
-    result.diagnostics = _dedupe(result.diagnostics)
+    result.diagnostics = _finish(result, source.path)
     return result
 
 
@@ -548,8 +551,19 @@ def load_yaml(source: SourceText, context: LoadContext, collect: list[ParsedRun]
         # the functional-test launcher (tests/functional_tests/shell_test_utils/run_ci_test.sh) picks
         # what runs these arguments from MODE (default pretraining): an inference mode does not train
         spec.run.mode = from_file(mode, source.path, tree.value_spans.get("/MODE"), "MODE")
-    result.diagnostics = _dedupe(result.diagnostics)
+    result.diagnostics = _finish(result, source.path)
     return result
+
+
+_PENDING: dict[int, list[ParsedArgs]] = {}
+"""id(LoadResult) -> the commands read into it that have flags for :func:`unknown_summary`; emptied
+by :func:`_finish` when the load ends."""
+
+
+def _finish(result: LoadResult, path: str) -> list[Diagnostic]:
+    """The result's diagnostics with one unknown-flags summary per file, without duplicates."""
+    pending = _PENDING.pop(id(result), [])
+    return _dedupe(result.diagnostics + (unknown_summary(pending, path) if pending else []))
 
 
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:

@@ -214,6 +214,12 @@ class ParsedArgs:
     unknown_flags: list[str] = field(default_factory=list)
     passthrough: list[Field] = field(default_factory=list)
     """Fields whose content is unknown (``$@``, ``${EXTRA_ARGS}`` from the environment)."""
+    unlisted: list[tuple[str, str | None, Span | None]] = field(default_factory=list)
+    """Flags the target does not define, no misspelling and no certain error: (name, path, span),
+    reported by :func:`unknown_summary`, one finding per file."""
+    unlisted_why: str = ""
+    unlisted_severity: Severity = Severity.WARNING
+    """INFO when the entry point adds arguments of its own that trainlint could not read."""
     other_release: tuple[str, ...] = ()
     """With the Megatron version assumed: the script's flags (two or more, at upstream's own entry
     point) that upstream does not define and that misspell none it does (`--use-tfrecords`,
@@ -273,6 +279,9 @@ class ArgReader:
         """Flags the target does not define that are no misspelling of one it does."""
         self._refused: list[tuple[int, int, str]] = []
         """(first, end) diagnostics index range and spelling of each flag the target keeps only to refuse."""
+        self._unlisted: list[tuple[str, Loc | None]] = []
+        """Flags the target does not define, no misspelling of one it does and no certain error:
+        reported together by :meth:`_unknown_summary`."""
 
     # -------------------------------------------------------------- helpers
 
@@ -299,13 +308,12 @@ class ArgReader:
 
     def _against(self) -> str:
         """What the flag was checked against, for messages."""
-        from trainlint.frameworks.target import how_to_point
 
         t = self.target
         if t is None or not t.known:
             commit = t.commit if t is not None and t.commit else None
             what = f"upstream Megatron-LM at {commit}" if commit else "upstream Megatron-LM"
-            return f"checked against {what}, assumed because no framework source was found beside the config; " + how_to_point("megatron")
+            return f"checked against {what}, assumed"  # the file's statement says once how to state another
         if not t.complete:
             return (f"checked against {t.describe()}, whose arguments trainlint could not all read statically "
                     f"({t.catalog.partial[0]})")
@@ -474,37 +482,58 @@ class ArgReader:
             if dep is not None and dep.get("status") in ("error", "exits") and self.dialect == CURRENT:
                 self._refused.append((first, len(self.out.diagnostics), spelled))
         self._written_for_another_release()
+        self._unknown_summary()
         return self.out
+
+    def _unknown_summary(self) -> None:
+        """Hand the flags of this command the target does not define and that are no misspelling
+        (:attr:`_unlisted`) to :func:`unknown_summary` (one finding per file, made by the adapter),
+        with why that is not a certain error."""
+        if not self._unlisted:
+            return
+        t = self.target
+        describe = t.describe() if t is not None else "upstream Megatron-LM"
+        own_parser = self.entry is not None and not is_core_entry(self.entry) and not self.entry_read
+        if own_parser:
+            # an entry point trainlint could not read (a converter, an exporter, a fork's task) adds
+            # arguments of its own: nothing to act on, said as information
+            why = (f"no arguments of {describe}; {self.entry} may add them with its own argument provider, which "
+                   "trainlint could not read, so they are not judged")
+            self.out.unlisted_severity = Severity.INFO
+        elif not self._known_target:
+            from trainlint.frameworks.target import how_to_point
+
+            why = (f"no arguments of {describe}, the release assumed (no framework source in the project); a fork or "
+                   f"another release may define them: {how_to_point('megatron')}")
+        else:
+            why = f"no arguments of {describe}"
+        self.out.unlisted = [(name, *self.span_of(loc)) for name, loc in self._unlisted]
+        self.out.unlisted_why = why
 
     def _written_for_another_release(self) -> None:
         """A flag upstream keeps only to refuse it (`--batch-size`, `--warmup`, `--checkpoint-activations`)
-        breaks a script written for upstream. When the version is assumed and the script's own flags
-        show it is not written for upstream (two or more flags at upstream's entry point that upstream
-        does not define and that misspell none it does: `--use-tfrecords`, `--presplit-sentences`), the
-        release it targets is not known, and older releases read the refused flag: its TL008, and the
-        type current Megatron gives its value (TL005/TL006), are warnings that say so (issue 17: a
-        removed name speaks as an error only for a version known to refuse it)."""
-        if self._known_target or len(set(self._foreign)) < 2:
+        breaks a script written for upstream; against an *assumed* upstream its TL008 is a warning
+        (:meth:`_dialect_checks`), and so is the type current Megatron gives its value (TL005/TL006:
+        GLM's `--warmup` is a float), whatever else the script says. The script's own flags that
+        upstream does not define and that misspell none it does (two or more, at upstream's entry
+        point: `--use-tfrecords`, `--presplit-sentences`) are recorded as a sign that it is written for
+        another release (``other_release``), for messages only: invented names lower nothing (issue 29 G2)."""
+        if self._known_target:
             return
-        if self.entry is not None and not is_core_entry(self.entry):
-            return
-        self.out.other_release = tuple(sorted(set(self._foreign)))
-        if not self._refused:
-            return
+        if len(set(self._foreign)) >= 2 and (self.entry is None or is_core_entry(self.entry)):
+            self.out.other_release = tuple(sorted(set(self._foreign)))
         from dataclasses import replace
 
-        shown, more = other_release_flags(self.out.other_release)
         for first, end, spelled in self._refused:
             for k in range(first, end):
                 d = self.out.diagnostics[k]
-                if d.severity is not Severity.ERROR or d.code not in ("TL005", "TL006", "TL008"):
+                if d.severity is not Severity.ERROR or d.code not in ("TL005", "TL006"):
                     continue
-                what = (f"; the script's other flags ({shown}{more}) are no arguments of upstream Megatron-LM either: "
-                        f"it is written for another release or a fork, where `{spelled}` may be valid")
-                if d.code != "TL008":
-                    what = f" (current Megatron-LM's type){what}"
-                self.out.diagnostics[k] = replace(d, severity=Severity.WARNING, message=f"{d.message}{what}; {self._against()}",
-                                                  applicability=Applicability.UNSAFE if d.edits else d.applicability)
+                self.out.diagnostics[k] = replace(
+                    d, severity=Severity.WARNING,
+                    message=f"{d.message} (current Megatron-LM's type of `{spelled}`, a flag it only refuses; "
+                            f"{self._against_short()}: the release that runs the script may read it otherwise)",
+                    applicability=Applicability.UNSAFE if d.edits else d.applicability)
 
     def _unknown_severity(self) -> Severity:
         if not self._known_target:
@@ -530,8 +559,11 @@ class ArgReader:
                     and any(s.loc == last.segs[0].loc for s in fields[i].segs if last.segs):
                 hint = f"; word splitting cut the value of `{prev.flag_text}` into several words"
         n_words = "argument" if len(words) == 1 else f"{len(words)} arguments"
+        # Megatron's parser takes no positional argument: every release refuses a stray word at its own
+        # entry point (an entry point of its own may take them)
+        certain = self.entry is None or is_core_entry(self.entry) or self.entry_read
         self._diag("TL004", f"unexpected {n_words} `{shown}`: Megatron's argparse exits with \"unrecognized "
-                   f"arguments\"{hint}", loc, severity=self._unknown_severity())
+                   f"arguments\"{hint}", loc, severity=Severity.ERROR if certain else Severity.WARNING)
 
     def _unknown_word(self, f: Field) -> None:
         first = f.segs[0] if f.segs else None
@@ -594,6 +626,17 @@ class ArgReader:
             # the flag is the fork's, so say which names the target lacks without calling the run broken.
             severity = Severity.WARNING
             message += f"; {fork.describe()}, found beside the config, defines it"
+        own_parser = self.entry is not None and not is_core_entry(self.entry) and not self.entry_read
+        if severity is not Severity.ERROR and (not typo or own_parser) and fork is None:
+            # a fork's flag, another entry point's, another release's: one finding per command
+            # lists them all (issue 28: ~900 such warnings on 336 configs, all false in a sample)
+            self._unlisted.append((name, f.value_loc))
+            self.out.unknown_flags.append(name)
+            i += 1
+            if not inline:
+                while i < len(fields) and _is_value_field(fields[i]):
+                    i += 1
+            return i
         self._diag("TL004", message, f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None,
                    applicability=(Applicability.SAFE if typo and severity is Severity.ERROR else Applicability.DISPLAY)
                    if suggestion else None, edit=suggestion[0] if suggestion and not inline else None)
@@ -688,9 +731,22 @@ class ArgReader:
         if info.dialects:
             dialect_note = f" (it exists in {', '.join(sorted(info.dialects))} scripts)"
         renamed = self._one_to_one(info, replacement)
-        self._diag("TL008", f"`{spelled}` {what}{use}{dialect_note}. Megatron: \"{message}\"", loc, severity=severity,
-                   fix=replacement, applicability=(Applicability.SAFE if renamed else Applicability.DISPLAY) if replacement else None,
+        safe = Applicability.SAFE
+        tail = ""
+        if severity is Severity.ERROR and not self._known_target:
+            # the release that refuses it is assumed: older releases read it (a 2021 script's
+            # --checkpoint-activations), so this is a warning naming the assumption and the change
+            severity, safe = Severity.WARNING, Applicability.UNSAFE
+            since = REFUSED_SINCE.get(info.flag, "an older release or a fork may still read it")
+            tail = f" [{self._against_short()}: {since}]"
+        self._diag("TL008", f"`{spelled}` {what}{use}{dialect_note}. Megatron: \"{message}\"{tail}", loc, severity=severity,
+                   fix=replacement, applicability=(safe if renamed else Applicability.DISPLAY) if replacement else None,
                    edit=replacement if renamed and whole_word else None)
+
+    def _against_short(self) -> str:
+        t = self.target
+        commit = t.commit if t is not None and t.commit else None
+        return f"upstream Megatron-LM at {commit} assumed" if commit else "upstream Megatron-LM assumed"
 
     def _one_to_one(self, old: FlagInfo, replacement: str | None) -> bool:
         """Whether the replacement is the same option under a new name (``--batch-size`` ->
@@ -765,8 +821,36 @@ class ArgReader:
         return setting
 
 
+REFUSED_SINCE = {
+    "--checkpoint-activations": "refused since Megatron-LM's 2022 rename to --recompute-activations "
+                                "(selective recomputation); earlier releases read it",
+}
+"""Flags upstream Megatron-LM keeps only to refuse them: since when (for the warning on a script
+whose release is assumed)."""
+
 _SWITCH_VALUE = {"store_true": True, "store_false": False, "count": 1}
 """What a flag that takes no value sets (store_const and others: True)."""
+
+
+def unknown_summary(parsed: list[ParsedArgs], default_path: str) -> list[Diagnostic]:
+    """One TL004 warning per file and reason for the flags of its commands that the target does not
+    define and that misspell none it does (a fork's, another release's, an entry point's own): at the
+    first, the others as related places (issue 28: ~900 such warnings on 336 configs, one per flag,
+    all false in a sample). A likely misspelling keeps a finding of its own."""
+    groups: dict[tuple[str, Severity], list[tuple[str, str | None, Span | None]]] = {}
+    for p in parsed:
+        if p.unlisted:
+            groups.setdefault((p.unlisted_why, p.unlisted_severity), []).extend(p.unlisted)
+    out = []
+    for (why, severity), entries in groups.items():
+        names = list(dict.fromkeys(name for name, _, _ in entries))
+        shown = ", ".join(f"`{n}`" for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+        what = f"{len(names)} flags" if len(names) > 1 else "flag"
+        _, path, span = entries[0]
+        related = tuple(Related(f"`{name}` here", sp, pa) for name, pa, sp in entries[1:20] if sp is not None)
+        out.append(input_diagnostic("TL004", f"unknown {what} {shown}: {why}", span or Span(1, 1, 1, 1),
+                                    path=path or default_path, severity=severity, related=related))
+    return out
 
 
 def other_release_flags(flags: tuple[str, ...]) -> tuple[str, str]:

@@ -47,6 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help=ARG_HELP)
     check.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
     check.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    check.add_argument("--framework-source", metavar="PATH", help=FRAMEWORK_SOURCE_HELP)
     check.add_argument("--allow-plugins", action="store_true",
                        help="import the local plugins the project config names (see README: Trust); "
                              "also TRAINLINT_ALLOW_PLUGINS=1 or the trusted-projects list")
@@ -69,6 +70,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.set_defaults(func=run)
 
 
+FRAMEWORK_SOURCE_HELP = ("the framework checkout (Megatron-LM or a fork, GPT-NeoX, DeepSpeed) the configs are judged "
+                         "against, when it is not inside the project (also framework-source in the project config)")
+
+
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """How files become runs: --run, --env, and which project config (estimate, suggest)."""
     parser.add_argument("--run", action="append", default=[], metavar="FILE,FILE...",
@@ -78,6 +83,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--arg", action="append", default=[], metavar="VALUE", dest="script_args", help=ARG_HELP)
     parser.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
     parser.add_argument("--isolated", action="store_true", help="ignore every project config file")
+    parser.add_argument("--framework-source", metavar="PATH", help=FRAMEWORK_SOURCE_HELP)
     parser.add_argument("--allow-plugins", action="store_true",
                         help="import the local plugins the project config names (see README: Trust); "
                              "also TRAINLINT_ALLOW_PLUGINS=1 or the trusted-projects list")
@@ -153,7 +159,8 @@ def session_options(args: argparse.Namespace) -> SessionOptions:
         estimate=EstimateOptions(gpu=given("gpu"), nodes=given("nodes"), gpus_per_node=given("gpus_per_node"),
                                  model=given("model"), vocab_size=given("vocab_size"),
                                  micro_batch=given("micro_batch_size"), seq_length=given("seq_length"),
-                                 grad_accum=given("grad_accum")))
+                                 grad_accum=given("grad_accum")),
+        framework_source=given("framework_source"))
 
 
 def lint_results(results: list, args: argparse.Namespace, session: Session) -> list:

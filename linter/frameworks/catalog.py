@@ -118,12 +118,19 @@ def _listing(root: Path, folder: str) -> list[str]:
     return out
 
 
+def _is_marker(read: Callable[[str], str | None], rel: str) -> bool:
+    from trainlint.frameworks.markers import CHECKED, megatron_like
+
+    text = read(rel)
+    return text is not None and (rel not in CHECKED or megatron_like(text))
+
+
 def files_of(read: Callable[[str], str | None], listing: Callable[[str], list[str]],
              family: str) -> tuple[dict[str, str], dict[str, str]]:
     """The files :func:`read_checkout` reads, from any store (a folder, or ``git show`` in the
     catalog generator): ``read(relative path)`` gives a text or None, ``listing(folder)`` the
     relative paths of the files under a folder."""
-    rel = next((m for m in MARKERS.get(family, ()) if read(m) is not None), None)
+    rel = next((m for m in MARKERS.get(family, ()) if _is_marker(read, m)), None)
     if rel is None:
         return {}, {}
     main: dict[str, str] = {}

@@ -44,17 +44,32 @@ def entry_file(entry: str | None, script: str | None, root: str | None) -> Path 
     if not entry or not script or not entry.endswith(".py") or "$" in entry or "\0" in entry:
         return None
     here = Path(script).resolve().parent
-    limit = Path(root).resolve() if root else here.parent
+    limits, bases = _reach(here, root)
+    return _find(entry.replace("\\", "/"), bases, limits)
+
+
+def _reach(here: Path, root: str | None) -> tuple[list[Path], list[Path]]:
+    """(folders a file read must lie in, folders a relative path is tried from): the framework
+    checkout ``root`` (else the script's folder's parent) and the script's project (a patch project
+    such as Pai-Megatron-Patch keeps its entry points and argument extensions beside a Megatron
+    submodule); the script's folder and those above it, up to the farthest of them."""
+    from trainlint.frameworks.locate import project_root
+
+    limits = [Path(root).resolve() if root else here.parent, project_root(here)]
+    above = [lim for lim in limits if lim == here or lim in here.parents]
+    stop = min(above, key=lambda p: len(p.parts)) if above else None  # the farthest limit above the script
     bases: list[Path] = []
     folder = here
     for _ in range(MAX_LEVELS):
         bases.append(folder)
-        if folder == limit or folder.parent == folder:
+        if folder == stop or folder.parent == folder:
             break
         folder = folder.parent
-    if limit not in bases:
-        bases.append(limit)
-    rel = entry.replace("\\", "/")
+    bases.extend(lim for lim in limits if lim not in bases)
+    return limits, bases
+
+
+def _find(rel: str, bases: list[Path], limits: list[Path]) -> Path | None:
     for base in bases:
         candidate = Path(rel) if os.path.isabs(rel) else base / rel
         if not os.path.exists(candidate):
@@ -65,7 +80,7 @@ def entry_file(entry: str | None, script: str | None, root: str | None) -> Path 
             real = candidate.resolve()
         except (OSError, RuntimeError):
             continue
-        if real.is_file() and (real == limit or limit in real.parents):
+        if real.is_file() and any(real == lim or lim in real.parents for lim in limits):
             return real
     return None
 
@@ -96,14 +111,74 @@ def entry_arguments(entry: str | None, script: str | None, root: str | None) -> 
 
             scan = scan_megatron({path.name: text})
             if scan.files:  # a file that does not parse: not read
-                result = EntryArgs(scan, not scan.partial and _providers_local(text), str(path))
+                imported, all_found = _imported_providers(text, path, root)
+                if imported:
+                    from trainlint.frameworks.argscan import merge
+
+                    scan = merge([scan, *imported])
+                local = _providers_local(text, imported_ok=all_found)
+                result = EntryArgs(scan, not scan.partial and local, str(path))
     if len(_memo) > 256:
         _memo.clear()
     _memo[key] = result
     return result
 
 
-def _providers_local(text: str) -> bool:
+def _imported_providers(text: str, path: Path, root: str | None) -> tuple[list[Any], bool]:
+    """The scans of the modules the entry point imports its ``extra_args_provider`` functions from
+    (``from megatron_patch.arguments import get_patch_args``: a patch project's ``add_*_args``
+    extension of Megatron's parser), found as files inside the project or the framework checkout;
+    and whether every imported provider's module was found and read."""
+    import ast
+    import warnings
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return [], False
+    given = {k.value.id for n in ast.walk(tree) if isinstance(n, ast.Call) for k in n.keywords
+             if k.arg == "extra_args_provider" and isinstance(k.value, ast.Name)}
+    sources: dict[str, str] = {}
+    for node in tree.body:
+        if not isinstance(node, ast.ImportFrom) or node.level or not node.module:
+            continue
+        for alias in node.names:
+            if (alias.asname or alias.name) in given:
+                given.discard(alias.asname or alias.name)
+                module = _module_file(node.module, path, root)
+                if module is None:
+                    return [], False
+                sources.setdefault(str(module), module.read_text(encoding="utf-8", errors="replace"))
+    if not sources:
+        return [], False
+    from trainlint.frameworks.argscan import scan_megatron
+
+    scans = [scan_megatron({Path(p).name: t}) for p, t in sources.items()]
+    return scans, all(sc.files and not sc.partial for sc in scans)
+
+
+def _module_file(module: str, path: Path, root: str | None) -> Path | None:
+    """``a.b`` as ``a/b.py`` (or ``a/b/__init__.py``) in reach of the entry point (see :func:`_reach`),
+    bounded in size."""
+    from trainlint.frameworks.catalog import MAX_SOURCE_BYTES
+
+    if not all(part.isidentifier() for part in module.split(".")):
+        return None
+    limits, bases = _reach(path.parent, root)
+    rel = module.replace(".", "/")
+    for candidate in (f"{rel}.py", f"{rel}/__init__.py"):
+        found = _find(candidate, bases, limits)
+        try:
+            if found is not None and found.stat().st_size <= MAX_SOURCE_BYTES:
+                return found
+        except OSError:
+            continue
+    return None
+
+
+def _providers_local(text: str, imported_ok: bool = False) -> bool:
     """Whether the file hands Megatron's parser only argument providers it defines itself
     (``initialize_megatron(extra_args_provider=get_tasks_args)`` with ``def get_tasks_args`` in the
     file, or a parameter passing one along), and at least one."""
@@ -124,4 +199,6 @@ def _providers_local(text: str) -> bool:
     names = [v.id for v in given if isinstance(v, ast.Name)]
     if not given or len(names) != len(given):
         return False
+    if imported_ok:  # the imported providers were read (_imported_providers): as good as defined here
+        return True
     return any(n in defined for n in names) and all(n in defined or n in params for n in names)

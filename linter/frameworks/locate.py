@@ -1,11 +1,15 @@
 """Finding the framework a config targets, in order:
 
-1. the project config: ``framework = {megatron = "...", neox = "...", deepspeed = "..."}`` naming a
-   shipped release (``core_v0.8.0``, ``v2.0``, ``0.14.0``) or a path to a checkout;
-2. the framework's source beside the config: the nearest folder above it that holds the family's
-   argument module (``megatron/training/arguments.py``, ``megatron/arguments.py``,
-   ``megatron/neox_arguments/neox_args.py``, ``deepspeed/runtime/config.py``), or such a checkout
-   as a git submodule or a vendored folder of one of those folders;
+1. what the user states: ``--framework-source PATH``, ``framework-source = "PATH"`` in the project
+   config (relative to the project root), or ``framework = {megatron = "...", ...}`` naming a shipped
+   release (``core_v0.8.0``, ``v2.0``, ``0.14.0``) or a path to a checkout;
+2. the framework's source *inside the project*: the nearest folder at or above the config, up to the
+   project root (:func:`project_root`: the git work tree, else the folder of the project config, else
+   the current directory when it holds the config, else the config's own folder), that holds the
+   family's argument module (``megatron/training/arguments.py``, ``megatron/arguments.py``,
+   ``megatron/neox_arguments/neox_args.py``, ``deepspeed/runtime/config.py``), or such a checkout as
+   a git submodule or a vendored folder of one of those folders. Never a sibling or a parent outside
+   the root: a checkout of a fork next to the project is not the project's framework (issue 28);
 3. the package installed in the active Python environment (located, never imported);
 4. else upstream as trainlint's built-in table has it (:attr:`TargetOrigin.ASSUMED`).
 """
@@ -45,7 +49,8 @@ class FrameworkSettings:
     served by one process (the language server) each resolve against their own."""
 
     entries: tuple[tuple[str, str, str], ...] = ()
-    """(family, "path" | "version", value)."""
+    """(family, "path" | "source" | "version", value): "source" is a checkout given by
+    ``--framework-source`` / ``framework-source``, "path" one given in the ``framework`` table."""
 
     def get(self, family: str) -> tuple[str, str] | None:
         return next(((kind, value) for f, kind, value in self.entries if f == family), None)
@@ -53,11 +58,12 @@ class FrameworkSettings:
 
 NO_SETTINGS = FrameworkSettings()
 
-_memo: dict[tuple[FrameworkSettings, str, str], FrameworkTarget] = {}
+_memo: dict[tuple[FrameworkSettings, str, str, str], FrameworkTarget] = {}
 """(settings, family, folder) -> the target: keyed by the settings, so sessions never share a wrong one."""
 _reported: set[str] = set()
-_beside: dict[tuple[str, str], Path | None] = {}
-"""(family, folder) -> the nearest checkout at or above it: a fork's configs sit in many folders."""
+_beside: dict[tuple[str, str, str], Path | None] = {}
+"""(family, folder, project root) -> the nearest checkout at or above it inside the root: a fork's
+configs sit in many folders."""
 _checkouts: dict[tuple[str, str], tuple[tuple[int, int], ArgCatalog | None]] = {}
 """(family, root) -> (the argument module's (mtime, size), its catalog): a checkout is read (or
 taken from the disk cache, which hashes every file) once per process, not once per config folder;
@@ -70,6 +76,7 @@ def clear_caches() -> None:
     _memo.clear()
     _beside.clear()
     _checkouts.clear()
+    _roots.clear()
 
 
 def configure(settings: Mapping[str, str] | None, base: str | None = None) -> FrameworkSettings:
@@ -102,12 +109,29 @@ def configure(settings: Mapping[str, str] | None, base: str | None = None) -> Fr
     return FrameworkSettings(tuple(entries)) if entries else NO_SETTINGS
 
 
+def with_source(settings: FrameworkSettings | None, value: str, base: str | None) -> FrameworkSettings:
+    """``settings`` with the checkout ``value`` (``--framework-source PATH`` or the project config's
+    ``framework-source``, relative to ``base``) as the target of every family whose argument module
+    it holds, over what ``settings`` says for that family. Raises :class:`FrameworkSettingError`
+    when it holds none."""
+    candidate = Path(os.path.expanduser(value))
+    if not candidate.is_absolute() and base:
+        candidate = Path(base) / candidate
+    families = [f for f in FAMILIES if candidate.is_dir() and marker(candidate, f) is not None]
+    if not families:
+        wanted = ", ".join(m for f in FAMILIES for m in MARKERS[f])
+        raise FrameworkSettingError(f"framework source \"{value}\": no {wanted} under {candidate}")
+    kept = [e for e in (settings or NO_SETTINGS).entries if e[0] not in families]
+    resolved = str(candidate.resolve())
+    return FrameworkSettings(tuple(kept + [(f, "source", resolved) for f in families]))
+
+
 def resolve(family: str, config_path: str | None, settings: FrameworkSettings | None = None) -> FrameworkTarget:
     """The target of a config file of ``family`` at ``config_path`` under the session's project
     ``settings`` (None: no project config says; memoised per settings and folder)."""
     settings = settings or NO_SETTINGS
     folder = _folder(config_path)
-    key = (settings, family, folder)
+    key = (settings, family, folder, os.getcwd())
     hit = _memo.get(key)
     if hit is not None:
         return replace(hit, read_seconds=None) if hit.read_seconds is not None else hit
@@ -137,16 +161,46 @@ def _resolve(family: str, folder: str, settings: FrameworkSettings) -> Framework
             return FrameworkTarget(family, entry.variant, entry.version, TargetOrigin.PROJECT_CONFIG,
                                    commit=entry.commit, catalog=load_shipped(entry.file),
                                    note=f"framework.{family} = \"{value}\" in the project config")
-        return _from_checkout(family, Path(value), TargetOrigin.PROJECT_CONFIG,
-                              f"framework.{family} in the project config")
+        how = "--framework-source or framework-source" if kind == "source" else f"framework.{family} in the project config"
+        return _from_checkout(family, Path(value), TargetOrigin.PROJECT_CONFIG, how)
     root = find_source_beside(family, Path(folder))
     if root is not None:
         return _from_checkout(family, root, TargetOrigin.SOURCE_BESIDE,
-                              f"{marker(root, family)} found above the config")
+                              f"{marker(root, family)} found in the project")
+    pin = _pinned_target(family, Path(folder))
+    if pin is not None:
+        return pin
     installed = find_installed(family)
     if installed is not None:
         return _from_checkout(family, installed, TargetOrigin.INSTALLED, "the installed package")
     return assumed(family)
+
+
+_PIN_NAMES = {"megatron": ("megatron",), "neox": ("neox",), "deepspeed": ("deepspeed",)}
+
+
+def _pinned_target(family: str, folder: Path) -> FrameworkTarget | None:
+    """The release a project's framework submodule is pinned at when its source is not checked out
+    (:mod:`.submodule`): that release's shipped catalog when trainlint ships the commit; else the
+    assumed upstream, its note naming the pinned commit (the file's statement then says it)."""
+    root = project_root(folder)
+    if not (root / ".gitmodules").is_file():
+        return None
+    from trainlint.frameworks.submodule import pinned
+
+    pin = pinned(root, _PIN_NAMES[family])
+    if pin is None:
+        return None
+    path, commit = pin
+    from trainlint.frameworks.catalog import load_shipped, shipped_index
+
+    entry = next((e for e in shipped_index() if e.family == family and e.commit == commit), None)
+    where = f"{path} pinned at {commit[:10]} (a git submodule, not checked out)"
+    if entry is None:
+        base = assumed(family)
+        return replace(base, note=f"{where}, a commit trainlint ships no catalog of")
+    return FrameworkTarget(family, entry.variant, entry.version, TargetOrigin.SOURCE_BESIDE, commit=entry.commit,
+                           catalog=load_shipped(entry.file), note=where)
 
 
 def fork_beside(family: str, config_path: str | None) -> FrameworkTarget | None:
@@ -156,7 +210,7 @@ def fork_beside(family: str, config_path: str | None) -> FrameworkTarget | None:
     root = find_source_beside(family, Path(_folder(config_path)))
     if root is None:
         return None
-    target = _from_checkout(family, root, TargetOrigin.SOURCE_BESIDE, f"{marker(root, family)} found above the config")
+    target = _from_checkout(family, root, TargetOrigin.SOURCE_BESIDE, f"{marker(root, family)} found in the project")
     return target if target.catalog is not None else None
 
 
@@ -172,7 +226,7 @@ def assumed(family: str) -> FrameworkTarget:
     except Exception:  # noqa: BLE001 - a missing provenance only shortens the message
         commit = None
     return FrameworkTarget(family, DEFAULT_VARIANT[family], None, TargetOrigin.ASSUMED, commit=commit,
-                           note="no framework source found beside the config and none configured")
+                           note="no framework source found in the project and none stated")
 
 
 def _from_checkout(family: str, root: Path, origin: TargetOrigin, note: str) -> FrameworkTarget:
@@ -202,15 +256,17 @@ def _read_checkout_once(root: Path, family: str) -> ArgCatalog | None:
 
 
 def find_source_beside(family: str, start: Path) -> Path | None:
-    """The nearest folder at or above ``start`` holding the family's argument module, or a
-    submodule / vendored checkout of one (a direct child folder named like a framework).
-    Remembered per folder, so the configs of sibling folders walk the shared part once."""
+    """The nearest folder at or above ``start``, up to its project root (:func:`project_root`),
+    holding the family's argument module, or a submodule / vendored checkout of one (a direct child
+    folder named like a framework) inside the root. Remembered per folder and root, so the configs
+    of sibling folders walk the shared part once."""
+    root = project_root(start)
     walked: list[Path] = []
     folder = start
     found: Path | None = None
     ended = False  # the walk reached an answer (not just MAX_LEVELS): every folder on it shares it
     for _ in range(MAX_LEVELS):
-        key = (family, str(folder))
+        key = (family, str(folder), str(root))
         if key in _beside:
             found, ended = _beside[key], True
             break
@@ -222,14 +278,63 @@ def find_source_beside(family: str, start: Path) -> Path | None:
         if child is not None:
             found, ended = child, True
             break
-        if folder.parent == folder:
+        if folder == root or folder.parent == folder or not _inside(folder.parent, root):
             ended = True
             break
         folder = folder.parent
     if ended:
         for f in walked:
-            _beside[(family, str(f))] = found
+            _beside[(family, str(f), str(root))] = found
     return found
+
+
+def project_root(start: Path) -> Path:
+    """The folder a config's framework source (and every file read to judge it) is looked for in:
+    the git work tree holding ``start`` (a folder with ``.git``, a directory or a worktree's file),
+    else the folder of the project config found above it, else the current directory when it holds
+    ``start``, else ``start`` itself. Remembered per folder."""
+    key = (str(start), os.getcwd())
+    hit = _roots.get(key)
+    if hit is not None:
+        return hit
+    root = _git_root(start)
+    if root is None:
+        root = _config_root(start)
+    if root is None:
+        cwd = Path(os.getcwd())
+        root = cwd if _inside(start, cwd) else start
+    if len(_roots) > 4096:
+        _roots.clear()
+    _roots[key] = root
+    return root
+
+
+_roots: dict[tuple[str, str], Path] = {}
+"""(folder, current directory) -> its project root."""
+
+
+def _git_root(start: Path) -> Path | None:
+    for folder in (start, *start.parents):
+        try:
+            if (folder / ".git").exists():
+                return folder
+        except OSError:
+            return None
+    return None
+
+
+def _config_root(start: Path) -> Path | None:
+    try:
+        from trainlint.config import find_config
+
+        found = find_config(start)
+    except Exception:  # noqa: BLE001 - an unreadable config leaves the fallback
+        return None
+    return found.parent if found is not None else None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
 
 
 def _vendored(folder: Path) -> list[Path]:

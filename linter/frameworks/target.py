@@ -84,6 +84,23 @@ POINT_AT_FORK = {
 
 
 def how_to_point(family: str) -> str:
-    """The hint every assumed-target finding carries."""
-    return ("if it runs on a fork or another release, check it beside that source, or set "
-            + POINT_AT_FORK.get(family, POINT_AT_FORK["megatron"]).format() + " under [tool.trainlint]")
+    """How to state the target when it is assumed (the file's statement and a few findings say it)."""
+    return ("if it runs on a fork or another release, give its source with --framework-source PATH (or "
+            "framework-source = \"PATH\" in the project config), or set "
+            + POINT_AT_FORK.get(family, POINT_AT_FORK["megatron"]).format())
+
+
+def statement(target: FrameworkTarget) -> str:
+    """What a file was judged against, said once per file in every output (text: a line before its
+    findings; JSON: the file's ``target``; SARIF: the artifact's ``properties.target``; the language
+    server: a hover on line 1)."""
+    if target.origin is TargetOrigin.ASSUMED:
+        why = target.note if "pinned at" in target.note else f"no {target.variant} source in the project and none stated"
+        return f"judged against {target.describe()}, assumed: {why}; {how_to_point(target.family)}"
+    how = {TargetOrigin.PROJECT_CONFIG: "stated", TargetOrigin.SOURCE_BESIDE: "found in the project",
+           TargetOrigin.INSTALLED: "the installed package"}[target.origin]
+    if target.origin is TargetOrigin.PROJECT_CONFIG and target.note:
+        how = f"stated by {target.note}"
+    elif target.origin is TargetOrigin.SOURCE_BESIDE and target.note:
+        how = target.note
+    return f"judged against {target.describe()}, {how}"

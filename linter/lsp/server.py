@@ -410,7 +410,7 @@ class TrainlintServer(LanguageServer):
         line, column = convert.position_to_point(position.line, position.character, lines, linted.bom)
         target = hover.target_at(linted.result, path, line, column)
         if target is None:
-            return None
+            return self._target_hover(linted, line)
         partial = any(d.code in ("TL001", "TL002") for d in linted.result.diagnostics)
         with long_numbers():  # a hover quotes config values and their products (numbers.long_numbers)
             text = hover.render_target(target, linted.estimate, partial=partial)
@@ -420,6 +420,19 @@ class TrainlintServer(LanguageServer):
         (sl, sc), (el, ec) = convert.span_to_range(target.region, lines, linted.bom)
         return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
                          range=lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec)))
+
+    @staticmethod
+    def _target_hover(linted: Linted, line: int) -> lsp.Hover | None:
+        """On line 1, where no key is hovered: which framework release or checkout the file is
+        judged against (the statement the other outputs give once per file)."""
+        if line != 1 or linted.result is None:
+            return None
+        from trainlint.output import target_of
+
+        target = target_of(linted.result)
+        if target is None:
+            return None
+        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=target["statement"]))
 
     async def hover_at(self, uri: str, position: lsp.Position) -> lsp.Hover | None:
         doc = self.workspace.text_documents.get(uri)

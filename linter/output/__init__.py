@@ -20,6 +20,9 @@ class FileEntry:
     path: str
     format: str | None
     diagnostics: list[Diagnostic]
+    target: dict | None = None
+    """The framework release or checkout the file was judged against (``FrameworkTarget.to_dict``
+    with its ``statement``), once per file; None when its format has no target."""
 
 
 def file_entries(results: Sequence[FileResult]) -> list[FileEntry]:
@@ -62,7 +65,26 @@ def file_entries(results: Sequence[FileResult]) -> list[FileEntry]:
                 continue
             seen[name].add(identity)
             by_path[name].append(diag)
-    return [FileEntry(p, formats[p], sorted(by_path[p], key=Diagnostic.sort_key)) for p in order]
+    targets: dict[str, dict] = {}
+    for result in results:
+        target = target_of(result)
+        if target is not None:
+            targets.setdefault(spelled.get(_same_file(result.path), result.path), target)
+    return [FileEntry(p, formats[p], sorted(by_path[p], key=Diagnostic.sort_key), targets.get(p)) for p in order]
+
+
+def target_of(result: FileResult) -> dict | None:
+    """The target the result's runs were judged against (the first run's that has one), as a dict
+    with its one-line ``statement``."""
+    if result.target is not None:
+        return result.target
+    for spec in result.specs:
+        target = getattr(spec, "target", None)
+        if target is not None:
+            from trainlint.frameworks.target import statement
+
+            return {**target.to_dict(), "statement": statement(target)}
+    return None
 
 
 def _same_file(path: str) -> str:

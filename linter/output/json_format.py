@@ -13,7 +13,8 @@ def render(results: Sequence[FileResult], *, baseline: tuple | None = None) -> s
     """``baseline``: (path, Outcome) when a baseline left findings out: a ``"baseline"`` object
     says how many (``suppressed``) and how many recorded ones no longer occur (``stale``)."""
     files = [
-        {"path": e.path, "format": e.format, "diagnostics": [d.to_dict() for d in e.diagnostics]}
+        {"path": e.path, "format": e.format, "diagnostics": [d.to_dict() for d in e.diagnostics],
+         **({"target": e.target} if e.target is not None else {})}
         for e in file_entries(results)
     ]
     data: dict = {"files": files}

@@ -267,6 +267,10 @@ def render(results: Sequence[FileResult], *, registry: Any = None, root: str | o
             sarif_results.append(_result(d, d.path or entry.path, rule_index[d.code], artifacts, seen))
             if baseline is not None:
                 sarif_results[-1]["baselineState"] = "new"
+        if entry.target is not None and entry.diagnostics and not is_pseudo_path(entry.path):
+            # the framework the file's findings are about: a property of the file, not of each result
+            index = artifacts.location(entry.path)["index"]
+            artifacts.entries[index].setdefault("properties", {})["target"] = entry.target
     run = {
         "tool": {"driver": {
             "name": "trainlint",

@@ -21,6 +21,9 @@ def render(results: Sequence[FileResult], *, show_summary: bool = True, fix_mark
     was given, so unsafe fixes count as fixable."""
     lines = []
     for entry in file_entries(results):
+        if entry.target is not None and entry.diagnostics:
+            # which framework the findings below are about: once per file, not a tail on each
+            lines.append(printable(f"{entry.path}: {entry.target['statement']}"))
         for d in entry.diagnostics:
             mark = " [*]" if fix_marks and d.applies(unsafe) else ""
             # one finding, one line: config text and file names cannot start lines of their own

@@ -92,6 +92,18 @@ class Rule:
     """Set on rules that read ``ctx.estimate``; the engine then estimates the spec once."""
     plugin: ClassVar[str] = "trainlint"
     """Set by the registry: which plugin provided the rule."""
+    release_dependent: ClassVar[bool | None] = None
+    """Whether the verdict depends on which release (or fork, or branch) of the framework runs the
+    config: True for a check quoted from one release's source (Megatron-LM's ``validate_args`` at
+    trainlint's commit), False for one every release makes (world size divisibility, the batch
+    triple) and for trainlint's own estimates. Every built-in rule declares it (a test over the
+    registry); the engine lowers an error of a release-dependent rule to a warning when the run's
+    target is *assumed* (no framework source found in the project and none stated), naming the
+    assumption: an error is a certainty about the framework the config targets (docs/rules.md).
+    A plugin's rule that leaves it None is taken as it says (its severity is not changed)."""
+    behaviour_changed: ClassVar[str] = ""
+    """For a release-dependent rule: where the behaviour differs between releases, for the lowered
+    finding ("Megatron-LM up to 23.06 defaulted --recompute-num-layers to 1"); empty: not known."""
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:  # pragma: no cover - interface
         raise NotImplementedError

@@ -34,15 +34,34 @@ def explain_input_code(code: str) -> str:
             f"{source}\n\n{entry.summary}\n")
 
 
+SEVERITY_POLICY = (
+    "## What is an error",
+    "",
+    "An **error** is a certainty: the framework the config targets (found in the project, or stated with "
+    "`--framework-source`, `framework-source` or `framework = {...}`) refuses the config or crashes on it, or the "
+    "estimate says it runs out of memory on the hardware the user named. A verdict that depends on an *assumed* "
+    "release, fork or branch is a **warning** that names the assumption and, where known, the release where the "
+    "behaviour changed: a rule whose verdict depends on the release (the column below; each rule declares it, a "
+    "test over every rule checks it) is lowered from error to warning when the release is assumed. Unknown names "
+    "against an assumed release are one warning per file listing them, with how to state the release; a name a "
+    "letter or two from a defined one keeps a finding of its own. Names an entry point of its own may add "
+    "(a parser trainlint could not read) are information. Flags a script passes that the assumed release lacks "
+    "never lower another finding. See docs/frameworks.md for how the target is found.",
+)
+"""The severity policy (issue 28), at the head of docs/rules.md."""
+
+
 def render_markdown(registry: Registry) -> str:
     """docs/rules.md: every code, generated from the rule metadata (a test keeps it current)."""
     out = ["# trainlint rules", "",
            "Generated from the rule metadata by `trainlint rules --format markdown`; do not edit by hand.", "",
-           "| code | name | severity | summary |", "|---|---|---|---|"]
+           *SEVERITY_POLICY, "",
+           "| code | name | severity | release-dependent | summary |", "|---|---|---|---|---|"]
     for entry in INPUT_CODES.values():
-        out.append(f"| {entry.code} | {entry.name} | {entry.severity.value} | {entry.summary} |")
+        out.append(f"| {entry.code} | {entry.name} | {entry.severity.value} | - | {entry.summary} |")
     for rule in registry.rules.values():
-        out.append(f"| {rule.code} | {rule.name} | {rule.default_severity.value} | {rule.summary} |")
+        dependent = {True: "yes", False: "no"}.get(rule.release_dependent, "-")  # type: ignore[arg-type]
+        out.append(f"| {rule.code} | {rule.name} | {rule.default_severity.value} | {dependent} | {rule.summary} |")
     out += ["", "## Input diagnostics", ""]
     for entry in INPUT_CODES.values():
         out += [f"### {entry.code} {entry.name}", "", f"Severity: {entry.severity.value}.", "", entry.summary, ""]

@@ -13,7 +13,7 @@
         args: ["--env", "TP=4"]      # extra `trainlint check` arguments (optional; with
                                      # ["--config", "{dir}/trainlint.toml"] the case's own project config)
         expect:                      # (code, line, column) of the rule's findings; [] = passes
-          - [TL110, 2, 29]
+          - [TL110, 2, 29]           # or (code, line, column, severity): all entries then name it
 
 Only the findings of the case's own rule are compared, so a case need not be clean otherwise.
 """
@@ -57,7 +57,9 @@ def test_golden_case(rule: str, case: dict, tmp_path: Path, capsys) -> None:
     code = main(["check", *isolation, "--format", "json", "--select", rule, *args, str(check)])
     output = capsys.readouterr().out
     assert code in (0, 1), output
-    found = sorted((d["code"], d["line"], d["column"])
+    # an expected finding may also name its severity: [code, line, column, severity]
+    with_severity = any(len(e) == 4 for e in case["expect"])
+    found = sorted((d["code"], d["line"], d["column"], *((d["severity"],) if with_severity else ()))
                    for f in json.loads(output)["files"] for d in f["diagnostics"] if d["code"] == rule)
     expected = sorted(tuple(e) for e in case["expect"])
     assert found == expected, json.dumps(json.loads(output), indent=1)

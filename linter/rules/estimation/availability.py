@@ -34,6 +34,7 @@ class EstimateUnavailable(Rule):
     """
 
     code = "TL900"
+    release_dependent = False
     name = "estimate-unavailable"
     summary = "Memory and speed could not be estimated; says which inputs to supply."
     default_severity = Severity.INFO

@@ -35,6 +35,7 @@ class NetworkBoundDp(Rule):
     """
 
     code = "TL401"
+    release_dependent = False
     name = "network-bound-dp"
     summary = "Data-parallel / ZeRO communication is not hidden by compute (error when it alone exceeds compute)."
     default_severity = Severity.WARNING
@@ -119,6 +120,7 @@ class Zero3AtLargeDp(Rule):
     """
 
     code = "TL402"
+    release_dependent = False
     name = "zero3-large-dp"
     summary = "ZeRO-3 shards parameters over a large DP group and all-gathers them every micro-batch."
     default_severity = Severity.WARNING

@@ -52,6 +52,7 @@ class OomRisk(Rule):
     """
 
     code = "TL201"
+    release_dependent = False
     name = "oom-risk"
     summary = "The estimated memory per GPU exceeds the GPU's memory (error) or the headroom (warning)."
     default_severity = Severity.ERROR
@@ -156,6 +157,7 @@ class BuffersDominateMemory(Rule):
     """
 
     code = "TL202"
+    release_dependent = False
     name = "buffers-dominate-memory"
     summary = "DeepSpeed's communication buffers take more than the threshold share of GPU memory."
     default_severity = Severity.WARNING

@@ -60,6 +60,7 @@ class LowExpectedMfu(Rule):
     """
 
     code = "TL301"
+    release_dependent = False
     name = "low-expected-mfu"
     summary = ("The config leaves more than a set share of throughput on the table against the best layout for "
                "the same model, GPUs and global batch.")
@@ -156,6 +157,7 @@ class PipelineBubble(Rule):
 
     frameworks = ("megatron", "neox")
     code = "TL302"
+    release_dependent = False
     name = "large-pipeline-bubble"
     summary = "The pipeline bubble takes more than the threshold share of the step."
     default_severity = Severity.WARNING
@@ -223,6 +225,7 @@ class TensorParallelAcrossNodes(Rule):
 
     frameworks = ("megatron", "neox")
     code = "TL303"
+    release_dependent = False
     name = "tp-across-nodes"
     summary = "The tensor-parallel group spans nodes, so its per-layer all-reduces cross the network."
     default_severity = Severity.WARNING
@@ -282,6 +285,7 @@ class MemoryBound(Rule):
     """
 
     code = "TL304"
+    release_dependent = False
     name = "memory-bound"
     summary = "The step is bound by HBM bandwidth rather than compute (a roofline)."
     default_severity = Severity.WARNING
@@ -339,6 +343,7 @@ class SmallGemms(Rule):
 
     frameworks = ("megatron", "neox")
     code = "TL305"
+    release_dependent = False
     name = "small-gemms"
     summary = "Micro-batch GEMMs are too small for the GPU (few tokens per micro-batch, or little hidden per TP rank)."
     default_severity = Severity.WARNING

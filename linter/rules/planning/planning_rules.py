@@ -122,6 +122,7 @@ class FewTokensPerParameter(Rule):
     """
 
     code = "TL501"
+    release_dependent = False
     name = "few-tokens-per-parameter"
     summary = "A pre-training run trains on far fewer tokens per parameter than the compute-optimal 20."
     default_severity = Severity.INFO
@@ -184,6 +185,7 @@ class ShortPretraining(Rule):
     """
 
     code = "TL502"
+    release_dependent = False
     name = "short-pretraining-run"
     summary = "A pre-training run of a language model trains on fewer than 200B tokens."
     default_severity = Severity.INFO
@@ -245,6 +247,7 @@ class RunTooLong(Rule):
     """
 
     code = "TL503"
+    release_dependent = False
     name = "run-exceeds-max-days"
     summary = "The estimated training time exceeds the project's max-days."
     default_severity = Severity.WARNING
@@ -295,6 +298,7 @@ class RunTooExpensive(Rule):
     """
 
     code = "TL504"
+    release_dependent = False
     name = "run-exceeds-max-cost"
     summary = "The estimated cost of the run exceeds the project's max-cost."
     default_severity = Severity.WARNING

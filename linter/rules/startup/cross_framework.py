@@ -109,6 +109,7 @@ class BatchSizeMismatch(Rule):
     """
 
     code = "TL100"
+    release_dependent = False
     name = "batch-size-mismatch"
     default_severity = Severity.ERROR
     summary = "global batch != micro batch x gradient accumulation x data-parallel size (DP as each framework computes it)"
@@ -266,6 +267,7 @@ class WorldSizeNotDivisible(Rule):
     """
 
     code = "TL101"
+    release_dependent = False
     name = "world-size-not-divisible"
     default_severity = Severity.ERROR
     summary = "world size not divisible by the model-parallel product (TP x PP x CP, expert grid, NeoX pp x mp)"
@@ -337,6 +339,7 @@ class PrecisionConflict(Rule):
     """
 
     code = "TL103"
+    release_dependent = False
     name = "precision-conflict"
     default_severity = Severity.ERROR
     summary = "fp16 and bf16 both enabled, or a precision setting disagreeing with the fp16/bf16 blocks"
@@ -449,6 +452,7 @@ class AttentionHeadsLayout(Rule):
     """
 
     code = "TL104"
+    release_dependent = False
     name = "attention-heads-layout"
     default_severity = Severity.ERROR
     summary = "attention heads / KV heads not divisible by TP, or hidden size not divisible by the heads"
@@ -534,6 +538,7 @@ class LayersPipelineIndivisible(Rule):
     """
 
     code = "TL105"
+    release_dependent = False
     name = "layers-pipeline-indivisible"
     default_severity = Severity.ERROR
     summary = "number of layers not divisible by the pipeline size, or layers per stage by the virtual-pipeline factor"
@@ -603,6 +608,7 @@ class SequenceParallelWithoutTP(Rule):
     """
 
     code = "TL106"
+    release_dependent = False
     name = "sequence-parallel-without-tp"
     default_severity = Severity.WARNING
     summary = "sequence parallelism enabled with tensor parallel size 1 (silently disabled / no effect)"
@@ -648,6 +654,7 @@ class SeqLengthExceedsPositions(Rule):
     """
 
     code = "TL107"
+    release_dependent = False
     name = "seq-length-exceeds-positions"
     default_severity = Severity.ERROR
     summary = "max_position_embeddings smaller than seq_length"
@@ -687,6 +694,7 @@ class SeqLengthContextParallel(Rule):
     """
 
     code = "TL108"
+    release_dependent = False
     name = "seq-length-context-parallel"
     default_severity = Severity.ERROR
     summary = "seq_length not a multiple of 2 x context-parallel size"
@@ -727,6 +735,7 @@ class ExpertsExpertParallel(Rule):
     """
 
     code = "TL109"
+    release_dependent = False
     name = "experts-expert-parallel"
     default_severity = Severity.ERROR
     summary = "number of experts not divisible by expert-parallel size (or EP > 1 without experts)"
@@ -802,6 +811,7 @@ class ZeroPipelineConflict(Rule):
     """
 
     code = "TL110"
+    release_dependent = False
     name = "zero-pipeline-conflict"
     default_severity = Severity.ERROR
     summary = "ZeRO stage 2/3 with DeepSpeed's pipeline engine (NeoX: pipe_parallel_size >= 1, even 1)"
@@ -862,6 +872,7 @@ class MoeZeroConflict(Rule):
     """
 
     code = "TL111"
+    release_dependent = False
     name = "moe-zero-conflict"
     default_severity = Severity.ERROR
     summary = "MoE with a ZeRO stage the framework refuses (NeoX: >= 2; DeepSpeed native MoE: 3)"
@@ -911,6 +922,7 @@ class PrecisionUnsupportedGPU(Rule):
     """
 
     code = "TL112"
+    release_dependent = False
     name = "precision-unsupported-gpu"
     default_severity = Severity.ERROR
     summary = "bf16 on a pre-Ampere GPU or FP8 on a pre-Hopper GPU, when the target GPU is declared"

@@ -103,6 +103,7 @@ class BatchSizeMissing(Rule):
     """
 
     code = "TL120"
+    release_dependent = False
     name = "ds-batch-size-missing"
     default_severity = Severity.ERROR
     summary = "DeepSpeed config with neither train_batch_size nor train_micro_batch_size_per_gpu"
@@ -154,6 +155,7 @@ class AllreduceSumUnsupported(Rule):
     """
 
     code = "TL121"
+    release_dependent = False
     name = "ds-allreduce-sum-unsupported"
     default_severity = Severity.ERROR
     summary = "gradient_allreduce_op \"sum\" with ZeRO-3, ZenFlow or DeepCompile"
@@ -207,6 +209,7 @@ class MasterWeightsWithoutZero(Rule):
     """
 
     code = "TL122"
+    release_dependent = False
     name = "ds-master-weights-without-zero"
     default_severity = Severity.ERROR
     summary = "fp16/bf16 master-weights or bf16 optimizer-state options without ZeRO 1-3"
@@ -257,6 +260,7 @@ class PartialOffloadWithoutZero3(Rule):
     """
 
     code = "TL123"
+    release_dependent = False
     name = "ds-partial-offload-without-zero3"
     default_severity = Severity.ERROR
     summary = "offload_optimizer.ratio < 1.0 with a ZeRO stage other than 3"
@@ -300,6 +304,7 @@ class ParamDtypeConflict(Rule):
     """
 
     code = "TL124"
+    release_dependent = False
     name = "ds-param-dtype-conflict"
     default_severity = Severity.ERROR
     summary = "data_types.param_dtype differs from the enabled fp16/bf16 mode"
@@ -344,6 +349,7 @@ class UnsupportedOptimizer(Rule):
     """
 
     code = "TL125"
+    release_dependent = False
     name = "ds-unsupported-optimizer"
     default_severity = Severity.ERROR
     summary = "optimizer.type is neither a DeepSpeed optimizer nor a torch.optim class name"
@@ -388,6 +394,7 @@ class LambStaticLossScale(Rule):
     """
 
     code = "TL126"
+    release_dependent = False
     name = "ds-lamb-static-loss-scale"
     default_severity = Severity.ERROR
     summary = "LAMB / 1-bit LAMB with a static fp16.loss_scale"
@@ -430,6 +437,7 @@ class UnmanagedGradAccumConflict(Rule):
     """
 
     code = "TL127"
+    release_dependent = False
     name = "ds-unmanaged-grad-accum-conflict"
     default_severity = Severity.ERROR
     summary = "managed_gradient_accumulation false with overlap_comm below ZeRO-2, pipeline, DeepCompile or AMP"
@@ -486,6 +494,7 @@ class AmpConflict(Rule):
     """
 
     code = "TL128"
+    release_dependent = False
     name = "ds-amp-conflict"
     default_severity = Severity.ERROR
     summary = "Apex AMP with ZeRO, or with DeepSpeed's fp16/bf16 mode"
@@ -535,6 +544,7 @@ class ZeroUntestedOptimizer(Rule):
     """
 
     code = "TL129"
+    release_dependent = False
     name = "ds-zero-untested-optimizer"
     default_severity = Severity.ERROR
     summary = "ZeRO with an optimizer it has not been tested with, without zero_allow_untested_optimizer"
@@ -580,6 +590,7 @@ class GradAccumDtypeMix(Rule):
     """
 
     code = "TL130"
+    release_dependent = False
     name = "ds-grad-accum-dtype-mix"
     default_severity = Severity.ERROR
     summary = "grad_accum_dtype differs from the model dtype without ZeRO or AMP"
@@ -623,6 +634,7 @@ class OneBitOptimizerWithZero(Rule):
     """
 
     code = "TL131"
+    release_dependent = False
     name = "ds-onebit-optimizer-with-zero"
     default_severity = Severity.ERROR
     summary = "1-bit Adam / 0/1 Adam / 1-bit LAMB with ZeRO"
@@ -665,6 +677,7 @@ class ElasticBatchParams(Rule):
     """
 
     code = "TL132"
+    release_dependent = False
     name = "ds-elastic-batch-params"
     default_severity = Severity.ERROR
     summary = "elasticity enabled with batch keys in the config (without ignore_non_elastic_batch_info)"
@@ -710,6 +723,7 @@ class ElasticPipeline(Rule):
     """
 
     code = "TL133"
+    release_dependent = False
     name = "ds-elastic-pipeline"
     default_severity = Severity.ERROR
     summary = "elasticity with the pipeline engine when GPUs per node is not a multiple of the model-parallel size"
@@ -759,6 +773,7 @@ class Bf16GradAccumPipeline(Rule):
     """
 
     code = "TL134"
+    release_dependent = False
     name = "ds-bf16-grad-accum-pipeline"
     default_severity = Severity.WARNING
     summary = "bf16 gradient accumulation on the pipeline engine without ZeRO (numerically unsafe)"
@@ -809,6 +824,7 @@ class MaxGradNormIgnored(Rule):
     """
 
     code = "TL135"
+    release_dependent = False
     name = "ds-max-grad-norm-ignored"
     default_severity = Severity.WARNING
     summary = "optimizer.params.max_grad_norm without fp16 is silently set to 0 (use gradient_clipping)"
@@ -849,6 +865,7 @@ class NvmePathMissing(Rule):
     """
 
     code = "TL136"
+    release_dependent = False
     name = "ds-nvme-path-missing"
     default_severity = Severity.ERROR
     summary = "ZeRO-3 NVMe offload without nvme_path"

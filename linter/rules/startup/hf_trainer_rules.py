@@ -59,6 +59,7 @@ class TrainerDeepSpeedMismatch(Rule):
     """
 
     code = "TL137"
+    release_dependent = False
     name = "hf-trainer-deepspeed-mismatch"
     default_severity = Severity.ERROR
     summary = "DeepSpeed config batch value that the Hugging Face Trainer's arguments contradict"

@@ -119,6 +119,8 @@ def ref(line: str) -> str:
 
 class _NeoXRule(Rule):
     frameworks = ("neox",)
+    release_dependent = False
+    """GPT-NeoX's own checks of its arguments, kept through its releases (TL187 says otherwise)."""
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         yield from self.findings(NeoXArgs(spec), ctx)
@@ -472,6 +474,8 @@ class SaveWithoutCheckpointFactor(_NeoXRule):
     """
 
     code = "TL187"
+    release_dependent = True
+    behaviour_changed = "GPT-NeoX renamed save_interval to checkpoint_factor in #737 (2023)"
     name = "neox-save-without-checkpoint-factor"
     summary = "save without checkpoint_factor or extra_save_iters"
 

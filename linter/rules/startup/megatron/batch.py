@@ -179,6 +179,7 @@ class SaveInterval(MegatronRule):
     """
 
     code = "TL164"
+    behaviour_changed = "Megatron-LM's 2019 releases defaulted --save-interval to 5000; core_v0.4.0 and later default it to None"
     name = "megatron-save-interval"
     summary = "--save without a positive --save-interval, or a retain interval not a multiple of it"
 

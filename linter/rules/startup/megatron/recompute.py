@@ -39,6 +39,8 @@ class RecomputeArguments(MegatronRule):
     """
 
     code = "TL144"
+    behaviour_changed = ("Megatron-LM up to 23.06 (and Megatron-DeepSpeed) defaulted --recompute-num-layers to 1; "
+                         "core_v0.4.0 and later default it to None")
     name = "megatron-recompute-arguments"
     summary = "full recomputation without --recompute-method/--recompute-num-layers, or selective with them"
 
