@@ -129,8 +129,11 @@ _HEAD_BYTES = 256 * 1024
 def _head_claimed(path: str, adapters: Sequence[Adapter]) -> bool:
     """Whether an adapter would claim a too-large file by its name and first 256 KB."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(_HEAD_BYTES).decode("utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            head = os.read(fd, _HEAD_BYTES).decode("utf-8", errors="replace")
+        finally:
+            os.close(fd)
     except OSError:
         return True  # unreadable: let the TL001 stand
     return detect(adapters, path, head) is not None
