@@ -1,8 +1,8 @@
 """The project config: ``[tool.trainlint]`` in pyproject.toml, or a ``.trainlint.toml`` /
 ``trainlint.toml`` (the same keys without the header).
 
-Found by walking up from the first checked path (or the working directory); the nearest folder
-holding one wins. Within one folder, as ruff orders ``.ruff.toml`` / ``ruff.toml`` /
+Found by walking up from each checked file (or the working directory); the nearest folder
+holding one wins, for that file (``trainlint.config_groups``: one session per distinct config). Within one folder, as ruff orders ``.ruff.toml`` / ``ruff.toml`` /
 ``pyproject.toml``: ``.trainlint.toml`` wins over ``trainlint.toml``, which wins over a
 pyproject.toml with a ``[tool.trainlint]`` table. CLI flags win over the file. Paths in the file
 are relative to the file's directory.
