@@ -101,6 +101,11 @@ def check_file(
 ) -> FileResult:
     if not explicit and os.path.basename(path).lower() in NEVER_CONFIGS:
         return FileResult(path, None)  # skipped by name before any read, however large
+    escape = _link_out_of_checkout(path)
+    if escape is not None:
+        return FileResult(path, None, [input_diagnostic(
+            "TL001", f"a symlink to {escape}, outside its git checkout: not read (name the target itself to check it)",
+            path=path)])
     try:
         source = read_source(path)
     except UnreadableSource as unreadable:
@@ -114,6 +119,24 @@ def check_file(
     except Exception as exc:  # noqa: BLE001
         return _internal(path, f"{type(exc).__name__}: {exc}", exc)
     return check_source(source, adapters, context)
+
+
+def _link_out_of_checkout(path: str) -> str | None:
+    """Where a symlink inside a git checkout points when that is outside the checkout (None
+    otherwise). Changed-files CI passes the paths of a pull request's diff explicitly: a link
+    ``x.json -> /etc/cluster/secrets.json`` it adds must not get the target read and quoted."""
+    if not os.path.islink(path):
+        return None
+    from trainlint.containment import checkout_of, contained
+
+    try:
+        folder = Path(os.path.abspath(path)).parent.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    checkout = checkout_of(folder)
+    if checkout is None or contained(path, (str(checkout),)):
+        return None
+    return os.path.realpath(path)
 
 
 NEVER_CONFIGS = frozenset({

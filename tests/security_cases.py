@@ -84,6 +84,14 @@ def walk_symlink_out(d: Path) -> list[str]:
     return ["check", "--format", "json", str(repo)]
 
 
+def explicit_symlink_out(d: Path) -> list[str]:
+    """Changed-files CI passes a pull request's paths explicitly; one is a link out of the checkout."""
+    repo, outside = _repo(d), _secret_dir(d)
+    (repo / "x.json").symlink_to(outside / "ds.json")
+    (repo / "ds_config.json").write_text(BAD_DS)
+    return ["check", "--format", "json", str(repo / "x.json"), str(repo / "ds_config.json")]
+
+
 def model_dev_zero(d: Path) -> list[str]:
     repo = _repo(d)
     (repo / "zero.json").symlink_to("/dev/zero")
@@ -173,6 +181,7 @@ CASES: list[Case] = [
     Case("S6: runs = a file outside the checkout", runs_outside, (2,)),
     Case("S9: model = a config.json outside the checkout", model_outside, (2,)),
     Case("S5: the walk meets symlinks out of the checkout", walk_symlink_out, (1,), ("TL100",)),
+    Case("S5: an explicit path is a symlink out of the checkout", explicit_symlink_out, (1,), ("TL001", "TL100")),
     Case("S4: model = a symlink to /dev/zero", model_dev_zero, (2,)),
     Case("S4: --model a symlink to /dev/zero", cli_model_dev_zero, (2,)),
     Case("S4: baseline = a named pipe", baseline_fifo, (2,)),
