@@ -2,10 +2,12 @@
 ``trainlint.toml`` (the same keys without the header).
 
 Found by walking up from each checked file (or the working directory); the nearest folder
-holding one wins, for that file (``trainlint.config_groups``: one session per distinct config). Within one folder, as ruff orders ``.ruff.toml`` / ``ruff.toml`` /
-``pyproject.toml``: ``.trainlint.toml`` wins over ``trainlint.toml``, which wins over a
-pyproject.toml with a ``[tool.trainlint]`` table. CLI flags win over the file. Paths in the file
-are relative to the file's directory.
+holding one wins, for that file (``trainlint.config_groups``: one session per distinct config).
+Within one folder, as ruff orders ``.ruff.toml`` / ``ruff.toml`` / ``pyproject.toml``:
+``.trainlint.toml`` wins over ``trainlint.toml``, which wins over a pyproject.toml with a
+``[tool.trainlint]`` table. CLI flags win over the file. Paths in the file are relative to the
+file's directory, and must lie inside its checkout unless the user trusts it
+(:func:`trainlint.containment.confine_project`).
 """
 
 from __future__ import annotations
