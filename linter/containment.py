@@ -160,13 +160,17 @@ def project_root(config: str | os.PathLike[str]) -> Path:
 def trusted(config: str | os.PathLike[str], *, explicit: bool = False, trust_given: TrustGiven | None = None) -> bool:
     """Whether the user trusts ``config`` to name paths outside its project: it is the ``--config``
     the user named, or :func:`trainlint.trust.decide` allows it."""
+    return _why_not_trusted(config, explicit, trust_given) is None
+
+
+def _why_not_trusted(config: str | os.PathLike[str], explicit: bool, trust_given: TrustGiven | None) -> str | None:
     if explicit:
-        return True
+        return None
     given = trust_given if trust_given is not None else _trust
     from trainlint import trust
 
-    return trust.decide(config, allow_flag=given.allow_flag, roots=given.roots,
-                        editor_trusted=given.editor_trusted).allowed
+    decision = trust.decide(config, allow_flag=given.allow_flag, roots=given.roots, editor_trusted=given.editor_trusted)
+    return None if decision.allowed else decision.reason
 
 
 def confine_project(project: Any, *, explicit: bool = False, trust_given: TrustGiven | None = None) -> None:
@@ -191,15 +195,18 @@ def confine_project(project: Any, *, explicit: bool = False, trust_given: TrustG
         if kind == "path":
             named.append((f"framework.{family}", where))
     outside = [(key, path) for key, path in named if not contained(path, (root,))]
-    if not outside or trusted(config, explicit=explicit, trust_given=trust_given):
+    if not outside:
+        return
+    reason = _why_not_trusted(config, explicit, trust_given)
+    if reason is None:
         return
     from trainlint.config import ConfigError
 
     key, path = outside[0]
     raise ConfigError(f"{config}: `{key}` names {path}, outside the project ({root}, symlinks resolved); a "
-                      "repository's config may only name files inside it. If you trust this project, pass "
-                      "--allow-plugins, set TRAINLINT_ALLOW_PLUGINS=1, or list it in the trusted-projects file "
-                      "(docs/security.md)")
+                      f"repository's config may only name files inside it, unless you trust it ({reason}): pass "
+                      "--allow-plugins, set TRAINLINT_ALLOW_PLUGINS=1, or list the project in the trusted-projects "
+                      "file, with the config at or below the current directory (docs/security.md)")
 
 
 def contained(path: str, roots: tuple[str, ...]) -> bool:
