@@ -100,6 +100,14 @@ def model_dev_zero(d: Path) -> list[str]:
     return ["check", "--format", "json", str(repo / "ds_config.json")]
 
 
+def model_fifo(d: Path) -> list[str]:
+    repo = _repo(d)
+    os.mkfifo(repo / "model.json")
+    (repo / ".trainlint.toml").write_text('model = "model.json"\n')
+    (repo / "ds_config.json").write_text(BAD_DS)
+    return ["check", "--format", "json", str(repo / "ds_config.json")]
+
+
 def cli_model_dev_zero(d: Path) -> list[str]:
     repo = _repo(d)
     (repo / "zero.json").symlink_to("/dev/zero")
@@ -183,6 +191,7 @@ CASES: list[Case] = [
     Case("S5: the walk meets symlinks out of the checkout", walk_symlink_out, (1,), ("TL100",)),
     Case("S5: an explicit path is a symlink out of the checkout", explicit_symlink_out, (1,), ("TL001", "TL100")),
     Case("S4: model = a symlink to /dev/zero", model_dev_zero, (2,)),
+    Case("S4: model = a named pipe", model_fifo, (2,)),
     Case("S4: --model a symlink to /dev/zero", cli_model_dev_zero, (2,)),
     Case("S4: baseline = a named pipe", baseline_fifo, (2,)),
     Case("S4: baseline = a symlink to /dev/zero", baseline_dev_zero, (2,)),

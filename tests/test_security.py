@@ -36,7 +36,7 @@ def run_trainlint(argv: list[str], cwd: Path, env: dict[str, str] | None = None,
                           preexec_fn=_limit_memory)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name.split(":")[0] + "-" + str(i) for i, c in enumerate(CASES)])
+@pytest.mark.parametrize("case", CASES, ids=[c.name.split(":")[0] + "-" + c.build.__name__ for c in CASES])
 def test_red_team_case_holds(case: Case, tmp_path: Path) -> None:
     argv = case.build(tmp_path)
     done = run_trainlint(argv, tmp_path / case.cwd, case.env)
