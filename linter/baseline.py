@@ -26,6 +26,8 @@ from typing import Iterable, Sequence
 from trainlint.diagnostics import Diagnostic
 
 FORMAT_VERSION = 1
+MAX_BASELINE_BYTES = 64 * 1024 * 1024
+"""A baseline of ~200,000 findings; a larger file (or /dev/zero) is not read."""
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
@@ -164,9 +166,10 @@ class Baseline:
 
 
 def load(baseline_path: str) -> Baseline:
+    from trainlint.sources import read_bounded
+
     try:
-        with open(baseline_path, encoding="utf-8") as handle:
-            data = json.load(handle)
+        data = json.loads(read_bounded(baseline_path, MAX_BASELINE_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise BaselineError(f"baseline file not found: {baseline_path} (create it with --write-baseline)") from None
     except (OSError, UnicodeDecodeError) as exc:

@@ -104,6 +104,11 @@ def check_file(
 ) -> FileResult:
     if not explicit and os.path.basename(path).lower() in NEVER_CONFIGS:
         return FileResult(path, None)  # skipped by name before any read, however large
+    escape = _link_out_of_checkout(path)
+    if escape is not None:
+        return FileResult(path, None, [input_diagnostic(
+            "TL001", f"a symlink to {escape}, outside its git checkout: not read (name the target itself to check it)",
+            path=path)])
     try:
         source = read_source(path)
     except UnreadableSource as unreadable:
@@ -119,6 +124,24 @@ def check_file(
     return check_source(source, adapters, context)
 
 
+def _link_out_of_checkout(path: str) -> str | None:
+    """Where a symlink inside a git checkout points when that is outside the checkout (None
+    otherwise). Changed-files CI passes the paths of a pull request's diff explicitly: a link
+    ``x.json -> /etc/cluster/secrets.json`` it adds must not get the target read and quoted."""
+    if not os.path.islink(path):
+        return None
+    from trainlint.containment import checkout_of, contained
+
+    try:
+        folder = Path(os.path.abspath(path)).parent.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    checkout = checkout_of(folder)
+    if checkout is None or contained(path, (str(checkout),)):
+        return None
+    return os.path.realpath(path)
+
+
 NEVER_CONFIGS = frozenset({
     "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "vocab.json", "added_tokens.json",
     "model.safetensors.index.json", "pytorch_model.bin.index.json", "trainer_state.json", "merges.txt",
@@ -132,8 +155,11 @@ _HEAD_BYTES = 256 * 1024
 def _head_claimed(path: str, adapters: Sequence[Adapter]) -> bool:
     """Whether an adapter would claim a too-large file by its name and first 256 KB."""
     try:
-        with open(path, "rb") as handle:
-            head = handle.read(_HEAD_BYTES).decode("utf-8", errors="replace")
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+        try:
+            head = os.read(fd, _HEAD_BYTES).decode("utf-8", errors="replace")
+        finally:
+            os.close(fd)
     except OSError:
         return True  # unreadable: let the TL001 stand
     return detect(adapters, path, head) is not None

@@ -87,6 +87,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         _report_closed_stream()
         return EXIT_ERROR
     _no_encoding_errors()
+    saved_stderr = sys.stderr
+    sys.stderr = _PrintableStream(sys.stderr)
     previous = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)
     try:
@@ -114,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             pass
         return EXIT_ERROR
     finally:
+        if isinstance(sys.stderr, _PrintableStream):
+            sys.stderr = saved_stderr
         if argv is None:
             _before_exit()
         gc.set_threshold(*previous)  # in-process callers (tests) get their own settings back
@@ -129,6 +133,26 @@ def _before_exit() -> None:
     files it opens, so nothing waits on that collection. An in-process caller (tests, ``main(argv)``)
     keeps a collectable heap."""
     gc.freeze()
+
+
+class _PrintableStream:
+    """stderr as trainlint writes it: each control or bidi character of a message shown as an escape
+    (line breaks kept: they separate trainlint's own messages). Messages quote file names, keys and
+    values; whatever a message builds from them, no escape sequence reaches the terminal or the CI
+    log raw. (Line breaks inside a quoted value are escaped where the message is made:
+    ConfigError, the renderers.)"""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from trainlint.output.escape import printable
+
+        self._stream.write(printable(text, keep="\n"))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _is_output_error(exc: OSError) -> bool:
@@ -182,7 +206,8 @@ def _main(argv: Sequence[str] | None) -> int:
 
     # `source` and --deepspeed_config follow the project config this command uses (--config /
     # --isolated), not just the one found above each script
-    containment.configure(getattr(args, "config", None), getattr(args, "isolated", False))
+    containment.configure(getattr(args, "config", None), getattr(args, "isolated", False),
+                          containment.TrustGiven(allow_flag=bool(getattr(args, "allow_plugins", False))))
     return args.func(args)
 
 

@@ -1,11 +1,13 @@
 """The project config: ``[tool.trainlint]`` in pyproject.toml, or a ``.trainlint.toml`` /
 ``trainlint.toml`` (the same keys without the header).
 
-Found by walking up from the first checked path (or the working directory); the nearest folder
-holding one wins. Within one folder, as ruff orders ``.ruff.toml`` / ``ruff.toml`` /
-``pyproject.toml``: ``.trainlint.toml`` wins over ``trainlint.toml``, which wins over a
-pyproject.toml with a ``[tool.trainlint]`` table. CLI flags win over the file. Paths in the file
-are relative to the file's directory.
+Found by walking up from each checked file (or the working directory); the nearest folder
+holding one wins, for that file (``trainlint.config_groups``: one session per distinct config).
+Within one folder, as ruff orders ``.ruff.toml`` / ``ruff.toml`` / ``pyproject.toml``:
+``.trainlint.toml`` wins over ``trainlint.toml``, which wins over a pyproject.toml with a
+``[tool.trainlint]`` table. CLI flags win over the file. Paths in the file are relative to the
+file's directory, and must lie inside its checkout unless the user trusts it
+(:func:`trainlint.containment.confine_project`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,17 @@ tomllib = _LazyTomllib()
 
 
 class ConfigError(Exception):
-    """A project config trainlint cannot use; the CLI exits 2 with this message."""
+    """A project config trainlint cannot use; the CLI exits 2 with this message.
+
+    The message quotes keys and values of a file someone else may have written: every control,
+    bidi and line-break character in it is shown as an escape (a key holding ``\n::error ...``
+    must not forge a line of its own in a CI log, an escape sequence must not reach a terminal,
+    and the language server shows the same text)."""
+
+    def __init__(self, message: str) -> None:
+        from trainlint.output.escape import printable
+
+        super().__init__(printable(str(message)))
 
 
 KNOWN_KEYS = {
@@ -143,9 +155,16 @@ def find_config(start: Path) -> Path | None:
                 data = tomllib.loads(_read_config_text(pyproject))
             except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError):
                 continue
-            if "trainlint" in data.get("tool", {}):
+            if _tool_table(data) is not None:
                 return pyproject
     return None
+
+
+def _tool_table(data: Any) -> Any:
+    """``[tool.trainlint]`` of a pyproject.toml, or None: any other project's pyproject.toml (``tool
+    = 1``, no ``tool``) on the way up is not trainlint's and is passed by."""
+    tool = data.get("tool") if isinstance(data, dict) else None
+    return tool.get("trainlint") if isinstance(tool, dict) else None
 
 
 MAX_CONFIG_BYTES = 1024 * 1024
@@ -153,13 +172,12 @@ MAX_CONFIG_BYTES = 1024 * 1024
 
 def _read_config_text(path: Path) -> str:
     """A project config's text, within a size limit (a sparse 2 GB pyproject.toml is not read)."""
-    import stat as _stat
+    from trainlint.sources import ReadRefused, read_bounded
 
-    info = path.stat()
-    if not _stat.S_ISREG(info.st_mode) or info.st_size > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: over {MAX_CONFIG_BYTES // 1024 // 1024} MB or not a regular file; not read")
-    with open(path, "rb") as handle:
-        return handle.read(MAX_CONFIG_BYTES + 1).decode("utf-8")
+    try:
+        return read_bounded(path, MAX_CONFIG_BYTES).decode("utf-8")
+    except ReadRefused as refused:
+        raise ConfigError(f"{path}: {refused}; not read") from None
 
 
 def load_config(path: Path) -> ProjectConfig:
@@ -169,7 +187,8 @@ def load_config(path: Path) -> ProjectConfig:
         raise ConfigError(f"{path}: cannot read: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    section = data.get("tool", {}).get("trainlint", {}) if path.name == "pyproject.toml" else data
+    table = _tool_table(data) if path.name == "pyproject.toml" else data
+    section = {} if table is None else table
     if not isinstance(section, dict):
         raise ConfigError(f"{path}: [tool.trainlint] must be a table")
     base = path.parent

@@ -13,7 +13,10 @@ SKIPPED_DIRS = {".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycac
 def iter_files(paths: Iterable[str], suffixes: set[str]) -> Iterator[tuple[str, bool]]:
     """Yield (path, explicit). Explicit paths are always yielded; files found by walking a
     directory only when their suffix is one an adapter reads. Symlinked directories are
-    followed once: a loop ends at the first directory seen twice."""
+    followed once: a loop ends at the first directory seen twice. A symlink (to a file or a
+    directory) is followed only when its target lies inside the walk's checkout (the git
+    checkout holding the directory, else the directory itself): a repository that ships
+    ``leak -> /home/alice/.ssh`` gets nothing outside itself read and quoted."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
@@ -23,6 +26,13 @@ def iter_files(paths: Iterable[str], suffixes: set[str]) -> Iterator[tuple[str, 
 
 
 def _walk(root: Path, suffixes: set[str]) -> Iterator[str]:
+    from trainlint.containment import checkout_of, contained
+
+    try:
+        real = root.resolve()
+    except (OSError, RuntimeError, ValueError):
+        return
+    bounds = (str(checkout_of(real) or real),)
     seen: set[tuple[int, int]] = set()
     stack = [root]
     while stack:
@@ -42,6 +52,8 @@ def _walk(root: Path, suffixes: set[str]) -> Iterator[str]:
         subdirs = []
         for entry in entries:
             try:
+                if entry.is_symlink() and not contained(entry.path, bounds):
+                    continue  # a link out of the checkout
                 if entry.is_dir():
                     if entry.name not in SKIPPED_DIRS:
                         subdirs.append(Path(entry.path))

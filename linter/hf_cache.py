@@ -63,7 +63,9 @@ def cached_file(repo_id: str, filename: str = "config.json",
                 continue
             ref = repo / "refs" / "main"
             if ref.is_file():
-                commit = ref.read_text(encoding="utf-8", errors="replace").strip()
+                from trainlint.sources import read_bounded
+
+                commit = read_bounded(ref, 4096).decode("utf-8", errors="replace").strip()
                 if _COMMIT.match(commit):
                     candidate = repo / "snapshots" / commit / filename
                     if _small_file(candidate):

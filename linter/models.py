@@ -322,14 +322,20 @@ def _require(cfg: Mapping[str, Any], path: str, *keys: str) -> int:
     raise CatalogError(f"{path}: missing `{keys[0]}` (needed to describe the model)")
 
 
+MAX_HF_CONFIG_BYTES = 4 * 1024 * 1024
+"""A Hugging Face config.json is a few KB; a larger file (or /dev/zero) is not read."""
+
+
 def _load_config_file(path: str | Path) -> tuple[Path, dict[str, Any]]:
     p = Path(path)
     if p.is_dir():
         p = p / "config.json"
+    from trainlint.sources import read_bounded
+
     try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise CatalogError(f"cannot read Hugging Face config {str(p)!r}: {exc.strerror or exc}") from None
+        text = read_bounded(p, MAX_HF_CONFIG_BYTES).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CatalogError(f"cannot read Hugging Face config {str(p)!r}: {getattr(exc, 'strerror', None) or exc}") from None
     try:
         cfg = json.loads(text)
     except json.JSONDecodeError as exc:

@@ -108,12 +108,34 @@ def _load_entry_points(host: PluginHost) -> None:
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if host.manager.has_plugin(ep.name):
             continue
+        if _from_current_directory(ep):
+            host.failures.append(PluginFailure(ep.name, f"entry point {ep.value} not loaded: its distribution lies in the "
+                                               "current directory (on sys.path through PYTHONPATH or the interpreter's "
+                                               "start), i.e. in the checkout, not installed by the user", "TL015"))
+            continue
         try:
             plugin = ep.load()
         except Exception as exc:  # noqa: BLE001 - a broken plugin must not stop the others
             host.failures.append(PluginFailure(ep.name, f"cannot load entry point {ep.value}: {type(exc).__name__}: {exc}"))
             continue
         _register(host, plugin, ep.name)
+
+
+def _from_current_directory(ep: Any) -> bool:
+    """Whether an entry point's distribution is a ``*.dist-info`` folder directly in the current
+    directory (``sys.path`` holds ``""`` or the directory itself): a file of the checkout being
+    linted, not a package the user installed. Such plugins are not imported whatever the entry
+    (``python -m``, ``PYTHONPATH=.``)."""
+    import os
+
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return False
+    try:
+        location = os.path.realpath(str(dist.locate_file("")))
+        return location == os.path.realpath(os.getcwd())
+    except (OSError, ValueError, TypeError, AttributeError):
+        return False
 
 
 def _load_local(host: PluginHost, item: str, base_dir: Path) -> None:

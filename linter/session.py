@@ -52,6 +52,9 @@ class SessionOptions:
 
     config: str | None = None
     """A project config to use instead of searching for one from the start folder."""
+    config_is_users: bool = True
+    """Whether ``config`` is the user's own choice (``--config``), trusted to name paths outside its
+    project; the language server passes the config it found, which is the repository's."""
     isolated: bool = False
     """Ignore every project config file."""
     allow_plugins: bool = False
@@ -236,6 +239,10 @@ def open_session(options: SessionOptions, start: Path, *, validate: bool = True)
     from trainlint.registry import build_registry
 
     project = discover(start, options.config, options.isolated)
+    from trainlint.containment import TrustGiven, confine_project
+
+    confine_project(project, explicit=options.config is not None and options.config_is_users,
+                    trust_given=TrustGiven(options.allow_plugins, options.trust_roots, options.editor_trusted))
     if options.framework_source:
         import os
 

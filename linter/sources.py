@@ -92,33 +92,65 @@ def _file_kind(mode: int) -> str:
     return "not a file"
 
 
+class ReadRefused(OSError):
+    """:func:`read_bounded` would not read the file: ``reason`` says why (never a partial read)."""
+
+    def __init__(self, reason: Unreadable, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def read_bounded(path: str | os.PathLike[str], max_bytes: int = MAX_FILE_BYTES) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes``: the one way trainlint reads a file.
+
+    The file is opened without blocking (a named pipe with no writer would hang ``open`` itself) and
+    checked on the open descriptor, so a symlink swapped for ``/dev/zero`` between a check and the
+    read is still refused: a pipe, socket, device or directory is never read, and at most
+    ``max_bytes + 1`` bytes are (a file that grows while being read is refused too). Raises
+    :class:`ReadRefused` (an OSError) for a file it will not read, OSError when the system cannot."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ReadRefused(Unreadable.NOT_A_FILE, f"not a regular file ({_file_kind(info.st_mode)}): not read")
+        if info.st_size > max_bytes:
+            raise ReadRefused(Unreadable.TOO_LARGE,
+                              f"file is {info.st_size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit")
+        chunks, total = [], 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(1024 * 1024, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        if total > max_bytes:  # grew while being read
+            raise ReadRefused(Unreadable.TOO_LARGE, f"file is over the {max_bytes / 1e6:.0f} MB limit")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_bounded_text(path: str | os.PathLike[str], max_bytes: int = MAX_FILE_BYTES, errors: str = "strict") -> str:
+    """:func:`read_bounded` decoded as UTF-8 (a BOM dropped). Raises ReadRefused, OSError, UnicodeDecodeError."""
+    return read_bounded(path, max_bytes).decode("utf-8-sig", errors=errors)
+
+
 def read_source(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> SourceText:
     """Read a file as text or raise UnreadableSource with a TL001 diagnostic."""
     name = str(path)
     try:
-        p = Path(path)
-        info = p.stat()
-        if not stat.S_ISREG(info.st_mode):
-            # a named pipe would block the read forever, a device never ends
-            raise UnreadableSource(input_diagnostic("TL001", f"not a regular file ({_file_kind(info.st_mode)}): not read",
-                                                    path=name), Unreadable.NOT_A_FILE)
-        size = info.st_size
-        if size > max_bytes:
-            raise UnreadableSource(
-                input_diagnostic("TL001", f"file is {size / 1e6:.1f} MB, over the {max_bytes / 1e6:.0f} MB limit for a config",
-                                 path=name),
-                Unreadable.TOO_LARGE,
-            )
-        with open(p, "rb") as handle:
-            data = handle.read(max_bytes + 1)
-        if len(data) > max_bytes:  # grew while being read
-            raise UnreadableSource(input_diagnostic(
-                "TL001", f"file is over the {max_bytes / 1e6:.0f} MB limit for a config", path=name), Unreadable.TOO_LARGE)
-    except UnreadableSource:
-        raise
-    except OSError as exc:
-        raise UnreadableSource(input_diagnostic("TL001", f"cannot read file: {exc.strerror or exc}", path=name),
-                                Unreadable.CANNOT_OPEN) from None
+        data = read_bounded(path, max_bytes)
+    except ReadRefused as refused:
+        message = refused.message + (" for a config" if refused.reason is Unreadable.TOO_LARGE else "")
+        raise UnreadableSource(input_diagnostic("TL001", message, path=name), refused.reason) from None
+    except (OSError, ValueError) as exc:
+        raise UnreadableSource(input_diagnostic("TL001", f"cannot read file: {getattr(exc, 'strerror', None) or exc}",
+                                                path=name), Unreadable.CANNOT_OPEN) from None
     return SourceText(name, decode(data, name))
 
 
@@ -128,13 +160,7 @@ def read_text_lenient(path: str | Path, max_bytes: int = MAX_FILE_BYTES) -> str 
     newlines kept as written. ``None`` when it cannot or should not be read (a 2 GB sparse file is
     never read whole)."""
     try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > max_bytes:
-            return None
-        with open(path, "rb") as handle:
-            data = handle.read(max_bytes + 1)
+        data = read_bounded(path, max_bytes)
     except (OSError, ValueError):
-        return None
-    if len(data) > max_bytes:
         return None
     return data.decode("utf-8", errors="replace")

@@ -106,7 +106,9 @@ def _from_hub_cache(name: str) -> Vocab | None:
     if path is None:
         return None
     try:
-        size = json.loads(path.read_text(encoding="utf-8")).get("vocab_size")
+        from trainlint.sources import read_bounded
+
+        size = json.loads(read_bounded(path, MAX_TOKENIZER_FILE).decode("utf-8")).get("vocab_size")
     except (OSError, ValueError, AttributeError):
         return None
     if type(size) is not int or not 0 < size < 10**8:
@@ -149,17 +151,20 @@ def local_file(reference: str, config_path: str) -> Vocab | None:
 
 
 def _read_size(path: Path) -> Vocab | None:
-    if not path.is_file() or path.stat().st_size > MAX_TOKENIZER_FILE:
-        return None
+    from trainlint.sources import read_bounded
+
     name = path.name.lower()
-    if name.endswith(".txt"):
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            count = sum(1 for line in handle if line.strip())
-        return Vocab(count, f"{path.name}: {count:,} tokens, one a line") if count else None
-    if not name.endswith(".json"):
+    if not name.endswith((".txt", ".json")):
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = read_bounded(path, MAX_TOKENIZER_FILE)
+    except (OSError, ValueError):
+        return None
+    if name.endswith(".txt"):
+        count = sum(1 for line in raw.decode("utf-8", errors="replace").splitlines() if line.strip())
+        return Vocab(count, f"{path.name}: {count:,} tokens, one a line") if count else None
+    try:
+        data = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return None
     size = _json_size(data)

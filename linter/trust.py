@@ -12,7 +12,8 @@ only when all three hold:
 2. the config file belongs to the user running trainlint (not planted by someone else);
 3. the user trusts it explicitly: ``--allow-plugins``, ``TRAINLINT_ALLOW_PLUGINS=1``, or the
    project's directory (or a parent) listed in ``$XDG_CONFIG_HOME/trainlint/trusted-projects``
-   (``~/.config/...``; one directory a line, ``#`` comments), the user's own file. The language
+   (``~/.config/...``; one absolute directory a line, ``#`` comments; other lines are ignored), the
+   user's own file. The language
    server also needs the editor's workspace trust (``workspaceTrusted: false`` in its
    initialization options refuses plugins whatever else says yes).
 
@@ -46,23 +47,37 @@ def trust_file() -> Path:
 
 def _listed(root: Path) -> bool:
     path = trust_file()
+    from trainlint.sources import read_bounded
+
     try:
-        if path.stat().st_size > 1024 * 1024:
-            return False
-        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+        lines = read_bounded(path, 1024 * 1024).decode("utf-8", errors="replace").splitlines()
+    except (OSError, ValueError):
         return False
     for line in lines:
-        entry = line.split("#", 1)[0].strip()
-        if not entry:
-            continue
-        try:
-            trusted = Path(os.path.expanduser(entry)).resolve()
-        except (OSError, RuntimeError, ValueError):
-            continue
-        if root == trusted or trusted in root.parents:
+        trusted = _entry(line)
+        if trusted is not None and (root == trusted or trusted in root.parents):
             return True
     return False
+
+
+def _entry(line: str) -> Path | None:
+    """The directory a line of the trust list names: an absolute path (``~`` expanded), never the
+    filesystem root. Anything else is no entry: a relative line would be resolved against whatever
+    directory trainlint runs in, and ``..`` in a stray line (one a tool wrote there by mistake) could
+    climb to ``/`` and trust every repository."""
+    entry = line.split("#", 1)[0].strip()
+    if not entry:
+        return None
+    expanded = os.path.expanduser(entry)
+    if not os.path.isabs(expanded) or any(part == ".." for part in Path(expanded).parts):
+        return None
+    try:
+        trusted = Path(expanded).resolve()
+    except (OSError, RuntimeError, ValueError):
+        return None
+    if trusted == Path(trusted.anchor):
+        return None
+    return trusted
 
 
 def _env_allows() -> bool:
@@ -86,8 +101,10 @@ def decide(config: str | os.PathLike[str], *, allow_flag: bool = False, roots: I
             bases.append(Path(root).resolve())
         except (OSError, RuntimeError, ValueError):
             continue
+    if not bases:
+        return Decision(False, "no workspace folder is open (only a config inside one may be trusted)")
     if not any(path.parent == base or base in path.parents for base in bases):
-        where = ", ".join(str(b) for b in bases) or "the current directory"
+        where = ", ".join(str(b) for b in bases)
         return Decision(False, f"the config is not at or below {where}")
     geteuid = getattr(os, "geteuid", None)
     if geteuid is not None and info.st_uid != geteuid():

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 from functools import cache
-from pathlib import Path
 from typing import Sequence
 
 from trainlint.checker import FileResult
@@ -104,7 +103,9 @@ def report_unused(results: Sequence[FileResult], selection=None, project=None,
 
 def _per_file_findings(project, used: set, selection) -> list[Diagnostic]:
     try:
-        lines = Path(project.path).read_text(encoding="utf-8").split("\n")
+        from trainlint.sources import read_bounded_text
+
+        lines = read_bounded_text(project.path).split("\n")
     except (OSError, UnicodeDecodeError):
         lines = []
     out = []

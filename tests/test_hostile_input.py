@@ -413,7 +413,9 @@ def test_source_outside_the_repository_is_not_read_nor_quoted(tmp_path, capsys):
     assert not [d for d in diags if d["code"] == "TL007" and "$PP" in d["message"]]
 
 
-def test_source_roots_in_the_project_config_allow_more(tmp_path, capsys):
+def test_source_roots_in_the_project_config_allow_more(tmp_path, capsys, monkeypatch):
+    """A repository's own source-roots reach outside its checkout only when the user trusts the
+    project (issue 29, S3: else `source-roots = ["/"]` reopens every file); here --allow-plugins."""
     repo = _repo(tmp_path)
     shared = tmp_path / "cluster"
     shared.mkdir()
@@ -421,7 +423,11 @@ def test_source_roots_in_the_project_config_allow_more(tmp_path, capsys):
     (repo / ".trainlint.toml").write_text('source-roots = ["../cluster"]\n')
     script = repo / "scripts" / "train.sh"
     script.write_text(f"source {shared / 'env.sh'}\n" + LAUNCH.replace("size 2 ", "size $TP "))
-    code = main(["check", "--format", "json", "--select", "TL012,TL007", str(script)])
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("TRAINLINT_ALLOW_PLUGINS", raising=False)
+    assert _outside_tl012(capsys, str(script)) == [(1, 8)]
+    code = main(["check", "--format", "json", "--select", "TL012,TL007", "--allow-plugins", str(script)])
     out = capsys.readouterr().out
     assert [d for f in json.loads(out)["files"] for d in f["diagnostics"]] == []
 
@@ -433,7 +439,7 @@ def _outside_tl012(capsys, *argv: str) -> list[tuple[int, int]]:
     return [(d["line"], d["column"]) for d in diags if d["code"] == "TL012" and "outside the project" in d["message"]]
 
 
-def test_source_roots_follow_isolated(tmp_path, capsys):
+def test_source_roots_follow_isolated(tmp_path, capsys, monkeypatch):
     """--isolated: no project config, so its source-roots do not widen what is read."""
     repo = _repo(tmp_path)
     shared = tmp_path / "cluster"
@@ -442,12 +448,13 @@ def test_source_roots_follow_isolated(tmp_path, capsys):
     (repo / ".trainlint.toml").write_text('source-roots = ["../cluster"]\n')
     script = repo / "scripts" / "train.sh"
     script.write_text(f"source {shared / 'env.sh'}\n" + LAUNCH.replace("size 2 ", "size $TP "))
-    assert _outside_tl012(capsys, str(script)) == []
-    assert _outside_tl012(capsys, "--isolated", str(script)) == [(1, 8)]
+    monkeypatch.chdir(repo)  # trusted (--allow-plugins, the config at or below the current directory)
+    assert _outside_tl012(capsys, "--allow-plugins", str(script)) == []
+    assert _outside_tl012(capsys, "--allow-plugins", "--isolated", str(script)) == [(1, 8)]
     assert _outside_tl012(capsys, "--isolated", "-j", "2", str(script), str(script.parent)) == [(1, 8)]
 
 
-def test_source_roots_follow_an_explicit_config(tmp_path, capsys):
+def test_source_roots_follow_an_explicit_config(tmp_path, capsys, monkeypatch):
     """--config FILE: its source-roots apply (relative to FILE), not those of the config found
     above the script."""
     repo = _repo(tmp_path)
@@ -462,10 +469,13 @@ def test_source_roots_follow_an_explicit_config(tmp_path, capsys):
     (ci / "plain.toml").write_text('select = ["TL"]\n')
     assert _outside_tl012(capsys, str(script)) == [(1, 8)]  # the repository has no config
     assert _outside_tl012(capsys, "--config", str(ci / "allow.toml"), str(script)) == []
-    # the repository's own config allows it; an explicit config that does not, wins
+    # the repository's own config allows it, only when trusted (--allow-plugins, in the checkout);
+    # an explicit config that does not, wins
     (repo / ".trainlint.toml").write_text('source-roots = ["../cluster"]\n')
-    assert _outside_tl012(capsys, str(script)) == []
-    assert _outside_tl012(capsys, "--config", str(ci / "plain.toml"), str(script)) == [(1, 8)]
+    assert _outside_tl012(capsys, str(script)) == [(1, 8)]
+    monkeypatch.chdir(repo)
+    assert _outside_tl012(capsys, "--allow-plugins", str(script)) == []
+    assert _outside_tl012(capsys, "--allow-plugins", "--config", str(ci / "plain.toml"), str(script)) == [(1, 8)]
 
 
 def test_deepspeed_config_outside_the_repository_is_not_read(tmp_path, capsys):

@@ -256,6 +256,7 @@ def test_the_language_server_sees_the_plugin_gpu(project):
 
     linter = Linter({"gpu": "acme-x1"})
     text = (project / "ds_config.json").read_text()
-    linted = linter.lint(str(project / "ds_config.json"), text, 1)
+    # the workspace folder is what the editor trusts (with no folder nothing is: issue 29, S7)
+    linted = linter.lint(str(project / "ds_config.json"), text, 1, folder=str(project))
     codes = [d.code for ds in linted.by_path.values() for d in ds]
     assert "TL112" in codes and "TL998" not in codes

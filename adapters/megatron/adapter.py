@@ -216,7 +216,9 @@ def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shel
     if note is not None:
         result.diagnostics.append(note)
     result.diagnostics.extend(parsed.diagnostics)
-    spec = SpecBuilder(parsed, build).build()
+    builder = SpecBuilder(parsed, build)
+    spec = builder.build()
+    result.diagnostics.extend(builder.diagnostics)
     spec.target = target
     _merge_deepspeed(result, spec, parsed, source, context, shell, spans)
     set_engine(spec)  # after the merge: under --deepspeed the JSON decides the optimizer

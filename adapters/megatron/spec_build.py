@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from trainlint.diagnostics import Diagnostic
 from trainlint.positions import Span
 from trainlint.provenance import Origin, Provenance, Value, default, derived
 from trainlint.spec import EngineSpec, TrainingSpec
@@ -53,6 +54,8 @@ class SpecBuilder:
         self.spec = TrainingSpec(framework="megatron", path=ctx.path, label=ctx.label, sources=[ctx.path],
                                  dialect=ctx.dialect, entry_point=ctx.entry, anchor=ctx.anchor)
         self.note = DEFAULT_NOTES.get(ctx.dialect, DEFAULT_NOTES[CURRENT])
+        self.diagnostics: list[Diagnostic] = []
+        """What building the spec found wrong with a launcher's value (``--nproc_per_node -8``)."""
         self._made: dict[str, Value | None] = {}
         """The Value of each setting as :meth:`_settings` made it: :meth:`get` gives the same one."""
 
@@ -274,13 +277,23 @@ class SpecBuilder:
             n = int(f.text)
         except ValueError:
             return None
+        path, span = self.ctx.span_of(f.value_loc)
+        if n < 1:
+            # no launcher starts -8 processes per node (torchrun, the DeepSpeed runner): the run fails
+            # at launch; the value is not used (the estimate never sees a negative GPU count)
+            from trainlint.input_codes import input_diagnostic
+            from trainlint.positions import FILE_START
+
+            self.diagnostics.append(input_diagnostic(
+                "TL006", f"the launcher's {what} must be at least 1, got {n}: the job cannot start",
+                span or FILE_START, path=path or self.ctx.path))
+            return None
         env, doubt = _variable_and_doubt([f])
         if env is not None and env.startswith("$"):
             return Value(n, Provenance(Origin.CLI, key=f"launcher {what}", note=f"launch argument {env}"))
         if env is not None:
             return Value(n, Provenance(Origin.PROJECT_CONFIG, key=f"launcher {what}",
                                        note=f"shell variable {env} from the project config ([tool.trainlint] env)"))
-        path, span = self.ctx.span_of(f.value_loc)
         # doubt: from an undecided branch, or a scheduler variable's default (${SLURM_NNODES:-1}): a guess
         note = f"the {what} the script gives outside the branch or scheduler that sets it at launch" if doubt else ""
         return Value(n, Provenance(Origin.FILE, path=path, span=span, key=f"launcher {what}", note=note, uncertain=doubt))

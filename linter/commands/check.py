@@ -7,6 +7,7 @@ from trainlint.commands.argtypes import int_at_most
 import argparse
 import sys
 from pathlib import Path
+from typing import Any, Sequence
 
 from trainlint.exit_codes import EXIT_ERROR
 from trainlint.session import Session, SessionOptions, exit_code, open_session
@@ -141,6 +142,17 @@ def parse_env(items: list[str]) -> dict[str, str]:
     return environment
 
 
+def parse_runs(items: list[str] | None) -> list[list[str]]:
+    """``--run a.yml,b.yml`` items as lists of files; raises ValueError on one that names none (``--run ,``)."""
+    runs = []
+    for item in items or ():
+        files = [p.strip() for p in item.split(",") if p.strip()]
+        if not files:
+            raise ValueError(f"--run expects FILE,FILE... (the files of one run), got {item!r}")
+        runs.append(files)
+    return runs
+
+
 def session_options(args: argparse.Namespace) -> SessionOptions:
     """What the flags of :func:`add_input_arguments`, :func:`add_context_arguments` and
     :func:`add_selection_arguments` say, as the typed options of :func:`trainlint.session.open_session`
@@ -155,7 +167,7 @@ def session_options(args: argparse.Namespace) -> SessionOptions:
         config=given("config"), isolated=bool(given("isolated")), allow_plugins=bool(given("allow_plugins")),
         select=tuple(select) if select is not None else None, extend_select=tuple(given("extend_select") or ()),
         ignore=tuple(given("ignore") or ()), environment=launch_environment(args),
-        runs=tuple(tuple(p.strip() for p in spec.split(",") if p.strip()) for spec in given("run") or ()),
+        runs=tuple(tuple(run) for run in parse_runs(given("run"))),
         estimate=EstimateOptions(gpu=given("gpu"), nodes=given("nodes"), gpus_per_node=given("gpus_per_node"),
                                  model=given("model"), vocab_size=given("vocab_size"),
                                  micro_batch=given("micro_batch_size"), seq_length=given("seq_length"),
@@ -168,16 +180,46 @@ def lint_results(results: list, args: argparse.Namespace, session: Session) -> l
     return session.lint(results)
 
 
-def report(linted: list, args: argparse.Namespace, session: Session, out=None) -> tuple[list, int]:
-    """Plugin failures added to linted results, rendered in ``args.format``; the exit code."""
+def report(linted: list, args: argparse.Namespace, session: Session, out=None,
+           owners: Sequence[Session] | None = None) -> tuple[list, int]:
+    """Plugin failures added to linted results, rendered in ``args.format``; the exit code.
+    ``owners[i]``: the session of ``linted[i]`` when files of several project configs were checked
+    (each config's unused suppressions, plugin failures and baseline apply to its own files);
+    ``session`` renders (the first config's)."""
     from trainlint.unused_suppressions import report_unused
 
-    results = report_unused(linted, session.settings.selection, session.project,
-                            session.project.report_unused_per_file_ignores)
-    results = session.plugin_failures() + results
-    results, baseline = apply_baseline(results, args, session)
+    owners = list(owners) if owners is not None else [session] * len(linted)
+    sessions = _distinct([session, *owners])
+    failures: list = []
+    kept: dict[int, Any] = {}
+    extra: list = []
+    baseline = None
+    command_line_baseline = bool(getattr(args, "baseline", None) or getattr(args, "write_baseline", None))
+    for one in sessions:
+        indexes = [i for i, owner in enumerate(owners) if owner is one]
+        if not indexes and one is not session:
+            continue
+        mine = [linted[i] for i in indexes]
+        done = report_unused(mine, one.settings.selection, one.project, one.project.report_unused_per_file_ignores)
+        failures += one.plugin_failures()
+        if not command_line_baseline:
+            done, outcome = apply_baseline(done, args, one)
+            baseline = baseline or outcome
+        kept.update(zip(indexes, done[:len(mine)], strict=True))
+        extra += done[len(mine):]
+    results = failures + [kept[i] for i in range(len(linted))] + extra
+    if command_line_baseline:
+        results, baseline = apply_baseline(results, args, session)
     (out or sys.stdout).write(render_results(results, args, session, baseline))
     return results, exit_code(results, exit_zero=bool(getattr(args, "exit_zero", False)))
+
+
+def _distinct(sessions: Sequence[Session]) -> list[Session]:
+    out: list[Session] = []
+    for one in sessions:
+        if not any(one is s for s in out):
+            out.append(one)
+    return out
 
 
 def baseline_file(args: argparse.Namespace, session: Session) -> str | None:
@@ -260,7 +302,11 @@ def run(args: argparse.Namespace) -> int:
     if conflict:
         print(f"trainlint: error: {conflict}", file=sys.stderr)
         return EXIT_ERROR
-    runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
+    try:
+        runs = parse_runs(args.run)
+    except ValueError as exc:
+        print(f"trainlint: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
     if not args.paths and not runs:
         args.paths = ["."]  # `check --run a.yml,b.yml` alone lints only that run
     missing = [p for p in args.paths if not Path(p).exists()]
@@ -268,30 +314,46 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         print(f"trainlint: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_ERROR
+    from trainlint import config_groups
+
     try:
-        session = open_session(session_options(args), Path(args.paths[0] if args.paths else runs[0][0] if runs else "."))
+        # each file with the nearest project config above it (one session per config), as ruff
+        # resolves it: a config in one folder never governs the files of another
+        plan = config_groups.plan(session_options(args), args.paths, runs,
+                                  opener=lambda options, start: open_session(options, start))
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    tasks = session.plan_files(args.paths)
-
-    def check_and_lint(chunk):
-        return session.lint([session.check_task(task) for task in chunk])
+    sessions = plan.sessions
+    session = sessions[0]
 
     def lint_all() -> list:
         from trainlint.frameworks.locate import once_per_run
 
-        return once_per_run(run_tasks(tasks, check_and_lint, args.jobs))
+        results: list = [None] * len(plan.tasks)
+        for one in sessions:
+            indexes = [i for i, owner in enumerate(plan.owners) if owner is one]
+
+            def check_and_lint(chunk, one=one):
+                return one.lint([one.check_task(task) for task in chunk])
+
+            for i, result in zip(indexes, run_tasks([plan.tasks[i] for i in indexes], check_and_lint, args.jobs), strict=True):
+                results[i] = result
+        return once_per_run(results)
+
+    def report_all(results: list):
+        return report(results, args, session, owners=plan.owners)
 
     # rules' layout changes become edits (the run's adapter writes them), so that what is marked
     # fixable (text [*], the footer, JSON applicability) is what --fix --unsafe-fixes would apply
-    session.settings.write_fixes = True
+    for one in sessions:
+        one.settings.write_fixes = True
     try:
         if getattr(args, "fix", False) or getattr(args, "diff", False):
             from trainlint.commands.check_fix import fix_then_report
 
-            return fix_then_report(args, session, lint_all, lambda results: report(results, args, session))
-        _, code = report(lint_all(), args, session)
+            return fix_then_report(args, session, lint_all, report_all)
+        _, code = report_all(lint_all())
     except _baseline_error() as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

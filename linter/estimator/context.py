@@ -79,7 +79,29 @@ def custom_gpus(project: ProjectConfig | None, base: Mapping[str, GPU] | None = 
         except (KeyError, TypeError, ValueError) as exc:
             raise ContextError(f"{project_path or 'project config'}: custom GPU {gid!r}: missing or invalid {exc} "
                                "(give at least memory_gb and bf16_tflops or fp16_tflops)") from None
+        bad = _unusable_figure(table[gid])
+        if bad is not None:
+            raise ContextError(f"{project_path or 'project config'}: custom GPU {gid!r}: `{bad[0]}` must be a positive "
+                               f"number, got {bad[1]!r}")
     return table
+
+
+_GPU_FIGURES = ("memory_gb", "memory_gib", "bf16_tflops", "fp16_tflops", "fp8_tflops", "tf32_tflops", "fp32_tflops",
+                "hbm_bandwidth_tbps", "intra_node_bw_gbps", "inter_node_bw_gbps")
+
+
+def _unusable_figure(gpu: GPU) -> tuple[str, Any] | None:
+    """The first figure of a project's GPU that no estimate can divide by (0, negative, NaN, infinite)."""
+    import math
+
+    for name in _GPU_FIGURES:
+        value = getattr(gpu, name)
+        if value is not None and not (math.isfinite(value) and value > 0):
+            return name, value
+    per_node = gpu.gpus_per_node
+    if per_node is not None and (isinstance(per_node, bool) or not isinstance(per_node, int) or per_node < 1):
+        return "gpus_per_node", per_node
+    return None
 
 
 def resolve_model(name: str, origin: Origin, where: str | None = None,

@@ -94,9 +94,9 @@ def from_scan(family: str, variant: str, version: str | None, scan, **extra) -> 
 
 def _read(path: Path) -> str | None:
     try:
-        if path.stat().st_size > MAX_SOURCE_BYTES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
+        from trainlint.sources import read_bounded
+
+        return read_bounded(path, MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return None
 

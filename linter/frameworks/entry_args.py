@@ -103,7 +103,9 @@ def entry_arguments(entry: str | None, script: str | None, root: str | None) -> 
     result = None
     if st.st_size <= MAX_SOURCE_BYTES:
         try:
-            text = path.read_text(encoding="utf-8", errors="replace")
+            from trainlint.sources import read_bounded
+
+            text = read_bounded(path, MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
         except OSError:
             text = None
         if text is not None:

@@ -343,7 +343,9 @@ def _vendored(folder: Path) -> list[Path]:
     modules = folder / ".gitmodules"
     if modules.is_file():
         try:
-            for line in modules.read_text(encoding="utf-8", errors="replace").splitlines()[:2000]:
+            from trainlint.sources import read_bounded
+
+            for line in read_bounded(modules, 1024 * 1024).decode("utf-8", errors="replace").splitlines()[:2000]:
                 key, _, value = line.strip().partition("=")
                 if key.strip() == "path" and value.strip():
                     out.append(folder / value.strip())

@@ -203,6 +203,10 @@ def _baseline_action(diag: Diagnostic, linted, shown: lsp.Diagnostic, uri_for) -
     if project is None or not configured or diag.code in UNSUPPRESSIBLE:
         return None
     baseline_path = str(Path(project.root or ".") / configured)
+    from trainlint.containment import contained, project_root
+
+    if project.path and not contained(baseline_path, (str(project_root(project.path)),)):
+        return None  # never a write outside the checkout (the session refuses such a config already)
     new_text, existed, old_text = _baseline_text(diag, linted, baseline_path)
     if new_text is None:
         return None
@@ -233,7 +237,9 @@ def _baseline_text(diag: Diagnostic, linted, baseline_path: str) -> tuple[str | 
     rows: list[Any] = []
     if existed:
         try:
-            old_text = Path(baseline_path).read_text(encoding="utf-8")
+            from trainlint.sources import read_bounded
+
+            old_text = read_bounded(baseline_path, baselines.MAX_BASELINE_BYTES).decode("utf-8")
             data = json.loads(old_text)
             rows = list(data["findings"])
         except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError):

@@ -38,6 +38,7 @@ from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.lsp import convert, hover
 from trainlint.lsp.workspace import Linted, Linter, internal_error, same_file, session_options
 from trainlint.numbers import long_numbers, shorten_numbers
+from trainlint.output.escape import printable
 
 log = logging.getLogger("trainlint.lsp")
 
@@ -70,7 +71,9 @@ def to_lsp(diag: Diagnostic, lines: list[str], uri: str, *, bom: bool = False, d
            texts: Mapping[str, list[str]] | None = None) -> lsp.Diagnostic:
     """A trainlint diagnostic as an LSP one. ``lines`` are the lines of the file it is located
     in; ``texts`` the lines of other files its related locations point into."""
-    message = diag.message + (f"\nfix: {diag.fix}" if diag.fix else "")
+    # the message quotes keys and values of the file: shown with every control and bidi character
+    # escaped, as on the command line (an editor may render it in a terminal or a tooltip)
+    message = printable(diag.message) + (f"\nfix: {printable(diag.fix)}" if diag.fix else "")
     related = []
     for rel in diag.related:
         if rel.path is None or same_file(rel.path, diag.path):
@@ -78,9 +81,9 @@ def to_lsp(diag: Diagnostic, lines: list[str], uri: str, *, bom: bool = False, d
         else:
             rel_uri, rel_lines, rel_bom = uri_for(rel.path), (texts or {}).get(rel.path, []), False
         related.append(lsp.DiagnosticRelatedInformation(
-            location=lsp.Location(uri=rel_uri, range=_range(rel.span, rel_lines, rel_bom)), message=rel.message))
+            location=lsp.Location(uri=rel_uri, range=_range(rel.span, rel_lines, rel_bom)), message=printable(rel.message)))
     anchor = diag.code.lower() + (f"-{diag.name}" if diag.name else "")
-    data = {"name": diag.name, **({"fix": diag.fix} if diag.fix else {})}
+    data = {"name": diag.name, **({"fix": printable(diag.fix)} if diag.fix else {})}
     return lsp.Diagnostic(
         range=_range(diag.span, lines, bom),
         message=message,
@@ -180,7 +183,9 @@ class TrainlintServer(LanguageServer):
         if context:
             linter = Linter(context)
             try:
-                linter.session_for(None)  # an unknown GPU or model fails here, once, not on every lint
+                # an unknown GPU or model fails here, once, not on every lint; in the workspace folder's
+                # project (its trusted plugins may add the GPU), as the lints will be
+                linter.session_for(None, self._folder_if_known())
             except Exception as exc:  # noqa: BLE001
                 self.startup_errors.append(f"trainlint: initialization options {context}: {exc}; ignored")
             else:
@@ -188,6 +193,12 @@ class TrainlintServer(LanguageServer):
                 self.options = context
 
     # ------------------------------------------------------------------ linting
+
+    def _folder_if_known(self) -> str | None:
+        try:
+            return self.folder()
+        except Exception:  # noqa: BLE001 - no workspace yet (initialize not handled by pygls yet)
+            return None
 
     def folder(self) -> str | None:
         folders = list(self.workspace.folders.values())
@@ -332,7 +343,7 @@ class TrainlintServer(LanguageServer):
         if key in self.reported_config_errors:
             return
         self.reported_config_errors.add(key)
-        message = f"trainlint: {linted.config_error} (linting with the default settings until it is fixed)"
+        message = printable(f"trainlint: {linted.config_error} (linting with the default settings until it is fixed)")
         log.warning(message)
         self.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message))
 
@@ -418,7 +429,7 @@ class TrainlintServer(LanguageServer):
             return None
         text = shorten_numbers(text)
         (sl, sc), (el, ec) = convert.span_to_range(target.region, lines, linted.bom)
-        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=text),
+        return lsp.Hover(contents=lsp.MarkupContent(kind=lsp.MarkupKind.Markdown, value=printable(text, keep="\n")),
                          range=lsp.Range(lsp.Position(sl, sc), lsp.Position(el, ec)))
 
     @staticmethod

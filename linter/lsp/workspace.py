@@ -177,8 +177,14 @@ class Linter:
         from trainlint.config import ConfigError
         from trainlint.session import open_session
 
-        options = replace(self.options, config=config, isolated=config is None,
-                          trust_roots=(folder,) if folder else None)
+        # no workspace folder: nothing is trusted (the server's own directory is not a choice the
+        # user made, and an editor may start it in the cloned repository)
+        options = replace(self.options, config=config, config_is_users=False, isolated=config is None,
+                          trust_roots=(folder,) if folder else ())
+        from trainlint import containment
+
+        containment.configure_trust(containment.TrustGiven(options.allow_plugins, options.trust_roots,
+                                                           options.editor_trusted))
         try:
             session = open_session(options, start or Path.cwd())
             session.settings.reuse_findings = _findings_reusable(session)

@@ -37,15 +37,26 @@ def cell(text: str) -> str:
             parts.append(part.replace("\r", "\\r").replace("\n", "\\n").replace("|", "\\|"))
             continue
         part = part.replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-        part = part.replace("`", "\\`").replace("|", "\\|")
+        part = inert(part.replace("`", "\\`").replace("|", "\\|").replace("[", "\\[").replace("]", "\\]"))
         parts.append(part.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>"))
     return "".join(parts)
+
+
+_AUTOLINK = re.compile(r"(?i)(:)(?=//)|(?<=www)(\.)|(@)")
+
+
+def inert(text: str) -> str:
+    """Markdown text outside code spans with GitHub's autolinks defused: the ``:`` of ``://``, the
+    ``.`` of ``www.`` and every ``@`` backslash-escaped (each renders as itself). A value that closes
+    a code span early (it holds a backtick) leaves the rest of it as text: that text must open no
+    link or image either (``[`` ``]`` are escaped by the callers)."""
+    return _AUTOLINK.sub(lambda m: "\\" + m.group(), text) if (":" in text or "@" in text or "ww" in text.lower()) else text
 
 
 def literal(text: str) -> str:
     """A path shown as it is: the characters that would format or break a cell escaped."""
     text = printable(text)
-    out = "".join(f"\\{c}" if c in "\\`*_[]|~" else c for c in text)
+    out = inert("".join(f"\\{c}" if c in "\\`*_[]|~" else c for c in text))
     return out.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("\n", " ")
 
 
