@@ -240,7 +240,9 @@ def results_reading(path: str, results: Iterable[Any]) -> list[Any]:
     for result in results:
         if result.format is None:
             continue
-        paths = {result.path, *result.run, *(doc.path for doc in result.documents)}
+        paths = {result.path, *result.run, *(doc.path for doc in result.documents),
+                 *(d.path for d in result.diagnostics if d.path)}
+        paths.update(w.path for w in written_values([result]).values() if w.path)
         if any(_same_path(p, path) for p in paths):
             out.append(result)
     return out
@@ -252,7 +254,7 @@ def check_edits(results: Sequence[Any], path: str, before: str, after: str, edit
     name, in every run that reads the file. None when it does; else why not."""
     readers = results_reading(path, results)
     if not readers:
-        return None
+        return Refusal((f"no run trainlint read takes anything from {path}, so the fix cannot be checked",))
     absolute = os.path.abspath(path)
     changed = [file_edits(path, before, after, edits)]
     problems: list[str] = []

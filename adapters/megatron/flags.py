@@ -232,6 +232,17 @@ def _looks_like_flag(text: str) -> bool:
         return True
 
 
+def _whole_word(f: Field) -> bool:
+    """Whether the field's place is exactly its characters as written (one piece, no quote, escape
+    or continuation inside), so that an edit of that place changes this word and nothing else: a
+    fix is offered only then (issue 27)."""
+    if len(f.segs) != 1:
+        return False
+    seg = f.segs[0]
+    loc = seg.loc
+    return seg.unknown is None and seg.exact and loc is not None and loc.end - loc.start == len(seg.text)
+
+
 def _is_value_field(f: Field) -> bool:
     t = f.text
     if t is None:
@@ -271,6 +282,8 @@ class ArgReader:
         """The arguments :meth:`read` was given, as given."""
         self._foreign: list[str] = []
         """Flags the target does not define that are no misspelling of one it does."""
+        self._site: Loc | None = None
+        """Where the argument being read is written in the command (its Field's site)."""
         self._refused: list[tuple[int, int, str]] = []
         """(first, end) diagnostics index range and spelling of each flag the target keeps only to refuse."""
 
@@ -280,12 +293,13 @@ class ArgReader:
               related: tuple[Related, ...] = (), fix: str | None = None,
               applicability: Applicability | None = None, edit: str | None = None) -> None:
         path, span = self.span_of(loc)
+        related = related + self._use_site(loc)
         diag = input_diagnostic(code, message, span or Span(1, 1, 1, 1), path=path or self.default_path,
                                 severity=severity, related=related, fix=fix)
         if applicability is not None and fix:
             from dataclasses import replace
 
-            edits = (Edit(span, edit),) if edit is not None and span is not None and path == self.default_path else ()
+            edits = (Edit(span, edit, path),) if edit is not None and span is not None and path else ()
             diag = replace(diag, applicability=applicability, edits=edits)
         self.out.diagnostics.append(diag)
 
@@ -373,6 +387,16 @@ class ArgReader:
         where = defined_by("megatron", name)
         return f" ({where})" if where else ""
 
+    def _use_site(self, loc: Loc | None) -> tuple[Related, ...]:
+        """Where the word a finding is about reaches the command, when that is elsewhere than the word
+        (``$GPT_ARGS``, ``"${ARGS[@]}"``, a variable of a sourced file): a related location."""
+        site = self._site
+        if site is None or loc is None or site is loc:
+            return ()
+        if site.path == loc.path and site.start <= loc.start and loc.end <= site.end:
+            return ()
+        return self._related("used by the command here", site)
+
     def _related(self, message: str, loc: Loc | None) -> tuple[Related, ...]:
         path, span = self.span_of(loc)
         if span is None:
@@ -428,6 +452,7 @@ class ArgReader:
         n = len(fields)
         while i < n:
             f = fields[i]
+            self._site = f.site
             text = f.text
             if text is None:
                 i += 1
@@ -464,7 +489,7 @@ class ArgReader:
                                f"did you mean `{alt[0]}`?{tail}", f.value_loc,
                                severity=Severity.ERROR if known else Severity.WARNING, fix=alt[0],
                                applicability=Applicability.SAFE if known else Applicability.UNSAFE,
-                               edit=alt[0] if eq == "" and text == name else None)
+                               edit=alt[0] if eq == "" and text == name and _whole_word(f) else None)
                 else:
                     i = self._unknown_flag(fields, i, name, bool(eq))
                     continue
@@ -473,6 +498,7 @@ class ArgReader:
             dep = info.deprecated
             if dep is not None and dep.get("status") in ("error", "exits") and self.dialect == CURRENT:
                 self._refused.append((first, len(self.out.diagnostics), spelled))
+        self._site = None
         self._written_for_another_release()
         return self.out
 
@@ -596,7 +622,7 @@ class ArgReader:
             message += f"; {fork.describe()}, found beside the config, defines it"
         self._diag("TL004", message, f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None,
                    applicability=(Applicability.SAFE if typo and severity is Severity.ERROR else Applicability.DISPLAY)
-                   if suggestion else None, edit=suggestion[0] if suggestion and not inline else None)
+                   if suggestion else None, edit=suggestion[0] if suggestion and not inline and _whole_word(fields[i]) else None)
         self.out.unknown_flags.append(name)
         i += 1
         if not inline:
@@ -607,7 +633,7 @@ class ArgReader:
     def _known(self, fields: list[Field], i: int, info: FlagInfo, spelled: str, f: Field, inline: str | None) -> int:
         flag_loc = f.value_loc
         if info.entry_points is not None or info.deprecated is not None:  # nothing to check otherwise (most flags)
-            self._dialect_checks(info, spelled, flag_loc, inline is None)
+            self._dialect_checks(info, spelled, flag_loc, inline is None and _whole_word(f))
         i += 1
         value_fields: list[Field] = []
         if info.takes_value:

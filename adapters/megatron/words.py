@@ -144,6 +144,38 @@ def _mapped_piece(seg: Seg, loc: Loc, start: int, end: int) -> Seg:
     return Seg(text, Loc(loc.path, source_start, source_end), False, seg.unknown, seg.env, seg.uncertain, inner)
 
 
+def without_chars(seg: Seg, drop: str) -> Seg:
+    """``seg`` with the characters of ``drop`` removed (the quotes of an eval'd string), each
+    remaining character keeping its place when ``seg`` knows it (exact, or through its runs)."""
+    loc = seg.loc
+    text = "".join(ch for ch in seg.text if ch not in drop)
+    if loc is None or seg.unknown is not None or not (seg.exact or seg.runs is not None):
+        return Seg(text, loc, False, seg.unknown, seg.env, seg.uncertain)
+    runs: list[Run] = []
+    out = 0
+    previous = None
+    last = -1  # the source offset of the last character kept
+    for index, ch in enumerate(seg.text):
+        if ch in drop:
+            previous = None
+            continue
+        one = seg.piece(index, index + 1)
+        assert one.loc is not None
+        escaped = not one.exact  # written with the backslash before it
+        source = one.loc.start + 1 if escaped else one.loc.start
+        if previous is None or escaped or source != previous + 1:
+            runs.append(Run(out, source, escaped))
+        previous = last = source
+        out += 1
+    if not runs:
+        return Seg(text, loc, False, None, seg.env, seg.uncertain)
+    first = runs[0]
+    place = Loc(loc.path, first.source - 1 if first.escaped else first.source, last + 1)
+    if len(runs) == 1 and not first.escaped and place.end - place.start == len(text):
+        return Seg(text, place, True, None, seg.env, seg.uncertain)  # one stretch: exact
+    return Seg(text, place, False, None, seg.env, seg.uncertain, tuple(runs))
+
+
 def unescaped_seg(raw: str, loc: Loc, pattern: re.Pattern[str]) -> Seg:
     """``raw`` (the source text at ``loc``) with the escapes ``pattern`` matches removed, as a Seg
     that knows where each remaining character is written. ``pattern``'s group 1 is the escaped
