@@ -232,15 +232,22 @@ def _looks_like_flag(text: str) -> bool:
         return True
 
 
-def _whole_word(f: Field) -> bool:
-    """Whether the field's place is exactly its characters as written (one piece, no quote, escape
-    or continuation inside), so that an edit of that place changes this word and nothing else: a
-    fix is offered only then (issue 27)."""
+def _flag_word(f: Field, name: str) -> Loc | None:
+    """Where the flag ``name`` of the field (``--flag`` or the flag of ``--flag=value``) is written
+    exactly as its characters (one piece, no quote, escape or continuation inside), so that an edit
+    of that place changes this word and nothing else; None when it is not: a fix is then not
+    offered (issue 27)."""
     if len(f.segs) != 1:
-        return False
+        return None
     seg = f.segs[0]
+    if seg.unknown is not None or not seg.text.startswith(name) or seg.text[len(name):len(name) + 1] not in ("", "="):
+        return None
+    if len(seg.text) != len(name):
+        seg = seg.piece(0, len(name))
     loc = seg.loc
-    return seg.unknown is None and seg.exact and loc is not None and loc.end - loc.start == len(seg.text)
+    if not seg.exact or loc is None or loc.end - loc.start != len(name):
+        return None
+    return loc
 
 
 def _is_value_field(f: Field) -> bool:
@@ -291,7 +298,9 @@ class ArgReader:
 
     def _diag(self, code: str, message: str, loc: Loc | None, severity: Severity | None = None,
               related: tuple[Related, ...] = (), fix: str | None = None,
-              applicability: Applicability | None = None, edit: str | None = None) -> None:
+              applicability: Applicability | None = None, edit: str | None = None,
+              edit_at: Loc | None = None) -> None:
+        """``edit``: the fix's new text for the word at ``edit_at`` (default ``loc``)."""
         path, span = self.span_of(loc)
         related = related + self._use_site(loc)
         diag = input_diagnostic(code, message, span or Span(1, 1, 1, 1), path=path or self.default_path,
@@ -299,7 +308,8 @@ class ArgReader:
         if applicability is not None and fix:
             from dataclasses import replace
 
-            edits = (Edit(span, edit, path),) if edit is not None and span is not None and path else ()
+            edit_path, edit_span = (path, span) if edit_at is None else self.span_of(edit_at)
+            edits = (Edit(edit_span, edit, edit_path),) if edit is not None and edit_span is not None and edit_path else ()
             diag = replace(diag, applicability=applicability, edits=edits)
         self.out.diagnostics.append(diag)
 
@@ -489,7 +499,7 @@ class ArgReader:
                                f"did you mean `{alt[0]}`?{tail}", f.value_loc,
                                severity=Severity.ERROR if known else Severity.WARNING, fix=alt[0],
                                applicability=Applicability.SAFE if known else Applicability.UNSAFE,
-                               edit=alt[0] if eq == "" and text == name and _whole_word(f) else None)
+                               edit=alt[0] if _flag_word(f, name) is not None else None, edit_at=_flag_word(f, name))
                 else:
                     i = self._unknown_flag(fields, i, name, bool(eq))
                     continue
@@ -609,6 +619,7 @@ class ArgReader:
         else:
             message = (f"unknown flag `{name}`{tail}{self._elsewhere(name)}{extra}; {self._against()}")
         known = self._known_target
+        word = _flag_word(f, name)
         typo = suggestion is not None and bool(suggestion) and _typo(name, suggestion[0])
         if not typo:
             self._foreign.append(name)
@@ -622,7 +633,7 @@ class ArgReader:
             message += f"; {fork.describe()}, found beside the config, defines it"
         self._diag("TL004", message, f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None,
                    applicability=(Applicability.SAFE if typo and severity is Severity.ERROR else Applicability.DISPLAY)
-                   if suggestion else None, edit=suggestion[0] if suggestion and not inline and _whole_word(fields[i]) else None)
+                   if suggestion else None, edit=suggestion[0] if suggestion and word is not None else None, edit_at=word)
         self.out.unknown_flags.append(name)
         i += 1
         if not inline:
@@ -633,7 +644,7 @@ class ArgReader:
     def _known(self, fields: list[Field], i: int, info: FlagInfo, spelled: str, f: Field, inline: str | None) -> int:
         flag_loc = f.value_loc
         if info.entry_points is not None or info.deprecated is not None:  # nothing to check otherwise (most flags)
-            self._dialect_checks(info, spelled, flag_loc, inline is None and _whole_word(f))
+            self._dialect_checks(info, spelled, flag_loc, _flag_word(f, spelled))
         i += 1
         value_fields: list[Field] = []
         if info.takes_value:
@@ -673,7 +684,8 @@ class ArgReader:
         self.out.order.append(setting)
         return i
 
-    def _dialect_checks(self, info: FlagInfo, spelled: str, loc: Loc | None, whole_word: bool = False) -> None:
+    def _dialect_checks(self, info: FlagInfo, spelled: str, loc: Loc | None, word: Loc | None = None) -> None:
+        """``word``: where the flag is written as exactly its characters (a rename edits it); None: no edit."""
         if info.entry_points is not None and not entry_matches(self.entry, info.entry_points) and is_core_entry(self.entry):
             owners = ", ".join(info.entry_points[:4])
             self._diag("TL004", f"`{spelled}` is not an argument of {self.entry.rsplit('/', 1)[-1]}; only {owners} "
@@ -705,7 +717,7 @@ class ArgReader:
             self._diag("TL008", f"`{spelled}` is not an argument of current Megatron-LM{self._elsewhere(spelled)}{use}; "
                        f"{self._against()}", loc, severity=Severity.WARNING, fix=replacement,
                        applicability=(Applicability.UNSAFE if renamed else Applicability.DISPLAY) if replacement else None,
-                       edit=replacement if renamed and whole_word else None)
+                       edit=replacement if renamed and word is not None else None, edit_at=word)
             return
         what = {"removed": "was removed from Megatron-LM", "exits": "makes Megatron-LM exit at start-up",
                 "error": "makes Megatron-LM fail at start-up", "deprecated": "is deprecated"}.get(status, "is deprecated")
@@ -716,7 +728,7 @@ class ArgReader:
         renamed = self._one_to_one(info, replacement)
         self._diag("TL008", f"`{spelled}` {what}{use}{dialect_note}. Megatron: \"{message}\"", loc, severity=severity,
                    fix=replacement, applicability=(Applicability.SAFE if renamed else Applicability.DISPLAY) if replacement else None,
-                   edit=replacement if renamed and whole_word else None)
+                   edit=replacement if renamed and word is not None else None, edit_at=word)
 
     def _one_to_one(self, old: FlagInfo, replacement: str | None) -> bool:
         """Whether the replacement is the same option under a new name (``--batch-size`` ->

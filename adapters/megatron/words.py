@@ -8,6 +8,7 @@ an unknown piece (``$1``, ``$(cmd)``) with the reason it is unknown. Nothing her
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -113,13 +114,13 @@ class Run:
 
 
 def _run_at(runs: tuple[Run, ...], offset: int) -> int:
-    """The index of the run holding text offset ``offset`` (runs are few: a linear scan)."""
-    index = 0
-    for i, run in enumerate(runs):
-        if run.text > offset:
-            break
-        index = i
-    return index
+    """The index of the run holding text offset ``offset`` (a string of thousands of continued
+    lines has as many runs: a binary search)."""
+    return max(bisect_right(runs, offset, key=_text_of) - 1, 0)
+
+
+def _text_of(run: Run) -> int:
+    return run.text
 
 
 def _mapped_piece(seg: Seg, loc: Loc, start: int, end: int) -> Seg:
