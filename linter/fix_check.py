@@ -99,7 +99,7 @@ class _FileEdits:
     def __post_init__(self) -> None:
         self._before_index = LineIndex(self.before)
         self._after_index = LineIndex(self.after)
-        self._before_starts = [0] + [i + 1 for i, ch in enumerate(self.before) if ch == "\n"]
+        self._before_starts = [0] + [m.end() for m in re.finditer("\n", self.before)]
 
     def offset(self, line: int, column: int) -> int:
         starts = self._before_starts
@@ -118,12 +118,14 @@ class _FileEdits:
     def moved(self, span: Span) -> Span:
         """``span`` of the text before, where the same characters are after the edits."""
         start, end = self.offset(span.line, span.column), self.offset(span.end_line, span.end_column)
-        return self._after_index.span(self._shift(start), self._shift(end))
+        return self._after_index.span(self._shift(start, False), self._shift(end, start < end))
 
-    def _shift(self, offset: int) -> int:
+    def _shift(self, offset: int, is_end: bool) -> int:
+        """Where ``offset`` is after the edits: moved by every edit before it. Text inserted at a
+        span's start goes before its first character; at its (exclusive) end, after its last."""
         delta = 0
         for a, b, content in self.edits:
-            if b <= offset and not (a == b == offset):
+            if b < offset or (b == offset and not (is_end and a == b)):
                 delta += len(content) - (b - a)
         return offset + delta
 

@@ -131,7 +131,10 @@ NEOX_BLOCK = ("num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nseq_lengt
               "train_micro_batch_size_per_gpu: 2\ngradient_acumulation_steps: 1\n")
 NEOX_FLOW = ("{num_layers: 2, hidden_size: 64, num_attention_heads: 4, seq_length: 128,\n"
              " max_position_embeddings: 128, train_micro_batch_size_per_gpu: 2, gradient_acumulation_steps: 1}\n")
+NEOX_DASHES = ("num-layers: 2\nhidden-size: 64\nnum-attention-heads: 4\nseq-length: 128\nmax-position-embeddings: 128\n"
+               "train-micro-batch-size-per-gpu: 2\ngradient-acumulation-steps: 1\n")
 KEYS = {
+    "neox yaml dashes": ("neox.yml", NEOX_DASHES, "gradient-acumulation-steps", "gradient-accumulation-steps"),
     "here-document": ("run.sh", HEREDOC, "zero_optimisation", "zero_optimization"),
     "deepspeed json": ("ds_config.json", DS_JSON, "zero_optimisation", "zero_optimization"),
     "neox yaml block": ("neox.yml", NEOX_BLOCK, "gradient_acumulation_steps", "gradient_accumulation_steps"),
