@@ -8,9 +8,10 @@ an unknown piece (``$1``, ``$(cmd)``) with the reason it is unknown. Nothing her
 from __future__ import annotations
 
 import re
+import sys
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 _IFS_WORD = re.compile(r"[^ \t\n]+")
 _IFS = re.compile(r"[ \t\n]")
@@ -102,25 +103,24 @@ class Seg:
         return Seg(self.text, self.loc, self.exact, self.unknown, self.env, True, self.runs)
 
 
-@dataclass(frozen=True)
-class Run:
+class Run(NamedTuple):
     """A stretch of a Seg's text that is written one-to-one in the source: text offset ``text``
     (relative to the Seg's text) is source offset ``source``. ``escaped``: the character before
-    the run was removed as an escape (``\\"``), so the run's first character is written with it."""
+    the run was removed as an escape (``\\"``), so the run's first character is written with it.
+    A tuple (not a dataclass): runs are searched with :func:`bisect.bisect_right` on plain tuples."""
 
     text: int
     source: int
     escaped: bool = False
 
 
+_PAST = sys.maxsize
+
+
 def _run_at(runs: tuple[Run, ...], offset: int) -> int:
     """The index of the run holding text offset ``offset`` (a string of thousands of continued
-    lines has as many runs: a binary search)."""
-    return max(bisect_right(runs, offset, key=_text_of) - 1, 0)
-
-
-def _text_of(run: Run) -> int:
-    return run.text
+    lines has as many runs: a binary search, comparing tuples in C)."""
+    return max(bisect_right(runs, (offset, _PAST)) - 1, 0)
 
 
 def _mapped_piece(seg: Seg, loc: Loc, start: int, end: int) -> Seg:
