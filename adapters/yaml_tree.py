@@ -391,6 +391,7 @@ class _Composer:
                 for k, v in source.items():
                     frame.container.setdefault(k, v)
             frame.container.update(explicit)
+            self._merged_spans(frame, explicit)
         end = event.end_mark if _is_flow_end(event) or frame.last_end is None else frame.last_end
         self.tree.value_spans[frame.pointer] = _span(frame.start, end)
         if self.stack:
@@ -400,6 +401,26 @@ class _Composer:
             anchor.size = frame.size
             anchor.open = False
             anchor.sci = [(p[len(frame.pointer):], t) for p, t, _ in self.sci[frame.sci_start:]]
+
+    def _merged_spans(self, frame: _Frame, explicit: dict) -> None:
+        """A key merged in from an anchor (``<<: *base``) is written at the anchor's key: its key
+        and value get those spans (the first source that has it, as the value is taken)."""
+        pointers = {id(a.value): a.pointer for a in self.anchors.values() if not a.is_scalar}
+        done = set(explicit)
+        key_spans, value_spans = self.tree.key_spans, self.tree.value_spans
+        for source in frame.merged:
+            base = pointers.get(id(source))
+            if base is None:
+                continue
+            for k in source:
+                if k in done:
+                    continue
+                done.add(k)
+                name = "/" + _escape(_key_string(k))
+                if base + name in key_spans:
+                    key_spans[frame.pointer + name] = key_spans[base + name]
+                if base + name in value_spans:
+                    value_spans[frame.pointer + name] = value_spans[base + name]
 
     def run(self) -> None:
         for event in yaml.parse(self.text, Loader=_LOADER):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
@@ -137,9 +138,11 @@ def apply(text: str, fixes: Sequence[Fix]) -> str:
 
 
 def edits_between(before: str, after: str, path: str | None = None) -> tuple[Edit, ...]:
-    """The edits that turn ``before`` into ``after``, one per changed run of whole lines (an adapter's
-    writer gives a new text; a fix is edits, so that fixes of other findings in the same file apply
-    beside it and one that overlaps waits for the next run)."""
+    """The edits that turn ``before`` into ``after`` (an adapter's writer gives a new text; a fix is
+    edits, so that fixes of other findings in the same file apply beside it and one that overlaps
+    waits for the next run). A line changed in place gives one edit per changed run of words on it,
+    so that the fix covers only the words it rewrites (issue 27); lines added or removed give one
+    edit per run of whole lines."""
     old = before.splitlines(keepends=True)
     new = after.splitlines(keepends=True)
     last_line = before.count("\n") + 1  # lines as Span counts them (an empty last one after a final newline)
@@ -151,13 +154,43 @@ def edits_between(before: str, after: str, path: str | None = None) -> tuple[Edi
         tail = before.rsplit("\n", 1)[-1]
         return last_line, len(tail) + 1
 
+    def at(index: int, offset: int) -> tuple[int, int]:
+        """Where character ``offset`` of old line ``index`` is (its line break: the next line's start)."""
+        line = old[index]
+        if offset >= len(line) and line.endswith("\n"):
+            return start(index + 1)
+        return index + 1, offset + 1
+
     edits = []
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
         if tag == "equal":
             continue
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            for k in range(i2 - i1):
+                edits.extend(_word_edits(old[i1 + k], new[j1 + k], i1 + k, at, path))
+            continue
         (line, column), (end_line, end_column) = start(i1), start(i2)
         edits.append(Edit(Span(line, column, end_line, end_column), "".join(new[j1:j2]), path))
     return tuple(edits)
+
+
+_TOKEN = re.compile(r"\s+|[^\s]+")
+
+
+def _word_edits(old_line: str, new_line: str, index: int, at, path: str | None) -> list[Edit]:
+    """The edits turning one line into another, one per changed run of words (and blanks)."""
+    old_tokens, new_tokens = _TOKEN.findall(old_line), _TOKEN.findall(new_line)
+    offsets = [0]
+    for token in old_tokens:
+        offsets.append(offsets[-1] + len(token))
+    out = []
+    matcher = difflib.SequenceMatcher(None, old_tokens, new_tokens, autojunk=False)
+    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+        if tag == "equal":
+            continue
+        (line, column), (end_line, end_column) = at(index, offsets[a1]), at(index, offsets[a2])
+        out.append(Edit(Span(line, column, end_line, end_column), "".join(new_tokens[b1:b2]), path))
+    return out
 
 
 def unified_diff(path: str, before: str, after: str) -> str:

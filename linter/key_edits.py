@@ -47,10 +47,14 @@ def rename_key(doc: Document, ptr: str, new_name: str) -> tuple[Edit, ...]:
     old = parts[-1]
     if token is None:
         return ()
-    if token == old:
-        return (Edit(span, new_name),)
-    if len(token) == len(old) + 2 and token[0] == token[-1] and token[0] in "\"'" and token[1:-1] == old:
-        return (Edit(span, token[0] + new_name + token[0]),)
+    quote = token[0] if len(token) == len(old) + 2 and token[0] == token[-1] and token[0] in "\"'" else ""
+    written = token[1:-1] if quote else token
+    if written == old:
+        return (Edit(span, quote + new_name + quote),)
+    if written != old and written.replace("-", "_") == old and "-" not in old:
+        # GPT-NeoX reads `gradient-accumulation-steps` as `gradient_accumulation_steps`: the key
+        # keeps the dashes it is written with
+        return (Edit(span, quote + new_name.replace("_", "-") + quote),)
     return ()
 
 

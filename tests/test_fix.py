@@ -99,15 +99,17 @@ def test_megatron_deprecated_flags_in_a_bash_array_and_on_a_continuation_line(tm
     assert "Fixed 2 findings in 1 file." in err and "TL008" not in out, out
 
 
-def test_an_inline_value_or_a_negated_replacement_is_not_rewritten(tmp_path, capsys):
-    """`--batch-size=4` (the edit would drop the value) and `--add-bias-linear` (its replacement
-    `--disable-bias-linear` means the opposite) keep their hint only."""
+def test_an_inline_value_keeps_its_value_and_a_negated_replacement_is_not_rewritten(tmp_path, capsys):
+    """`--batch-size=4`: the edit renames the flag part of the word only, so the value stays
+    (issue 27); `--add-bias-linear` (its replacement `--disable-bias-linear` means the opposite)
+    keeps its hint only."""
     script = tmp_path / "train.sh"
     text = (b"torchrun pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 "
             b"--seq-length 128 --max-position-embeddings 128 --batch-size=4 --add-bias-linear\n")
     script.write_bytes(text)
     code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--diff", "--unsafe-fixes", str(script))
-    assert code == 0 and out == "" and "Would fix 0 findings in 0 files." in err
+    assert code == 1 and "Would fix 1 finding in 1 file." in err
+    assert "+torchrun" in out and "--micro-batch-size=4 --add-bias-linear" in out
     assert script.read_bytes() == text
 
 

@@ -191,3 +191,34 @@ async def test_layout_fix_is_the_adapter_written_edit_as_check_diff_shows_it(cli
     main(["check", "--isolated", "--fix", "--unsafe-fixes", "--select", "TL201", str(copy)])
     assert fixed == copy.read_text(encoding="utf-8") != LLAMA
     assert "TL201" not in {d.code for d in await relint(client, path, fixed, 2)}
+
+
+CONTINUED = """GPT_ARGS=" \\
+    --num-layers 24 \\
+    --hiden-size 1024 \\
+    --num-attention-heads 16 \\
+    --checkpoint-activations \\
+    --fp16"
+torchrun --nproc_per_node 8 pretrain_gpt.py $GPT_ARGS
+"""
+
+
+@e2e
+async def test_continued_string_findings_at_their_words_and_quick_fixes_edit_only_them(client: LanguageClient,
+                                                                                       workspace: Path):
+    """Issue 27: in a backslash-continued string each finding is on its flag, its quick fix edits
+    that flag only (the same edit as `check --fix`), and the use site `$GPT_ARGS` is related."""
+    path = workspace / "continued" / "run.sh"
+    diags = await open_doc(client, path, CONTINUED, "shellscript")
+    for code, line, old, new in (("TL004", 2, "--hiden-size", "--hidden-size"),
+                                 ("TL008", 4, "--checkpoint-activations", "--recompute-activations")):
+        diag = next(d for d in diags if d.code == code)
+        assert (diag.range.start.line, diag.range.start.character, diag.range.end.character) == (line, 4, 4 + len(old))
+        (use,) = diag.related_information
+        assert (use.location.range.start.line, use.location.range.start.character) == (6, 44)
+        (fix,) = [a for a in await actions_at(client, path, diag) if a.title.startswith(f"Fix {code}")]
+        assert fix.is_preferred and fix.kind == lsp.CodeActionKind.QuickFix
+        (edit,) = fix.edit.changes[path.as_uri()]
+        assert (edit.range.start.line, edit.range.start.character, edit.range.end.line, edit.range.end.character,
+                edit.new_text) == (line, 4, line, 4 + len(old), new)
+        assert apply_edits(CONTINUED, [edit]) == CONTINUED.replace(old, new)

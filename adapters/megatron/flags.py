@@ -238,6 +238,24 @@ def _looks_like_flag(text: str) -> bool:
         return True
 
 
+def _flag_word(f: Field, name: str) -> Loc | None:
+    """Where the flag ``name`` of the field (``--flag`` or the flag of ``--flag=value``) is written
+    exactly as its characters (one piece, no quote, escape or continuation inside), so that an edit
+    of that place changes this word and nothing else; None when it is not: a fix is then not
+    offered (issue 27)."""
+    if len(f.segs) != 1:
+        return None
+    seg = f.segs[0]
+    if seg.unknown is not None or not seg.text.startswith(name) or seg.text[len(name):len(name) + 1] not in ("", "="):
+        return None
+    if len(seg.text) != len(name):
+        seg = seg.piece(0, len(name))
+    loc = seg.loc
+    if not seg.exact or loc is None or loc.end - loc.start != len(name):
+        return None
+    return loc
+
+
 def _is_value_field(f: Field) -> bool:
     t = f.text
     if t is None:
@@ -277,6 +295,8 @@ class ArgReader:
         """The arguments :meth:`read` was given, as given."""
         self._foreign: list[str] = []
         """Flags the target does not define that are no misspelling of one it does."""
+        self._site: Loc | None = None
+        """Where the argument being read is written in the command (its Field's site)."""
         self._refused: list[tuple[int, int, str]] = []
         """(first, end) diagnostics index range and spelling of each flag the target keeps only to refuse."""
         self._unlisted: list[tuple[str, Loc | None]] = []
@@ -287,14 +307,18 @@ class ArgReader:
 
     def _diag(self, code: str, message: str, loc: Loc | None, severity: Severity | None = None,
               related: tuple[Related, ...] = (), fix: str | None = None,
-              applicability: Applicability | None = None, edit: str | None = None) -> None:
+              applicability: Applicability | None = None, edit: str | None = None,
+              edit_at: Loc | None = None) -> None:
+        """``edit``: the fix's new text for the word at ``edit_at`` (default ``loc``)."""
         path, span = self.span_of(loc)
+        related = related + self._use_site(loc)
         diag = input_diagnostic(code, message, span or Span(1, 1, 1, 1), path=path or self.default_path,
                                 severity=severity, related=related, fix=fix)
         if applicability is not None and fix:
             from dataclasses import replace
 
-            edits = (Edit(span, edit),) if edit is not None and span is not None and path == self.default_path else ()
+            edit_path, edit_span = (path, span) if edit_at is None else self.span_of(edit_at)
+            edits = (Edit(edit_span, edit, edit_path),) if edit is not None and edit_span is not None and edit_path else ()
             diag = replace(diag, applicability=applicability, edits=edits)
         self.out.diagnostics.append(diag)
 
@@ -381,6 +405,16 @@ class ArgReader:
         where = defined_by("megatron", name)
         return f" ({where})" if where else ""
 
+    def _use_site(self, loc: Loc | None) -> tuple[Related, ...]:
+        """Where the word a finding is about reaches the command, when that is elsewhere than the word
+        (``$GPT_ARGS``, ``"${ARGS[@]}"``, a variable of a sourced file): a related location."""
+        site = self._site
+        if site is None or loc is None or site is loc:
+            return ()
+        if site.path == loc.path and site.start <= loc.start and loc.end <= site.end:
+            return ()
+        return self._related("used by the command here", site)
+
     def _related(self, message: str, loc: Loc | None) -> tuple[Related, ...]:
         path, span = self.span_of(loc)
         if span is None:
@@ -436,6 +470,7 @@ class ArgReader:
         n = len(fields)
         while i < n:
             f = fields[i]
+            self._site = f.site
             text = f.text
             if text is None:
                 i += 1
@@ -472,7 +507,7 @@ class ArgReader:
                                f"did you mean `{alt[0]}`?{tail}", f.value_loc,
                                severity=Severity.ERROR if known else Severity.WARNING, fix=alt[0],
                                applicability=Applicability.SAFE if known else Applicability.UNSAFE,
-                               edit=alt[0] if eq == "" and text == name else None)
+                               edit=alt[0] if _flag_word(f, name) is not None else None, edit_at=_flag_word(f, name))
                 else:
                     i = self._unknown_flag(fields, i, name, bool(eq))
                     continue
@@ -481,6 +516,7 @@ class ArgReader:
             dep = info.deprecated
             if dep is not None and dep.get("status") in ("error", "exits") and self.dialect == CURRENT:
                 self._refused.append((first, len(self.out.diagnostics), spelled))
+        self._site = None
         self._written_for_another_release()
         self._unknown_summary()
         return self.out
@@ -615,6 +651,7 @@ class ArgReader:
         else:
             message = (f"unknown flag `{name}`{tail}{self._elsewhere(name)}{extra}; {self._against()}")
         known = self._known_target
+        word = _flag_word(f, name)
         typo = suggestion is not None and bool(suggestion) and _typo(name, suggestion[0])
         if not typo:
             self._foreign.append(name)
@@ -639,7 +676,7 @@ class ArgReader:
             return i
         self._diag("TL004", message, f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None,
                    applicability=(Applicability.SAFE if typo and severity is Severity.ERROR else Applicability.DISPLAY)
-                   if suggestion else None, edit=suggestion[0] if suggestion and not inline else None)
+                   if suggestion else None, edit=suggestion[0] if suggestion and word is not None else None, edit_at=word)
         self.out.unknown_flags.append(name)
         i += 1
         if not inline:
@@ -650,7 +687,7 @@ class ArgReader:
     def _known(self, fields: list[Field], i: int, info: FlagInfo, spelled: str, f: Field, inline: str | None) -> int:
         flag_loc = f.value_loc
         if info.entry_points is not None or info.deprecated is not None:  # nothing to check otherwise (most flags)
-            self._dialect_checks(info, spelled, flag_loc, inline is None)
+            self._dialect_checks(info, spelled, flag_loc, _flag_word(f, spelled))
         i += 1
         value_fields: list[Field] = []
         if info.takes_value:
@@ -690,7 +727,8 @@ class ArgReader:
         self.out.order.append(setting)
         return i
 
-    def _dialect_checks(self, info: FlagInfo, spelled: str, loc: Loc | None, whole_word: bool = False) -> None:
+    def _dialect_checks(self, info: FlagInfo, spelled: str, loc: Loc | None, word: Loc | None = None) -> None:
+        """``word``: where the flag is written as exactly its characters (a rename edits it); None: no edit."""
         if info.entry_points is not None and not entry_matches(self.entry, info.entry_points) and is_core_entry(self.entry):
             owners = ", ".join(info.entry_points[:4])
             self._diag("TL004", f"`{spelled}` is not an argument of {self.entry.rsplit('/', 1)[-1]}; only {owners} "
@@ -722,7 +760,7 @@ class ArgReader:
             self._diag("TL008", f"`{spelled}` is not an argument of current Megatron-LM{self._elsewhere(spelled)}{use}; "
                        f"{self._against()}", loc, severity=Severity.WARNING, fix=replacement,
                        applicability=(Applicability.UNSAFE if renamed else Applicability.DISPLAY) if replacement else None,
-                       edit=replacement if renamed and whole_word else None)
+                       edit=replacement if renamed and word is not None else None, edit_at=word)
             return
         what = {"removed": "was removed from Megatron-LM", "exits": "makes Megatron-LM exit at start-up",
                 "error": "makes Megatron-LM fail at start-up", "deprecated": "is deprecated"}.get(status, "is deprecated")
@@ -741,7 +779,7 @@ class ArgReader:
             tail = f" [{self._against_short()}: {since}]"
         self._diag("TL008", f"`{spelled}` {what}{use}{dialect_note}. Megatron: \"{message}\"{tail}", loc, severity=severity,
                    fix=replacement, applicability=(safe if renamed else Applicability.DISPLAY) if replacement else None,
-                   edit=replacement if renamed and whole_word else None)
+                   edit=replacement if renamed and word is not None else None, edit_at=word)
 
     def _against_short(self) -> str:
         t = self.target

@@ -49,6 +49,7 @@ from trainlint.adapters.megatron.words import (
     VarValue,
     join_segs,
     split_pieces,
+    without_chars,
 )
 
 if TYPE_CHECKING:  # pragma: no cover - imported on first parse (start-up time)
@@ -865,8 +866,8 @@ def _dequote(f: Field) -> Field:
     out = []
     for s in f.segs:
         if s.unknown is None and ('"' in s.text or "'" in s.text):
-            text = s.text.replace('"', "").replace("'", "")
-            out.append(Seg(text, s.loc, False, None, s.env))
+            # the rest of the word keeps its place, character by character, where it is known
+            out.append(without_chars(s, "\"'"))
         else:
             out.append(s)
     return Field(tuple(out), f.site, f.uncertain)

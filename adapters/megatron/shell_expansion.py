@@ -13,7 +13,7 @@ import posixpath
 import re
 
 from trainlint.adapters.megatron.shell_text import MAX_NESTING, EvaluatorParts, FileText, Unresolvable
-from trainlint.adapters.megatron.words import Field, Loc, Piece, Seg, VarValue, join_segs, split_pieces
+from trainlint.adapters.megatron.words import Field, Loc, Piece, Seg, VarValue, join_segs, split_pieces, unescaped_seg
 
 _SCHEDULER_SET = re.compile(r"(SLURM|PBS|LSB|OMPI_COMM_WORLD|PMIX?|COBALT|FLUX)_")
 """Variables a scheduler or MPI launcher sets in every job it starts (slurm, PBS, LSF, Open MPI,
@@ -152,21 +152,8 @@ class WordExpansion(EvaluatorParts):
         raw = ft.text[loc.start:loc.end]
         if "\\" not in raw:
             return Seg(raw, loc, True)
-        out = []
-        i = 0
-        while i < len(raw):
-            ch = raw[i]
-            if ch == "\\" and i + 1 < len(raw):
-                nxt = raw[i + 1]
-                if nxt == "\n":
-                    i += 2
-                    continue
-                out.append(nxt)
-                i += 2
-                continue
-            out.append(ch)
-            i += 1
-        return Seg("".join(out), loc, False)
+        # a backslash keeps the character after it and is removed; before a line break, both are
+        return unescaped_seg(raw, loc, _ESCAPE)
 
     def _dq_pieces(self, node, ft: FileText) -> list[Seg]:
         loc = self._loc(node, ft)
@@ -191,7 +178,7 @@ class WordExpansion(EvaluatorParts):
         if "\\" not in raw:
             return Seg(raw, loc, True)
         # inside double quotes a backslash escapes only " \ $ ` and a line break (which it removes)
-        return Seg(_DQ_ESCAPE.sub(_unescaped, raw), loc, False)
+        return unescaped_seg(raw, loc, _DQ_ESCAPE)
 
     def _expansion_pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
         loc = self._loc(node, ft)
@@ -498,10 +485,8 @@ class WordExpansion(EvaluatorParts):
 _NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 _DQ_ESCAPE = re.compile(r'\\(?:\n|(["\\$`]))')
 """A backslash that escapes something inside double quotes: a line break (group 1 None) or a character."""
-
-
-def _unescaped(match: re.Match[str]) -> str:
-    return match.group(1) or ""
+_ESCAPE = re.compile(r"\\(?:\n|(.))", re.DOTALL)
+"""A backslash outside quotes: before a line break both are removed, before any other character the backslash."""
 
 
 def split_at_dollar(head, tail) -> bool:

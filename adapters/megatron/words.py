@@ -8,8 +8,10 @@ an unknown piece (``$1``, ``$(cmd)``) with the reason it is unknown. Nothing her
 from __future__ import annotations
 
 import re
+import sys
+from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 _IFS_WORD = re.compile(r"[^ \t\n]+")
 _IFS = re.compile(r"[ \t\n]")
@@ -67,9 +69,14 @@ class Seg:
     """The name of the variable when the value came from the user's declared environment."""
     uncertain: bool = False
     """Assigned inside a branch whose condition trainlint could not decide."""
+    runs: tuple[Run, ...] | None = None
+    """For text read from source with characters removed (a ``\\<newline>`` continuation, the
+    backslash of an escape): where each stretch of ``text`` that maps one-to-one onto the source
+    starts, so that :meth:`piece` gives a word of such a string its own span. None: ``exact`` says
+    all there is (one-to-one, or no map known: the whole ``loc``)."""
 
     def __init__(self, text: str, loc: Loc | None = None, exact: bool = False, unknown: str | None = None,
-                 env: str | None = None, uncertain: bool = False) -> None:
+                 env: str | None = None, uncertain: bool = False, runs: tuple[Run, ...] | None = None) -> None:
         d = self.__dict__
         d["text"] = text
         d["loc"] = loc
@@ -77,18 +84,127 @@ class Seg:
         d["unknown"] = unknown
         d["env"] = env
         d["uncertain"] = uncertain
+        d["runs"] = runs
 
     def piece(self, start: int, end: int) -> Seg:
-        """The characters ``text[start:end]`` as a Seg with the narrowest location known."""
+        """The characters ``text[start:end]`` as a Seg with the narrowest location known: its own
+        span when the text maps onto the source (``exact``, or through ``runs``); a piece over a
+        removed character gets the span covering it, not exact (editing it would edit that too)."""
         loc = self.loc
         if loc is not None and self.exact:
             loc = Loc(loc.path, loc.start + start, loc.start + end)
+        elif loc is not None and self.runs is not None:
+            return _mapped_piece(self, loc, start, end)
         # built directly: dataclasses.replace inspects the fields on every call (~100,000 calls per corpus)
         return Seg(self.text[start:end], loc, self.exact, self.unknown, self.env, self.uncertain)
 
     def as_uncertain(self) -> Seg:
         """The same piece, assigned inside a branch trainlint could not decide (built directly, as :meth:`piece`)."""
-        return Seg(self.text, self.loc, self.exact, self.unknown, self.env, True)
+        return Seg(self.text, self.loc, self.exact, self.unknown, self.env, True, self.runs)
+
+
+class Run(NamedTuple):
+    """A stretch of a Seg's text that is written one-to-one in the source: text offset ``text``
+    (relative to the Seg's text) is source offset ``source``. ``escaped``: the character before
+    the run was removed as an escape (``\\"``), so the run's first character is written with it.
+    A tuple (not a dataclass): runs are searched with :func:`bisect.bisect_right` on plain tuples."""
+
+    text: int
+    source: int
+    escaped: bool = False
+
+
+_PAST = sys.maxsize
+
+
+def _run_at(runs: tuple[Run, ...], offset: int) -> int:
+    """The index of the run holding text offset ``offset`` (a string of thousands of continued
+    lines has as many runs: a binary search, comparing tuples in C)."""
+    return max(bisect_right(runs, (offset, _PAST)) - 1, 0)
+
+
+def _mapped_piece(seg: Seg, loc: Loc, start: int, end: int) -> Seg:
+    runs = seg.runs
+    assert runs is not None
+    text = seg.text[start:end]
+    first = _run_at(runs, start)
+    head = runs[first]
+    source_start = head.source + start - head.text
+    if end <= start:
+        return Seg(text, Loc(loc.path, source_start, source_start), True, seg.unknown, seg.env, seg.uncertain)
+    last = _run_at(runs, end - 1)
+    tail = runs[last]
+    source_end = tail.source + end - 1 - tail.text + 1
+    lead_escape = head.escaped and start == head.text
+    if lead_escape:
+        source_start -= 1  # the backslash written before the first character belongs to it
+    if first == last and not lead_escape:
+        return Seg(text, Loc(loc.path, source_start, source_end), True, seg.unknown, seg.env, seg.uncertain)
+    inner = (Run(0, head.source + start - head.text, lead_escape),
+             *(Run(r.text - start, r.source, r.escaped) for r in runs[first + 1:last + 1]))
+    return Seg(text, Loc(loc.path, source_start, source_end), False, seg.unknown, seg.env, seg.uncertain, inner)
+
+
+def without_chars(seg: Seg, drop: str) -> Seg:
+    """``seg`` with the characters of ``drop`` removed (the quotes of an eval'd string), each
+    remaining character keeping its place when ``seg`` knows it (exact, or through its runs)."""
+    loc = seg.loc
+    text = "".join(ch for ch in seg.text if ch not in drop)
+    if loc is None or seg.unknown is not None or not (seg.exact or seg.runs is not None):
+        return Seg(text, loc, False, seg.unknown, seg.env, seg.uncertain)
+    runs: list[Run] = []
+    out = 0
+    previous = None
+    last = -1  # the source offset of the last character kept
+    for index, ch in enumerate(seg.text):
+        if ch in drop:
+            previous = None
+            continue
+        one = seg.piece(index, index + 1)
+        assert one.loc is not None
+        escaped = not one.exact  # written with the backslash before it
+        source = one.loc.start + 1 if escaped else one.loc.start
+        if previous is None or escaped or source != previous + 1:
+            runs.append(Run(out, source, escaped))
+        previous = last = source
+        out += 1
+    if not runs:
+        return Seg(text, loc, False, None, seg.env, seg.uncertain)
+    first = runs[0]
+    place = Loc(loc.path, first.source - 1 if first.escaped else first.source, last + 1)
+    if len(runs) == 1 and not first.escaped and place.end - place.start == len(text):
+        return Seg(text, place, True, None, seg.env, seg.uncertain)  # one stretch: exact
+    return Seg(text, place, False, None, seg.env, seg.uncertain, tuple(runs))
+
+
+def unescaped_seg(raw: str, loc: Loc, pattern: re.Pattern[str]) -> Seg:
+    """``raw`` (the source text at ``loc``) with the escapes ``pattern`` matches removed, as a Seg
+    that knows where each remaining character is written. ``pattern``'s group 1 is the escaped
+    character kept (None or empty: the match is removed, a ``\\<newline>``)."""
+    out: list[str] = []
+    runs: list[Run] = [Run(0, loc.start)]
+    pos = 0
+    length = 0
+    for match in pattern.finditer(raw):
+        a, b = match.span()
+        out.append(raw[pos:a])
+        length += a - pos
+        kept = match.group(1)
+        if kept:
+            runs.append(Run(length, loc.start + b - len(kept), True))
+            out.append(kept)
+            length += len(kept)
+        else:
+            runs.append(Run(length, loc.start + b))
+        pos = b
+    out.append(raw[pos:])
+    # a run that starts where the next one does holds no character (two removals in a row): the later counts
+    kept_runs: list[Run] = []
+    for run in runs:
+        if kept_runs and kept_runs[-1].text == run.text:
+            kept_runs.pop()
+        kept_runs.append(run)
+    return Seg("".join(out), loc, False, runs=tuple(kept_runs))
 
 
 @dataclass(frozen=True, init=False)

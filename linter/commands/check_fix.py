@@ -3,6 +3,12 @@
 ``--diff`` prints the change each file would get as a unified diff, writes nothing, and exits 1
 when anything would change (0 when nothing would; 2 when a file cannot be read back).
 
+Before anything is shown or written, each file's fixes are checked by reading the fixed text again
+with the file's adapter (:mod:`trainlint.fix_check`): every setting no fix names must keep its value,
+spelling and place. When the fixes of a file together change something else, each is checked alone;
+those that change something else alone are refused (said on stderr, with what they would change) and
+the rest are checked together again; if they still change something else, the file gets no fix.
+
 ``--fix`` writes each file once through :mod:`trainlint.safe_write`, then checks everything
 again: a fix whose finding is still reported is reverted (the file is written back without it),
 and the report shows what remains. Messages about the fixing go to stderr, so that
@@ -37,7 +43,10 @@ def fix_then_report(args: argparse.Namespace, session, lint_all: Callable[[], li
     linted = lint_all()
     plans = fixing.collect(linted, getattr(args, "unsafe_fixes", False))
     read_as = {doc.path: doc.text for result in linted for doc in result.documents}
-    changes, failures = _changes(plans, read_as)
+    def verify(path: str, text: str, fixes: list) -> tuple[list, list[str]]:
+        return _verified(path, text, fixes, linted, session)
+
+    changes, failures = _changes(plans, read_as, verify)
     for message in failures:
         print(f"trainlint: error: {message}", file=sys.stderr)
     if args.diff:
@@ -62,7 +71,36 @@ def fix_then_report(args: argparse.Namespace, session, lint_all: Callable[[], li
     return EXIT_ERROR if failures else code
 
 
-def _changes(plans: dict, read_as: dict[str, str]) -> tuple[list[_Change], list[str]]:
+def _verified(path: str, text: str, fixes: list, linted: list, session) -> tuple[list, list[str]]:
+    """The fixes of ``path`` that change only the settings they name (see the module's docstring),
+    and a message for each one refused."""
+    from trainlint import fix_check
+    from trainlint import fixes as fixing
+
+    def refusal(chosen: list):
+        edits = [edit for fix in chosen for edit in fix.edits]
+        return fix_check.check_edits(linted, path, text, fixing.apply(text, chosen), edits,
+                                     session.adapters, dict(session.environment))
+
+    if refusal(fixes) is None:
+        return fixes, []
+    kept, messages = [], []
+    for fix in fixes:
+        alone = refusal([fix])
+        if alone is None:
+            kept.append(fix)
+            continue
+        d = fix.diagnostic
+        messages.append(f"refused the fix of {d.code} at {path}:{d.line}:{d.column}: {alone}")
+    if kept and refusal(kept) is not None:
+        codes = ", ".join(f"{f.diagnostic.code} at line {f.diagnostic.line}" for f in kept)
+        messages.append(f"refused the fixes of {path} ({codes}): together they change settings they do not name: "
+                        f"{refusal(kept)}")
+        kept = []
+    return kept, messages
+
+
+def _changes(plans: dict, read_as: dict[str, str], verify=None) -> tuple[list[_Change], list[str]]:
     from trainlint import fixes as fixing
     from trainlint.safe_write import WriteBackError, snapshot, text_hash
 
@@ -83,8 +121,14 @@ def _changes(plans: dict, read_as: dict[str, str]) -> tuple[list[_Change], list[
         except fixing.EditOutsideText as exc:
             failures.append(f"{path}: a fix does not fit the file ({exc}); not fixed")
             continue
+        kept = list(file_plan.fixes)
+        if verify is not None and new != snap.text:
+            kept, refused = verify(path, snap.text, kept)
+            for message in refused:
+                print(f"trainlint: warning: {message}", file=sys.stderr)
+            new = fixing.apply(snap.text, kept) if kept else snap.text
         if new != snap.text:
-            changes.append(_Change(path, snap.text, snap.hash, new, list(file_plan.fixes), snap.data))
+            changes.append(_Change(path, snap.text, snap.hash, new, kept, snap.data))
     return changes, failures
 
 

@@ -3,7 +3,9 @@ baseline", applied by the editor as workspace edits.
 
 * A finding with edits offers them: a safe fix as ``quickfix`` (preferred: what
   ``check --fix`` applies), an unsafe one as ``refactor.rewrite`` titled "(unsafe)", so that an
-  editor's "fix all" never applies it. Display-only fixes stay in the message.
+  editor's "fix all" never applies it. Display-only fixes stay in the message. As under
+  ``check --fix``, a fix of the buffer is offered only when the buffer, read again by its adapter
+  with the fix applied, changes no setting the fix does not name (:mod:`trainlint.fix_check`).
 * "Disable CODE for this line": a ``# trainlint: disable=CODE`` comment at the end of the
   finding's line (added to the codes of one already there). Not offered in JSON (no comments), nor
   on a shell line continued with ``\\`` or inside such a command, where a comment would end the
@@ -79,6 +81,8 @@ def _lines_of(target: str, linted) -> tuple[list[str], bool]:
 def _fix_action(diag: Diagnostic, linted, uri: str, uri_for, shown: lsp.Diagnostic) -> lsp.CodeAction | None:
     if not diag.edits or diag.applicability not in (Applicability.SAFE, Applicability.UNSAFE):
         return None
+    if _refused(diag, linted):
+        return None
     changes: dict[str, list[lsp.TextEdit]] = {}
     for edit in diag.edits:
         target = edit.path or diag.path or linted.path
@@ -90,6 +94,25 @@ def _fix_action(diag: Diagnostic, linted, uri: str, uri_for, shown: lsp.Diagnost
         title=f"Fix {diag.code}: {diag.fix or 'apply the fix'}" + ("" if safe else " (unsafe)"),
         kind=lsp.CodeActionKind.QuickFix if safe else UNSAFE_KIND,
         diagnostics=[shown], is_preferred=safe, edit=lsp.WorkspaceEdit(changes=changes))
+
+
+def _refused(diag: Diagnostic, linted) -> bool:
+    """Whether the fix, applied to the buffer, changes a setting it does not name (the check of
+    ``check --fix``). Fixes with edits in other files are checked by ``check --fix`` only."""
+    from trainlint import fix_check
+    from trainlint.fixes import EditOutsideText, Fix, apply
+
+    path = linted.path
+    if any(os.path.abspath(edit.path or diag.path or path) != os.path.abspath(path) for edit in diag.edits):
+        return False
+    session = linted.session
+    try:
+        after = apply(linted.text, [Fix(path, diag, diag.edits)])
+    except EditOutsideText:
+        return True
+    refusal = fix_check.check_edits([linted.result], path, linted.text, after, diag.edits,
+                                    getattr(session, "adapters", []), dict(getattr(session, "environment", {}) or {}))
+    return refusal is not None
 
 
 def _disable_action(diag: Diagnostic, linted, uri: str, lines: list[str], shown: lsp.Diagnostic) -> lsp.CodeAction | None:
