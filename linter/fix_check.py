@@ -115,6 +115,24 @@ class _FileEdits:
         return any((a < end and start < b) or (a == b and start <= a <= end) or (start == end and a <= start <= b)
                    for a, b in self.like_for_like)
 
+    def writes(self, span: Span) -> bool:
+        """Whether a value read at ``span`` of the text *after* the edits lies in text an edit wrote
+        (a value that only exists once the fix writes it: a string the fix turns into a number)."""
+        starts = [0] + [m.end() for m in re.finditer("\n", self.after)]
+
+        def offset(line: int, column: int) -> int:
+            return min(starts[min(max(line, 1), len(starts)) - 1] + column - 1, len(self.after))
+
+        start, end = offset(span.line, span.column), offset(span.end_line, span.end_column)
+        delta = 0
+        for a, b, content in sorted(self.edits):
+            lo = a + delta
+            hi = lo + len(content)
+            if lo < end and start < hi:
+                return True
+            delta += len(content) - (b - a)
+        return False
+
     def moved(self, span: Span) -> Span:
         """``span`` of the text before, where the same characters are after the edits."""
         start, end = self.offset(span.line, span.column), self.offset(span.end_line, span.end_column)
@@ -186,6 +204,9 @@ def compare(before: dict[tuple, Written], after: dict[tuple, Written], changed: 
             if edited is not None and edited.touches(old.span):
                 continue  # its value is written in the replaced text: the fix names it
         if old is None:
+            edited = edits_of(new.path) if new is not None else None
+            if new is not None and new.span is not None and edited is not None and edited.writes(new.span):
+                continue  # a value the fix itself writes (``5e8``, a string, becomes the number 5.0e+8)
             problems.append(f"`{shown}` would be set ({_value(new)})")
             continue
         if new is None:

@@ -100,11 +100,16 @@ def test_the_user_points_at_the_source_explicitly(tmp_path: Path, monkeypatch: p
     assert found["target"]["path"] == str((src / "Megatron-LM-fork").resolve())
     assert "--framework-source" in found["target"]["statement"]
     assert sum(d["code"] == "TL004" and d["severity"] == "error" for d in found["diagnostics"]) == 8
-    # the project config's framework-source, relative to the project root (the git work tree)
+    # the project config's framework-source, relative to the project root (the git work tree); a
+    # path outside the checkout counts only from a config the user trusts (issue 29: a repository's
+    # config cannot widen what is read), here the one named with --config
     (src / "proj" / "pyproject.toml").write_text('[tool.trainlint]\nframework-source = "../Megatron-LM-fork"\n')
     locate.clear_caches()
-    found = _json(capsys, "proj/train.sh")
+    assert main(["check", "--format", "json", "proj/train.sh"]) == 2
+    assert "`framework-source` names" in capsys.readouterr().err
+    found = _json(capsys, "--config", "proj/pyproject.toml", "proj/train.sh")
     assert found["target"]["origin"] == "project-config"
+    (src / "proj" / "pyproject.toml").unlink()
     assert main(["check", "--framework-source", "proj", "proj/train.sh"]) == 2  # no framework there: a usage error
     assert "no megatron/training/arguments.py" in capsys.readouterr().err
 

@@ -210,14 +210,17 @@ async def test_continued_string_findings_at_their_words_and_quick_fixes_edit_onl
     that flag only (the same edit as `check --fix`), and the use site `$GPT_ARGS` is related."""
     path = workspace / "continued" / "run.sh"
     diags = await open_doc(client, path, CONTINUED, "shellscript")
-    for code, line, old, new in (("TL004", 2, "--hiden-size", "--hidden-size"),
-                                 ("TL008", 4, "--checkpoint-activations", "--recompute-activations")):
+    # TL008's rename is unsafe while the release is assumed (older releases read the old flag:
+    # issue 28), so the editor offers it, but not as the preferred quick fix
+    for code, line, old, new, safe in (("TL004", 2, "--hiden-size", "--hidden-size", True),
+                                       ("TL008", 4, "--checkpoint-activations", "--recompute-activations", False)):
         diag = next(d for d in diags if d.code == code)
         assert (diag.range.start.line, diag.range.start.character, diag.range.end.character) == (line, 4, 4 + len(old))
         (use,) = diag.related_information
         assert (use.location.range.start.line, use.location.range.start.character) == (6, 44)
         (fix,) = [a for a in await actions_at(client, path, diag) if a.title.startswith(f"Fix {code}")]
-        assert fix.is_preferred and fix.kind == lsp.CodeActionKind.QuickFix
+        assert bool(fix.is_preferred) is safe
+        assert fix.kind == (lsp.CodeActionKind.QuickFix if safe else lsp.CodeActionKind.RefactorRewrite)
         (edit,) = fix.edit.changes[path.as_uri()]
         assert (edit.range.start.line, edit.range.start.character, edit.range.end.line, edit.range.end.character,
                 edit.new_text) == (line, 4, line, 4 + len(old), new)
