@@ -24,7 +24,6 @@ Policies (documented in the adapter's docstring too):
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
@@ -37,6 +36,7 @@ from trainlint.positions import Span
 from trainlint.sources import SourceText, UnreadableSource
 
 from trainlint.adapters.megatron.shell_arithmetic import Arithmetic
+from trainlint.adapters.megatron.shell_budget import ShellBudget
 from trainlint.adapters.megatron.shell_conditions import Conditions
 from trainlint.adapters.megatron.shell_expansion import WordExpansion, split_at_dollar
 from trainlint.adapters.megatron.shell_text import MAX_NESTING, FileText, _parser
@@ -169,6 +169,9 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         self._steps = 0
         self._depth = 0
         self._not_followed: Loc | None = None
+        self.budget = ShellBudget()
+        """What the evaluation has built and matched: repeated values and pattern matches stop there."""
+        self._budget_reported = False
 
     # ----------------------------------------------------------------- entry
 
@@ -256,6 +259,17 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                 f"followed (from this {what} on); the variables and commands in them are not checked",
                 self._span(loc), path=loc.path, severity=Severity.ERROR))
         return False
+
+    def _budget_refused(self, reason: str, loc: Loc) -> None:
+        """The first expansion or match the budget refuses: one TL012 there (the others are unknown
+        pieces a flag's TL007 names)."""
+        if self._budget_reported or self._quiet:
+            return
+        self._budget_reported = True
+        self.diagnostics.append(input_diagnostic(
+            "TL012", f"{reason}: trainlint builds shell values up to a limit (a launch script's are a few KB), so "
+            "this value and the ones built from it are unknown", self._span(loc), path=loc.path,
+            severity=Severity.WARNING))
 
     def _enter(self, node, ft: FileText) -> None:
         self._depth += 1
@@ -534,7 +548,11 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                         if ptext is None:
                             chosen, certain = idx, False
                             break
-                        if fnmatch.fnmatchcase(value, ptext):
+                        matched = self._matches(value, ptext)
+                        if matched is None:
+                            chosen, certain = idx, False
+                            break
+                        if matched:
                             chosen = idx
                             break
         if value is None and value_node is not None and self._from_arguments(value_node, ft):
@@ -544,7 +562,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             empty = None
             for idx, (patterns, _body) in enumerate(branches):
                 texts = [self._string_of(p, ft) for p in patterns]
-                if any(t is not None and fnmatch.fnmatchcase("", t) for t in texts):
+                if any(t is not None and self._matches("", t) for t in texts):
                     empty = idx
                     break
             self._walk_branches([b for _, b in branches], empty, False, ft)

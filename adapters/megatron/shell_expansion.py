@@ -7,11 +7,13 @@ A mixin of :class:`trainlint.adapters.megatron.shell.ShellEvaluator`; nothing is
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import posixpath
 import re
+from dataclasses import dataclass
 
+from trainlint.adapters.megatron.shell_budget import size_of
+from trainlint.adapters.megatron.shell_pattern import Glob, distinct_characters, remove_prefix, remove_suffix
 from trainlint.adapters.megatron.shell_text import MAX_NESTING, EvaluatorParts, FileText, Unresolvable
 from trainlint.adapters.megatron.words import Field, Loc, Piece, Seg, VarValue, join_segs, split_pieces
 
@@ -285,6 +287,9 @@ class WordExpansion(EvaluatorParts):
         split = not quoted
         if isinstance(value, Seg):
             return [Piece([value], split=split)]
+        refused = self._charge_value(value, index, split)
+        if refused is not None:
+            return [Piece([self._refused_seg(f"${{{name}}}", refused, loc)], split=False)]
         if index in ("@", "*") and value.is_array:
             elements = value.as_fields()
             if index == "*" and quoted:
@@ -306,6 +311,26 @@ class WordExpansion(EvaluatorParts):
                 return [Piece(list(elements[i].segs), split=split)]
             return [Piece([], split=split)]
         return [Piece(list(value.as_scalar()), split=split)]
+
+    def _charge_value(self, value: VarValue, index: str | None, split: bool) -> str | None:
+        """Charge the part of ``value`` that ``${name[index]}`` copies to the budget: None when it
+        may be copied, else why not (see :mod:`.shell_budget`)."""
+        if index in ("@", "*") and value.is_array:
+            elements = value.as_fields()
+            chars, pieces = size_of((s.text for el in elements for s in el.segs), split)
+            pieces += len(elements)
+        elif index is not None and index not in ("@", "*") and value.is_array:
+            elements = value.as_fields()
+            i = int(index) if index.isdigit() else -1
+            chars, pieces = size_of((s.text for s in elements[i].segs), split) if 0 <= i < len(elements) else (0, 0)
+        else:
+            chars, pieces = size_of((s.text for s in value.as_scalar()), split)
+        return self.budget.charge(chars, pieces)
+
+    def _refused_seg(self, what: str, reason: str, loc: Loc) -> Seg:
+        """The unknown piece a refused expansion leaves, and (once) a TL012 where the first was."""
+        self._budget_refused(reason, loc)
+        return Seg("", loc, False, f"{what} ({reason}; trainlint does not build it)")
 
     def _lookup(self, name: str, loc: Loc) -> VarValue | Seg:
         if self.arguments is not None and ((name.isdigit() and name != "0") or name == "#"):
@@ -435,6 +460,11 @@ class WordExpansion(EvaluatorParts):
         result = self._string_op(op, operand, joined, ft)
         if result is None:
             return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
+        if isinstance(result, _Refused):
+            return [Piece([self._refused_seg(f"`{ft.text[loc.start:loc.end]}`", result.reason, loc)], split=False)]
+        refused = self.budget.charge(*size_of((result,), not quoted))
+        if refused is not None:
+            return [Piece([self._refused_seg(f"`{ft.text[loc.start:loc.end]}`", refused, loc)], split=False)]
         return [Piece([Seg(result, loc, False)], split=not quoted)]
 
     def _operand_pieces(self, operand: list, ft: FileText, quoted: bool) -> list[Piece]:
@@ -443,7 +473,7 @@ class WordExpansion(EvaluatorParts):
             out.extend(self._pieces(n, ft, quoted))
         return out
 
-    def _string_op(self, op: str, operand: list, value: str, ft: FileText) -> str | None:
+    def _string_op(self, op: str, operand: list, value: str, ft: FileText) -> str | _Refused | None:
         texts = [self._string_of(n, ft) for n in operand]
         if any(t is None for t in texts):
             return None
@@ -456,18 +486,15 @@ class WordExpansion(EvaluatorParts):
             return value[:1].upper() + value[1:]
         if op == ",":
             return value[:1].lower() + value[1:]
-        if op in ("#", "##"):
-            rng = range(len(value) + 1) if op == "#" else range(len(value), -1, -1)
-            for i in rng:
-                if fnmatch.fnmatchcase(value[:i], arg):
-                    return value[i:]
-            return value
-        if op in ("%", "%%"):
-            rng = range(len(value), -1, -1) if op == "%" else range(len(value) + 1)
-            for i in rng:
-                if fnmatch.fnmatchcase(value[i:], arg):
-                    return value[:i]
-            return value
+        if op in ("#", "##", "%", "%%"):
+            # one pass over the value (shell_pattern), within the budget: trying every prefix with
+            # fnmatch was quadratic, and its regular expression backtracks
+            glob = Glob.of(arg)
+            if not self.budget.charge_match(len(value), glob.words, distinct_characters(value) * len(glob.tokens)):
+                return _Refused(self.budget.refused or "pattern matching")
+            if op in ("#", "##"):
+                return remove_prefix(glob, value, longest=op == "##")
+            return remove_suffix(glob, value, longest=op == "%%")
         if op in ("/", "//"):
             pattern, _, repl = arg.partition("/")
             if not texts:
@@ -479,6 +506,11 @@ class WordExpansion(EvaluatorParts):
                 return None
             if not pattern:
                 return value
+            count = value.count(pattern) if op == "//" else min(1, value.count(pattern))
+            grown = len(value) + count * (len(repl) - len(pattern))
+            refused = self.budget.charge(grown, 1) if grown > len(value) else None
+            if refused is not None:  # ${X//a/$X}: the result is checked before it is built
+                return _Refused(refused)
             return value.replace(pattern, repl) if op == "//" else value.replace(pattern, repl, 1)
         if op == ":":
             parts = list(texts)
@@ -493,6 +525,13 @@ class WordExpansion(EvaluatorParts):
                 return value[off:off + nums[1]] if nums[1] >= 0 else value[off:nums[1]]
             return value[off:]
         return None
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """A string operation the budget refused (its result would be too large or take too long)."""
+
+    reason: str
 
 
 _NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from trainlint.positions import LineIndex
 
 if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.adapters.megatron.shell_budget import ShellBudget
     from trainlint.adapters.megatron.words import EnvMap, Field, Loc, Piece, Seg, VarValue
 
 _PARSER = None
@@ -195,6 +196,7 @@ class EvaluatorParts:
     arguments: tuple[str, ...] | None
     _depth: int
     _uncertain: int
+    budget: ShellBudget
 
     if TYPE_CHECKING:  # pragma: no cover - defined by ShellEvaluator and its mixins
         def _step(self, node: Any, ft: FileText) -> None: ...
@@ -206,3 +208,5 @@ class EvaluatorParts:
         def _pieces(self, node: Any, ft: FileText, quoted: bool) -> list[Piece]: ...
         def _expansion_pieces(self, node: Any, ft: FileText, quoted: bool) -> list[Piece]: ...
         def _lookup(self, name: str, loc: Loc) -> VarValue | Seg: ...
+        def _budget_refused(self, reason: str, loc: Loc) -> None: ...
+        def _matches(self, text: str, pattern: str) -> bool | None: ...
