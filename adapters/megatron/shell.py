@@ -215,6 +215,8 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             return
         ft = FileText.of(source.path, source.text)
         self.files[source.path] = ft
+        if "\x00" in source.text:
+            self._report_nul(ft)
         tree = _parser().parse(ft.data)
         root = tree.root_node
         if root.has_error:
@@ -291,6 +293,24 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         if self._quiet:
             return
         self.diagnostics.append(input_diagnostic(code, message, self._span(loc), path=loc.path, severity=severity))
+
+    def _report_nul(self, ft: FileText) -> None:
+        """A NUL byte in a script: bash refuses the file when one is on its first line within 80
+        bytes ("cannot execute binary file", bash's check_binary_file), and otherwise drops it and
+        runs the script, which trainlint then reads the same way."""
+        at = ft.text.index("\x00")
+        first_line_end = ft.text.find("\n")
+        refused = at < 80 and (first_line_end < 0 or at < first_line_end)
+        count = ft.text.count("\x00")
+        what = "a NUL byte" if count == 1 else f"{count:,} NUL bytes (the first here)"
+        if refused:
+            message = (f"{what} on the first line: bash refuses to run the file (\"cannot execute binary file\"); "
+                       "remove it")
+        else:
+            message = (f"{what} in the script: bash drops it and runs the script, and so does trainlint's reading; "
+                       "other tools may stop at it, remove it")
+        self.diagnostics.append(input_diagnostic("TL002", message, ft.index.span(at, at + 1), path=ft.path,
+                                                 severity=Severity.ERROR if refused else Severity.WARNING))
 
     def _report_errors(self, root, ft: FileText) -> None:
         found: list[Node] = []

@@ -156,6 +156,11 @@ class FileText:
                         placeholders[start] = end
                 if placeholders:
                     parse_text = _quoted_placeholders(text, placeholders)
+        if "\x00" in parse_text:
+            # bash drops NUL bytes from a script it runs; tree-sitter would end a comment at one and
+            # report an error: read as a blank (same length, so every offset stays), which is what
+            # bash makes of one between words or in a comment (shell.py reports it: TL002)
+            parse_text = parse_text.replace("\x00", " ")
         data = parse_text.encode("utf-8", errors="surrogatepass")
         ft = cls(path, text, data, LineIndex(text), None, placeholders, quoted)
         if len(data) != len(text):
