@@ -133,7 +133,8 @@ _BLANKS_AND_COMMENTS = re.compile(r"(?:\s+|(?://|#)[^\n]*(?:\n|\Z)|/\*.*?\*/)*",
 def _object_start(text: str) -> int:
     """Where the top-level ``{`` is after leading blanks and comments, or -1 when the text does
     not start with an object. An unclosed ``/*`` is not skipped (the text is then not an object)."""
-    i = _BLANKS_AND_COMMENTS.match(text).end()
+    skipped = _BLANKS_AND_COMMENTS.match(text)  # always matches (possibly nothing)
+    i = skipped.end() if skipped is not None else 0
     return i if text.startswith("{", i) else -1
 
 

@@ -169,6 +169,8 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         self._steps = 0
         self._depth = 0
         self._not_followed: Loc | None = None
+        self.call_arguments: list[list[Field]] = []
+        """The arguments of each function call being evaluated (innermost last): $1, $@ there."""
         self.budget = ShellBudget()
         """What the evaluation has built and matched: repeated values and pattern matches stop there."""
         self._budget_reported = False
@@ -798,9 +800,11 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             self.called.add(head)
             body, fft = self.functions[head]
             self._call_depth += 1
+            self.call_arguments.append(args)  # `run() { "$@"; }; run torchrun ...`: the launch is seen
             try:
                 self._stmt(body, fft)
             finally:
+                self.call_arguments.pop()
                 self._call_depth -= 1
             return
         if len(self.commands) >= MAX_COMMANDS:

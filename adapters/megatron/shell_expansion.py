@@ -250,6 +250,16 @@ class WordExpansion(EvaluatorParts):
         if len(words) != 1 or not words[0]:
             return None
         name, args = words[0][0], words[0][1:]
+        if name in self.functions:
+            return None  # the script's own function of that name: not the command it shadows
+        if name == "echo":
+            # `$(echo torchrun)`: the words joined by blanks, trailing line breaks removed (what the
+            # substitution gives); -n changes nothing here, -e would interpret escapes: not followed
+            while args and args[0] in ("-n", "-E"):
+                args = args[1:]
+            if args and args[0].startswith("-") and len(args[0]) > 1 and set(args[0][1:]) <= set("neE"):
+                return None
+            return " ".join(args).rstrip("\n")
         if name == "readlink" and args[:1] in (["-f"], ["-e"], ["-m"]):
             name, args = "realpath", args[1:]
         if len(args) != 1 or not args[0]:
@@ -287,6 +297,8 @@ class WordExpansion(EvaluatorParts):
         split = not quoted
         if isinstance(value, Seg):
             return [Piece([value], split=split)]
+        if name in ("@", "*") and index is None and value.is_array:
+            index = name  # a function's arguments ($@ inside `run() { "$@"; }`): one field each
         refused = self._charge_value(value, index, split)
         if refused is not None:
             return [Piece([self._refused_seg(f"${{{name}}}", refused, loc)], split=False)]
@@ -333,6 +345,8 @@ class WordExpansion(EvaluatorParts):
         return Seg("", loc, False, f"{what} ({reason}; trainlint does not build it)")
 
     def _lookup(self, name: str, loc: Loc) -> VarValue | Seg:
+        if self.call_arguments and (name in ("@", "*", "#") or (name.isdigit() and name != "0")):
+            return _call_argument(self.call_arguments[-1], name)
         if self.arguments is not None and ((name.isdigit() and name != "0") or name == "#"):
             if name == "#":
                 return VarValue(scalar=(Seg(str(len(self.arguments)), None, False),))
@@ -358,6 +372,8 @@ class WordExpansion(EvaluatorParts):
         return Seg("", loc, False, f"${name} (not set in the script)")
 
     def _is_set(self, name: str) -> bool | None:
+        if self.call_arguments and name.isdigit() and name != "0":
+            return int(name) <= len(self.call_arguments[-1])
         if self.arguments is not None and name.isdigit() and name != "0":
             return int(name) <= len(self.arguments)
         if name in _SPECIAL_UNKNOWN or name.isdigit():
@@ -426,6 +442,8 @@ class WordExpansion(EvaluatorParts):
         op, operand = ops[0]
         if len(ops) > 1 and op in ("/", "//", "/#", "/%", ":"):
             operand = [n for _, ns in ops for n in ns]
+        if op == ":" and name in ("@", "*") and self.call_arguments and index is None:
+            return self._argument_slice(operand, ft, loc, quoted)
         if op in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
             is_set = self._is_set(name)
             base_segs = [s for p in base for s in p.segs]
@@ -434,7 +452,7 @@ class WordExpansion(EvaluatorParts):
                 use_default = is_set is False or (is_set is True and empty)
             else:
                 use_default = is_set is False
-            if (name.isdigit() or name in ("@", "*")) and self.arguments is None:
+            if (name.isdigit() or name in ("@", "*")) and self.arguments is None and not self.call_arguments:
                 use_default = True  # positional parameters: the script's own default is the value it documents
             default_pieces = self._operand_pieces(operand, ft, quoted)
             if use_default and is_set is False and _SCHEDULER_SET.match(name):
@@ -466,6 +484,23 @@ class WordExpansion(EvaluatorParts):
         if refused is not None:
             return [Piece([self._refused_seg(f"`{ft.text[loc.start:loc.end]}`", refused, loc)], split=False)]
         return [Piece([Seg(result, loc, False)], split=not quoted)]
+
+    def _argument_slice(self, operand: list, ft: FileText, loc: Loc, quoted: bool) -> list[Piece]:
+        """``"${@:2}"`` / ``"${@:2:3}"`` inside a function: its arguments from the second on (bash
+        counts ``$0`` as position 0 here, so 1 is the first argument), one field each."""
+        arguments = self.call_arguments[-1]
+        texts = [self._string_of(n, ft) for n in operand]
+        try:
+            numbers = [int(t) for t in texts if t is not None and t.strip() != ""]
+        except ValueError:
+            numbers = []
+        if not numbers or any(t is None for t in texts) or numbers[0] < 1 or (len(numbers) > 1 and numbers[1] < 0):
+            # ${@:0} starts with $0, negative offsets count from the end: not followed
+            return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
+        start = numbers[0] - 1
+        chosen = arguments[start:start + numbers[1]] if len(numbers) > 1 else arguments[start:]
+        return [Piece(list(f.segs), split=not quoted, field_break_before=i > 0) for i, f in enumerate(chosen)] or [
+            Piece([], split=True)]
 
     def _operand_pieces(self, operand: list, ft: FileText, quoted: bool) -> list[Piece]:
         out: list[Piece] = []
@@ -525,6 +560,17 @@ class WordExpansion(EvaluatorParts):
                 return value[off:off + nums[1]] if nums[1] >= 0 else value[off:nums[1]]
             return value[off:]
         return None
+
+
+def _call_argument(arguments: list[Field], name: str) -> VarValue:
+    """``$@``, ``$*`` (an array of the arguments), ``$#`` and ``$N`` inside a function called with
+    ``arguments`` (bash sets the positional parameters to them; one not given is empty)."""
+    if name in ("@", "*"):
+        return VarValue(array=list(arguments))
+    if name == "#":
+        return VarValue(scalar=(Seg(str(len(arguments)), None, False),))
+    i = int(name)
+    return VarValue(scalar=arguments[i - 1].segs if i <= len(arguments) else ())
 
 
 @dataclass(frozen=True)

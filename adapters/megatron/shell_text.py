@@ -202,6 +202,8 @@ class EvaluatorParts:
     _depth: int
     _uncertain: int
     budget: ShellBudget
+    call_arguments: list[list[Field]]
+    functions: dict[str, Any]
 
     if TYPE_CHECKING:  # pragma: no cover - defined by ShellEvaluator and its mixins
         def _step(self, node: Any, ft: FileText) -> None: ...
