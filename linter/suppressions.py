@@ -7,7 +7,9 @@
     # trainlint: disable-file                     the whole file (optionally =CODES)
 
 Codes may be codes, prefixes or rule names; no codes means every code. JSON has no comments:
-use ``per-file-ignores`` there. TL998 and TL999 are never suppressed.
+use ``per-file-ignores`` there. TL998 and TL999 are never suppressed. Only a real comment counts
+(:mod:`trainlint.comments`): a directive inside a here-document, a YAML block scalar or a quoted
+string is data.
 """
 
 from __future__ import annotations

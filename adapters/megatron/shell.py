@@ -13,8 +13,13 @@ Policies (documented in the adapter's docstring too):
   the values, and assignments in it are marked *uncertain*. Commands in the other branches are
   still collected (on a copy of the variables), so every training invocation is found.
 * loops: the body is evaluated once, with the loop variable unknown.
-* functions: evaluated where they are called; a function never called is evaluated once at the
-  end, on a copy of the variables, to find invocations in it.
+* functions: evaluated where they are called, with the call's words as ``$1``, ``$@``, ``$#``
+  (so ``run() { "$@"; }; run torchrun ...`` is the torchrun launch); a function never called is
+  evaluated once at the end, on a copy of the variables, to find invocations in it.
+* command substitutions are unknown, except those that only compute a path (``$(dirname P)``,
+  ``$(cd D && pwd)``) or print known words (``$(echo torchrun)``).
+* values and pattern matches are bounded by one budget (:mod:`.shell_budget`): a value past it is
+  unknown, with the reason.
 * ``source``/``.``: the file is read (never run) relative to the script and evaluated in place.
 * ``eval``: a string known statically is split into words and treated as commands; quotes inside
   it are removed, ``&&``, ``||``, ``;``, ``&`` and pipes separate commands, and a redirection
