@@ -118,8 +118,8 @@ def check_file(
         # named by the user, and no adapter claims it: say so, or `check FILE` would pass a config
         # that trainlint did not read at all (issue 29, G3); a walk passes such files by quietly
         result.diagnostics.append(input_diagnostic(
-            "TL016", "not recognised as a DeepSpeed, Megatron-LM or GPT-NeoX config (no adapter claims it), so "
-            "nothing in it was checked; leave it out of the paths given (or `--ignore TL016`) if it is "
+            "TL016", "not a DeepSpeed, Megatron-LM or GPT-NeoX config as far as trainlint can tell (no adapter "
+            "claims it), so nothing in it was checked; leave it out of the paths given (or `--ignore TL016`) if it is "
             "not a config", path=path))
     return result
 
