@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import cache
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -87,6 +88,15 @@ DS_STRONG = frozenset({
     "progressive_layer_drop", "aio", "hybrid_engine", "memory_breakdown", "dump_state",
     "communication_data_type", "csv_monitor", "quantize_training", "managed_gradient_accumulation",
 })
+# Of those, the keys no other program's JSON has at the top level: one of them decides for DeepSpeed
+# whatever else the file holds (a config with ten keys of the user's own is still DeepSpeed's).
+DS_ONLY = frozenset({
+    "train_micro_batch_size_per_gpu", "zero_optimization", "zero_allow_untested_optimizer",
+    "zero_force_ds_cpu_optimizer", "wall_clock_breakdown", "flops_profiler", "comms_logger", "compression_training",
+    "data_efficiency", "prescale_gradients", "gradient_predivide_factor", "sparse_gradients",
+    "progressive_layer_drop", "hybrid_engine", "memory_breakdown", "dump_state", "communication_data_type",
+    "csv_monitor", "quantize_training", "managed_gradient_accumulation",
+})
 # Keys DeepSpeed uses that other JSONs use too.
 DS_WEAK = frozenset({
     "fp16", "bf16", "optimizer", "scheduler", "gradient_accumulation_steps", "gradient_clipping", "amp",
@@ -115,6 +125,19 @@ _QUOTED_KEY = re.compile(r'"([^"\\\n]{1,100})"\s*:')
 _SNIFF_PARSE_LIMIT = 512 * 1024
 
 
+_BLANKS_AND_COMMENTS = re.compile(r"(?:\s+|(?://|#)[^\n]*(?:\n|\Z)|/\*.*?\*/)*", re.S)
+"""hjson comments and blanks before the object; one match from the start, never a copy of the rest
+(slicing after each comment line was quadratic: 81 s on 8 MB of comment lines)."""
+
+
+def _object_start(text: str) -> int:
+    """Where the top-level ``{`` is after leading blanks and comments, or -1 when the text does
+    not start with an object. An unclosed ``/*`` is not skipped (the text is then not an object)."""
+    skipped = _BLANKS_AND_COMMENTS.match(text)  # always matches (possibly nothing)
+    i = skipped.end() if skipped is not None else 0
+    return i if text.startswith("{", i) else -1
+
+
 def _normal(key: str) -> str:
     return key.strip().replace("-", "_")
 
@@ -137,22 +160,28 @@ def _parse_once(text: str) -> Any:
 
 
 def _top_level_keys(text: str) -> list[str] | None:
-    """Top-level keys (parsing small files for real), or every quoted key when parsing fails."""
-    if len(text) <= _SNIFF_PARSE_LIMIT:
-        tree = _parse_sniffed(text)
-        if tree.ok:
-            return list(tree.value) if isinstance(tree.value, dict) else None
-    return _QUOTED_KEY.findall(text[:65536])
+    """Top-level keys (parsing the file for real), or every quoted key when parsing fails.
+
+    A large file is parsed only when a DeepSpeed key is written as a key somewhere in it (one
+    search): a 12 MB vocabulary is passed by quickly, and a config padded past its first 64 KB
+    (a long string, blank lines) is still read by its keys, wherever they are."""
+    if len(text) > _SNIFF_PARSE_LIMIT and _any_deepspeed_key().search(text) is None:
+        return _QUOTED_KEY.findall(text[:65536])
+    tree = _parse_sniffed(text)
+    if tree.ok:
+        return list(tree.value) if isinstance(tree.value, dict) else None
+    return _QUOTED_KEY.findall(text)
+
+
+@cache
+def _any_deepspeed_key() -> re.Pattern[str]:
+    """A DeepSpeed key (either spelling) written as a JSON key; compiled for the first large file."""
+    words = sorted(DS_STRONG | DS_WEAK, key=len, reverse=True)
+    return re.compile('"(?:' + "|".join(re.escape(w).replace("_", "[_-]") for w in words) + r')"\s*:')
 
 
 def sniff_score(path: str, text: str) -> int:
-    start = text.lstrip()
-    while start.startswith(("//", "#", "/*")):  # hjson comments before the object
-        end = start.find("*/") + 2 if start.startswith("/*") else start.find("\n")
-        if end <= 1:
-            return NOT_MINE
-        start = start[end:].lstrip()
-    if not start.startswith("{"):
+    if _object_start(text) < 0:
         return NOT_MINE
     keys = _top_level_keys(text)
     if keys is None:
@@ -168,7 +197,7 @@ def sniff_score(path: str, text: str) -> int:
     unknown = len(normal) - known
     by_name = bool(_NAME.match(PurePath(path).name))
     if strong or ("gradient_accumulation_steps" in weak and len(weak) >= 2):
-        if unknown > 4 and unknown > known:
+        if unknown > 4 and unknown > known and not strong & DS_ONLY:
             return BY_NAME if by_name else NOT_MINE  # mostly someone else's keys
         score = BY_CONTENT + 5 * min(known, 6) + (5 if by_name else 0)
         return min(score, CERTAIN - 5)

@@ -50,7 +50,9 @@ _FOREIGN_KEYS = [
     ({"model_type"}, "a Hugging Face model config"),
     ({"language_model"}, "a Megatron-LM YAML config"),
 ]
-_SNIFF_BYTES = 256 * 1024
+_STRONG_ENOUGH = 3
+"""NeoX-only keys that make a file NeoX's however many other keys it has (50 keys of the user's own
+before them must not hide a config that NeoX would read)."""
 
 
 @lru_cache(maxsize=1)
@@ -174,8 +176,9 @@ class NeoXAdapter(Adapter):
     def _sniff(self, text: str, path: str | None = None) -> int:
         if looks_like_shell(text):
             return NOT_MINE
-        head = text[:_SNIFF_BYTES]
-        matches = _precheck_matches(head)
+        # the whole text, not a head: a config after 700 KB of comments is still a config (the
+        # pre-check is linear, and the read limit bounds the text)
+        matches = _precheck_matches(text)
         if not matches:
             return NOT_MINE
         found = {m.strip(" \t\n{,\"':").replace("-", "_") for m in matches}
@@ -198,8 +201,10 @@ class NeoXAdapter(Adapter):
         props = _schema()["properties"]
         known = sum(1 for k in normalised if k in props)
         strong = sum(1 for k in normalised if k in _strong_keys())
-        if strong == 0 or known < 0.5 * len(normalised):
+        if strong == 0 or (strong < _STRONG_ENOUGH and known < 0.5 * len(normalised)):
             return NOT_MINE
+        if known < 0.5 * len(normalised):
+            return BY_CONTENT  # mostly keys of the user's own, and several only NeoX reads: still NeoX's
         return STRONG if strong >= 2 else BY_CONTENT
 
     # -- the way back ------------------------------------------------------------------------

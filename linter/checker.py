@@ -121,7 +121,15 @@ def check_file(
         return FileResult(path, None, [_with_path(unreadable.diagnostic, path)])
     except Exception as exc:  # noqa: BLE001
         return _internal(path, f"{type(exc).__name__}: {exc}", exc)
-    return check_source(source, adapters, context)
+    result = check_source(source, adapters, context)
+    if explicit and result.format is None and not result.diagnostics:
+        # named by the user, and no adapter claims it: say so, or `check FILE` would pass a config
+        # that trainlint did not read at all (issue 29, G3); a walk passes such files by quietly
+        result.diagnostics.append(input_diagnostic(
+            "TL016", "not a DeepSpeed, Megatron-LM or GPT-NeoX config as far as trainlint can tell (no adapter "
+            "claims it), so nothing in it was checked; leave it out of the paths given (or `--ignore TL016`) if it is "
+            "not a config", path=path))
+    return result
 
 
 def _link_out_of_checkout(path: str) -> str | None:

@@ -401,5 +401,5 @@ def suppressions_of(path: str, result: FileResult | None, cache: dict[str, Suppr
             from trainlint.sources import read_text_lenient
 
             text = read_text_lenient(path) or ""
-        cache[path] = parse_suppressions(text) if not path.endswith(".json") else Suppressions()
+        cache[path] = parse_suppressions(text, path) if not path.endswith(".json") else Suppressions()
     return cache[path]

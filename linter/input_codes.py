@@ -59,6 +59,10 @@ _CODES = [
               "The framework source a config is checked against, said when trainlint reads it for the first time "
               "(a fork's checkout beside the config, a configured path, the installed package), with the time it took; "
               "later checks take its argument definitions from the cache."),
+    InputCode("TL016", "unrecognised-file", Severity.ERROR,
+              "A file named on the command line that no adapter reads as a DeepSpeed, Megatron-LM or GPT-NeoX "
+              "config: nothing in it was checked, so a passing check says nothing about it. (A directory walk "
+              "passes such files by quietly; only a file the user names is reported.)"),
     InputCode("TL998", "plugin-error", Severity.ERROR,
               "A plugin could not be loaded, or one of its rules failed; the other rules still ran."),
     InputCode("TL999", "internal-error", Severity.ERROR,

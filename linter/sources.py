@@ -53,7 +53,7 @@ def decode(data: bytes, path: str) -> str:
         encoding = "utf-16"
     else:
         encoding = "utf-8-sig"
-        if b"\x00" in data[:8192]:
+        if b"\x00" in data[:8192] and not _text_with_stray_nuls(data):
             raise UnreadableSource(input_diagnostic("TL001", "binary file (NUL bytes): not a config", path=path),
                                     Unreadable.BINARY)
     try:
@@ -78,6 +78,20 @@ def decode(data: bytes, path: str) -> str:
         text = text[1:]
     # Normalise newlines so that every adapter counts lines the same way.
     return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _text_with_stray_nuls(data: bytes) -> bool:
+    """A text file with a few NUL bytes in it: bash skips them and runs a script anyway, so such a
+    file is read (each adapter then reports the NUL as its framework would read it), not passed by as
+    binary. Binary data has many NULs (UTF-16 without a BOM: every other byte) or is not UTF-8."""
+    nuls = data.count(b"\x00")
+    if nuls * 100 > len(data):
+        return False
+    try:
+        data.replace(b"\x00", b"").decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _file_kind(mode: int) -> str:

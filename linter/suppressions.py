@@ -7,7 +7,9 @@
     # trainlint: disable-file                     the whole file (optionally =CODES)
 
 Codes may be codes, prefixes or rule names; no codes means every code. JSON has no comments:
-use ``per-file-ignores`` there. TL998 and TL999 are never suppressed.
+use ``per-file-ignores`` there. TL998 and TL999 are never suppressed. Only a real comment counts
+(:mod:`trainlint.comments`): a directive inside a here-document, a YAML block scalar or a quoted
+string is data.
 """
 
 from __future__ import annotations
@@ -93,11 +95,18 @@ def _codes(raw: str | None) -> list[str]:
     return [c.strip() for c in (raw or "").split(",") if c.strip()]
 
 
-def parse_suppressions(text: str) -> Suppressions:
-    """Find directives in ``#`` comments. Cheap when the file has none."""
+def parse_suppressions(text: str, path: str | None = None) -> Suppressions:
+    """Find directives in ``#`` comments. Cheap when the file has none. With ``path``, only a ``#``
+    that the file's syntax makes a comment counts (:mod:`trainlint.comments`): a directive inside
+    a here-document, a YAML block scalar or a quoted string is data and suppresses nothing."""
     result = Suppressions()
     if "trainlint:" not in text:
         return result
+    is_comment = None
+    if path is not None:
+        from trainlint.comments import comment_test
+
+        is_comment = comment_test(path, text)
     open_ranges: dict[str, tuple[int, Directive]] = {}
     lines = text.split("\n")
     directive_pattern = _directive()
@@ -106,7 +115,7 @@ def parse_suppressions(text: str) -> Suppressions:
         if hash_at < 0 or "trainlint:" not in line:
             continue
         match = directive_pattern.search(line, hash_at)
-        if not match:
+        if not match or (is_comment is not None and not is_comment(number, match.start())):
             continue
         kind, codes = match.group("kind"), _codes(match.group("codes"))
         own_line = not line[:match.start()].strip()

@@ -13,8 +13,13 @@ Policies (documented in the adapter's docstring too):
   the values, and assignments in it are marked *uncertain*. Commands in the other branches are
   still collected (on a copy of the variables), so every training invocation is found.
 * loops: the body is evaluated once, with the loop variable unknown.
-* functions: evaluated where they are called; a function never called is evaluated once at the
-  end, on a copy of the variables, to find invocations in it.
+* functions: evaluated where they are called, with the call's words as ``$1``, ``$@``, ``$#``
+  (so ``run() { "$@"; }; run torchrun ...`` is the torchrun launch); a function never called is
+  evaluated once at the end, on a copy of the variables, to find invocations in it.
+* command substitutions are unknown, except those that only compute a path (``$(dirname P)``,
+  ``$(cd D && pwd)``) or print known words (``$(echo torchrun)``).
+* values and pattern matches are bounded by one budget (:mod:`.shell_budget`): a value past it is
+  unknown, with the reason.
 * ``source``/``.``: the file is read (never run) relative to the script and evaluated in place.
 * ``eval``: a string known statically is split into words and treated as commands; quotes inside
   it are removed, ``&&``, ``||``, ``;``, ``&`` and pipes separate commands, and a redirection
@@ -24,7 +29,6 @@ Policies (documented in the adapter's docstring too):
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import re
 from dataclasses import dataclass, field
@@ -37,6 +41,7 @@ from trainlint.positions import Span
 from trainlint.sources import SourceText, UnreadableSource
 
 from trainlint.adapters.megatron.shell_arithmetic import Arithmetic
+from trainlint.adapters.megatron.shell_budget import ShellBudget
 from trainlint.adapters.megatron.shell_conditions import Conditions
 from trainlint.adapters.megatron.shell_expansion import WordExpansion, split_at_dollar
 from trainlint.adapters.megatron.shell_text import MAX_NESTING, FileText, _parser
@@ -170,6 +175,11 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         self._steps = 0
         self._depth = 0
         self._not_followed: Loc | None = None
+        self.call_arguments: list[list[Field]] = []
+        """The arguments of each function call being evaluated (innermost last): $1, $@ there."""
+        self.budget = ShellBudget()
+        """What the evaluation has built and matched: repeated values and pattern matches stop there."""
+        self._budget_reported = False
 
     # ----------------------------------------------------------------- entry
 
@@ -213,6 +223,8 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             return
         ft = FileText.of(source.path, source.text)
         self.files[source.path] = ft
+        if "\x00" in source.text:
+            self._report_nul(ft)
         tree = _parser().parse(ft.data)
         root = tree.root_node
         if root.has_error:
@@ -258,6 +270,17 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                 self._span(loc), path=loc.path, severity=Severity.ERROR))
         return False
 
+    def _budget_refused(self, reason: str, loc: Loc) -> None:
+        """The first expansion or match the budget refuses: one TL012 there (the others are unknown
+        pieces a flag's TL007 names)."""
+        if self._budget_reported or self._quiet:
+            return
+        self._budget_reported = True
+        self.diagnostics.append(input_diagnostic(
+            "TL012", f"{reason}: trainlint builds shell values up to a limit (a launch script's are a few KB), so "
+            "this value and the ones built from it are unknown", self._span(loc), path=loc.path,
+            severity=Severity.WARNING))
+
     def _enter(self, node, ft: FileText) -> None:
         self._depth += 1
         if self._depth > MAX_NESTING:
@@ -278,6 +301,24 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         if self._quiet:
             return
         self.diagnostics.append(input_diagnostic(code, message, self._span(loc), path=loc.path, severity=severity))
+
+    def _report_nul(self, ft: FileText) -> None:
+        """A NUL byte in a script: bash refuses the file when one is on its first line within 80
+        bytes ("cannot execute binary file", bash's check_binary_file), and otherwise drops it and
+        runs the script, which trainlint then reads the same way."""
+        at = ft.text.index("\x00")
+        first_line_end = ft.text.find("\n")
+        refused = at < 80 and (first_line_end < 0 or at < first_line_end)
+        count = ft.text.count("\x00")
+        what = "a NUL byte" if count == 1 else f"{count:,} NUL bytes (the first here)"
+        if refused:
+            message = (f"{what} on the first line: bash refuses to run the file (\"cannot execute binary file\"); "
+                       "remove it")
+        else:
+            message = (f"{what} in the script: bash drops it and runs the script, and so does trainlint's reading; "
+                       "other tools may stop at it, remove it")
+        self.diagnostics.append(input_diagnostic("TL002", message, ft.index.span(at, at + 1), path=ft.path,
+                                                 severity=Severity.ERROR if refused else Severity.WARNING))
 
     def _report_errors(self, root, ft: FileText) -> None:
         found: list[Node] = []
@@ -535,7 +576,11 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                         if ptext is None:
                             chosen, certain = idx, False
                             break
-                        if fnmatch.fnmatchcase(value, ptext):
+                        matched = self._matches(value, ptext)
+                        if matched is None:
+                            chosen, certain = idx, False
+                            break
+                        if matched:
                             chosen = idx
                             break
         if value is None and value_node is not None and self._from_arguments(value_node, ft):
@@ -545,7 +590,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             empty = None
             for idx, (patterns, _body) in enumerate(branches):
                 texts = [self._string_of(p, ft) for p in patterns]
-                if any(t is not None and fnmatch.fnmatchcase("", t) for t in texts):
+                if any(t is not None and self._matches("", t) for t in texts):
                     empty = idx
                     break
             self._walk_branches([b for _, b in branches], empty, False, ft)
@@ -761,9 +806,11 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             self.called.add(head)
             body, fft = self.functions[head]
             self._call_depth += 1
+            self.call_arguments.append(args)  # `run() { "$@"; }; run torchrun ...`: the launch is seen
             try:
                 self._stmt(body, fft)
             finally:
+                self.call_arguments.pop()
                 self._call_depth -= 1
             return
         if len(self.commands) >= MAX_COMMANDS:

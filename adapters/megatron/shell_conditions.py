@@ -7,8 +7,7 @@ and word expansion are its own); nothing is run.
 
 from __future__ import annotations
 
-import fnmatch
-
+from trainlint.adapters.megatron.shell_pattern import Glob, distinct_characters, fullmatch
 from trainlint.adapters.megatron.shell_text import EvaluatorParts, FileText
 
 
@@ -97,10 +96,9 @@ class Conditions(EvaluatorParts):
             rs = self._string_of(right, ft) if right is not None else None
             if ls is None or rs is None:
                 return None
-            if op in ("==", "="):
-                return fnmatch.fnmatchcase(ls, rs)
-            if op == "!=":
-                return not fnmatch.fnmatchcase(ls, rs)
+            if op in ("==", "=", "!="):
+                matched = self._matches(ls, rs)
+                return None if matched is None else matched != (op == "!=")
             if op in ("-eq", "-ne", "-gt", "-lt", "-ge", "-le"):
                 try:
                     a, b = int(ls), int(rs)
@@ -112,6 +110,13 @@ class Conditions(EvaluatorParts):
         if value is None:
             return None
         return value != ""
+
+    def _matches(self, text: str, pattern: str) -> bool | None:
+        """Whether ``text`` matches the shell pattern, within the budget (None: not decided)."""
+        glob = Glob.of(pattern)
+        if not self.budget.charge_match(len(text), glob.words, distinct_characters(text) * len(glob.tokens)):
+            return None
+        return fullmatch(glob, text)
 
     def _string_of(self, node, ft: FileText) -> str | None:
         """The value of a word as one string (no splitting), or None when not known."""

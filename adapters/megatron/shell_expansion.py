@@ -7,11 +7,13 @@ A mixin of :class:`trainlint.adapters.megatron.shell.ShellEvaluator`; nothing is
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import posixpath
 import re
+from dataclasses import dataclass
 
+from trainlint.adapters.megatron.shell_budget import size_of
+from trainlint.adapters.megatron.shell_pattern import Glob, distinct_characters, remove_prefix, remove_suffix
 from trainlint.adapters.megatron.shell_text import MAX_NESTING, EvaluatorParts, FileText, Unresolvable
 from trainlint.adapters.megatron.words import Field, Loc, Piece, Seg, VarValue, join_segs, split_pieces, unescaped_seg
 
@@ -235,6 +237,16 @@ class WordExpansion(EvaluatorParts):
         if len(words) != 1 or not words[0]:
             return None
         name, args = words[0][0], words[0][1:]
+        if name in self.functions:
+            return None  # the script's own function of that name: not the command it shadows
+        if name == "echo":
+            # `$(echo torchrun)`: the words joined by blanks, trailing line breaks removed (what the
+            # substitution gives); -n changes nothing here, -e would interpret escapes: not followed
+            while args and args[0] in ("-n", "-E"):
+                args = args[1:]
+            if args and args[0].startswith("-") and len(args[0]) > 1 and set(args[0][1:]) <= set("neE"):
+                return None
+            return " ".join(args).rstrip("\n")
         if name == "readlink" and args[:1] in (["-f"], ["-e"], ["-m"]):
             name, args = "realpath", args[1:]
         if len(args) != 1 or not args[0]:
@@ -272,6 +284,11 @@ class WordExpansion(EvaluatorParts):
         split = not quoted
         if isinstance(value, Seg):
             return [Piece([value], split=split)]
+        if name in ("@", "*") and index is None and value.is_array:
+            index = name  # a function's arguments ($@ inside `run() { "$@"; }`): one field each
+        refused = self._charge_value(value, index, split)
+        if refused is not None:
+            return [Piece([self._refused_seg(f"${{{name}}}", refused, loc)], split=False)]
         if index in ("@", "*") and value.is_array:
             elements = value.as_fields()
             if index == "*" and quoted:
@@ -294,7 +311,29 @@ class WordExpansion(EvaluatorParts):
             return [Piece([], split=split)]
         return [Piece(list(value.as_scalar()), split=split)]
 
+    def _charge_value(self, value: VarValue, index: str | None, split: bool) -> str | None:
+        """Charge the part of ``value`` that ``${name[index]}`` copies to the budget: None when it
+        may be copied, else why not (see :mod:`.shell_budget`)."""
+        if index in ("@", "*") and value.is_array:
+            elements = value.as_fields()
+            chars, pieces = size_of((s.text for el in elements for s in el.segs), split)
+            pieces += len(elements)
+        elif index is not None and index not in ("@", "*") and value.is_array:
+            elements = value.as_fields()
+            i = int(index) if index.isdigit() else -1
+            chars, pieces = size_of((s.text for s in elements[i].segs), split) if 0 <= i < len(elements) else (0, 0)
+        else:
+            chars, pieces = size_of((s.text for s in value.as_scalar()), split)
+        return self.budget.charge(chars, pieces)
+
+    def _refused_seg(self, what: str, reason: str, loc: Loc) -> Seg:
+        """The unknown piece a refused expansion leaves, and (once) a TL012 where the first was."""
+        self._budget_refused(reason, loc)
+        return Seg("", loc, False, f"{what} ({reason}; trainlint does not build it)")
+
     def _lookup(self, name: str, loc: Loc) -> VarValue | Seg:
+        if self.call_arguments and (name in ("@", "*", "#") or (name.isdigit() and name != "0")):
+            return _call_argument(self.call_arguments[-1], name)
         if self.arguments is not None and ((name.isdigit() and name != "0") or name == "#"):
             if name == "#":
                 return VarValue(scalar=(Seg(str(len(self.arguments)), None, False),))
@@ -320,6 +359,8 @@ class WordExpansion(EvaluatorParts):
         return Seg("", loc, False, f"${name} (not set in the script)")
 
     def _is_set(self, name: str) -> bool | None:
+        if self.call_arguments and name.isdigit() and name != "0":
+            return int(name) <= len(self.call_arguments[-1])
         if self.arguments is not None and name.isdigit() and name != "0":
             return int(name) <= len(self.arguments)
         if name in _SPECIAL_UNKNOWN or name.isdigit():
@@ -388,6 +429,8 @@ class WordExpansion(EvaluatorParts):
         op, operand = ops[0]
         if len(ops) > 1 and op in ("/", "//", "/#", "/%", ":"):
             operand = [n for _, ns in ops for n in ns]
+        if op == ":" and name in ("@", "*") and self.call_arguments and index is None:
+            return self._argument_slice(operand, ft, loc, quoted)
         if op in (":-", "-", ":=", "=", ":+", "+", ":?", "?"):
             is_set = self._is_set(name)
             base_segs = [s for p in base for s in p.segs]
@@ -396,7 +439,7 @@ class WordExpansion(EvaluatorParts):
                 use_default = is_set is False or (is_set is True and empty)
             else:
                 use_default = is_set is False
-            if (name.isdigit() or name in ("@", "*")) and self.arguments is None:
+            if (name.isdigit() or name in ("@", "*")) and self.arguments is None and not self.call_arguments:
                 use_default = True  # positional parameters: the script's own default is the value it documents
             default_pieces = self._operand_pieces(operand, ft, quoted)
             if use_default and is_set is False and _SCHEDULER_SET.match(name):
@@ -422,7 +465,29 @@ class WordExpansion(EvaluatorParts):
         result = self._string_op(op, operand, joined, ft)
         if result is None:
             return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
+        if isinstance(result, _Refused):
+            return [Piece([self._refused_seg(f"`{ft.text[loc.start:loc.end]}`", result.reason, loc)], split=False)]
+        refused = self.budget.charge(*size_of((result,), not quoted))
+        if refused is not None:
+            return [Piece([self._refused_seg(f"`{ft.text[loc.start:loc.end]}`", refused, loc)], split=False)]
         return [Piece([Seg(result, loc, False)], split=not quoted)]
+
+    def _argument_slice(self, operand: list, ft: FileText, loc: Loc, quoted: bool) -> list[Piece]:
+        """``"${@:2}"`` / ``"${@:2:3}"`` inside a function: its arguments from the second on (bash
+        counts ``$0`` as position 0 here, so 1 is the first argument), one field each."""
+        arguments = self.call_arguments[-1]
+        texts = [self._string_of(n, ft) for n in operand]
+        try:
+            numbers = [int(t) for t in texts if t is not None and t.strip() != ""]
+        except ValueError:
+            numbers = []
+        if not numbers or any(t is None for t in texts) or numbers[0] < 1 or (len(numbers) > 1 and numbers[1] < 0):
+            # ${@:0} starts with $0, negative offsets count from the end: not followed
+            return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
+        start = numbers[0] - 1
+        chosen = arguments[start:start + numbers[1]] if len(numbers) > 1 else arguments[start:]
+        return [Piece(list(f.segs), split=not quoted, field_break_before=i > 0) for i, f in enumerate(chosen)] or [
+            Piece([], split=True)]
 
     def _operand_pieces(self, operand: list, ft: FileText, quoted: bool) -> list[Piece]:
         out: list[Piece] = []
@@ -430,7 +495,7 @@ class WordExpansion(EvaluatorParts):
             out.extend(self._pieces(n, ft, quoted))
         return out
 
-    def _string_op(self, op: str, operand: list, value: str, ft: FileText) -> str | None:
+    def _string_op(self, op: str, operand: list, value: str, ft: FileText) -> str | _Refused | None:
         texts = [self._string_of(n, ft) for n in operand]
         if any(t is None for t in texts):
             return None
@@ -443,18 +508,15 @@ class WordExpansion(EvaluatorParts):
             return value[:1].upper() + value[1:]
         if op == ",":
             return value[:1].lower() + value[1:]
-        if op in ("#", "##"):
-            rng = range(len(value) + 1) if op == "#" else range(len(value), -1, -1)
-            for i in rng:
-                if fnmatch.fnmatchcase(value[:i], arg):
-                    return value[i:]
-            return value
-        if op in ("%", "%%"):
-            rng = range(len(value), -1, -1) if op == "%" else range(len(value) + 1)
-            for i in rng:
-                if fnmatch.fnmatchcase(value[i:], arg):
-                    return value[:i]
-            return value
+        if op in ("#", "##", "%", "%%"):
+            # one pass over the value (shell_pattern), within the budget: trying every prefix with
+            # fnmatch was quadratic, and its regular expression backtracks
+            glob = Glob.of(arg)
+            if not self.budget.charge_match(len(value), glob.words, distinct_characters(value) * len(glob.tokens)):
+                return _Refused(self.budget.refused or "pattern matching")
+            if op in ("#", "##"):
+                return remove_prefix(glob, value, longest=op == "##")
+            return remove_suffix(glob, value, longest=op == "%%")
         if op in ("/", "//"):
             pattern, _, repl = arg.partition("/")
             if not texts:
@@ -466,6 +528,11 @@ class WordExpansion(EvaluatorParts):
                 return None
             if not pattern:
                 return value
+            count = value.count(pattern) if op == "//" else min(1, value.count(pattern))
+            grown = len(value) + count * (len(repl) - len(pattern))
+            refused = self.budget.charge(grown, 1) if grown > len(value) else None
+            if refused is not None:  # ${X//a/$X}: the result is checked before it is built
+                return _Refused(refused)
             return value.replace(pattern, repl) if op == "//" else value.replace(pattern, repl, 1)
         if op == ":":
             parts = list(texts)
@@ -480,6 +547,24 @@ class WordExpansion(EvaluatorParts):
                 return value[off:off + nums[1]] if nums[1] >= 0 else value[off:nums[1]]
             return value[off:]
         return None
+
+
+def _call_argument(arguments: list[Field], name: str) -> VarValue:
+    """``$@``, ``$*`` (an array of the arguments), ``$#`` and ``$N`` inside a function called with
+    ``arguments`` (bash sets the positional parameters to them; one not given is empty)."""
+    if name in ("@", "*"):
+        return VarValue(array=list(arguments))
+    if name == "#":
+        return VarValue(scalar=(Seg(str(len(arguments)), None, False),))
+    i = int(name)
+    return VarValue(scalar=arguments[i - 1].segs if i <= len(arguments) else ())
+
+
+@dataclass(frozen=True)
+class _Refused:
+    """A string operation the budget refused (its result would be too large or take too long)."""
+
+    reason: str
 
 
 _NAME = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")

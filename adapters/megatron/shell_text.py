@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from trainlint.positions import LineIndex
 
 if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.adapters.megatron.shell_budget import ShellBudget
     from trainlint.adapters.megatron.words import EnvMap, Field, Loc, Piece, Seg, VarValue
 
 _PARSER = None
@@ -155,6 +156,11 @@ class FileText:
                         placeholders[start] = end
                 if placeholders:
                     parse_text = _quoted_placeholders(text, placeholders)
+        if "\x00" in parse_text:
+            # bash drops NUL bytes from a script it runs; tree-sitter would end a comment at one and
+            # report an error: read as a blank (same length, so every offset stays), which is what
+            # bash makes of one between words or in a comment (shell.py reports it: TL002)
+            parse_text = parse_text.replace("\x00", " ")
         data = parse_text.encode("utf-8", errors="surrogatepass")
         ft = cls(path, text, data, LineIndex(text), None, placeholders, quoted)
         if len(data) != len(text):
@@ -195,6 +201,9 @@ class EvaluatorParts:
     arguments: tuple[str, ...] | None
     _depth: int
     _uncertain: int
+    budget: ShellBudget
+    call_arguments: list[list[Field]]
+    functions: dict[str, Any]
 
     if TYPE_CHECKING:  # pragma: no cover - defined by ShellEvaluator and its mixins
         def _step(self, node: Any, ft: FileText) -> None: ...
@@ -206,3 +215,5 @@ class EvaluatorParts:
         def _pieces(self, node: Any, ft: FileText, quoted: bool) -> list[Piece]: ...
         def _expansion_pieces(self, node: Any, ft: FileText, quoted: bool) -> list[Piece]: ...
         def _lookup(self, name: str, loc: Loc) -> VarValue | Seg: ...
+        def _budget_refused(self, reason: str, loc: Loc) -> None: ...
+        def _matches(self, text: str, pattern: str) -> bool | None: ...
