@@ -155,6 +155,17 @@ def fixes_alone(session, results, texts: dict[str, str], show: int) -> tuple[int
     return changed, total, bad
 
 
+def _writable(root: Path) -> None:
+    """Give the owner write access to a copied tree (copies keep the source's mode bits)."""
+    for dirpath, dirnames, names in os.walk(root):
+        for name in [*dirnames, *names]:
+            full = os.path.join(dirpath, name)
+            if not os.path.islink(full):
+                os.chmod(full, os.stat(full).st_mode | 0o200)
+    if not root.is_symlink():
+        os.chmod(root, os.stat(root).st_mode | 0o200)
+
+
 def whole_copy(paths: list[str], show: int) -> tuple[int, int, list[str], int]:
     """Returns (files changed outside their fixes, files changed, examples, fix command exit code)."""
     from trainlint.cli import main
@@ -171,6 +182,7 @@ def whole_copy(paths: list[str], show: int) -> tuple[int, int, list[str], int]:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(p, dest)
             copies.append(str(dest))
+            _writable(dest)  # ../shared is read-only, and --fix refuses a read-only file
         session = open_session(copies)
         before_results = session.check_paths(copies)
         before_texts = {}
