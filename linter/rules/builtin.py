@@ -12,6 +12,7 @@ RULE_MODULES = (
     "trainlint.rules.startup.deepspeed_rules",
     "trainlint.rules.startup.deepspeed_launch",
     "trainlint.rules.startup.neox_rules",
+    "trainlint.rules.startup.neox_launch",
     "trainlint.rules.startup.hf_trainer_rules",
     "trainlint.rules.estimation.memory_rules",
     "trainlint.rules.estimation.throughput_rules",
