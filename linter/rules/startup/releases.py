@@ -20,6 +20,9 @@ from trainlint.spec import TrainingSpec
 
 _NUMBERS = re.compile(r"(\d+(?:\.\d+)*)")
 
+UNRELEASED = "main"
+"""``first`` of a check only the upstream branch makes (after the newest release)."""
+
 
 def release_key(version: str | None) -> tuple[int, ...] | None:
     """``core_v0.14.0`` / ``v0.19.3`` / ``0.9.0`` / ``v2.0`` -> (0, 14, 0) ...; None when the version
@@ -42,6 +45,8 @@ class Releases:
     last: str | None = None
 
     def describe(self) -> str:
+        if self.first == UNRELEASED:
+            return "upstream after the newest release"
         if self.first and self.last:
             return f"{self.first} to {self.last}"
         if self.first:
@@ -59,6 +64,8 @@ class Releases:
         key = release_key(getattr(target, "version", None))
         if key is None:
             return True
+        if self.first == UNRELEASED:
+            return False  # only upstream makes it: no release does yet
         first, last = release_key(self.first), release_key(self.last)
         return (first is None or _padded(key) >= _padded(first)) and (last is None or _padded(key) <= _padded(last))
 
