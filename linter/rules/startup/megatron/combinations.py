@@ -532,8 +532,9 @@ class CheckpointDataArguments(CheckTable):
 class WeightShardArguments(MegatronRule):
     """## What it does
     Checks `--tensor-parallel-num-weight-shards` (generalised tensor parallelism, GTP): at least the
-    tensor-parallel size and a multiple of it; the evaluation global batch (default: the training one)
-    must then be a multiple of eval micro batch x DP x the weight-shard factor (shards / TP).
+    tensor-parallel size and a multiple of it; the weight-shard factor (shards / TP) counts toward the
+    model-parallel size, so it must divide what TP x PP x CP leave of the world, and the evaluation
+    global batch (default: the training one) must be a multiple of eval micro batch x DP x the factor.
 
     ## Why is this bad?
     `resolve_tensor_parallel_num_weight_shards` raises a ValueError, and `validate_args` asserts the
@@ -541,8 +542,8 @@ class WeightShardArguments(MegatronRule):
 
     ## Example
     ```bash
-    pretrain_gpt.py ... --tensor-model-parallel-size 2 --tensor-parallel-num-weight-shards 8 \\
-        --micro-batch-size 1 --global-batch-size 6     # 8 GPUs: DP 4 x factor 4 = 16 does not divide 6
+    pretrain_gpt.py ... --tensor-model-parallel-size 2 --tensor-parallel-num-weight-shards 4 \\
+        --micro-batch-size 1 --eval-global-batch-size 6   # 8 GPUs: DP 2 x factor 2 = 4 does not divide 6
     ```
 
     ## Fix
@@ -556,6 +557,7 @@ class WeightShardArguments(MegatronRule):
         Check(MPC, 32, "core_v0.19.0", (), "tensor_parallel_num_weight_shards must be >= tensor_model_parallel_size"),
         Check(MPC, 37, "core_v0.19.0", (), "tensor_parallel_num_weight_shards must be divisible by "
                                            "tensor_model_parallel_size"),
+        Check(ARGS, 432, "core_v0.19.0", (), "world size is not divisible by total_model_size"),
         Check(ARGS, 715, "core_v0.19.0", (), "eval_global_batch_size must be divisible by eval_micro_batch_size * "
                                              "data_parallel_size * gtp_weight_remat_size"),
     )
@@ -577,10 +579,22 @@ class WeightShardArguments(MegatronRule):
         factor = shards // tp
         if factor == 1 or not a.known("eval_global_batch_size", "eval_micro_batch_size"):
             return
-        dp = a.int_field("parallel.data")
+        # trainlint's DP is world / (TP x PP x CP); Megatron's data_parallel_size also divides by the
+        # weight-shard factor (gtp_weight_remat_size counts toward total_model_size), so their product
+        # with the factor is trainlint's DP again
+        replicas = a.int_field("parallel.data")
+        if replicas is None or replicas <= 0:
+            return
+        if replicas % factor:
+            yield Finding(f"{a.flag(dest)} {shards} with tensor-model-parallel size {tp} makes a weight-shard factor of "
+                          f"{factor}, which does not divide the {replicas} GPUs left after TP x PP x CP: Megatron-LM stops "
+                          "with \"world size is not divisible by total_model_size\"", at=a.at(dest),
+                          also=(("parallel.data", "data-parallel size without the weight-shard factor"),))
+            return
+        dp = replicas // factor
         g = a.get("eval_global_batch_size") or a.spec.value("batch.global_batch")
         m = a.get("eval_micro_batch_size") or a.spec.value("batch.micro_batch")
-        if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (dp, g, m)):
+        if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (g, m)):
             return
         if g % (m * dp * factor):
             at = a.at_written("eval_global_batch_size", "global_batch_size", "eval_micro_batch_size")
