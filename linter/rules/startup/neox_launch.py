@@ -73,4 +73,39 @@ class IncompleteRun(ReleaseBoundRule):
                           fix="give the model config in the same run")
 
 
-RULES: list[type] = [IncompleteRun]
+class DeepSpeedDisabled(ReleaseBoundRule):
+    """## What it does
+    Reports `deepspeed: false`.
+
+    ## Why is this bad?
+    GPT-NeoX runs only with DeepSpeed: `validate_values` returns False for it ("the current codebase
+    assumes running with deepspeed only") and NeoXArgs stops with "NeoXArgs values cannot be validated".
+
+    ## Example
+    ```yaml
+    deepspeed: false
+    ```
+
+    ## Fix
+    Remove the key (its default is true).
+
+    ## References
+    * `megatron/neox_arguments/arguments.py:1211-1213@ea7aefd`: `if not self.deepspeed: return False`
+    * `megatron/neox_arguments/arguments.py:156-160@ea7aefd`: "NeoXArgs values cannot be validated"
+    """
+
+    code = "TL192"
+    name = "neox-deepspeed-disabled"
+    default_severity = Severity.ERROR
+    summary = "deepspeed: false, which GPT-NeoX refuses (it runs only with DeepSpeed)"
+    frameworks = ("neox",)
+    releases = Releases("neox")
+
+    def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
+        value = spec.settings.get("deepspeed")
+        if value is not None and value.value is False:
+            yield Finding("deepspeed: false: GPT-NeoX runs only with DeepSpeed and stops with \"NeoXArgs values cannot "
+                          "be validated\"", at="settings:deepspeed", fix="remove the key")
+
+
+RULES: list[type] = [IncompleteRun, DeepSpeedDisabled]
