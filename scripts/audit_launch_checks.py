@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 DATA = ROOT / "linter" / "data" / "audit" / "launch_checks.json"
+READINGS = ROOT / "linter" / "data" / "audit" / "readings.yaml"
 INDEX = ROOT / "linter" / "data" / "frameworks" / "index.json"
 
 UPSTREAM = {
@@ -251,8 +252,8 @@ def rule_references() -> list[tuple[str, str, int, int, str]]:
 PATTERNS: list[tuple[str, str]] = [
     # why a check cannot be decided from the files, from the names its condition reads
     ("environment", r"\btorch\.|\bcuda\b|is_te_min_version|get_te_version|te_version|HAVE_|_AVAILABLE\b|os\.environ"
-                    r"|os\.getenv|get_device_capability|is_torch_min_version|importlib|version\.parse|__version__"
-                    r"|get_accelerator|is_available\(|flash_attn|apex|triton|nvshmem|deep_ep|transformer_engine"),
+                    r"|os\.getenv|get_device_capability|is_torch_min_version|_min_version\(|importlib|version\.parse"
+                    r"|__version__|get_accelerator|is_available\(|flash_attn|triton|nvshmem|deep_ep"),
     ("python-object", r"\bmodel\b|\bmodule\b|\bmpu\b|\boptimizer\b(?!_)|client_optimizer|lr_scheduler\b|\bparameters\b"
                       r"|isinstance\(self\.(module|optimizer)|param_groups|named_parameters|\bgrid\b"),
     ("runtime", r"get_world_size|get_rank|dist\.|torch\.distributed|is_initialized|process_group|\brank\b"
@@ -260,23 +261,54 @@ PATTERNS: list[tuple[str, str]] = [
 ]
 
 
-def classify(row: dict[str, Any], references: list[tuple[str, str, int, int, str]]) -> None:
-    if row.get("by") == "reading":
-        return  # a reader's decision stands
+def load_readings() -> dict[str, dict[str, str]]:
+    import yaml
+
+    return yaml.safe_load(READINGS.read_text(encoding="utf-8")) or {}
+
+
+def classify(row: dict[str, Any], references: list[tuple[str, str, int, int, str]],
+             readings: dict[str, dict[str, str]]) -> None:
+    for key in ("covered_by", "reason", "note", "by"):
+        row.pop(key, None)
+    reading = readings.get(row["id"])
+    if reading is not None:
+        row.update({k: v for k, v in reading.items() if k in ("covered_by", "reason", "note")})
+        row["by"] = "reading"
+        return
     family = row["framework"]
     upstream_release, upstream_commit = UPSTREAM[family]
     line = row["lines"].get(upstream_release)
-    row.pop("covered_by", None)
-    row.pop("reason", None)
-    row.pop("by", None)
     if line is not None:
         for code, path, first, last, commit in references:
             if upstream_commit.startswith(commit) and row["file"].endswith(path) and first <= line <= last:
                 row["covered_by"], row["by"] = code, "reference"
                 return
-    text = row["condition"]
+
+
+def inherit(rows: list[dict[str, Any]]) -> None:
+    """A row of older releases only, saying what a covered row says (same file, function and
+    message; the condition was reworded): the same check, covered by the same rule."""
+    covered = {(r["framework"], Path(r["file"]).name, r["function"].rsplit(".", 1)[-1], _norm(r["message"])): r
+               for r in rows if r.get("covered_by") and r["message"]}
+    for row in rows:
+        if row.get("by") or not row["message"]:
+            continue
+        twin = covered.get((row["framework"], Path(row["file"]).name, row["function"].rsplit(".", 1)[-1],
+                            _norm(row["message"])))
+        if twin is not None:
+            row["covered_by"], row["by"] = twin["covered_by"], "same-check"
+
+
+def _norm(message: str) -> str:
+    return re.sub(r"\{\}|\d+|\s+", "", message).lower()
+
+
+def by_pattern(row: dict[str, Any]) -> None:
+    if row.get("by"):
+        return
     for reason, pattern in PATTERNS:
-        if re.search(pattern, text):
+        if re.search(pattern, row["condition"]):
             row["reason"], row["by"] = reason, "pattern"
             return
 
@@ -295,23 +327,22 @@ def main(argv: list[str] | None = None) -> int:
     from trainlint import audit
 
     if args.command == "extract":
-        kept = {r["id"]: r for r in audit.load_rows()} if DATA.exists() else {}
         rows = []
         for family in SCOPE:
-            for ident, row in extract(family, getattr(args, family)).items():
-                old = kept.get(ident)
-                if old is not None and old.get("by") == "reading":
-                    for key in ("covered_by", "reason", "note", "by"):
-                        if key in old:
-                            row[key] = old[key]
-                rows.append(row)
+            rows.extend(extract(family, getattr(args, family)).values())
         audit.save_rows(rows, {f: releases(f) for f in SCOPE})
         args.command = "classify"
     if args.command == "classify":
         rows = audit.load_rows()
-        references = rule_references()
+        references, readings = rule_references(), load_readings()
+        unknown = set(readings) - {r["id"] for r in rows}
+        if unknown:
+            print(f"readings for checks the audit no longer lists: {', '.join(sorted(unknown))}", file=sys.stderr)
         for row in rows:
-            classify(row, references)
+            classify(row, references, readings)
+        inherit(rows)
+        for row in rows:
+            by_pattern(row)
         audit.save_rows(rows, audit.load_releases())
         args.command = "render"
     if args.command == "render":

@@ -534,7 +534,9 @@ class WeightShardArguments(MegatronRule):
     Checks `--tensor-parallel-num-weight-shards` (generalised tensor parallelism, GTP): at least the
     tensor-parallel size and a multiple of it; the weight-shard factor (shards / TP) counts toward the
     model-parallel size, so it must divide what TP x PP x CP leave of the world, and the evaluation
-    global batch (default: the training one) must be a multiple of eval micro batch x DP x the factor.
+    global batch (default: the training one) must be a multiple of eval micro batch x DP x the factor
+    (upstream after core_v0.19.0). The world size against TP x PP x CP x factor is `validate_args`'
+    total_model_size check (`megatron/training/arguments.py:432`).
 
     ## Why is this bad?
     `resolve_tensor_parallel_num_weight_shards` raises a ValueError, and `validate_args` asserts the
@@ -557,9 +559,8 @@ class WeightShardArguments(MegatronRule):
         Check(MPC, 32, "core_v0.19.0", (), "tensor_parallel_num_weight_shards must be >= tensor_model_parallel_size"),
         Check(MPC, 37, "core_v0.19.0", (), "tensor_parallel_num_weight_shards must be divisible by "
                                            "tensor_model_parallel_size"),
-        Check(ARGS, 432, "core_v0.19.0", (), "world size is not divisible by total_model_size"),
-        Check(ARGS, 715, "core_v0.19.0", (), "eval_global_batch_size must be divisible by eval_micro_batch_size * "
-                                             "data_parallel_size * gtp_weight_remat_size"),
+        Check(ARGS, 715, "main", (), "eval_global_batch_size must be divisible by eval_micro_batch_size * "
+                                     "data_parallel_size * gtp_weight_remat_size"),
     )
     releases = Releases("megatron", first="core_v0.19.0")
 
@@ -579,6 +580,8 @@ class WeightShardArguments(MegatronRule):
         factor = shards // tp
         if factor == 1 or not a.known("eval_global_batch_size", "eval_micro_batch_size"):
             return
+        if not Releases("megatron", first="main").includes(a.spec.target):
+            return  # the factor counts in the eval batch check only upstream after core_v0.19.0
         # trainlint's DP is world / (TP x PP x CP); Megatron's data_parallel_size also divides by the
         # weight-shard factor (gtp_weight_remat_size counts toward total_model_size), so their product
         # with the factor is trainlint's DP again
