@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Iterator
 
 from trainlint import hookimpl
 from trainlint.rules import Finding, RuleContext
+from trainlint.rules.startup.derive import from_checkpoint
 from trainlint.rules.startup.megatron.base import ARGS, TCFG, MegatronRule
 from trainlint.rules.startup.megatron_args import COMMIT, MegatronArgs
 from trainlint.rules.startup.releases import Releases
@@ -106,13 +107,16 @@ class CheckTable(MegatronRule):
 
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
         target = a.spec.target
+        # --use-checkpoint-args: the checkpoint's arguments replace the defaults (and most flags), so a
+        # row is judged only on options the script writes
+        loaded = from_checkpoint(a.spec)
         said: set[tuple[str, int]] = set()
         for check in self.checks:
             if (check.path, check.line) in said:
                 continue  # one finding per source check (several rows spell one `or`)
             head = check.when[0][0]
             dests = [_DERIVED[c[0]][0] if c[0] in _DERIVED else c[0] for c in check.when]
-            if not a.given(dests[0]) or not a.known(*dests):
+            if not a.given(dests[0]) or not a.known(*dests) or (loaded and not all(a.given(d) for d in dests)):
                 continue
             if not Releases("megatron", first=check.first).includes(target):
                 continue
@@ -173,6 +177,11 @@ class CudaGraphArguments(CheckTable):
         _C(TCFG, 2963, "core_v0.18.0", ("cuda_graph_impl", "!=", "none"), ("fine_grained_activation_offloading", "on"),
            ("cuda_graph_warmup_steps", "<=", 0),
            says="cuda_graph_warmup_steps must be greater than 0 when enabling fine-grained activation offloading"),
+        _C(ARGS, 1856, "core_v0.10.0", ("inference_batch_times_seqlen_threshold", ">", -1),
+           ("pipeline_model_parallel_size", "<=", 1),
+           says="--inference-batch-times-seqlen-threshold requires setting --pipeline-model-parallel-size > 1."),
+        _C(ARGS, 1858, "core_v0.15.0", ("inference_batch_times_seqlen_threshold", ">", -1), ("cuda_graph_impl", "!=", "none"),
+           says="Pipeline-parallel microbatched inference is incompatible with CUDA graphs"),
     )
 
 
@@ -287,6 +296,13 @@ class MoeCombinationArguments(CheckTable):
         _C(TCFG, 1996, "core_v0.14.0", ("moe_shared_expert_overlap", "on"), ("recompute_granularity", "==", "selective"),
            ("recompute_modules", "has", "shared_experts"), ("moe_shared_expert_intermediate_size", "set"),
            says="shared_experts recompute cannot work with --moe-shared-expert-overlap."),
+        _C(TCFG, 1758, "core_v0.16.0", ("moe_pad_expert_input_to_capacity", "on"), ("moe_token_dispatcher_type", "==", "flex"),
+           ("moe_flex_dispatcher_backend", "==", "deepep"),
+           says="Flex token dispatcher with deepep backend does not support moe_pad_expert_input_to_capacity"),
+        _C(TCFG, 1965, "core_v0.12.0", ("recompute_modules", "has", "moe_act"), ("recompute_granularity", "==", "selective"),
+           ("moe_grouped_gemm", "off"), says="moe_act in recompute_modules is only supported with moe_grouped_gemm."),
+        _C(ARGS, 1904, "core_v0.14.0", ("delay_wgrad_compute", "on"), ("transformer_impl", "!=", "transformer_engine"),
+           says="Delaying wgrad compute is only supported with transformer_engine implementation"),
         _C(TCFG, 2020, "core_v0.12.0", ("moe_layer_recompute", "on"), ("recompute_granularity", "==", "full"),
            says="Do not set --moe-layer-recompute with full recompute granularity."),
         _C(TCFG, 2651, "core_v0.16.0", ("moe_router_padding_for_quantization", "on"), ("fp8", "unset"), ("fp4", "unset"),
@@ -401,6 +417,45 @@ class ModelVariantArguments(CheckTable):
            says="flash_decode cannot be used with no_rope."),
         _C(TCFG, 3163, "core_v0.16.0", ("experimental_attention_variant", "==", "dsa"), ("apply_rope_fusion", "on"),
            says="RoPE fusion is not supported for DSAttention"),
+        _C(TCFG, 1582, "core_v0.15.0", ("fp4", "set"), ("fp8", "set"),
+           says="fp4 and fp8 cannot be used simultaneously. Please choose one."),
+        _C(TCFG, 1970, "core_v0.12.0", ("recompute_modules", "has", "mla_up_proj"), ("recompute_granularity", "==", "selective"),
+           ("multi_latent_attention", "off"),
+           says="mla_up_proj in recompute_modules is only supported with multi_latent_attention."),
+        _C(TCFG, 3349, "core_v0.16.0", ("attention_output_gate", "on"), ("multi_latent_attention", "on"),
+           says="Output gate is not supported for MLA yet."),
+        _C(TCFG, 3352, "core_v0.14.0", ("cache_mla_latents", "on"), ("multi_latent_attention", "on"), ("apply_rope_fusion", "on"),
+           says="Rope Fusion is not compatible with caching latents"),
+        *(_C(TCFG, line, "core_v0.16.0", ("transformer_impl", "==", "inference_optimized"), cond,
+             says=f"assert {says} (--transformer-impl inference_optimized)")
+          for line, cond, says in ((3156, ("normalization", "!=", "RMSNorm"), "self.normalization == 'RMSNorm'"),
+                                   (3157, ("layernorm_zero_centered_gamma", "on"), "not self.layernorm_zero_centered_gamma"),
+                                   (3158, ("add_bias_linear", "on"), "not self.add_bias_linear"),
+                                   (3159, ("add_qkv_bias", "on"), "not self.add_qkv_bias"))),
+        _C(TCFG, 3180, "core_v0.16.0", ("inference_fuse_tp_communication", "on"),
+           ("transformer_impl", "!=", "inference_optimized"),
+           says="inference_fuse_tp_communication is only supported for inference_optimized transformer impl"),
+        _C(TCFG, 3184, "core_v0.17.0", ("inference_fuse_tp_communication", "on"), ("num_experts", "set"),
+           says="--inference-fuse-tp-communication is not supported for MoE models."),
+        _C(TCFG, 3223, "core_v0.19.0", ("batch_invariant_mode", "on"), ("flash_attention_version", "not in", (3, 4)),
+           says="Batch invariant mode requires --flash-attention-version 3 or 4"),
+        _C(TCFG, 3230, "core_v0.19.0", ("batch_invariant_mode", "on"), ("context_parallel_size", "!=", 1),
+           says="Batch invariant mode does not support context parallelism"),
+        _C(TCFG, 3233, "core_v0.19.0", ("batch_invariant_mode", "on"), ("attention_dropout", "!=", 0),
+           says="Batch invariant mode does not support attention dropout"),
+        _C(ARGS, 1638, "core_v0.11.0", ("position_embedding_type", "==", "relative"),
+           ("transformer_impl", "!=", "transformer_engine"),
+           says="Local transformer implementation currently does not support attention bias-based position embeddings."),
+        _C(ARGS, 746, "core_v0.17.0", ("hybrid_override_pattern", "set"), ("hybrid_layer_pattern", "set"),
+           says="--hybrid-override-pattern and --hybrid-layer-pattern cannot both be specified."),
+        *(_C(ARGS, line, "core_v0.17.0", ("hybrid_layer_pattern", "set"), cond,
+             says=f"{flag} should not be used with --hybrid-layer-pattern.")
+          for line, cond, flag in ((814, ("num_layers_per_virtual_pipeline_stage", "set"), "--num-layers-per-virtual-pipeline-stage"),
+                                   (820, ("num_virtual_stages_per_pipeline_rank", "set"), "--num-virtual-stages-per-pipeline-rank"),
+                                   (825, ("pipeline_model_parallel_layout", "set"), "--pipeline-model-parallel-layout"),
+                                   (829, ("account_for_embedding_in_pipeline_split", "on"),
+                                    "--account-for-embedding-in-pipeline-split"),
+                                   (834, ("account_for_loss_in_pipeline_split", "on"), "--account-for-loss-in-pipeline-split"))),
     )
 
 
@@ -441,6 +496,9 @@ class RlArguments(CheckTable):
            ("rl_inference_model_unified_memory_level", "!=", 1),
            says="To use --rl-offload-inference-model-weights-when-idle without UVM (--rl-inference-model-unified-memory-"
                 "level=1), ..."),
+        _C(ARGS, 494, "core_v0.17.0", ("rl_persist_cuda_graphs", "on"), ("perform_rl_step", "on"),
+           ("rl_kv_cache_management_mode", "!=", "persist"), ("inference_dynamic_batching_unified_memory_level", "<=", 0),
+           says="Persisting CUDA graphs requires static KV cache memory."),
         _C(ARGS, 530, "main", ("rl_max_inflight_requests", "set"), ("perform_rl_step", "on"), ("rl_generation_lag", "set"),
            says="--rl-generation-lag and --rl-max-inflight-requests are mutually exclusive."),
         _C(ARGS, 532, "main", ("rl_max_inflight_requests", "<", 1), ("perform_rl_step", "on"),
@@ -522,6 +580,11 @@ class CheckpointDataArguments(CheckTable):
            says="assert args.end_weight_decay is not None (weight decay increment style other than constant)"),
         _C(ARGS, 1258, "core_v0.7.0", ("num_dataset_builder_threads", "<=", 0),
            says="assert args.num_dataset_builder_threads > 0"),
+        _C(ARGS, 1184, "core_v0.18.0", ("init_model_with_meta_device", "on"), ("use_megatron_fsdp", "on"),
+           ("data_parallel_sharding_strategy", "==", "no_shard"),
+           says="Meta device initialization (init_model_with_meta_device=True) is not supported with no_shard"),
+        _C(ARGS, 1368, "core_v0.18.0", ("save_params_interval", "set"), ("save", "set"), ("overlap_param_gather", "on"),
+           says="assert not args.overlap_param_gather (with --save-params-interval)"),
         _C(ARGS, 1190, "core_v0.18.0", ("fsdp_manual_registration", "on"), ("use_megatron_fsdp", "off"),
            says="FSDP manual registration is only supported with Megatron FSDP"),
         _C(ARGS, 1191, "core_v0.18.0", ("fsdp_manual_registration", "on"), ("nccl_ub", "off"),
