@@ -64,6 +64,9 @@ SCOPE: dict[str, list[tuple[tuple[str, ...], str]]] = {
           "megatron/microbatches.py"), r".*"),
         (("megatron/core/transformer/enums.py",), r".*"),
         (("megatron/core/transformer/moe/moe_utils.py",), r"^validate"),
+        # the interleaved schedule's checks of the micro-batch count run in the first step
+        (("megatron/core/pipeline_parallel/schedules.py", "megatron/schedules.py"),
+         r"^forward_backward_pipelining_with_interleaving$"),
     ],
     "deepspeed": [
         (("deepspeed/runtime/config.py",), r".*"),
@@ -255,9 +258,10 @@ PATTERNS: list[tuple[str, str]] = [
                     r"|os\.getenv|get_device_capability|is_torch_min_version|_min_version\(|importlib|version\.parse"
                     r"|__version__|get_accelerator|is_available\(|flash_attn|triton|nvshmem|deep_ep"),
     ("python-object", r"\bmodel\b|\bmodule\b|\bmpu\b|\boptimizer\b(?!_)|client_optimizer|lr_scheduler\b|\bparameters\b"
-                      r"|isinstance\(self\.(module|optimizer)|param_groups|named_parameters|\bgrid\b"),
+                      r"|isinstance\(self\.(module|optimizer)|param_groups|named_parameters|\bgrid\b|p2p_communicator"
+                      r"|pg_collection|grad_finalize_pgs|data_iterator|adjust_tensor_shapes_fn|ModelType\."),
     ("runtime", r"get_world_size|get_rank|dist\.|torch\.distributed|is_initialized|process_group|\brank\b"
-                r"|WORLD_SIZE|global_rank"),
+                r"|WORLD_SIZE|global_rank|wait_handles|recv_\w*handle|is_vp_(first|last)_stage|is_pipeline_(first|last)_stage"),
 ]
 
 
