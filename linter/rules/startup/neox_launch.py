@@ -102,8 +102,8 @@ class DeepSpeedDisabled(ReleaseBoundRule):
     releases = Releases("neox")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        value = spec.settings.get("deepspeed")
-        if value is not None and value.value is False:
+        a = NeoXArgs(spec)
+        if a.given("deepspeed") and a.get("deepspeed") is False:
             yield Finding("deepspeed: false: GPT-NeoX runs only with DeepSpeed and stops with \"NeoXArgs values cannot "
                           "be validated\"", at="settings:deepspeed", fix="remove the key")
 

@@ -326,7 +326,7 @@ class MoeCombinationArguments(CheckTable):
            says="overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model"),
         _C(TCFG, 3039, "core_v0.14.0", (_EP_OVERLAP, "on"), ("moe_shared_expert_overlap", "on"),
            says="disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm"),
-        _C(TCFG, 3042, "core_v0.19.0", (_EP_OVERLAP, "on"), ("mtp_num_layers", ">", 1),
+        _C(TCFG, 3042, "core_v0.19.0", (_EP_OVERLAP, "on"), ("mtp_num_layers", "not in", (None, 0, 1)),
            says="MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm."),
         _C(TCFG, 3075, "core_v0.14.0", ("delay_wgrad_compute", "on"), (_EP_OVERLAP, "off"),
            says="overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute"),
