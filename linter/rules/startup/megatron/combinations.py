@@ -28,6 +28,7 @@ MPC = "megatron/core/model_parallel_config.py"
 Cond = tuple[Any, ...]
 """``(dest, op)`` or ``(dest, op, operand)``; ops: ``on`` / ``off`` (truthy / falsy), ``set`` / ``unset``
 (not None / None), ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in`` / ``not in`` (a tuple),
+``not a multiple of`` (another option's value, named by its dest),
 ``has`` / ``lacks`` (a list option contains / lacks the operand), ``empty`` / ``nonempty``."""
 
 _DERIVED = {
@@ -76,6 +77,12 @@ def _holds(a: MegatronArgs, cond: Cond) -> bool | None:
         return value == operand
     if op == "!=":
         return value != operand
+    if op == "not a multiple of":
+        other = a.get(operand) if isinstance(operand, str) else None
+        if isinstance(value, bool) or not isinstance(value, int) or isinstance(other, bool) or not isinstance(other, int) \
+                or other <= 0:
+            return None
+        return value % other != 0
     if op in ("in", "not in"):
         inside = value in tuple(operand or ())
         return inside if op == "in" else not inside
@@ -92,6 +99,8 @@ def _shown(a: MegatronArgs, cond: Cond) -> str:
     flag, value = a.flag(dest), _value(a, dest)
     if op in ("off", "unset", "empty") or value is None:
         return f"without {flag}"
+    if op == "not a multiple of":
+        return f"{flag} {value} (not a multiple of {a.flag(cond[2])} {a.get(cond[2])})"
     if op == "on" and isinstance(value, bool):
         # a store_false flag (--no-check-for-nan-in-loss-and-grad) on by default: it is its absence that counts
         return f"without {flag}" if not a.given(dest) and flag.startswith(("--no-", "--disable-")) else flag
@@ -116,6 +125,7 @@ class CheckTable(MegatronRule):
                 continue  # one finding per source check (several rows spell one `or`)
             head = check.when[0][0]
             dests = [_DERIVED[c[0]][0] if c[0] in _DERIVED else c[0] for c in check.when]
+            dests += [c[2] for c in check.when if c[1] == "not a multiple of"]
             if not a.given(dests[0]) or not a.known(*dests) or (loaded and not all(a.given(d) for d in dests)):
                 continue
             if not Releases("megatron", first=check.first).includes(target):
@@ -226,6 +236,8 @@ class ActivationOffloadingArguments(CheckTable):
         _C(ARGS, 1936, "core_v0.16.0", ("fine_grained_activation_offloading", "on"),
            ("transformer_impl", "!=", "transformer_engine"),
            says="Fine-grained activation offloading is only supported with transformer_engine implementation"),
+        _C(TCFG, 2188, "core_v0.19.0", ("fine_grained_activation_offloading", "on"), ("offload_modules", "has", "fused_group_mlp"),
+           ("use_transformer_engine_op_fuser", "off"), says="fused_group_mlp requires use_transformer_engine_op_fuser."),
         _C(TCFG, 2212, "core_v0.18.0", ("moe_paged_stash", "on"), ("cpu_offloading", "on"),
            says="moe_paged_stash cannot be enabled with cpu_offloading."),
         _C(TCFG, 2214, "core_v0.18.0", ("moe_paged_stash", "on"), ("moe_expert_rank_capacity_factor", "unset"),
@@ -432,6 +444,25 @@ class ModelVariantArguments(CheckTable):
                                    (3157, ("layernorm_zero_centered_gamma", "on"), "not self.layernorm_zero_centered_gamma"),
                                    (3158, ("add_bias_linear", "on"), "not self.add_bias_linear"),
                                    (3159, ("add_qkv_bias", "on"), "not self.add_qkv_bias"))),
+        *(_C(TCFG, line, "core_v0.17.0", ("transformer_impl", "==", "inference_optimized"), ("num_experts", "set"), cond,
+             says=says)
+          for line, cond, says in ((1600, ("expert_tensor_parallel_size", ">", 1),
+                                    "Inference-optimized MoE layers does not support expert tensor parallelism."),
+                                   (1604, ("moe_expert_capacity_factor", "set"),
+                                    "Inference-optimized MoE layers only support dropless MoE"),
+                                   (1606, ("moe_router_padding_for_quantization", "on"),
+                                    "Inference-optimized MoE layers do not support padded routing map for quantization."),
+                                   (1611, ("moe_router_dtype", "!=", "fp32"),
+                                    "--transformer-impl='inference_optimized' requires --moe-router-dtype=fp32"))),
+        _C(TCFG, 2030, "main", ("recompute_modules", "has", "mhc"), ("recompute_granularity", "==", "selective"),
+           ("enable_mhc_connections", "off"), says="'mhc' in recompute_modules requires enable_mhc_connections=True."),
+        _C(TCFG, 2032, "main", ("recompute_modules", "has", "mhc"), ("recompute_granularity", "==", "selective"),
+           ("recompute_modules", "has", "mlp"), says="'mhc' and 'mlp' in recompute_modules cannot be used together."),
+        _C(TCFG, 2046, "main", ("recompute_modules", "has", "mhc"), ("recompute_granularity", "==", "selective"),
+           ("fine_grained_activation_offloading", "on"),
+           says="'mhc' in recompute_modules + fine_grained_activation_offloading is not yet supported."),
+        _C(TCFG, 2077, "main", ("enable_mhc_connections", "on"), ("inference_fuse_tp_communication", "on"),
+           says="enable_mhc_connections is not compatible with inference_fuse_tp_communication."),
         _C(TCFG, 3180, "core_v0.16.0", ("inference_fuse_tp_communication", "on"),
            ("transformer_impl", "!=", "inference_optimized"),
            says="inference_fuse_tp_communication is only supported for inference_optimized transformer impl"),
@@ -585,6 +616,14 @@ class CheckpointDataArguments(CheckTable):
            says="Meta device initialization (init_model_with_meta_device=True) is not supported with no_shard"),
         _C(ARGS, 1368, "core_v0.18.0", ("save_params_interval", "set"), ("save", "set"), ("overlap_param_gather", "on"),
            says="assert not args.overlap_param_gather (with --save-params-interval)"),
+        _C(MPC, 546, "core_v0.6.0", ("defer_embedding_wgrad_compute", "on"), ("pipeline_model_parallel_size", "==", 1),
+           says="Cannot defer embedding wgrad compute when pipeline model parallel is not used"),
+        _C(MPC, 551, "core_v0.6.0", ("defer_embedding_wgrad_compute", "on"), ("gradient_accumulation_fusion", "off"),
+           says="Cannot defer embedding wgrad compute when gradient accumulation fusion is not used"),
+        _C(MPC, 556, "core_v0.10.0", ("defer_embedding_wgrad_compute", "on"), ("wgrad_deferral_limit", "<", 0),
+           says="Wgrad deferral limit should be greater than or equal to 0 when it is enabled!"),
+        _C(ARGS, 1370, "core_v0.16.0", ("log_memory_interval", "not a multiple of", "log_interval"),
+           says="assert args.log_memory_interval % args.log_interval == 0"),
         _C(ARGS, 1190, "core_v0.18.0", ("fsdp_manual_registration", "on"), ("use_megatron_fsdp", "off"),
            says="FSDP manual registration is only supported with Megatron FSDP"),
         _C(ARGS, 1191, "core_v0.18.0", ("fsdp_manual_registration", "on"), ("nccl_ub", "off"),
