@@ -45,6 +45,10 @@ class LoadContext:
     frameworks: FrameworkSettings | None = None
     """The session's project ``framework`` table (:func:`trainlint.frameworks.locate.configure`): which
     release or checkout each framework's configs are checked against. None: no project config says."""
+    named: bool = False
+    """The user named the file (and ``extra_paths``) as the run to check: on the command line, as a
+    declared run, in a launch command. False for a file met walking a directory or an editor buffer,
+    which may be one part of a split config. Recorded in ``TrainingSpec.named``."""
 
 
 @dataclass

@@ -277,6 +277,7 @@ class NeoXReader:
             result.diagnostics.extend(self._check_file(doc, tree, src.path, autotuning, target))
         spec = _SpecBuilder(merged, source.path, [s.path for s in sources]).build()
         spec.target = target
+        spec.named = context.named or len(sources) > 1
         result.specs.append(spec)
         order = {s.path: i for i, s in enumerate(sources)}
         result.diagnostics.sort(key=lambda d: (order.get(d.path or "", len(order)), d.span, d.code))

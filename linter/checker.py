@@ -203,7 +203,8 @@ def plan_files(paths: Iterable[str], adapters: Sequence[Adapter], runs: Sequence
 
 def check_task(task: FileTask, adapters: Sequence[Adapter], environment: dict[str, str] | None = None,
                frameworks: FrameworkSettings | None = None) -> FileResult:
-    context = LoadContext(extra_paths=list(task.extra_paths), environment=environment or {}, frameworks=frameworks)
+    context = LoadContext(extra_paths=list(task.extra_paths), environment=environment or {}, frameworks=frameworks,
+                          named=task.explicit)
     return check_file(task.path, adapters, context, explicit=task.explicit)
 
 

@@ -507,5 +507,6 @@ def _neox(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str]
         sources.append(source)
     if problems:
         return FileResult(COMMAND_LINE, None, problems)
-    context = LoadContext(extra_paths=[r.path for r in refs[1:]], environment=environment, frameworks=frameworks)
+    context = LoadContext(extra_paths=[r.path for r in refs[1:]], environment=environment, frameworks=frameworks,
+                          named=True)
     return check_source(sources[0], adapters, context, force_format="neox")

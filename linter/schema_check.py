@@ -8,6 +8,7 @@ unresolved ("auto", placeholders) are skipped: they are reported once, as TL007.
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any, Iterator
 
@@ -160,6 +161,8 @@ def check_document(doc: Document, schema: dict, *, refusal: str | None = None,
         name = str(error.absolute_path[-1]) if error.absolute_path else "the document"
         if keyword == "additionalProperties":
             out.extend(_unknown_keys(error, doc, schema, refusal, comment_prefix))
+        elif keyword == "type" and error.schema.get("x-numeric-string") and isinstance(error.instance, str):
+            out.extend(_numeric_string(error, doc, ptr, name))
         elif keyword == "type":
             out.append(input_diagnostic(
                 "TL005",
@@ -184,6 +187,30 @@ def check_document(doc: Document, schema: dict, *, refusal: str | None = None,
             out.append(input_diagnostic("TL006", f"`{name}`: {error.message}", doc.locate(ptr), path=doc.path))
     out.sort(key=lambda d: (d.span, d.code))
     return out
+
+
+def _numeric_string(error: Any, doc: Document, ptr: str, name: str) -> list[Diagnostic]:
+    """A number written as a string in a section a pydantic model reads (``"loss_scale": "3"``):
+    pydantic's lax mode converts it (``float("3")``, ``int("3")``), so the framework accepts it and
+    only its range is checked; a string that is no number of the type is the usual wrong type."""
+    sub, text = error.schema, error.instance.strip()
+    types = sub["type"] if isinstance(sub["type"], list) else [sub["type"]]
+    number: float | int | None = None
+    if "integer" in types and re.fullmatch(r"[+-]?[0-9]+", text):
+        number = int(text)
+    elif "number" in types and re.fullmatch(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?", text):
+        number = float(text)
+    if number is None:
+        return [input_diagnostic(
+            "TL005", f"`{name}` must be {_describe_expected(sub)}, got {_type_name(error.instance)} {_short(error.instance)}",
+            doc.locate(ptr), path=doc.path)]
+    low, high = sub.get("minimum"), sub.get("maximum")
+    if (low is not None and number < low) or (high is not None and number > high):
+        bound = f"less than the minimum of {low}" if low is not None and number < low else \
+            f"greater than the maximum of {high}"
+        return [input_diagnostic("TL006", f"`{name}` is {_short(error.instance)}: {number} is {bound}",
+                                 doc.locate(ptr), path=doc.path)]
+    return []
 
 
 def _short(value: Any) -> str:

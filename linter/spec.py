@@ -253,6 +253,10 @@ class TrainingSpec:
     """Which run in the file this is, e.g. "pretrain_gpt.py at line 42" (several per script)."""
     sources: list[str] = field(default_factory=list)
     """Every file merged into this spec (NeoX multi-file runs, --deepspeed_config JSONs)."""
+    named: bool = False
+    """The user named these files as the run (a file given on the command line, a declared run, a
+    launch command), so they are the whole run; False for a file met walking a directory, which may
+    be one part of a split config (NeoX's ``local_setup.yml``)."""
     dialect: str = ""
     """Which variant of the framework the run targets, where it matters: ``megatron-lm``
     (current), ``megatron-deepspeed`` or ``legacy`` (old Megatron-LM copies)."""

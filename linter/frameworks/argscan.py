@@ -113,6 +113,12 @@ def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None 
         out.files.append(path)
         _refusals(tree, out)
     factories: list[tuple[str, str, set[str], str, int]] = []
+    class_trees = dict(trees)
+    for path, text in _timed(list((classes or {}).items())[:MAX_FILES], out, started):
+        tree = _parse(text, path)
+        if tree is not None:
+            class_trees.setdefault(path, tree)
+    enums = enum_index(class_trees)
     for path, tree in trees.items():
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
@@ -120,7 +126,7 @@ def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None 
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
             if name == "add_argument":
-                _megatron_flag(node, path, out)
+                _megatron_flag(node, path, out, enums)
             elif name == "add_config_arguments":
                 out.uses_deepspeed_args = True
             elif name == "ArgumentGroupFactory" and node.args and isinstance(node.args[0], ast.Name):
@@ -134,21 +140,16 @@ def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None 
                     out.partial.append(f"{path}:{node.lineno}: the fields excluded from {node.args[0].id} are not literal")
                 factories.append((node.args[0].id, path, set(exclude or ()) if ok else set(), path, node.lineno))
     if factories:
-        class_trees = dict(trees)
-        for path, text in _timed(list((classes or {}).items())[:MAX_FILES], out, started):
-            tree = _parse(text, path)
-            if tree is not None:
-                class_trees[path] = tree
         index = _class_index(class_trees)
         for cls_name, _p, exclude, path, line in factories:
-            fields_ = _dataclass_fields(cls_name, index, set())
+            fields_ = _dataclass_fields(cls_name, index, set(), enums)
             if fields_ is None:
                 out.partial.append(f"{path}:{line}: the fields of {cls_name} (ArgumentGroupFactory) were not found")
                 continue
             for fname, ann, default_node, meta, fpath, fline in fields_:
                 if fname in exclude or fname.startswith("_"):
                     continue
-                _factory_flag(fname, ann, default_node, meta, fpath, fline, out)
+                _factory_flag(fname, ann, default_node, meta, fpath, fline, out, enums)
     return out
 
 
@@ -239,7 +240,71 @@ def _assigned_before(tree: ast.Module, name: str, line: int) -> ast.expr | None:
     return best
 
 
-def _megatron_flag(call: ast.Call, path: str, out: ScanResult) -> None:
+EnumIndex = dict[str, tuple[tuple[str, ...], tuple[Any, ...] | None]]
+"""Enum class name -> (member names, member values; None when a value is not literal)."""
+
+
+def enum_index(trees: Mapping[str, ast.Module]) -> EnumIndex:
+    """The ``Enum`` subclasses defined at the top level of the modules, with their members."""
+    out: EnumIndex = {}
+    for tree in trees.values():
+        for node in tree.body:
+            if not isinstance(node, ast.ClassDef) or not any(_ann_name(b).endswith("Enum") for b in node.bases):
+                continue
+            names: list[str] = []
+            values: list[Any] | None = []
+            for stmt in node.body:
+                if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name) \
+                        and not stmt.targets[0].id.startswith("_"):
+                    names.append(stmt.targets[0].id)
+                    ok, value = _literal(stmt.value)
+                    if ok and values is not None:
+                        values.append(value)
+                    else:
+                        values = None  # auto() or a computed value
+            if names:
+                out.setdefault(node.name, (tuple(names), tuple(values) if values is not None else None))
+    return out
+
+
+def enum_choices(node: ast.AST | None, enums: EnumIndex) -> tuple | None:
+    """The choices an enum gives a flag, read without importing it: ``[e.name for e in E]`` (names),
+    ``[e.value for e in E]`` (values), ``list(E)`` / ``E`` (argparse converting with ``E[...]``: the
+    names a user types)."""
+    if node is None:
+        return None
+    if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)) and len(node.generators) == 1:
+        gen = node.generators[0]
+        if isinstance(gen.iter, ast.Name) and gen.iter.id in enums and not gen.ifs and \
+                isinstance(node.elt, ast.Attribute) and isinstance(node.elt.value, ast.Name) and \
+                isinstance(gen.target, ast.Name) and node.elt.value.id == gen.target.id:
+            names, values = enums[gen.iter.id]
+            if node.elt.attr == "name":
+                return names
+            if node.elt.attr == "value":
+                return values
+        return None
+    if isinstance(node, ast.Call) and _ann_name(node.func) in ("list", "tuple") and len(node.args) == 1:
+        return enum_choices(node.args[0], enums)
+    if isinstance(node, ast.Name) and node.id in enums:
+        return enums[node.id][0]
+    return None
+
+
+def _enum_type(node: ast.AST | None, enums: EnumIndex) -> str | None:
+    """``type=E``, ``type=E.__getitem__``, ``type=lambda x: E[x]``: the enum a flag converts to."""
+    if isinstance(node, ast.Name) and node.id in enums:
+        return node.id
+    if isinstance(node, ast.Attribute) and node.attr == "__getitem__" and isinstance(node.value, ast.Name) \
+            and node.value.id in enums:
+        return node.value.id
+    if isinstance(node, ast.Lambda) and isinstance(node.body, ast.Subscript) and isinstance(node.body.value, ast.Name) \
+            and node.body.value.id in enums:
+        return node.body.value.id
+    return None
+
+
+def _megatron_flag(call: ast.Call, path: str, out: ScanResult, enums: EnumIndex | None = None) -> None:
     flags: list[str] = []
     for a in call.args:
         ok, value = _literal(a)
@@ -266,6 +331,11 @@ def _megatron_flag(call: ast.Call, path: str, out: ScanResult) -> None:
     typ = _type_name(kw.get("type"))
     ok_choices, choices = _literal(kw.get("choices"))
     choices_t = tuple(choices) if ok_choices and isinstance(choices, (list, tuple)) else None
+    if choices_t is None and enums:
+        choices_t = enum_choices(kw.get("choices"), enums)
+        converted = _enum_type(kw.get("type"), enums)
+        if converted is not None:
+            choices_t, typ = choices_t or enums[converted][0], "str"
     _, nargs = _literal(kw.get("nargs"))
     has_default, default = _literal(kw.get("default"))
     if action == "store_true" and "default" not in kw:
@@ -296,7 +366,8 @@ def _class_index(trees: Mapping[str, ast.Module]) -> dict[str, tuple[ast.ClassDe
     return index
 
 
-def _dataclass_fields(name: str, index: Mapping[str, tuple[ast.ClassDef, str]], seen: set[str]) -> list[_FieldRow] | None:
+def _dataclass_fields(name: str, index: Mapping[str, tuple[ast.ClassDef, str]], seen: set[str],
+                      enums: EnumIndex | None = None) -> list[_FieldRow] | None:
     """Annotated class attributes of ``name`` and its bases (bases first, as dataclasses order them)."""
     if name in seen:
         return []
@@ -309,7 +380,7 @@ def _dataclass_fields(name: str, index: Mapping[str, tuple[ast.ClassDef, str]], 
     for base in node.bases:
         base_name = base.id if isinstance(base, ast.Name) else base.attr if isinstance(base, ast.Attribute) else None
         if base_name and base_name in index:
-            rows.extend(_dataclass_fields(base_name, index, seen) or [])
+            rows.extend(_dataclass_fields(base_name, index, seen, enums) or [])
     own: dict[str, _FieldRow] = {}
     for stmt in node.body:
         if not (isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name)):
@@ -326,7 +397,7 @@ def _dataclass_fields(name: str, index: Mapping[str, tuple[ast.ClassDef, str]], 
             metadata_node = kws.get("metadata")
             ok, metadata = _literal(metadata_node)
             if not ok and isinstance(metadata_node, ast.Dict):
-                metadata = _partial_dict(metadata_node)
+                metadata = _partial_dict(metadata_node, enums or {})
             if isinstance(metadata, dict):
                 argparse_meta = metadata.get("argparse_meta")
                 meta = argparse_meta if isinstance(argparse_meta, dict) else {}
@@ -336,18 +407,24 @@ def _dataclass_fields(name: str, index: Mapping[str, tuple[ast.ClassDef, str]], 
     return rows
 
 
-def _partial_dict(node: ast.Dict) -> dict:
+def _partial_dict(node: ast.Dict, enums: EnumIndex | None = None) -> dict:
     out: dict = {}
     for k, v in zip(node.keys, node.values, strict=True):
         ok, key = _literal(k)
         if not ok:
             continue
         if isinstance(v, ast.Dict):
-            out[key] = _partial_dict(v)
+            out[key] = _partial_dict(v, enums)
         else:
             okv, value = _literal(v)
             if okv:
                 out[key] = value
+            elif key == "choices" and enums:
+                choices = enum_choices(v, enums)
+                if choices is not None:
+                    out[key] = list(choices)
+            elif key == "type" and isinstance(v, ast.Name) and v.id in ("str", "int", "float"):
+                out[key] = v.id
     return out
 
 
@@ -437,8 +514,20 @@ def _is_none(node: ast.AST) -> bool:
     return (isinstance(node, ast.Constant) and node.value is None) or (isinstance(node, ast.Name) and node.id == "None")
 
 
+def _annotated_enum(ann: ast.AST | None, enums: EnumIndex) -> str | None:
+    """``E``, ``Optional[E]``, ``E | None``: the enum a config field holds."""
+    if isinstance(ann, ast.Name):
+        return ann.id if ann.id in enums else None
+    if isinstance(ann, ast.Subscript) and _ann_name(ann.value) == "Optional":
+        return _annotated_enum(ann.slice, enums)
+    if isinstance(ann, ast.BinOp) and isinstance(ann.op, ast.BitOr):
+        return _annotated_enum(ann.right if _is_none(ann.left) else ann.left, enums) \
+            if _is_none(ann.left) or _is_none(ann.right) else None
+    return None
+
+
 def _factory_flag(fname: str, ann: ast.AST | None, default_node: ast.AST | None, meta: dict, path: str, line: int,
-                  out: ScanResult) -> None:
+                  out: ScanResult, enums: EnumIndex | None = None) -> None:
     """The flag ArgumentGroupFactory builds from one dataclass field (``--field-name``; a bool
     that defaults to True becomes ``--no-field-name``), unless ``argparse_meta`` names it."""
     typ, choices, _optional = _ann_type(ann)
@@ -463,6 +552,10 @@ def _factory_flag(fname: str, ann: ast.AST | None, default_node: ast.AST | None,
     meta_type = meta.get("type")
     if isinstance(meta_type, str) and meta_type in ("int", "float", "str"):
         typ = meta_type
+    enum = _annotated_enum(ann, enums or {}) if choices is None else None
+    if enum is not None and enums and "type" not in meta:
+        # ArgumentGroupFactory._get_enum_kwargs: type=lambda s: E[s], choices=list(E): a member's name
+        typ, choices = "str", enums[enum][0]
     if isinstance(meta.get("choices"), (list, tuple)):
         choices = tuple(meta["choices"])
     nargs = meta.get("nargs", list_nargs)

@@ -158,10 +158,26 @@ def files_of(read: Callable[[str], str | None], listing: Callable[[str], list[st
     return main, _class_modules(read, text, "ArgumentGroupFactory" in text)
 
 
+def _enum_candidates(cls) -> set[str]:
+    """Capitalised names a config class's fields are annotated with or take choices from
+    (``attention_backend: AttnBackend``, ``[s.name for s in InferenceCudaGraphScope]``): the enums
+    whose members are the flag's choices, so their modules are read too."""
+    import ast
+
+    out: set[str] = set()
+    for stmt in cls.body:
+        if isinstance(stmt, ast.AnnAssign):
+            out.update(n.id for n in ast.walk(stmt.annotation) if isinstance(n, ast.Name) and n.id[:1].isupper())
+            if stmt.value is not None:
+                out.update(c.iter.id for c in ast.walk(stmt.value)
+                           if isinstance(c, ast.comprehension) and isinstance(c.iter, ast.Name))
+    return out - {"Optional", "Union", "Literal", "List", "Dict", "Tuple", "Callable", "Any", "ClassVar"}
+
+
 def _class_modules(read: Callable[[str], str | None], text: str, needed: bool) -> dict[str, str]:
     """The modules that define the config dataclasses ``ArgumentGroupFactory(...)`` builds flags
     from, and their base classes: imports are followed only for the class names wanted."""
-    if not needed:
+    if not needed and "add_argument" not in text:
         return {}
     import ast
 
@@ -180,6 +196,13 @@ def _class_modules(read: Callable[[str], str | None], text: str, needed: bool) -
         return {}
     wanted = {n.args[0].id for n in ast.walk(root_tree) if isinstance(n, ast.Call) and n.args
               and isinstance(n.args[0], ast.Name) and getattr(n.func, "id", getattr(n.func, "attr", "")) == "ArgumentGroupFactory"}
+    # enums an add_argument takes its choices or type from (choices=[e.name for e in E], type=E.__getitem__)
+    wanted |= {name.id for call in ast.walk(root_tree) if isinstance(call, ast.Call)
+               and getattr(call.func, "attr", "") == "add_argument"
+               for k in call.keywords if k.arg in ("choices", "type")
+               for name in ast.walk(k.value) if isinstance(name, ast.Name) and name.id[:1].isupper()}
+    if not wanted:
+        return {}
     out: dict[str, str] = {}
     followed: dict[str, set[str]] = {}
     trees: dict[str, ast.Module] = {}
@@ -192,7 +215,7 @@ def _class_modules(read: Callable[[str], str | None], text: str, needed: bool) -
         for top in tree.body:
             if isinstance(top, ast.ClassDef) and top.name in names:
                 bases = {b.id if isinstance(b, ast.Name) else getattr(b, "attr", "") for b in top.bases}
-                names = names | {b for b in bases if b}
+                names = names | {b for b in bases if b} | _enum_candidates(top)
         for node in ast.walk(tree):
             if not isinstance(node, ast.ImportFrom):
                 continue

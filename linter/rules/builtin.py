@@ -10,7 +10,9 @@ import importlib
 RULE_MODULES = (
     "trainlint.rules.startup.cross_framework",
     "trainlint.rules.startup.deepspeed_rules",
+    "trainlint.rules.startup.deepspeed_launch",
     "trainlint.rules.startup.neox_rules",
+    "trainlint.rules.startup.neox_launch",
     "trainlint.rules.startup.hf_trainer_rules",
     "trainlint.rules.estimation.memory_rules",
     "trainlint.rules.estimation.throughput_rules",

@@ -374,7 +374,7 @@ class RequiredModelKeys(_NeoXRule):
     ## Why is this bad?
     NeoX's `validate_values` raises "... is None." for the first missing one. The rule runs when
     the checked files set at least one of the four (a model config); a file with none of them is
-    taken to be another part of a split config.
+    taken to be another part of a split config (a run named on its own with none of them: TL191).
 
     ## Example
     ```yaml

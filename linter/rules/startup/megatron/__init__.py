@@ -22,4 +22,5 @@ FAMILIES = tuple(f"trainlint.rules.startup.megatron.{name}" for name in (
     "moe",         # TL154-TL157
     "model",       # TL158-TL160
     "batch",       # TL161-TL166
+    "combinations",  # TL167-TL175 (from the launch-check audit)
 ))
