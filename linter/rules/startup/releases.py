@@ -80,6 +80,18 @@ class ReleaseBoundRule(Rule):
 
     releases: ClassVar[Releases]
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """The severity policy follows the range: a check every supported release makes is not
+        release-dependent; one that only some releases make is, and says since / until when."""
+        super().__init_subclass__(**kwargs)
+        releases = cls.__dict__.get("releases")
+        if releases is None or "release_dependent" in cls.__dict__:
+            return
+        bounded = releases.first is not None or releases.last is not None
+        cls.release_dependent = bounded
+        if bounded and not cls.__dict__.get("behaviour_changed"):
+            cls.behaviour_changed = f"{releases.family} makes this check in {releases.describe()}"
+
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         if not self.releases.includes(spec.target):
             return iter(())
