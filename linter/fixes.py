@@ -162,7 +162,7 @@ def edits_between(before: str, after: str, path: str | None = None) -> tuple[Edi
         return index + 1, offset + 1
 
     edits = []
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in _opcodes(old, new):
         if tag == "equal":
             continue
         if tag == "replace" and i2 - i1 == j2 - j1:
@@ -184,13 +184,39 @@ def _word_edits(old_line: str, new_line: str, index: int, at, path: str | None) 
     for token in old_tokens:
         offsets.append(offsets[-1] + len(token))
     out = []
-    matcher = difflib.SequenceMatcher(None, old_tokens, new_tokens, autojunk=False)
-    for tag, a1, a2, b1, b2 in matcher.get_opcodes():
+    for tag, a1, a2, b1, b2 in _opcodes(old_tokens, new_tokens):
         if tag == "equal":
             continue
         (line, column), (end_line, end_column) = at(index, offsets[a1]), at(index, offsets[a2])
         out.append(Edit(Span(line, column, end_line, end_column), "".join(new_tokens[b1:b2]), path))
     return out
+
+
+_DIFF_WORK = 1_000_000
+"""The largest (old items x new items) the differ compares item by item; beyond it the changed middle
+is one replacement. SequenceMatcher is quadratic on repeated items (700 KB of comment lines took
+13 s), and a writer's change touches a few lines: the common head and tail are cut first."""
+
+
+def _opcodes(old: Sequence[str], new: Sequence[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes from ``old`` to ``new``, linear in the common head and tail."""
+    shortest = min(len(old), len(new))
+    head = 0
+    while head < shortest and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < shortest - head and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
+        tail += 1
+    old_mid, new_mid = old[head:len(old) - tail], new[head:len(new) - tail]
+    if not old_mid and not new_mid:
+        return []
+    middle: Sequence[tuple[str, int, int, int, int]]
+    if len(old_mid) * len(new_mid) > _DIFF_WORK:
+        middle = [("replace" if old_mid and new_mid else "delete" if old_mid else "insert",
+                   0, len(old_mid), 0, len(new_mid))]
+    else:
+        middle = difflib.SequenceMatcher(None, old_mid, new_mid, autojunk=False).get_opcodes()
+    return [(tag, i1 + head, i2 + head, j1 + head, j2 + head) for tag, i1, i2, j1, j2 in middle]
 
 
 def unified_diff(path: str, before: str, after: str) -> str:
