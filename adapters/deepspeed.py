@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from trainlint.adapters.base import BY_CONTENT, BY_NAME, CERTAIN, NOT_MINE, Adapter, LoadContext, LoadResult
 from trainlint.adapters.json_tree import parse
-from trainlint.diagnostics import Applicability, Diagnostic, Related, Severity
+from trainlint.diagnostics import Applicability, Diagnostic, Related, Severity, code
 from trainlint.document import Document, pointer_parts
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START
@@ -365,9 +365,9 @@ def merge_auto_notes(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
 
     first = autos[0]
     keys = [d.message.split("`")[1] for d in autos]
-    shown = ", ".join(f"`{k}`" for k in keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
+    shown = ", ".join(code(k) for k in keys[:10]) + (f" and {len(keys) - 10} more" if len(keys) > 10 else "")
     merged = replace(first, message=f"{len(keys)} values are \"auto\" ({shown}){_AUTO_TAIL}",
-                     related=tuple(Related(f"`{k}` here", d.span, d.path) for k, d in zip(keys[1:20], autos[1:20], strict=True)))
+                     related=tuple(Related(f"{code(k)} here", d.span, d.path) for k, d in zip(keys[1:20], autos[1:20], strict=True)))
     out = []
     for d in diagnostics:
         if d is first:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
 from trainlint.adapters.base import LoadContext, LoadResult
-from trainlint.diagnostics import Applicability, Diagnostic, Related, Severity
+from trainlint.diagnostics import Applicability, Diagnostic, Related, Severity, code
 from trainlint.document import Document, pointer_parts
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, Span
@@ -118,7 +118,7 @@ def _older_release_types(diags: list[Diagnostic], target) -> list[Diagnostic]:
         return diags
     from dataclasses import replace
 
-    shown = ", ".join(f"`{k}`" for k in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+    shown = ", ".join(code(k) for k in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
     out = []
     for d in diags:
         if d.severity is Severity.ERROR and d.code in ("TL005", "TL009") and "type" in d.message:

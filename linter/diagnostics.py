@@ -137,3 +137,28 @@ class Diagnostic:
                 for r in self.related
             ]
         return data
+
+
+def code(text: object) -> str:
+    """``text`` as a code span of a message (`` `name` ``), whatever characters it holds.
+
+    Messages mark names and values with backticks, and the Markdown and SARIF faces render them as
+    code spans. A key or value read from a file may itself hold backticks (``x` [a](http://...) ```):
+    quoted with one backtick, it would close the span early and the rest would be read as Markdown.
+    CommonMark ends a span only at a run of exactly as many backticks as opened it, so the fence is
+    one longer than the longest run inside, with a space inside each end when the text begins or
+    ends with a backtick (issue 29, O2)."""
+    value = str(text)
+    if "`" not in value:
+        return f"`{value}`"
+    fence = "`" * (_longest_backtick_run(value) + 1)
+    pad = " " if value.startswith("`") or value.endswith("`") else ""
+    return f"{fence}{pad}{value}{pad}{fence}"
+
+
+def _longest_backtick_run(value: str) -> int:
+    longest = run = 0
+    for ch in value:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    return longest

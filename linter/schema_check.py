@@ -12,7 +12,7 @@ import re
 from functools import lru_cache
 from typing import Any, Iterator
 
-from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.diagnostics import Diagnostic, Severity, code
 from trainlint.document import Document, pointer
 from trainlint.input_codes import input_diagnostic
 from trainlint.did_you_mean import did_you_mean
@@ -68,7 +68,7 @@ def _unknown_keys(error, doc: Document, schema: dict, refusal: str | None,
     severity = Severity(sub.get("x-unknown-key-severity", "error"))
     base = list(error.absolute_path)
     index = _key_index_cached(id(schema))
-    where = "`" + ".".join(str(p) for p in base) + "`" if base else "the top level"
+    where = code(".".join(str(p) for p in base)) if base else "the top level"
     # a rename never targets a key the section already has (it would make a duplicate)
     absent = [k for k in known if k not in instance]
     for key in instance:
@@ -99,11 +99,11 @@ def _unknown_keys(error, doc: Document, schema: dict, refusal: str | None,
                   else refusal if refusal and not base else "the framework refuses it")
         diag = input_diagnostic(
             "TL004",
-            f"unknown key `{key}` in {where} ({effect}){tail}",
+            f"unknown key {code(key)} in {where} ({effect}){tail}",
             doc.locate_key(ptr),
             path=doc.path,
             severity=severity,
-            fix=f"rename `{key}` to `{suggestion[0]}`" if suggestion else None,
+            fix=f"rename {code(key)} to `{suggestion[0]}`" if suggestion else None,
             subject=ptr,
         )
         if suggestion:
@@ -166,25 +166,25 @@ def check_document(doc: Document, schema: dict, *, refusal: str | None = None,
         elif keyword == "type":
             out.append(input_diagnostic(
                 "TL005",
-                f"`{name}` must be {_describe_expected(error.schema)}, got {_type_name(error.instance)} {_short(error.instance)}",
+                f"{code(name)} must be {_describe_expected(error.schema)}, got {_type_name(error.instance)} {_short(error.instance)}",
                 doc.locate(ptr), path=doc.path))
         elif keyword in ("enum", "const"):
             choices = error.schema.get("enum") or [error.schema.get("const")]
             out.append(input_diagnostic(
                 "TL006",
-                f"`{name}` is {_short(error.instance)}; expected one of {', '.join(_short(c) for c in choices)}",
+                f"{code(name)} is {_short(error.instance)}; expected one of {', '.join(_short(c) for c in choices)}",
                 doc.locate(ptr), path=doc.path, subject=ptr, choices=tuple(_short(c) for c in choices)))
         elif keyword in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
                          "minLength", "maxLength", "minItems", "maxItems", "pattern"):
             out.append(input_diagnostic(
-                "TL006", f"`{name}` is {_short(error.instance)}: {error.message}", doc.locate(ptr), path=doc.path))
+                "TL006", f"{code(name)} is {_short(error.instance)}: {error.message}", doc.locate(ptr), path=doc.path))
         elif keyword == "required":
             out.append(input_diagnostic("TL006", error.message, doc.locate_key(ptr), path=doc.path))
         elif keyword in ("anyOf", "oneOf"):
             out.append(input_diagnostic(
-                "TL005", f"`{name}` has an unexpected value {_short(error.instance)}", doc.locate(ptr), path=doc.path))
+                "TL005", f"{code(name)} has an unexpected value {_short(error.instance)}", doc.locate(ptr), path=doc.path))
         else:
-            out.append(input_diagnostic("TL006", f"`{name}`: {error.message}", doc.locate(ptr), path=doc.path))
+            out.append(input_diagnostic("TL006", f"{code(name)}: {error.message}", doc.locate(ptr), path=doc.path))
     out.sort(key=lambda d: (d.span, d.code))
     return out
 
@@ -202,13 +202,13 @@ def _numeric_string(error: Any, doc: Document, ptr: str, name: str) -> list[Diag
         number = float(text)
     if number is None:
         return [input_diagnostic(
-            "TL005", f"`{name}` must be {_describe_expected(sub)}, got {_type_name(error.instance)} {_short(error.instance)}",
+            "TL005", f"{code(name)} must be {_describe_expected(sub)}, got {_type_name(error.instance)} {_short(error.instance)}",
             doc.locate(ptr), path=doc.path)]
     low, high = sub.get("minimum"), sub.get("maximum")
     if (low is not None and number < low) or (high is not None and number > high):
         bound = f"less than the minimum of {low}" if low is not None and number < low else \
             f"greater than the maximum of {high}"
-        return [input_diagnostic("TL006", f"`{name}` is {_short(error.instance)}: {number} is {bound}",
+        return [input_diagnostic("TL006", f"{code(name)} is {_short(error.instance)}: {number} is {bound}",
                                  doc.locate(ptr), path=doc.path)]
     return []
 

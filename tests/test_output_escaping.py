@@ -102,3 +102,20 @@ def test_lone_surrogate_to_a_strict_stream(tmp_path):
         proc = subprocess.run([sys.executable, "-m", "trainlint", "check", "--isolated", "--format", fmt, str(path)],
                               capture_output=True, env={**os.environ, "PYTHONIOENCODING": "utf-8:strict"})
         assert proc.returncode == 0 and b"Traceback" not in proc.stderr, (fmt, proc.stderr[-300:])
+
+
+def test_a_value_holding_backticks_stays_inside_its_code_span() -> None:
+    """Issue 29 O2: a key that holds backticks is quoted with a longer fence, and the Markdown face
+    reads that fence as CommonMark does, so nothing of the key is rendered as Markdown."""
+    from trainlint.diagnostics import code
+    from trainlint.output.markdown import cell
+
+    assert code("zero_optimization") == "`zero_optimization`"
+    key = "x` [a](http://e) ``y"
+    quoted = code(key)
+    assert quoted == "```x` [a](http://e) ``y```"
+    assert code("`a") == "`` `a ``"  # CommonMark strips one space inside each end
+    rendered = cell(f"unknown key {quoted} in the top level")
+    assert rendered == f"unknown key {quoted} in the top level"
+    # a stray backtick outside any span is still escaped, and what follows it is inert
+    assert cell("a ` [b](http://e)") == "a \\` \\[b\\](http\\://e)"

@@ -18,7 +18,18 @@ from trainlint.output.statistics import code_counts
 
 MAX_ROWS = 500
 ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
-CODE_SPAN = re.compile(r"(`[^`]+`)")
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.*?[^`])\1(?!`)", re.S)
+"""A code span as CommonMark reads it: a run of N backticks, text, and the next run of exactly N
+(a value holding backticks is quoted with a longer fence: :func:`trainlint.diagnostics.code`)."""
+
+
+def _spans(text: str) -> list[str]:
+    """``text`` cut into text and code spans, alternating (text first, as ``re.split`` gives)."""
+    out, pos = [], 0
+    for match in CODE_SPAN.finditer(text):
+        out += [text[pos:match.start()], match.group()]
+        pos = match.end()
+    return out + [text[pos:]]
 
 
 def cell(text: str) -> str:
@@ -32,7 +43,7 @@ def cell(text: str) -> str:
     parts = []
     # line breaks are handled below; every other control, bidi or surrogate character is escaped
     text = printable(text, keep="\r\n")
-    for i, part in enumerate(CODE_SPAN.split(text)):
+    for i, part in enumerate(_spans(text)):
         if i % 2:
             parts.append(part.replace("\r", "\\r").replace("\n", "\\n").replace("|", "\\|"))
             continue
