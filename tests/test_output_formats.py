@@ -65,7 +65,7 @@ def text_positions(capsys, *argv: str) -> list[tuple[str, str, int, int]]:
     _, out = run(capsys, "check", "--isolated", "--no-summary", *argv)
     found = []
     for line in out.splitlines():
-        match = re.match(r"^(.+?):(\d+):(\d+): (\S+) ", line)
+        match = re.match(r"^(.+?):(\d+):(\d+): (?:error|warning|info) (\S+) ", line)
         if match and not line.startswith("    "):
             found.append((Path(match[1]).resolve().as_posix(), match[4], int(match[2]), int(match[3])))
     return sorted(found)

@@ -9,11 +9,17 @@ import sys
 from pathlib import Path
 
 from trainlint.exit_codes import EXIT_ERROR
+from trainlint.output.style import COLOR_CHOICES
 from trainlint.session import Session, SessionOptions, exit_code, open_session
 
 
-OUTPUT_FORMATS = ("text", "json", "sarif", "github", "markdown")
-"""Every --format of check (and of run, which reports the same way); render_results dispatches on it."""
+TEXT_FORMATS = ("full", "concise", "grouped", "text")
+"""The text layouts for people (``text`` is the old name of ``full``); the rest are for tools."""
+
+OUTPUT_FORMATS = ("full", "concise", "grouped", "json", "sarif", "github", "markdown", "text")
+"""Every --output-format of check (and of run, which reports the same way); render_results dispatches on it."""
+
+SEVERITY_CHOICES = ("info", "warning", "error")
 
 ARG_HELP = ("a launch script's positional argument: the first --arg is $1, the second $2, ... (as "
             "`bash train.sh VALUE...` gives them; an argument not given is empty); repeatable. "
@@ -25,10 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                            description="Check config files; directories are searched recursively.")
     check.add_argument("paths", nargs="*", default=[], metavar="PATH",
                        help="files or directories (default: ., or only the --run files when --run is given)")
-    check.add_argument("--format", choices=OUTPUT_FORMATS, default="text",
-                       help="output format (default: text): json for tools, sarif for code scanning (SARIF 2.1.0), "
-                            "github for Actions annotations, markdown for a job summary ($GITHUB_STEP_SUMMARY); "
-                            "sarif, github and markdown give paths relative to the enclosing git checkout")
+    add_output_arguments(check)
     check.add_argument("--statistics", action="store_true",
                        help="print how often each code was reported, most frequent first, instead of the findings: "
                             "a table with text and github, a JSON list of {code, name, count, severity} with json, "
@@ -67,6 +70,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_selection_arguments(check)
     add_context_arguments(check)
     check.set_defaults(func=run)
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, *, progress: bool = True) -> None:
+    """--output-format (alias --format), --color, --quiet, --min-severity: how the findings are shown."""
+    parser.add_argument("--output-format", "--format", dest="format", choices=OUTPUT_FORMATS, default="full",
+                        metavar="FORMAT",
+                        help="output format (default: full): full (one line per finding with its severity, and "
+                             "the fix hint under it; `text` is the same), concise (one line per finding), grouped "
+                             "(findings under each file's name), json for tools, sarif for code scanning (SARIF "
+                             "2.1.0), github for Actions annotations, markdown for a job summary "
+                             "($GITHUB_STEP_SUMMARY); sarif, github and markdown give paths relative to the "
+                             "enclosing git checkout. --format is another name of this option")
+    parser.add_argument("--color", choices=COLOR_CHOICES, default="auto",
+                        help="colour the text formats: auto (default) on a terminal only, or with FORCE_COLOR "
+                             "set, never with NO_COLOR set; always; never")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="print the findings only: no summary, no fixable footer" +
+                             (", no progress" if progress else ""))
+    parser.add_argument("--min-severity", choices=SEVERITY_CHOICES, default="info",
+                        help="report only findings at this severity or above (default: info, every finding); "
+                             "the exit code is the same as without it")
 
 
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
@@ -169,8 +193,24 @@ def report(linted: list, args: argparse.Namespace, session: Session, out=None) -
                             session.project.report_unused_per_file_ignores)
     results = session.plugin_failures() + results
     results, baseline = apply_baseline(results, args, session)
-    (out or sys.stdout).write(render_results(results, args, session, baseline))
-    return results, exit_code(results, exit_zero=bool(getattr(args, "exit_zero", False)))
+    code = exit_code(results, exit_zero=bool(getattr(args, "exit_zero", False)))
+    stream = out or sys.stdout
+    stream.write(render_results(at_least(results, getattr(args, "min_severity", "info")), args, session, baseline,
+                                stream=stream))
+    return results, code
+
+
+def at_least(results: list, level: str) -> list:
+    """The results with only the findings at ``level`` or above (--min-severity); the same list for info.
+    The exit code is computed before this filter, so hiding warnings never changes it."""
+    if level == "info":
+        return results
+    from dataclasses import replace
+
+    from trainlint.diagnostics import Severity
+
+    rank = Severity(level).rank
+    return [replace(r, diagnostics=[d for d in r.diagnostics if d.severity.rank >= rank]) for r in results]
 
 
 def baseline_file(args: argparse.Namespace, session: Session) -> str | None:
@@ -218,16 +258,19 @@ def statistics_conflict(args: argparse.Namespace) -> str | None:
     return None
 
 
-def render_results(results: list, args: argparse.Namespace, session: Session, baseline: tuple | None = None) -> str:
+def render_results(results: list, args: argparse.Namespace, session: Session, baseline: tuple | None = None,
+                   stream=None) -> str:
     """The report in ``args.format``; each format's module is imported only when it is used.
-    ``baseline``: (path, Outcome) when a baseline left findings out (json and sarif say so)."""
+    ``baseline``: (path, Outcome) when a baseline left findings out (json and sarif say so);
+    ``stream``: where it goes (colour is for a terminal; see :func:`trainlint.output.style.use_color`)."""
     fmt = args.format
+    show_summary = not (getattr(args, "no_summary", False) or getattr(args, "quiet", False))
     # "fixable" is said only by a command that fixes (check; not run), and only of what --fix applies
     fix_marks, unsafe = hasattr(args, "fix"), bool(getattr(args, "unsafe_fixes", False))
     if getattr(args, "statistics", False):
         from trainlint.output.statistics import render
         return render(results, fmt if fmt in ("json", "markdown") else "text",
-                      show_summary=not getattr(args, "no_summary", False), fix_marks=fix_marks, unsafe=unsafe)
+                      show_summary=show_summary, fix_marks=fix_marks, unsafe=unsafe)
     # each format's render under its own name: the signatures differ
     if fmt == "json":
         from trainlint.output.json_format import render as render_json
@@ -241,8 +284,11 @@ def render_results(results: list, args: argparse.Namespace, session: Session, ba
     if fmt == "markdown":
         from trainlint.output.markdown import render as render_markdown
         return render_markdown(results, registry=session.registry)
+    from trainlint.output.style import Style, use_color
     from trainlint.output.text import render as render_text
-    return render_text(results, show_summary=not getattr(args, "no_summary", False), fix_marks=fix_marks, unsafe=unsafe)
+    style = Style(use_color(getattr(args, "color", "auto"), stream or sys.stdout))
+    return render_text(results, show_summary=show_summary, fix_marks=fix_marks, unsafe=unsafe,
+                       layout="full" if fmt == "text" else fmt, style=style)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -268,13 +314,30 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     tasks = session.plan_files(args.paths)
 
+    progress = None
+
+    def checked(task):
+        result = session.check_task(task)
+        if progress is not None:
+            progress.advance()  # in a forked worker it writes nothing: run_tasks counts its chunk
+        return result
+
     def check_and_lint(chunk):
-        return session.lint([session.check_task(task) for task in chunk])
+        return session.lint([checked(task) for task in chunk])
 
     def lint_all() -> list:
         from trainlint.frameworks.locate import once_per_run
+        from trainlint.output import progress as progress_line
 
-        return once_per_run(run_tasks(tasks, check_and_lint, args.jobs))
+        nonlocal progress
+        progress = progress_line.Progress(len(tasks), sys.stderr) if progress_line.wanted(
+            sys.stderr, args.format, args.quiet) else None
+        try:
+            return once_per_run(run_tasks(tasks, check_and_lint, args.jobs,
+                                          progress.advance if progress is not None else None))
+        finally:
+            if progress is not None:
+                progress.finish()
 
     # rules' layout changes become edits (the run's adapter writes them), so that what is marked
     # fixable (text [*], the footer, JSON applicability) is what --fix --unsafe-fixes would apply

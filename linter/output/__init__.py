@@ -65,6 +65,24 @@ def file_entries(results: Sequence[FileResult]) -> list[FileEntry]:
     return [FileEntry(p, formats[p], sorted(by_path[p], key=Diagnostic.sort_key)) for p in order]
 
 
+def display_path(path: str, cwd: str | None = None) -> str:
+    """A path as the text output names it: normalised (no ``./``, no ``a/../``), and relative to the
+    current directory when the file lies under it (the shell resolves ``$(dirname $0)/args.sh`` to an
+    absolute path while the user named the folder relatively), else absolute, as ruff shows paths.
+    A pseudo-path (``<command line>``) is kept."""
+    if not path or path.startswith("<"):
+        return path
+    here = cwd if cwd is not None else os.getcwd()
+    if os.path.isabs(path):
+        normal = os.path.normpath(path)
+        try:
+            inside = os.path.commonpath([normal, here]) == here
+        except ValueError:  # another drive (Windows)
+            inside = False
+        return os.path.relpath(normal, here) if inside and normal != here else normal
+    return os.path.normpath(path)
+
+
 def _same_file(path: str) -> str:
     """A key equal for every spelling of one file's path (relative or absolute, ``a/../b``); a
     pseudo-path (``<command line>``) is its own key."""
