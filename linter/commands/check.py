@@ -51,7 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
     check.add_argument("--isolated", action="store_true", help="ignore every project config file")
     check.add_argument("--allow-plugins", action="store_true",
-                       help="import the local plugins the project config names (see README: Trust); "
+                       help="import the local plugins the project config names (see docs/plugins.md: Trust); "
                              "also TRAINLINT_ALLOW_PLUGINS=1 or the trusted-projects list")
     check.add_argument("--no-summary", action="store_true", help="text output: no summary line")
     check.add_argument("--fix", action="store_true",
@@ -103,7 +103,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
     parser.add_argument("--isolated", action="store_true", help="ignore every project config file")
     parser.add_argument("--allow-plugins", action="store_true",
-                        help="import the local plugins the project config names (see README: Trust); "
+                        help="import the local plugins the project config names (see docs/plugins.md: Trust); "
                              "also TRAINLINT_ALLOW_PLUGINS=1 or the trusted-projects list")
 
 
