@@ -235,7 +235,8 @@ def test_paths_are_normalised_and_relative():
     for spelled in ("./ds_batch.json", "sub/../ds_batch.json", absolute):
         _, out, _ = through_pipe("check", "--isolated", "--output-format", "concise", "--no-summary", spelled)
         assert out and all(line.startswith("ds_batch.json:") for line in out.splitlines()), spelled
-    assert display_path("/elsewhere/x.json", "/work/here") == "/elsewhere/x.json"
+    assert display_path("/etc/x.json", "/work/here/deep") == "/etc/x.json"  # not ../../../etc/x.json
+    assert display_path("/work/shared/c/x.json", "/work/here") == "../shared/c/x.json"
     assert display_path("/work/here/a/./b.json", "/work/here") == "a/b.json"
     assert display_path("<command line>", "/work") == "<command line>"
 

@@ -68,19 +68,23 @@ def file_entries(results: Sequence[FileResult]) -> list[FileEntry]:
 def display_path(path: str, cwd: str | None = None) -> str:
     """A path as the text output names it: normalised (no ``./``, no ``a/../``), and relative to the
     current directory when the file lies under it (the shell resolves ``$(dirname $0)/args.sh`` to an
-    absolute path while the user named the folder relatively), else absolute, as ruff shows paths.
-    A pseudo-path (``<command line>``) is kept."""
+    absolute path while the user named the folder relatively). A file outside it is named by the
+    shorter of its relative (``../shared/corpus/x.sh``, as the user named ``../shared/corpus``) and
+    absolute spellings (``/etc/x.json`` rather than ``../../../etc/x.json``). A pseudo-path
+    (``<command line>``) is kept."""
     if not path or path.startswith("<"):
         return path
     here = cwd if cwd is not None else os.getcwd()
-    if os.path.isabs(path):
-        normal = os.path.normpath(path)
-        try:
-            inside = os.path.commonpath([normal, here]) == here
-        except ValueError:  # another drive (Windows)
-            inside = False
-        return os.path.relpath(normal, here) if inside and normal != here else normal
-    return os.path.normpath(path)
+    if not os.path.isabs(path):
+        return os.path.normpath(path)
+    normal = os.path.normpath(path)
+    try:
+        relative = os.path.relpath(normal, here)
+    except ValueError:  # another drive (Windows)
+        return normal
+    if not relative.startswith(os.pardir) or len(relative) < len(normal):
+        return relative
+    return normal
 
 
 def _same_file(path: str) -> str:
