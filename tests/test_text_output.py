@@ -280,3 +280,17 @@ def test_progress_is_for_text_on_a_terminal_only():
 def test_a_short_run_on_a_terminal_prints_no_progress():
     _, out = through_pty(*CHECK, "--color", "never")
     assert "checked " not in out and "\r" not in out
+
+
+RUN = ("run", "--isolated", "--dry-run", "--", "torchrun", "pretrain_gpt.py", "--num-layers", "2", "--hidden-size", "96",
+       "--num-attention-heads", "6", "--tensor-model-parallel-size", "4")
+
+
+def test_run_colours_its_findings_when_stderr_is_a_terminal():
+    """`trainlint run` writes the findings to stderr: colour follows stderr, as check's follows stdout."""
+    code, out = through_pty(*RUN)
+    assert code == 1 and "\x1b[1;31merror\x1b[0m \x1b[1mTL101\x1b[0m" in out
+    code, out, err = through_pipe(*RUN)
+    assert code == 1 and ": error TL101 " in err and "\x1b" not in err + out
+    _, out = through_pty(*RUN, NO_COLOR="1")
+    assert ": error TL101 " in out and "\x1b" not in out

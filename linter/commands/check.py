@@ -286,7 +286,9 @@ def render_results(results: list, args: argparse.Namespace, session: Session, ba
         return render_markdown(results, registry=session.registry)
     from trainlint.output.style import Style, use_color
     from trainlint.output.text import render as render_text
-    style = Style(use_color(getattr(args, "color", "auto"), stream or sys.stdout))
+    # `run` renders into a buffer that it writes to stderr: the terminal to ask about is stderr
+    terminal = sys.stderr if getattr(args, "report_stream", None) == "stderr" else stream or sys.stdout
+    style = Style(use_color(getattr(args, "color", "auto"), terminal))
     return render_text(results, show_summary=show_summary, fix_marks=fix_marks, unsafe=unsafe,
                        layout="full" if fmt == "text" else fmt, style=style)
 

@@ -59,7 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                         help="the launch command and its arguments, after --")
     # What check's renderers may read from the namespace.
-    parser.set_defaults(func=run, exit_zero=False, statistics=False, run=[])
+    # report_stream: the findings go to stderr, so colour follows whether stderr is a terminal.
+    parser.set_defaults(func=run, exit_zero=False, statistics=False, run=[], report_stream="stderr")
 
 
 def run(args: argparse.Namespace) -> int:
