@@ -33,7 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="files or directories (default: ., or only the --run files when --run is given)")
     add_output_arguments(check)
     check.add_argument("--statistics", action="store_true",
-                       help="print how often each code was reported, most frequent first, instead of the findings: "
+                       help="print how often each code was reported at each severity, most frequent first, instead of the "
+                            "findings: "
                             "a table with text and github, a JSON list of {code, name, count, severity} with json, "
                             "a table with markdown; not with sarif (exit 2). The exit code is the same as without it")
     check.add_argument("--jobs", "-j", type=_jobs, default=0, metavar="N",
