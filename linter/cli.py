@@ -151,6 +151,11 @@ class _PrintableStream:
         self._stream.write(printable(text, keep="\n"))
         return len(text)
 
+    def write_rendered(self, text: str) -> int:
+        """Text a renderer made already printable (the findings of ``trainlint run``), with its own
+        colour codes: written as it is, or the colours would be shown as ``\\e[1m``."""
+        return self._stream.write(text)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
 

@@ -66,9 +66,10 @@ def lean(result: FileResult) -> FileResult:
 
 
 def run_tasks(tasks: Sequence[FileTask], work: Callable[[Sequence[FileTask]], list[FileResult]],
-              jobs: int | None) -> list[FileResult]:
+              jobs: int | None, on_chunk: Callable[[int], None] | None = None) -> list[FileResult]:
     """``work`` over ``tasks`` (on chunks of them), in order, on up to ``jobs`` processes.
-    ``work`` must return one result per task of its chunk."""
+    ``work`` must return one result per task of its chunk. ``on_chunk(n)``: called in this process
+    as a worker's chunk of ``n`` tasks comes back (progress); not called when no process is forked."""
     workers = workers_for(len(tasks), jobs)
     if workers <= 1:
         return work(tasks)
@@ -76,13 +77,13 @@ def run_tasks(tasks: Sequence[FileTask], work: Callable[[Sequence[FileTask]], li
     global _WORK
     _WORK = work
     try:
-        return _run_forked(chunks, work, workers)
+        return _run_forked(chunks, work, workers, on_chunk)
     finally:
         _WORK = None
 
 
 def _run_forked(chunks: list[Sequence[FileTask]], work: Callable[[Sequence[FileTask]], list[FileResult]],
-                workers: int) -> list[FileResult]:
+                workers: int, on_chunk: Callable[[int], None] | None = None) -> list[FileResult]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
@@ -96,6 +97,8 @@ def _run_forked(chunks: list[Sequence[FileTask]], work: Callable[[Sequence[FileT
                 for index, future in enumerate(futures):
                     try:
                         results[index] = future.result()
+                        if on_chunk is not None:
+                            on_chunk(len(chunks[index]))
                     except BrokenProcessPool:
                         break  # a worker died: the rest are redone below
                     except Exception:  # noqa: BLE001 - e.g. a plugin's finding that cannot be pickled: redone below

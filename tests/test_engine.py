@@ -222,7 +222,7 @@ def test_entry_point_plugin_rule_is_listed_and_fires(installed_example_plugin, t
     (tmp_path / "ds_config.json").write_text(FP16_CONFIG)
     checked = subprocess.run([sys.executable, "-m", "trainlint", "check", "--isolated", "ds_config.json"],
                              capture_output=True, text=True, env=env, cwd=tmp_path)
-    assert "ds_config.json:5:16: EX001 compute dtype is fp16" in checked.stdout
+    assert "ds_config.json:5:16: warning EX001 compute dtype is fp16" in checked.stdout
     explained = subprocess.run([sys.executable, "-m", "trainlint", "explain", "require-bf16", "--isolated"],
                                capture_output=True, text=True, env=env, cwd=tmp_path)
     assert "# require-bf16 (EX001)" in explained.stdout and "## Why is this bad?" in explained.stdout

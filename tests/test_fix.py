@@ -58,7 +58,7 @@ def test_neox_misspelled_key_in_the_second_file_of_a_run(tmp_path, capsys):
     setup.write_bytes(NEOX_SETUP)
     run_arg = f"{model},{setup}"
     code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--run", run_arg)
-    assert "setup.yml:2:1: TL004" in out and code == 1
+    assert "setup.yml:2:1: error TL004" in out and code == 1
     code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--fix", "--run", run_arg)
     assert setup.read_bytes() == NEOX_SETUP.replace(b"'gradient_acumulation_steps'", b"'gradient_accumulation_steps'")
     assert model.read_bytes() == NEOX_MODEL
@@ -86,13 +86,13 @@ def test_megatron_deprecated_flags_in_a_bash_array_and_on_a_continuation_line(tm
     script.write_bytes(MEGATRON_BEFORE)
     os.chmod(script, 0o755)
     code, out, _ = run(capsys, "check", "--isolated", "--ignore", "TL900", str(script))
-    assert "train.sh:4:6: TL008" in out and "train.sh:9:29: TL008" in out
+    assert "train.sh:4:6: warning TL008" in out and "train.sh:9:29: warning TL008" in out
     # `--checkpoint-num-layers` is valid in older Megatron-LM releases and Megatron-DeepSpeed, and
     # `--batch-size` in the releases before its rename to `--micro-batch-size`: with no framework source in the project (the
     # release assumed) both renames are unsafe (applied with --unsafe-fixes only; issue 28).
     code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--fix", str(script))
     assert script.read_bytes() == MEGATRON_BEFORE
-    assert "train.sh:4:6: TL008" in out and "train.sh:9:29: TL008" in out
+    assert "train.sh:4:6: warning TL008" in out and "train.sh:9:29: warning TL008" in out
     code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--fix", "--unsafe-fixes", str(script))
     assert script.read_bytes() == MEGATRON_AFTER
     assert os.access(script, os.X_OK)

@@ -30,7 +30,7 @@ ONLY = ("--isolated", "--select", "TL004,TL009")
 
 
 def _marked(out: str) -> list[tuple[str, int]]:
-    return [(m[1], int(m[2])) for m in re.finditer(r"^(\S+?):(\d+):\d+: TL\d+ \[\*\] ", out, re.M)]
+    return [(m[1], int(m[2])) for m in re.finditer(r"^(\S+?):(\d+):\d+: (?:error|warning|info) TL\d+ \[\*\] ", out, re.M)]
 
 
 def test_tl009_is_fixed_by_fix_where_the_string_is_refused(tmp_path, capsys):

@@ -97,9 +97,9 @@ BAD = {
 }
 
 # What trainlint reports on BAD, exactly where.
-BAD_DS = "ds_zero2_config.json:2:23: TL100"
-BAD_NEOX = "configs/pipe.yml:11:34: TL110"
-BAD_MEGATRON = "scripts/pretrain_gpt.sh:6:34: TL104"
+BAD_DS = "ds_zero2_config.json:2:23: error TL100"
+BAD_NEOX = "configs/pipe.yml:11:34: error TL110"
+BAD_MEGATRON = "scripts/pretrain_gpt.sh:6:34: error TL104"
 
 # --------------------------------------------------------------------------------- helpers
 
@@ -380,4 +380,4 @@ def test_baseline_in_the_project_config_gates_only_new_findings(hook_repo, tmp_p
     result = _pre_commit(["run", "--all-files", "--color", "never", "--config", str(config)], repo, pre_commit_home)
     out = _hook_output(result.stdout, "trainlint")
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "more/ds_zero2_config.json:2:23: TL100" in out and BAD_NEOX not in out and BAD_MEGATRON not in out, out
+    assert "more/ds_zero2_config.json:2:23: error TL100" in out and BAD_NEOX not in out and BAD_MEGATRON not in out, out

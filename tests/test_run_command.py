@@ -106,7 +106,7 @@ def test_megatron_argv_with_heads_not_divisible_by_tp_is_blocked(workdir):
     assert not (workdir / "marker").exists()  # the command did not run
     assert result.stdout == ""
     tp_value = argv.index("--tensor-model-parallel-size") + 1
-    assert f"<command line>:1:{column_of(argv, tp_value)}: TL104 6 attention heads are not divisible by tensor " \
+    assert f"<command line>:1:{column_of(argv, tp_value)}: error TL104 6 attention heads are not divisible by tensor " \
            "parallel size 4" in result.stderr
     # The text the columns count in is printed first.
     assert result.stderr.splitlines()[0] == "<command line>: " + " ".join(argv)
@@ -137,7 +137,7 @@ def test_srun_prefixed_megatron_gets_the_world_size_from_srun(workdir):
             "--seq-length", "128", "--max-position-embeddings", "128", "--micro-batch-size", "1"]
     result = trainlint_run("--dry-run", "--", *argv, cwd=workdir)
     assert result.returncode == 1
-    assert f"<command line>:1:{column_of(argv, 4)}: TL101 world size 16 is not divisible by TP 3" in result.stderr
+    assert f"<command line>:1:{column_of(argv, 4)}: error TL101 world size 16 is not divisible by TP 3" in result.stderr
 
 
 def test_elastic_nnodes_range_leaves_the_world_size_unknown(workdir):
@@ -189,7 +189,7 @@ def test_missing_deepspeed_json_blocks_at_its_word(tmp_path):
     argv = ["deepspeed", "train.py", "--deepspeed_config", "missing.json"]
     result = trainlint_run("--", *argv, cwd=tmp_path)
     assert result.returncode == 1
-    assert f"<command line>:1:{column_of(argv, 3)}: TL013 DeepSpeed config `missing.json` not found" in result.stderr
+    assert f"<command line>:1:{column_of(argv, 3)}: error TL013 DeepSpeed config `missing.json` not found" in result.stderr
 
 
 def test_missing_megatron_deepspeed_json_is_an_error_on_a_command_line(workdir):
@@ -199,7 +199,7 @@ def test_missing_megatron_deepspeed_json_is_an_error_on_a_command_line(workdir):
             "--num-layers", "2", "--hidden-size", "96", "--num-attention-heads", "6"]
     result = trainlint_run("--dry-run", "--", *argv, cwd=workdir)
     assert result.returncode == 1
-    assert f"<command line>:1:{column_of(argv, 6)}: TL013" in result.stderr
+    assert f"<command line>:1:{column_of(argv, 6)}: error TL013" in result.stderr
 
 
 def test_fail_level_warning_blocks_on_a_warning(tmp_path):
@@ -209,7 +209,7 @@ def test_fail_level_warning_blocks_on_a_warning(tmp_path):
     assert trainlint_run("--dry-run", "--", *argv, cwd=tmp_path).returncode == 0
     result = trainlint_run("--dry-run", "--fail-level", "warning", "--", *argv, cwd=tmp_path)
     assert result.returncode == 1
-    assert "ds.json:3:3: TL004" in result.stderr
+    assert "ds.json:3:3: warning TL004" in result.stderr
     assert "--fail-level warning" in result.stderr
 
 
@@ -242,7 +242,7 @@ def test_neox_deepy_reads_the_yamls_as_one_run(tmp_path):
     # -d prefixes the directory; `model` without a suffix is model.yml, as deepy.py does.
     result = trainlint_run("--", PY, "deepy.py", "train.py", "-d", "configs", "model", "train.yml", cwd=tmp_path)
     assert result.returncode == 1
-    assert "configs/train.yml:2:34: TL110 ZeRO stage 2 with DeepSpeed's pipeline engine" in result.stderr
+    assert "configs/train.yml:2:34: error TL110 ZeRO stage 2 with DeepSpeed's pipeline engine" in result.stderr
     missing = trainlint_run("--dry-run", "--", "python", "deepy.py", "train.py", "-d", "configs", "nope", cwd=tmp_path)
     assert missing.returncode == 1
     assert "TL013 GPT-NeoX config `nope` (read as `configs/nope.yml`) not found" in missing.stderr
@@ -259,7 +259,7 @@ def test_bash_launch_script_is_checked_before_it_runs(workdir):
                       encoding="utf-8")
     result = trainlint_run("--", "bash", "train.sh", cwd=workdir)
     assert result.returncode == 1
-    assert "train.sh:5:34: TL104" in result.stderr
+    assert "train.sh:5:34: error TL104" in result.stderr
     assert not (workdir / "marker").exists()
 
 

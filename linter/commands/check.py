@@ -10,11 +10,17 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from trainlint.exit_codes import EXIT_ERROR
+from trainlint.output.style import COLOR_CHOICES
 from trainlint.session import Session, SessionOptions, exit_code, open_session
 
 
-OUTPUT_FORMATS = ("text", "json", "sarif", "github", "markdown")
-"""Every --format of check (and of run, which reports the same way); render_results dispatches on it."""
+TEXT_FORMATS = ("full", "concise", "grouped", "text")
+"""The text layouts for people (``text`` is the old name of ``full``); the rest are for tools."""
+
+OUTPUT_FORMATS = ("full", "concise", "grouped", "json", "sarif", "github", "markdown", "text")
+"""Every --output-format of check (and of run, which reports the same way); render_results dispatches on it."""
+
+SEVERITY_CHOICES = ("info", "warning", "error")
 
 ARG_HELP = ("a launch script's positional argument: the first --arg is $1, the second $2, ... (as "
             "`bash train.sh VALUE...` gives them; an argument not given is empty); repeatable. "
@@ -26,12 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                            description="Check config files; directories are searched recursively.")
     check.add_argument("paths", nargs="*", default=[], metavar="PATH",
                        help="files or directories (default: ., or only the --run files when --run is given)")
-    check.add_argument("--format", choices=OUTPUT_FORMATS, default="text",
-                       help="output format (default: text): json for tools, sarif for code scanning (SARIF 2.1.0), "
-                            "github for Actions annotations, markdown for a job summary ($GITHUB_STEP_SUMMARY); "
-                            "sarif, github and markdown give paths relative to the enclosing git checkout")
+    add_output_arguments(check)
     check.add_argument("--statistics", action="store_true",
-                       help="print how often each code was reported, most frequent first, instead of the findings: "
+                       help="print how often each code was reported at each severity, most frequent first, instead of the "
+                            "findings: "
                             "a table with text and github, a JSON list of {code, name, count, severity} with json, "
                             "a table with markdown; not with sarif (exit 2). The exit code is the same as without it")
     check.add_argument("--jobs", "-j", type=_jobs, default=0, metavar="N",
@@ -50,7 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     check.add_argument("--isolated", action="store_true", help="ignore every project config file")
     check.add_argument("--framework-source", metavar="PATH", help=FRAMEWORK_SOURCE_HELP)
     check.add_argument("--allow-plugins", action="store_true",
-                       help="import the local plugins the project config names (see README: Trust); "
+                       help="import the local plugins the project config names (see docs/plugins.md: Trust); "
                              "also TRAINLINT_ALLOW_PLUGINS=1 or the trusted-projects list")
     check.add_argument("--no-summary", action="store_true", help="text output: no summary line")
     check.add_argument("--fix", action="store_true",
@@ -75,6 +79,27 @@ FRAMEWORK_SOURCE_HELP = ("the framework checkout (Megatron-LM or a fork, GPT-Neo
                          "against, when it is not inside the project (also framework-source in the project config)")
 
 
+def add_output_arguments(parser: argparse.ArgumentParser, *, progress: bool = True) -> None:
+    """--output-format (alias --format), --color, --quiet, --min-severity: how the findings are shown."""
+    parser.add_argument("--output-format", "--format", dest="format", choices=OUTPUT_FORMATS, default="full",
+                        metavar="FORMAT",
+                        help="output format (default: full): full (one line per finding with its severity, and "
+                             "the fix hint under it; `text` is the same), concise (one line per finding), grouped "
+                             "(findings under each file's name), json for tools, sarif for code scanning (SARIF "
+                             "2.1.0), github for Actions annotations, markdown for a job summary "
+                             "($GITHUB_STEP_SUMMARY); sarif, github and markdown give paths relative to the "
+                             "enclosing git checkout. --format is another name of this option")
+    parser.add_argument("--color", choices=COLOR_CHOICES, default="auto",
+                        help="colour the text formats: auto (default) on a terminal only, or with FORCE_COLOR "
+                             "set, never with NO_COLOR set; always; never")
+    parser.add_argument("--quiet", "-q", action="store_true",
+                        help="print the findings only: no summary, no fixable footer" +
+                             (", no progress" if progress else ""))
+    parser.add_argument("--min-severity", choices=SEVERITY_CHOICES, default="info",
+                        help="report only findings at this severity or above (default: info, every finding); "
+                             "the exit code is the same as without it")
+
+
 def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     """How files become runs: --run, --env, and which project config (estimate, suggest)."""
     parser.add_argument("--run", action="append", default=[], metavar="FILE,FILE...",
@@ -86,7 +111,7 @@ def add_input_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolated", action="store_true", help="ignore every project config file")
     parser.add_argument("--framework-source", metavar="PATH", help=FRAMEWORK_SOURCE_HELP)
     parser.add_argument("--allow-plugins", action="store_true",
-                        help="import the local plugins the project config names (see README: Trust); "
+                        help="import the local plugins the project config names (see docs/plugins.md: Trust); "
                              "also TRAINLINT_ALLOW_PLUGINS=1 or the trusted-projects list")
 
 
@@ -210,8 +235,24 @@ def report(linted: list, args: argparse.Namespace, session: Session, out=None,
     results = failures + [kept[i] for i in range(len(linted))] + extra
     if command_line_baseline:
         results, baseline = apply_baseline(results, args, session)
-    (out or sys.stdout).write(render_results(results, args, session, baseline))
-    return results, exit_code(results, exit_zero=bool(getattr(args, "exit_zero", False)))
+    code = exit_code(results, exit_zero=bool(getattr(args, "exit_zero", False)))
+    stream = out or sys.stdout
+    stream.write(render_results(at_least(results, getattr(args, "min_severity", "info")), args, session, baseline,
+                                stream=stream))
+    return results, code
+
+
+def at_least(results: list, level: str) -> list:
+    """The results with only the findings at ``level`` or above (--min-severity); the same list for info.
+    The exit code is computed before this filter, so hiding warnings never changes it."""
+    if level == "info":
+        return results
+    from dataclasses import replace
+
+    from trainlint.diagnostics import Severity
+
+    rank = Severity(level).rank
+    return [replace(r, diagnostics=[d for d in r.diagnostics if d.severity.rank >= rank]) for r in results]
 
 
 def _distinct(sessions: Sequence[Session]) -> list[Session]:
@@ -267,16 +308,19 @@ def statistics_conflict(args: argparse.Namespace) -> str | None:
     return None
 
 
-def render_results(results: list, args: argparse.Namespace, session: Session, baseline: tuple | None = None) -> str:
+def render_results(results: list, args: argparse.Namespace, session: Session, baseline: tuple | None = None,
+                   stream=None) -> str:
     """The report in ``args.format``; each format's module is imported only when it is used.
-    ``baseline``: (path, Outcome) when a baseline left findings out (json and sarif say so)."""
+    ``baseline``: (path, Outcome) when a baseline left findings out (json and sarif say so);
+    ``stream``: where it goes (colour is for a terminal; see :func:`trainlint.output.style.use_color`)."""
     fmt = args.format
+    show_summary = not (getattr(args, "no_summary", False) or getattr(args, "quiet", False))
     # "fixable" is said only by a command that fixes (check; not run), and only of what --fix applies
     fix_marks, unsafe = hasattr(args, "fix"), bool(getattr(args, "unsafe_fixes", False))
     if getattr(args, "statistics", False):
         from trainlint.output.statistics import render
         return render(results, fmt if fmt in ("json", "markdown") else "text",
-                      show_summary=not getattr(args, "no_summary", False), fix_marks=fix_marks, unsafe=unsafe)
+                      show_summary=show_summary, fix_marks=fix_marks, unsafe=unsafe)
     # each format's render under its own name: the signatures differ
     if fmt == "json":
         from trainlint.output.json_format import render as render_json
@@ -290,8 +334,13 @@ def render_results(results: list, args: argparse.Namespace, session: Session, ba
     if fmt == "markdown":
         from trainlint.output.markdown import render as render_markdown
         return render_markdown(results, registry=session.registry)
+    from trainlint.output.style import Style, use_color
     from trainlint.output.text import render as render_text
-    return render_text(results, show_summary=not getattr(args, "no_summary", False), fix_marks=fix_marks, unsafe=unsafe)
+    # `run` renders into a buffer that it writes to stderr: the terminal to ask about is stderr
+    terminal = sys.stderr if getattr(args, "report_stream", None) == "stderr" else stream or sys.stdout
+    style = Style(use_color(getattr(args, "color", "auto"), terminal))
+    return render_text(results, show_summary=show_summary, fix_marks=fix_marks, unsafe=unsafe,
+                       layout="full" if fmt == "text" else fmt, style=style)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -327,18 +376,36 @@ def run(args: argparse.Namespace) -> int:
     sessions = plan.sessions
     session = sessions[0]
 
+    progress = None
+
+    def checked(one, task):
+        result = one.check_task(task)
+        if progress is not None:
+            progress.advance()  # in a forked worker it writes nothing: run_tasks counts its chunk
+        return result
+
     def lint_all() -> list:
         from trainlint.frameworks.locate import once_per_run
+        from trainlint.output import progress as progress_line
 
+        nonlocal progress
+        progress = progress_line.Progress(len(plan.tasks), sys.stderr) if progress_line.wanted(
+            sys.stderr, args.format, args.quiet) else None
         results: list = [None] * len(plan.tasks)
-        for one in sessions:
-            indexes = [i for i, owner in enumerate(plan.owners) if owner is one]
+        try:
+            for one in sessions:
+                indexes = [i for i, owner in enumerate(plan.owners) if owner is one]
 
-            def check_and_lint(chunk, one=one):
-                return one.lint([one.check_task(task) for task in chunk])
+                def check_and_lint(chunk, one=one):
+                    return one.lint([checked(one, task) for task in chunk])
 
-            for i, result in zip(indexes, run_tasks([plan.tasks[i] for i in indexes], check_and_lint, args.jobs), strict=True):
-                results[i] = result
+                done = run_tasks([plan.tasks[i] for i in indexes], check_and_lint, args.jobs,
+                                 progress.advance if progress is not None else None)
+                for i, result in zip(indexes, done, strict=True):
+                    results[i] = result
+        finally:
+            if progress is not None:
+                progress.finish()
         return once_per_run(results)
 
     def report_all(results: list):

@@ -17,14 +17,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     rules.add_argument("--config", metavar="FILE", help="project config (for its local plugins)")
     rules.add_argument("--isolated", action="store_true", help="ignore every project config file")
     rules.add_argument("--allow-plugins", action="store_true",
-                        help="import the local plugins the project config names (see README: Trust)")
+                        help="import the local plugins the project config names (see docs/plugins.md: Trust)")
     rules.set_defaults(func=run_rules)
     explain = sub.add_parser("explain", help="show the documentation of a rule")
     explain.add_argument("code", metavar="CODE", help="a code (TL110) or rule name (zero-pipeline-conflict)")
     explain.add_argument("--config", metavar="FILE", help="project config (for its local plugins)")
     explain.add_argument("--isolated", action="store_true", help="ignore every project config file")
     explain.add_argument("--allow-plugins", action="store_true",
-                        help="import the local plugins the project config names (see README: Trust)")
+                        help="import the local plugins the project config names (see docs/plugins.md: Trust)")
     explain.set_defaults(func=run_explain)
 
 

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from trainlint.commands.check import add_context_arguments, add_selection_arguments
+from trainlint.commands.check import TEXT_FORMATS, add_context_arguments, add_output_arguments, add_selection_arguments
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 from trainlint.output.escape import printable
 
@@ -48,8 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         help="lint and print the command that would run (on stdout); never run it")
     parser.add_argument("--fail-level", choices=("error", "warning"), default="error",
                         help="lowest severity that blocks the command (default: error)")
-    parser.add_argument("--format", choices=_output_formats(), default="text",
-                        help="format of the findings, written to stderr (default: text)")
+    add_output_arguments(parser, progress=False)  # the findings are written to stderr
     parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
                         help="value of a launch-script variable for static resolution (bash train.sh); repeatable")
     parser.add_argument("--config", metavar="FILE", help="project config to use instead of searching for one")
@@ -60,13 +59,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND",
                         help="the launch command and its arguments, after --")
     # What check's renderers may read from the namespace.
-    parser.set_defaults(func=run, exit_zero=False, statistics=False, run=[])
-
-
-def _output_formats() -> tuple[str, ...]:
-    from trainlint.commands.check import OUTPUT_FORMATS
-
-    return OUTPUT_FORMATS
+    # report_stream: the findings go to stderr, so colour follows whether stderr is a terminal.
+    parser.set_defaults(func=run, exit_zero=False, statistics=False, run=[], report_stream="stderr")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
 
     results, report = lint_command(argv, args, session)
     if report:
-        sys.stderr.write(report)
+        # rendered: every piece from the command line went through printable, colours added after
+        getattr(sys.stderr, "write_rendered", sys.stderr.write)(report)
     blocked = decide(results, args.fail_level)
     if blocked is not None:
         code, reason = blocked
@@ -152,7 +147,7 @@ def lint_command(argv: list[str], args: argparse.Namespace, session) -> tuple[li
     out = io.StringIO()
     results, _ = finish(results, args, session, out=out)
     report = out.getvalue()
-    if args.format == "text" and any((d.path or r.path) == COMMAND_LINE for r in results for d in r.diagnostics):
+    if args.format in TEXT_FORMATS and any((d.path or r.path) == COMMAND_LINE for r in results for d in r.diagnostics):
         # Columns in <command line> count characters of these words joined by single spaces.
         report = printable(f"{COMMAND_LINE}: {command_text(argv)}") + "\n" + report
     return results, report

@@ -87,6 +87,28 @@ def target_of(result: FileResult) -> dict | None:
     return None
 
 
+def display_path(path: str, cwd: str | None = None) -> str:
+    """A path as the text output names it: normalised (no ``./``, no ``a/../``), and relative to the
+    current directory when the file lies under it (the shell resolves ``$(dirname $0)/args.sh`` to an
+    absolute path while the user named the folder relatively). A file outside it is named by the
+    shorter of its relative (``../shared/corpus/x.sh``, as the user named ``../shared/corpus``) and
+    absolute spellings (``/etc/x.json`` rather than ``../../../etc/x.json``). A pseudo-path
+    (``<command line>``) is kept."""
+    if not path or path.startswith("<"):
+        return path
+    here = cwd if cwd is not None else os.getcwd()
+    if not os.path.isabs(path):
+        return os.path.normpath(path)
+    normal = os.path.normpath(path)
+    try:
+        relative = os.path.relpath(normal, here)
+    except ValueError:  # another drive (Windows)
+        return normal
+    if not relative.startswith(os.pardir) or len(relative) < len(normal):
+        return relative
+    return normal
+
+
 def _same_file(path: str) -> str:
     """A key equal for every spelling of one file's path (relative or absolute, ``a/../b``); a
     pseudo-path (``<command line>``) is its own key."""

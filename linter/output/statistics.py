@@ -4,8 +4,8 @@ Replaces the findings. Text: ``count  CODE  [*] name  severity`` rows, ``[*]`` m
 some of whose findings ``check --fix`` fixes (with ``--unsafe-fixes`` given, its fixes too), then
 the summary line and the fixable footer of the text output. ``--format json``: a list of
 ``{code, name, count, severity, fixable}``; ``--format markdown``: the same as a table. A code reported at
-several severities (a rule that errs or warns by degree, a project severity override) shows the
-highest.
+several severities (a rule that errs or warns by degree, a project severity override) has one row
+per severity, each counting its own findings (TL004: 897 warnings and 2 errors, not 899 "errors").
 """
 
 from __future__ import annotations
@@ -36,15 +36,13 @@ class CodeCount:
 def code_counts(results: Sequence[FileResult], fix_marks: bool = False, unsafe: bool = False) -> list[CodeCount]:
     """One row per code over the same findings the other formats list; by count, then code.
     ``fix_marks``: count what ``--fix`` fixes (``unsafe``: with ``--unsafe-fixes``)."""
-    rows: dict[str, CodeCount] = {}
+    rows: dict[tuple[str, Severity], CodeCount] = {}
     for entry in file_entries(results):
         for d in entry.diagnostics:
-            row = rows.setdefault(d.code, CodeCount(d.code, d.name, d.severity))
+            row = rows.setdefault((d.code, d.severity), CodeCount(d.code, d.name, d.severity))
             row.count += 1
             row.fixes += fix_marks and d.applies(unsafe)
-            if d.severity.rank > row.severity.rank:
-                row.severity = d.severity
-    return sorted(rows.values(), key=lambda r: (-r.count, r.code))
+    return sorted(rows.values(), key=lambda r: (-r.count, r.code, -r.severity.rank))
 
 
 def counts(results: Sequence[FileResult]) -> list[dict[str, Any]]:

@@ -1,9 +1,25 @@
-"""``path:line:col: CODE message``, one line per diagnostic, then a summary.
+"""The text output for people, in three layouts (as ruff's ``--output-format``), then a summary.
 
-With ``fix_marks`` (``check``, which can apply fixes), a finding ``--fix`` fixes is marked ``[*]``
-after its code, and a footer after the summary says how many are fixable with ``--fix`` and how
-many more with ``--unsafe-fixes`` (as ruff's). A ``fix:`` line under a finding is the hint a
-person reads, whether or not anything can apply it: the ``[*]`` says which ``--fix`` applies.
+- ``full`` (the default; ``text`` is the same): ``path:line:col: severity CODE message``, one line
+  per finding, with the ``fix:`` hint under a finding that has one.
+- ``concise``: the same line per finding, nothing under it.
+
+In ``full`` a file's findings follow one ``path: note: judged against ...`` line that says which
+framework release or checkout they were judged against (in ``grouped`` under the file's name;
+``concise`` leaves it out).
+- ``grouped``: the file's path on a line of its own, then its findings indented as
+  ``line:col severity CODE message``, a blank line between files.
+
+Paths are normalised and relative to the current directory where the file lies under it
+(:func:`trainlint.output.display_path`). With ``fix_marks`` (``check``, which can apply fixes), a
+finding ``--fix`` fixes is marked ``[*]`` after its code, and a footer after the summary says how
+many are fixable with ``--fix`` and how many more with ``--unsafe-fixes`` (as ruff's). A ``fix:``
+line under a finding is the hint a person reads, whether or not anything can apply it: the ``[*]``
+says which ``--fix`` applies.
+
+Every piece taken from a config or a file name goes through :func:`printable` before any colour
+is added (:mod:`trainlint.output.style`), so one finding is one line and only trainlint's own
+escape sequences reach a terminal.
 """
 
 from __future__ import annotations
@@ -11,26 +27,53 @@ from __future__ import annotations
 from typing import Sequence
 
 from trainlint.checker import FileResult
-from trainlint.output import file_entries, fixable_count, fixable_line, summary_line
+from trainlint.diagnostics import Diagnostic
+from trainlint.output import display_path, file_entries, fixable_count, fixable_line, summary_line
 from trainlint.output.escape import printable
+from trainlint.output.style import PLAIN, Style
+
+LAYOUTS = ("full", "concise", "grouped")
+"""The text layouts; ``text`` is another name of ``full`` (the spelling before the layouts)."""
+
+
+def _finding(d: Diagnostic, *, fix_marks: bool, unsafe: bool, style: Style) -> str:
+    """``severity CODE [*] message``: the part of a finding's line after its place."""
+    mark = " [*]" if fix_marks and d.applies(unsafe) else ""
+    return f"{style.severity(d.severity)} {style.code(d.code)}{mark} {printable(d.message)}"
 
 
 def render(results: Sequence[FileResult], *, show_summary: bool = True, fix_marks: bool = False,
-           unsafe: bool = False) -> str:
+           unsafe: bool = False, layout: str = "full", style: Style = PLAIN) -> str:
     """``fix_marks``: mark what ``--fix`` fixes and add the footer; ``unsafe``: ``--unsafe-fixes``
-    was given, so unsafe fixes count as fixable."""
-    lines = []
+    was given, so unsafe fixes count as fixable. ``layout``: one of :data:`LAYOUTS` (or ``text``)."""
+    lines: list[str] = []
+    grouped = layout == "grouped"
     for entry in file_entries(results):
-        if entry.target is not None and entry.diagnostics:
+        if not entry.diagnostics:
+            continue
+        path = style.path(printable(display_path(entry.path)))
+        if grouped:
+            if lines:
+                lines.append("")
+            lines.append(f"{path}:")
+        if entry.target is not None and layout != "concise":
             # which framework the findings below are about: once per file, not a tail on each
-            lines.append(printable(f"{entry.path}: {entry.target['statement']}"))
+            # finding (issue 28); a ``note`` line, so that every finding line keeps its severity
+            note = f"{style.dim('note:')} {printable(entry.target['statement'])}"
+            lines.append(f"  {note}" if grouped else f"{path}: {note}")
         for d in entry.diagnostics:
-            mark = " [*]" if fix_marks and d.applies(unsafe) else ""
-            # one finding, one line: config text and file names cannot start lines of their own
-            lines.append(printable(f"{entry.path}:{d.line}:{d.column}: {d.code}{mark} {d.message}"))
-            if d.fix:
-                lines.append(f"    fix: {printable(d.fix)}")
+            finding = _finding(d, fix_marks=fix_marks, unsafe=unsafe, style=style)
+            if grouped:
+                lines.append(f"  {d.line}:{d.column} {finding}")
+            else:
+                # one finding, one line: config text and file names cannot start lines of their own
+                lines.append(f"{path}:{d.line}:{d.column}: {finding}")
+            if d.fix and layout not in ("concise",):
+                indent = "      " if grouped else "    "
+                lines.append(f"{indent}{style.dim('fix:')} {printable(d.fix)}")
     if show_summary:
+        if grouped and lines:
+            lines.append("")
         lines.append(summary_line(results))
         footer = fixable_line(fixable_count(results, unsafe), unsafe) if fix_marks else None
         if footer:
