@@ -2,10 +2,10 @@
 
 Built-in rules and adapters are registered through these same hooks, by the plugin in
 :mod:`trainlint.builtin` (the shipped GPUs and model presets are the catalog files
-``trainlint/data/gpus.json`` and ``models.json``, which plugin entries extend). A team's plugin is a module (or a package with an
-entry point in the ``trainlint`` group, or a file named in ``[tool.trainlint] plugins``) that
-implements any of them with ``@trainlint.hookimpl``. Hooks are called with keyword arguments
-only; an implementation may accept fewer arguments than the spec names.
+``gpus.json`` and ``models.json`` of the ``trainlint.data`` package, which plugin entries extend).
+A team's plugin is a module (or a package with an entry point in the ``trainlint`` group, or a
+file named in ``[tool.trainlint] plugins``) that implements any of them with ``@trainlint.hookimpl``.
+Hooks are called with keyword arguments only; an implementation may accept fewer arguments than the spec names.
 
 Every hook is called once per project session (:func:`trainlint.session.open_session`), so
 ``check``, ``run``, ``estimate``, ``suggest``, ``plan`` and the language server all see the same
