@@ -10,7 +10,9 @@ Hooks are called with keyword arguments only; an implementation may accept fewer
 Every hook is called once per project session (:func:`trainlint.session.open_session`), so
 ``check``, ``run``, ``estimate``, ``suggest``, ``plan`` and the language server all see the same
 contributions. A hook that raises, or returns an entry that cannot be built, is reported as
-one TL998 naming the plugin; the other plugins' contributions still count.
+one TL998 naming the plugin; the other plugins' contributions still count. So is an implementation
+of a hook not specified here (``trainlint_rulez``), which would otherwise never be called (unless
+it is marked ``@trainlint.hookimpl(optionalhook=True)``).
 """
 
 from __future__ import annotations

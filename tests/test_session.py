@@ -251,6 +251,34 @@ def test_a_malformed_plugin_entry_is_one_tl998_naming_the_plugin(project, capsys
     assert any("'broken'" in m and "memory_gb" in m for m in messages)
 
 
+def test_a_misspelled_hook_is_one_tl998_naming_the_plugin_and_the_hook(project, capsys):
+    """pluggy keeps an implementation of a hook with no spec and never calls it: the rules of
+    ``trainlint_rulez`` would be silently missing. It is a TL998 (pluggy's check_pending), the
+    plugin's other hooks still count, and an ``optionalhook`` implementation is not reported."""
+    (project / "tools" / "acme_gpu.py").write_text(GPU_PLUGIN + textwrap.dedent('''
+
+        @trainlint.hookimpl
+        def trainlint_rulez():
+            return []
+
+        @trainlint.hookimpl(optionalhook=True)
+        def trainlint_future_hook():
+            return []
+        '''))
+    code, out, err = _out(capsys, "check", "ds_config.json", "--gpu", "acme-x1", "--format", "json")
+    diagnostics = [d for f in json.loads(out)["files"] for d in f["diagnostics"]]
+    messages = [d["message"] for d in diagnostics if d["code"] == "TL998"]
+    assert code == 2 and len(messages) == 1, messages
+    assert "acme_gpu.py" in messages[0] and "`trainlint_rulez`" in messages[0] and "`trainlint_rules`" in messages[0]
+    assert "trainlint_future_hook" not in messages[0]
+    # its GPU is still in the table: the start-up rule reads it (no bf16 on acme-x1)
+    assert "TL112" in {d["code"] for d in diagnostics}
+    # the same plugin spelled right: no TL998
+    (project / "tools" / "acme_gpu.py").write_text(GPU_PLUGIN)
+    code, out, err = _out(capsys, "check", "ds_config.json", "--gpu", "acme-x1", "--format", "json")
+    assert "TL998" not in {d["code"] for f in json.loads(out)["files"] for d in f["diagnostics"]}
+
+
 def test_the_language_server_sees_the_plugin_gpu(project):
     from trainlint.lsp.workspace import Linter
 
