@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import estimate_run
 from trainlint.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -175,7 +176,7 @@ def _out(capsys, *argv: str) -> tuple[int, str, str]:
 def test_estimate_reads_a_file_only_a_plugin_adapter_claims(project, capsys):
     code, out, err = _out(capsys, "estimate", "run.acme", "--model", "llama2-7b", "--nodes", "1", "--format", "json")
     assert code == 0, err
-    data = json.loads(out)
+    data = estimate_run(out)
     assert data["path"].endswith("run.acme") and data["num_params"] > 6e9
     # without the plugin (an isolated run ignores the project config) nothing claims the file
     code, out, err = _out(capsys, "estimate", "run.acme", "--isolated", "--model", "llama2-7b", "--nodes", "1")
@@ -194,7 +195,7 @@ def test_a_plugin_gpu_is_used_by_estimate_check_suggest_and_plan(project, capsys
     code, out, err = _out(capsys, "estimate", "ds_config.json", "--model", "llama2-7b", "--nodes", "1",
                           "--gpu", "acme-x1", "--format", "json")
     assert code == 0, err
-    assert json.loads(out)["gpu"] == "acme-x1"
+    assert estimate_run(out)["gpu"] == "acme-x1"
     # the start-up rule that reads the target GPU resolves it in the same table: no bf16 on it
     code, out, err = _out(capsys, "check", "ds_config.json", "--gpu", "acme-x1", "--select", "TL112",
                           "--format", "json")
@@ -217,7 +218,7 @@ def test_a_plugin_gpu_is_among_the_compared_gpus(project, capsys):
     code, out, err = _out(capsys, "estimate", "ds_config.json", "--model", "llama2-7b", "--nodes", "1",
                           "--compare-gpus", "--tokens", "1T", "--format", "json")
     assert code == 0, err
-    assert "acme-x1" in {row["gpu"] for row in json.loads(out)["compare_gpus"]}
+    assert "acme-x1" in {row["gpu"] for row in estimate_run(out)["compare_gpus"]}
 
 
 def test_a_plugin_model_preset_is_used_by_estimate_suggest_check_and_plan(project, capsys):
@@ -225,7 +226,7 @@ def test_a_plugin_model_preset_is_used_by_estimate_suggest_check_and_plan(projec
                           "--format", "json")
     assert code == 0, err
     # 24 layers of 12 x 3072^2 (plus embeddings): a ~3 B model, not a shipped preset
-    assert 2.5e9 < json.loads(out)["num_params"] < 3.5e9
+    assert 2.5e9 < estimate_run(out)["num_params"] < 3.5e9
     code, out, err = _out(capsys, "suggest", "ds_config.json", "--model", "acme-3b", "--nodes", "1", "--format", "json")
     assert code in (0, 1), err
     code, out, err = _out(capsys, "check", "ds_config.json", "--model", "acme-3b", "--nodes", "1", "--format", "json")
