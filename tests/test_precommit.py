@@ -14,9 +14,7 @@ where the environment is built once.
 The ``files`` patterns of the per-format hooks are also measured against the real-config corpus
 (../shared/corpus/MANIFEST.tsv): each must keep its own format's files and leave the others out.
 
-Marked ``slow`` (deselect with ``-m "not slow"``); it runs in the default test command. Under
-pytest-xdist (``-n auto``) the tests that use the pre-commit store run on one worker
-(``xdist_group``, ``--dist loadgroup`` in pyproject), so the hook environment is still built once.
+Marked ``slow`` (deselect with ``-m "not slow"``); it runs in the default test command.
 """
 
 from __future__ import annotations
@@ -179,7 +177,6 @@ def _hook_output(output: str, hook_id: str) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("pre-commit-home")
 def test_try_repo_passes_on_clean_configs(hook_repo, tmp_path, pre_commit_home):
     repo = _fixture_repo(tmp_path / "project", CLEAN)
     result = _pre_commit(["try-repo", str(hook_repo[0]), "trainlint", "--all-files", "--color", "never"],
@@ -189,7 +186,6 @@ def test_try_repo_passes_on_clean_configs(hook_repo, tmp_path, pre_commit_home):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("pre-commit-home")
 def test_try_repo_fails_with_the_diagnostics(hook_repo, tmp_path, pre_commit_home):
     repo = _fixture_repo(tmp_path / "project", {**CLEAN, **BAD})
     result = _pre_commit(["try-repo", str(hook_repo[0]), "trainlint", "--all-files", "--color", "never"],
@@ -209,7 +205,6 @@ def test_try_repo_fails_with_the_diagnostics(hook_repo, tmp_path, pre_commit_hom
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("pre-commit-home")
 def test_per_format_hooks_check_their_own_files(hook_repo, tmp_path, pre_commit_home):
     repo = _fixture_repo(tmp_path / "project", {**CLEAN, **BAD})
     config = _config(tmp_path / "pre-commit-config.yaml", hook_repo,
@@ -226,7 +221,6 @@ def test_per_format_hooks_check_their_own_files(hook_repo, tmp_path, pre_commit_
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("pre-commit-home")
 def test_hook_args_reach_trainlint(hook_repo, tmp_path, pre_commit_home):
     repo = _fixture_repo(tmp_path / "project", CLEAN)
     good = _config(tmp_path / "good.yaml", hook_repo, [{"id": "trainlint", "args": ["--gpu", "a100-80gb"]}])
@@ -350,7 +344,6 @@ def test_documented_rev_is_the_release_tag_of_the_version():
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("pre-commit-home")
 def test_readme_snippet_works_as_written(hook_repo, tmp_path, pre_commit_home):
     """The README's config with only the repository URL pointed at a snapshot of this tree, which
     gets the release tag the snippet names, as the real repository does at each release."""
@@ -367,7 +360,6 @@ def test_readme_snippet_works_as_written(hook_repo, tmp_path, pre_commit_home):
 
 
 @pytest.mark.slow
-@pytest.mark.xdist_group("pre-commit-home")
 def test_baseline_in_the_project_config_gates_only_new_findings(hook_repo, tmp_path, pre_commit_home, monkeypatch):
     """A repository adopting trainlint: its existing findings recorded in a committed baseline,
     named in .trainlint.toml; the hook passes, and fails on a new finding only."""
