@@ -117,16 +117,18 @@ def read_case(argv: list[str]) -> list[tuple[Any, Any]]:
 
 
 def cli_json(argv: list[str]) -> Any:
-    """What ``trainlint estimate ARGV --format json`` prints (in this process)."""
+    """The run ``trainlint estimate ARGV --format json`` prints (in this process), from its
+    ``{"runs": [...]}``; None when it printed no JSON or not exactly one run (a row is one run)."""
     from trainlint.cli import main as cli_main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         cli_main(["estimate", *argv, "--format", "json"])
     try:
-        return json.loads(out.getvalue())
-    except json.JSONDecodeError:
+        runs = json.loads(out.getvalue())["runs"]
+    except (json.JSONDecodeError, KeyError, TypeError):
         return None
+    return runs[0] if isinstance(runs, list) and len(runs) == 1 else None
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """The GPU catalog shipped with trainlint, and resolving catalog names the way people write them.
 
-The data lives in ``trainlint/data/gpus.json``; every figure there carries its source. This module
+The data lives in ``gpus.json`` of the ``trainlint.data`` package (``linter/data/`` in the source
+tree); every figure there carries its source. This module
 only types it and resolves names ("H100", "NVIDIA A100-SXM4-80GB"). The model presets
 (``models.json``), local Hugging Face ``config.json`` files and parameter counts are
 :mod:`trainlint.models`, which shares the name lookup: a check that names no model (most of them)

@@ -2,15 +2,17 @@
 
 Built-in rules and adapters are registered through these same hooks, by the plugin in
 :mod:`trainlint.builtin` (the shipped GPUs and model presets are the catalog files
-``trainlint/data/gpus.json`` and ``models.json``, which plugin entries extend). A team's plugin is a module (or a package with an
-entry point in the ``trainlint`` group, or a file named in ``[tool.trainlint] plugins``) that
-implements any of them with ``@trainlint.hookimpl``. Hooks are called with keyword arguments
-only; an implementation may accept fewer arguments than the spec names.
+``gpus.json`` and ``models.json`` of the ``trainlint.data`` package, which plugin entries extend).
+A team's plugin is a module (or a package with an entry point in the ``trainlint`` group, or a
+file named in ``[tool.trainlint] plugins``) that implements any of them with ``@trainlint.hookimpl``.
+Hooks are called with keyword arguments only; an implementation may accept fewer arguments than the spec names.
 
 Every hook is called once per project session (:func:`trainlint.session.open_session`), so
 ``check``, ``run``, ``estimate``, ``suggest``, ``plan`` and the language server all see the same
 contributions. A hook that raises, or returns an entry that cannot be built, is reported as
-one TL998 naming the plugin; the other plugins' contributions still count.
+one TL998 naming the plugin; the other plugins' contributions still count. So is an implementation
+of a hook not specified here (``trainlint_rulez``), which would otherwise never be called (unless
+it is marked ``@trainlint.hookimpl(optionalhook=True)``).
 """
 
 from __future__ import annotations

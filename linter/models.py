@@ -1,7 +1,8 @@
 """Model architectures: the presets shipped with trainlint, local Hugging Face ``config.json`` files,
 and parameter counts.
 
-The data lives in ``trainlint/data/models.json``; every figure there carries its source. This module
+The data lives in ``models.json`` of the ``trainlint.data`` package (``linter/data/`` in the source
+tree); every figure there carries its source. This module
 types it, resolves names the way people write them ("llama2-7b", "meta-llama/Llama-2-7b-hf"), and
 counts parameters from the architecture so an estimate never has to trust a nominal "7B". Apart from
 :mod:`trainlint.catalog` (the GPUs), so that a check that names no model never builds these tables.

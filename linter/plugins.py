@@ -3,7 +3,8 @@ plugins and local plugin files named in the project config.
 
 Built-in rules and adapters are plugins too (:mod:`trainlint.builtin`), registered through
 the same hooks a team's plugin implements. Plugins are loaded one at a time: one that fails
-to import is recorded (and reported as TL998 with its name) and the others still load.
+to import is recorded (and reported as TL998 with its name) and the others still load; so is one
+that implements a hook trainlint does not specify (a misspelled ``trainlint_rulez``).
 """
 
 from __future__ import annotations
@@ -76,7 +77,39 @@ def create_host(local_plugins: Sequence[str] = (), base_dir: Path | None = None,
         _load_entry_points(host)
     for item in local_plugins:
         _load_local(host, item, base_dir or Path.cwd())
+    _check_pending(host)
     return host
+
+
+def _check_pending(host: PluginHost) -> None:
+    """One TL998 per plugin that implements a hook trainlint has no spec for (``trainlint_rulez``):
+    pluggy keeps such an implementation and never calls it, so the rules it meant to add would be
+    silently missing. The plugin's other hooks still count. ``check_pending`` is pluggy's own test
+    (an implementation marked ``optionalhook=True`` is allowed); it stops at the first, so when it
+    fails every unknown hook is collected, by plugin."""
+    try:
+        host.manager.check_pending()
+    except pluggy.PluginValidationError:
+        pass
+    else:
+        return
+    unknown: dict[str, list[str]] = {}
+    for name, caller in vars(host.manager.hook).items():
+        if name.startswith("_") or caller.has_spec():
+            continue
+        for impl in caller.get_hookimpls():
+            if not impl.optionalhook:
+                unknown.setdefault(impl.plugin_name, []).append(name)
+    for plugin, names in unknown.items():
+        host.failures.append(PluginFailure(plugin, "; ".join(_unknown_hook(name) for name in sorted(names))))
+
+
+def _unknown_hook(name: str) -> str:
+    import difflib
+
+    known = [n for n in dir(hookspecs) if n.startswith("trainlint_")]
+    close = difflib.get_close_matches(name, known, n=1)
+    return f"unknown hook `{name}`, never called" + (f" (did you mean `{close[0]}`?)" if close else "")
 
 
 def project_host(project: Any, *, allow: bool = False, roots: Sequence[str] | None = None,

@@ -1,4 +1,4 @@
-"""Generate the shipped argument catalogs (trainlint/data/frameworks/) from framework sources.
+"""Generate the shipped argument catalogs (linter/data/frameworks/, installed in the trainlint.data package) from framework sources.
 
 Each catalog is what :func:`trainlint.frameworks.catalog.read_checkout` would read from a checkout
 of that release: the same files, the same ``ast`` readers. The sources are git clones given on the

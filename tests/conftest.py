@@ -83,3 +83,21 @@ def _framework_cache(tmp_path_factory):
         os.environ.pop("TRAINLINT_CACHE_DIR", None)
     else:
         os.environ["TRAINLINT_CACHE_DIR"] = old
+
+
+def estimate_runs(text: str) -> list[dict]:
+    """The runs of ``trainlint estimate --format json``: always one object ``{"runs": [...]}``
+    (never an object for one run and a list for several), checked here for every reader."""
+    import json
+
+    data = json.loads(text)
+    assert isinstance(data, dict) and list(data) == ["runs"] and isinstance(data["runs"], list), text[:300]
+    assert all(isinstance(run, dict) for run in data["runs"]), text[:300]
+    return data["runs"]
+
+
+def estimate_run(text: str) -> dict:
+    """The one run of ``trainlint estimate --format json`` (asserts there is exactly one)."""
+    runs = estimate_runs(text)
+    assert len(runs) == 1, f"{len(runs)} runs: {text[:300]}"
+    return runs[0]

@@ -24,6 +24,7 @@ from trainlint.checker import check_paths
 from trainlint.command_line import _deepspeed, parse_launch
 from trainlint.estimator import build_context, estimate
 from trainlint.provenance import Origin
+from conftest import estimate_run
 
 CONFIG = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
           "num_key_value_heads": 16, "intermediate_size": 5504, "vocab_size": 32000,
@@ -271,8 +272,7 @@ def _estimate_json(path: Path) -> dict:
     out = subprocess.run([sys.executable, "-m", "trainlint", "estimate", "--isolated", "--format", "json", "--gpu",
                           "h100-sxm", str(path)], capture_output=True, text=True, timeout=120, cwd=path.parent)
     assert out.returncode == 0, out.stderr
-    printed = json.loads(out.stdout)
-    return printed[0] if isinstance(printed, list) else printed
+    return estimate_run(out.stdout)
 
 
 def test_the_same_run_written_both_ways_gets_one_answer(project: Path):

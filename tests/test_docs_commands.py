@@ -204,7 +204,7 @@ def test_readme_first_screen():
     commands = [c.text for c in INVENTORY.of("README.md")]
     assert commands[:2] == [
         "python3 -m venv .venv && . .venv/bin/activate && pip install . && trainlint check --exit-zero examples/",
-        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && python -m pytest"]
+        "python3 -m venv .venv && . .venv/bin/activate && pip install -e '.[test]' && python -m pytest -n auto"]
     for face in ("--output-format github", "pre-commit-config", "trainlint lsp", "trainlint estimate",
                  "trainlint suggest"):
         assert face in first, face

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.cli import main
+from conftest import estimate_run, estimate_runs
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 DS_JSON = {"train_batch_size": 256, "train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 8,
@@ -49,7 +50,7 @@ def test_text_output(capsys, ds_file):
 def test_json_output_shape(capsys, ds_file):
     code, out, _ = run(capsys, str(ds_file), "--model", "llama2-7b", "--format", "json", "--isolated")
     assert code == 0
-    data = json.loads(out)
+    data = estimate_run(out)
     assert set(data["memory_gib"]) == {"params", "grads", "optimizer", "activations", "buffers", "overhead", "total"}
     for key in ("capacity_gib", "step_time_s", "tokens_per_s", "mfu", "model_flops_per_step", "bound", "time_s",
                 "stages", "assumptions"):
@@ -58,15 +59,38 @@ def test_json_output_shape(capsys, ds_file):
     assert any(a["field"] == "cluster.gpu" and a["origin"] == "assumed" for a in data["assumptions"])
 
 
+def test_json_is_one_shape_for_one_run_several_and_none(capsys, ds_file, tmp_path):
+    """``{"runs": [...]}`` whatever the count: once an object for one run and a list for several,
+    so a reader had to tell them apart (issue 31). The same with --compare-gpus."""
+    other = tmp_path / "other" / "ds_config.json"
+    other.parent.mkdir()
+    other.write_text(json.dumps(dict(DS_JSON, train_micro_batch_size_per_gpu=1, gradient_accumulation_steps=16)), encoding="utf-8")
+    flags = ("--model", "llama2-7b", "--format", "json", "--isolated")
+    code, out, _ = run(capsys, str(ds_file), *flags)
+    assert code == 0 and [r["path"] for r in estimate_runs(out)] == [str(ds_file)]
+    code, out, _ = run(capsys, str(ds_file), str(other), *flags)
+    runs = estimate_runs(out)
+    assert code == 0 and [r["path"] for r in runs] == [str(ds_file), str(other)]
+    assert runs[0]["memory_gib"]["activations"] > runs[1]["memory_gib"]["activations"]  # micro batch 2 vs 1
+    code, out, _ = run(capsys, str(ds_file), str(other), *flags, "--tokens", "1T", "--compare-gpus", "h100-sxm,a100-80gb")
+    runs = estimate_runs(out)
+    assert code == 0 and [r["path"] for r in runs] == [str(ds_file), str(other)]
+    assert all({row["gpu"] for row in r["compare_gpus"]} == {"h100-sxm", "a100-80gb"} for r in runs)
+    not_a_config = tmp_path / "notes.json"
+    not_a_config.write_text('{"hello": "world"}', encoding="utf-8")
+    code, out, err = run(capsys, str(not_a_config), *flags)
+    assert code == 2 and estimate_runs(out) == [] and "notes.json" in err
+
+
 def test_project_config_supplies_gpu_and_model(capsys, ds_file, tmp_path):
     (tmp_path / "pyproject.toml").write_text(
         '[tool.trainlint]\ngpu = "mygpu"\nmodel = "llama2-7b"\n'
         '[tool.trainlint.gpus.mygpu]\nmemory_gb = 48\nbf16_tflops = 300\nhbm_bandwidth_tbps = 1.0\n', encoding="utf-8")
     code, out, _ = run(capsys, str(ds_file), "--format", "json")
-    data = json.loads(out)
+    data = estimate_run(out)
     assert code == 0 and data["gpu"] == "mygpu" and data["capacity_gib"] == pytest.approx(48)
     code, out, _ = run(capsys, str(ds_file), "--format", "json", "--gpu", "a100-80gb")
-    assert json.loads(out)["gpu"] == "a100-80gb"  # the flag wins
+    assert estimate_run(out)["gpu"] == "a100-80gb"  # the flag wins
 
 
 def test_unknown_gpu_and_model_are_usage_errors(capsys, ds_file):
@@ -90,13 +114,12 @@ def test_examples_end_to_end(capsys, name, extra):
         pytest.skip(f"{path} not present")
     code, out, err = run(capsys, str(path), "--format", "json", "--isolated", *extra)
     assert code == 0, err
-    data = json.loads(out)
-    items = data if isinstance(data, list) else [data]
-    assert all(item["step_time_s"] > 0 and item["memory_gib"]["total"] > 0 for item in items)
+    items = estimate_runs(out)
+    assert items and all(item["step_time_s"] > 0 and item["memory_gib"]["total"] > 0 for item in items)
 
 
 def test_module_entry_point(ds_file):
     proc = subprocess.run([sys.executable, "-m", "trainlint", "estimate", str(ds_file), "--model", "llama2-7b",
                            "--format", "json", "--isolated"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["bound"] in ("compute", "memory", "network")
+    assert estimate_run(proc.stdout)["bound"] in ("compute", "memory", "network")

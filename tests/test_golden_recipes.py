@@ -16,15 +16,15 @@ import pytest
 from trainlint.cli import main
 from trainlint.estimator import closed_forms as CF
 
-from conftest import EXAMPLES, SHARED
+from conftest import EXAMPLES, SHARED, estimate_run
 
 
 def estimate_json(capsys, *argv: str) -> dict:
     code = main(["estimate", *argv, "--format", "json", "--isolated"])
     out = capsys.readouterr().out
     assert code == 0, out
-    data = json.loads(out)
-    assert isinstance(data, dict) and data.get("step_time_s"), data
+    data = estimate_run(out)
+    assert data.get("step_time_s"), data
     return data
 
 

@@ -15,6 +15,7 @@ from trainlint.estimator.context import resolve_model
 from trainlint.hf_cache import cache_dirs, cached_file, is_repo_id
 from trainlint.provenance import Origin
 from trainlint.tokenizer_vocab import from_preset
+from conftest import estimate_run
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 OTHER = "fedcba9876543210fedcba9876543210fedcba98"
@@ -111,13 +112,13 @@ def test_trainer_yaml_estimated_from_the_cache(tmp_path: Path, hub: Path):
     env = {**os.environ}
     missing = _estimate(sft, env)
     assert missing.returncode == 1, missing.stderr
-    asked = json.loads(missing.stdout)["missing"]
+    asked = estimate_run(missing.stdout)["missing"]
     assert any(f"`{REPO}`" in m["how"] and "Hugging Face cache" in m["how"] for m in asked)
 
     cache_model(hub, REPO, CONFIG)
     found = _estimate(sft, env)
     assert found.returncode in (0, 1), found.stderr
-    data = json.loads(found.stdout)
+    data = estimate_run(found.stdout)
     # 12 layers of (q 1024x2048, k and v 1024x512 each, o 2048x1024, gated MLP 3 x 1024x3072) + 151,936 x 1024
     # tied embeddings: about 0.33B (the cached config's shape, head_dim 128 and 4 KV heads included)
     per_layer = 1024 * 2048 * 2 + 1024 * 512 * 2 + 3 * 1024 * 3072

@@ -15,6 +15,7 @@ from trainlint.command_line import _deepspeed
 from trainlint.estimator import build_context, estimate
 from trainlint.hf_trainer import trainer_words
 from trainlint.command_line import parse_launch
+from conftest import estimate_run
 
 CONFIG = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
           "num_key_value_heads": 16, "intermediate_size": 5504, "vocab_size": 32000,
@@ -109,7 +110,7 @@ def test_the_run_estimates_like_trainlint_estimate_on_the_written_out_json(proje
                           "h100-sxm", "--model", "model", "--nodes", "1", "--gpus-per-node", "8", "--seq-length", "2048",
                           "ds_written.json"], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    printed = json.loads(out.stdout)
+    printed = estimate_run(out.stdout)
     assert printed["world_size"] == via_run.inputs.world == 8
     assert printed["memory_gib"]["total"] == pytest.approx(via_run.worst_stage.total / 2**30, rel=1e-9)
     assert printed["memory_gib"]["optimizer"] == pytest.approx(via_run.worst_stage.optimizer / 2**30, rel=1e-9)

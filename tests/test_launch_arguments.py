@@ -16,6 +16,7 @@ from trainlint.command_line import read_command
 from trainlint.command_line import parse_launch
 from trainlint.provenance import Origin
 from trainlint.sources import SourceText
+from conftest import estimate_run
 
 SCRIPT = ("#!/bin/bash\nTP=2\nif [ -n \"$2\" ]; then\n  TP=$2\nfi\nLAYERS=${1:-24}\n"
           "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers $LAYERS --hidden-size 1024 "
@@ -83,9 +84,9 @@ def test_estimate_arg_binds_dollar_one_and_two(tmp_path, capsys):
 
     script = _script(tmp_path)
     assert main(["estimate", str(script), "--isolated", "--format", "json", "--arg", "40", "--arg", "8"]) in (0, 1)
-    with_args = json.loads(capsys.readouterr().out)
+    with_args = estimate_run(capsys.readouterr().out)
     assert main(["estimate", str(script), "--isolated", "--format", "json"]) in (0, 1)
-    without = json.loads(capsys.readouterr().out)
+    without = estimate_run(capsys.readouterr().out)
     assert with_args["stages"][0]["layers"] == 40 and without["stages"][0]["layers"] == 24
 
 

@@ -21,6 +21,7 @@ from trainlint.estimator import build_context, estimate
 from trainlint.estimator.inputs import unjudged
 from trainlint.provenance import Origin
 from trainlint.sources import SourceText
+from conftest import estimate_run
 
 ARGS = ("--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "
         "--max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 256 --bf16")
@@ -108,7 +109,7 @@ def test_estimate_flags_fill_a_bare_deepspeed_json(tmp_path: Path):
     out = subprocess.run([sys.executable, "-m", "trainlint", "estimate", "--isolated", "--format", "json",
                           "--model", "llama2-7b", "--nodes", "1", "--micro-batch-size", "4", "--grad-accum", "2",
                           "--seq-length", "2048", str(ds)], capture_output=True, text=True, timeout=120)
-    data = json.loads(out.stdout)
+    data = estimate_run(out.stdout)
     assert data.get("estimate", 1) is not None, out.stdout
     fields = {a["field"]: a for a in data["assumptions"]}
     assert fields["batch.micro_batch"]["value"] == 4 and fields["batch.micro_batch"]["origin"] == "cli"

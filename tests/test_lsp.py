@@ -26,6 +26,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
 from trainlint.lsp import convert, hover  # noqa: E402
 from trainlint.lsp.workspace import Linter  # noqa: E402
 from trainlint.positions import Span  # noqa: E402
+from conftest import estimate_run
 
 e2e = pytest.mark.asyncio(loop_scope="module")
 """Every end-to-end test shares the module's two servers (one start each keeps the file fast)."""
@@ -268,8 +269,8 @@ async def test_save_lints_at_once_and_close_clears(slow_client: LanguageClient, 
 async def test_hover_on_micro_batch_shows_activation_memory(client: LanguageClient, workspace: Path):
     path = workspace / "hover" / "llama.sh"
     await open_doc(client, path, LLAMA, "shellscript")
-    estimate = json.loads(subprocess.run([sys.executable, "-m", "trainlint", "estimate", "--format", "json", str(path)],
-                                         capture_output=True, text=True, check=True).stdout)
+    estimate = estimate_run(subprocess.run([sys.executable, "-m", "trainlint", "estimate", "--format", "json", str(path)],
+                                           capture_output=True, text=True, check=True).stdout)
     line, char = find(LLAMA, "--micro-batch-size", 3)
     result = await hover_at(client, path, line, char)
     assert result is not None and result.contents.kind == lsp.MarkupKind.Markdown

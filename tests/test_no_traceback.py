@@ -33,13 +33,44 @@ def test_keyboard_interrupt_in_process_is_130(monkeypatch, capsys):
     assert capsys.readouterr().err == ""
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (Linux /proc), 0 when it cannot be read."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+def _wait_until_checking(proc: subprocess.Popen, cpu: float = 0.3, timeout: float = 60.0) -> None:
+    """Until the process (with its pool workers) has used ``cpu`` seconds of CPU: start-up and the
+    imports take < 0.1 s, the check of 1500 files > 1 s, so the signal lands in the check. A fixed
+    sleep does not say that on a loaded machine (tests in parallel, other jobs): the signal could
+    land before Python installed its SIGINT handler (the process then dies of it, -2) or in
+    the imports. Without /proc (not Linux) a fixed 0.6 s, as before."""
+    if not Path(f"/proc/{proc.pid}/stat").exists():
+        time.sleep(0.6)
+        return
+    deadline = time.monotonic() + timeout
+    while proc.poll() is None and time.monotonic() < deadline:
+        children = []
+        for task in Path(f"/proc/{proc.pid}/task").glob("*/children"):
+            try:
+                children += [int(c) for c in task.read_text().split()]
+            except OSError:
+                pass
+        if _cpu_seconds(proc.pid) + sum(_cpu_seconds(c) for c in children) >= cpu:
+            return
+        time.sleep(0.02)
+
+
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_sigint_to_the_process_group_ends_quietly_with_130(tmp_path, jobs):
     for i in range(1500):
         (tmp_path / f"ds_{i}.json").write_text('{"train_micro_batch_size_per_gpu": 4, "zero_optimization": {"stage": 3}}\n')
     proc = subprocess.Popen([sys.executable, "-m", "trainlint", "check", "--isolated", "-j", jobs, str(tmp_path)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-    time.sleep(0.6)
+    _wait_until_checking(proc)
     if proc.poll() is not None:  # finished before the signal: nothing to test on this machine
         proc.communicate()
         pytest.skip("the check finished before SIGINT was sent")

@@ -19,6 +19,7 @@ import pytest
 
 from trainlint.catalog import find_gpu
 from trainlint.planning import PlanError, cost, gpu_hours, parse_count, solve, train_time_s, training_flops
+from conftest import estimate_run
 
 PEAK = find_gpu("h100-sxm").peak_tflops("bf16") * 1e12
 
@@ -98,7 +99,7 @@ def test_estimate_run_figures_follow_from_the_estimate(capsys):
     script = str(Path(__file__).resolve().parents[1] / "examples" / "megatron_gpt_8b.sh")
     main(["estimate", "--isolated", "--model", "llama3-8b", "--tokens", "1T", "--price-per-gpu-hour", "2.5",
           "--format", "json", script])
-    entry = json.loads(capsys.readouterr().out)  # one run: one object
+    entry = estimate_run(capsys.readouterr().out)
     run = entry["run"]
     assert run["tokens"] == 1e12
     seconds = 1e12 / entry["tokens_per_s"]
@@ -115,8 +116,7 @@ def test_compare_gpus_sorted_by_cost_with_prices_and_by_time_without(capsys, tmp
     config.write_text("[prices]\nh100-sxm = 2.5\na100-80gb = 1.2\nb200 = 6.0\n")
     main(["estimate", "--config", str(config), "--model", "llama3-8b", "--tokens", "1T", "--compare-gpus", "all",
           "--format", "json", script])
-    data = json.loads(capsys.readouterr().out)
-    rows = (data[0] if isinstance(data, list) else data)["compare_gpus"]
+    rows = estimate_run(capsys.readouterr().out)["compare_gpus"]
     priced = [r for r in rows if r["cost"] is not None]
     assert {r["gpu"] for r in priced} == {"h100-sxm", "a100-80gb", "b200"}
     assert [r["cost"] for r in priced] == sorted(r["cost"] for r in priced)
@@ -137,8 +137,7 @@ def test_seed_002_cost_per_memory_bandwidth_ranking(capsys, tmp_path):
     config.write_text("[prices]\nh100-sxm = 3.93\nh200 = 4.33\nl4 = 1.15\n")
     main(["estimate", "--config", str(config), "--model", "llama3-8b", "--tokens", "1T",
           "--compare-gpus", "h100-sxm,h200,l4", "--format", "json", script])
-    data = json.loads(capsys.readouterr().out)
-    rows = {r["gpu"]: r for r in (data[0] if isinstance(data, list) else data)["compare_gpus"]}
+    rows = {r["gpu"]: r for r in estimate_run(capsys.readouterr().out)["compare_gpus"]}
     per_bandwidth = {gpu: round(rows[gpu]["usd_per_tbps_hour"], 2) for gpu in rows}
     assert per_bandwidth == {"h100-sxm": 1.17, "h200": 0.90, "l4": 3.83}
     assert sorted(per_bandwidth, key=per_bandwidth.get) == ["h200", "h100-sxm", "l4"]

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.cli import main
+from conftest import estimate_run
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -158,7 +159,7 @@ def test_seed004_gpu_cards_memory_utilisation(capsys):
     estimate per GPU kind against its capacity, and the verdict."""
     main(["estimate", "--isolated", "--model", "llama3-8b", "--tokens", "1T", "--format", "json",
           "--compare-gpus", "a100-40gb,a100-80gb,h100-sxm,h100-nvl", str(EXAMPLES / "megatron_gpt_8b.sh")])
-    rows = {r["gpu"]: r for r in json.loads(capsys.readouterr().out)["compare_gpus"]}
+    rows = {r["gpu"]: r for r in estimate_run(capsys.readouterr().out)["compare_gpus"]}
     assert set(rows) == {"a100-40gb", "a100-80gb", "h100-sxm", "h100-nvl"}
     for r in rows.values():
         assert r["fits"] == (r["memory_pct"] <= 100)

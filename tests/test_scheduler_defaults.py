@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.cli import main
+from conftest import estimate_run
 
 SCRIPT = """#!/bin/bash
 NNODES={nodes}
@@ -22,7 +23,7 @@ def _world(tmp_path: Path, capsys: pytest.CaptureFixture[str], nodes: str) -> di
     script = tmp_path / "train.sh"
     script.write_text(SCRIPT.format(nodes=nodes))
     assert main(["estimate", "--isolated", "--format", "json", "--gpu", "h100-sxm", str(script)]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = estimate_run(capsys.readouterr().out)
     assert out["world_size"] == 8
     return next((a for a in out["assumptions"] if a["field"] == "cluster.world_size"), {})
 
@@ -43,7 +44,7 @@ def test_an_allocation_gives_the_slurm_variable(tmp_path: Path, capsys: pytest.C
     script = tmp_path / "train.sh"
     script.write_text("#!/bin/bash\n#SBATCH --nodes=2\n" + SCRIPT.format(nodes="${SLURM_NNODES:-1}").split("\n", 1)[1])
     assert main(["estimate", "--isolated", "--format", "json", "--gpu", "h100-sxm", str(script)]) == 0
-    out = json.loads(capsys.readouterr().out)
+    out = estimate_run(capsys.readouterr().out)
     assert out["world_size"] == 16
     world = next((a for a in out["assumptions"] if a["field"] == "cluster.world_size"), {})
     assert world.get("origin") != "assumed"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import estimate_run
 from trainlint.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
@@ -175,7 +176,7 @@ def _out(capsys, *argv: str) -> tuple[int, str, str]:
 def test_estimate_reads_a_file_only_a_plugin_adapter_claims(project, capsys):
     code, out, err = _out(capsys, "estimate", "run.acme", "--model", "llama2-7b", "--nodes", "1", "--format", "json")
     assert code == 0, err
-    data = json.loads(out)
+    data = estimate_run(out)
     assert data["path"].endswith("run.acme") and data["num_params"] > 6e9
     # without the plugin (an isolated run ignores the project config) nothing claims the file
     code, out, err = _out(capsys, "estimate", "run.acme", "--isolated", "--model", "llama2-7b", "--nodes", "1")
@@ -194,7 +195,7 @@ def test_a_plugin_gpu_is_used_by_estimate_check_suggest_and_plan(project, capsys
     code, out, err = _out(capsys, "estimate", "ds_config.json", "--model", "llama2-7b", "--nodes", "1",
                           "--gpu", "acme-x1", "--format", "json")
     assert code == 0, err
-    assert json.loads(out)["gpu"] == "acme-x1"
+    assert estimate_run(out)["gpu"] == "acme-x1"
     # the start-up rule that reads the target GPU resolves it in the same table: no bf16 on it
     code, out, err = _out(capsys, "check", "ds_config.json", "--gpu", "acme-x1", "--select", "TL112",
                           "--format", "json")
@@ -217,7 +218,7 @@ def test_a_plugin_gpu_is_among_the_compared_gpus(project, capsys):
     code, out, err = _out(capsys, "estimate", "ds_config.json", "--model", "llama2-7b", "--nodes", "1",
                           "--compare-gpus", "--tokens", "1T", "--format", "json")
     assert code == 0, err
-    assert "acme-x1" in {row["gpu"] for row in json.loads(out)["compare_gpus"]}
+    assert "acme-x1" in {row["gpu"] for row in estimate_run(out)["compare_gpus"]}
 
 
 def test_a_plugin_model_preset_is_used_by_estimate_suggest_check_and_plan(project, capsys):
@@ -225,7 +226,7 @@ def test_a_plugin_model_preset_is_used_by_estimate_suggest_check_and_plan(projec
                           "--format", "json")
     assert code == 0, err
     # 24 layers of 12 x 3072^2 (plus embeddings): a ~3 B model, not a shipped preset
-    assert 2.5e9 < json.loads(out)["num_params"] < 3.5e9
+    assert 2.5e9 < estimate_run(out)["num_params"] < 3.5e9
     code, out, err = _out(capsys, "suggest", "ds_config.json", "--model", "acme-3b", "--nodes", "1", "--format", "json")
     assert code in (0, 1), err
     code, out, err = _out(capsys, "check", "ds_config.json", "--model", "acme-3b", "--nodes", "1", "--format", "json")
@@ -249,6 +250,34 @@ def test_a_malformed_plugin_entry_is_one_tl998_naming_the_plugin(project, capsys
     messages = [d["message"] for f in json.loads(out)["files"] for d in f["diagnostics"] if d["code"] == "TL998"]
     assert code == 2 and len(messages) == 2 and all("acme_gpu.py" in m for m in messages)
     assert any("'broken'" in m and "memory_gb" in m for m in messages)
+
+
+def test_a_misspelled_hook_is_one_tl998_naming_the_plugin_and_the_hook(project, capsys):
+    """pluggy keeps an implementation of a hook with no spec and never calls it: the rules of
+    ``trainlint_rulez`` would be silently missing. It is a TL998 (pluggy's check_pending), the
+    plugin's other hooks still count, and an ``optionalhook`` implementation is not reported."""
+    (project / "tools" / "acme_gpu.py").write_text(GPU_PLUGIN + textwrap.dedent('''
+
+        @trainlint.hookimpl
+        def trainlint_rulez():
+            return []
+
+        @trainlint.hookimpl(optionalhook=True)
+        def trainlint_future_hook():
+            return []
+        '''))
+    code, out, err = _out(capsys, "check", "ds_config.json", "--gpu", "acme-x1", "--format", "json")
+    diagnostics = [d for f in json.loads(out)["files"] for d in f["diagnostics"]]
+    messages = [d["message"] for d in diagnostics if d["code"] == "TL998"]
+    assert code == 2 and len(messages) == 1, messages
+    assert "acme_gpu.py" in messages[0] and "`trainlint_rulez`" in messages[0] and "`trainlint_rules`" in messages[0]
+    assert "trainlint_future_hook" not in messages[0]
+    # its GPU is still in the table: the start-up rule reads it (no bf16 on acme-x1)
+    assert "TL112" in {d["code"] for d in diagnostics}
+    # the same plugin spelled right: no TL998
+    (project / "tools" / "acme_gpu.py").write_text(GPU_PLUGIN)
+    code, out, err = _out(capsys, "check", "ds_config.json", "--gpu", "acme-x1", "--format", "json")
+    assert "TL998" not in {d["code"] for f in json.loads(out)["files"] for d in f["diagnostics"]}
 
 
 def test_the_language_server_sees_the_plugin_gpu(project):

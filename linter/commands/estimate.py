@@ -20,7 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "flags, [tool.trainlint], or stated assumptions.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="config file(s)")
     add_context_arguments(p)
-    p.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+    p.add_argument("--format", choices=("text", "json"), default="text",
+                   help='output format (default: text); json is always {"runs": [...]}, one entry per run estimated')
     add_input_arguments(p)
     p.add_argument("--micro-batch-size", type=int, metavar="N",
                    help="micro batch per GPU when the config does not state it (a Trainer's DeepSpeed JSON: "
@@ -162,31 +163,34 @@ def run(args: argparse.Namespace) -> int:
                                                      bool(args.same_throughput))))
     if comparisons:
         if args.format == "json":
-            import json
-            data = [{"path": p, **head, "compare_gpus": rows} for p, head, rows in comparisons]
-            sys.stdout.write(json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n")
+            _write_json([{"path": p, **head, "compare_gpus": rows} for p, head, rows in comparisons])
         else:
             sys.stdout.write("\n".join(f"{printable(p)}:\n{render_comparison(rows, head)}" for p, head, rows in comparisons))
         return EXIT_CLEAN if outputs else EXIT_ERROR
     if args.format == "json":
-        if not outputs:
-            sys.stdout.write("[]\n")
-        else:
-            import json
-            data = []
-            for path, e in outputs:
-                entry = e.to_dict()
-                entry["path"] = path
-                if id(e) in totals_by_id:
-                    entry["run"] = totals_by_id[id(e)]
-                data.append(entry)
-            sys.stdout.write(json.dumps(data[0] if len(data) == 1 else data, indent=2) + "\n")
+        data = []
+        for path, e in outputs:
+            entry = e.to_dict()
+            entry["path"] = path
+            if id(e) in totals_by_id:
+                entry["run"] = totals_by_id[id(e)]
+            data.append(entry)
+        _write_json(data)
     else:
         sys.stdout.write("\n".join(render_text(e) + (render_run(totals_by_id[id(e)]) if id(e) in totals_by_id else "")
                                    for _, e in outputs))
     if not outputs or internal:
         return EXIT_ERROR
     return EXIT_FINDINGS if problems else EXIT_CLEAN
+
+
+def _write_json(runs: list[dict[str, Any]]) -> None:
+    """``--format json`` is always one object, ``{"runs": [...]}``: one entry per training run
+    estimated (a file can hold several), in the order of the paths; none is ``{"runs": []}``. A
+    reader never has to tell one run (once an object) from several (once a list)."""
+    import json
+
+    sys.stdout.write(json.dumps({"runs": runs}, indent=2) + "\n")
 
 
 def _gpu_ids(text: str) -> list[str] | None:

@@ -3,7 +3,7 @@
 Each constant is GLOBAL: the same for every model, GPU and framework. Each one names a physical
 quantity (a fraction of a datasheet peak, a number of bytes per element, a fixed overhead in
 seconds or GiB). Hardware figures themselves (peaks, HBM and link bandwidths) come from the GPU
-catalog (``trainlint/data/gpus.json``), never from here.
+catalog (``gpus.json`` of the ``trainlint.data`` package), never from here.
 
 How they were set: the "physical" ones from the framework sources or datasheets named in each
 comment; the "fitted" ones (``FITTED``, in :mod:`.ranges`, each with the physical range the fit may not

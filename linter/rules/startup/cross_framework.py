@@ -918,7 +918,7 @@ class PrecisionUnsupportedGPU(Rule):
     - DeepSpeed `deepspeed/runtime/engine.py:1678-1682` @ edaa722: "Type bf16 is not supported on
       your device."
     - framework-assertions X112 / M39: bf16 needs compute capability 8.0+, FP8 needs 8.9+/9.0+;
-      GPU capabilities from trainlint's catalog (`trainlint/data/gpus.json`).
+      GPU capabilities from trainlint's catalog (`gpus.json` of the `trainlint.data` package).
     """
 
     code = "TL112"
