@@ -59,13 +59,15 @@ class Case:
 
 
 TRANSLATIONS = {
-    "llm-foundry": "Composer FSDP FULL_SHARD written as the nearest Megatron-LM launch: --use-torch-fsdp2 (parameters, "
-                   "gradients and optimizer states sharded over DP, as ZeRO-3); MPT's ALiBi and low-precision LayerNorm "
-                   "are not Megatron flags (the positions cost nothing in the estimate)",
-    "nanotron": "nanotron TP/PP/DP layout written as Megatron-LM flags (ZeRO-1 = --use-distributed-optimizer); nanotron's "
-                "own kernels and its 1F1B engine are Megatron's in the estimate",
-    "torchtitan": "torchtitan FSDP2 (+TP/PP/CP) written as Megatron-LM flags with --use-torch-fsdp2; torchtitan's "
-                  "op-level selective recompute as Megatron's selective recompute",
+    "llm-foundry": "Composer FSDP FULL_SHARD written as the nearest user path, a Megatron-DeepSpeed launch with DeepSpeed "
+                   "ZeRO-3 (parameters, gradients and optimizer states sharded over DP); MPT's ALiBi and low-precision "
+                   "LayerNorm are not Megatron flags (the positions cost nothing in the estimate)",
+    "nanotron": "nanotron TP/PP/DP layout written as Megatron-LM flags (ZeRO-1 = --use-distributed-optimizer, TP mode "
+                "REDUCE_SCATTER = --sequence-parallel); nanotron's own kernels and its 1F1B engine are Megatron's in the "
+                "estimate",
+    "torchtitan": "torchtitan FSDP2 (+TP/CP) written as a Megatron-DeepSpeed launch with ZeRO-3 (with PP, which ZeRO-3 "
+                  "does not take: Megatron-LM with the distributed optimizer); torchtitan's op-level selective recompute "
+                  "as Megatron's selective recompute",
 }
 """Frameworks trainlint reads no file of, each written as the nearest user path (a Megatron-LM launch),
 with the difference stated (the row's note)."""
@@ -88,6 +90,18 @@ def framework_of(row: dict) -> str:
     p = row["parallel"]
     text = f"{p.get('framework') or ''} {row.get('source') or ''} {row['id']}".lower()
     if translation_of(row) is not None:
+        sharded = int(p.get("zero_stage") or 0) >= 3 or p.get("fsdp_degree") or p.get("fsdp")
+        if sharded and int(p.get("cp") or 1) > 1:
+            raise NoUserPath("FSDP with context parallelism: trainlint reads no fully sharded engine with CP "
+                             "(Megatron-DeepSpeed's Ulysses --ds-sequence-parallel-size is not read)")
+        if translation_of(row)[0] == "torchtitan" and row["kind"] == "peak_memory_gb" \
+                and recompute_of(row) == "selective":
+            # torchtitan's op-level SAC saves matmul outputs and recomputes the rest (every other mm): no
+            # format trainlint reads states that policy, and the memory depends on it (throughput rows stay)
+            raise NoUserPath("torchtitan op-level selective activation checkpointing: no equivalent in a format "
+                             "trainlint reads (memory rows only)")
+        if sharded and int(p.get("pp") or 1) == 1:
+            return "megatron-deepspeed"  # FSDP full-shard as DeepSpeed ZeRO-3 (Megatron-DeepSpeed --zero-stage 3)
         return "megatron-lm"
     if (p.get("fsdp") or p.get("fsdp_degree")) and "megatron" not in text:
         raise NoUserPath("PyTorch FSDP training script: no trainlint adapter")
@@ -179,6 +193,14 @@ def precision_of(row: dict) -> str:
     raise Skip(f"precision {row.get('precision')!r} not understood")
 
 
+def zero_of(row: dict) -> int:
+    """The ZeRO stage written: the row's, or 3 for an FSDP full-shard run written as DeepSpeed."""
+    p = row["parallel"]
+    if translation_of(row) is not None and (p.get("fsdp_degree") or p.get("fsdp")):
+        return 3
+    return int(p.get("zero_stage") or 0)
+
+
 def recompute_of(row: dict) -> str:
     """none | selective | full, from the row's words ("selective (--recompute-activations)")."""
     text = str(row.get("recompute") or "none").lower()
@@ -250,6 +272,8 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         args.append(f"--ffn-hidden-size {m['ffn_hidden']}")
     if m.get("swiglu"):
         args.append("--swiglu")
+    if re.search(r"no (linear )?bias", str(m.get("arch") or "").lower()):
+        args.append("--disable-bias-linear")
     if m.get("untied_embeddings") or (m.get("tie_word_embeddings") is False):
         args.append("--untie-embeddings-and-output-weights")
     experts = m.get("num_moe_experts") or m.get("num_experts")
@@ -276,24 +300,32 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         args.append(f"--vocab-size {vocab}")
     args.append(f"--micro-batch-size {_need(b.get('micro'), 'micro batch')} --global-batch-size {_need(b.get('global'), 'global batch')}")
     args.append(f"--tensor-model-parallel-size {tp} --pipeline-model-parallel-size {pp}")
+    layers = int(m["layers"])
+    if pp > 1 and layers % pp and p.get("vpp") and int(p["vpp"]) > 1:
+        raise Skip("uneven pipeline with interleaving: the recipe's --pipeline-model-parallel-layout is not restated")
+    if pp > 1 and layers % pp:
+        # an uneven split (DeepSeek-V3's 61 layers): the last stage takes what is left
+        base = -(-layers // pp)
+        args.append(f"--decoder-last-pipeline-num-layers {layers - base * (pp - 1)}")
     if cp > 1:
         args.append(f"--context-parallel-size {cp}")
     if p.get("vpp") and int(p["vpp"]) > 1:
         per_stage = int(m["layers"]) // pp
-        if per_stage % int(p["vpp"]):
+        if per_stage % int(p["vpp"]) or int(m["layers"]) % pp:
             args.append(f"--num-virtual-stages-per-pipeline-rank {int(p['vpp'])}")
         else:
             args.append(f"--num-layers-per-virtual-pipeline-stage {per_stage // int(p['vpp'])}")
     recipe = bridge_recipe(row) and not deepspeed
     translated = translation_of(row)
-    if (p.get("sequence_parallel") or (recipe and p.get("sequence_parallel") is None)) and tp > 1:
+    nanotron = translated is not None and translated[0] == "nanotron"
+    # nanotron's default TP mode REDUCE_SCATTER is sequence parallelism (the source's notes)
+    if (p.get("sequence_parallel") or ((recipe or nanotron) and p.get("sequence_parallel") is None)) and tp > 1:
         args.append("--sequence-parallel")
-    fsdp = bool(p.get("fsdp_degree") or p.get("fsdp") or (p.get("fsdp_column") or 0) > 0
-                or (translated is not None and int(p.get("zero_stage") or 0) >= 3))
+    fsdp = bool((p.get("fsdp_column") or 0) > 0) and translated is None
     if fsdp and not deepspeed:
-        args.append("--use-torch-fsdp2" if translated else "--use-megatron-fsdp")
-    elif (p.get("distributed_optimizer") or recipe or (translated and int(p.get("zero_stage") or 0) >= 1)) \
-            and not deepspeed:
+        args.append("--use-megatron-fsdp")
+    elif (p.get("distributed_optimizer") or recipe or (translated and (int(p.get("zero_stage") or 0) >= 1
+                                                                       or p.get("fsdp_degree")))) and not deepspeed:
         args.append("--use-distributed-optimizer")
     if not deepspeed and (p.get("overlap_grad_reduce") or str(p.get("ddp_impl") or "") == "torch" or recipe):
         # torch DDP all-reduces gradient buckets during backward: --overlap-grad-reduce in today's Megatron-LM
@@ -315,8 +347,12 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
     if "narayanan" in row["id"]:
         # 2021 Megatron-LM: Megatron's own attention with a fused softmax, no flash kernel
         args.append("--attention-backend unfused")
+    if deepspeed and translated is not None:
+        # llm-foundry (triton / flash attn_impl) and torchtitan (SDPA flash) use fused attention
+        args.append("--use-flash-attn-v2")
     if deepspeed:
-        args.append(f"--deepspeed --deepspeed_config ds_config.json --zero-stage {int(p.get('zero_stage') or 0)}")
+        args.append(f"--deepspeed --deepspeed_config ds_config.json --zero-stage {zero_of(row)}"
+                    + (" --no-pipeline-parallel" if zero_of(row) >= 3 and pp == 1 else ""))
         if recompute == "full":
             args.append("--deepspeed-activation-checkpointing")
     args.append("--train-iters 100 --lr 1e-4")
@@ -343,7 +379,7 @@ def _ds_json(row: dict, *, with_batch: bool) -> str:
         cfg.update(train_micro_batch_size_per_gpu=int(_need(b.get("micro"), "micro batch")),
                    train_batch_size=int(_need(b.get("global"), "global batch")))
     cfg["gradient_clipping"] = 1.0
-    cfg["zero_optimization"] = {"stage": int(p.get("zero_stage") or 0)}
+    cfg["zero_optimization"] = {"stage": zero_of(row)}
     if dtype == "fp16":
         cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 12}
     else:
