@@ -303,6 +303,8 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
     layers = int(m["layers"])
     if pp > 1 and layers % pp and p.get("vpp") and int(p["vpp"]) > 1:
         raise Skip("uneven pipeline with interleaving: the recipe's --pipeline-model-parallel-layout is not restated")
+    if pp > 1 and layers % pp and layers - -(-layers // pp) * (pp - 1) < 1:
+        raise Skip(f"{layers} layers over {pp} stages: no first/last-stage split Megatron takes")
     if pp > 1 and layers % pp:
         # an uneven split (DeepSeek-V3's 61 layers): the last stage takes what is left
         base = -(-layers // pp)
@@ -323,7 +325,7 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         args.append("--sequence-parallel")
     fsdp = bool((p.get("fsdp_column") or 0) > 0) and translated is None
     if fsdp and not deepspeed:
-        args.append("--use-megatron-fsdp")
+        args.append("--use-megatron-fsdp --ckpt-format fsdp_dtensor")  # Megatron-FSDP's checkpoint format
     elif (p.get("distributed_optimizer") or recipe or (translated and (int(p.get("zero_stage") or 0) >= 1
                                                                        or p.get("fsdp_degree")))) and not deepspeed:
         args.append("--use-distributed-optimizer")

@@ -39,7 +39,7 @@ HBM_ACHIEVABLE_FRACTION = 0.80
 """Physical (STREAM-like measurements on A100/H100 reach 80-90% of the datasheet bandwidth).
 Used for the bytes term of every kernel: GEMM operands, elementwise ops, the optimizer step."""
 
-FLASH_ATTENTION_PEAK_FRACTION = 0.30
+FLASH_ATTENTION_PEAK_FRACTION = 0.363
 """Fitted (range 0.3-0.75). Fraction of the dense tensor-core peak a fused (flash / cuDNN) attention
 kernel sustains over its executed FLOPs (causal half only) at long sequences and head dim 128: the
 kernel benchmarks reach 50-73% forward and 35-50% backward (FlashAttention-2, Dao 2023, Fig. 4-7;
@@ -49,7 +49,7 @@ Replaces the single ATTENTION_PEAK_FRACTION (0.19), which was fitted on 500 W po
 mapped to the 700 W peak and absorbed the power cap and the context-parallel ring exchange; both are
 now terms of their own (POWER_CAP_CLOCK_EXPONENT, CP_RING_EXPOSED_FRACTION)."""
 
-FLASH_ATTENTION_HALF_SEQ = 1126.0
+FLASH_ATTENTION_HALF_SEQ = 900.8
 """Fitted (range 256-4096 tokens). Sequence length at which the flash kernel reaches half its
 long-sequence efficiency: per-tile softmax rescaling, the causal diagonal tiles and launch cost weigh
 more on short key ranges (FlashAttention-2 Fig. 4: at 512 tokens ~60% of the 16k throughput)."""
@@ -58,7 +58,7 @@ FLASH_ATTENTION_HEAD_DIM_EXPONENT = 0.5
 """Physical estimate, not fitted (range 0-1). Efficiency scales as (head_dim / 128) ** this below 128:
 FlashAttention-2 Fig. 4-7, head dim 64 runs 15-25% below 128 at equal length ((0.5) ** 0.5 = 0.71)."""
 
-POWER_CAP_CLOCK_EXPONENT = 0.8
+POWER_CAP_CLOCK_EXPONENT = 1.0
 """Fitted (range 0.2-1). A power-capped part (catalog ``power_limit_w`` below ``max_power_w``) sustains
 (cap / max) ** this of its datasheet tensor clock: dynamic power ~ f V^2 with V falling along the V/f
 curve gives f ~ P ** (1/3 .. 1/2) near the top of the curve, ~ P lower down."""
@@ -72,7 +72,7 @@ UNFUSED_SOFTMAX_BYTES_PER_SCORE = 12.0
 unfused attention (scale+mask+softmax read/write in 16 bit, dropout mask, dropout output);
 the backward moves twice as much."""
 
-ELEMENTWISE_BYTES_PER_HIDDEN = 55.0
+ELEMENTWISE_BYTES_PER_HIDDEN = 44.0
 """Fitted, ~physical: bytes of HBM traffic per token per hidden unit per layer in the forward
 pass for the non-GEMM ops other than the MLP activation (two norms, two residual adds, bias and
 dropout, rotary): roughly ten 16-bit tensors read or written. Backward moves twice as much."""
@@ -82,11 +82,18 @@ FP8_GEMM_SPEEDUP = 1.9
 16-bit GEMM (the datasheet says 2x). Was fitted on the only FP8 rows (torchtitan + torchao float8,
 6 rows), which have no user's path (no torchtitan adapter): weakly determined."""
 
-MICROBATCH_OVERHEAD_S = 0.0027
+MICROBATCH_OVERHEAD_S = 0.0030
 """Fitted. Fixed host-side time per micro-batch per pipeline stage (schedule bookkeeping,
 p2p handshakes, kernel-launch gaps, Python), seconds."""
 
-STEP_OVERHEAD_S = 0.0425
+LAYER_LAUNCH_S = 2.5e-4
+"""Fitted (range 0-1 ms). Host-side time per transformer layer per micro-batch (forward and backward)
+not hidden behind kernels: ~40 kernel launches at 3-10 us each plus Python module dispatch (PyTorch
+eager; CUDA graphs remove most of it). It makes small micro-batches relatively slower, which a fixed
+cost per micro-batch per stage (MICROBATCH_OVERHEAD_S) does not: vTrain's sweeps err by +18% at micro
+batch 1 and -33% at micro batch 8 without it."""
+
+STEP_OVERHEAD_S = 0.0234
 """Fitted. Fixed time per optimizer step outside forward/backward (data loader hand-off,
 gradient-norm reduction, loss-scale checks, logging), seconds."""
 

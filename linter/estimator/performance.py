@@ -318,10 +318,23 @@ def stage_microbatch(i: Inputs, stage: int, layers: int,
 def dp_link_bw(i: Inputs, d: int) -> float:
     """Per-GPU bandwidth of the data-parallel (shard) group of ``d`` ranks: DP ranks sit TP x CP apart;
     a shard group over DP x CP (Megatron's distributed optimizer) has its CP ranks TP apart, inside.
-    The group spans TP x CP x DP consecutive ranks (CP counted once)."""
+    The group spans TP x CP x DP consecutive ranks (CP counted once). ZeRO-3's per-module gathers
+    across nodes get one NIC per GPU."""
     span = i.tp * i.cp * i.dp
     stride = i.tp if (i.shard_cp and i.cp > 1) else i.tp * i.cp
+    if i.shard_stage >= 3:
+        # ZeRO-3 / FSDP gather each module's parameters and reduce-scatter its gradients as they are
+        # needed: many mid-size collectives on the critical path, each a flat ring over every rank,
+        # which NCCL does not split over the node's NICs as it does the bucketed gradient reduction
+        return link_bw(i, span, 1)
     return link_bw(i, span, members_per_node(i, stride, d))
+
+
+def layer_launch_s(i: Inputs) -> float:
+    """Host-side time per layer per micro-batch that no kernel hides: the launches of a layer's ~40
+    forward and backward kernels (norms, GEMMs, attention, activation, residuals) at LAYER_LAUNCH_S
+    each pass, a third more with full recompute (one more forward)."""
+    return C.LAYER_LAUNCH_S * (4 / 3 if i.recompute == "full" else 1.0)
 
 
 def _grad_bytes(i: Inputs) -> float:
@@ -381,7 +394,9 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
     for stage, layers, count in kinds:
         compute, tp, p2p, bwd = stage_microbatch(i, stage, layers, per_layer)
         per_kind.append((compute, tp, p2p, bwd, stage_params_per_gpu(i, stage, layers), count))
-    totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S for c, tp, p2p, _, _, _ in per_kind]
+    launch = layer_launch_s(i)
+    totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S + kinds[k][1] * launch
+              for k, (c, tp, p2p, _, _, _) in enumerate(per_kind)]
     worst = max(range(len(per_kind)), key=lambda k: totals[k])
     compute, tp, p2p, bwd, _, _ = per_kind[worst]
     m = i.grad_accum
@@ -393,7 +408,8 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
     bubble_cost = compute.scale(bubble / totals[worst]) if totals[worst] else Cost()
     ep = m * kinds[worst][1] * ep_comm_per_layer(i) if i.moe and i.ep > 1 else 0.0
     return TimeBreakdown(
-        compute=m * (compute.total + C.MICROBATCH_OVERHEAD_S), tp_comm=m * tp - ep, ep_comm=ep, pp_bubble=bubble,
+        compute=m * (compute.total + C.MICROBATCH_OVERHEAD_S + kinds[worst][1] * launch), tp_comm=m * tp - ep,
+        ep_comm=ep, pp_bubble=bubble,
         pp_comm=m * p2p,
         dp_comm=dp, optimizer=opt, overhead=C.STEP_OVERHEAD_S,
         flops_time=m * compute.flops + bubble_cost.flops,

@@ -31,6 +31,8 @@ RANGES: dict[str, Bounds] = {
                                            "per token per hidden unit by norms, residuals, bias, dropout, rotary"),
     "MICROBATCH_OVERHEAD_S": Bounds("throughput", 0.0, 0.01, "host time per micro-batch per stage: kernel-launch "
                                     "gaps and Python, at most ~10 ms"),
+    "LAYER_LAUNCH_S": Bounds("throughput", 0.0, 1e-3, "~40 kernel launches per layer per micro-batch at 3-10 us, "
+                             "plus Python dispatch: up to a millisecond"),
     "STEP_OVERHEAD_S": Bounds("throughput", 0.0, 0.5, "per optimizer step outside the passes: data hand-off, "
                               "grad-norm, logging; tenths of a second at most"),
     "INTRA_NODE_LINK_FRACTION": Bounds("throughput", 0.40, 0.90, "nccl-tests bus bandwidth over NVLink/NVSwitch: "
