@@ -54,7 +54,8 @@ from trainlint.estimator import coefficients as C  # noqa: E402
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "calibration"
 CALIBRATION = SHARED / "published-runs.yaml"
-CALIBRATION_FILES = (SHARED / "published-runs.yaml", SHARED / "published-runs-more.yaml")
+CALIBRATION_FILES = (SHARED / "published-runs.yaml", SHARED / "published-runs-more.yaml",
+                     SHARED / "published-runs-2026.yaml")
 
 __all__ = ["Skip", "NoUserPath", "row_to_spec", "main"]
 
@@ -65,6 +66,17 @@ def load_rows(paths: Iterable[Path] = CALIBRATION_FILES) -> list[dict]:
         if path.is_file():
             rows += yaml.safe_load(path.read_text(encoding="utf-8"))
     return rows
+
+
+def run_key(row: dict) -> str:
+    """The run a row measures: rows of one run (its tokens/s and its model TFLOP/s) share it."""
+    return re.sub(r"-(tokens_per_s|tflops_per_gpu|tps|mem)$", "", str(row["id"]))
+
+
+def family_of(row: dict) -> str:
+    """Source x GPU: the unit whose signed median error the benchmark prints."""
+    gpu = re.split(r"[ (]", str(row.get("gpu") or "?").strip())[0]
+    return f"{source_of(row)} x {gpu}"
 
 
 def source_of(row: dict) -> str:
@@ -146,7 +158,11 @@ def load_cases(rows: list[dict], workdir: Path, *, check_cli: bool = True) -> tu
     loaded: list[Loaded] = []
     skipped: list[tuple[dict, str]] = []
     no_path: list[tuple[dict, str]] = []
+    with_tokens = {run_key(r) for r in rows if r["kind"] == "tokens_per_s"}
     for n, row in enumerate(rows):
+        if row["kind"] == "tflops_per_gpu" and run_key(row) in with_tokens:
+            skipped.append((row, "the same run's tokens/s row is scored (one measurement per run)"))
+            continue
         try:
             case = write_case(row)
         except NoUserPath as why:
@@ -190,6 +206,18 @@ def measured_step_time(row: dict) -> float:
         return float(meas["step_time_s"])
     unit = str(meas.get("unit", "")).lower()
     value = float(meas["value"])
+    if unit.startswith("ms per iteration"):
+        return value / 1000.0
+    if unit.startswith("% mfu"):
+        # nanotron's get_flops: 3 x the forward matmuls (QKV, output, gated FFN, LM head) + full QK^T and AV,
+        # no recompute, against the H100's 989 TFLOP/s dense BF16 (the figure's presumed peak)
+        q, kv = m["hidden"], (m.get("kv_heads") or m["heads"]) * m["hidden"] // m["heads"]
+        mats = 3 if m.get("swiglu") else 2
+        matmul = m["layers"] * (m["hidden"] * (q + 2 * kv) + q * m["hidden"] + mats * m["hidden"] * m["ffn_hidden"])
+        matmul += (vocab_of(row)[0] or 0) * m["hidden"]
+        tokens = b["global"] * m["seq_len"]
+        flops = 6 * matmul * tokens + 12 * m["layers"] * m["seq_len"] * q * tokens
+        return flops / (value / 100 * 989e12 * n)
     if unit.startswith("tokens/s"):
         return b["global"] * m["seq_len"] / (value * n)
     what = str(meas.get("what", ""))
@@ -225,36 +253,47 @@ class Result:
         return value / self.measured - 1
 
 
-def seed_memory(row: dict) -> float:
+def params_of(row: dict, inputs: Any = None) -> float:
+    """The row's parameter count, or (null in the row) the one trainlint counts from the shape it read."""
+    if row["model"].get("params_b"):
+        return float(row["model"]["params_b"]) * 1e9
+    from trainlint.estimator.memory import total_params
+
+    return total_params(inputs) if inputs is not None else 0.0
+
+
+def seed_memory(row: dict, inputs: Any = None) -> float:
     m, p, b = row["model"], row["parallel"], row["batch"]
-    psi = float(m["params_b"]) * 1e9
+    psi = params_of(row, inputs)
     zero = int(p.get("zero_stage") or 0)
     if p.get("distributed_optimizer"):
         zero = max(zero, 1)
-    static = CF.static_memory_bytes(psi, zero_stage=zero, shards=p["dp"], model_parallel=p["tp"] * p["pp"])
+    static = CF.static_memory_bytes(psi, zero_stage=zero, shards=p.get("dp") or (inputs.dp if inputs is not None else 1), model_parallel=p["tp"] * p["pp"])
     layer = CF.korthikanti_layer_bytes(m["seq_len"] // (p.get("cp") or 1), b["micro"], m["hidden"], m["heads"], p["tp"],
                                        sequence_parallel=bool(p.get("sequence_parallel")),
                                        recompute=row.get("recompute") or "none")
     return (static.total + layer * m["layers"]) / C.GIB
 
 
-def seed_step_times(row: dict, gpu: Any, dtype: str) -> tuple[float, float]:
+def seed_step_times(row: dict, gpu: Any, dtype: str, inputs: Any = None) -> tuple[float, float]:
     m, p, b = row["model"], row["parallel"], row["batch"]
-    psi = float(m["params_b"]) * 1e9
+    psi = params_of(row, inputs)
     peak = (gpu.peak_tflops(dtype) or gpu.fp16_tflops or 0) * 1e12
     tokens = b["global"] * m["seq_len"]
     n = row["num_gpus"]
     t000 = CF.seed000_step_time(psi, tokens, n, peak)
     mult = {"full": 4 / 3, "selective": 1.1}.get(row.get("recompute") or "", 1.0)
-    roof = CF.seed002_roofline(psi, m["layers"], m["hidden"], tokens, p["dp"], peak_flops=peak,
+    roof = CF.seed002_roofline(psi, m["layers"], m["hidden"], tokens, p.get("dp") or (inputs.dp if inputs is not None else 1), peak_flops=peak,
                                hbm_bytes_per_s=(gpu.hbm_bandwidth_tbps or 1) * 1e12,
                                nic_bytes_per_s=(gpu.inter_node_bw_gbps or 0) * 1e9, recompute_mult=mult)
     return t000, tokens / (roof.tokens_per_s_per_gpu * n)
 
 
-def evaluate(loaded: list[Loaded]) -> tuple[list[Result], list[tuple[dict, str]]]:
-    """Estimate every loaded row with the coefficients as they are now."""
+def evaluate(loaded: list[Loaded], *, strict: bool = False) -> tuple[list[Result], list[tuple[dict, str]]]:
+    """Estimate every loaded row with the coefficients as they are now (``strict``: an estimate that
+    breaks the estimator's invariants raises, else the row is listed as skipped with why)."""
     from trainlint.estimator import estimate
+    from trainlint.estimator.core import InvariantError
 
     results: list[Result] = []
     skipped: list[tuple[dict, str]] = []
@@ -273,18 +312,22 @@ def evaluate(loaded: list[Loaded]) -> tuple[list[Result], list[tuple[dict, str]]
                 oom = bool(meas.get("oom"))
                 if meas.get("value") is None and not oom:
                     raise Skip("no measured value")
-                results.append(Result(row, source, "memory", float(meas["value"] or 0), unit, pred, seed_memory(row), None,
+                results.append(Result(row, source, "memory", float(meas["value"] or 0), unit, pred, seed_memory(row, est.inputs), None,
                                       item.case.notes, oom=oom, capacity=est.capacity_bytes / C.GIB, fits=est.fits))
             else:
                 t_meas = measured_step_time(row)
-                t000, t002 = seed_step_times(row, est.inputs.gpu, est.inputs.dtype)
+                t000, t002 = seed_step_times(row, est.inputs.gpu, est.inputs.dtype, est.inputs)
                 value = float(meas["value"])
                 # every prediction in the row's own unit: value x t_measured / t_predicted
                 results.append(Result(row, source, "throughput", value, str(meas.get("unit")),
                                       value * t_meas / est.step_time, value * t_meas / t000, value * t_meas / t002,
-                                      item.case.notes))
+                                      item.case.notes, capacity=est.capacity_bytes / C.GIB, fits=est.fits))
         except Skip as why:
             skipped.append((row, str(why)))
+        except InvariantError as why:
+            if strict:
+                raise
+            skipped.append((row, f"estimate broke its invariants: {why}"))
     return results, skipped
 
 
@@ -373,18 +416,46 @@ def objective(results: list[Result], kind: str) -> float:
     return score
 
 
-FACTORS = (0.6, 0.8, 0.9, 0.95, 1.05, 1.1, 1.25, 1.6)
+FACTORS = (0.25, 0.5, 0.8, 0.9, 1.1, 1.25, 1.6)
+FIT_ROWS_PER_SOURCE = 30
+"""The fit sees at most this many rows of each source (an even stride through its rows, the same every
+time): the objective weighs every source the same anyway, and a source of 788 rows (vTrain) would
+otherwise make each of the fit's evaluations cost as much as the rest together. Every row is scored."""
+
+
+def fit_sample(loaded: list[Loaded], per_source: int = FIT_ROWS_PER_SOURCE) -> list[Loaded]:
+    by_source: dict[str, list[Loaded]] = {}
+    for x in loaded:
+        by_source.setdefault(source_of(x.row) + x.row["kind"], []).append(x)
+    out: list[Loaded] = []
+    for items in by_source.values():
+        step = max(1, math.ceil(len(items) / per_source))
+        out += items[::step]
+    return out
+
+
+def _score(subset: list[Loaded], kind: str) -> float:
+    """The objective at the coefficients as they are now; a candidate whose estimates break the
+    estimator's invariants (MFU above 1 ...) is no candidate."""
+    from trainlint.estimator.core import InvariantError
+
+    try:
+        return objective(evaluate(subset, strict=True)[0], kind)
+    except InvariantError:
+        return math.inf
 
 
 def fit(loaded: list[Loaded], *, passes: int = 2, kinds: Iterable[str] = ("throughput", "memory")) -> dict[str, float]:
     """Coordinate search of the FITTED coefficients, each kept inside its documented range
-    (coefficients.FITTED), on the given rows. Sets them in place and returns them."""
+    (coefficients.FITTED), on the given rows (a per-source sample: :func:`fit_sample`). Sets them in
+    place and returns them."""
+    loaded = fit_sample(loaded)
     for kind in kinds:
         subset = [x for x in loaded if (x.row["kind"] == "peak_memory_gb") == (kind == "memory")]
         if not subset:
             continue
         names = [n for n, spec in C.FITTED.items() if spec.kind == kind]
-        best = objective(evaluate(subset)[0], kind)
+        best = _score(subset, kind)
         for _ in range(passes):
             improved = False
             for name in names:
@@ -395,7 +466,7 @@ def fit(loaded: list[Loaded], *, passes: int = 2, kinds: Iterable[str] = ("throu
                     candidates = sorted({lo + (hi - lo) * f for f in (0.1, 0.25, 0.5)} - {base})
                 for value in candidates:
                     setattr(C, name, value)
-                    score = objective(evaluate(subset)[0], kind)
+                    score = _score(subset, kind)
                     if score < best - 1e-6:
                         best, base, improved = score, value, True
                 setattr(C, name, base)
@@ -467,6 +538,9 @@ def print_summary(shipped: list[Result], insample: list[Result] | None, loso: li
         print(f"{kind} ({'step time, in the row unit' if kind == 'throughput' else 'peak memory per GPU'}):")
         if loso is not None:
             print(_line("trainlint leave-one-source-out", errors_of(loso, kind)))
+            errs = sorted(abs(e) for e in errors_of(loso, kind))
+            if errs:
+                print(f"  {'  (LOSO p90 |err|)':34} {errs[min(len(errs) - 1, int(0.9 * len(errs)))] * 100:5.1f}%")
         if insample is not None:
             print(_line("trainlint in-sample (refit, all)", errors_of(insample, kind)))
         print(_line("trainlint shipped coefficients", errors_of(shipped, kind)))
@@ -489,7 +563,44 @@ def print_summary(shipped: list[Result], insample: list[Result] | None, loso: li
     oom = [r for r in shipped if r.oom]
     done = [r for r in shipped if r.kind == "memory" and not r.oom]
     print(f"OOM rows predicted not to fit: {sum(1 for r in oom if not r.fits)}/{len(oom)}")
-    print(f"completed rows predicted above capacity: {sum(1 for r in done if not r.fits)}/{len(done)}")
+    print(f"completed memory rows predicted above capacity: {sum(1 for r in done if not r.fits)}/{len(done)}")
+    n_bad, n_runs, bad = does_not_fit(shipped)
+    print(f"completed runs (every kind) the estimate calls \"does not fit\": {n_bad}/{n_runs} "
+          f"({100 * n_bad / max(1, n_runs):.1f}%)" + (f"  e.g. {', '.join(bad[:4])}" if bad else ""))
+
+
+def signed_median(results: list[Result]) -> float | None:
+    errs = [e for r in results if (e := r.err(r.trainlint)) is not None]
+    return statistics.median(errs) if errs else None
+
+
+def print_families(shipped: list[Result], loso: list[Result] | None) -> None:
+    """The signed median error of every family (source x GPU), for each kind: + over-predicts the
+    measured quantity (throughput: too fast; memory: too much)."""
+    for kind in ("throughput", "memory"):
+        rows = kind_rows(shipped, kind)
+        fams = sorted({family_of(r.row) for r in rows})
+        print(f"signed median per family, {kind} (+ = trainlint above the measurement):")
+        for fam in fams:
+            mine = [r for r in rows if family_of(r.row) == fam]
+            parts = [f"shipped {_pct(signed_median(mine))}"]
+            if loso is not None:
+                parts.insert(0, f"LOSO {_pct(signed_median([r for r in kind_rows(loso, kind) if family_of(r.row) == fam]))}")
+            print(f"  {fam[:58]:58} n={len(mine):4d}  " + "  ".join(parts))
+    print()
+
+
+def does_not_fit(results: list[Result]) -> tuple[int, int, list[str]]:
+    """(completed runs the estimate calls "does not fit", completed runs, their ids): every estimated
+    row that is not a recorded OOM is a run that completed, whatever it measured; one count per run."""
+    done: dict[str, bool] = {}
+    for r in results:
+        if r.oom:
+            continue
+        key = run_key(r.row)
+        done[key] = done.get(key, True) and r.fits
+    bad = sorted(k for k, ok in done.items() if not ok)
+    return len(bad), len(done), bad
 
 
 def print_apart(skipped: list[tuple[dict, str]], no_path: list[tuple[dict, str]]) -> None:
@@ -547,6 +658,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print_summary(shipped, insample, loso)
     print()
+    print_families(shipped, loso)
     if not args.summary:
         print_apart(skipped, no_path)
         print()

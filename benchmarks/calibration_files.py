@@ -11,16 +11,18 @@ row states (nothing is filled in to make a row "fit"):
   model's Hugging Face ``config.json`` (``trainlint estimate ds_config.json --model config.json``), as the
   estimate's own message tells a user to do for a DeepSpeed JSON, which names no model.
 
-The GPU is given as a user gives it: ``--gpu ID`` for a catalog part, or a custom GPU table in the
-project config (``[tool.trainlint.gpus.<id>]``) for a part the catalog lacks (A800, H100 96 GB at 500 W).
+The GPU is given as a user gives it: ``--gpu ID`` of a catalog part (A800, H800, B200 ... GB300 and the
+500 W H100 are catalog parts).
 
 The vocabulary is a property of the tokenizer, which none of these formats states as a number: the
 scripts give it the way each framework lets a user state it (Megatron ``--vocab-size``, NeoX
 ``padded_vocab_size``); for rows whose source does not state it, the vocabulary comes from the row's
 ``vocab_hint`` or, failing that, from ``--model PRESET`` of the model the row names (see ``vocab_of``).
 
-Rows of frameworks trainlint reads no file of (Composer/llm-foundry, nanotron, torchtitan, the
-low-confidence rows whose layout is unpublished) raise :class:`NoUserPath`: they are reported apart.
+Rows of frameworks trainlint reads no file of (Composer/llm-foundry, nanotron, torchtitan) are written as
+the nearest user path, a Megatron-LM launch (``TRANSLATIONS`` states the difference per family);
+low-confidence rows whose layout is unpublished raise :class:`NoUserPath`: they are reported apart.
+Megatron-Bridge perf-recipe rows get the flags the release's recipes set (``bridge_recipe``).
 """
 
 from __future__ import annotations
@@ -56,17 +58,52 @@ class Case:
 # --------------------------------------------------------------------------- facts of a row
 
 
-def framework_of(row: dict) -> str:
-    """Which engine ran the row, from what the row says (``parallel.framework`` or its source)."""
+TRANSLATIONS = {
+    "llm-foundry": "Composer FSDP FULL_SHARD written as the nearest user path, a Megatron-DeepSpeed launch with DeepSpeed "
+                   "ZeRO-3 (parameters, gradients and optimizer states sharded over DP); MPT's ALiBi and low-precision "
+                   "LayerNorm are not Megatron flags (the positions cost nothing in the estimate)",
+    "nanotron": "nanotron TP/PP/DP layout written as Megatron-LM flags (ZeRO-1 = --use-distributed-optimizer, TP mode "
+                "REDUCE_SCATTER = --sequence-parallel); nanotron's own kernels and its 1F1B engine are Megatron's in the "
+                "estimate",
+    "torchtitan": "torchtitan FSDP2 (+TP/CP) written as a Megatron-DeepSpeed launch with ZeRO-3 (with PP, which ZeRO-3 "
+                  "does not take: Megatron-LM with the distributed optimizer); torchtitan's op-level selective recompute "
+                  "as Megatron's selective recompute",
+}
+"""Frameworks trainlint reads no file of, each written as the nearest user path (a Megatron-LM launch),
+with the difference stated (the row's note)."""
+
+
+def translation_of(row: dict) -> tuple[str, str] | None:
+    """(family, the translation stated) when the row's framework has no adapter and is written as the
+    nearest user path; None when trainlint reads the framework's own files."""
     p = row["parallel"]
     text = f"{p.get('framework') or ''} {row.get('source') or ''} {row['id']}".lower()
-    if "llm-foundry" in text or "composer" in text:
-        raise NoUserPath("Composer/llm-foundry YAML (FSDP): no trainlint adapter")
-    if "nanotron" in text:
-        raise NoUserPath("nanotron YAML: no trainlint adapter")
-    if "torchtitan" in text:
-        raise NoUserPath("torchtitan TOML (FSDP2): no trainlint adapter")
-    if p.get("fsdp") or p.get("fsdp_degree"):
+    for key in ("llm-foundry", "nanotron", "torchtitan"):
+        if key in text or (key == "llm-foundry" and "composer" in text):
+            return key, TRANSLATIONS[key]
+    return None
+
+
+def framework_of(row: dict) -> str:
+    """Which engine ran the row, from what the row says (``parallel.framework`` or its source); a framework
+    with no adapter is written as its nearest user path (:func:`translation_of`)."""
+    p = row["parallel"]
+    text = f"{p.get('framework') or ''} {row.get('source') or ''} {row['id']}".lower()
+    if translation_of(row) is not None:
+        sharded = int(p.get("zero_stage") or 0) >= 3 or p.get("fsdp_degree") or p.get("fsdp")
+        if sharded and int(p.get("cp") or 1) > 1:
+            raise NoUserPath("FSDP with context parallelism: trainlint reads no fully sharded engine with CP "
+                             "(Megatron-DeepSpeed's Ulysses --ds-sequence-parallel-size is not read)")
+        if translation_of(row)[0] == "torchtitan" and row["kind"] == "peak_memory_gb" \
+                and recompute_of(row) == "selective":
+            # torchtitan's op-level SAC saves matmul outputs and recomputes the rest (every other mm): no
+            # format trainlint reads states that policy, and the memory depends on it (throughput rows stay)
+            raise NoUserPath("torchtitan op-level selective activation checkpointing: no equivalent in a format "
+                             "trainlint reads (memory rows only)")
+        if sharded and int(p.get("pp") or 1) == 1:
+            return "megatron-deepspeed"  # FSDP full-shard as DeepSpeed ZeRO-3 (Megatron-DeepSpeed --zero-stage 3)
+        return "megatron-lm"
+    if (p.get("fsdp") or p.get("fsdp_degree")) and "megatron" not in text:
         raise NoUserPath("PyTorch FSDP training script: no trainlint adapter")
     if "hf transformers" in text:
         return "deepspeed+hf"
@@ -91,6 +128,9 @@ def vocab_of(row: dict) -> tuple[int | None, str | None, str]:
     m = row["model"]
     if m.get("vocab"):
         return int(m["vocab"]), None, ""
+    if m.get("vocab_assumed_by_source"):
+        n = int(m["vocab_assumed_by_source"])
+        return n, None, f"vocab {n:,} as the source's own model assumes it (the measured runs do not state it)"
     hint = str(m.get("vocab_hint") or "")
     padded = re.search(r"padded to (\d{4,})", hint)
     if padded:
@@ -112,41 +152,38 @@ def _preset_named_by(row_id: str) -> str | None:
     return max(hits, key=len) if hits else None
 
 
-CUSTOM_GPUS = {
-    # A800: the A100 SXM4 80GB chip with NVLink cut to 400 GB/s bidirectional (200 per direction);
-    # FlagPerf's tables count it at 312 TFLOP/s dense 16-bit.
-    "a800-sxm4-80gb": {"name": "NVIDIA A800-SXM4-80GB", "memory_gb": 80, "memory_gib": 80, "bf16_tflops": 312,
-                       "fp16_tflops": 312, "tf32_tflops": 156, "fp32_tflops": 19.5, "hbm_bandwidth_tbps": 2.039,
-                       "intra_node_bw_gbps": 200, "inter_node_bw_gbps": 25, "gpus_per_node": 8},
-    # H800 SXM: the H100 SXM chip with NVLink cut to 400 GB/s bidirectional (200 per direction)
-    "h800-sxm": {"name": "NVIDIA H800 SXM5 80GB", "memory_gb": 80, "memory_gib": 79.6, "bf16_tflops": 989,
-                 "fp16_tflops": 989, "fp8_tflops": 1979, "tf32_tflops": 494, "fp32_tflops": 67,
-                 "hbm_bandwidth_tbps": 3.35, "intra_node_bw_gbps": 200, "inter_node_bw_gbps": 50, "gpus_per_node": 8},
-}
+GPU_NAMES = (("GB300", "gb300"), ("GB200", "gb200"), ("B300", "b300"), ("B200", "b200"), ("H800", "h800-sxm"),
+             ("H200", "h200"), ("H20", "h20"), ("A800", "a800-sxm4-80gb"), ("MI300X", "mi300x"))
+"""The catalog part a row's GPU names (the first match, longest names first)."""
 
 
-def gpu_of(row: dict) -> tuple[str, dict | None]:
-    """(id, custom table or None): the catalog id of the row's GPU, or a custom GPU the user declares."""
+def gpu_of(row: dict) -> tuple[str, dict | None, str]:
+    """(id, custom table or None, note): the catalog id of the row's GPU, or a custom GPU the user declares."""
     text = str(row["gpu"])
-    if re.search(r"A800", text):
-        return "a800-sxm4-80gb", CUSTOM_GPUS["a800-sxm4-80gb"]
-    if re.search(r"H800", text):
-        return "h800-sxm", CUSTOM_GPUS["h800-sxm"]
+    for name, gpu in GPU_NAMES:
+        if re.search(rf"\b{name}\b", text):
+            return gpu, None, ""
     if re.search(r"A100", text):
         mem = re.search(r"(40|80)\s*GB", text)
         if not mem:
-            raise Skip("A100 without memory size")
-        return f"a100-{mem.group(1)}gb", None
+            return "a100-80gb", None, "A100 memory variant not stated: the 80 GB part (2.0 TB/s) assumed"
+        return f"a100-{mem.group(1)}gb", None, ""
     if re.search(r"H100", text):
+        if re.search(r"500\s*W", text):
+            return "h100-sxm-500w", None, ""
         mem = re.search(r"(\d+)\s*GB", text)
         if mem and mem.group(1) != "80":
             raise NoUserPath(f"{text}: not a catalog part")
-        return "h100-sxm", None
+        return "h100-sxm", None, ""
     raise Skip(f"GPU {text!r} not in the catalog")
 
 
 def precision_of(row: dict) -> str:
+    if row.get("precision") is None and "vtrain" in row["id"].lower():
+        return "fp16"  # the source's notes: vTrain profiles in fp16 (see precision_note)
     text = str(_need(row.get("precision"), "precision")).lower()
+    if "fp4" in text:
+        raise Skip("NVFP4: trainlint reads no FP4 recipe flag and has no FP4 GEMM term")
     if "fp8" in text or "float8" in text:
         return "fp8"
     if "bf16" in text:
@@ -154,6 +191,28 @@ def precision_of(row: dict) -> str:
     if "fp16" in text:
         return "fp16"
     raise Skip(f"precision {row.get('precision')!r} not understood")
+
+
+def zero_of(row: dict) -> int:
+    """The ZeRO stage written: the row's, or 3 for an FSDP full-shard run written as DeepSpeed."""
+    p = row["parallel"]
+    if translation_of(row) is not None and (p.get("fsdp_degree") or p.get("fsdp")):
+        return 3
+    return int(p.get("zero_stage") or 0)
+
+
+def recompute_of(row: dict) -> str:
+    """none | selective | full, from the row's words ("selective (--recompute-activations)")."""
+    text = str(row.get("recompute") or "none").lower()
+    for mode in ("full", "selective"):
+        if text.startswith(mode):
+            return mode
+    return "none"
+
+
+def bridge_recipe(row: dict) -> bool:
+    """A Megatron-Bridge perf-recipe row: the table restates the layout, not the recipe's flags."""
+    return "megatron-bridge" in f"{row['parallel'].get('framework') or ''} {row.get('source') or ''}".lower()
 
 
 def _layout(row: dict) -> tuple[int, int, int, int]:
@@ -167,11 +226,24 @@ def _layout(row: dict) -> tuple[int, int, int, int]:
     return tp, pp, cp, dp
 
 
-def _launcher(n: int) -> tuple[int, int]:
-    per_node = min(8, n)
+def _launcher(n: int, row: dict | None = None) -> tuple[int, int]:
+    """(GPUs per node, nodes) as the launch writes them: the GPU's node (4 on a GB200/GB300 compute tray)."""
+    per_node = min(_node_of(row), n)
     if n % per_node:
         raise Skip(f"{n} GPUs is not whole nodes of {per_node}")
     return per_node, n // per_node
+
+
+def _node_of(row: dict | None) -> int:
+    if row is None:
+        return 8
+    from trainlint.catalog import load_gpus
+
+    try:
+        gpu = load_gpus().get(gpu_of(row)[0])
+    except Skip:
+        return 8
+    return int(gpu.gpus_per_node or 8) if gpu is not None else 8
 
 
 # --------------------------------------------------------------------------- writers
@@ -179,44 +251,96 @@ def _launcher(n: int) -> tuple[int, int]:
 
 def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str]:
     m, p, b = row["model"], row["parallel"], row["batch"]
-    tp, pp, cp, _ = _layout(row)
+    tp, pp, cp, dp = _layout(row)
     args = [f"--num-layers {_need(m.get('layers'), 'layers')}", f"--hidden-size {_need(m.get('hidden'), 'hidden size')}",
             f"--num-attention-heads {_need(m.get('heads'), 'heads')}"]
-    if m.get("kv_heads") and m["kv_heads"] != m["heads"]:
+    if m.get("multi_latent_attention"):
+        # MLA: Megatron --multi-latent-attention with the row's latent ranks and head sizes
+        args.append("--multi-latent-attention")
+        for key, flag in (("q_lora_rank", "--q-lora-rank"), ("kv_lora_rank", "--kv-lora-rank"),
+                          ("qk_head_dim", "--qk-head-dim"), ("qk_rope_head_dim", "--qk-pos-emb-head-dim"),
+                          ("v_head_dim", "--v-head-dim")):
+            if m.get(key):
+                args.append(f"{flag} {m[key]}")
+        if m.get("qk_head_dim"):
+            args.append(f"--kv-channels {m['qk_head_dim']}")
+    elif m.get("kv_heads") and m["kv_heads"] != m["heads"]:
         args.append(f"--group-query-attention --num-query-groups {m['kv_heads']}")
+    if m.get("head_dim") and not m.get("multi_latent_attention"):
+        args.append(f"--kv-channels {m['head_dim']}")
     if m.get("ffn_hidden"):
         args.append(f"--ffn-hidden-size {m['ffn_hidden']}")
     if m.get("swiglu"):
         args.append("--swiglu")
-    if m.get("untied_embeddings"):
+    if re.search(r"no (linear )?bias", str(m.get("arch") or "").lower()):
+        args.append("--disable-bias-linear")
+    if m.get("untied_embeddings") or (m.get("tie_word_embeddings") is False):
         args.append("--untie-embeddings-and-output-weights")
+    experts = m.get("num_moe_experts") or m.get("num_experts")
+    if experts and int(experts) > 1:
+        args.append(f"--num-experts {experts}")
+        if m.get("moe_router_topk"):
+            args.append(f"--moe-router-topk {m['moe_router_topk']}")
+        if m.get("moe_ffn_hidden"):
+            args.append(f"--moe-ffn-hidden-size {m['moe_ffn_hidden']}")
+        if m.get("moe_shared_expert_ffn_hidden"):
+            args.append(f"--moe-shared-expert-intermediate-size {m['moe_shared_expert_ffn_hidden']}")
+        ep = int(p.get("ep") or 1)
+        if ep > 1:
+            args.append(f"--expert-model-parallel-size {ep}")
+        if p.get("etp"):
+            args.append(f"--expert-tensor-parallel-size {p['etp']}")
+        dense = int(m.get("moe_first_k_dense_layers") or 0)
+        if dense:
+            # Megatron's list form of --moe-layer-freq: the first k layers dense
+            args.append(f'--moe-layer-freq "([0]*{dense}+[1]*{int(m["layers"]) - dense})"')
     seq = _need(m.get("seq_len"), "sequence length")
     args.append(f"--seq-length {seq} --max-position-embeddings {seq}")
     if vocab:
         args.append(f"--vocab-size {vocab}")
     args.append(f"--micro-batch-size {_need(b.get('micro'), 'micro batch')} --global-batch-size {_need(b.get('global'), 'global batch')}")
     args.append(f"--tensor-model-parallel-size {tp} --pipeline-model-parallel-size {pp}")
+    layers = int(m["layers"])
+    if pp > 1 and layers % pp and p.get("vpp") and int(p["vpp"]) > 1:
+        raise Skip("uneven pipeline with interleaving: the recipe's --pipeline-model-parallel-layout is not restated")
+    if pp > 1 and layers % pp and layers - -(-layers // pp) * (pp - 1) < 1:
+        raise Skip(f"{layers} layers over {pp} stages: no first/last-stage split Megatron takes")
+    if pp > 1 and layers % pp:
+        # an uneven split (DeepSeek-V3's 61 layers): the last stage takes what is left
+        base = -(-layers // pp)
+        args.append(f"--decoder-last-pipeline-num-layers {layers - base * (pp - 1)}")
     if cp > 1:
         args.append(f"--context-parallel-size {cp}")
     if p.get("vpp") and int(p["vpp"]) > 1:
         per_stage = int(m["layers"]) // pp
-        args.append(f"--num-layers-per-virtual-pipeline-stage {per_stage // int(p['vpp'])}")
-    if p.get("sequence_parallel") and tp > 1:
+        if per_stage % int(p["vpp"]) or int(m["layers"]) % pp:
+            args.append(f"--num-virtual-stages-per-pipeline-rank {int(p['vpp'])}")
+        else:
+            args.append(f"--num-layers-per-virtual-pipeline-stage {per_stage // int(p['vpp'])}")
+    recipe = bridge_recipe(row) and not deepspeed
+    translated = translation_of(row)
+    nanotron = translated is not None and translated[0] == "nanotron"
+    # nanotron's default TP mode REDUCE_SCATTER is sequence parallelism (the source's notes)
+    if (p.get("sequence_parallel") or ((recipe or nanotron) and p.get("sequence_parallel") is None)) and tp > 1:
         args.append("--sequence-parallel")
-    if p.get("distributed_optimizer") and not deepspeed:
+    fsdp = bool((p.get("fsdp_column") or 0) > 0) and translated is None
+    if fsdp and not deepspeed:
+        args.append("--use-megatron-fsdp --ckpt-format fsdp_dtensor")  # Megatron-FSDP's checkpoint format
+    elif (p.get("distributed_optimizer") or recipe or (translated and (int(p.get("zero_stage") or 0) >= 1
+                                                                       or p.get("fsdp_degree")))) and not deepspeed:
         args.append("--use-distributed-optimizer")
-    if not deepspeed and (p.get("overlap_grad_reduce") or str(p.get("ddp_impl") or "") == "torch"):
+    if not deepspeed and (p.get("overlap_grad_reduce") or str(p.get("ddp_impl") or "") == "torch" or recipe):
         # torch DDP all-reduces gradient buckets during backward: --overlap-grad-reduce in today's Megatron-LM
         args.append("--overlap-grad-reduce")
-    if p.get("overlap_param_gather") and not deepspeed:
+    if (p.get("overlap_param_gather") or recipe) and not deepspeed:
         args.append("--overlap-param-gather")
-    if p.get("tp_comm_overlap"):
+    if p.get("tp_comm_overlap") or (recipe and tp > 1 and p.get("tp_comm_overlap") is None):
         args.append("--tp-comm-overlap")
     dtype = precision_of(row)
     args.append("--fp16" if dtype == "fp16" else "--bf16")
     if dtype == "fp8":
         args.append("--fp8-format hybrid")
-    recompute = row.get("recompute") or "none"
+    recompute = recompute_of(row)
     if recompute == "full":
         args.append("--checkpoint-activations" if deepspeed else
                     "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1")
@@ -225,8 +349,12 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
     if "narayanan" in row["id"]:
         # 2021 Megatron-LM: Megatron's own attention with a fused softmax, no flash kernel
         args.append("--attention-backend unfused")
+    if deepspeed and translated is not None:
+        # llm-foundry (triton / flash attn_impl) and torchtitan (SDPA flash) use fused attention
+        args.append("--use-flash-attn-v2")
     if deepspeed:
-        args.append(f"--deepspeed --deepspeed_config ds_config.json --zero-stage {int(p.get('zero_stage') or 0)}")
+        args.append(f"--deepspeed --deepspeed_config ds_config.json --zero-stage {zero_of(row)}"
+                    + (" --no-pipeline-parallel" if zero_of(row) >= 3 and pp == 1 else ""))
         if recompute == "full":
             args.append("--deepspeed-activation-checkpointing")
     args.append("--train-iters 100 --lr 1e-4")
@@ -234,7 +362,7 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
 
 
 def _script(row: dict, args: list[str]) -> str:
-    per_node, nodes = _launcher(int(row["num_gpus"]))
+    per_node, nodes = _launcher(int(row["num_gpus"]), row)
     body = " \\\n    ".join(args)
     return (f"#!/bin/bash\n# {row['id']}: written by benchmarks/accuracy.py from the calibration row\n"
             f"torchrun --nproc_per_node {per_node} --nnodes {nodes} pretrain_gpt.py \\\n    {body}\n")
@@ -253,7 +381,7 @@ def _ds_json(row: dict, *, with_batch: bool) -> str:
         cfg.update(train_micro_batch_size_per_gpu=int(_need(b.get("micro"), "micro batch")),
                    train_batch_size=int(_need(b.get("global"), "global batch")))
     cfg["gradient_clipping"] = 1.0
-    cfg["zero_optimization"] = {"stage": int(p.get("zero_stage") or 0)}
+    cfg["zero_optimization"] = {"stage": zero_of(row)}
     if dtype == "fp16":
         cfg["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 12}
     else:
@@ -273,7 +401,7 @@ def _neox_yaml(row: dict, vocab: int | None) -> str:
         "seq_length": m["seq_len"], "max_position_embeddings": m["seq_len"],
         "train_micro_batch_size_per_gpu": micro, "gradient_accumulation_steps": glob // (micro * dp),
         "zero_optimization": {"stage": int(p.get("zero_stage") or 0)},
-        "checkpoint_activations": row.get("recompute") == "full",
+        "checkpoint_activations": recompute_of(row) == "full",
         "train_iters": 100,
     }
     if m.get("ffn_hidden") and m["ffn_hidden"] != 4 * m["hidden"]:
@@ -312,11 +440,16 @@ def write_case(row: dict) -> Case:
     if row.get("confidence") == "low" and not row["parallel"].get("tp"):
         raise NoUserPath("layout unpublished (low-confidence sanity row)")
     how = framework_of(row)
-    gpu, custom = gpu_of(row)
+    gpu, custom, gnote = gpu_of(row)
     vocab, preset, vnote = vocab_of(row)
     case = Case(row, how)
-    if vnote:
-        case.notes.append(vnote)
+    translated = translation_of(row)
+    for note in (translated[1] if translated else "", gnote, vnote,
+                 "precision not stated: fp16, as vTrain profiles" if row.get("precision") is None else "",
+                 "the release's perf recipe: distributed optimizer, grad-reduce / param-gather overlap, sequence "
+                 "parallelism and TP-communication overlap with TP > 1" if bridge_recipe(row) else ""):
+        if note:
+            case.notes.append(note)
     if how == "megatron-lm":
         case.files["train.sh"] = _script(row, _megatron_args(row, vocab, deepspeed=False))
         case.paths = ["train.sh"]
@@ -327,13 +460,13 @@ def write_case(row: dict) -> Case:
     elif how == "neox":
         case.files["run.yml"] = _neox_yaml(row, vocab)
         case.paths = ["run.yml"]
-        per_node, nodes = _launcher(int(row["num_gpus"]))
+        per_node, nodes = _launcher(int(row["num_gpus"]), row)
         case.argv += ["--nodes", str(nodes), "--gpus-per-node", str(per_node)]
     elif how == "deepspeed+hf":
         case.files["ds_config.json"] = _ds_json(row, with_batch=True)
         case.files["config.json"] = _hf_config(row, _need(vocab, "vocabulary"))
         case.paths = ["ds_config.json"]
-        per_node, nodes = _launcher(int(row["num_gpus"]))
+        per_node, nodes = _launcher(int(row["num_gpus"]), row)
         case.argv += ["--model", "config.json", "--nodes", str(nodes), "--gpus-per-node", str(per_node)]
     if preset:
         case.argv += ["--model", preset]

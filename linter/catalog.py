@@ -80,6 +80,16 @@ class GPU:
     aliases: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    nvlink_domain_gpus: int | None = None
+    """GPUs joined by NVLink beyond one node (GB200/GB300 NVL72: 72 GPUs, 4 per compute tray); None: the node."""
+    power_limit_w: float | None = None
+    """A power cap below the part's maximum (its datasheet peaks are at ``max_power_w``); None: uncapped."""
+    max_power_w: float | None = None
+
+    @property
+    def nvlink_gpus(self) -> int:
+        """GPUs a collective reaches over NVLink: the NVLink domain, else the node."""
+        return int(self.nvlink_domain_gpus or self.gpus_per_node or 8)
 
     def peak_tflops(self, dtype: str) -> float | None:
         """Dense peak for ``bf16``/``fp16``/``fp8``/``tf32``/``fp32`` (None if unsupported)."""
@@ -142,6 +152,9 @@ def gpu_from_dict(gid: str, d: Mapping[str, Any]) -> GPU:
         aliases=tuple(d.get("aliases", ())),
         sources=dict(d.get("sources", {})),
         notes=tuple(d.get("notes", ())),
+        nvlink_domain_gpus=d.get("nvlink_domain_gpus"),
+        power_limit_w=opt_float(d.get("power_limit_w")),
+        max_power_w=opt_float(d.get("max_power_w")),
     )
 
 

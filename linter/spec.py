@@ -188,6 +188,9 @@ class EngineSpec:
     """The data-parallel gradient reduction runs during the backward pass."""
     tp_overlap: Value | None = None
     """Tensor-parallel communication overlapped with GEMMs (Megatron --tp-comm-overlap)."""
+    p2p_overlap: Value | None = None
+    """Pipeline sends and receives overlapped with compute under the interleaved schedule (Megatron's
+    default overlap_p2p_comm; ``--no-overlap-p2p-communication`` turns it off)."""
     reduce_bucket: Value | None = None        # elements (DeepSpeed reduce_bucket_size)
     allgather_bucket: Value | None = None     # elements (DeepSpeed allgather_bucket_size)
     zero3_max_live: Value | None = None       # elements (stage3_max_live_parameters)

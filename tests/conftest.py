@@ -47,12 +47,16 @@ def manifest(corpus_dir: Path) -> list[dict[str, str]]:
 
 
 CALIBRATION_MORE = SHARED / "calibration" / "published-runs-more.yaml"
+CALIBRATION_2026 = SHARED / "calibration" / "published-runs-2026.yaml"
 
 
-def calibration_rows(*, more: bool = True) -> list[dict]:
-    """The published runs of ../shared/calibration (both files, or only published-runs.yaml); [] when absent."""
+def calibration_rows(*, more: bool = True, every: bool = False) -> list[dict]:
+    """The published runs of ../shared/calibration: the first two files (or only published-runs.yaml);
+    ``every``: the three files; [] when absent."""
     rows: list[dict] = []
-    for path in (CALIBRATION, CALIBRATION_MORE) if more else (CALIBRATION,):
+    paths = (CALIBRATION, CALIBRATION_MORE, CALIBRATION_2026) if every else \
+        (CALIBRATION, CALIBRATION_MORE) if more else (CALIBRATION,)
+    for path in paths:
         if path.is_file():
             rows += yaml.safe_load(path.read_text(encoding="utf-8"))
     return rows

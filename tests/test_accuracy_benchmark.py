@@ -19,6 +19,8 @@ ESTIMATE_FINDINGS = ("TL2", "TL3", "TL4")
 
 @pytest.fixture(scope="module")
 def loaded(accuracy, tmp_path_factory):
+    # the first two files (published-runs-2026.yaml's Megatron-Bridge MoE recipes are still written with
+    # launch findings: expert-tensor-parallel defaults and biases the recipes set; see the benchmark's notes)
     rows = calibration_rows()
     if not rows:
         pytest.skip(f"calibration data not found at {CALIBRATION} ({SHARED_ABSENT})")
@@ -33,9 +35,16 @@ def test_written_files_are_valid_configs_of_their_framework(loaded, capsys) -> N
         code = main(["check", *item.argv, "--format", "json"])
         data = json.loads(capsys.readouterr().out)
         assert code in (0, 1), item.row["id"]
-        (entry,) = data["files"]
+        # the launch file first; a Megatron-DeepSpeed run's estimate findings may anchor in its DeepSpeed JSON
+        entry = data["files"][0]
+        assert Path(entry["path"]).name == Path(item.argv[0]).name, item.row["id"]
         assert entry["format"] == FORMAT[item.case.how], (item.row["id"], entry["format"])
-        bad = [d for d in entry["diagnostics"] if not d["code"].startswith(ESTIMATE_FINDINGS)]
+        assert all(Path(f["path"]).name in item.case.files for f in data["files"]), item.row["id"]
+        # Megatron-FSDP (a Megatron-Bridge recipe's FSDP column) is estimated with its shard stage but trainlint
+        # says it does not model it: that TL900 is expected on those rows, nothing else
+        fsdp = "--use-megatron-fsdp" in item.case.files.get("train.sh", "")
+        bad = [d for f in data["files"] for d in f["diagnostics"] if not d["code"].startswith(ESTIMATE_FINDINGS)
+               and not (fsdp and d["code"] == "TL900" and "does not model" in d["message"])]
         assert not bad, (item.row["id"], bad)
         assert Path(item.argv[0]).name in item.case.files
         seen.add(item.case.how)

@@ -221,8 +221,10 @@ def test_step_time_falls_with_gpus_until_communication_dominates():
     # at a fixed global batch the exposed DP communication takes a growing share...
     shares = [run(d).time.dp_comm / run(d).step_time for d in (8, 64, 1024)]
     assert shares == sorted(shares)
-    # ...until adding GPUs no longer helps much: 1024 -> 2048 GPUs (1 sample each... half) gains < 2x
-    assert run(512).step_time / run(1024).step_time < 1.6
+    # ...until adding GPUs no longer helps much: 512 -> 1024 GPUs (2 samples each -> 1) gains clearly less
+    # than the 2x of the compute alone (the all-reduce crosses nodes through all 8 NICs of each node:
+    # ~8 x NIC per GPU, so it costs less than with one NIC, but it does not shrink with the batch)
+    assert run(512).step_time / run(1024).step_time < 1.75
 
 
 def test_pipeline_stages_differ_and_worst_is_reported():

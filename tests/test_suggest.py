@@ -139,15 +139,16 @@ def per_stage_step_time(i) -> float:
     """The step time walking every pipeline stage (a reference for the estimator's per-kind walk)."""
     from trainlint.estimator import coefficients as C
     from trainlint.estimator.memory import stage_params_per_gpu
-    from trainlint.estimator.performance import data_parallel, optimizer_time
+    from trainlint.estimator.performance import data_parallel, layer_launch_s, optimizer_time
 
     stages = [stage_microbatch(i, s, layers) for s, layers in enumerate(stage_layers(i))]
-    totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S for c, tp, p2p, _ in stages]
+    launch = [layers * layer_launch_s(i) for layers in stage_layers(i)]  # host time per layer per micro-batch
+    totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S + launch[k] for k, (c, tp, p2p, _) in enumerate(stages)]
     w = max(range(len(stages)), key=lambda k: totals[k])
     compute, tp, p2p, bwd = stages[w]
     n_max = max(stage_params_per_gpu(i, s, layers) for s, layers in enumerate(stage_layers(i)))
     bubble = (i.pp - 1) / i.vpp * sum(totals) / len(totals) if i.pp > 1 else 0.0
-    return (i.grad_accum * (compute.total + C.MICROBATCH_OVERHEAD_S + tp + p2p) + bubble
+    return (i.grad_accum * (compute.total + C.MICROBATCH_OVERHEAD_S + launch[w] + tp + p2p) + bubble
             + data_parallel(i, n_max, totals[w], bwd.total) + optimizer_time(i, n_max) + C.STEP_OVERHEAD_S)
 
 

@@ -730,3 +730,8 @@ def _megatron_optimizer(spec: TrainingSpec, note: str) -> None:
         default(False, f"{note}: --overlap-grad-reduce off")
     tp = _setting(spec, "tp_comm_overlap")
     e.tp_overlap = tp if tp is not None and isinstance(tp.value, bool) else default(False, f"{note}: --tp-comm-overlap off")
+    p2p = _setting(spec, "overlap_p2p_comm")
+    e.p2p_overlap = p2p if p2p is not None and isinstance(p2p.value, bool) else \
+        default(spec.dialect == CURRENT, f"{note}: overlap_p2p_comm on (--no-overlap-p2p-communication turns it off; "
+                                         "the interleaved schedule overlaps its sends with compute)"
+                if spec.dialect == CURRENT else f"{note}: pipeline sends not overlapped")

@@ -26,9 +26,10 @@ GIB = 2**30
 # --------------------------------------------------------------------------- compute
 
 GEMM_PEAK_FRACTION = 0.64
-"""Fitted (the shipped values of the fitted coefficients come from the fit over published-runs.yaml
-before the benchmark read rows through a user's path; benchmarks/accuracy.py prints them beside
-today's in-sample and leave-one-source-out refits). Fraction of the dense tensor-core peak a large 16-bit GEMM sustains inside a
+"""Fitted (the shipped values of every fitted coefficient are the in-sample fit of
+``benchmarks/accuracy.py --passes 2`` over the three calibration files, 1,264 rows read through a
+user's path, the fit seeing at most 30 rows per source; the benchmark prints them beside each
+leave-one-source-out refit). Fraction of the dense tensor-core peak a large 16-bit GEMM sustains inside a
 training step (cuBLAS alone reaches 75-90% on big square GEMMs; clocks under sustained power,
 wave quantisation of real shapes and kernels not modelled separately bring it down). With
 HBM_ACHIEVABLE_FRACTION below it gives the kernel efficiency as a function of GEMM size:
@@ -38,14 +39,29 @@ HBM_ACHIEVABLE_FRACTION = 0.80
 """Physical (STREAM-like measurements on A100/H100 reach 80-90% of the datasheet bandwidth).
 Used for the bytes term of every kernel: GEMM operands, elementwise ops, the optimizer step."""
 
-ATTENTION_PEAK_FRACTION = 0.19
-"""Fitted. Fraction of the tensor-core peak reached by fused (flash) attention over its
-executed FLOPs (causal half only). FlashAttention-2 reports 50-73% forward and less backward
-for the kernel alone on A100/H100; the fitted value is much lower because the only rows where
-attention dominates (torchtitan, 32k-262k tokens, context-parallel ring attention on 500 W
-H100s) include the ring exchange and load imbalance. Doubtful outside long-context runs. Those
-rows have no user's path (no torchtitan adapter): refitted on the rows that do, the value is 0.24
-(benchmarks/accuracy.py --fit), still inside its range."""
+FLASH_ATTENTION_PEAK_FRACTION = 0.363
+"""Fitted (range 0.3-0.75). Fraction of the dense tensor-core peak a fused (flash / cuDNN) attention
+kernel sustains over its executed FLOPs (causal half only) at long sequences and head dim 128: the
+kernel benchmarks reach 50-73% forward and 35-50% backward (FlashAttention-2, Dao 2023, Fig. 4-7;
+FlashAttention-3 on H100 75% forward). Scaled down for short sequences and small heads by
+:func:`performance.attention_efficiency` (FLASH_ATTENTION_HALF_SEQ, FLASH_ATTENTION_HEAD_DIM_EXPONENT).
+Replaces the single ATTENTION_PEAK_FRACTION (0.19), which was fitted on 500 W power-capped H100 rows
+mapped to the 700 W peak and absorbed the power cap and the context-parallel ring exchange; both are
+now terms of their own (POWER_CAP_CLOCK_EXPONENT, CP_RING_EXPOSED_FRACTION)."""
+
+FLASH_ATTENTION_HALF_SEQ = 900.8
+"""Fitted (range 256-4096 tokens). Sequence length at which the flash kernel reaches half its
+long-sequence efficiency: per-tile softmax rescaling, the causal diagonal tiles and launch cost weigh
+more on short key ranges (FlashAttention-2 Fig. 4: at 512 tokens ~60% of the 16k throughput)."""
+
+FLASH_ATTENTION_HEAD_DIM_EXPONENT = 0.5
+"""Physical estimate, not fitted (range 0-1). Efficiency scales as (head_dim / 128) ** this below 128:
+FlashAttention-2 Fig. 4-7, head dim 64 runs 15-25% below 128 at equal length ((0.5) ** 0.5 = 0.71)."""
+
+POWER_CAP_CLOCK_EXPONENT = 1.0
+"""Fitted (range 0.2-1). A power-capped part (catalog ``power_limit_w`` below ``max_power_w``) sustains
+(cap / max) ** this of its datasheet tensor clock: dynamic power ~ f V^2 with V falling along the V/f
+curve gives f ~ P ** (1/3 .. 1/2) near the top of the curve, ~ P lower down."""
 
 FLASH_BACKWARD_FLOP_RATIO = 2.5
 """Physical: flash-attention backward executes 2.5x the forward FLOPs (recomputes the scores:
@@ -66,11 +82,18 @@ FP8_GEMM_SPEEDUP = 1.9
 16-bit GEMM (the datasheet says 2x). Was fitted on the only FP8 rows (torchtitan + torchao float8,
 6 rows), which have no user's path (no torchtitan adapter): weakly determined."""
 
-MICROBATCH_OVERHEAD_S = 0.0019
+MICROBATCH_OVERHEAD_S = 0.0030
 """Fitted. Fixed host-side time per micro-batch per pipeline stage (schedule bookkeeping,
 p2p handshakes, kernel-launch gaps, Python), seconds."""
 
-STEP_OVERHEAD_S = 0.17
+LAYER_LAUNCH_S = 2.5e-4
+"""Fitted (range 0-1 ms). Host-side time per transformer layer per micro-batch (forward and backward)
+not hidden behind kernels: ~40 kernel launches at 3-10 us each plus Python module dispatch (PyTorch
+eager; CUDA graphs remove most of it). It makes small micro-batches relatively slower, which a fixed
+cost per micro-batch per stage (MICROBATCH_OVERHEAD_S) does not: vTrain's sweeps err by +18% at micro
+batch 1 and -33% at micro batch 8 without it."""
+
+STEP_OVERHEAD_S = 0.0234
 """Fitted. Fixed time per optimizer step outside forward/backward (data loader hand-off,
 gradient-norm reduction, loss-scale checks, logging), seconds."""
 
@@ -88,12 +111,12 @@ PCIE_BYTES_PER_S = 20e9
 
 # --------------------------------------------------------------------------- communication
 
-INTRA_NODE_LINK_FRACTION = 0.64
+INTRA_NODE_LINK_FRACTION = 0.576
 """Fitted, ~physical: fraction of the catalog's unidirectional NVLink/NVSwitch bandwidth a
 tensor-parallel NCCL all-reduce of activation size (tens of MB) reaches as bus bandwidth
 (nccl-tests: ~230 of 300 GB/s on A100 for large messages, less for these sizes)."""
 
-INTER_NODE_LINK_FRACTION = 0.80
+INTER_NODE_LINK_FRACTION = 0.50
 """Physical: fraction of the per-GPU NIC bandwidth (InfiniBand/RoCE) NCCL reaches across nodes."""
 
 COLLECTIVE_LATENCY_S = 2e-5
@@ -103,6 +126,25 @@ TP_COMM_OVERLAP_FRACTION = 0.6
 """Physical estimate, NOT fitted (no usable calibration row enables it): share of
 tensor-parallel communication hidden behind GEMMs when the framework overlaps them
 (Megatron --tp-comm-overlap, userbuffers)."""
+
+P2P_OVERLAP_FRACTION = 0.8
+"""Physical estimate, not fitted (range 0-1). Share of the interleaved pipeline's sends and receives
+hidden behind the next chunk's compute (Megatron's overlap_p2p_comm, on by default with VPP > 1:
+core/pipeline_parallel/schedules.py posts them asynchronously and waits only before the chunk that
+needs them)."""
+
+CP_RING_PASSES = 3.0
+"""Physical: ring-attention K/V exchanges per layer per micro-batch: one in the forward, two in the
+backward (K and V again, and their gradients) (Megatron/TE context_parallel.py AttnFuncWithCPAndKVP2P)."""
+
+CP_RING_EXPOSED_FRACTION = 0.5
+"""Physical estimate, not fitted (range 0-1). Share of each ring step left exposed: the exchange of
+step k+1 runs beside the attention block of step k; short blocks (small seq / CP) hide less."""
+
+EP_A2A_OVERLAP_FRACTION = 0.0
+"""Physical, not fitted (range 0-1): share of the expert all-to-all hidden behind compute. Megatron's
+alltoall and DeepEP dispatchers run it on the critical path unless --overlap-moe-expert-parallel-comm
+(1F1B A2A overlap) is set, which trainlint does not read yet: 0."""
 
 DP_OVERLAP_FRACTION = 0.8
 """Physical estimate; the fit leaves it where it starts (DP communication is small in the
@@ -116,21 +158,25 @@ and gradient reduce-scatters (prefetching)."""
 
 # --------------------------------------------------------------------------- memory
 
-CUDA_CONTEXT_GIB = 0.6
+CUDA_CONTEXT_GIB = 1.0
 """Physical: CUDA context + cuBLAS/cuDNN workspaces per process on A100/H100 (0.5-0.8 GiB as
 nvidia-smi shows for an idle PyTorch process). Not part of torch's reserved memory."""
 
-NCCL_GIB_PER_COMMUNICATOR = 0.19
+NCCL_GIB_PER_COMMUNICATOR = 0.38
 """Physical estimate: NCCL buffers per communicator a rank belongs to (NCCL_BUFFSIZE 4 MiB x
 channels x peers, plus proxy buffers for the network ones), GiB. Counted once per parallel group
 of size > 1 (TP, PP, DP, CP, EP, embedding group)."""
 
-ALLOCATOR_FRAGMENTATION = 0.20
-"""Fitted. Share of the allocated peak the PyTorch caching allocator keeps reserved on top
-(fragmentation, cached blocks, transient copies not modelled one by one); 0.2 is within the
-10-30% gap between max_allocated and max_reserved commonly seen in long runs."""
+ALLOCATOR_FRAGMENTATION = 0.22
+"""Fitted. Share of what the PyTorch caching allocator hands out per step (activations, their
+workspaces and the transient communication buffers) that it keeps reserved on top: freed blocks
+cached at sizes the next request cannot reuse (the 10-30% gap between max_allocated and
+max_reserved of long runs). Not applied to memory allocated once and never freed: Megatron's
+contiguous parameter and gradient buffers (core/distributed/param_and_grad_buffer.py) and the
+optimizer's flat fp32 state, or DeepSpeed's flattened ZeRO partitions, which sit in blocks of their
+own from the first step (applying it there cost 13-20 GiB on recipe runs that completed)."""
 
-ACTIVATION_WORKSPACE_LAYERS = 1.4
+ACTIVATION_WORKSPACE_LAYERS = 1.54
 """Fitted (physical range 1-2): layers' worth of un-checkpointed activations alive beyond what
 is stored between passes: the layer being recomputed (full recompute) plus the activation
 gradients of the layer in backward."""

@@ -124,6 +124,8 @@ class Inputs:
     """``vocab`` = vocab_tokens rounded up to a multiple of vocab_multiple x TP (when vocab_tokens)."""
     fp8_params: bool = False
     """FP8 primary weights (Megatron --fp8-param-gather): no 16-bit weight beside TE's FP8 copy."""
+    overlap_p2p: bool = True
+    """Interleaved-pipeline sends and receives overlap compute (engine.p2p_overlap)."""
     residual_dropout: bool = True
     """Dropout on the residual branches and the embedding keeps a mask (and the embedding an output
     copy); False when the config sets ``hidden_dropout`` to 0, where torch's dropout is the identity."""
@@ -512,7 +514,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         recompute=recompute, recompute_method=method, recompute_layers=max(1, rlayers), flash=flash,
         partition_activations=part_act, reduce_bucket=e["reduce_bucket"], allgather_bucket=e["allgather_bucket"],
         max_live_params=e["zero3_max_live"], prefetch_bucket=e["zero3_prefetch"], overlap_dp=e["dp_overlap"],
-        overlap_tp=e["tp_overlap"],
+        overlap_tp=e["tp_overlap"], overlap_p2p=e["p2p_overlap"],
         assumptions=r.assumptions,
         vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
         residual_dropout=residual_dropout,
@@ -699,6 +701,7 @@ _ENGINE_FALLBACK: dict[str, tuple[Any, str]] = {
     "moe_layer_interval": (1, "every layer a MoE layer"),
     "dp_overlap": (False, ""),
     "tp_overlap": (False, ""),
+    "p2p_overlap": (True, ""),
     "reduce_bucket": (5e8, ""),
     "allgather_bucket": (5e8, ""),
     "zero3_max_live": (1e9, ""),

@@ -373,9 +373,10 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
     if copy > acts:  # the step's transient outgrows the activations it replaces: it sets the peak
         buffers += copy - acts
         detail["step_grad_copy"] = copy - acts
-    allocated = params + grads + opt + acts + buffers
     ctx = C.CUDA_CONTEXT_GIB * C.GIB
-    frag = C.ALLOCATOR_FRAGMENTATION * allocated
+    # the caching allocator fragments what it hands out and frees every step (activations, workspaces,
+    # transient buffers), not the contiguous parameter / gradient buffers and optimizer state allocated once
+    frag = C.ALLOCATOR_FRAGMENTATION * (acts + buffers)
     detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
     return StageMemory(stage, layers, params, grads, opt, acts, buffers, ctx + nccl + frag, detail,
                        in_flight(i, stage), n)
@@ -416,11 +417,11 @@ def worst_stage_total(i: Inputs, cache: Cache | None = None) -> float:
 
 def static_floor(i: Inputs, cache: Cache | None = None) -> float:
     """A lower bound of the worst stage's total whatever the micro batch and recompute: its
-    parameters, gradients, optimizer states and buffers (with fragmentation), CUDA context, NCCL."""
+    parameters, gradients, optimizer states and buffers (the buffers with fragmentation), CUDA context, NCCL."""
     kinds = stage_kinds(i)
     fixed = C.CUDA_CONTEXT_GIB * C.GIB + C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i)
     out = 0.0
     for stage, layers in ((0, kinds[0][1]), (i.pp - 1, kinds[-1][1])):
         _, params, grads, opt, buffers, _, _ = _stage_static(i, stage, layers, cache)
-        out = max(out, (params + grads + opt + buffers) * (1 + C.ALLOCATOR_FRAGMENTATION))
+        out = max(out, params + grads + opt + buffers * (1 + C.ALLOCATOR_FRAGMENTATION))
     return out + fixed

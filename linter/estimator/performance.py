@@ -46,6 +46,7 @@ class Cost:
 class TimeBreakdown:
     compute: float
     tp_comm: float
+    """Exposed tensor- and context-parallel communication (expert all-to-all is ``ep_comm``)."""
     pp_bubble: float
     pp_comm: float
     dp_comm: float
@@ -55,13 +56,16 @@ class TimeBreakdown:
     bytes_time: float
     net_time: float
     stage_microbatch_s: list[float] = field(default_factory=list)
+    ep_comm: float = 0.0
+    """Exposed expert-parallel all-to-all (token dispatch and combine of the MoE layers)."""
 
     @property
     def step_time(self) -> float:
-        return self.compute + self.tp_comm + self.pp_bubble + self.pp_comm + self.dp_comm + self.optimizer + self.overhead
+        return (self.compute + self.tp_comm + self.ep_comm + self.pp_bubble + self.pp_comm + self.dp_comm
+                + self.optimizer + self.overhead)
 
     def as_dict(self) -> dict[str, float]:
-        return {"compute": self.compute, "tp_comm": self.tp_comm, "pp_bubble": self.pp_bubble,
+        return {"compute": self.compute, "tp_comm": self.tp_comm, "ep_comm": self.ep_comm, "pp_bubble": self.pp_bubble,
                 "pp_comm": self.pp_comm, "dp_comm": self.dp_comm, "optimizer": self.optimizer,
                 "overhead": self.overhead}
 
@@ -78,17 +82,42 @@ def peak_flops(i: Inputs) -> float:
     return float(value) * 1e12
 
 
+def sustained_clock(i: Inputs) -> float:
+    """Share of the datasheet clock a power-capped part sustains under tensor-core load (1 uncapped):
+    (cap / maximum power) ** POWER_CAP_CLOCK_EXPONENT."""
+    gpu = i.gpu
+    if not gpu.power_limit_w or not gpu.max_power_w or gpu.power_limit_w >= gpu.max_power_w:
+        return 1.0
+    return float((gpu.power_limit_w / gpu.max_power_w) ** C.POWER_CAP_CLOCK_EXPONENT)
+
+
 def hbm(i: Inputs) -> float:
     return float(i.gpu.hbm_bandwidth_tbps or 1.0) * 1e12 * C.HBM_ACHIEVABLE_FRACTION
 
 
-def link_bw(i: Inputs, group_span: int) -> float:
-    """Achievable per-GPU bandwidth for a group whose ranks span ``group_span`` consecutive GPUs."""
+def nvlink_gpus(i: Inputs) -> int:
+    """GPUs one NVLink fabric joins: the node, or the GPU's NVLink domain when larger (GB200 NVL72)."""
+    return max(i.gpus_per_node, int(i.gpu.nvlink_domain_gpus or 0))
+
+
+def link_bw(i: Inputs, group_span: int, per_node: int = 1) -> float:
+    """Achievable per-GPU bandwidth for a group whose ranks span ``group_span`` consecutive GPUs, with
+    ``per_node`` of its members on each node. Inside the NVLink domain: NVLink. Across nodes NCCL's
+    rings and trees leave each node through every NIC its members own (one per GPU on the reference
+    systems), so a collective's inter-node bandwidth per GPU is about members-per-node x the per-GPU NIC
+    share, never more than NVLink feeds (nccl-tests on DGX A100/H100: 8-GPU-per-node all-reduce bus
+    bandwidth ~ 8 x NIC); a group with one member per node (DP under TP 8) gets one NIC."""
     gpu = i.gpu
-    if group_span <= i.gpus_per_node:
-        return float(gpu.intra_node_bw_gbps or 16.0) * 1e9 * C.INTRA_NODE_LINK_FRACTION
-    inter = gpu.inter_node_bw_gbps or 12.5
-    return float(inter) * 1e9 * C.INTER_NODE_LINK_FRACTION
+    intra = float(gpu.intra_node_bw_gbps or 16.0) * 1e9 * C.INTRA_NODE_LINK_FRACTION
+    if group_span <= nvlink_gpus(i):
+        return intra
+    nic = float(gpu.inter_node_bw_gbps or 12.5) * 1e9 * C.INTER_NODE_LINK_FRACTION
+    return min(intra, max(1, per_node) * nic)
+
+
+def members_per_node(i: Inputs, stride: int, size: int) -> int:
+    """Members of a group of ``size`` ranks ``stride`` apart that share one node."""
+    return max(1, min(size, i.gpus_per_node // max(1, stride)))
 
 
 def ring_time(volume_bytes: float, n: int, bw: float, phases: float = 2.0) -> float:
@@ -104,7 +133,7 @@ def gemm(i: Inputs, m: float, k: float, n: float, count: float = 1.0, *, fp8: bo
     flops = 2 * m * k * n * count
     operand = 1 if fp8 else i.act_bytes
     nbytes = (operand * (m * k + k * n) + i.act_bytes * m * n) * count
-    speed = peak_flops(i) * C.GEMM_PEAK_FRACTION * (C.FP8_GEMM_SPEEDUP if fp8 else 1.0)
+    speed = peak_flops(i) * sustained_clock(i) * C.GEMM_PEAK_FRACTION * (C.FP8_GEMM_SPEEDUP if fp8 else 1.0)
     return Cost(flops / speed, nbytes / hbm(i))
 
 
@@ -147,34 +176,58 @@ def attention_forward(i: Inputs) -> Cost:
     flops = 4 * i.micro * heads * sl * i.seq * i.head_dim
     if i.flash:
         flops *= 0.5  # causal: fused kernels skip the masked half
-        return Cost(flops / (peak_flops(i) * C.ATTENTION_PEAK_FRACTION))
+        return Cost(flops / (peak_flops(i) * sustained_clock(i) * attention_efficiency(i)))
     batched = gemm(i, sl, i.head_dim, i.seq, 2 * i.micro * heads)
     softmax = C.UNFUSED_SOFTMAX_BYTES_PER_SCORE * i.micro * heads * sl * i.seq
     return batched + Cost(0.0, softmax / hbm(i))
+
+
+def attention_efficiency(i: Inputs) -> float:
+    """Fraction of the dense peak a fused (flash) attention kernel sustains over its executed FLOPs:
+    FLASH_ATTENTION_PEAK_FRACTION at long sequences and head dim 128, lower for short key blocks
+    (seq / (seq + FLASH_ATTENTION_HALF_SEQ): per-tile softmax and launch overheads) and for small heads
+    (FlashAttention-2 Fig. 4-7: head dim 64 runs ~15-20% below 128 at the same length)."""
+    keys = i.seq  # each query block walks the whole (causal) key range of the sequence
+    length = keys / (keys + C.FLASH_ATTENTION_HALF_SEQ)
+    head = min(1.0, i.head_dim / 128.0) ** C.FLASH_ATTENTION_HEAD_DIM_EXPONENT
+    return C.FLASH_ATTENTION_PEAK_FRACTION * length * head
 
 
 def attention_backward(i: Inputs, fwd: Cost) -> Cost:
     return fwd.scale(C.FLASH_BACKWARD_FLOP_RATIO if i.flash else 2.0)
 
 
+def ep_comm_per_layer(i: Inputs) -> float:
+    """Exposed expert-parallel all-to-all per layer per micro-batch, all passes (dispatch and combine of
+    top-k copies of each token, on the MoE layers only): its own line, ``ep_comm``."""
+    if not (i.moe and i.ep > 1):
+        return 0.0
+    passes = 4 + (2 if i.recompute == "full" else 0)
+    msg = i.act_bytes * i.micro * i.seq / i.cp * i.hidden * i.top_k
+    # EP ranks sit ETP apart inside the data x context group (Megatron's expert grid)
+    bw = link_bw(i, i.etp * i.ep, members_per_node(i, i.etp, i.ep))
+    return i.moe_fraction * passes * ring_time(msg, i.ep, bw, phases=1.0) * (1 - C.EP_A2A_OVERLAP_FRACTION)
+
+
 def tp_comm_per_layer(i: Inputs) -> float:
-    """Exposed tensor-parallel (and expert all-to-all) time per layer per micro-batch, all passes."""
+    """Exposed tensor-parallel, context-parallel and expert all-to-all time per layer per micro-batch,
+    all passes (the expert part is also :func:`ep_comm_per_layer`, reported apart)."""
     passes = 4 + (2 if i.recompute == "full" else 0)
     total = 0.0
     if i.tp > 1:
         msg = i.act_bytes * i.micro * i.seq / i.cp * i.hidden
-        bw = link_bw(i, i.tp)
+        bw = link_bw(i, i.tp, i.tp)
         total += passes * ring_time(msg, i.tp, bw, phases=2.0)
         if i.overlap_tp:
             total *= 1 - C.TP_COMM_OVERLAP_FRACTION
-    if i.moe and i.ep > 1:
-        msg = i.act_bytes * i.micro * i.seq / i.cp * i.hidden * i.top_k
-        bw = link_bw(i, i.tp * i.ep)
-        total += i.moe_fraction * passes * ring_time(msg, i.ep, bw, phases=1.0)  # all-to-all on MoE layers only
+    total += ep_comm_per_layer(i)
     if i.cp > 1:
-        # ring attention exchanges K and V around the CP group, mostly hidden behind the blocks
+        # ring attention passes K and V around the CP group (forward, and twice in backward: K, V and
+        # their gradients), each step behind the previous block's attention: the exposed share is
+        # CP_RING_EXPOSED_FRACTION
         kv = 2 * i.act_bytes * i.micro * i.seq / i.cp * i.kv_dim / i.tp
-        total += 3 * ring_time(kv * i.cp, i.cp, link_bw(i, i.tp * i.cp), phases=1.0) * 0.5
+        bw = link_bw(i, i.tp * i.cp, members_per_node(i, i.tp, i.cp))
+        total += C.CP_RING_PASSES * ring_time(kv * i.cp, i.cp, bw, phases=1.0) * C.CP_RING_EXPOSED_FRACTION
     return total
 
 
@@ -252,10 +305,36 @@ def stage_microbatch(i: Inputs, stage: int, layers: int,
     if i.pp > 1:
         split = i.tp if i.sp else 1
         msg = i.act_bytes * m * i.hidden / split
-        span = i.tp * i.cp * i.dp * 2
+        span = i.tp * i.cp * i.dp * 2  # the next stage is TP x CP x DP ranks away: point to point, one NIC
         bw = link_bw(i, span)
         p2p = 2 * i.vpp * (msg / bw + C.COLLECTIVE_LATENCY_S)
+        if i.vpp > 1 and i.overlap_p2p:
+            # the interleaved schedule posts each send/recv beside the next chunk's compute (Megatron's
+            # default overlap_p2p_comm; --no-overlap-p2p-communication turns it off)
+            p2p *= 1 - C.P2P_OVERLAP_FRACTION
     return compute, tp, p2p, backward
+
+
+def dp_link_bw(i: Inputs, d: int) -> float:
+    """Per-GPU bandwidth of the data-parallel (shard) group of ``d`` ranks: DP ranks sit TP x CP apart;
+    a shard group over DP x CP (Megatron's distributed optimizer) has its CP ranks TP apart, inside.
+    The group spans TP x CP x DP consecutive ranks (CP counted once). ZeRO-3's per-module gathers
+    across nodes get one NIC per GPU."""
+    span = i.tp * i.cp * i.dp
+    stride = i.tp if (i.shard_cp and i.cp > 1) else i.tp * i.cp
+    if i.shard_stage >= 3:
+        # ZeRO-3 / FSDP gather each module's parameters and reduce-scatter its gradients as they are
+        # needed: many mid-size collectives on the critical path, each a flat ring over every rank,
+        # which NCCL does not split over the node's NICs as it does the bucketed gradient reduction
+        return link_bw(i, span, 1)
+    return link_bw(i, span, members_per_node(i, stride, d))
+
+
+def layer_launch_s(i: Inputs) -> float:
+    """Host-side time per layer per micro-batch that no kernel hides: the launches of a layer's ~40
+    forward and backward kernels (norms, GEMMs, attention, activation, residuals) at LAYER_LAUNCH_S
+    each pass, a third more with full recompute (one more forward)."""
+    return C.LAYER_LAUNCH_S * (4 / 3 if i.recompute == "full" else 1.0)
 
 
 def _grad_bytes(i: Inputs) -> float:
@@ -268,7 +347,7 @@ def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float
     d = shard_group(i)
     if d <= 1:
         return 0.0
-    bw = link_bw(i, i.tp * i.cp * d)
+    bw = dp_link_bw(i, d)
     gb = _grad_bytes(i)
     if i.shard_stage >= 3:
         per_mb = (ring_time(2 * n_local, d, bw, 1.0) * 2 + ring_time(gb * n_local, d, bw, 1.0))
@@ -311,10 +390,13 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
     ``cache``: a layout search's memo (:data:`trainlint.estimator.memory.Cache`)."""
     per_layer = layer_costs(i, cache)
     per_kind = []
-    for stage, layers, count in stage_kinds(i):
+    kinds = stage_kinds(i)
+    for stage, layers, count in kinds:
         compute, tp, p2p, bwd = stage_microbatch(i, stage, layers, per_layer)
         per_kind.append((compute, tp, p2p, bwd, stage_params_per_gpu(i, stage, layers), count))
-    totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S for c, tp, p2p, _, _, _ in per_kind]
+    launch = layer_launch_s(i)
+    totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S + kinds[k][1] * launch
+              for k, (c, tp, p2p, _, _, _) in enumerate(per_kind)]
     worst = max(range(len(per_kind)), key=lambda k: totals[k])
     compute, tp, p2p, bwd, _, _ = per_kind[worst]
     m = i.grad_accum
@@ -324,8 +406,11 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
     dp = data_parallel(i, n_max, totals[worst], bwd.total)
     opt = optimizer_time(i, n_max)
     bubble_cost = compute.scale(bubble / totals[worst]) if totals[worst] else Cost()
+    ep = m * kinds[worst][1] * ep_comm_per_layer(i) if i.moe and i.ep > 1 else 0.0
     return TimeBreakdown(
-        compute=m * (compute.total + C.MICROBATCH_OVERHEAD_S), tp_comm=m * tp, pp_bubble=bubble, pp_comm=m * p2p,
+        compute=m * (compute.total + C.MICROBATCH_OVERHEAD_S + kinds[worst][1] * launch), tp_comm=m * tp - ep,
+        ep_comm=ep, pp_bubble=bubble,
+        pp_comm=m * p2p,
         dp_comm=dp, optimizer=opt, overhead=C.STEP_OVERHEAD_S,
         flops_time=m * compute.flops + bubble_cost.flops,
         bytes_time=m * compute.bytes + bubble_cost.bytes + opt,
@@ -434,4 +519,4 @@ def data_parallel_traffic(i: Inputs) -> DataParallelTraffic:
         volume = 2 * gb * n_max
     exposed = step_time(i).dp_comm if d > 1 else 0.0
     raw = step_time(replace(i, overlap_dp=False)).dp_comm if d > 1 else 0.0
-    return DataParallelTraffic(volume * (d - 1) / d if d > 1 else 0.0, link_bw(i, i.tp * i.cp * d), raw, exposed)
+    return DataParallelTraffic(volume * (d - 1) / d if d > 1 else 0.0, dp_link_bw(i, d), raw, exposed)

@@ -22,19 +22,26 @@ class Bounds:
 RANGES: dict[str, Bounds] = {
     "GEMM_PEAK_FRACTION": Bounds("throughput", 0.45, 0.90, "cuBLAS reaches 75-90% of the dense peak on large "
                                  "GEMMs; real shapes, sustained clocks and wave quantisation lose some, never half"),
-    "ATTENTION_PEAK_FRACTION": Bounds("throughput", 0.15, 0.75, "FlashAttention-2 kernels: 50-73% forward, less "
-                                      "backward; a ring (context-parallel) exchange and causal imbalance cost more"),
+    "FLASH_ATTENTION_PEAK_FRACTION": Bounds("throughput", 0.30, 0.75, "FlashAttention-2/3 kernels: 50-75% forward, "
+                                            "35-50% backward at long sequences and head dim 128"),
+    "FLASH_ATTENTION_HALF_SEQ": Bounds("throughput", 256.0, 4096.0, "flash kernels reach half their long-sequence "
+                                       "throughput at a few hundred to a few thousand tokens"),
+    "POWER_CAP_CLOCK_EXPONENT": Bounds("throughput", 0.2, 1.0, "clock ~ power ** (1/3 .. 1) along the V/f curve"),
     "ELEMENTWISE_BYTES_PER_HIDDEN": Bounds("throughput", 20.0, 80.0, "ten to forty 16-bit tensors read or written "
                                            "per token per hidden unit by norms, residuals, bias, dropout, rotary"),
     "MICROBATCH_OVERHEAD_S": Bounds("throughput", 0.0, 0.01, "host time per micro-batch per stage: kernel-launch "
                                     "gaps and Python, at most ~10 ms"),
+    "LAYER_LAUNCH_S": Bounds("throughput", 0.0, 1e-3, "~40 kernel launches per layer per micro-batch at 3-10 us, "
+                             "plus Python dispatch: up to a millisecond"),
     "STEP_OVERHEAD_S": Bounds("throughput", 0.0, 0.5, "per optimizer step outside the passes: data hand-off, "
                               "grad-norm, logging; tenths of a second at most"),
     "INTRA_NODE_LINK_FRACTION": Bounds("throughput", 0.40, 0.90, "nccl-tests bus bandwidth over NVLink/NVSwitch: "
                                        "40-90% of the per-direction link rate depending on message size"),
     "INTER_NODE_LINK_FRACTION": Bounds("throughput", 0.50, 0.95, "NCCL over InfiniBand/RoCE reaches 50-95% of the NIC rate"),
     "DP_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the backward pass: between none and all of it"),
-    "ALLOCATOR_FRAGMENTATION": Bounds("memory", 0.0, 0.35, "max_reserved over max_allocated in long runs: 0-35%"),
+    "ALLOCATOR_FRAGMENTATION": Bounds("memory", 0.0, 0.6, "max_reserved over max_allocated in long runs is 0-35% of "
+                                      "the whole; charged on the per-step pool alone (activations, transient "
+                                      "buffers), the same gap is a larger share of a smaller base"),
     "ACTIVATION_WORKSPACE_LAYERS": Bounds("memory", 1.0, 2.0, "the layer recomputed plus the activation gradients "
                                           "of the layer in backward: one to two layers' worth"),
     "NCCL_GIB_PER_COMMUNICATOR": Bounds("memory", 0.05, 0.5, "NCCL_BUFFSIZE 4 MiB x channels x peers, plus proxy "
@@ -47,6 +54,11 @@ RANGES: dict[str, Bounds] = {
                                       "bandwidth", fitted=False),
     "TP_COMM_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the TP communication", fitted=False),
     "ZERO3_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of a micro-batch's compute", fitted=False),
+    "FLASH_ATTENTION_HEAD_DIM_EXPONENT": Bounds("throughput", 0.0, 1.0, "head dim 64 runs 15-25% below 128",
+                                                fitted=False),
+    "P2P_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the interleaved pipeline's sends", fitted=False),
+    "CP_RING_EXPOSED_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of each ring step", fitted=False),
+    "EP_A2A_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the all-to-all", fitted=False),
     "FLASH_BACKWARD_FLOP_RATIO": Bounds("throughput", 2.0, 3.0, "FlashAttention-2 backward: 5 GEMMs to the "
                                         "forward's 2", fitted=False),
 }

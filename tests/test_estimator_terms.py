@@ -1,0 +1,98 @@
+"""The performance and memory terms of issue 30: hierarchical data-parallel bandwidth (NVLink inside, all
+NICs across), the context-parallel group counted once, NVLink-72 domains, interleaved p2p overlap, the
+expert all-to-all on its own line, attention efficiency by sequence and head size, power-capped parts,
+and allocator fragmentation only on what the allocator hands out per step."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trainlint.catalog import find_gpu
+from trainlint.estimator import coefficients as C
+from trainlint.estimator import estimate_inputs
+from trainlint.estimator.memory import one_stage
+from trainlint.estimator.performance import (attention_efficiency, dp_link_bw, link_bw, step_time,
+                                             sustained_clock)
+
+from test_estimator import make_inputs
+
+
+def test_single_node_context_parallel_data_parallel_stays_on_nvlink():
+    # TP 1 x CP 2 x DP 4 = 8 GPUs, one node: the shard group (DP x CP = 8) spans 8 GPUs, not 16
+    i = make_inputs(cp=2, dp=4, tp=1, world=8, dist_opt=True)
+    nvlink = i.gpu.intra_node_bw_gbps * 1e9 * C.INTRA_NODE_LINK_FRACTION
+    assert dp_link_bw(i, 8) == pytest.approx(nvlink)
+    assert step_time(i).dp_comm < 0.05
+
+
+def test_data_parallel_across_nodes_uses_every_nic_of_the_node():
+    nic = find_gpu("a100-80gb").inter_node_bw_gbps * 1e9 * C.INTER_NODE_LINK_FRACTION
+    nvlink = find_gpu("a100-80gb").intra_node_bw_gbps * 1e9 * C.INTRA_NODE_LINK_FRACTION
+    pure_dp = make_inputs(dp=64, world=64)           # 8 DP ranks per node: 8 NICs, capped by NVLink
+    assert dp_link_bw(pure_dp, 64) == pytest.approx(min(nvlink, 8 * nic))
+    tp8 = make_inputs(tp=8, dp=8, world=64)          # one DP rank per node: one NIC
+    assert dp_link_bw(tp8, 8) == pytest.approx(nic)
+    tp2 = make_inputs(tp=2, dp=32, world=64)         # four per node
+    assert dp_link_bw(tp2, 32) == pytest.approx(min(nvlink, 4 * nic))
+    assert dp_link_bw(tp8, 8) < dp_link_bw(tp2, 32) <= dp_link_bw(pure_dp, 64)
+
+
+def test_nvlink_domain_spans_compute_trays():
+    gb200 = find_gpu("gb200")
+    assert gb200.gpus_per_node == 4 and gb200.nvlink_domain_gpus == 72
+    inside = make_inputs(gpu=gb200, gpus_per_node=4, dp=64, world=64)
+    across = make_inputs(gpu=gb200, gpus_per_node=4, dp=128, world=128)
+    nvlink = gb200.intra_node_bw_gbps * 1e9 * C.INTRA_NODE_LINK_FRACTION
+    assert link_bw(inside, 64) == pytest.approx(nvlink)
+    assert link_bw(across, 128, 4) < nvlink
+    # a B200 node of 8 has no such domain: 64 GPUs are 8 nodes
+    b200 = make_inputs(gpu=find_gpu("b200"), dp=64, world=64)
+    assert link_bw(b200, 64) < find_gpu("b200").intra_node_bw_gbps * 1e9 * C.INTRA_NODE_LINK_FRACTION
+
+
+def test_interleaved_pipeline_overlaps_p2p_unless_turned_off():
+    base = dict(tp=8, pp=8, vpp=4, dp=2, world=128, layers=64, grad_accum=64)
+    on = step_time(make_inputs(**base))
+    off = step_time(make_inputs(**base, overlap_p2p=False))
+    assert on.pp_comm == pytest.approx(off.pp_comm * (1 - C.P2P_OVERLAP_FRACTION))
+    # without interleaving there is nothing to overlap the sends with
+    plain = dict(base, vpp=1)
+    assert step_time(make_inputs(**plain)).pp_comm == step_time(make_inputs(**plain, overlap_p2p=False)).pp_comm
+
+
+def test_expert_all_to_all_is_its_own_line():
+    moe = make_inputs(experts=8, top_k=2, moe_ffn=14336, ep=8, dp=8, world=8)
+    t = step_time(moe)
+    assert t.ep_comm > 0 and "ep_comm" in t.as_dict()
+    dense_tp = step_time(dataclasses.replace(moe, ep=1))
+    assert dense_tp.ep_comm == 0
+    total = sum(t.as_dict().values())
+    assert t.step_time == pytest.approx(total)
+    assert estimate_inputs(moe).to_dict()["time_s"]["ep_comm"] == pytest.approx(t.ep_comm)
+
+
+def test_attention_efficiency_grows_with_sequence_and_head_size():
+    short, long = make_inputs(seq=512), make_inputs(seq=32768)
+    assert attention_efficiency(short) < attention_efficiency(long) < C.FLASH_ATTENTION_PEAK_FRACTION
+    small_heads = make_inputs(heads=64, kv_heads=64, head_dim=64)
+    assert attention_efficiency(small_heads) < attention_efficiency(make_inputs())
+
+
+def test_power_capped_part_is_slower_than_the_same_chip_uncapped():
+    capped, full = find_gpu("h100-sxm-500w"), find_gpu("h100-sxm")
+    assert capped.power_limit_w == 500 and capped.bf16_tflops == full.bf16_tflops
+    i_cap, i_full = make_inputs(gpu=capped), make_inputs(gpu=full)
+    assert sustained_clock(i_full) == 1.0 and 0 < sustained_clock(i_cap) < 1
+    assert step_time(i_cap).compute > step_time(i_full).compute
+
+
+def test_fragmentation_is_not_charged_on_static_buffers():
+    # twice the layers doubles parameters, gradients and optimizer state; with recompute off and the
+    # same micro batch, the fragmentation grows only with what the allocator hands out per step
+    small, big = make_inputs(layers=16, dp=1, world=1), make_inputs(layers=32, dp=1, world=1)
+    s, b = one_stage(small, 0, 16), one_stage(big, 0, 32)
+    assert b.params + b.grads + b.optimizer > 1.9 * (s.params + s.grads + s.optimizer)
+    assert s.detail["fragmentation"] == pytest.approx(C.ALLOCATOR_FRAGMENTATION * (s.activations + s.buffers))
+    assert b.detail["fragmentation"] == pytest.approx(C.ALLOCATOR_FRAGMENTATION * (b.activations + b.buffers))
