@@ -76,7 +76,11 @@ def test_sigint_to_the_process_group_ends_quietly_with_130(tmp_path, jobs):
         pytest.skip("the check finished before SIGINT was sent")
     os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C: the whole group, workers included
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130 and err == b"", err[-500:]
+    # 130 is what a shell reports for a process that SIGINT ends: trainlint exits with it after
+    # catching KeyboardInterrupt, or, when the signal lands where Python itself ends the process
+    # by the signal (a loaded machine: CI runs the suite with xdist), the process dies of SIGINT,
+    # which the shell reports as the same 130. Either way nothing is printed.
+    assert proc.returncode in (130, -signal.SIGINT) and err == b"", (proc.returncode, err[-500:])
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
