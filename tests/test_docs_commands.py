@@ -164,11 +164,34 @@ LAST_EXIT: dict[str, int] = {}
 @pytest.mark.parametrize("command", RUN, ids=_ids(RUN))
 def test_documented_command(command: Command, sandboxes):
     root = sandboxes(command.doc)
+    if shutil.which("bash") is None:
+        pytest.skip("bash is not installed")
+    # a document's commands build on each other (a `cat FILE` defines a file a later one checks):
+    # under pytest-xdist this worker may not have run the earlier ones, so it runs them first
+    earlier_commands = [c for c in RUN[:RUN.index(command)] if c.doc == command.doc]
+    for earlier in earlier_commands:
+        if (command.doc, earlier.line) not in DONE:
+            _run_in(earlier, root)
+    _run_in(command, root, quiet=False)
+
+
+DONE: set[tuple[str, int]] = set()
+"""(document, line) of the commands this process has run in its sandbox of that document."""
+
+
+def _run_in(command: Command, root: Path, quiet: bool = True) -> None:
+    """Run one documented command in its document's sandbox; with ``quiet``, only to build on (an
+    earlier command of the document another worker checks), without comparing its output."""
+    DONE.add((command.doc, command.line))
     cat = re.fullmatch(r"cat (\S+)", command.text)
     if cat and command.shown is not None and not (root / cat[1]).exists():
         (root / cat[1]).write_text(command.shown + "\n", encoding="utf-8")
-    if shutil.which("bash") is None:
-        pytest.skip("bash is not installed")
+    if quiet:
+        if command.text != "echo $?":
+            LAST_EXIT[command.doc] = subprocess.run(
+                ["bash", "-c", command.text], cwd=root, env=_environment(root), stdin=subprocess.DEVNULL,
+                capture_output=True, text=True, timeout=600).returncode
+        return
     if command.text == "echo $?":  # the status of the command before it (each runs in its own shell)
         assert LAST_EXIT.get(command.doc) is not None and _normal(str(LAST_EXIT[command.doc])) == _normal(
             command.shown or ""), f"{command.doc}:{command.line}"

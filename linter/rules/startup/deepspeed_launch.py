@@ -223,7 +223,10 @@ class OptimizerMaxGradNorm(ReleaseBoundRule):
     ## Why is this bad?
     When DeepSpeed builds the optimizer the config names (no optimizer passed in code), it refuses the
     parameter with a ValueError, in every supported release; gradient clipping is the top-level
-    `gradient_clipping` key. (Outside fp16 the config reader first logs that it sets the value to 0,
+    `gradient_clipping` key. Whether it builds that optimizer is the training script's choice: Megatron
+    front ends (Megatron-DeepSpeed, GPT-NeoX) and many scripts pass their own optimizer to
+    `deepspeed.initialize`, and the config's section is then never built. A config does not say which,
+    so this is a warning. (Outside fp16 the config reader first logs that it sets the value to 0,
     TL135, but the key is still there when the optimizer is built.)
 
     ## Example
@@ -241,7 +244,7 @@ class OptimizerMaxGradNorm(ReleaseBoundRule):
 
     code = "TL113"
     name = "ds-optimizer-max-grad-norm"
-    default_severity = Severity.ERROR
+    default_severity = Severity.WARNING
     summary = "optimizer.params.max_grad_norm, which DeepSpeed refuses when it builds the optimizer"
     frameworks = DS
     releases = Releases("deepspeed")
@@ -252,9 +255,10 @@ class OptimizerMaxGradNorm(ReleaseBoundRule):
             return
         shown = f"{value.value:g}" if isinstance(value.value, (int, float)) and not isinstance(value.value, bool) \
             else repr(value.value)
-        yield Finding("optimizer.params.max_grad_norm: DeepSpeed stops when it builds the optimizer: \"'max_grad_norm' "
+        yield Finding("optimizer.params.max_grad_norm: if DeepSpeed builds this optimizer (no optimizer passed to "
+                      "deepspeed.initialize in code), it stops: \"'max_grad_norm' "
                       "is not supported as an optimizer parameter, please switch to using the deepspeed parameter "
-                      "'gradient_clipping'\"", at=value, fix=f"remove it and set \"gradient_clipping\": {shown}")
+                      "'gradient_clipping'\"", at=value, severity=Severity.WARNING, fix=f"remove it and set \"gradient_clipping\": {shown}")
 
 
 # =============================================================================== TL114
