@@ -204,10 +204,10 @@ def _unlisted_summary(unlisted: list[tuple[Diagnostic, str]], target) -> list[Di
 
     first = unlisted[0][0]
     names = ", ".join(shown for _, shown in unlisted[:8]) + (f" and {len(unlisted) - 8} more" if len(unlisted) > 8 else "")
-    what = f"{len(unlisted)} keys" if len(unlisted) > 1 else "key"
+    what = f"{len(unlisted)} unknown top-level keys" if len(unlisted) > 1 else "unknown top-level key"
     related = tuple(Related(f"{shown} here", d.span, d.path) for d, shown in unlisted[1:20])
     return [replace(first, severity=Severity.WARNING, fix=None, applicability=None, edits=(), related=related,
-                    message=f"unknown top-level {what} {names}: no options of upstream GPT-NeoX, {_against(target)}; "
+                    message=f"{what} {names}: no options of upstream GPT-NeoX, {_against(target)}; "
                             f"a fork or another release may define them: {how_to_point('neox')}")]
 
 

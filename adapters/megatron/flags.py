@@ -883,10 +883,10 @@ def unknown_summary(parsed: list[ParsedArgs], default_path: str) -> list[Diagnos
     for (why, severity), entries in groups.items():
         names = list(dict.fromkeys(name for name, _, _ in entries))
         shown = ", ".join(f"`{n}`" for n in names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
-        what = f"{len(names)} flags" if len(names) > 1 else "flag"
+        what = f"{len(names)} unknown flags" if len(names) > 1 else "unknown flag"
         _, path, span = entries[0]
         related = tuple(Related(f"`{name}` here", sp, pa) for name, pa, sp in entries[1:20] if sp is not None)
-        out.append(input_diagnostic("TL004", f"unknown {what} {shown}: {why}", span or Span(1, 1, 1, 1),
+        out.append(input_diagnostic("TL004", f"{what} {shown}: {why}", span or Span(1, 1, 1, 1),
                                     path=path or default_path, severity=severity, related=related))
     return out
 
