@@ -112,24 +112,13 @@ def positions(results, texts: dict[str, str], show: int) -> tuple[int, int, list
 
 
 def fixable(results):
-    """(result, path, diagnostic) for every finding ``--fix --unsafe-fixes`` would apply, once each."""
-    from trainlint.fixes import applies
+    """(path, diagnostic) for every finding ``--fix --unsafe-fixes`` would apply, once each: the
+    fixes ``check --fix`` plans, those it defers for overlapping another included (each is applied alone here)."""
+    from trainlint.fixes import collect
 
-    seen = set()
-    for result in results:
-        for d in result.diagnostics:
-            if not applies(d, True):
-                continue
-            home = d.path or result.path
-            paths = {e.path or home for e in d.edits}
-            if len(paths) != 1:
-                continue
-            path = paths.pop()
-            key = (path, d.code, d.span, d.edits)
-            if key in seen:
-                continue
-            seen.add(key)
-            yield result, path, d
+    for plan in collect(results, True).values():
+        for fix in plan.fixes + plan.deferred:
+            yield fix.path, fix.diagnostic
 
 
 def fixes_alone(session, results, texts: dict[str, str], show: int) -> tuple[int, int, list[str]]:
@@ -138,7 +127,7 @@ def fixes_alone(session, results, texts: dict[str, str], show: int) -> tuple[int
 
     total = changed = 0
     bad: list[str] = []
-    for _, path, d in fixable(results):
+    for path, d in fixable(results):
         before = texts.get(path)
         if before is None:
             before = Path(path).read_text(encoding="utf-8")

@@ -529,7 +529,7 @@ class ArgReader:
             return
         t = self.target
         describe = t.describe() if t is not None else "upstream Megatron-LM"
-        own_parser = self.entry is not None and not is_core_entry(self.entry) and not self.entry_read
+        own_parser = self._own_parser()
         if own_parser:
             # an entry point trainlint could not read (a converter, an exporter, a fork's task) adds
             # arguments of its own: nothing to act on, said as information
@@ -597,7 +597,7 @@ class ArgReader:
         n_words = "argument" if len(words) == 1 else f"{len(words)} arguments"
         # Megatron's parser takes no positional argument: every release refuses a stray word at its own
         # entry point (an entry point of its own may take them)
-        certain = self.entry is None or is_core_entry(self.entry) or self.entry_read
+        certain = not self._own_parser()
         self._diag("TL004", f"unexpected {n_words} `{shown}`: Megatron's argparse exits with \"unrecognized "
                    f"arguments\"{hint}", loc, severity=Severity.ERROR if certain else Severity.WARNING)
 
@@ -627,19 +627,15 @@ class ArgReader:
         removed = self._removed_in(name)
         if removed is not None:
             self._diag("TL008", removed, f.value_loc, severity=Severity.ERROR)
-            self.out.unknown_flags.append(name)
-            i += 1
-            if not inline:
-                while i < len(fields) and _is_value_field(fields[i]):
-                    i += 1
-            return i
+            return self._past_unknown(fields, i, name, inline)
         fork = self._fork_defining(name)
         suggestion = None if fork is not None else (self._renamed(name) or did_you_mean(name, self.table.all_flags))
         tail = f" (did you mean `{suggestion[0]}`?)" if suggestion else ""
         severity = self._unknown_severity()
         extra = ""
         nor = ""
-        if self.entry and not is_core_entry(self.entry) and not self.entry_read:
+        own_parser = self._own_parser()
+        if own_parser:
             extra = f"; {self.entry} may add it with its own argument provider"
         elif self.entry and self.entry_read and not is_core_entry(self.entry):
             nor = f" or of {self.entry} (the arguments its own provider adds, read from it)"
@@ -663,20 +659,22 @@ class ArgReader:
             # the flag is the fork's, so say which names the target lacks without calling the run broken.
             severity = Severity.WARNING
             message += f"; {fork.describe()}, found beside the config, defines it"
-        own_parser = self.entry is not None and not is_core_entry(self.entry) and not self.entry_read
         if severity is not Severity.ERROR and (not typo or own_parser) and fork is None:
             # a fork's flag, another entry point's, another release's: one finding per command
             # lists them all (issue 28: ~900 such warnings on 336 configs, all false in a sample)
             self._unlisted.append((name, f.value_loc))
-            self.out.unknown_flags.append(name)
-            i += 1
-            if not inline:
-                while i < len(fields) and _is_value_field(fields[i]):
-                    i += 1
-            return i
+            return self._past_unknown(fields, i, name, inline)
         self._diag("TL004", message, f.value_loc, severity=severity, fix=suggestion[0] if suggestion else None,
                    applicability=(Applicability.SAFE if typo and severity is Severity.ERROR else Applicability.DISPLAY)
                    if suggestion else None, edit=suggestion[0] if suggestion and word is not None else None, edit_at=word)
+        return self._past_unknown(fields, i, name, inline)
+
+    def _own_parser(self) -> bool:
+        """The entry point is not Megatron's own and trainlint could not read the arguments it adds."""
+        return self.entry is not None and not is_core_entry(self.entry) and not self.entry_read
+
+    def _past_unknown(self, fields: list[Field], i: int, name: str, inline: bool) -> int:
+        """Record an unknown flag and return the index after it and the values it seems to take."""
         self.out.unknown_flags.append(name)
         i += 1
         if not inline:
