@@ -93,6 +93,21 @@ def test_project_config_supplies_gpu_and_model(capsys, ds_file, tmp_path):
     assert estimate_run(out)["gpu"] == "a100-80gb"  # the flag wins
 
 
+def test_each_path_is_estimated_with_its_own_project_config(capsys, tmp_path):
+    """Two folders, each with its own project config (GPU and model): `estimate a/ b/` estimates
+    each folder's run with its own, as `check` resolves configs, never with the first path's."""
+    for name, gpu, model in (("a", "a100-80gb", "llama2-7b"), ("b", "h100-sxm", "llama2-13b")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / "pyproject.toml").write_text(f'[tool.trainlint]\ngpu = "{gpu}"\nmodel = "{model}"\n', encoding="utf-8")
+        (folder / "ds_config.json").write_text(json.dumps(DS_JSON), encoding="utf-8")
+    code, out, _ = run(capsys, str(tmp_path / "a" / "ds_config.json"), str(tmp_path / "b" / "ds_config.json"),
+                       "--format", "json")
+    runs = estimate_runs(out)
+    assert code == 0 and [r["gpu"] for r in runs] == ["a100-80gb", "h100-sxm"]
+    assert runs[0]["memory_gib"]["params"] < runs[1]["memory_gib"]["params"]  # 7B against 13B
+
+
 def test_unknown_gpu_and_model_are_usage_errors(capsys, ds_file):
     code, _, err = run(capsys, str(ds_file), "--gpu", "h1000", "--isolated")
     assert code == 2 and "h1000" in err

@@ -86,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.estimator.sensitivity import with_sensitivity
     from trainlint.planning.compare import RunLength, compare_gpus, run_tokens, run_totals_for
     from trainlint.rules.estimation.scope import unmodelled
+    from trainlint import config_groups
     from trainlint.session import open_session
 
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
@@ -94,19 +95,21 @@ def run(args: argparse.Namespace) -> int:
         print(printable(f"trainlint: error: no such file or directory: {', '.join(missing)}"), file=sys.stderr)
         return EXIT_ERROR
     try:
-        session = open_session(session_options(args), Path(args.paths[0]))
+        # each file with the nearest project config above it, as `check` resolves it: the GPU,
+        # cluster and prices of one folder's config never estimate another folder's runs
+        plan = config_groups.plan(session_options(args), args.paths, runs, opener=open_session)
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     length = RunLength(tokens=getattr(args, "tokens", None), train_samples=getattr(args, "train_samples", None),
                        price_per_gpu_hour=getattr(args, "price_per_gpu_hour", None))
-    results = session.check_paths(args.paths)
+    checked = [(owner.check_task(task), owner) for task, owner in zip(plan.tasks, plan.owners, strict=True)]
     outputs = []
     totals_by_id: dict[int, dict] = {}
     comparisons: list[tuple[str, dict[str, Any], list[dict[str, Any]]]] = []  # path, the run it compares, rows
     problems = False
     internal = False
-    for result in results:
+    for result, session in checked:
         errors = [d for d in result.diagnostics if d.severity.value == "error"]
         if result.internal_error or (not result.specs and errors):
             for d in errors:
