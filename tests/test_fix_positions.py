@@ -206,6 +206,41 @@ def test_check_fix_refuses_a_fix_that_changes_another_setting_and_says_why(tmp_p
     assert "refused the fix of TL004 at" in err and "`--fp16` would no longer be set" in err, err
 
 
+def test_sarif_carries_only_fixes_that_check_fix_would_apply(tmp_path, capsys, monkeypatch):
+    """SARIF ``fixes`` are edits another tool may apply without trainlint: a fix ``--fix`` would
+    refuse is not among them (its text stays, with the reason), and the word-only fix is."""
+    import json
+    from dataclasses import replace
+
+    from trainlint.adapters.megatron import flags
+    from trainlint.diagnostics import Edit
+    from trainlint.positions import Span
+
+    script = tmp_path / "run.sh"
+    script.write_text(CONTINUED)
+
+    def sarif_results() -> list[dict]:
+        main(["check", "--isolated", "--format", "sarif", "--select", "TL004", str(script)])
+        return [r for r in json.loads(capsys.readouterr().out)["runs"][0]["results"] if r["ruleId"] == "TL004"]
+
+    (good,) = sarif_results()
+    (replacement,) = good["fixes"][0]["artifactChanges"][0]["replacements"]
+    assert replacement["insertedContent"]["text"] == "--hidden-size"
+    real = flags.ArgReader._diag
+
+    def too_wide(self, code, message, loc, *args, **kwargs):
+        real(self, code, message, loc, *args, **kwargs)
+        d = self.out.diagnostics[-1]
+        if d.edits:
+            self.out.diagnostics[-1] = replace(d, edits=(Edit(Span(1, 10, 6, 12), f'"{d.edits[0].content}"', d.path),))
+
+    monkeypatch.setattr(flags.ArgReader, "_diag", too_wide)
+    (bad,) = sarif_results()
+    assert "fixes" not in bad
+    assert "not applied by --fix" in bad["message"]["text"] and "`--fp16` would no longer be set" in bad["message"]["text"]
+    assert script.read_text() == CONTINUED
+
+
 def test_the_language_server_offers_the_word_edit_and_refuses_a_wider_one(tmp_path):
     from dataclasses import replace
 

@@ -409,6 +409,13 @@ def run(args: argparse.Namespace) -> int:
         return once_per_run(results)
 
     def report_all(results: list):
+        if args.format == "sarif":
+            # SARIF carries the edits themselves (`fixes`), which a code-scanning tool may apply
+            # without trainlint: each is checked as --fix checks it first (the text and JSON marks
+            # say what --fix applies, and --fix refuses, on stderr, what fails that check)
+            from trainlint.commands.check_fix import honest_marks
+
+            results = honest_marks(results, session)
         return report(results, args, session, owners=plan.owners)
 
     # rules' layout changes become edits (the run's adapter writes them), so that what is marked

@@ -209,3 +209,42 @@ def _rewrite(change: _Change, text: str) -> bool:
         return False
     change.new = text
     return True
+
+
+def honest_marks(linted: list, session) -> list:
+    """The results with every fix that carries edits being one ``--fix`` would apply (for SARIF,
+    whose ``fixes`` another tool may apply; the language server checks each quick fix the same
+    way): each fix is checked alone by reading the fixed file again, as ``--fix`` checks it
+    (:func:`_verified`). A fix ``--fix`` would refuse (it changes a setting it does not
+    name), and a fix over several files (``--fix`` never applies one piecemeal), keeps its text with
+    the reason appended and loses its edits, so no face offers it."""
+    from dataclasses import replace
+
+    from trainlint import fix_check
+    from trainlint import fixes as fixing
+    from trainlint.diagnostics import Applicability
+
+    read_as = {doc.path: doc.text for result in linted for doc in result.documents}
+    refused: dict[int, str] = {}
+    for result in linted:
+        for d in result.diagnostics:
+            home = d.path or result.path
+            if d.applies(True) and len({edit.path or home for edit in d.edits}) != 1:
+                refused[id(d)] = "its edits span several files, which --fix does not apply piecemeal"
+    for path, plan in fixing.collect(linted, True).items():
+        text = read_as.get(path)
+        if text is None:
+            continue
+        for fix in plan.fixes:
+            why = fix_check.check_edits(linted, path, text, fixing.apply(text, [fix]), fix.edits,
+                                        session.adapters, dict(session.environment))
+            if why is not None:
+                refused[id(fix.diagnostic)] = f"it would also change {why}"
+    if not refused:
+        return linted
+    for result in linted:
+        result.diagnostics = [
+            replace(d, edits=(), applicability=Applicability.DISPLAY,
+                    fix=f"{d.fix or 'a fix'} (not applied by --fix: {refused[id(d)]})") if id(d) in refused else d
+            for d in result.diagnostics]
+    return linted
