@@ -4,9 +4,18 @@ A command is a line of a ```sh block, or a ``$ `` line of a ```console block (a 
 continues it on the next line); what follows a ``$`` line up to the next one is its output,
 compared with what the command prints (stdout and stderr, as a terminal shows them; timings such
 as ``in 0.23 s`` compared as ``in N s``). ```bash blocks are example scripts and configs, not
-commands. A block is not run only when the line before its fence says why:
-``<!-- docs-test: skip REASON -->`` (it needs the network, a GPU cluster, or is the CI set-up that
-.ci/run runs itself); :func:`test_how_many_commands_run` prints how many run and how many are marked.
+commands. The line before a fence may say where its commands run:
+
+* ``<!-- docs-test: in-checkout -->``: in this checkout (the benchmarks, which read the repository);
+  ``<!-- docs-test: in-checkout needs-shared -->`` also needs ../shared (skipped, with the reason,
+  in a fresh clone, as every test that reads it);
+* ``<!-- docs-test: ci REASON -->``: set-up in a new virtual environment, which ``.ci/run`` runs
+  itself in a fresh copy of the checkout: the test checks that each such command is a line of
+  ``.ci/run``, as written.
+
+There is no other way out: every command shown is run (:func:`test_every_command_is_run`).
+``pre-commit try-repo https://github.com/trainlint/trainlint ...`` runs as written: git fetches the
+canonical URL from a committed snapshot of this tree (:mod:`repo_snapshot`).
 
 Commands run in a scratch directory holding a copy of ``examples/`` (and of it as ``configs/``, the
 folder the docs name for a user's configs), made a git repository, with ``trainlint`` and
@@ -28,10 +37,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from conftest import SHARED, SHARED_ABSENT
+from repo_snapshot import CANONICAL_URL, as_canonical_url, snapshot
 
 REPO = Path(__file__).resolve().parents[1]
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
-SKIP = re.compile(r"<!--\s*docs-test:\s*skip\s+(.+?)\s*-->")
+MARKER = re.compile(r"<!--\s*docs-test:\s*(\S+)\s*(.*?)\s*-->")
+WHERE = ("in-checkout", "ci")
+CI_SCRIPT = REPO / ".ci" / "run"
 FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 
 
@@ -42,7 +55,8 @@ class Command:
     text: str
     kind: str  # "sh" or "console"
     shown: str | None = None  # console: the output shown
-    skip: str | None = None
+    where: str | None = None  # None: the document's sandbox; "in-checkout"; "ci" (.ci/run runs it)
+    note: str = ""  # what the marker says besides (needs-shared; for ci, why)
 
 
 @dataclass
@@ -105,14 +119,14 @@ def inventory() -> Inventory:
                 continue
             line = text.count("\n", 0, match.start()) + 2
             before = text[:match.start()].rstrip("\n").rsplit("\n", 1)[-1]
-            skip = SKIP.search(before)
+            marker = MARKER.search(before)
+            where, note = (marker[1], marker[2]) if marker else (None, "")
             if lang == "sh":
                 for offset, command in _sh_commands(body):
-                    found.commands.append(Command(name, line + offset, command, "sh", skip=skip and skip[1]))
+                    found.commands.append(Command(name, line + offset, command, "sh", where=where, note=note))
             else:
                 for offset, command, shown in _console_commands(body):
-                    found.commands.append(Command(name, line + offset, command, "console", shown,
-                                                  skip=skip and skip[1]))
+                    found.commands.append(Command(name, line + offset, command, "console", shown, where, note))
     return found
 
 
@@ -156,48 +170,65 @@ def _ids(commands: list[Command]) -> list[str]:
     return [f"{c.doc}:{c.line}" for c in commands]
 
 
-RUN = [c for c in INVENTORY.commands if not c.skip]
+RUN = [c for c in INVENTORY.commands if c.where != "ci"]
+BY_CI = [c for c in INVENTORY.commands if c.where == "ci"]
 LAST_EXIT: dict[str, int] = {}
+
+
+@pytest.fixture(scope="session")
+def canonical_repository(tmp_path_factory) -> dict[str, str]:
+    """The environment under which git fetches the canonical URL from a snapshot of this tree."""
+    target = tmp_path_factory.mktemp("canonical-repository")
+    snapshot(target)
+    return as_canonical_url(target)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("command", RUN, ids=_ids(RUN))
-def test_documented_command(command: Command, sandboxes):
-    root = sandboxes(command.doc)
+def test_documented_command(command: Command, sandboxes, request):
     if shutil.which("bash") is None:
         pytest.skip("bash is not installed")
+    if "needs-shared" in command.note and not SHARED.is_dir():
+        pytest.skip(f"needs ../shared ({SHARED_ABSENT})")
+    extra = request.getfixturevalue("canonical_repository") if CANONICAL_URL in command.text else {}
+    if command.where == "in-checkout":
+        _run_in(command, REPO, quiet=False, extra=extra, timeout=2400)
+        return
+    root = sandboxes(command.doc)
     # a document's commands build on each other (a `cat FILE` defines a file a later one checks):
     # under pytest-xdist this worker may not have run the earlier ones, so it runs them first
-    earlier_commands = [c for c in RUN[:RUN.index(command)] if c.doc == command.doc]
+    earlier_commands = [c for c in RUN[:RUN.index(command)] if c.doc == command.doc and c.where is None]
     for earlier in earlier_commands:
         if (command.doc, earlier.line) not in DONE:
             _run_in(earlier, root)
-    _run_in(command, root, quiet=False)
+    _run_in(command, root, quiet=False, extra=extra)
 
 
 DONE: set[tuple[str, int]] = set()
 """(document, line) of the commands this process has run in its sandbox of that document."""
 
 
-def _run_in(command: Command, root: Path, quiet: bool = True) -> None:
-    """Run one documented command in its document's sandbox; with ``quiet``, only to build on (an
-    earlier command of the document another worker checks), without comparing its output."""
+def _run_in(command: Command, root: Path, quiet: bool = True, extra: dict[str, str] | None = None,
+            timeout: int = 900) -> None:
+    """Run one documented command in ``root``; with ``quiet``, only to build on (an earlier command
+    of the document another worker checks), without comparing its output."""
     DONE.add((command.doc, command.line))
+    env = {**_environment(root), **(extra or {})}
     cat = re.fullmatch(r"cat (\S+)", command.text)
     if cat and command.shown is not None and not (root / cat[1]).exists():
         (root / cat[1]).write_text(command.shown + "\n", encoding="utf-8")
     if quiet:
         if command.text != "echo $?":
             LAST_EXIT[command.doc] = subprocess.run(
-                ["bash", "-c", command.text], cwd=root, env=_environment(root), stdin=subprocess.DEVNULL,
-                capture_output=True, text=True, timeout=600).returncode
+                ["bash", "-c", command.text], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                capture_output=True, text=True, timeout=timeout).returncode
         return
     if command.text == "echo $?":  # the status of the command before it (each runs in its own shell)
         assert LAST_EXIT.get(command.doc) is not None and _normal(str(LAST_EXIT[command.doc])) == _normal(
             command.shown or ""), f"{command.doc}:{command.line}"
         return
-    done = subprocess.run(["bash", "-c", command.text], cwd=root, env=_environment(root), stdin=subprocess.DEVNULL,
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    done = subprocess.run(["bash", "-c", command.text], cwd=root, env=env, stdin=subprocess.DEVNULL,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=timeout)
     LAST_EXIT[command.doc] = done.returncode
     where = f"{command.doc}:{command.line}: {command.text}"
     assert "Traceback" not in done.stdout, where + "\n" + done.stdout
@@ -207,14 +238,25 @@ def _run_in(command: Command, root: Path, quiet: bool = True) -> None:
         assert _normal(done.stdout) == _normal(command.shown or ""), where
 
 
-def test_how_many_commands_run(capsys):
-    """Every document with a command has it run or marked with its reason; the counts are printed."""
-    marked = [c for c in INVENTORY.commands if c.skip]
-    assert RUN and len(RUN) > len(marked)
-    assert all(len(c.skip or "") > 10 for c in marked)  # a reason, not a bare marker
-    with capsys.disabled():
-        print(f"\ndocs commands: {len(RUN)} run, {len(marked)} marked not-run "
-              f"({', '.join(sorted({c.skip or '' for c in marked}))})")
+def _ci_lines() -> set[str]:
+    return {line.strip() for line in CI_SCRIPT.read_text(encoding="utf-8").splitlines()}
+
+
+@pytest.mark.parametrize("command", BY_CI, ids=_ids(BY_CI))
+def test_set_up_command_is_run_by_ci(command: Command):
+    """A set-up command in a new virtual environment (pip needs the package registries, and one of
+    them runs this very suite) is run by .ci/run in a fresh copy of the checkout, as written."""
+    assert command.text in _ci_lines(), f"{command.doc}:{command.line}: .ci/run does not run `{command.text}`"
+
+
+def test_every_command_is_run():
+    """Every command in the README and docs is run: here, or (set-up) by .ci/run; a marker names
+    where, never "not run"."""
+    commands = INVENTORY.commands
+    assert len({c.doc for c in commands}) > 10
+    unknown = [f"{c.doc}:{c.line}: docs-test: {c.where}" for c in commands if c.where not in (None, *WHERE)]
+    assert not unknown, "markers other than in-checkout and ci:\n" + "\n".join(unknown)
+    assert all(len(c.note) > 10 for c in BY_CI)  # says why CI runs it and not this test
 
 
 def test_readme_first_screen():
@@ -257,3 +299,13 @@ def test_one_canonical_repository_url():
     for path in [*DOCUMENTS, REPO / "linter" / "output" / "sarif.py"]:
         spelled |= set(re.findall(r"https://github\.com/[\w.-]+/trainlint\b", path.read_text(encoding="utf-8")))
     assert spelled == {canonical}
+
+
+def test_install_urls_name_the_current_release():
+    """An install line pinned to a release (``git+https://github.com/trainlint/trainlint@vX``) names
+    the tag of the version being documented, as the pre-commit snippets do."""
+    version = re.search(r'^version = "([^"]+)"', (REPO / "pyproject.toml").read_text(encoding="utf-8"), re.M)[1]
+    pinned = [(path.name, tag) for path in DOCUMENTS
+              for tag in re.findall(re.escape(CANONICAL_URL) + r"@(v[\w.]+)", path.read_text(encoding="utf-8"))]
+    assert pinned
+    assert all(tag == f"v{version}" for _, tag in pinned), pinned

@@ -29,10 +29,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from repo_snapshot import as_canonical_url, commit_all, git, snapshot
 
 REPO = Path(__file__).resolve().parents[1]
 HOOKS_FILE = REPO / ".pre-commit-hooks.yaml"
-SNAPSHOT = ("pyproject.toml", "README.md", ".pre-commit-hooks.yaml", "linter", "adapters", "schemas")
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
@@ -104,27 +104,13 @@ BAD_MEGATRON = "scripts/pretrain_gpt.sh:6:34: error TL104"
 # --------------------------------------------------------------------------------- helpers
 
 
-def _git(*args: str, cwd: Path) -> str:
-    return subprocess.run(
-        ["git", "-c", "user.name=trainlint tests", "-c", "user.email=tests@trainlint.invalid",
-         "-c", "commit.gpgsign=false", "-c", "init.defaultBranch=main", *args],
-        cwd=cwd, check=True, capture_output=True, text=True).stdout.strip()
-
-
-def _commit_all(path: Path) -> str:
-    _git("init", "-q", cwd=path)
-    _git("add", "-A", cwd=path)
-    _git("commit", "-q", "-m", "snapshot", cwd=path)
-    return _git("rev-parse", "HEAD", cwd=path)
-
-
 def _fixture_repo(path: Path, files: dict[str, str]) -> Path:
     path.mkdir(parents=True)
     for name, text in files.items():
         target = path / name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
-    _commit_all(path)
+    commit_all(path)
     return path
 
 
@@ -134,14 +120,7 @@ def hook_repo(tmp_path_factory) -> tuple[Path, str]:
     committed git repository: (path, commit)."""
     pytest.importorskip("pre_commit", reason="pre-commit is not installed (pip install -e '.[test]')")
     target = tmp_path_factory.mktemp("hook-repo")
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
-    for name in SNAPSHOT:
-        source = REPO / name
-        if source.is_dir():
-            shutil.copytree(source, target / name, ignore=ignore)
-        else:
-            shutil.copy2(source, target / name)
-    return target, _commit_all(target)
+    return target, snapshot(target)
 
 
 @pytest.fixture(scope="session")
@@ -150,8 +129,8 @@ def pre_commit_home(tmp_path_factory) -> Path:
     return tmp_path_factory.mktemp("pre-commit-home")
 
 
-def _pre_commit(args: list[str], cwd: Path, home: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never", NO_COLOR="1")
+def _pre_commit(args: list[str], cwd: Path, home: Path, **more_env: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PRE_COMMIT_HOME=str(home), PRE_COMMIT_COLOR="never", NO_COLOR="1", **more_env)
     env.pop("PRE_COMMIT_ALLOW_NO_CONFIG", None)
     result = subprocess.run([sys.executable, "-m", "pre_commit", *args], cwd=cwd, env=env,
                             capture_output=True, text=True, timeout=900)
@@ -322,15 +301,19 @@ def test_files_patterns_on_the_corpus(manifest):
 # ------------------------------------------------------------ the documented snippet, as written
 
 
-def _documented_snippets() -> list[tuple[str, dict]]:
-    """The `.pre-commit-config.yaml` blocks of the README and docs/pre-commit.md."""
+def _documented_snippet_texts() -> list[tuple[str, str]]:
+    """The `.pre-commit-config.yaml` blocks of the README and docs/pre-commit.md, as written."""
     found = []
     for doc in (REPO / "README.md", REPO / "docs" / "pre-commit.md"):
         for block in re.findall(r"```yaml\n(.*?)```", doc.read_text(encoding="utf-8"), re.S):
             data = yaml.safe_load(block)
             if isinstance(data, dict) and "repos" in data:
-                found.append((doc.name, data))
+                found.append((doc.name, block))
     return found
+
+
+def _documented_snippets() -> list[tuple[str, dict]]:
+    return [(name, yaml.safe_load(block)) for name, block in _documented_snippet_texts()]
 
 
 def test_documented_rev_is_the_release_tag_of_the_version():
@@ -343,20 +326,24 @@ def test_documented_rev_is_the_release_tag_of_the_version():
         assert data["repos"][0]["rev"] == f"v{version}", name
 
 
+SNIPPETS = _documented_snippet_texts()
+
+
 @pytest.mark.slow
-def test_readme_snippet_works_as_written(hook_repo, tmp_path, pre_commit_home):
-    """The README's config with only the repository URL pointed at a snapshot of this tree, which
-    gets the release tag the snippet names, as the real repository does at each release."""
-    (_, data), = [s for s in _documented_snippets() if s[0] == "README.md"]
-    entry = data["repos"][0]
-    _git("tag", "-f", entry["rev"], cwd=hook_repo[0])
-    entry["repo"] = str(hook_repo[0])
-    config = tmp_path / ".pre-commit-config.yaml"
-    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+@pytest.mark.parametrize("snippet", [block for _, block in SNIPPETS],
+                         ids=[f"{name}-{i}" for i, (name, _) in enumerate(SNIPPETS)])
+def test_documented_snippet_works_as_written(snippet, hook_repo, tmp_path, pre_commit_home):
+    """Each documented `.pre-commit-config.yaml`, byte for byte: git fetches its repository URL from
+    a snapshot of this tree (``insteadOf``), which gets the release tag the snippet names, as the
+    real repository does at each release."""
+    for entry in yaml.safe_load(snippet)["repos"]:
+        git("tag", "-f", entry["rev"], cwd=hook_repo[0])
     repo = _fixture_repo(tmp_path / "project", CLEAN)
-    result = _pre_commit(["run", "--all-files", "--color", "never", "--config", str(config)], repo, pre_commit_home)
+    (repo / ".pre-commit-config.yaml").write_text(snippet, encoding="utf-8")
+    result = _pre_commit(["run", "--all-files", "--color", "never"], repo, pre_commit_home,
+                         **as_canonical_url(hook_repo[0]))
     assert result.returncode == 0, result.stdout + result.stderr
-    assert re.search(r"^trainlint\.+Passed$", result.stdout, re.M), result.stdout
+    assert re.search(r"^trainlint[\w-]*\.+Passed$", result.stdout, re.M), result.stdout
 
 
 @pytest.mark.slow
@@ -368,15 +355,15 @@ def test_baseline_in_the_project_config_gates_only_new_findings(hook_repo, tmp_p
     repo = _fixture_repo(tmp_path / "project", {**CLEAN, **BAD, ".trainlint.toml": 'baseline = "trainlint-baseline.json"\n'})
     monkeypatch.chdir(repo)
     assert main(["check", "--write-baseline", "trainlint-baseline.json", "."]) == 0
-    _git("add", "-A", cwd=repo)
-    _git("commit", "-q", "-m", "baseline", cwd=repo)
+    git("add", "-A", cwd=repo)
+    git("commit", "-q", "-m", "baseline", cwd=repo)
     config = _config(tmp_path / "pre-commit-config.yaml", hook_repo, [{"id": "trainlint"}])
     result = _pre_commit(["run", "--all-files", "--color", "never", "--config", str(config)], repo, pre_commit_home)
     assert result.returncode == 0, result.stdout + result.stderr
     # a new bad config: only it is reported, and the hook fails
     (repo / "more").mkdir()
     (repo / "more" / "ds_zero2_config.json").write_text(BAD["ds_zero2_config.json"], encoding="utf-8")
-    _git("add", "-A", cwd=repo)
+    git("add", "-A", cwd=repo)
     result = _pre_commit(["run", "--all-files", "--color", "never", "--config", str(config)], repo, pre_commit_home)
     out = _hook_output(result.stdout, "trainlint")
     assert result.returncode == 1, result.stdout + result.stderr
