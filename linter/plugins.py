@@ -20,14 +20,14 @@ from typing import Any, Sequence
 import pluggy
 
 from trainlint import hookspecs
-from trainlint.rules.startup.megatron import FAMILIES as MEGATRON_RULE_FAMILIES
+from trainlint.rules.builtin import RULE_BUNDLES
 
 ENTRY_POINT_GROUP = "trainlint"
 BUILTIN_PLUGIN = "trainlint.builtin"
 # trainlint's own plugins: the built-in adapters and rules, and the rule bundles registered
 # through their own hook implementation (as sqlfluff's rule packages are). Their rules are all
 # reported as coming from BUILTIN_PLUGIN.
-BUILTIN_PLUGINS = (BUILTIN_PLUGIN, *MEGATRON_RULE_FAMILIES)
+BUILTIN_PLUGINS = (BUILTIN_PLUGIN, *RULE_BUNDLES)
 
 
 @dataclass

@@ -1,11 +1,16 @@
-"""The rules trainlint ships. Rule modules are imported here, lazily, when rules are needed.
-
-The Megatron-LM start-up rules are bundles of their own, one per family
-(:mod:`trainlint.rules.startup.megatron`), each registered through its own hook implementation."""
+"""The rules trainlint ships, as rule bundles: one per family folder (:data:`trainlint.rules.codes.FAMILIES`),
+each a plugin of its own whose ``trainlint_rules`` hook implementation (the family package's
+``__init__``) returns the family's rules from the codes table. Rule modules are imported only when
+the hook is called."""
 
 from __future__ import annotations
 
 import importlib
+
+from trainlint.rules.startup.megatron import FAMILIES as MEGATRON_FAMILIES
+
+RULE_BUNDLES: tuple[str, ...] = ("trainlint.rules.planning", *MEGATRON_FAMILIES)
+"""The family packages registered as plugins (:data:`trainlint.plugins.BUILTIN_PLUGINS`)."""
 
 RULE_MODULES = (
     "trainlint.rules.startup.cross_framework",
@@ -18,7 +23,6 @@ RULE_MODULES = (
     "trainlint.rules.estimation.throughput_rules",
     "trainlint.rules.estimation.communication_rules",
     "trainlint.rules.estimation.availability",
-    "trainlint.rules.planning.planning_rules",
 )
 
 
