@@ -10,7 +10,7 @@ import pytest
 from trainlint.diagnostics import Severity
 from trainlint.estimator import estimate
 from trainlint.rules import RuleContext
-from trainlint.rules.estimation.memory_rules import OomRisk
+from trainlint.rules.estimation.oom_risk import OomRisk
 
 from conftest import CALIBRATION, SHARED_ABSENT, calibration_rows
 

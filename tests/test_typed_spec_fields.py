@@ -25,7 +25,7 @@ FILE_TEXT_USES: dict[tuple[str, str], str] = {
         "a chain that wrote a framework setting (--overlap-grad-reduce) is no layout change an adapter can write",
     ("rules/estimation/fixes.py", "_with_setting"):
         "a candidate writes the key as the fixed file would have it; set_engine re-derives the engine from it",
-    ("rules/estimation/memory_rules.py", "BuffersDominateMemory.check"):
+    ("rules/estimation/buffers_dominate_memory.py", "BuffersDominateMemory.check"):
         "location: the finding points at the first bucket key written in the JSON",
     ("rules/startup/cross_framework.py", "BatchSizeMismatch.check"):
         "DeepSpeed's triple as written: an \"auto\" left for the HF Trainer to fill at launch",

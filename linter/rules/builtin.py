@@ -9,7 +9,7 @@ import importlib
 
 from trainlint.rules.startup.megatron import FAMILIES as MEGATRON_FAMILIES
 
-RULE_BUNDLES: tuple[str, ...] = ("trainlint.rules.planning", *MEGATRON_FAMILIES)
+RULE_BUNDLES: tuple[str, ...] = ("trainlint.rules.estimation", "trainlint.rules.planning", *MEGATRON_FAMILIES)
 """The family packages registered as plugins (:data:`trainlint.plugins.BUILTIN_PLUGINS`)."""
 
 RULE_MODULES = (
@@ -19,10 +19,6 @@ RULE_MODULES = (
     "trainlint.rules.startup.neox_rules",
     "trainlint.rules.startup.neox_launch",
     "trainlint.rules.startup.hf_trainer_rules",
-    "trainlint.rules.estimation.memory_rules",
-    "trainlint.rules.estimation.throughput_rules",
-    "trainlint.rules.estimation.communication_rules",
-    "trainlint.rules.estimation.availability",
 )
 
 

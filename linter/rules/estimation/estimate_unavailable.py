@@ -1,4 +1,4 @@
-"""TL900: the estimate could not be made; say what to supply."""
+"""TL900: Memory and speed could not be estimated; says which inputs to supply."""
 
 from __future__ import annotations
 
@@ -14,6 +14,16 @@ from trainlint.spec import TrainingSpec
 
 _WHAT = {"cluster.world_size": "how many GPUs the run uses", "batch.micro_batch": "the micro-batch size",
          "model.seq_length": "the sequence length"}
+
+
+def _unstated(spec: TrainingSpec, field: str, assumed: object) -> str:
+    """Why an input the rules need is an assumption, and how to give it."""
+    written = spec.get(field)
+    if written is not None and written.provenance.uncertain:
+        # the script states one, from a branch or a scheduler variable's default (${SLURM_NNODES:-1})
+        return (f"{_WHAT[field]} is known only at launch (the script's {assumed} rests on an undecided branch or a "
+                f"scheduler variable's default such as ${{SLURM_NNODES:-1}}; give {UNJUDGED[field]})")
+    return f"{_WHAT[field]} is not stated (`trainlint estimate` assumes {assumed}; give {UNJUDGED[field]})"
 
 
 class EstimateUnavailable(Rule):
@@ -69,16 +79,3 @@ class EstimateUnavailable(Rule):
             by_how.setdefault(item.how, []).append(item.what)
         missing = "; ".join(f"{', '.join(whats)} ({how})" for how, whats in by_how.items())
         yield Finding(f"memory and speed not estimated, missing: {missing}")
-
-
-def _unstated(spec: TrainingSpec, field: str, assumed: object) -> str:
-    """Why an input the rules need is an assumption, and how to give it."""
-    written = spec.get(field)
-    if written is not None and written.provenance.uncertain:
-        # the script states one, from a branch or a scheduler variable's default (${SLURM_NNODES:-1})
-        return (f"{_WHAT[field]} is known only at launch (the script's {assumed} rests on an undecided branch or a "
-                f"scheduler variable's default such as ${{SLURM_NNODES:-1}}; give {UNJUDGED[field]})")
-    return f"{_WHAT[field]} is not stated (`trainlint estimate` assumes {assumed}; give {UNJUDGED[field]})"
-
-
-RULES: list[type] = [EstimateUnavailable]
