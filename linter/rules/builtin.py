@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from trainlint.rules.startup.megatron import FAMILIES as MEGATRON_FAMILIES
-
-RULE_BUNDLES: tuple[str, ...] = ("trainlint.rules.estimation", "trainlint.rules.planning", *MEGATRON_FAMILIES)
+RULE_BUNDLES: tuple[str, ...] = ("trainlint.rules.startup.megatron", "trainlint.rules.estimation", "trainlint.rules.planning")
 """The family packages registered as plugins (:data:`trainlint.plugins.BUILTIN_PLUGINS`)."""
 
 RULE_MODULES = (

@@ -1,116 +1,12 @@
-"""TL147-TL149: the pipeline layout (virtual stages, interleaving, uneven stages)."""
+"""TL149: first/last pipeline stage sizes that leave the middle stages uneven, or conflicting layout args"""
 
 from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint import hookimpl
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron_args import MegatronArgs
 from trainlint.rules.startup.megatron.base import MegatronRule
-
-
-class VirtualPipelineArguments(MegatronRule):
-    """## What it does
-    Checks the arguments that set virtual pipeline stages (interleaving):
-    `--num-layers-per-virtual-pipeline-stage`, `--num-virtual-stages-per-pipeline-rank` and
-    `--pipeline-model-parallel-layout`. (Layers per stage divisible by the layers per virtual stage
-    is the cross-framework layers rule, TL105.)
-
-    ## Why is this bad?
-    `validate_args` accepts at most one of the three, and refuses
-    `--num-layers-per-virtual-pipeline-stage` with uneven first/last stages.
-
-    ## Example
-    ```bash
-    pretrain_gpt.py ... --num-layers-per-virtual-pipeline-stage 2 --num-virtual-stages-per-pipeline-rank 4
-    ```
-
-    ## Fix
-    Give one of the three; with uneven first/last stages use `--num-virtual-stages-per-pipeline-rank`.
-
-    ## References
-    * `megatron/training/arguments.py:928-939@d98e8a6`: "No more than one of the following arguments can be set
-      at the same time: --num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank,
-      --pipeline-model-parallel-layout."
-    * `megatron/training/arguments.py:955-956@d98e8a6`: "please use --num-virtual-stages-per-pipeline-rank to
-      specify virtual pipeline parallel degree when enable uneven pipeline parallelism"
-    """
-
-    code = "TL147"
-    name = "megatron-virtual-pipeline-arguments"
-    summary = "more than one virtual-pipeline argument, or layers per virtual stage with uneven first/last stages"
-
-    _DESTS = ("num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank",
-              "pipeline_model_parallel_layout")
-
-    def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
-        given = [d for d in self._DESTS if a.given(d)]
-        if len(given) > 1:
-            yield Finding(f"{' and '.join(a.flag(d) for d in given)} are all given: Megatron-LM stops with \"No more than "
-                          "one of the following arguments can be set at the same time\"", at=a.at(given[-1]),
-                          also=tuple((a.at(d), "also given") for d in given[:-1]))
-            return
-        dest = "num_layers_per_virtual_pipeline_stage"
-        if given != [dest]:
-            return
-        uneven = [d for d in ("decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers") if a.given(d)]
-        if uneven:
-            yield Finding(f"{a.flag(dest)} with {a.flag(uneven[0])}: Megatron-LM stops with \"please use "
-                          "--num-virtual-stages-per-pipeline-rank to specify virtual pipeline parallel degree when "
-                          "enable uneven pipeline parallelism\"", at=a.at(dest),
-                          also=tuple((a.at(d), "uneven pipeline stage") for d in uneven))
-            return
-
-
-class InterleavedPipelineSize(MegatronRule):
-    """## What it does
-    Checks the pipeline size of an interleaved (virtual pipeline) schedule.
-
-    ## Why is this bad?
-    With virtual pipeline stages, Megatron-LM needs a pipeline-model-parallel size > 1, and > 2 when
-    `--no-overlap-p2p-communication` is given; otherwise it stops.
-
-    ## Example
-    ```bash
-    pretrain_gpt.py ... --pipeline-model-parallel-size 2 --num-virtual-stages-per-pipeline-rank 2 \\
-        --no-overlap-p2p-communication
-    ```
-
-    ## Fix
-    Raise the pipeline size, keep P2P overlap on, or drop the virtual stages.
-
-    ## References
-    * `megatron/training/arguments.py:1000-1009@d98e8a6`: "When interleaved schedule is used,
-      pipeline-model-parallel size should be greater than 1"; "When interleaved schedule is used and p2p
-      communication overlap is disabled, pipeline-model-parallel size should be greater than 2 to avoid having
-      multiple p2p sends and recvs between same 2 ranks per communication batch"
-    """
-
-    code = "TL148"
-    name = "megatron-interleaved-pipeline-size"
-    summary = "virtual pipeline stages with a pipeline size of 1 (or 2 without P2P overlap)"
-
-    def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
-        known, vpp = a.vpp()
-        pp = a.int_field("parallel.pipeline")
-        if not known or vpp is None or pp is None or not a.known("overlap_p2p_comm"):
-            return
-        setter = next((d for d in ("num_virtual_stages_per_pipeline_rank", "num_layers_per_virtual_pipeline_stage")
-                       if a.given(d)), None)
-        also = ((a.at(setter), f"{vpp} virtual stages per pipeline rank"),) if setter else ()
-        if a.on("overlap_p2p_comm"):
-            if pp <= 1:
-                yield Finding(f"{vpp} virtual pipeline stages with pipeline-model-parallel size {pp}: Megatron-LM stops "
-                              "with \"When interleaved schedule is used, pipeline-model-parallel size should be greater "
-                              "than 1\"", at=a.at_written("pipeline_model_parallel_size", *( [setter] if setter else [])),
-                              also=also)
-        elif pp <= 2:
-            yield Finding(f"{vpp} virtual pipeline stages with pipeline-model-parallel size {pp} and "
-                          "--no-overlap-p2p-communication: Megatron-LM stops with \"pipeline-model-parallel size should "
-                          "be greater than 2 to avoid having multiple p2p sends and recvs between same 2 ranks\"",
-                          at=a.at_written("pipeline_model_parallel_size", *([setter] if setter else [])),
-                          also=also + ((a.at("overlap_p2p_comm"), "P2P overlap disabled"),))
 
 
 class UnevenPipelineStages(MegatronRule):
@@ -212,15 +108,3 @@ class UnevenPipelineStages(MegatronRule):
                           "stages: Megatron-Core stops with \"number of layers on each middle pipeline rank: "
                           f"{remaining // middle} must be divisible by virtual pipeline parallel degree {vpp}\"",
                           at=a.at(uneven[-1]), also=also)
-
-
-RULES: list[type] = [
-    VirtualPipelineArguments,
-    InterleavedPipelineSize,
-    UnevenPipelineStages,
-]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES
