@@ -35,9 +35,9 @@ FILE_TEXT_USES: dict[tuple[str, str], str] = {
         "NeoX's own check of the written precision key against the written fp16 / bf16 blocks",
     ("rules/startup/cross_framework.py", "ZeroPipelineConflict.check"):
         "location: --zero-stage as written, when the stage used comes from the JSON",
-    ("rules/startup/deepspeed_rules.py", "AllreduceSumUnsupported.check"):
+    ("rules/startup/deepspeed/ds_allreduce_sum_unsupported.py", "AllreduceSumUnsupported.check"):
         "DeepSpeed's config check: zero_optimization.zenflow written, whatever its value",
-    ("rules/startup/deepspeed_rules.py", "NvmePathMissing.check"):
+    ("rules/startup/deepspeed/ds_nvme_path_missing.py", "NvmePathMissing.check"):
         "DeepSpeed's config check: nvme_path written as null",
     ("rules/startup/derive.py", "ds"): "the DeepSpeed JSON's keys as written, for DeepSpeed's own start-up checks",
     ("rules/startup/derive.py", "ds_present"): "a DeepSpeed JSON section written at all",

@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import importlib
 
-RULE_BUNDLES: tuple[str, ...] = ("trainlint.rules.startup.megatron", "trainlint.rules.estimation", "trainlint.rules.planning")
+RULE_BUNDLES: tuple[str, ...] = (
+    "trainlint.rules.startup.deepspeed",
+    "trainlint.rules.startup.megatron",
+    "trainlint.rules.estimation",
+    "trainlint.rules.planning",
+)
 """The family packages registered as plugins (:data:`trainlint.plugins.BUILTIN_PLUGINS`)."""
 
 RULE_MODULES = (
     "trainlint.rules.startup.cross_framework",
-    "trainlint.rules.startup.deepspeed_rules",
-    "trainlint.rules.startup.deepspeed_launch",
     "trainlint.rules.startup.neox_rules",
     "trainlint.rules.startup.neox_launch",
     "trainlint.rules.startup.hf_trainer_rules",

@@ -1,0 +1,29 @@
+"""What the DeepSpeed rules from the launch-check audit share (numbers as DeepSpeed's config model reads them)."""
+
+from __future__ import annotations
+
+
+from trainlint.provenance import Value
+from trainlint.rules.startup.derive import (
+    as_number,
+)
+
+
+DS = ("deepspeed",)
+
+
+def _number(value: Value | None) -> float | None:
+    """A number, or a numeric string as pydantic's lax mode reads it (``"3"``)."""
+    n = as_number(value)
+    if n is not None or value is None or not isinstance(value.value, str):
+        return n
+    try:
+        return float(value.value)
+    except ValueError:
+        return None
+
+
+"""deepspeed/elasticity/constants.py:31 @ edaa722 (the same in every release since 0.3.x)."""
+
+
+"""DeepSpeed's DtypeEnum spellings of the dtypes a gradient can accumulate in (deepspeed/runtime/config_utils)."""
