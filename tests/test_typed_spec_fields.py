@@ -48,7 +48,7 @@ FILE_TEXT_USES: dict[tuple[str, str], str] = {
     ("rules/startup/megatron_args.py", "MegatronArgs.known"): "flags written or with a known default",
     ("rules/startup/megatron_args.py", "MegatronArgs.value"): "a flag's value as written, else Megatron's default",
     ("rules/startup/megatron_args.py", "MegatronArgs.flag"): "location: the flag as written",
-    ("rules/startup/neox_rules.py", "NeoXArgs.__init__"): "GPT-NeoX's own argument checks over the keys as written",
+    ("rules/startup/neox/helpers.py", "NeoXArgs.__init__"): "GPT-NeoX's own argument checks over the keys as written",
 }
 
 

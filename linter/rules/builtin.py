@@ -10,6 +10,7 @@ import importlib
 RULE_BUNDLES: tuple[str, ...] = (
     "trainlint.rules.startup.deepspeed",
     "trainlint.rules.startup.megatron",
+    "trainlint.rules.startup.neox",
     "trainlint.rules.estimation",
     "trainlint.rules.planning",
 )
@@ -17,8 +18,6 @@ RULE_BUNDLES: tuple[str, ...] = (
 
 RULE_MODULES = (
     "trainlint.rules.startup.cross_framework",
-    "trainlint.rules.startup.neox_rules",
-    "trainlint.rules.startup.neox_launch",
     "trainlint.rules.startup.hf_trainer_rules",
 )
 

@@ -20,6 +20,7 @@ from trainlint.rules.startup.deepspeed.launch_helpers import DS
 _DTYPES = {"fp16": "fp16", "float16": "fp16", "half": "fp16", "torch.float16": "fp16", "bf16": "bf16",
            "bfloat16": "bf16", "torch.bfloat16": "bf16", "fp32": "fp32", "float32": "fp32", "float": "fp32",
            "torch.float32": "fp32"}
+"""DeepSpeed's DtypeEnum spellings of the dtypes a gradient can accumulate in (deepspeed/runtime/config_utils)."""
 
 
 class AmpGradAccumDtype(ReleaseBoundRule):

@@ -21,9 +21,3 @@ def _number(value: Value | None) -> float | None:
         return float(value.value)
     except ValueError:
         return None
-
-
-"""deepspeed/elasticity/constants.py:31 @ edaa722 (the same in every release since 0.3.x)."""
-
-
-"""DeepSpeed's DtypeEnum spellings of the dtypes a gradient can accumulate in (deepspeed/runtime/config_utils)."""

@@ -1,6 +1,4 @@
-"""GPT-NeoX start-up checks found by the launch-check audit (docs/launch-checks.md) and not in
-:mod:`.neox_rules`: a run, as the user names it, that lacks what every NeoX run needs.
-"""
+"""TL191: a NeoX run named on its own that sets no batch size or none of the model keys"""
 
 from __future__ import annotations
 
@@ -8,9 +6,10 @@ from typing import Iterator
 
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, RuleContext
-from trainlint.rules.startup.neox_rules import NeoXArgs
+from trainlint.rules.startup.neox.helpers import NeoXArgs
 from trainlint.rules.startup.releases import ReleaseBoundRule, Releases
 from trainlint.spec import TrainingSpec
+
 
 MODEL_KEYS = ("num_layers", "hidden_size", "num_attention_heads", "max_position_embeddings")
 """NeoXArgs.validate_values' required_args (megatron/neox_arguments/arguments.py:1225-1230@ea7aefd)."""
@@ -71,41 +70,3 @@ class IncompleteRun(ReleaseBoundRule):
             yield Finding(f"the run ({files}) sets none of {', '.join(MODEL_KEYS)}: NeoX stops with "
                           "\"NeoXArgs.validate_values() num_layers is None.\"",
                           fix="give the model config in the same run")
-
-
-class DeepSpeedDisabled(ReleaseBoundRule):
-    """## What it does
-    Reports `deepspeed: false`.
-
-    ## Why is this bad?
-    GPT-NeoX runs only with DeepSpeed: `validate_values` returns False for it ("the current codebase
-    assumes running with deepspeed only") and NeoXArgs stops with "NeoXArgs values cannot be validated".
-
-    ## Example
-    ```yaml
-    deepspeed: false
-    ```
-
-    ## Fix
-    Remove the key (its default is true).
-
-    ## References
-    * `megatron/neox_arguments/arguments.py:1211-1213@ea7aefd`: `if not self.deepspeed: return False`
-    * `megatron/neox_arguments/arguments.py:156-160@ea7aefd`: "NeoXArgs values cannot be validated"
-    """
-
-    code = "TL192"
-    name = "neox-deepspeed-disabled"
-    default_severity = Severity.ERROR
-    summary = "deepspeed: false, which GPT-NeoX refuses (it runs only with DeepSpeed)"
-    frameworks = ("neox",)
-    releases = Releases("neox")
-
-    def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        a = NeoXArgs(spec)
-        if a.given("deepspeed") and a.get("deepspeed") is False:
-            yield Finding("deepspeed: false: GPT-NeoX runs only with DeepSpeed and stops with \"NeoXArgs values cannot "
-                          "be validated\"", at="settings:deepspeed", fix="remove the key")
-
-
-RULES: list[type] = [IncompleteRun, DeepSpeedDisabled]
