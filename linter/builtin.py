@@ -1,4 +1,5 @@
-"""trainlint's own contributions, registered as a plugin through the public hooks."""
+"""trainlint's own contributions, registered as a plugin through the public hooks: the adapters, and
+(in :mod:`trainlint.plugins`' list of built-ins) one rule bundle per rule family, each its own plugin."""
 
 from __future__ import annotations
 
@@ -10,10 +11,3 @@ def trainlint_adapters():
     from trainlint.adapters import builtin_adapters
 
     return builtin_adapters()
-
-
-@hookimpl
-def trainlint_rules():
-    from trainlint.rules.builtin import builtin_rules
-
-    return builtin_rules()

@@ -27,13 +27,13 @@ FILE_TEXT_USES: dict[tuple[str, str], str] = {
         "a candidate writes the key as the fixed file would have it; set_engine re-derives the engine from it",
     ("rules/estimation/buffers_dominate_memory.py", "BuffersDominateMemory.check"):
         "location: the finding points at the first bucket key written in the JSON",
-    ("rules/startup/cross_framework.py", "BatchSizeMismatch.check"):
+    ("rules/startup/batch_size_mismatch.py", "BatchSizeMismatch.check"):
         "DeepSpeed's triple as written: an \"auto\" left for the HF Trainer to fill at launch",
-    ("rules/startup/cross_framework.py", "PrecisionConflict._megatron"):
+    ("rules/startup/precision_conflict.py", "PrecisionConflict._megatron"):
         "Megatron's own check of --fp16 / --bf16 as written, apart from the merged JSON's blocks",
-    ("rules/startup/cross_framework.py", "PrecisionConflict._neox"):
+    ("rules/startup/precision_conflict.py", "PrecisionConflict._neox"):
         "NeoX's own check of the written precision key against the written fp16 / bf16 blocks",
-    ("rules/startup/cross_framework.py", "ZeroPipelineConflict.check"):
+    ("rules/startup/zero_pipeline_conflict.py", "ZeroPipelineConflict.check"):
         "location: --zero-stage as written, when the stage used comes from the JSON",
     ("rules/startup/deepspeed/ds_allreduce_sum_unsupported.py", "AllreduceSumUnsupported.check"):
         "DeepSpeed's config check: zero_optimization.zenflow written, whatever its value",

@@ -1,9 +1,4 @@
-"""The Hugging Face Trainer's own start-up check of the DeepSpeed config it runs.
-
-The Trainer fills the config's "auto" values from its TrainingArguments and requires every value the config
-states to equal the argument it would have filled it from (HfTrainerDeepSpeedConfig.trainer_config_process
-and fill_match, transformers/integrations/deepspeed.py): a mismatch stops the run before the first step.
-"""
+"""TL137: DeepSpeed config batch value that the Hugging Face Trainer's arguments contradict"""
 
 from __future__ import annotations
 
@@ -12,8 +7,6 @@ from typing import Iterator
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.spec import TrainingSpec
-
-# =============================================================================== TL137
 
 
 class TrainerDeepSpeedMismatch(Rule):
@@ -79,6 +72,3 @@ class TrainerDeepSpeedMismatch(Rule):
                 "values that mismatch TrainingArguments values\"",
                 at=stated, also=((trainer, f"the Trainer's {hf_name}"),),
                 fix=f"write \"auto\" for {ds_name} (the Trainer fills it), or make the two agree")
-
-
-RULES: list[type] = [TrainerDeepSpeedMismatch]
