@@ -66,6 +66,8 @@ class SessionOptions:
     select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    preview: bool | None = None
+    """``--preview`` / ``--no-preview``: run the preview rules (None: the project config's ``preview``)."""
     environment: Mapping[str, str] = field(default_factory=dict)
     """``--arg`` / ``--env`` values for launch scripts (over the project config's ``env``)."""
     runs: tuple[tuple[str, ...], ...] = ()
@@ -187,7 +189,7 @@ class Session:
         if self._startup_rules is None:
             from trainlint.layout.startup_check import startup_rules
 
-            self._startup_rules = startup_rules(self.registry, self.project.rule_options)
+            self._startup_rules = startup_rules(self.registry, self.settings.rule_options, preview=self.settings.preview)
         return self._startup_rules
 
     # ------------------------------------------------------------------ estimating
@@ -260,7 +262,7 @@ def open_session(options: SessionOptions, start: Path, *, validate: bool = True)
                         editor_trusted=options.editor_trusted)
     registry = build_registry(host)
     settings = settings_from(project, select=list(options.select) if options.select is not None else None,
-                             extend_select=options.extend_select, ignore=options.ignore)
+                             extend_select=options.extend_select, ignore=options.ignore, preview=options.preview)
     if validate:
         check_settings(registry, settings)
     from trainlint.catalog import load_gpus

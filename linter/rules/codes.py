@@ -173,13 +173,15 @@ BY_CODE: dict[str, Code] = {row.code: row for row in CODES}
 def family_rules(package: str) -> list[type]:
     """The rule classes of one family (its package name), imported from their modules, each with its
     row's lifecycle; the family package's ``trainlint_rules`` hook returns them."""
-    rules = []
+    from trainlint.rules import Rule
+
+    rules: list[type] = []
     for row in CODES:
         if row.module is None or FAMILIES[row.family] != package:
             continue
         module = importlib.import_module(row.module)
         rule = next((value for value in vars(module).values()
-                     if isinstance(value, type) and value.__module__ == module.__name__
+                     if isinstance(value, type) and issubclass(value, Rule) and value.__module__ == module.__name__
                      and getattr(value, "code", None) == row.code), None)
         if rule is None:
             raise LookupError(f"{row.module} defines no rule with code {row.code} (linter/rules/codes.py)")
@@ -190,5 +192,18 @@ def family_rules(package: str) -> list[type]:
 
 def removed(code: str) -> Code | None:
     """The row of a removed code (None when the code is not a removed one)."""
-    row = BY_CODE.get(code.upper())
+    row = BY_CODE.get(code.strip().upper())
     return row if row is not None and row.lifecycle is REMOVED else None
+
+
+def redirected(selector: str, warnings: list[str]) -> str:
+    """``selector``, or the code that replaced it when it is a removed code (with a warning added to
+    ``warnings``, once per code). Prefixes and names are left alone: a prefix still selects the
+    codes that exist under it."""
+    row = removed(selector)
+    if row is None or row.redirect is None:
+        return selector
+    said = f"{row.code} ({row.name}) was removed; using {row.redirect} instead"
+    if said not in warnings:
+        warnings.append(said)
+    return row.redirect
