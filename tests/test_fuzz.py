@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from functools import lru_cache
+from functools import lru_cache, cache
 
 import pytest
 import yaml
@@ -92,7 +92,7 @@ def mutated(draw) -> tuple[str, str]:
     return name, text
 
 
-@lru_cache(maxsize=None)
+@cache
 def _keys(schema: str) -> list[str]:
     return sorted(k for k in load_schema(schema)["properties"] if "@" not in k)
 
