@@ -140,6 +140,7 @@ def megatron_script(draw) -> tuple[str, str]:
     return "pretrain_gpt.sh", "#!/bin/bash\n" + junk + entry + separator + separator.join(words) + "\n"
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated())
 def test_mutated_seed_configs(case):
@@ -227,6 +228,7 @@ def lsp_message(draw) -> dict:
     return message
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(lsp_message(), min_size=1, max_size=6))
 def test_language_server_protocol_answers_every_request(messages):

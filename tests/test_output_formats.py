@@ -198,6 +198,7 @@ def test_sarif_related_locations_and_fingerprints(tmp_path, capsys, monkeypatch)
     assert {r["ruleId"]: r["partialFingerprints"]["primaryLocationLineHash"] for r in results} == moved
 
 
+@pytest.mark.slow
 def test_sarif_and_statistics_over_the_corpus(corpus_dir, capsys, monkeypatch):
     monkeypatch.chdir(corpus_dir)
     # Warm the framework-source cache first: the first check in a fork's checkout adds a TL014 note

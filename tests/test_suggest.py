@@ -277,6 +277,7 @@ def test_examples_get_suggestions_from_the_cli(capsys):
 # ----------------------------------------------------------------------------- calibration
 
 
+@pytest.mark.slow
 def test_calibration_best_suggestion_at_least_as_run(accuracy, rules):
     rows = calibration_rows()
     if not rows:

@@ -696,6 +696,7 @@ def test_examples_round_trip():
     assert done >= 8
 
 
+@pytest.mark.slow
 def test_corpus_round_trip(corpus_dir: Path):
     """Every corpus config whose spec has a micro batch or TP: micro batch and TP doubled, read
     again. Either it round-trips or it is refused with a WritebackError (counted by reason)."""
