@@ -47,17 +47,17 @@ from typing import Any, Iterable
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from calibration_files import Case, NoUserPath, Skip, vocab_of, write_case  # noqa: E402
+from calibration_files import Case, NoUserPath, Skip, vocab_of, write_case
 
-from trainlint.estimator import closed_forms as CF  # noqa: E402
-from trainlint.estimator import coefficients as C  # noqa: E402
+from trainlint.estimator import closed_forms as CF
+from trainlint.estimator import coefficients as C
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "calibration"
 CALIBRATION = SHARED / "published-runs.yaml"
 CALIBRATION_FILES = (SHARED / "published-runs.yaml", SHARED / "published-runs-more.yaml",
                      SHARED / "published-runs-2026.yaml")
 
-__all__ = ["Skip", "NoUserPath", "row_to_spec", "main"]
+__all__ = ["NoUserPath", "Skip", "main", "row_to_spec"]
 
 
 def load_rows(paths: Iterable[Path] = CALIBRATION_FILES) -> list[dict]:

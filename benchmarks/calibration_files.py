@@ -251,7 +251,7 @@ def _node_of(row: dict | None) -> int:
 
 def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str]:
     m, p, b = row["model"], row["parallel"], row["batch"]
-    tp, pp, cp, dp = _layout(row)
+    tp, pp, cp, _dp = _layout(row)
     args = [f"--num-layers {_need(m.get('layers'), 'layers')}", f"--hidden-size {_need(m.get('hidden'), 'hidden size')}",
             f"--num-attention-heads {_need(m.get('heads'), 'heads')}"]
     if m.get("multi_latent_attention"):
@@ -369,7 +369,7 @@ def _script(row: dict, args: list[str]) -> str:
 
 
 def _ds_json(row: dict, *, with_batch: bool) -> str:
-    b, p = row["batch"], row["parallel"]
+    b, _p = row["batch"], row["parallel"]
     dtype = precision_of(row)
     cfg: dict[str, Any] = {}
     if with_batch:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from check_speed import main  # noqa: E402 - the benchmarks folder is not a package
+from check_speed import main
 
 if __name__ == "__main__":
     sys.exit(main(throughput_too=False))

@@ -42,9 +42,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run_writer import FORMATS, Run, read_one, write  # noqa: E402
+from run_writer import FORMATS, Run, read_one, write
 
-from trainlint.estimator import InvariantError, build_context, estimate  # noqa: E402
+from trainlint.estimator import InvariantError, build_context, estimate
 
 TOLERANCE = 0.05
 KINDS = ("no-estimate", "batch", "tokens-per-step", "mfu", "memory MDS/NeoX", "tokens/s MDS/NeoX", "memory LM",

@@ -202,7 +202,7 @@ def main() -> int:
     for fmt, values in sorted(by_format.items()):
         print(f"  {fmt:10s} {len(values):4d} configs   median {statistics.median(values):6.1f} ms   max {max(values):6.1f} ms")
     print(f"  target: < {TARGET_MS:.0f} ms   {len(rows) - len(over)} of {len(rows)} configs meet it")
-    for ms, floor, lines, fmt, path, _ in sorted(over, reverse=True):
+    for ms, _floor, lines, fmt, path, _ in sorted(over, reverse=True):
         print(f"    {ms:6.1f} ms  {lines:4d} lines  {fmt:9s} {path}")
     slow = [r for r in rows if r[5] >= TARGET_MS]
     print(f"  after a value edit: {len(rows) - len(slow)} of {len(rows)} configs under {TARGET_MS:.0f} ms")

@@ -20,7 +20,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 import atheris  # noqa: E402
 
 with atheris.instrument_imports(include=["trainlint"]):
-    from fuzz_harness import exercise, seed_files  # noqa: E402
+    from fuzz_harness import exercise, seed_files
 
 NAMES = ("ds_config.json", "neox.yml", "pretrain_gpt.sh", "config.yaml")
 

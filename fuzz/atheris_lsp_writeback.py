@@ -22,7 +22,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 import atheris  # noqa: E402
 
 with atheris.instrument_imports(include=["trainlint"]):
-    from fuzz_harness import ENCODINGS, LSP_METHODS, exercise_lsp, exercise_write_back  # noqa: E402
+    from fuzz_harness import ENCODINGS, LSP_METHODS, exercise_lsp, exercise_write_back
 
 ENDS = ("\n", "\r\n", "\r")
 FAILS = (None, "write", "fsync", "replace", "fchmod")

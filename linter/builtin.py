@@ -1,4 +1,7 @@
-"""trainlint's own contributions, registered as a plugin through the public hooks."""
+"""trainlint's own contributions, registered as a plugin through the public hooks: the adapters, the
+shipped GPUs (``gpus.json``) and model presets (``models.json``); the rules are one bundle per rule
+family, each its own plugin (:data:`trainlint.plugins.BUILTIN_PLUGINS`). Nothing of them is read
+another way: a session's GPU table and model presets are what these hooks and the plugins' return."""
 
 from __future__ import annotations
 
@@ -13,7 +16,14 @@ def trainlint_adapters():
 
 
 @hookimpl
-def trainlint_rules():
-    from trainlint.rules.builtin import builtin_rules
+def trainlint_gpus():
+    from trainlint.catalog import load_gpus
 
-    return builtin_rules()
+    return list(load_gpus().values())
+
+
+@hookimpl
+def trainlint_model_presets():
+    from trainlint.models import load_model_presets
+
+    return list(load_model_presets().values())

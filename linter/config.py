@@ -53,7 +53,7 @@ KNOWN_KEYS = {
     # the framework version configs are written for (a release or a checkout per framework)
     "framework", "framework-source",
     # rule selection and configuration
-    "select", "extend-select", "ignore", "per-file-ignores", "severity", "rules",
+    "select", "extend-select", "ignore", "per-file-ignores", "severity", "rules", "preview",
     # estimation context (read by trainlint.estimator.context)
     "gpu", "nodes", "gpus-per-node", "model", "vocab-size", "gpus",
     # planning limits and prices
@@ -131,6 +131,8 @@ class ProjectConfig:
     baseline: str | None = None
     """The baseline file, relative to the config's folder."""
     report_unused_per_file_ignores: bool = False
+    preview: bool = False
+    """``preview = true``: run the preview rules too (see :mod:`trainlint.rules.codes`)."""
 
     @property
     def root(self) -> str | None:
@@ -246,7 +248,15 @@ def load_config(path: Path) -> ProjectConfig:
                                   dict(section.get("prices", {}))),
         baseline=section.get("baseline"),
         report_unused_per_file_ignores=bool(section.get("report-unused-per-file-ignores", False)),
+        preview=_flag(section, "preview", path),
     )
+
+
+def _flag(section: dict, key: str, path: Path) -> bool:
+    value = section.get(key, False)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{path}: `{key}` must be true or false")
+    return value
 
 
 def _string_list(section: dict, key: str, path: Path) -> list[str]:

@@ -50,6 +50,10 @@ class LintSettings:
     """The rules with their options, and those of them that run on a file, for each state of the
     registry, options and selection they come from (see :func:`_rules_for`): the same on every
     lint of a session (the language server lints on each change)."""
+    preview: bool = False
+    """Run the preview rules too (``--preview`` / ``preview = true``; :mod:`trainlint.rules.codes`)."""
+    warnings: list[str] = field(default_factory=list)
+    """What the settings said that the faces print as warnings (a removed code, and what replaced it)."""
     reuse_findings: bool = False
     """Keep what the rules found on each run and give it again while the run is the same (see
     :func:`_run_rules`). The language server's sessions turn it on: it re-lints on every change,
@@ -64,16 +68,29 @@ class LintSettings:
 
 
 def settings_from(project: ProjectConfig, *, select: list[str] | None = None, extend_select: Sequence[str] = (),
-                  ignore: Sequence[str] = ()) -> LintSettings:
-    """CLI selectors over the project config, as ruff: ``--select`` replaces, the others add."""
+                  ignore: Sequence[str] = (), preview: bool | None = None) -> LintSettings:
+    """CLI selectors over the project config, as ruff: ``--select`` replaces, the others add;
+    ``preview`` (``--preview``) over the config's ``preview``. A removed code, wherever a code is
+    written (selectors, per-file ignores, severities, rule options), means the code that replaced it,
+    with a warning (:func:`trainlint.rules.codes.redirected`)."""
+    from trainlint.rules.codes import redirected
+
+    warnings: list[str] = []
+
+    def codes(selectors: Sequence[str]) -> list[str]:
+        return [redirected(s, warnings) for s in selectors]
+
     selection = Selection(
-        select=list(select) if select is not None else (project.select if project.select is not None else ["ALL"]),
-        extend_select=[*project.extend_select, *extend_select],
-        ignore=[*project.ignore, *ignore],
-        per_file_ignores=dict(project.per_file_ignores),
+        select=codes(select) if select is not None else (codes(project.select) if project.select is not None else ["ALL"]),
+        extend_select=codes([*project.extend_select, *extend_select]),
+        ignore=codes([*project.ignore, *ignore]),
+        per_file_ignores={pattern: codes(selectors) for pattern, selectors in project.per_file_ignores.items()},
         root=project.root,
     )
-    return LintSettings(selection, dict(project.severity), dict(project.rule_options), project)
+    severity = {redirected(key, warnings): value for key, value in project.severity.items()}
+    rule_options = {redirected(key, warnings): value for key, value in project.rule_options.items()}
+    return LintSettings(selection, severity, rule_options, project,
+                        preview=project.preview if preview is None else preview, warnings=warnings)
 
 
 def resolve_options(rule: type[Rule], configured: dict[str, dict[str, Any]]) -> dict[str, Any]:
@@ -166,13 +183,14 @@ def _rules_for(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
     sel = settings.selection
     key = None
     if rules_key is not None:
-        key = ("for", rules_key, tuple(sel.select), tuple(sel.extend_select), tuple(sel.ignore),
+        key = ("for", rules_key, settings.preview, tuple(sel.select), tuple(sel.extend_select), tuple(sel.ignore),
                tuple((k, tuple(v)) for k, v in sel.per_file_ignores.items()), sel.root, spec.path, spec.framework)
         chosen = settings.memo.get(key)
         if chosen is not None:
             return key, chosen
     chosen = [(rule, options) for rule, options in rules
               if not (rule.frameworks and spec.framework not in rule.frameworks)
+              and (settings.preview or rule.lifecycle != "preview")
               and sel.enabled(rule.code, rule.name, spec.path)]
     if key is not None:
         if len(settings.memo) > 64:

@@ -1,8 +1,9 @@
 """The hooks a trainlint plugin can implement.
 
-Built-in rules and adapters are registered through these same hooks, by the plugin in
-:mod:`trainlint.builtin` (the shipped GPUs and model presets are the catalog files
-``gpus.json`` and ``models.json`` of the ``trainlint.data`` package, which plugin entries extend).
+Built-in adapters, GPUs and model presets are registered through these same hooks, by the plugin in
+:mod:`trainlint.builtin` (the GPUs and presets of the catalog files ``gpus.json`` and ``models.json``
+of the ``trainlint.data`` package), and the built-in rules by one plugin per rule family (each family
+package's ``trainlint_rules``; :mod:`trainlint.rules.codes`).
 A team's plugin is a module (or a package with an entry point in the ``trainlint`` group, or a
 file named in ``[tool.trainlint] plugins``) that implements any of them with ``@trainlint.hookimpl``.
 Hooks are called with keyword arguments only; an implementation may accept fewer arguments than the spec names.

@@ -20,14 +20,16 @@ from typing import Any, Sequence
 import pluggy
 
 from trainlint import hookspecs
-from trainlint.rules.startup.megatron import FAMILIES as MEGATRON_RULE_FAMILIES
+from trainlint.rules.codes import FAMILIES
 
 ENTRY_POINT_GROUP = "trainlint"
 BUILTIN_PLUGIN = "trainlint.builtin"
-# trainlint's own plugins: the built-in adapters and rules, and the rule bundles registered
-# through their own hook implementation (as sqlfluff's rule packages are). Their rules are all
-# reported as coming from BUILTIN_PLUGIN.
-BUILTIN_PLUGINS = (BUILTIN_PLUGIN, *MEGATRON_RULE_FAMILIES)
+# trainlint's own plugins: the built-in adapters, GPUs and model presets (BUILTIN_PLUGIN), and one rule
+# bundle per rule family, each registered through its own trainlint_rules hook implementation (as
+# sqlfluff's rule packages are): the family package returns its rules from the codes table
+# (trainlint.rules.codes). Their rules are all reported as coming from BUILTIN_PLUGIN.
+RULE_BUNDLES = tuple(FAMILIES.values())
+BUILTIN_PLUGINS = (BUILTIN_PLUGIN, *RULE_BUNDLES)
 
 
 @dataclass
@@ -56,8 +58,8 @@ class _Manager(pluggy.PluginManager):
     """pluggy's manager, which scans trainlint's own plugin modules for their ``trainlint_*`` names only.
 
     pluggy looks at every name of a plugin statically (``inspect.getattr_static``, ~0.1 ms a module of
-    rules) and trainlint registers nine modules of its own at every start (the built-ins and the
-    Megatron-LM rule families), whose hook implementations all carry their hook's name. Any other
+    rules) and trainlint registers seven modules of its own at every start (the built-ins and the
+    rule families), whose hook implementations all carry their hook's name. Any other
     plugin is scanned as pluggy does: its implementations may carry any name (``specname=``)."""
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:

@@ -21,9 +21,11 @@ class Registry:
     adapters: list = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)
     gpus: dict[str, Any] = field(default_factory=dict)
-    """GPUs from ``trainlint_gpus``, by id (over the catalog's: an equal id replaces a shipped GPU)."""
+    """GPUs from ``trainlint_gpus``, by id: the shipped catalog (the built-in plugin's), then the other
+    plugins' (an equal id replaces a shipped GPU)."""
     model_presets: dict[str, Any] = field(default_factory=dict)
-    """Model presets from ``trainlint_model_presets``, by id (an equal id replaces a shipped preset)."""
+    """Model presets from ``trainlint_model_presets``, by id: the shipped ones, then the plugins' (an
+    equal id replaces a shipped preset)."""
 
     def by_selector(self, selector: str) -> list[type[Rule]]:
         """``ALL``, a code (``TL110``), a prefix (``TL1``, ``TL``) or a rule name."""
@@ -78,12 +80,17 @@ def build_registry(host: PluginHost) -> Registry:
 def _add_entries(plugin_name: str, entries: object, kind: str, into: dict[str, Any],
                  failures: list[PluginFailure]) -> None:
     """Catalog entries a plugin returned (dicts with the fields of gpus.json / models.json and an
-    ``id``), built as the shipped ones are; a malformed entry is one TL998 naming the plugin."""
-    from trainlint.catalog import gpu_from_dict
-    from trainlint.models import model_preset_from_dict
+    ``id``), built as the shipped ones are, or entries already built (the built-in plugin's catalog);
+    a malformed entry is one TL998 naming the plugin."""
+    from trainlint.catalog import GPU, gpu_from_dict
+    from trainlint.models import ModelPreset, model_preset_from_dict
 
     build = gpu_from_dict if kind == "GPU" else model_preset_from_dict
+    built = GPU if kind == "GPU" else ModelPreset
     for entry in entries if isinstance(entries, (list, tuple)) else [entries]:
+        if isinstance(entry, built):
+            into[entry.id] = entry
+            continue
         if not isinstance(entry, dict) or not isinstance(entry.get("id"), str) or not entry["id"]:
             failures.append(PluginFailure(plugin_name, f"{kind} entry {entry!r}: not a dict with an `id`"))
             continue

@@ -66,6 +66,8 @@ class SessionOptions:
     select: tuple[str, ...] | None = None
     extend_select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
+    preview: bool | None = None
+    """``--preview`` / ``--no-preview``: run the preview rules (None: the project config's ``preview``)."""
     environment: Mapping[str, str] = field(default_factory=dict)
     """``--arg`` / ``--env`` values for launch scripts (over the project config's ``env``)."""
     runs: tuple[tuple[str, ...], ...] = ()
@@ -88,18 +90,14 @@ class Session:
     """The launch-script environment: the project config's, then the options' (which win)."""
     runs: list[list[str]]
     gpus: dict[str, GPU]
-    """The GPU catalog, plus plugin GPUs (``trainlint_gpus``), plus the project's ``gpus`` tables."""
+    """The GPUs of the ``trainlint_gpus`` hooks (the shipped catalog, then the plugins'), plus the project's ``gpus`` tables."""
     _startup_rules: StartupRules | None = field(default=None, repr=False)
 
     @property
-    def model_presets(self) -> Mapping[str, ModelPreset] | None:
-        """The shipped model presets with the plugins' (``trainlint_model_presets``) over them;
-        None when no plugin adds one (the shipped table is then read only when a model is named)."""
-        if not self.registry.model_presets:
-            return None
-        from trainlint.models import load_model_presets
-
-        return {**load_model_presets(), **self.registry.model_presets}
+    def model_presets(self) -> Mapping[str, ModelPreset]:
+        """The model presets of the ``trainlint_model_presets`` hooks: the shipped ones (the built-in
+        plugin's) with the plugins' over them."""
+        return self.registry.model_presets
 
     # ------------------------------------------------------------------ reading
 
@@ -187,7 +185,7 @@ class Session:
         if self._startup_rules is None:
             from trainlint.layout.startup_check import startup_rules
 
-            self._startup_rules = startup_rules(self.registry, self.project.rule_options)
+            self._startup_rules = startup_rules(self.registry, self.settings.rule_options, preview=self.settings.preview)
         return self._startup_rules
 
     # ------------------------------------------------------------------ estimating
@@ -260,12 +258,10 @@ def open_session(options: SessionOptions, start: Path, *, validate: bool = True)
                         editor_trusted=options.editor_trusted)
     registry = build_registry(host)
     settings = settings_from(project, select=list(options.select) if options.select is not None else None,
-                             extend_select=options.extend_select, ignore=options.ignore)
+                             extend_select=options.extend_select, ignore=options.ignore, preview=options.preview)
     if validate:
         check_settings(registry, settings)
-    from trainlint.catalog import load_gpus
-
-    base = {**load_gpus(), **registry.gpus}
+    base = dict(registry.gpus)  # the shipped catalog and the plugins' GPUs, all from trainlint_gpus
     try:
         gpus = custom_gpus(project, base=base)
     except ValueError:  # malformed `gpus` tables: a usage error, unless only listing what exists

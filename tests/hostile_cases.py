@@ -30,7 +30,7 @@ def function_bomb() -> str:
 def source_fan_out(directory: Path) -> str:
     """Each of four files sources the next forty times: 64,000 evaluations of the last."""
     for level in range(1, 5):
-        body = "".join("source ./s{}.sh\n".format(level + 1) for _ in range(40)) if level < 4 else "X=1\nY=2\n"
+        body = "".join(f"source ./s{level + 1}.sh\n" for _ in range(40)) if level < 4 else "X=1\nY=2\n"
         (directory / f"s{level}.sh").write_text(body)
     return "source ./s1.sh\n" + LAUNCH
 

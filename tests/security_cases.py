@@ -46,10 +46,10 @@ def _secret_dir(d: Path) -> Path:
     outside = d / "outside"
     outside.mkdir(parents=True, exist_ok=True)
     (outside / "env.sh").write_text(f"TP={SECRET}\n")
-    (outside / "ds.json").write_text('{"train_micro_batch_size_per_gpu": 4, "%s": 1}\n' % SECRET)
+    (outside / "ds.json").write_text(f'{{"train_micro_batch_size_per_gpu": 4, "{SECRET}": 1}}\n')
     (outside / "config.json").write_text('{"model_type": "llama", "hidden_size": 4096, "num_hidden_layers": 32, '
                                          '"num_attention_heads": 32, "intermediate_size": 11008, "vocab_size": 32000, '
-                                         '"%s": 1}\n' % SECRET)
+                                         f'"{SECRET}": 1}}\n')
     return outside
 
 

@@ -29,6 +29,7 @@ def loaded(accuracy, tmp_path_factory):
     return items
 
 
+@pytest.mark.slow
 def test_written_files_are_valid_configs_of_their_framework(loaded, capsys) -> None:
     seen = set()
     for item in loaded:

@@ -286,7 +286,7 @@ def test_the_written_out_strong_keys_are_what_the_schema_gives():
     from trainlint.adapters.neox_detect import _strong_keys, strong_keys_of
     from trainlint.adapters.neox_keys import STRONG_KEYS
 
-    assert STRONG_KEYS == strong_keys_of(load_schema("neox")), "run: python scripts/build_neox_keys.py"
+    assert strong_keys_of(load_schema("neox")) == STRONG_KEYS, "run: python scripts/build_neox_keys.py"
     assert _strong_keys() is STRONG_KEYS and len(STRONG_KEYS) > 100
     # the sniff finds them as key words with "-" read as "_": each must be such a word
     import re

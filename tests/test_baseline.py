@@ -67,7 +67,7 @@ def test_a_new_finding_fails_the_gate_and_is_the_only_one_reported(project, caps
     run(capsys, "check", "--isolated", "--write-baseline", "baseline.json", ".")
     # a new error in the script: 12 heads over TP 8 (and the old findings still there)
     (project / "train.sh").write_text(MEGATRON.replace("--hidden-size 1024 --num-attention-heads 16", "--hidden-size 1536 --num-attention-heads 12"))
-    code, out, err = run(capsys, "check", "--isolated", "--baseline", "baseline.json", ".")
+    code, out, _err = run(capsys, "check", "--isolated", "--baseline", "baseline.json", ".")
     lines = [line for line in out.splitlines() if re.search(r":\d+:\d+: (?:error|warning|info) TL\d", line)]
     assert code == 1
     assert len(lines) == 1 and "TL104" in lines[0], out
@@ -86,18 +86,18 @@ def test_a_finding_recorded_once_and_now_given_twice_is_new_once(tmp_path, capsy
     run(capsys, "check", "--isolated", "--write-baseline", "baseline.json", "train.sh")
     # the same deprecated flag, same text, same message, once more on another line
     (tmp_path / "train.sh").write_text(MEGATRON.replace("--global-batch-size 64", "--global-batch-size 64 \\\n    --batch-size 4"))
-    code, out, _ = run(capsys, "check", "--isolated", "--baseline", "baseline.json", "--format", "json", "train.sh")
+    _code, out, _ = run(capsys, "check", "--isolated", "--baseline", "baseline.json", "--format", "json", "train.sh")
     assert sorted(codes(out)) == ["train.sh:TL008", "train.sh:TL011"], out
 
 
 def test_entries_that_no_longer_occur_are_counted(project, capsys):
     run(capsys, "check", "--isolated", "--write-baseline", "baseline.json", ".")
     (project / "ds_config.json").write_text(DS.replace("zero_optimisation", "zero_optimization"))
-    code, out, err = run(capsys, "check", "--isolated", "--baseline", "baseline.json", "--format", "json", ".")
+    _code, out, err = run(capsys, "check", "--isolated", "--baseline", "baseline.json", "--format", "json", ".")
     assert json.loads(out)["baseline"]["stale"] == 1
     assert "1 baseline entry no longer occurs" in err
     # a run over one file does not call the other file's entries stale (pre-commit passes a few files)
-    code, out, err = run(capsys, "check", "--isolated", "--baseline", "baseline.json", "--format", "json", "train.sh")
+    _code, out, err = run(capsys, "check", "--isolated", "--baseline", "baseline.json", "--format", "json", "train.sh")
     assert json.loads(out)["baseline"]["stale"] == 0 and codes(out) == []
 
 

@@ -10,10 +10,11 @@ import pytest
 from trainlint.diagnostics import Severity
 from trainlint.estimator import estimate
 from trainlint.rules import RuleContext
-from trainlint.rules.estimation.memory_rules import OomRisk
+from trainlint.rules.estimation.oom_risk import OomRisk
 
 from conftest import CALIBRATION, SHARED_ABSENT, calibration_rows
 
+@pytest.mark.slow
 def test_completed_runs_fit_and_oom_runs_do_not(accuracy):
     # Every calibration file, every row that states a memory measurement (a completed run's peak, or
     # that it ran out of memory): completed runs get no TL201 error, OOM runs get one.

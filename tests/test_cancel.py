@@ -80,8 +80,7 @@ def test_outside_a_scope_check_does_nothing():
     token.cancel("first")
     token.cancel("second")
     assert token.reason == "first" and token.cancelled
-    with cancel.scope(token):
-        with pytest.raises(cancel.Cancelled):
-            cancel.check()
+    with cancel.scope(token), pytest.raises(cancel.Cancelled):
+        cancel.check()
     cancel.check()  # the scope is gone
     assert issubclass(cancel.Cancelled, BaseException) and not issubclass(cancel.Cancelled, Exception)

@@ -144,7 +144,7 @@ def test_find_gpu_did_you_mean() -> None:
 
 
 def test_find_gpu_unknown_lists_known() -> None:
-    with pytest.raises(CatalogError, match="unknown GPU 'tpu-v5p'.*known: .*h100-sxm"):
+    with pytest.raises(CatalogError, match=r"unknown GPU 'tpu-v5p'.*known: .*h100-sxm"):
         find_gpu("tpu-v5p")
 
 

@@ -153,11 +153,11 @@ def test_run_alone_lints_only_the_run_and_counts_its_files(tmp_path, capsys, mon
     (tmp_path / "setup.yml").write_text(NEOX_SETUP)
     (tmp_path / "other.json").write_text('{"train_batch_size": 7, "train_micro_batch_size_per_gpu": 2}')
     monkeypatch.chdir(tmp_path)
-    code, out, _ = run(capsys, "check", "--isolated", "--ignore", "TL900", "--run", "model.yml,setup.yml")
+    _code, out, _ = run(capsys, "check", "--isolated", "--ignore", "TL900", "--run", "model.yml,setup.yml")
     assert "other.json" not in out
     assert out.strip().splitlines()[-1].endswith("in 2 files."), out
     # with a PATH as well, both: the run (2 files) and other.json
-    code, out, _ = run(capsys, "check", "--isolated", "--ignore", "TL900", "--run", "model.yml,setup.yml", ".")
+    _code, out, _ = run(capsys, "check", "--isolated", "--ignore", "TL900", "--run", "model.yml,setup.yml", ".")
     assert "other.json" in out and out.strip().splitlines()[-1].endswith("in 3 files."), out
 
 

@@ -27,6 +27,7 @@ def _forks(corpus: Path) -> list[tuple[Path, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_forks_checked_in_place_raise_no_error_on_their_own_names(corpus_dir: Path, tmp_path: Path):
     forks = _forks(corpus_dir)
     if not forks:

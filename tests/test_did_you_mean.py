@@ -10,6 +10,7 @@ import pytest
 
 from trainlint.adapters.megatron.flags import flag_table
 from trainlint.did_you_mean import _closest, _norm, did_you_mean
+import functools
 
 
 def reference(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
@@ -33,9 +34,8 @@ def reference(name: str, pool: tuple[str, ...], limit: int) -> tuple[str, ...]:
 
 def _distance(a: str, b: str) -> int:
     """Edits (insert, delete, substitute, swap of neighbours) from a to b, by memoised recursion."""
-    from functools import lru_cache
 
-    @lru_cache(maxsize=None)
+    @functools.cache
     def d(i: int, j: int) -> int:
         if i == 0 or j == 0:
             return i + j

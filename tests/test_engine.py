@@ -241,12 +241,12 @@ def test_inline_suppressions_end_to_end_in_yaml_and_shell(tmp_path, capsys):
     neox.write_text("num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\n"
                     "optimizer: {type: Adam, params: {lr: 6e-4}}  # trainlint: disable=TL009\n"
                     "min_lr: 1e-5\n")
-    code, diags = _json(capsys, "--isolated", str(neox))
+    _code, diags = _json(capsys, "--isolated", str(neox))
     assert [(d["code"], d["line"]) for d in diags if d["code"] == "TL009"] == [("TL009", 5)]
     script = tmp_path / "train.sh"
     script.write_text("#!/bin/bash\n# trainlint: disable-next-line=unknown-key\n"
                       "python pretrain_gpt.py --num-layers 2 --hiden-size 8 \\\n    --micro-batch-size 1 --bogus-flag\n")
-    code, diags = _json(capsys, "--isolated", str(script))
+    _code, diags = _json(capsys, "--isolated", str(script))
     assert [(d["code"], d["line"]) for d in diags if d["code"] == "TL004"] == [("TL004", 4)]
 
 
@@ -258,10 +258,10 @@ def test_oom_risk_is_a_warning_above_the_headroom_and_the_headroom_is_an_option(
     text = next(c for c in cases if c["name"] == "neox-above-headroom-is-a-warning")["files"]["run.yml"]
     config.write_text(text)
     args = ["--model", "llama2-7b", "--nodes", "16", "--select", "TL201"]
-    code, diags = _json(capsys, "--isolated", *args, str(config))
+    _code, diags = _json(capsys, "--isolated", *args, str(config))
     assert [(d["code"], d["severity"]) for d in diags] == [("TL201", "warning")]
     (tmp_path / ".trainlint.toml").write_text("[rules.oom-risk]\nheadroom = 0.99\n")
-    code, diags = _json(capsys, *args, str(config))
+    _code, diags = _json(capsys, *args, str(config))
     assert diags == []
 
 

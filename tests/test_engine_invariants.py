@@ -22,10 +22,10 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from cross_format import disagreements  # noqa: E402
-from run_writer import Run, read_one, write  # noqa: E402
+from cross_format import disagreements
+from run_writer import Run, read_one, write
 
-from trainlint.estimator import build_context, estimate  # noqa: E402
+from trainlint.estimator import build_context, estimate
 
 SETTINGS = settings(max_examples=25, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])

@@ -12,10 +12,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from run_writer import Run, read, read_one, write  # noqa: E402
+from run_writer import Run, read, read_one, write
 
-from trainlint.estimator import InvariantError, build_context, estimate  # noqa: E402
-from trainlint.estimator.core import estimate_inputs  # noqa: E402
+from trainlint.estimator import InvariantError, build_context, estimate
+from trainlint.estimator.core import estimate_inputs
 
 GIB = 2**30
 BIG = Run(layers=24, hidden=4096, heads=32, seq=2048, tp=2, pp=2, dp=8, micro=1, accum=8)
@@ -177,7 +177,7 @@ def test_broken_invariant_raises_instead_of_printing(tmp_path, monkeypatch, caps
 
     spec = spec_of(tmp_path, BIG, "neox")
     monkeypatch.setattr(coefficients, "STEP_OVERHEAD_S", -1e6)  # a broken time model: negative step time
-    with pytest.raises(InvariantError, match="MFU .* outside"):
+    with pytest.raises(InvariantError, match=r"MFU .* outside"):
         estimate(spec, build_context(spec, gpu="a100-80gb"))
     code = main(["estimate", "--gpu", "a100-80gb", str(tmp_path / "run-neox" / "neox.yml")])
     assert code == 2 and "TL999" in capsys.readouterr().err

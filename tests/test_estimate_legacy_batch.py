@@ -23,7 +23,7 @@ SCRIPT = ("deepspeed --num_gpus 8 pretrain_gpt2.py --model-parallel-size 4 \\\n"
 def _estimate(tmp_path, train_batch: int):
     (tmp_path / ".git").mkdir()
     (tmp_path / "train.sh").write_text(SCRIPT)
-    (tmp_path / "ds.json").write_text('{"train_batch_size": %d, "gradient_accumulation_steps": 1}' % train_batch)
+    (tmp_path / "ds.json").write_text(f'{{"train_batch_size": {train_batch}, "gradient_accumulation_steps": 1}}')
     (result,) = check_paths([str(tmp_path / "train.sh")], builtin_adapters())
     (spec,) = result.specs
     assert spec.dialect == "legacy"

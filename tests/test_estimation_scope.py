@@ -6,7 +6,7 @@ from __future__ import annotations
 from trainlint.adapters.megatron.spec_build import framework_facts
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules import RuleContext
-from trainlint.rules.estimation.availability import EstimateUnavailable
+from trainlint.rules.estimation.estimate_unavailable import EstimateUnavailable
 from trainlint.rules.estimation.scope import unmodelled, usable_estimate
 from trainlint.spec import TrainingSpec
 

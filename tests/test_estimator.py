@@ -26,15 +26,15 @@ def v(x):
 
 
 def make_inputs(**over) -> Inputs:
-    base = dict(
-        framework="megatron", gpu=find_gpu("a100-80gb"), gpus_per_node=8,
-        layers=32, hidden=4096, heads=32, kv_heads=32, head_dim=128, ffn=11008, gated=True, vocab=32000, seq=4096,
-        tied=False, experts=1, top_k=1, moe_ffn=11008, tp=1, pp=1, vpp=1, cp=1, ep=1, etp=1, dp=8, world=8,
-        sp=False, zero=0, dist_opt=False, offload_opt="none", offload_params="none", micro=1, grad_accum=64,
-        global_batch=512, dtype="bf16", fp8=False, optimizer="adam", recompute="none", recompute_method="uniform",
-        recompute_layers=1, flash=True, partition_activations=False, reduce_bucket=5e8, allgather_bucket=5e8,
-        max_live_params=1e9, prefetch_bucket=5e7, overlap_dp=True, overlap_tp=False,
-    )
+    base = {
+        "framework": "megatron", "gpu": find_gpu("a100-80gb"), "gpus_per_node": 8,
+        "layers": 32, "hidden": 4096, "heads": 32, "kv_heads": 32, "head_dim": 128, "ffn": 11008, "gated": True, "vocab": 32000, "seq": 4096,
+        "tied": False, "experts": 1, "top_k": 1, "moe_ffn": 11008, "tp": 1, "pp": 1, "vpp": 1, "cp": 1, "ep": 1, "etp": 1, "dp": 8, "world": 8,
+        "sp": False, "zero": 0, "dist_opt": False, "offload_opt": "none", "offload_params": "none", "micro": 1, "grad_accum": 64,
+        "global_batch": 512, "dtype": "bf16", "fp8": False, "optimizer": "adam", "recompute": "none", "recompute_method": "uniform",
+        "recompute_layers": 1, "flash": True, "partition_activations": False, "reduce_bucket": 5e8, "allgather_bucket": 5e8,
+        "max_live_params": 1e9, "prefetch_bucket": 5e7, "overlap_dp": True, "overlap_tp": False,
+    }
     base.update(over)
     if "world" not in over:
         base["world"] = base["dp"] * base["tp"] * base["pp"] * base["cp"]
@@ -44,10 +44,10 @@ def make_inputs(**over) -> Inputs:
     # the engine fields as the adapters set them for that framework (see tests/test_engine_spec.py)
     if framework == "deepspeed":
         owner, stage, grads, _ = deepspeed_optimizer(base["dtype"], base["zero"], None, False)
-        engine = dict(owner=owner, shard_stage=stage, shard_cp=False, grad_bytes=4.0 if grads == "fp32" else 2.0)
+        engine = {"owner": owner, "shard_stage": stage, "shard_cp": False, "grad_bytes": 4.0 if grads == "fp32" else 2.0}
     else:
         grads = 2.0 if base["dtype"] == "fp16" else 4.0
-        engine = dict(owner="megatron", shard_stage=1 if base["dist_opt"] else 0, shard_cp=True, grad_bytes=grads)
+        engine = {"owner": "megatron", "shard_stage": 1 if base["dist_opt"] else 0, "shard_cp": True, "grad_bytes": grads}
     engine["moe_interval"] = 1
     engine.update({k: over[k] for k in engine if k in over})
     base.update(engine)

@@ -53,7 +53,7 @@ def test_nvlink_domain_spans_compute_trays():
 
 
 def test_interleaved_pipeline_overlaps_p2p_unless_turned_off():
-    base = dict(tp=8, pp=8, vpp=4, dp=2, world=128, layers=64, grad_accum=64)
+    base = {"tp": 8, "pp": 8, "vpp": 4, "dp": 2, "world": 128, "layers": 64, "grad_accum": 64}
     on = step_time(make_inputs(**base))
     off = step_time(make_inputs(**base, overlap_p2p=False))
     assert on.pp_comm == pytest.approx(off.pp_comm * (1 - C.P2P_OVERLAP_FRACTION))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 
-import pytest
 
 from trainlint.cli import main
 from trainlint.diagnostics import Applicability, Edit
@@ -57,9 +56,9 @@ def test_neox_misspelled_key_in_the_second_file_of_a_run(tmp_path, capsys):
     model.write_bytes(NEOX_MODEL)
     setup.write_bytes(NEOX_SETUP)
     run_arg = f"{model},{setup}"
-    code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--run", run_arg)
+    code, out, _err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--run", run_arg)
     assert "setup.yml:2:1: error TL004" in out and code == 1
-    code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--fix", "--run", run_arg)
+    code, out, _err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--fix", "--run", run_arg)
     assert setup.read_bytes() == NEOX_SETUP.replace(b"'gradient_acumulation_steps'", b"'gradient_accumulation_steps'")
     assert model.read_bytes() == NEOX_MODEL
     assert code == 0 and "TL004" not in out, out
@@ -85,15 +84,15 @@ def test_megatron_deprecated_flags_in_a_bash_array_and_on_a_continuation_line(tm
     script = tmp_path / "train.sh"
     script.write_bytes(MEGATRON_BEFORE)
     os.chmod(script, 0o755)
-    code, out, _ = run(capsys, "check", "--isolated", "--ignore", "TL900", str(script))
+    _code, out, _ = run(capsys, "check", "--isolated", "--ignore", "TL900", str(script))
     assert "train.sh:4:6: warning TL008" in out and "train.sh:9:29: warning TL008" in out
     # `--checkpoint-num-layers` is valid in older Megatron-LM releases and Megatron-DeepSpeed, and
     # `--batch-size` in the releases before its rename to `--micro-batch-size`: with no framework source in the project (the
     # release assumed) both renames are unsafe (applied with --unsafe-fixes only; issue 28).
-    code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--fix", str(script))
+    _code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--fix", str(script))
     assert script.read_bytes() == MEGATRON_BEFORE
     assert "train.sh:4:6: warning TL008" in out and "train.sh:9:29: warning TL008" in out
-    code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--fix", "--unsafe-fixes", str(script))
+    _code, out, err = run(capsys, "check", "--isolated", "--ignore", "TL900", "--fix", "--unsafe-fixes", str(script))
     assert script.read_bytes() == MEGATRON_AFTER
     assert os.access(script, os.X_OK)
     assert "Fixed 2 findings in 1 file." in err and "TL008" not in out, out
@@ -117,7 +116,7 @@ def test_diff_writes_nothing_and_exits_1_when_something_would_change(tmp_path, c
     config = tmp_path / "ds_config.json"
     config.write_bytes(DS_BEFORE)
     before = os.stat(config).st_mtime_ns
-    code, out, err = run(capsys, "check", "--isolated", "--diff", str(config))
+    code, out, _err = run(capsys, "check", "--isolated", "--diff", str(config))
     assert code == 1
     assert out.splitlines()[:2] == [f"--- a/{config}", f"+++ b/{config}"]
     assert '-  "zero_optimisation": {"stage": 1},  ' in out.splitlines()
@@ -135,7 +134,7 @@ def test_unsafe_fix_needs_unsafe_fixes(tmp_path, capsys):
     config = tmp_path / "ds_config.json"
     text = b'{"train_batch_size": 8, "train_micro_batch_size_per_gpu": 1, "gradient_clip": 1.0}\n'
     config.write_bytes(text)
-    code, out, _ = run(capsys, "check", "--isolated", "--format", "json", str(config))
+    _code, out, _ = run(capsys, "check", "--isolated", "--format", "json", str(config))
     (diag,) = [d for f in json.loads(out)["files"] for d in f["diagnostics"] if d["code"] == "TL004"]
     assert diag["applicability"] == "unsafe"
     run(capsys, "check", "--isolated", "--fix", str(config))

@@ -17,6 +17,9 @@ import pytest
 
 from conftest import REPO
 
+# every test here checks and fixes copies of the whole corpus: part of the CI run, not of a developer's
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def bench():

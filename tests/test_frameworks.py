@@ -579,7 +579,7 @@ def test_deepspeed_against_an_assumed_upstream(tmp_path):
         text = DS_BASE % name
         diags = adapter.load(SourceText(str(path), text), LoadContext()).diagnostics
         assert found(diags, "TL004") == [("TL004", severity, 6, 5)], name
-    warned = [d for d in adapter.load(SourceText(str(path), DS_BASE % key), LoadContext()).diagnostics if d.code == "TL004"][0]
+    warned = next(d for d in adapter.load(SourceText(str(path), DS_BASE % key), LoadContext()).diagnostics if d.code == "TL004")
     assert "DeepSpeed 0.9.0" in warned.message and "assumed" in warned.message
 
 

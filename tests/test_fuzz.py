@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from functools import lru_cache
+from functools import lru_cache, cache
 
 import pytest
 import yaml
@@ -92,7 +92,7 @@ def mutated(draw) -> tuple[str, str]:
     return name, text
 
 
-@lru_cache(maxsize=None)
+@cache
 def _keys(schema: str) -> list[str]:
     return sorted(k for k in load_schema(schema)["properties"] if "@" not in k)
 
@@ -140,6 +140,7 @@ def megatron_script(draw) -> tuple[str, str]:
     return "pretrain_gpt.sh", "#!/bin/bash\n" + junk + entry + separator + separator.join(words) + "\n"
 
 
+@pytest.mark.slow
 @FUZZ
 @given(mutated())
 def test_mutated_seed_configs(case):
@@ -227,6 +228,7 @@ def lsp_message(draw) -> dict:
     return message
 
 
+@pytest.mark.slow
 @FUZZ
 @given(st.lists(lsp_message(), min_size=1, max_size=6))
 def test_language_server_protocol_answers_every_request(messages):

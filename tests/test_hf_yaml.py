@@ -15,7 +15,6 @@ from trainlint.adapters.hf_yaml import HFTrainerYamlAdapter
 from trainlint.checker import check_file
 from trainlint.estimator import build_context, estimate
 from trainlint.provenance import Origin
-from trainlint.sources import SourceText
 
 AUTO = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
         "bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3}}

@@ -16,8 +16,7 @@ from trainlint.cli import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hostile_cases import (  # noqa: E402
-    FAILING_DS,
+from hostile_cases import (
     FAILING_LAUNCH,
     FAILING_NEOX,
     block_scalar_disable,

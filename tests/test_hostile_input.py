@@ -83,7 +83,7 @@ def test_command_substitutions_are_reported_and_never_run(tmp_path, capsys):
         f"TP=$(touch {marker}; echo 4)\nX=`touch {marker}`\n"
         "python pretrain_gpt.py --tensor-model-parallel-size $TP --num-layers 2 --hidden-size 64 \\\n"
         "  --num-attention-heads 4 --micro-batch-size 1 --seq-length 128 --max-position-embeddings 128\n")
-    code, found = check_json(capsys, str(tmp_path))
+    _code, found = check_json(capsys, str(tmp_path))
     assert positions(found["launch.sh"], "TL007") == [(1, 4)]
     assert not marker.exists()
 
@@ -127,7 +127,7 @@ def test_named_pipe_is_refused_not_read(tmp_path, capsys):
 def test_generated_giant_command_is_cut_with_a_notice(tmp_path, capsys):
     script = tmp_path / "pretrain.sh"
     script.write_text("python pretrain_gpt.py " + " ".join(f"--num-layers {i} \\\n" for i in range(6000)) + "\n")
-    code, found = check_json(capsys, "--select", "TL012", str(script))
+    _code, found = check_json(capsys, "--select", "TL012", str(script))
     assert positions(found["pretrain.sh"], "TL012") == [(2500, 2)]  # word 5001: line 1 holds four words, every later line two
 
 
@@ -138,7 +138,7 @@ def test_many_values_and_alias_bombs_stop_with_tl001(tmp_path, capsys):
     for i in range(1, 9):
         bomb += f"{chr(97 + i)}: &{chr(97 + i)} [" + ",".join([f"*{chr(96 + i)}"] * 9) + "]\n"
     (tmp_path / "bomb.yml").write_text(neox + bomb)
-    code, found = check_json(capsys, str(tmp_path))
+    _code, found = check_json(capsys, str(tmp_path))
     assert [(d["code"], d["line"]) for d in found["huge.yml"]] == [("TL001", 50005)]
     assert "more than 200000 values" in found["huge.yml"][0]["message"]
     assert [(d["code"], d["line"], d["column"]) for d in found["bomb.yml"]] == [("TL001", 12, 11)]
@@ -222,7 +222,7 @@ def test_a_thousand_levels_of_shell_nesting_is_tl002(tmp_path, capsys, make, col
 def test_shell_nesting_within_the_limit_is_read(tmp_path, capsys):
     script = tmp_path / "ok.sh"
     script.write_text(deep_nesting(20))
-    code, found = check_json(capsys, "--select", "TL002,TL101", str(script))
+    _code, found = check_json(capsys, "--select", "TL002,TL101", str(script))
     assert [d["code"] for d in found["ok.sh"]] == ["TL101"]
 
 
@@ -230,7 +230,7 @@ def test_shell_arithmetic_wraps_at_64_bits_with_long_literals(tmp_path, capsys):
     script = tmp_path / "arith.sh"
     script.write_text("N=$((" + "9" * 4301 + " * 0 + 2 ** 65 + 4))\nM=$(( 4611686018427387904 * 8 + 2))\n"
                       + LAUNCH.replace("--num-layers 24", "--num-layers $N").replace("size 2 ", "size $M "))
-    code, found = check_json(capsys, "--select", "TL006,TL101,TL007", str(script))
+    _code, found = check_json(capsys, "--select", "TL006,TL101,TL007", str(script))
     # bash: 2**65 wraps to 0, so N=4; 2^62 * 8 wraps to 0, so M=2
     assert found["arith.sh"] and [d["code"] for d in found["arith.sh"]] == ["TL101"]
 
@@ -402,7 +402,7 @@ def test_source_outside_the_repository_is_not_read_nor_quoted(tmp_path, capsys):
     script = repo / "scripts" / "train.sh"
     script.write_text(f"source {secrets}\nsource ../common.sh\n"
                       + LAUNCH.replace("size 2 ", "size $TP ").replace("--num-layers", "--pipeline-model-parallel-size $PP --num-layers"))
-    code = main(["check", "--isolated", "--format", "json", str(script)])
+    _code = main(["check", "--isolated", "--format", "json", str(script)])
     out, err = capsys.readouterr()
     assert "SECRET_TOKEN_123" not in out and "SECRET_TOKEN_123" not in err
     diags = [d for f in json.loads(out)["files"] for d in f["diagnostics"]]
@@ -427,7 +427,7 @@ def test_source_roots_in_the_project_config_allow_more(tmp_path, capsys, monkeyp
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("TRAINLINT_ALLOW_PLUGINS", raising=False)
     assert _outside_tl012(capsys, str(script)) == [(1, 8)]
-    code = main(["check", "--format", "json", "--select", "TL012,TL007", "--allow-plugins", str(script)])
+    _code = main(["check", "--format", "json", "--select", "TL012,TL007", "--allow-plugins", str(script)])
     out = capsys.readouterr().out
     assert [d for f in json.loads(out)["files"] for d in f["diagnostics"]] == []
 

@@ -110,7 +110,7 @@ def test_python_true_gets_a_hint():
 
 @pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity"])
 def test_non_finite_numbers_are_reported(token):
-    tree = parse('{"lr": %s\n}' % token)
+    tree = parse(f'{{"lr": {token}\n}}')
     assert tree.ok and math.isnan(tree.value["lr"]) if token == "NaN" else math.isinf(tree.value["lr"])
     [diag] = tree.diagnostics()
     assert (diag.code, diag.line, diag.column, diag.severity.value) == ("TL010", 1, 8, "warning")

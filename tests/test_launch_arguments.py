@@ -78,7 +78,6 @@ def test_launch_environment_numbers_the_args_and_env_wins():
 
 
 def test_estimate_arg_binds_dollar_one_and_two(tmp_path, capsys):
-    import json
 
     from trainlint.cli import main
 

@@ -26,7 +26,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
 from trainlint.lsp import convert, hover  # noqa: E402
 from trainlint.lsp.workspace import Linter  # noqa: E402
 from trainlint.positions import Span  # noqa: E402
-from conftest import estimate_run
+from conftest import estimate_run  # noqa: E402 - after the importorskip checks above
 
 e2e = pytest.mark.asyncio(loop_scope="module")
 """Every end-to-end test shares the module's two servers (one start each keeps the file fast)."""

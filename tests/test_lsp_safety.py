@@ -27,7 +27,7 @@ class Client:
         self.log = log
         self.proc = subprocess.Popen([sys.executable, "-m", "trainlint", "lsp", *(["-v"] if log else [])],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=open(log, "wb") if log else subprocess.PIPE, cwd=cwd)
+                                     stderr=open(log, "wb") if log else subprocess.PIPE, cwd=cwd)  # noqa: SIM115 - the server's log, open while it runs
         self.messages: list[dict] = []
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -183,7 +183,7 @@ def test_notifications_leave_no_futures_behind():
             "textDocument": {"uri": uri, "languageId": "json", "version": 1, "text": "{}"}}}))
         for i in range(2000):
             protocol.handle_message(message({"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
-                "textDocument": {"uri": uri, "version": i + 2}, "contentChanges": [{"text": '{"a": %d}' % i}]}}))
+                "textDocument": {"uri": uri, "version": i + 2}, "contentChanges": [{"text": f'{{"a": {i}}}'}]}}))
         await asyncio.sleep(0.05)
         for task in list(server.pending.values()):
             task.cancel()

@@ -75,7 +75,7 @@ def test_sigint_to_the_process_group_ends_quietly_with_130(tmp_path, jobs):
         proc.communicate()
         pytest.skip("the check finished before SIGINT was sent")
     os.killpg(proc.pid, signal.SIGINT)  # as Ctrl-C: the whole group, workers included
-    out, err = proc.communicate(timeout=60)
+    _out, err = proc.communicate(timeout=60)
     # 130 is what a shell reports for a process that SIGINT ends: trainlint exits with it after
     # catching KeyboardInterrupt, or, when the signal lands where Python itself ends the process
     # by the signal (a loaded machine: CI runs the suite with xdist), the process dies of SIGINT,
@@ -143,6 +143,6 @@ def test_plan_with_extreme_values_never_crashes(capsys, argv):
         code = main(["plan", "--isolated", *argv])
     except SystemExit as exc:
         code = exc.code
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert code in (0, 1, 2) and "Traceback" not in err
     assert code != 2 or err.strip()

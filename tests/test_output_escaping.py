@@ -16,7 +16,7 @@ from trainlint.output.escape import printable
 
 # every C0 control (NUL as a JSON escape), DEL, every C1 control, the bidi controls, the line and
 # paragraph separators and a lone surrogate
-HOSTILE = ([chr(c) for c in range(0x00, 0x20)] + [chr(c) for c in range(0x7F, 0xA0)]
+HOSTILE = ([chr(c) for c in range(0x20)] + [chr(c) for c in range(0x7F, 0xA0)]
            + ["\u061c", "\u200e", "\u200f", "\u2028", "\u2029"] + [chr(c) for c in range(0x202A, 0x202F)]
            + [chr(c) for c in range(0x2066, 0x206A)] + ["\udc80", "\ud800"])
 FORGED = "\n::error file=README.md,line=1::forged\r\nREADME.md:1:1: TL000 fake\x1b[2J\x1b]0;title\x07"

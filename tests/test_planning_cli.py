@@ -44,12 +44,12 @@ def test_estimate_rejects_bad_planning_flags_without_a_traceback(flag, value):
 
 @pytest.mark.parametrize("text,tokens", [("2T", 2e12), ("300B", 300e9), ("1.5e12", 1.5e12), ("1,000,000,000", 1e9)])
 def test_estimate_tokens_spellings(capsys, text, tokens):
-    code, data = _estimate(capsys, "--isolated", "--model", "llama3-8b", "--tokens", text, "--format", "json", GPT8B)
+    _code, data = _estimate(capsys, "--isolated", "--model", "llama3-8b", "--tokens", text, "--format", "json", GPT8B)
     assert data["run"]["tokens"] == tokens and data["run"]["tokens_source"] == "--tokens"
 
 
 def test_estimate_run_length_from_the_config(capsys):
-    code, data = _estimate(capsys, "--isolated", "--format", "json", str(EXAMPLES / "megatron_gpt_2.7b_network_bound.sh"))
+    _code, data = _estimate(capsys, "--isolated", "--format", "json", str(EXAMPLES / "megatron_gpt_2.7b_network_bound.sh"))
     run = data["run"]
     # --train-iters x --global-batch-size x --seq-length, as written in the script
     assert run["tokens"] == pytest.approx(data["tokens_per_s"] * run["time_s"])
@@ -65,7 +65,7 @@ def test_estimate_run_length_from_the_config(capsys):
 def test_price_key_may_be_an_alias_and_is_validated(tmp_path, capsys):
     config = tmp_path / "trainlint.toml"
     config.write_text("[prices]\nh100 = 2.5\n")  # an alias of h100-sxm
-    code, data = _estimate(capsys, "--config", str(config), "--model", "llama3-8b", "--tokens", "1T",
+    _code, data = _estimate(capsys, "--config", str(config), "--model", "llama3-8b", "--tokens", "1T",
                        "--format", "json", GPT8B)
     assert data["run"]["price_per_gpu_hour"] == 2.5 and data["run"]["price_source"] == "prices.h100 in the project config"
     for bad, said in (('max-days = "thirty"', "`max-days` must be a positive number"),
@@ -80,7 +80,7 @@ def test_price_key_may_be_an_alias_and_is_validated(tmp_path, capsys):
 
 def test_same_throughput_sizes_valid_layouts_and_re_estimates(capsys):
     # megatron_gpt_8b.sh: 16 GPUs, TP 2, PP 2, micro batch 1, global batch 128.
-    code, data = _estimate(capsys, "--isolated", "--model", "llama3-8b", "--tokens", "1T", "--format", "json",
+    _code, data = _estimate(capsys, "--isolated", "--model", "llama3-8b", "--tokens", "1T", "--format", "json",
                        "--compare-gpus", "h100-sxm,a100-80gb,h200,l4", "--same-throughput", GPT8B)
     target = data["base_tokens_per_s"]
     rows = {r["gpu"]: r for r in data["compare_gpus"]}
@@ -138,13 +138,13 @@ def test_plan_given_gpus_over_budget_and_over_time(capsys):
 
 
 def test_plan_dims_use_seed000_parameter_formula(capsys):
-    code, plan = _json(capsys, "plan", "--isolated", "--format", "json", "--layers", "80", "--hidden", "8192",
+    _code, plan = _json(capsys, "plan", "--isolated", "--format", "json", "--layers", "80", "--hidden", "8192",
                        "--vocab", "32000", "--gpus", "128", "--mfu", "0.45", "--tokens", "2T")
     assert plan["params"] == 12 * 80 * 8192**2 + 2 * 32000 * 8192  # Psi ~ 12 L H^2 + 2 V H
 
 
 def test_plan_model_preset_moe_uses_active_parameters_for_flops(capsys):
-    code, plan = _json(capsys, "plan", "--isolated", "--format", "json", "--model", "mixtral-8x7b", "--gpus", "64",
+    _code, plan = _json(capsys, "plan", "--isolated", "--format", "json", "--model", "mixtral-8x7b", "--gpus", "64",
                        "--mfu", "0.4")
     assert plan["params"] < plan["total_params"]  # 6 P D with the active parameters; memory with all of them
     assert plan["tokens"] == 20 * plan["params"]

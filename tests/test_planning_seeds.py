@@ -56,9 +56,9 @@ def test_seed000_70b_static_memory_needs_14_h100s(capsys):
 
 def test_seed000_exercise2_mfu_from_tokens_per_s(capsys):
     # 150K tokens/s on 64 H100s for 7B: the MFU that throughput implies.
-    code, plan = _plan(capsys, "--params", "7B", "--tokens", "1T", "--gpus", "64", "--target-tokens-per-s", "150000")
+    _code, plan = _plan(capsys, "--params", "7B", "--tokens", "1T", "--gpus", "64", "--target-tokens-per-s", "150000")
     assert plan["mfu"] * 100 == pytest.approx(9.95, abs=0.01)  # seed: 9.95%
-    code, plan = _plan(capsys, "--params", "7B", "--tokens", "1T", "--gpus", "64", "--mfu", "0.45")
+    _code, plan = _plan(capsys, "--params", "7B", "--tokens", "1T", "--gpus", "64", "--mfu", "0.45")
     assert plan["tokens_per_s"] == pytest.approx(0.68e6, rel=0.005)  # seed: ~0.68M tokens/s
 
 
@@ -89,7 +89,7 @@ def test_seed000_exercise3_budget_table(capsys, tokens, gpus, seed_mfu, tol):
 
 def test_seed001_compute_optimal_tokens_and_6pd(capsys):
     # Without --tokens the run is compute-optimal, D = 20 P: seed 000's "Chinchilla-optimal 600B" for 30B.
-    code, plan = _plan(capsys, "--params", "30B", "--days", "30", "--mfu", "0.45")
+    _code, plan = _plan(capsys, "--params", "30B", "--days", "30", "--mfu", "0.45")
     assert plan["tokens"] == 600e9 and plan["tokens_per_param"] == 20.0
     assert plan["flops"] == pytest.approx(6 * 30e9 * 600e9)  # C = 6 P D
     assert plan["gpu_hours"] == pytest.approx(plan["gpus"] * plan["days"] * 24)  # GPU-hours = GPUs x hours
@@ -140,11 +140,11 @@ def test_seed002_cluster_sizing_cost_per_hour_and_per_bandwidth(capsys, tmp_path
 
 def test_seed002_per_bandwidth_with_the_catalogs_bandwidths(capsys):
     # The catalog's HBM figures are the datasheets' (the same 3.35 / 4.8 / 0.3 TB/s seed 002 cites).
-    code, h100 = _plan(capsys, "--params", "7B", "--gpus", "8", "--mfu", "0.4", "--gpu", "h100-sxm",
+    _code, h100 = _plan(capsys, "--params", "7B", "--gpus", "8", "--mfu", "0.4", "--gpu", "h100-sxm",
                        "--price-per-gpu-hour", "3.93")
-    code, h200 = _plan(capsys, "--params", "7B", "--gpus", "8", "--mfu", "0.4", "--gpu", "h200",
+    _code, h200 = _plan(capsys, "--params", "7B", "--gpus", "8", "--mfu", "0.4", "--gpu", "h200",
                        "--price-per-gpu-hour", "4.33")
-    code, l4 = _plan(capsys, "--params", "7B", "--gpus", "8", "--mfu", "0.4", "--gpu", "l4",
+    _code, l4 = _plan(capsys, "--params", "7B", "--gpus", "8", "--mfu", "0.4", "--gpu", "l4",
                      "--price-per-gpu-hour", "1.15")
     assert [round(p["usd_per_tbps_hour"], 2) for p in (h100, h200, l4)] == [1.17, 0.90, 3.83]
 

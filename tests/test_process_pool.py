@@ -32,6 +32,7 @@ def many_configs(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["text", "json", "sarif"])
 def test_report_is_the_same_with_any_number_of_jobs(many_configs, fmt):
     def report(jobs: str) -> tuple[int, str]:

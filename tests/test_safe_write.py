@@ -97,7 +97,7 @@ def test_full_disk_leaves_the_file_whole(tmp_path, monkeypatch):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     monkeypatch.setattr(safe_write.os, "write", full)
-    with pytest.raises(WriteBackError, match="No space left on device.*unchanged"):
+    with pytest.raises(WriteBackError, match=r"No space left on device.*unchanged"):
         write_back(path, snap.text.replace("--bf16", "--fp16"), snap.hash)
     assert len(calls) == 2
     assert path.read_text() == SCRIPT and leftovers(tmp_path) == []
@@ -166,7 +166,7 @@ def test_write_to_another_file_checks_that_file_too(tmp_path, monkeypatch):
     out.write_text("# the user's own out.sh\n")
     snap, before = snapshot(src), snapshot_target(out)
     out.write_text("# edited after trainlint looked\n")
-    with pytest.raises(WriteConflict, match="out.sh changed since trainlint looked at it"):
+    with pytest.raises(WriteConflict, match=r"out.sh changed since trainlint looked at it"):
         write_back(src, snap.text.replace("--bf16", "--fp16"), snap.hash, to=out, target=before)
     assert out.read_text() == "# edited after trainlint looked\n" and leftovers(tmp_path) == []
 
@@ -198,7 +198,7 @@ def test_write_to_a_target_that_appears_vanishes_or_is_repointed(tmp_path):
     before = snapshot_target(new)
     assert before.digest is None
     new.write_text("# created by someone else meanwhile\n")
-    with pytest.raises(WriteConflict, match="new.sh was created since"):
+    with pytest.raises(WriteConflict, match=r"new.sh was created since"):
         write_back(src, snap.text, snap.hash, to=new, target=before)
     assert new.read_text() == "# created by someone else meanwhile\n"
 
@@ -241,7 +241,7 @@ def test_read_only_directory_is_a_message(tmp_path):
     path.write_text(SCRIPT)
     directory.chmod(0o555)
     try:
-        with pytest.raises(WriteBackError, match="cannot write in .*Permission denied"):
+        with pytest.raises(WriteBackError, match=r"cannot write in .*Permission denied"):
             write_back(path, "x\n", text_hash(SCRIPT))
         assert path.read_text() == SCRIPT
     finally:
@@ -249,7 +249,7 @@ def test_read_only_directory_is_a_message(tmp_path):
 
 
 def test_unreadable_and_odd_sources_are_messages(tmp_path):
-    with pytest.raises(WriteBackError, match="cannot read .*No such file"):
+    with pytest.raises(WriteBackError, match=r"cannot read .*No such file"):
         write_back(tmp_path / "missing.sh", "x\n", text_hash(""))
     with pytest.raises(WriteBackError, match="not a regular file"):
         write_back(tmp_path, "x\n", text_hash(""))

@@ -42,12 +42,12 @@ def test_with_a_baseline(tmp_path, capsys, monkeypatch):
     (tmp_path / "ds_config.json").write_text(DS)
     assert main(["check", "--isolated", "--write-baseline", "baseline.json", "."]) == 0
     capsys.readouterr()
-    code, log = sarif(capsys, "--baseline", "baseline.json", ".")
+    _code, log = sarif(capsys, "--baseline", "baseline.json", ".")
     validate_sarif(log)
     assert log["runs"][0]["results"] == [] and log["runs"][0]["properties"]["baseline"]["suppressed"] == 2
     (tmp_path / "b").mkdir()
     (tmp_path / "b" / "ds_config.json").write_text(DS)
-    code, log = sarif(capsys, "--baseline", "baseline.json", ".")
+    _code, log = sarif(capsys, "--baseline", "baseline.json", ".")
     validate_sarif(log)
     results = log["runs"][0]["results"]
     assert {r["ruleId"] for r in results} == {"TL004", "TL900"} and all(r["baselineState"] == "new" for r in results)
@@ -57,7 +57,7 @@ def test_with_a_baseline(tmp_path, capsys, monkeypatch):
 def test_with_fixes(tmp_path, capsys):
     config = tmp_path / "ds_config.json"
     config.write_text(DS)
-    code, log = sarif(capsys, "--ignore", "TL900", str(config))
+    _code, log = sarif(capsys, "--ignore", "TL900", str(config))
     validate_sarif(log)
     (result,) = log["runs"][0]["results"]
     (fix,) = result["fixes"]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import math
-from pathlib import Path
 from unittest import mock
 
 import pytest

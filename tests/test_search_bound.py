@@ -89,6 +89,7 @@ def ranking(result):
     return [(s.rank, s.layout, s.estimate.tokens_per_s, s.spelled) for s in result.suggestions]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])
 def test_pruned_search_ranks_as_the_exhaustive_one(name, spec, ctx):
     rules = default_startup_rules()
@@ -100,6 +101,7 @@ def test_pruned_search_ranks_as_the_exhaustive_one(name, spec, ctx):
         assert pruned.stats.checked == full.stats.checked
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])
 def test_lazy_memory_search_ranks_as_the_exhaustive_one(name, spec, ctx):
     """Memory checked only for the layouts the bounds reach (TL301's search): the same suggestions
@@ -118,6 +120,7 @@ def test_lazy_memory_search_ranks_as_the_exhaustive_one(name, spec, ctx):
             assert lazy.stats.feasible <= eager.stats.feasible
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])
 def test_lazy_memory_search_truncates_where_the_eager_one_does(name, spec, ctx):
     """``max_evaluated`` counts what the eager search evaluates (it stops a row at the first micro
@@ -135,6 +138,7 @@ def megatron_scripts(corpus: Path) -> list[str]:
     return sorted(str(p) for p in corpus.rglob("*.sh") if p.is_file())
 
 
+@pytest.mark.slow
 def test_tl301_on_the_corpus_is_unchanged_by_pruning(corpus_dir, capsys, monkeypatch):
     files = megatron_scripts(corpus_dir)
     assert files

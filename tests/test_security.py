@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from security_cases import CASES, SECRET, Case  # noqa: I001 - tests/ is on sys.path (rootdir conftest)
+from security_cases import CASES, SECRET, Case
 
 from trainlint.cli import main
 

@@ -246,7 +246,7 @@ def test_a_malformed_plugin_entry_is_one_tl998_naming_the_plugin(project, capsys
         def trainlint_gpus():
             return [{"id": "broken"}, "not a dict"]
         '''))
-    code, out, err = _out(capsys, "check", "ds_config.json", "--format", "json")
+    code, out, _err = _out(capsys, "check", "ds_config.json", "--format", "json")
     messages = [d["message"] for f in json.loads(out)["files"] for d in f["diagnostics"] if d["code"] == "TL998"]
     assert code == 2 and len(messages) == 2 and all("acme_gpu.py" in m for m in messages)
     assert any("'broken'" in m and "memory_gb" in m for m in messages)
@@ -266,7 +266,7 @@ def test_a_misspelled_hook_is_one_tl998_naming_the_plugin_and_the_hook(project, 
         def trainlint_future_hook():
             return []
         '''))
-    code, out, err = _out(capsys, "check", "ds_config.json", "--gpu", "acme-x1", "--format", "json")
+    code, out, _err = _out(capsys, "check", "ds_config.json", "--gpu", "acme-x1", "--format", "json")
     diagnostics = [d for f in json.loads(out)["files"] for d in f["diagnostics"]]
     messages = [d["message"] for d in diagnostics if d["code"] == "TL998"]
     assert code == 2 and len(messages) == 1, messages
@@ -276,7 +276,7 @@ def test_a_misspelled_hook_is_one_tl998_naming_the_plugin_and_the_hook(project, 
     assert "TL112" in {d["code"] for d in diagnostics}
     # the same plugin spelled right: no TL998
     (project / "tools" / "acme_gpu.py").write_text(GPU_PLUGIN)
-    code, out, err = _out(capsys, "check", "ds_config.json", "--gpu", "acme-x1", "--format", "json")
+    code, out, _err = _out(capsys, "check", "ds_config.json", "--gpu", "acme-x1", "--format", "json")
     assert "TL998" not in {d["code"] for f in json.loads(out)["files"] for d in f["diagnostics"]}
 
 

@@ -31,7 +31,7 @@ from trainlint.provenance import Origin, Provenance, Value
 from trainlint.sources import SourceText
 from trainlint.spec import MEGATRON_LM, TrainingSpec
 
-from conftest import CALIBRATION, EXAMPLES, REPO, SHARED_ABSENT, calibration_rows
+from conftest import CALIBRATION, EXAMPLES, SHARED_ABSENT, calibration_rows
 
 F = Provenance(Origin.FILE, path="run.sh", key="--x")
 
@@ -277,6 +277,7 @@ def test_examples_get_suggestions_from_the_cli(capsys):
 # ----------------------------------------------------------------------------- calibration
 
 
+@pytest.mark.slow
 def test_calibration_best_suggestion_at_least_as_run(accuracy, rules):
     rows = calibration_rows()
     if not rows:
@@ -435,7 +436,7 @@ def test_writeback_round_trip(rules, tmp_path):
     """When the writeback exists: the rewritten file, read again, is the suggested layout and
     passes the launch rules."""
     writeback = pytest.importorskip("trainlint.layout.writeback")
-    for name, text, kw in (("neox13b.yml", NEOX_13B, {}), ("mega13b.sh", MEGATRON_13B, {}), ("ds13b.json", DS_13B, {})):
+    for name, text, _kw in (("neox13b.yml", NEOX_13B, {}), ("mega13b.sh", MEGATRON_13B, {}), ("ds13b.json", DS_13B, {})):
         result = load(name, text)
         spec = result.specs[0]
         ctx = context(spec, model="gpt3-13b", nodes=4, gpu="a100-80gb")
@@ -547,13 +548,13 @@ def test_layout_hint_is_memoised_on_the_values(monkeypatch):
     monkeypatch.setattr(LayoutAdvice, "search", lambda self, spec, headroom, current=None, worth=None:
                         (calls.append(spec) or f"layout {len(calls)}", True))
     text = (Path(__file__).resolve().parents[1] / "examples" / "megatron_llama2_70b_oom.sh").read_text()
-    advice = LayoutAdvice(object(), lambda: [])
+    advice = LayoutAdvice(object(), list)
     first = advice(_spec_of(text), 0.9)
     assert advice(_spec_of("# moved\n" + text), 0.9) == first
     assert len(calls) == 1
     advice(_spec_of(text.replace("--micro-batch-size 4", "--micro-batch-size 2")), 0.9)
     advice(_spec_of(text), 0.8)  # another headroom
-    LayoutAdvice(object(), lambda: [])(_spec_of(text), 0.9)  # another session (another --gpu, say)
+    LayoutAdvice(object(), list)(_spec_of(text), 0.9)  # another session (another --gpu, say)
     assert len(calls) == 4
 
 
@@ -571,7 +572,7 @@ def test_a_layout_hint_stopped_by_worth_is_not_the_whole_answer(monkeypatch):
 
     monkeypatch.setattr(LayoutAdvice, "search", fake)
     spec = _spec_of((Path(__file__).resolve().parents[1] / "examples" / "megatron_llama2_70b_oom.sh").read_text())
-    advice = LayoutAdvice(object(), lambda: [])
+    advice = LayoutAdvice(object(), list)
     assert advice(spec, 0.9, None, 1e6) is None
     assert advice(spec, 0.9, None, 1e6) is None and calls == [1e6]
     assert advice(spec, 0.9) == "the best layout" and calls == [1e6, None]

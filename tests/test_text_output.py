@@ -207,6 +207,7 @@ def test_min_severity_filters_the_findings_not_the_exit_code():
     assert code == 0 and out == ""
 
 
+@pytest.mark.slow
 def test_min_severity_error_over_the_corpus_prints_only_errors(corpus_dir):
     done = subprocess.run([sys.executable, "-m", "trainlint", "check", "--isolated", "--no-summary",
                            "--output-format", "concise", "--min-severity", "error", str(corpus_dir)],

@@ -74,7 +74,7 @@ def test_a_config_above_the_current_directory_is_never_trusted(tmp_path, capsys,
     (inner / "ds_config.json").write_text('{"train_micro_batch_size_per_gpu": 4}\n')
     monkeypatch.chdir(inner)
     monkeypatch.setenv("TRAINLINT_ALLOW_PLUGINS", "1")
-    code, diags = check(capsys, inner, "--allow-plugins")
+    _code, diags = check(capsys, inner, "--allow-plugins")
     assert not (root / "tools" / "IMPORTED").exists()
     assert [d["code"] for d in diags] == ["TL015"] and "not at or below" in diags[0]["message"]
 
@@ -84,7 +84,7 @@ def test_a_config_of_another_user_is_never_trusted(tmp_path, capsys, monkeypatch
     root = make_project(tmp_path / "repo")
     os.chown(root / ".trainlint.toml", 4242, 4242)
     monkeypatch.chdir(root)
-    code, diags = check(capsys, root, "--allow-plugins")
+    _code, diags = check(capsys, root, "--allow-plugins")
     assert not (root / "tools" / "IMPORTED").exists()
     assert [d["code"] for d in diags] == ["TL015"] and "another user" in diags[0]["message"]
 
@@ -94,7 +94,7 @@ def test_pyproject_plugins_and_module_names_follow_the_same_rule(tmp_path, capsy
     make_project(root, name="unused.toml")
     (root / "pyproject.toml").write_text('[tool.trainlint]\nplugins = ["tools/evil.py", "json"]\n')
     monkeypatch.chdir(root)
-    code, diags = check(capsys, root)
+    _code, diags = check(capsys, root)
     assert not (root / "tools" / "IMPORTED").exists()
     assert [d["code"] for d in diags] == ["TL015"] and "`json`" in diags[0]["message"]
 

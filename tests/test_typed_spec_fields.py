@@ -25,19 +25,19 @@ FILE_TEXT_USES: dict[tuple[str, str], str] = {
         "a chain that wrote a framework setting (--overlap-grad-reduce) is no layout change an adapter can write",
     ("rules/estimation/fixes.py", "_with_setting"):
         "a candidate writes the key as the fixed file would have it; set_engine re-derives the engine from it",
-    ("rules/estimation/memory_rules.py", "BuffersDominateMemory.check"):
+    ("rules/estimation/buffers_dominate_memory.py", "BuffersDominateMemory.check"):
         "location: the finding points at the first bucket key written in the JSON",
-    ("rules/startup/cross_framework.py", "BatchSizeMismatch.check"):
+    ("rules/startup/batch_size_mismatch.py", "BatchSizeMismatch.check"):
         "DeepSpeed's triple as written: an \"auto\" left for the HF Trainer to fill at launch",
-    ("rules/startup/cross_framework.py", "PrecisionConflict._megatron"):
+    ("rules/startup/precision_conflict.py", "PrecisionConflict._megatron"):
         "Megatron's own check of --fp16 / --bf16 as written, apart from the merged JSON's blocks",
-    ("rules/startup/cross_framework.py", "PrecisionConflict._neox"):
+    ("rules/startup/precision_conflict.py", "PrecisionConflict._neox"):
         "NeoX's own check of the written precision key against the written fp16 / bf16 blocks",
-    ("rules/startup/cross_framework.py", "ZeroPipelineConflict.check"):
+    ("rules/startup/zero_pipeline_conflict.py", "ZeroPipelineConflict.check"):
         "location: --zero-stage as written, when the stage used comes from the JSON",
-    ("rules/startup/deepspeed_rules.py", "AllreduceSumUnsupported.check"):
+    ("rules/startup/deepspeed/ds_allreduce_sum_unsupported.py", "AllreduceSumUnsupported.check"):
         "DeepSpeed's config check: zero_optimization.zenflow written, whatever its value",
-    ("rules/startup/deepspeed_rules.py", "NvmePathMissing.check"):
+    ("rules/startup/deepspeed/ds_nvme_path_missing.py", "NvmePathMissing.check"):
         "DeepSpeed's config check: nvme_path written as null",
     ("rules/startup/derive.py", "ds"): "the DeepSpeed JSON's keys as written, for DeepSpeed's own start-up checks",
     ("rules/startup/derive.py", "ds_present"): "a DeepSpeed JSON section written at all",
@@ -48,7 +48,7 @@ FILE_TEXT_USES: dict[tuple[str, str], str] = {
     ("rules/startup/megatron_args.py", "MegatronArgs.known"): "flags written or with a known default",
     ("rules/startup/megatron_args.py", "MegatronArgs.value"): "a flag's value as written, else Megatron's default",
     ("rules/startup/megatron_args.py", "MegatronArgs.flag"): "location: the flag as written",
-    ("rules/startup/neox_rules.py", "NeoXArgs.__init__"): "GPT-NeoX's own argument checks over the keys as written",
+    ("rules/startup/neox/helpers.py", "NeoXArgs.__init__"): "GPT-NeoX's own argument checks over the keys as written",
 }
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 
 from trainlint.cli import main
 from trainlint.suppressions import parse_suppressions
@@ -83,7 +82,7 @@ def test_unused_per_file_ignores_only_when_asked(tmp_path, capsys, monkeypatch):
     _, found = findings(capsys, ".")
     assert not any(c == "TL020" for c, _, _ in found) and not any(c == "TL004" for c, _, _ in found)
     (tmp_path / "pyproject.toml").write_text(config.replace("[tool.trainlint]\n", "[tool.trainlint]\nreport-unused-per-file-ignores = true\n"))
-    code = main(["check", "--format", "json", "."])
+    _code = main(["check", "--format", "json", "."])
     out, _ = capsys.readouterr()
     tl020 = [(f["path"], d["line"], d["message"]) for f in json.loads(out)["files"] for d in f["diagnostics"]
              if d["code"] == "TL020"]

@@ -9,8 +9,8 @@ from trainlint.adapters.base import LoadContext
 from trainlint.adapters.neox import NeoXAdapter
 from trainlint.estimator import build_context, estimate
 from trainlint.rules import RuleContext
-from trainlint.rules.estimation.availability import EstimateUnavailable
-from trainlint.rules.estimation.memory_rules import OomRisk
+from trainlint.rules.estimation.estimate_unavailable import EstimateUnavailable
+from trainlint.rules.estimation.oom_risk import OomRisk
 from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.rules.estimation.world_bound import memory_verdict
 from trainlint.sources import SourceText

@@ -147,7 +147,7 @@ def test_deepspeed_refuses_a_template_placeholder(tmp_path):
 
 def test_deepspeed_cannot_express_recompute(tmp_path):
     path = put(tmp_path, "ds_config.json", DS_HJSON)
-    with pytest.raises(WritebackError, match="no setting for memory.recompute"):
+    with pytest.raises(WritebackError, match=r"no setting for memory.recompute"):
         rewritten(path, {"memory.recompute": "full"})
     assert rewritten(path, {"memory.recompute": "none", "parallel.context": 1}) == {}  # what it already does
 
@@ -277,7 +277,7 @@ def test_neox_refusals(tmp_path):
     tune = put(tmp_path, "tune.yml", NEOX_FLOW.replace('{"stage": 1, "overlap_comm": true}', '{"stage": [0, 1, 2]}'))
     with pytest.raises(WritebackError, match=r"tune.yml:15:.*zero_optimization.stage.*autotuning"):
         rewritten(tune, {"parallel.zero_stage": 2})
-    with pytest.raises(WritebackError, match="no setting for parallel.context"):
+    with pytest.raises(WritebackError, match=r"no setting for parallel.context"):
         rewritten(path, {"parallel.context": 2})
 
 
@@ -511,7 +511,7 @@ torchrun pretrain_gpt.py $COMMON --micro-batch-size 2
     path = put(tmp_path, "run.sh", text)
     # a flag of this run only: fine
     assert one(path, {"batch.micro_batch": 4}) == text.replace("--micro-batch-size 1", "--micro-batch-size 4")
-    with pytest.raises(WritebackError, match="sequence_parallel of the other run pretrain_gpt.py at line 4"):
+    with pytest.raises(WritebackError, match=r"sequence_parallel of the other run pretrain_gpt.py at line 4"):
         rewritten(path, {"parallel.sequence_parallel": False})
 
 
@@ -696,6 +696,7 @@ def test_examples_round_trip():
     assert done >= 8
 
 
+@pytest.mark.slow
 def test_corpus_round_trip(corpus_dir: Path):
     """Every corpus config whose spec has a micro batch or TP: micro batch and TP doubled, read
     again. Either it round-trips or it is refused with a WritebackError (counted by reason)."""

@@ -147,6 +147,8 @@ def add_selection_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--extend-select", type=_selectors, default=[], metavar="CODES",
                         help="add to the selected codes")
     parser.add_argument("--ignore", type=_selectors, default=[], metavar="CODES", help="codes not to report")
+    parser.add_argument("--preview", action=argparse.BooleanOptionalAction, default=None,
+                        help="run the preview rules too (new rules still being measured); over the project config's preview")
 
 
 def launch_environment(args: argparse.Namespace) -> dict[str, str]:
@@ -191,7 +193,7 @@ def session_options(args: argparse.Namespace) -> SessionOptions:
     return SessionOptions(
         config=given("config"), isolated=bool(given("isolated")), allow_plugins=bool(given("allow_plugins")),
         select=tuple(select) if select is not None else None, extend_select=tuple(given("extend_select") or ()),
-        ignore=tuple(given("ignore") or ()), environment=launch_environment(args),
+        ignore=tuple(given("ignore") or ()), preview=given("preview"), environment=launch_environment(args),
         runs=tuple(tuple(run) for run in parse_runs(given("run"))),
         estimate=EstimateOptions(gpu=given("gpu"), nodes=given("nodes"), gpus_per_node=given("gpus_per_node"),
                                  model=given("model"), vocab_size=given("vocab_size"),
@@ -375,6 +377,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     sessions = plan.sessions
     session = sessions[0]
+    for said in dict.fromkeys(w for one in sessions for w in one.settings.warnings):
+        print(f"trainlint: warning: {said}", file=sys.stderr)
 
     progress = None
 

@@ -50,6 +50,7 @@ def run_rules(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     rows = [(c.code, c.name, c.severity.value, c.summary, "trainlint") for c in INPUT_CODES.values()]
     rows += [(r.code, r.name, r.default_severity.value, r.summary, r.plugin) for r in registry.rules.values()]
+    preview = {r.code for r in registry.rules.values() if r.lifecycle == "preview"}
     if args.format == "markdown":
         sys.stdout.write(render_markdown(registry))
     elif args.format == "json":
@@ -60,6 +61,8 @@ def run_rules(args: argparse.Namespace) -> int:
         width = max(len(r[1]) for r in rows)
         for code, name, severity, summary, plugin in rows:
             origin = "" if plugin in ("trainlint", "trainlint.builtin") else f"  [{plugin}]"
+            if code in preview:
+                origin += "  [preview: runs with --preview]"
             print(printable(f"{code}  {name:<{width}}  {severity:<7}  {summary}{origin}"))
     for failure in registry.failures:
         what = f"plugin `{failure.plugin}`: " if failure.code == "TL998" else ""

@@ -15,11 +15,14 @@ from trainlint.spec import TrainingSpec
 StartupRules = Sequence[tuple[type[Rule], dict[str, Any]]]
 
 
-def startup_rules(registry: Any, rule_options: dict[str, dict[str, Any]] | None = None) -> StartupRules:
-    """The registry's TL1xx rules with their options (the project's, else the defaults)."""
+def startup_rules(registry: Any, rule_options: dict[str, dict[str, Any]] | None = None, *,
+                  preview: bool = False) -> StartupRules:
+    """The registry's TL1xx rules with their options (the project's, else the defaults); the preview
+    rules only in preview mode, as in a check."""
     from trainlint.engine import resolve_options
 
-    return [(rule, resolve_options(rule, rule_options or {})) for rule in registry.by_selector("TL1")]
+    return [(rule, resolve_options(rule, rule_options or {})) for rule in registry.by_selector("TL1")
+            if preview or rule.lifecycle != "preview"]
 
 
 def default_startup_rules() -> StartupRules:

@@ -86,7 +86,7 @@ def _section(documentation: str, heading: str) -> str:
 
 
 def _family(rule: Any) -> str | None:
-    """``trainlint.rules.startup.megatron.batch`` -> ``startup`` for the built-in rules."""
+    """``trainlint.rules.startup.megatron.megatron_save_interval`` -> ``startup`` for the built-in rules."""
     parts = getattr(rule, "__module__", "").split(".")
     return parts[2] if len(parts) > 3 and parts[:2] == ["trainlint", "rules"] else None
 

@@ -90,6 +90,9 @@ class Rule:
     options: ClassVar[dict[str, Option]] = {}
     needs_estimate: ClassVar[bool] = False
     """Set on rules that read ``ctx.estimate``; the engine then estimates the spec once."""
+    lifecycle: ClassVar[str] = "stable"
+    """``stable``, or ``preview``: runs only in preview mode (``--preview``, ``preview = true``). A
+    built-in rule's is its row in :mod:`trainlint.rules.codes`; a plugin's rule may declare it."""
     plugin: ClassVar[str] = "trainlint"
     """Set by the registry: which plugin provided the rule."""
     release_dependent: ClassVar[bool | None] = None

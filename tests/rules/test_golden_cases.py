@@ -14,8 +14,16 @@
                                      # ["--config", "{dir}/trainlint.toml"] the case's own project config)
         expect:                      # (code, line, column) of the rule's findings; [] = passes
           - [TL110, 2, 29]           # or (code, line, column, severity): all entries then name it
+        message: "ZeRO stage 2 with"   # the expected message, or a part of it: some finding of the
+                                     # rule contains it (a list: each part in some finding)
+        fixed:                       # every file `trainlint check --fix` changes, as it reads after
+          run.yml: |                 # (with --unsafe-fixes when the findings' fix is unsafe); the
+            ...                      # files not named must be left as they were
 
-Only the findings of the case's own rule are compared, so a case need not be clean otherwise.
+Only the findings of the case's own rule are compared, so a case need not be clean otherwise. A case
+whose findings offer a fix (``applicability`` safe or unsafe in the JSON) must say ``fixed:``; a case
+with findings should say ``message:`` (for a rule on the estimate, its wording rather than its numbers,
+which move with the estimator).
 """
 
 from __future__ import annotations
@@ -63,6 +71,20 @@ def test_golden_case(rule: str, case: dict, tmp_path: Path, capsys) -> None:
                    for f in json.loads(output)["files"] for d in f["diagnostics"] if d["code"] == rule)
     expected = sorted(tuple(e) for e in case["expect"])
     assert found == expected, json.dumps(json.loads(output), indent=1)
+    diagnostics = [d for f in json.loads(output)["files"] for d in f["diagnostics"] if d["code"] == rule]
+    parts = case.get("message", [])
+    for part in [parts] if isinstance(parts, str) else parts:
+        assert any(part in d["message"] for d in diagnostics), (part, [d["message"] for d in diagnostics])
+    applicability = {d.get("applicability") for d in diagnostics} & {"safe", "unsafe"}
+    if applicability:
+        assert "fixed" in case, f"the findings offer a fix ({', '.join(sorted(applicability))}): say `fixed:`"
+    if "fixed" in case:
+        before = {name: (tmp_path / name).read_text(encoding="utf-8") for name in case["files"]}
+        unsafe = ["--unsafe-fixes"] if "unsafe" in applicability else []
+        main(["check", *isolation, "--fix", *unsafe, "--select", rule, *args, str(check)])
+        capsys.readouterr()
+        after = {name: (tmp_path / name).read_text(encoding="utf-8") for name in case["files"]}
+        assert {name: text for name, text in after.items() if text != before[name]} == case["fixed"]
 
 
 def test_every_rule_has_a_failing_and_a_passing_case_per_format() -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from trainlint.config import EstimationSettings, ProjectConfig
 from trainlint.provenance import Origin, Provenance, Value, default, from_file
 from trainlint.rules import RuleContext
-from trainlint.rules.startup.cross_framework import PrecisionUnsupportedGPU
+from trainlint.rules.startup.precision_unsupported_gpu import PrecisionUnsupportedGPU
 from trainlint.rules.startup.derive import data_parallel, pipeline_engine
 from trainlint.spec import TrainingSpec
 

@@ -1,26 +1,24 @@
-"""TL140-TL179: Megatron-LM's own start-up checks (``validate_args`` and the Megatron-Core
+"""TL140-TL179, a rule bundle: Megatron-LM's own start-up checks (``validate_args`` and the Megatron-Core
 config ``__post_init__`` checks it triggers), decided statically.
 
 Cross-framework failures (batch triple, world-size divisibility, heads/TP, layers % PP, fp16+bf16,
-SP without TP, seq vs positions, experts % EP) are in :mod:`..cross_framework`; removed and renamed
+SP without TP, seq vs positions, experts % EP) are in :mod:`trainlint.rules.startup`; removed and renamed
 flags are input diagnostics (TL008) from the adapter. Every rule here runs only on runs read as
 current Megatron-LM (not Megatron-DeepSpeed, not old Megatron-LM copies): their conditions and
 messages are those of Megatron-LM at d98e8a6.
 
-One module per family of a handful of rules, each a rule bundle registered as a plugin of its
-own through its ``trainlint_rules`` hook implementation (:data:`FAMILIES`, listed in
-:data:`trainlint.plugins.BUILTIN_PLUGINS`); each rule's golden cases are in
-``tests/rules/cases/TLnnn.yaml``.
-"""
+One module per rule, named by its slug (``megatron_tp_comm_overlap_without_sp.py`` is TL152); the
+base class in :mod:`.base`; the rules written as tables of checks from the launch-check audit
+(TL167-TL175) share :mod:`.check_table`. Each rule's golden cases are in ``tests/rules/cases/TLnnn.yaml``."""
 
-FAMILIES = tuple(f"trainlint.rules.startup.megatron.{name}" for name in (
-    "optimizer",   # TL140-TL143
-    "recompute",   # TL144-TL146
-    "pipeline",    # TL147-TL149
-    "precision",   # TL150-TL151
-    "parallel",    # TL152-TL153
-    "moe",         # TL154-TL157
-    "model",       # TL158-TL160
-    "batch",       # TL161-TL166
-    "combinations",  # TL167-TL175 (from the launch-check audit)
-))
+from __future__ import annotations
+
+from trainlint import hookimpl
+
+
+@hookimpl
+def trainlint_rules() -> list[type]:
+    """This family's rules (one module each, named by the rule's slug), as listed in the codes table."""
+    from trainlint.rules.codes import family_rules
+
+    return family_rules(__name__)

@@ -1,0 +1,162 @@
+"""TL167-TL175: Megatron-LM / Megatron-Core checks of option combinations found by the launch-check
+audit (docs/launch-checks.md) that no other rule made: CUDA graphs, activation offloading, MoE
+dispatch and overlap, model variants (MTP, mHC, Householder, MLA), RL options, checkpoint and data
+options, weight shards.
+
+Most are "option A needs (or excludes) option B" and are written as tables of :class:`Check`: the
+conditions under which Megatron stops, transcribed from the source line each names, the message it
+stops with, and the first release that makes it (from the audit: the oldest pinned release whose
+source has the check; ``main``: only upstream after the newest release). A check runs only when
+its first option is written in the script, every option it reads is known (written and resolved,
+or left to Megatron's default), and the release checked against makes it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterator
+
+from trainlint.rules import Finding, RuleContext
+from trainlint.rules.startup.derive import from_checkpoint
+from trainlint.rules.startup.megatron.base import MegatronRule
+from trainlint.rules.startup.megatron_args import COMMIT, MegatronArgs
+from trainlint.rules.startup.releases import Releases
+
+
+MPC = "megatron/core/model_parallel_config.py"
+
+
+Cond = tuple[Any, ...]
+
+
+"""``(dest, op)`` or ``(dest, op, operand)``; ops: ``on`` / ``off`` (truthy / falsy), ``set`` / ``unset``
+(not None / None), ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in`` / ``not in`` (a tuple),
+``not a multiple of`` (another option's value, named by its dest),
+``has`` / ``lacks`` (a list option contains / lacks the operand), ``empty`` / ``nonempty``."""
+
+
+_DERIVED = {
+    # validate_args: `if args.cpu_offloading_num_layers > 0: args.cpu_offloading = True`
+    "cpu_offloading": ("cpu_offloading_num_layers", lambda n: isinstance(n, int) and n > 0),
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    path: str
+    line: int
+    first: str
+    """The first release that makes the check (``core_v0.18.0``; ``main``: upstream only)."""
+    when: tuple[Cond, ...]
+    says: str
+    """What Megatron stops with (its message, or the assertion when it has none)."""
+
+
+def _value(a: MegatronArgs, dest: str) -> Any:
+    if dest in _DERIVED:
+        source, derive = _DERIVED[dest]
+        return derive(a.get(source))
+    return a.get(dest)
+
+
+def _holds(a: MegatronArgs, cond: Cond) -> bool | None:
+    dest, op = cond[0], cond[1]
+    value = _value(a, dest)
+    operand = cond[2] if len(cond) > 2 else None
+    if op == "on":
+        return bool(value)
+    if op == "off":
+        return not value
+    if op == "set":
+        return value is not None
+    if op == "unset":
+        return value is None
+    if op in ("empty", "nonempty"):
+        empty = value is None or (isinstance(value, (list, tuple, str)) and len(value) == 0)
+        return empty if op == "empty" else not empty
+    if op in ("has", "lacks"):
+        items = value if isinstance(value, (list, tuple)) else ([] if value is None else [value])
+        return (operand in items) if op == "has" else (operand not in items)
+    if op == "==":
+        return value == operand
+    if op == "!=":
+        return value != operand
+    if op == "not a multiple of":
+        other = a.get(operand) if isinstance(operand, str) else None
+        if isinstance(value, bool) or not isinstance(value, int) or isinstance(other, bool) or not isinstance(other, int) \
+                or other <= 0:
+            return None
+        return value % other != 0
+    if op in ("in", "not in"):
+        inside = value in tuple(operand or ())
+        return inside if op == "in" else not inside
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not isinstance(operand, (int, float)):
+        return None  # a comparison needs two numbers
+    return {"<": value < operand, "<=": value <= operand, ">": value > operand, ">=": value >= operand}[op]
+
+
+def _shown(a: MegatronArgs, cond: Cond) -> str:
+    dest, op = cond[0], cond[1]
+    if dest in _DERIVED:
+        source = _DERIVED[dest][0]
+        return f"{a.flag(source)} {a.get(source)}"
+    flag, value = a.flag(dest), _value(a, dest)
+    if op in ("off", "unset", "empty") or value is None:
+        return f"without {flag}"
+    if op == "not a multiple of":
+        return f"{flag} {value} (not a multiple of {a.flag(cond[2])} {a.get(cond[2])})"
+    if op == "on" and isinstance(value, bool):
+        # a store_false flag (--no-check-for-nan-in-loss-and-grad) on by default: it is its absence that counts
+        return f"without {flag}" if not a.given(dest) and flag.startswith(("--no-", "--disable-")) else flag
+    if isinstance(value, (list, tuple)):
+        return f"{flag} {' '.join(map(str, value))}"
+    return f"{flag} {value}"
+
+
+class CheckTable(MegatronRule):
+    """A family of :class:`Check` rows (subclasses set :attr:`checks`)."""
+
+    checks: ClassVar[tuple[Check, ...]] = ()
+
+    def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
+        target = a.spec.target
+        # --use-checkpoint-args: the checkpoint's arguments replace the defaults (and most flags), so a
+        # row is judged only on options the script writes
+        loaded = from_checkpoint(a.spec)
+        said: set[tuple[str, int]] = set()
+        for check in self.checks:
+            if (check.path, check.line) in said:
+                continue  # one finding per source check (several rows spell one `or`)
+            head = check.when[0][0]
+            dests = [_DERIVED[c[0]][0] if c[0] in _DERIVED else c[0] for c in check.when]
+            dests += [c[2] for c in check.when if c[1] == "not a multiple of"]
+            if not a.given(dests[0]) or not a.known(*dests) or (loaded and not all(a.given(d) for d in dests)):
+                continue
+            if not Releases("megatron", first=check.first).includes(target):
+                continue
+            if not all(_holds(a, c) for c in check.when):
+                continue
+            said.add((check.path, check.line))
+            others = tuple((a.at(d), "with this option") for d in dict.fromkeys(dests[1:]) if a.given(d))
+            shown = dict.fromkeys(_shown(a, c) for c in check.when)
+            yield Finding(f"{', '.join(shown)}: Megatron-LM stops with \"{check.says}\"",
+                          at=a.at(dests[0] if head not in _DERIVED else _DERIVED[head][0]), also=others)
+
+
+def _references(checks: tuple[Check, ...]) -> str:
+    lines = ["", "    ## References"]
+    for check in checks:
+        first = "upstream only" if check.first == "main" else f"since {check.first}"
+        lines.append(f"    * `{check.path}:{check.line}@{COMMIT}` ({first}): \"{check.says}\"")
+    return "\n".join(lines) + "\n"
+
+
+def _C(path: str, line: int, first: str, *when: Cond, says: str) -> Check:
+    return Check(path, line, first, tuple(when), says)
+
+
+def with_references(rule: type) -> type:
+    """Class decorator: appends the ``## References`` of the rule's :attr:`checks` (each row's source
+    line) to its documentation."""
+    rule.__doc__ = (rule.__doc__ or "").rstrip() + "\n" + _references(rule.checks)  # type: ignore[attr-defined]
+    return rule
