@@ -23,4 +23,15 @@ FAMILIES = tuple(f"trainlint.rules.startup.megatron.{name}" for name in (
     "model",       # TL158-TL160
     "batch",       # TL161-TL166
     "combinations",  # TL167-TL175 (from the launch-check audit)
+    # TL600-TL609: checks of a range of releases (release_table), one module per rule
+    "legacy_model_arguments",  # TL600
+    "moe_release_arguments",  # TL601
+    "cuda_graph_release_arguments",  # TL602
+    "dynamic_batching_arguments",  # TL603
+    "fsdp_checkpoint_release_arguments",  # TL604
+    "rl_release_arguments",  # TL605
+    "weight_shard_combination_arguments",  # TL606
+    "pipeline_release_arguments",  # TL607
+    "batch_rampup_arguments",  # TL608
+    "model_release_arguments",  # TL609
 ))
