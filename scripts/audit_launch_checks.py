@@ -63,6 +63,8 @@ SCOPE: dict[str, list[tuple[tuple[str, ...], str]]] = {
         (("megatron/core/num_microbatches_calculator.py", "megatron/training/microbatches.py",
           "megatron/microbatches.py"), r".*"),
         (("megatron/core/transformer/enums.py",), r".*"),
+        # validate_args normalises and checks the CUDA-graph options through these (core_v0.18.0 on)
+        (("megatron/core/transformer/cuda_graph_config.py",), r"^(normalize|validate)_"),
         (("megatron/core/transformer/moe/moe_utils.py",), r"^validate"),
         # the interleaved schedule's checks of the micro-batch count run in the first step
         (("megatron/core/pipeline_parallel/schedules.py", "megatron/schedules.py"),

@@ -17,6 +17,13 @@ _FUSION = ("CUDA graph with delay_wgrad_compute requires gradient_accumulation_f
            "the default gradient accumulation does not use static memory addresses, which breaks CUDA graph requirements.")
 _BIAS = "CUDA graph with delay_wgrad_compute doesn't support attn bias for now."
 _DELAY = (("delay_wgrad_compute", "on"), ("overlap_grad_reduce", "on"))
+CGC = "megatron/core/transformer/cuda_graph_config.py"
+"""The helpers validate_args normalises the CUDA-graph options with (core_v0.18.0 on)."""
+_FI, _FII = "full_iteration", "full_iteration_inference"
+_MODULES = "cuda_graph_modules"
+_NO_DEPRECATED = ((_MODULES, "lacks", _FI), (_MODULES, "lacks", _FII), ("enable_cuda_graph", "off"),
+                  ("external_cuda_graph", "off"))
+_SCOPES_SAYS = "Invalid inference CUDA graph scope for --cuda-graph-impl."
 
 
 class CudaGraphReleaseArguments(ReleaseCheckTable):
@@ -30,7 +37,9 @@ class CudaGraphReleaseArguments(ReleaseCheckTable):
     and the external graphs need `--te-rng-tracker` (core_v0.13.0); the `full` scope stands alone;
     the local implementation needs a positive number of inference graphs (or -1); delayed weight
     gradients with overlapped gradient reduction and attention in the graph need gradient
-    accumulation fusion and no attention biases.
+    accumulation fusion and no attention biases; the inference graph scope must be one the
+    implementation takes (`local`: `layer` or `block`; the others: `none`), and the deprecated
+    `full_iteration` / `full_iteration_inference` modules must not contradict the new options.
 
     ## Why is this bad?
     `validate_args` stops at start-up.
@@ -50,6 +59,27 @@ class CudaGraphReleaseArguments(ReleaseCheckTable):
     name = "megatron-cuda-graph-release-arguments"
     summary = "CUDA-graph options a Megatron-LM release refuses (NaN check, FP8, EP padding, scopes, recompute)"
     checks = (
+        R(CGC, 40, "core_v0.18.0", None, (_MODULES, "has", "full"), (_MODULES, "several"),
+          says="full scope cannot be used with other scopes."),
+        R(CGC, 98, "core_v0.18.0", None, (_MODULES, "has", _FI), (_MODULES, "has", _FII),
+          says="cuda_graph_modules cannot contain multiple deprecated values at the same time"),
+        R(CGC, 108, "core_v0.18.0", None, (_MODULES, "has", _FI), (_MODULES, "lacks", _FII),
+          ("cuda_graph_impl", "not in", ("none", "local", "full_iteration")),
+          says="cuda_graph_modules='full_iteration' cannot be combined with this cuda_graph_impl."),
+        R(CGC, 112, "core_v0.18.0", None, (_MODULES, "has", _FI), (_MODULES, "lacks", _FII),
+          ("inference_cuda_graph_scope", "not in", (None, "none")),
+          says="cuda_graph_modules='full_iteration' cannot be combined with this inference_cuda_graph_scope."),
+        R(CGC, 118, "core_v0.18.0", None, (_MODULES, "has", _FII), (_MODULES, "lacks", _FI),
+          ("cuda_graph_impl", "not in", ("none", "local")),
+          says="cuda_graph_modules='full_iteration_inference' cannot be combined with this cuda_graph_impl."),
+        R(CGC, 122, "core_v0.18.0", None, (_MODULES, "has", _FII), (_MODULES, "lacks", _FI),
+          ("inference_cuda_graph_scope", "not in", (None, "block")),
+          says="cuda_graph_modules='full_iteration_inference' cannot be combined with this inference_cuda_graph_scope."),
+        # ALLOWED_INFERENCE_SCOPES (cuda_graph_config.py): local takes layer or block, the others none
+        R(ARGS, 647, "core_v0.18.0", None, ("inference_cuda_graph_scope", "in", ("layer", "block")),
+          ("cuda_graph_impl", "!=", "local"), *_NO_DEPRECATED, says=_SCOPES_SAYS),
+        R(ARGS, 647, "core_v0.18.0", None, ("inference_cuda_graph_scope", "==", "none"), ("cuda_graph_impl", "==", "local"),
+          *_NO_DEPRECATED, says=_SCOPES_SAYS),
         R(ARGS, 1083, "core_v0.13.0", "core_v0.13.0", ("external_cuda_graph", "on"), ("te_rng_tracker", "off"),
           says="--te-rng-tracker must be enabled when using CUDA Graphs."),
         R(ARGS, 670, "core_v0.14.0", "core_v0.14.0", ("enable_cuda_graph", "on"), ("cuda_graph_scope", "==", "full_iteration"),
