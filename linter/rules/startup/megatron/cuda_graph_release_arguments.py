@@ -5,9 +5,11 @@ with a --cuda-graph-scope string, a list of scopes, and upstream --cuda-graph-mo
 from __future__ import annotations
 
 from trainlint import hookimpl
-from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document
+from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document, quiet
 
 _NAN = ("check_for_nan_in_loss_and_grad", "on")
+# fp16 with dynamic loss scaling (no --loss-scale) turns the NaN check off earlier in validate_args
+_NAN_KEPT = ((quiet("fp16", "off"),), (("fp16", "on"), ("loss_scale", "set")))
 _LOCAL = ("cuda_graph_impl", "==", "local")
 _NAN_SAYS = "--no-check-for-nan-in-loss-and-grad should be set with full_iteration CUDA graph"
 _FP8_IDB = "fp8 is not supported with inference dynamic batching and full_iteration CUDA graph"
@@ -21,8 +23,8 @@ CGC = "megatron/core/transformer/cuda_graph_config.py"
 """The helpers validate_args normalises the CUDA-graph options with (core_v0.18.0 on)."""
 _FI, _FII = "full_iteration", "full_iteration_inference"
 _MODULES = "cuda_graph_modules"
-_NO_DEPRECATED = ((_MODULES, "lacks", _FI), (_MODULES, "lacks", _FII), ("enable_cuda_graph", "off"),
-                  ("external_cuda_graph", "off"))
+_NO_DEPRECATED = (quiet(_MODULES, "lacks", _FI), quiet(_MODULES, "lacks", _FII), quiet("enable_cuda_graph", "off"),
+                  quiet("external_cuda_graph", "off"))
 _SCOPES_SAYS = "Invalid inference CUDA graph scope for --cuda-graph-impl."
 
 
@@ -82,28 +84,29 @@ class CudaGraphReleaseArguments(ReleaseCheckTable):
           *_NO_DEPRECATED, says=_SCOPES_SAYS),
         R(ARGS, 1083, "core_v0.13.0", "core_v0.13.0", ("external_cuda_graph", "on"), ("te_rng_tracker", "off"),
           says="--te-rng-tracker must be enabled when using CUDA Graphs."),
-        R(ARGS, 670, "core_v0.14.0", "core_v0.14.0", ("enable_cuda_graph", "on"), ("cuda_graph_scope", "==", "full_iteration"),
-          _NAN, says=_NAN_SAYS),
+        *(R(ARGS, 670, "core_v0.14.0", "core_v0.14.0", ("enable_cuda_graph", "on"), ("cuda_graph_scope", "==", "full_iteration"),
+            _NAN, *kept, says=_NAN_SAYS) for kept in _NAN_KEPT),
         R(ARGS, 1102, "core_v0.14.0", "core_v0.14.0", ("enable_cuda_graph", "on"), ("external_cuda_graph", "on"),
           says="enable_cuda_graph and external_cuda_graph cannot be enabled at the same time."),
         R(ARGS, 1114, "core_v0.14.0", "core_v0.14.0", ("external_cuda_graph", "on"), ("recompute_granularity", "==", "full"),
           says=_RECOMPUTE),
-        R(ARGS, 751, "core_v0.15.0", "core_v0.15.0", _LOCAL, ("cuda_graph_scope", "==", "full_iteration"),
-          ("inference_dynamic_batching", "off"), _NAN, says=_NAN_SAYS),
+        *(R(ARGS, 751, "core_v0.15.0", "core_v0.15.0", _LOCAL, ("cuda_graph_scope", "==", "full_iteration"),
+            quiet("inference_dynamic_batching", "off"), _NAN, *kept, says=_NAN_SAYS) for kept in _NAN_KEPT),
         R(ARGS, 754, "core_v0.15.0", "core_v0.15.0", _LOCAL, ("cuda_graph_scope", "==", "full_iteration"),
           ("inference_dynamic_batching", "on"), ("fp8", "set"), says=_FP8_IDB),
         R(ARGS, 1202, "core_v0.15.0", "core_v0.15.0", ("cuda_graph_impl", "!=", "none"), ("recompute_granularity", "==", "full"),
           says=_RECOMPUTE),
-        R(ARGS, 727, "core_v0.16.0", "core_v0.16.0", _LOCAL, ("cuda_graph_scope", "has", "full_iteration"),
-          ("inference_dynamic_batching", "off"), _NAN, says=_NAN_SAYS),
+        *(R(ARGS, 727, "core_v0.16.0", "core_v0.16.0", _LOCAL, ("cuda_graph_scope", "has", "full_iteration"),
+            quiet("inference_dynamic_batching", "off"), _NAN, *kept, says=_NAN_SAYS) for kept in _NAN_KEPT),
         R(ARGS, 730, "core_v0.16.0", "core_v0.16.0", _LOCAL, ("cuda_graph_scope", "has", "full_iteration"),
           ("inference_dynamic_batching", "on"), ("fp8", "set"), says=_FP8_IDB),
         R(ARGS, 1159, "core_v0.16.0", "core_v0.16.0", _LOCAL, ("expert_model_parallel_size", ">", 1),
           ("moe_pad_experts_for_cuda_graph_inference", "off"), says=_PAD),
         R(ARGS, 1578, "core_v0.16.0", "core_v0.17.0", ("cuda_graph_scope", "has", "full"), ("cuda_graph_scope", "several"),
           says="full scope cannot be used with other scopes."),
-        R(ARGS, 1002, "core_v0.17.0", "core_v0.17.0", _LOCAL, ("cuda_graph_scope", "has", "full_iteration"), _NAN,
-          says="--no-check-for-nan-in-loss-and-grad should be set with --cuda-graph-scope=full_iteration for training."),
+        *(R(ARGS, 1002, "core_v0.17.0", "core_v0.17.0", _LOCAL, ("cuda_graph_scope", "has", "full_iteration"), _NAN, *kept,
+            says="--no-check-for-nan-in-loss-and-grad should be set with --cuda-graph-scope=full_iteration for training.")
+          for kept in _NAN_KEPT),
         R(ARGS, 1007, "core_v0.17.0", "core_v0.17.0", _LOCAL, ("cuda_graph_scope", "has", "full_iteration_inference"),
           ("fp8", "set"), ("transformer_impl", "!=", "inference_optimized"),
           says="fp8 with full_iteration_inference CUDA graphs is only supported with --transformer-impl=inference_optimized"),

@@ -6,7 +6,7 @@ with sequence or pipeline parallelism, FIM data with legacy tokenizers."""
 from __future__ import annotations
 
 from trainlint import hookimpl
-from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document
+from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document, quiet
 
 _MTP_SAYS = ("Multi-Token Prediction (MTP) is not supported with this position embedding type.The supported "
              "position embedding types are rope and none.")
@@ -43,8 +43,10 @@ class ModelReleaseArguments(ReleaseCheckTable):
     name = "megatron-model-release-arguments"
     summary = "MTP position embeddings, interleaved RoPE with fusion, local attention backend, Retro or FIM options refused"
     checks = (
+        # up to core_v0.16.0 the legacy --use-rotary-position-embeddings turned the type to rope before this check
         R(ARGS, 1231, "core_v0.12.0", "core_v0.16.0", ("mtp_num_layers", "on"),
-          ("position_embedding_type", "not in", ("rope", "none")), says=_MTP_SAYS),
+          ("position_embedding_type", "not in", ("rope", "none")), quiet("use_rotary_position_embeddings", "off"),
+          says=_MTP_SAYS),
         # core_v0.17.0 on, yarn and relative are TL170's (a second, later check lists what it takes)
         R(ARGS, 883, "core_v0.17.0", None, ("mtp_num_layers", "on"),
           ("position_embedding_type", "in", ("learned_absolute", "mrope")), says=_MTP_SAYS),

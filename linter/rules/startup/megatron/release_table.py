@@ -48,6 +48,15 @@ Cond = tuple[Any, ...]
 option's value."""
 
 
+class Quiet(tuple):
+    """A condition that only guards a row (``("fp16", "off")`` where fp16 would have turned the check
+    off): it decides like any other, and the message names it only when the script writes it."""
+
+
+def quiet(*cond: Any) -> Quiet:
+    return Quiet(cond)
+
+
 @dataclass(frozen=True)
 class Dest:
     """An operand that is another option's value (``("seq_length", ">", Dest("rl_sequence_packing_bin_size"))``)."""
@@ -371,7 +380,8 @@ class ReleaseCheckTable(MegatronRule):
         dests = [d for cond, _ in values for d in ((cond[0],) if cond[0] not in DERIVED else DERIVED[cond[0]][0])]
         dests += [cond[2].name for cond, _ in values if len(cond) > 2 and isinstance(cond[2], Dest)]
         written = [d for d in dict.fromkeys(dests) if a.given(d)]
-        shown = ", ".join(dict.fromkeys(_shown(a, look, cond[0], cond[1], value) for cond, value in values))
+        shown = ", ".join(dict.fromkeys(_shown(a, look, cond[0], cond[1], value) for cond, value in values
+                                        if not isinstance(cond, Quiet) or a.given(cond[0])))
         release = getattr(a.spec.target, "version", None)
         who = f"Megatron-LM {release}" if check.last is not None and release else "Megatron-LM"
         return Finding(f"{shown}: {who} stops with \"{check.says}\"", at=a.at(written[0]),
@@ -381,7 +391,7 @@ class ReleaseCheckTable(MegatronRule):
 def references(checks: tuple[ReleaseCheck, ...]) -> str:
     """The References section: each row's source line at the newest release that makes it."""
     lines = ["", "    ## References"]
-    for check in checks:
+    for check in {(c.path, c.line, c.last): c for c in checks}.values():  # one line per source check
         if check.first == UNRELEASED:
             span = "upstream only"
         elif check.last is None:
