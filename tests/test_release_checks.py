@@ -12,6 +12,7 @@ from trainlint.frameworks.target import FrameworkTarget, TargetOrigin
 from trainlint.plugins import create_host
 from trainlint.registry import build_registry
 from trainlint.rules.startup.megatron.release_table import ReleaseCheck, ReleaseCheckTable
+from trainlint.rules.startup.releases import release_key
 
 RULES = [rule for rule in build_registry(create_host(entry_points=False)).rules.values()
          if isinstance(rule, type) and issubclass(rule, ReleaseCheckTable)]
@@ -61,3 +62,53 @@ def test_a_check_upstream_still_makes_applies_to_the_assumed_upstream():
     assert check.applies(_target(None, TargetOrigin.ASSUMED))
     assert check.applies(_target("core_v0.19.0"))
     assert not check.applies(_target("core_v0.16.0"))
+
+
+def _defined(release: str) -> set[str]:
+    """The dests a release defines: its shipped catalog, or upstream's table for ``main``."""
+    if release == "main":
+        from trainlint.schemas import load_schema
+
+        return set(load_schema("megatron")["properties"])
+    import json
+    from pathlib import Path
+
+    import trainlint
+
+    folder = Path(trainlint.__file__).resolve().parent / "data" / "frameworks"
+    data = json.loads((folder / f"megatron-megatron-lm-{release}.json").read_text(encoding="utf-8"))
+    return {row[1] for row in data["args"]}
+
+
+def _sources(dest: str, release: str, derived: dict) -> tuple[str, ...]:
+    """The options a (derived) value is read from in a release: use_dist_ckpt is the flag up to
+    core_v0.8.0, then ckpt_format != "torch"."""
+    if dest == "use_dist_ckpt":
+        key = release_key(release)
+        return ("use_dist_ckpt",) if key is not None and key < (0, 9, 0) else ("ckpt_format",)
+    return derived[dest][0] if dest in derived else (dest,)
+
+
+def test_every_option_a_row_reads_is_defined_by_every_release_it_names():
+    """A row reading a flag some release of its range does not define would silently never fire there
+    (an unknown default): the ranges and the flag names must agree with the releases' catalogs."""
+    from trainlint.rules.startup.megatron.release_table import DERIVED, Dest, Quiet
+
+    order = [release for release, _ in audit.load_releases()["megatron"]]
+    defined = {release: _defined(release) for release in order}
+    problems = []
+    for rule in RULES:
+        for check in rule.checks:
+            span = order[order.index(check.first):order.index(check.last or "main") + 1]
+            for release in span:
+                dests = set()
+                for cond in check.when:
+                    if isinstance(cond, Quiet):
+                        continue  # a guard: an option a release does not define cannot have turned the check off
+                    dests.update(_sources(cond[0], release, DERIVED))
+                    if len(cond) > 2 and isinstance(cond[2], Dest):
+                        dests.update(_sources(cond[2].name, release, DERIVED))
+                missing = sorted(d for d in dests if d not in defined[release])
+                if missing:
+                    problems.append(f"{rule.code} {check.path}:{check.line}: {release} defines no {missing}")
+    assert not problems, "\n".join(problems)

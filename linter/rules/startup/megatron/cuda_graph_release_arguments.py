@@ -10,7 +10,10 @@ from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheck
 _NAN = ("check_for_nan_in_loss_and_grad", "on")
 # fp16 with dynamic loss scaling (no --loss-scale) turns the NaN check off earlier in validate_args
 _NAN_KEPT = ((quiet("fp16", "off"),), (("fp16", "on"), ("loss_scale", "set")))
-_LOCAL = ("cuda_graph_impl", "==", "local")
+# the deprecated --enable-cuda-graph / --external-cuda-graph set --cuda-graph-impl first (core_v0.15.0 on)
+_LOCAL = (("cuda_graph_impl", "==", "local"), quiet("enable_cuda_graph", "off"), quiet("external_cuda_graph", "off"))
+# --recompute-activations sets the granularity to selective first
+_FULL = (("recompute_granularity", "==", "full"), quiet("recompute_activations", "off"))
 _NAN_SAYS = "--no-check-for-nan-in-loss-and-grad should be set with full_iteration CUDA graph"
 _FP8_IDB = "fp8 is not supported with inference dynamic batching and full_iteration CUDA graph"
 _PAD = "--moe-pad-experts-for-cuda-graph-inference must be set when using CUDA graphs with expert parallelism"
@@ -88,35 +91,36 @@ class CudaGraphReleaseArguments(ReleaseCheckTable):
             _NAN, *kept, says=_NAN_SAYS) for kept in _NAN_KEPT),
         R(ARGS, 1102, "core_v0.14.0", "core_v0.14.0", ("enable_cuda_graph", "on"), ("external_cuda_graph", "on"),
           says="enable_cuda_graph and external_cuda_graph cannot be enabled at the same time."),
-        R(ARGS, 1114, "core_v0.14.0", "core_v0.14.0", ("external_cuda_graph", "on"), ("recompute_granularity", "==", "full"),
+        R(ARGS, 1114, "core_v0.14.0", "core_v0.14.0", ("external_cuda_graph", "on"), *_FULL,
           says=_RECOMPUTE),
-        *(R(ARGS, 751, "core_v0.15.0", "core_v0.15.0", _LOCAL, ("cuda_graph_scope", "==", "full_iteration"),
+        *(R(ARGS, 751, "core_v0.15.0", "core_v0.15.0", *_LOCAL, ("cuda_graph_scope", "==", "full_iteration"),
             quiet("inference_dynamic_batching", "off"), _NAN, *kept, says=_NAN_SAYS) for kept in _NAN_KEPT),
-        R(ARGS, 754, "core_v0.15.0", "core_v0.15.0", _LOCAL, ("cuda_graph_scope", "==", "full_iteration"),
+        R(ARGS, 754, "core_v0.15.0", "core_v0.15.0", *_LOCAL, ("cuda_graph_scope", "==", "full_iteration"),
           ("inference_dynamic_batching", "on"), ("fp8", "set"), says=_FP8_IDB),
-        R(ARGS, 1202, "core_v0.15.0", "core_v0.15.0", ("cuda_graph_impl", "!=", "none"), ("recompute_granularity", "==", "full"),
+        R(ARGS, 1202, "core_v0.15.0", "core_v0.15.0", ("cuda_graph_impl", "!=", "none"), *_FULL,
+          quiet("enable_cuda_graph", "off"), quiet("external_cuda_graph", "off"),
           says=_RECOMPUTE),
-        *(R(ARGS, 727, "core_v0.16.0", "core_v0.16.0", _LOCAL, ("cuda_graph_scope", "has", "full_iteration"),
+        *(R(ARGS, 727, "core_v0.16.0", "core_v0.16.0", *_LOCAL, ("cuda_graph_scope", "has", "full_iteration"),
             quiet("inference_dynamic_batching", "off"), _NAN, *kept, says=_NAN_SAYS) for kept in _NAN_KEPT),
-        R(ARGS, 730, "core_v0.16.0", "core_v0.16.0", _LOCAL, ("cuda_graph_scope", "has", "full_iteration"),
+        R(ARGS, 730, "core_v0.16.0", "core_v0.16.0", *_LOCAL, ("cuda_graph_scope", "has", "full_iteration"),
           ("inference_dynamic_batching", "on"), ("fp8", "set"), says=_FP8_IDB),
-        R(ARGS, 1159, "core_v0.16.0", "core_v0.16.0", _LOCAL, ("expert_model_parallel_size", ">", 1),
+        R(ARGS, 1159, "core_v0.16.0", "core_v0.16.0", *_LOCAL, ("expert_model_parallel_size", ">", 1),
           ("moe_pad_experts_for_cuda_graph_inference", "off"), says=_PAD),
         R(ARGS, 1578, "core_v0.16.0", "core_v0.17.0", ("cuda_graph_scope", "has", "full"), ("cuda_graph_scope", "several"),
           says="full scope cannot be used with other scopes."),
-        *(R(ARGS, 1002, "core_v0.17.0", "core_v0.17.0", _LOCAL, ("cuda_graph_scope", "has", "full_iteration"), _NAN, *kept,
+        *(R(ARGS, 1002, "core_v0.17.0", "core_v0.17.0", *_LOCAL, ("cuda_graph_scope", "has", "full_iteration"), _NAN, *kept,
             says="--no-check-for-nan-in-loss-and-grad should be set with --cuda-graph-scope=full_iteration for training.")
           for kept in _NAN_KEPT),
-        R(ARGS, 1007, "core_v0.17.0", "core_v0.17.0", _LOCAL, ("cuda_graph_scope", "has", "full_iteration_inference"),
+        R(ARGS, 1007, "core_v0.17.0", "core_v0.17.0", *_LOCAL, ("cuda_graph_scope", "has", "full_iteration_inference"),
           ("fp8", "set"), ("transformer_impl", "!=", "inference_optimized"),
           says="fp8 with full_iteration_inference CUDA graphs is only supported with --transformer-impl=inference_optimized"),
-        R(ARGS, 1010, "core_v0.17.0", "core_v0.17.0", _LOCAL, ("cuda_graph_scope", "has", "full_iteration_inference"),
+        R(ARGS, 1010, "core_v0.17.0", "core_v0.17.0", *_LOCAL, ("cuda_graph_scope", "has", "full_iteration_inference"),
           ("fp8", "set"), ("fp8_recipe", "!=", "mxfp8"),
           says="Only --fp8-recipe=mxfp8 is supported with full_iteration_inference CUDA graphs"),
-        R(ARGS, 1451, "core_v0.17.0", "core_v0.17.0", _LOCAL, ("expert_model_parallel_size", ">", 1),
+        R(ARGS, 1451, "core_v0.17.0", "core_v0.17.0", *_LOCAL, ("expert_model_parallel_size", ">", 1),
           ("transformer_impl", "!=", "inference_optimized"), ("moe_pad_experts_for_cuda_graph_inference", "off"),
           says=_PAD),
-        R(ARGS, 1248, "core_v0.17.0", None, _LOCAL, ("inference_dynamic_batching_num_cuda_graphs", "<=", 0),
+        R(ARGS, 1248, "core_v0.17.0", None, *_LOCAL, ("inference_dynamic_batching_num_cuda_graphs", "<=", 0),
           ("inference_dynamic_batching_num_cuda_graphs", "!=", -1),
           says="inference_dynamic_batching_num_cuda_graphs should be a positive integer or -1"),
         R(ARGS, 1241, "core_v0.18.0", None, ("inference_cuda_graph_scope", "==", "block"), ("fp8", "set"),

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from trainlint import hookimpl
-from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document
+from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document, quiet
 
 _DECOUPLED = ("decoupled_lr", "decoupled_min_lr")
 
@@ -47,6 +47,7 @@ class LegacyModelArguments(ReleaseCheckTable):
         R(ARGS, 265, "core_v0.6.0", "core_v0.7.0", ("overlap_param_gather", "on"), ("use_mcore_models", "off"),
           says="--overlap-param-gather only supported with MCore models"),
         R(ARGS, 730, "core_v0.12.0", "core_v0.17.0", ("mtp_num_layers", "on"), ("use_legacy_models", "on"),
+          quiet("hybrid_layer_pattern", "unset"),
           says="The legacy Megatron models does not support Multi-Token Prediction (MTP)."),
         *(R(ARGS, 1272, "core_v0.8.0", "core_v0.17.0", (dest, "set"), ("use_legacy_models", "on"),
             says="--decoupled-lr and --decoupled-min-lr is not supported in legacy models.") for dest in _DECOUPLED),

@@ -10,6 +10,8 @@ from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheck
 
 _MTP_SAYS = ("Multi-Token Prediction (MTP) is not supported with this position embedding type.The supported "
              "position embedding types are rope and none.")
+_NO_PATTERN = quiet("hybrid_layer_pattern", "unset")
+"""A hybrid layer pattern gives the MTP depth itself (validate_args replaces --mtp-num-layers first)."""
 _LOCAL_SAYS = "--attention-backend local is only supported with --spec local"
 
 
@@ -46,10 +48,11 @@ class ModelReleaseArguments(ReleaseCheckTable):
         # up to core_v0.16.0 the legacy --use-rotary-position-embeddings turned the type to rope before this check
         R(ARGS, 1231, "core_v0.12.0", "core_v0.16.0", ("mtp_num_layers", "on"),
           ("position_embedding_type", "not in", ("rope", "none")), quiet("use_rotary_position_embeddings", "off"),
+          _NO_PATTERN,
           says=_MTP_SAYS),
         # core_v0.17.0 on, yarn and relative are TL170's (a second, later check lists what it takes)
         R(ARGS, 883, "core_v0.17.0", None, ("mtp_num_layers", "on"),
-          ("position_embedding_type", "in", ("learned_absolute", "mrope")), says=_MTP_SAYS),
+          ("position_embedding_type", "in", ("learned_absolute", "mrope")), _NO_PATTERN, says=_MTP_SAYS),
         R(ARGS, 1075, "core_v0.12.0", "core_v0.13.0", ("mtp_num_layers", "on"), ("context_parallel_size", "!=", 1),
           says="Multi-Token Prediction (MTP) is not supported with Context Parallelism."),
         R(ARGS, 916, "core_v0.5.0", "core_v0.13.0", ("rotary_interleaved", "on"), ("apply_rope_fusion", "on"),

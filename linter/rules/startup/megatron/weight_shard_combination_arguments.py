@@ -4,9 +4,11 @@ factor --tensor-parallel-num-weight-shards / TP above 1), core_v0.19.0 and upstr
 from __future__ import annotations
 
 from trainlint import hookimpl
-from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document
+from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document, quiet
 
 _GTP = ("gtp_weight_remat_size", ">", 1)
+# FSDP2 (with TE >= 2.0) turns --fp8-param-gather off, Megatron-FSDP --reuse-grad-buf-for-mxfp8-param-ag, first
+_NO_FSDP = (quiet("use_torch_fsdp2", "off"), quiet("use_megatron_fsdp", "off"))
 
 
 class WeightShardCombinationArguments(ReleaseCheckTable):
@@ -45,11 +47,11 @@ class WeightShardCombinationArguments(ReleaseCheckTable):
         R(ARGS, 1562, "core_v0.19.0", None, _GTP, ("dist_ckpt_optim_fully_reshardable", "on"),
           ("distrib_optim_fully_reshardable_mem_efficient", "on"),
           says="GTP does not support the distributed-optimizer fully-reshardable + mem-efficient checkpoint mode."),
-        R(ARGS, 1576, "core_v0.19.0", None, _GTP, ("fp8_recipe", "==", "mxfp8"), ("fp8_param_gather", "off"),
+        R(ARGS, 1576, "core_v0.19.0", None, _GTP, ("fp8_recipe", "==", "mxfp8"), ("fp8_param_gather", "off"), *_NO_FSDP,
           says="GTP + mxfp8 requires --fp8-param-gather (the optimizer maintains the fp8 shard; GTP does not keep "
                "or re-quantize a bf16 weight)."),
         R(ARGS, 1583, "core_v0.19.0", None, _GTP, ("fp8_recipe", "==", "mxfp8"), ("fp8_param_gather", "on"),
-          ("reuse_grad_buf_for_mxfp8_param_ag", "off"),
+          ("reuse_grad_buf_for_mxfp8_param_ag", "off"), *_NO_FSDP,
           says="GTP + mxfp8 + --fp8-param-gather requires --reuse-grad-buf-for-mxfp8-param-ag"),
         *(R(ARGS, 1592, "main", None, _GTP, (ub, "on"), ("disable_symmetric_registration", "on"),
             says="--gtp-remat-nccl-ub/--gtp-expert-remat-nccl-ub require symmetric window registration and cannot be "
