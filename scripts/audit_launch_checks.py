@@ -63,6 +63,8 @@ SCOPE: dict[str, list[tuple[tuple[str, ...], str]]] = {
         (("megatron/core/num_microbatches_calculator.py", "megatron/training/microbatches.py",
           "megatron/microbatches.py"), r".*"),
         (("megatron/core/transformer/enums.py",), r".*"),
+        # validate_args normalises and checks the CUDA-graph options through these (core_v0.18.0 on)
+        (("megatron/core/transformer/cuda_graph_config.py",), r"^(normalize|validate)_"),
         (("megatron/core/transformer/moe/moe_utils.py",), r"^validate"),
         # the interleaved schedule's checks of the micro-batch count run in the first step
         (("megatron/core/pipeline_parallel/schedules.py", "megatron/schedules.py"),
@@ -272,7 +274,9 @@ def load_readings() -> dict[str, dict[str, str]]:
 
 
 def classify(row: dict[str, Any], references: list[tuple[str, str, int, int, str]],
-             readings: dict[str, dict[str, str]]) -> None:
+             readings: dict[str, dict[str, str]], commits: dict[str, dict[str, str]] | None = None) -> None:
+    """A reader's decision first; else a rule whose References cite the row's line at the commit of a
+    release that makes it (upstream's, or an older release's for a check upstream dropped)."""
     for key in ("covered_by", "reason", "note", "by"):
         row.pop(key, None)
     reading = readings.get(row["id"])
@@ -281,11 +285,15 @@ def classify(row: dict[str, Any], references: list[tuple[str, str, int, int, str
         row["by"] = "reading"
         return
     family = row["framework"]
-    upstream_release, upstream_commit = UPSTREAM[family]
-    line = row["lines"].get(upstream_release)
-    if line is not None:
+    pinned = dict((commits or {}).get(family, {}))
+    pinned[UPSTREAM[family][0]] = UPSTREAM[family][1]
+    for release, line in reversed(list(row["lines"].items())):
+        release_commit = pinned.get(release)
+        if release_commit is None:
+            continue
         for code, path, first, last, commit in references:
-            if upstream_commit.startswith(commit) and row["file"].endswith(path) and first <= line <= last:
+            if release_commit.startswith(commit) and Path(row["file"]).name == Path(path).name \
+                    and first <= line <= last:
                 row["covered_by"], row["by"] = code, "reference"
                 return
 
@@ -342,8 +350,9 @@ def main(argv: list[str] | None = None) -> int:
         unknown = set(readings) - {r["id"] for r in rows}
         if unknown:
             print(f"readings for checks the audit no longer lists: {', '.join(sorted(unknown))}", file=sys.stderr)
+        commits = {family: dict(pairs) for family, pairs in audit.load_releases().items()}
         for row in rows:
-            classify(row, references, readings)
+            classify(row, references, readings, commits)
         inherit(rows)
         for row in rows:
             by_pattern(row)

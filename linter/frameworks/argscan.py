@@ -120,13 +120,14 @@ def scan_megatron(sources: Mapping[str, str], classes: Mapping[str, str] | None 
             class_trees.setdefault(path, tree)
     enums = enum_index(class_trees)
     for path, tree in trees.items():
+        functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call):
                 continue
             func = node.func
             name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
             if name == "add_argument":
-                _megatron_flag(node, path, out, enums)
+                _megatron_flag(node, path, out, enums, functions)
             elif name == "add_config_arguments":
                 out.uses_deepspeed_args = True
             elif name == "ArgumentGroupFactory" and node.args and isinstance(node.args[0], ast.Name):
@@ -291,20 +292,88 @@ def enum_choices(node: ast.AST | None, enums: EnumIndex) -> tuple | None:
     return None
 
 
-def _enum_type(node: ast.AST | None, enums: EnumIndex) -> str | None:
-    """``type=E``, ``type=E.__getitem__``, ``type=lambda x: E[x]``: the enum a flag converts to."""
+def _enum_type(node: ast.AST | None, enums: EnumIndex,
+               functions: Mapping[str, ast.FunctionDef] | None = None) -> tuple[str, tuple] | None:
+    """The enum a flag converts to, and the literal values the conversion lets through unchanged:
+    ``type=E``, ``type=E.__getitem__``, ``type=lambda x: E[x]``, ``type=lambda x: E[x] if x != "full"
+    else x`` (Megatron's ``--cuda-graph-scope``, core_v0.16.0-0.17.0), or a module-level function whose
+    returns are ``E[x]`` and ``x`` under ``if x in {...}`` (``_parse_cuda_graph_modules_arg``)."""
     if isinstance(node, ast.Name) and node.id in enums:
-        return node.id
+        return node.id, ()
     if isinstance(node, ast.Attribute) and node.attr == "__getitem__" and isinstance(node.value, ast.Name) \
             and node.value.id in enums:
-        return node.value.id
-    if isinstance(node, ast.Lambda) and isinstance(node.body, ast.Subscript) and isinstance(node.body.value, ast.Name) \
-            and node.body.value.id in enums:
-        return node.body.value.id
+        return node.value.id, ()
+    if isinstance(node, ast.Lambda) and len(node.args.args) == 1:
+        param = node.args.args[0].arg
+        body = node.body
+        if isinstance(body, ast.IfExp):
+            passed = _passed_through(body.test, param)
+            if passed is None:
+                return None
+            literals, when_true = passed
+            kept, converted = (body.body, body.orelse) if when_true else (body.orelse, body.body)
+            enum = _subscripted_enum(converted, param, enums)
+            if enum is None or not (isinstance(kept, ast.Name) and kept.id == param):
+                return None
+            return enum, literals
+        enum = _subscripted_enum(body, param, enums)
+        return (enum, ()) if enum is not None else None
+    if isinstance(node, ast.Name) and functions and node.id in functions:
+        return _enum_function(functions[node.id], enums)
     return None
 
 
-def _megatron_flag(call: ast.Call, path: str, out: ScanResult, enums: EnumIndex | None = None) -> None:
+def _subscripted_enum(node: ast.AST, param: str, enums: EnumIndex) -> str | None:
+    """``E[param]`` -> ``E``."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id in enums \
+            and isinstance(node.slice, ast.Name) and node.slice.id == param:
+        return node.value.id
+    return None
+
+
+def _passed_through(test: ast.AST, param: str) -> tuple[tuple, bool] | None:
+    """``param == "a"`` / ``param in {"a", "b"}`` (True: the literals when the test holds) or ``!=`` /
+    ``not in`` (False: when it fails); None for any other test."""
+    if not (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == param
+            and len(test.ops) == 1):
+        return None
+    ok, value = _literal(test.comparators[0])
+    if not ok:
+        return None
+    op = test.ops[0]
+    if isinstance(op, (ast.Eq, ast.NotEq)) and isinstance(value, str):
+        return (value,), isinstance(op, ast.Eq)
+    if isinstance(op, (ast.In, ast.NotIn)) and isinstance(value, (list, tuple, set, frozenset)) \
+            and all(isinstance(v, str) for v in value):
+        return tuple(sorted(value)), isinstance(op, ast.In)
+    return None
+
+
+def _enum_function(func: ast.FunctionDef, enums: EnumIndex) -> tuple[str, tuple] | None:
+    """A converter ``def f(x): if x in {...}: return x; return E[x]`` (and nothing else)."""
+    if len(func.args.args) != 1:
+        return None
+    param = func.args.args[0].arg
+    body = [s for s in func.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]  # docstring
+    if not body or not isinstance(body[-1], ast.Return) or body[-1].value is None:
+        return None
+    enum = _subscripted_enum(body[-1].value, param, enums)
+    if enum is None:
+        return None
+    literals: list = []
+    for stmt in body[:-1]:
+        if not (isinstance(stmt, ast.If) and not stmt.orelse and len(stmt.body) == 1 and isinstance(stmt.body[0], ast.Return)
+                and isinstance(stmt.body[0].value, ast.Name) and stmt.body[0].value.id == param):
+            return None
+        passed = _passed_through(stmt.test, param)
+        if passed is None or not passed[1]:
+            return None
+        literals.extend(passed[0])
+    return enum, tuple(literals)
+
+
+def _megatron_flag(call: ast.Call, path: str, out: ScanResult, enums: EnumIndex | None = None,
+                   functions: Mapping[str, ast.FunctionDef] | None = None) -> None:
     flags: list[str] = []
     for a in call.args:
         ok, value = _literal(a)
@@ -333,9 +402,10 @@ def _megatron_flag(call: ast.Call, path: str, out: ScanResult, enums: EnumIndex 
     choices_t = tuple(choices) if ok_choices and isinstance(choices, (list, tuple)) else None
     if choices_t is None and enums:
         choices_t = enum_choices(kw.get("choices"), enums)
-        converted = _enum_type(kw.get("type"), enums)
+        converted = _enum_type(kw.get("type"), enums, functions)
         if converted is not None:
-            choices_t, typ = choices_t or enums[converted][0], "str"
+            enum, passed = converted
+            choices_t, typ = choices_t or (*enums[enum][0], *(p for p in passed if p not in enums[enum][0])), "str"
     _, nargs = _literal(kw.get("nargs"))
     has_default, default = _literal(kw.get("default"))
     if action == "store_true" and "default" not in kw:

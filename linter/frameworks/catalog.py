@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 MAX_SOURCE_BYTES = 4 * 1024 * 1024
 """A file larger than this is not read (an argument module is ~100-200 KB); the readers use the same bound."""
 
-SCANNER_VERSION = "3"
+SCANNER_VERSION = "4"
 """Bump when the readers change what they extract: cached catalogs of older readers are ignored."""
 
 MAX_DEPENDENCIES = 48
@@ -198,10 +198,14 @@ def _class_modules(read: Callable[[str], str | None], text: str, needed: bool) -
     wanted = {n.args[0].id for n in ast.walk(root_tree) if isinstance(n, ast.Call) and n.args
               and isinstance(n.args[0], ast.Name) and getattr(n.func, "id", getattr(n.func, "attr", "")) == "ArgumentGroupFactory"}
     # enums an add_argument takes its choices or type from (choices=[e.name for e in E], type=E.__getitem__)
+    # or through a converter function of the module (type=_parse_cuda_graph_modules_arg)
+    converters = {n.name: n for n in root_tree.body if isinstance(n, ast.FunctionDef)}
     wanted |= {name.id for call in ast.walk(root_tree) if isinstance(call, ast.Call)
                and getattr(call.func, "attr", "") == "add_argument"
                for k in call.keywords if k.arg in ("choices", "type")
-               for name in ast.walk(k.value) if isinstance(name, ast.Name) and name.id[:1].isupper()}
+               for node in (k.value, *((converters[k.value.id],) if isinstance(k.value, ast.Name)
+                                       and k.value.id in converters else ()))
+               for name in ast.walk(node) if isinstance(name, ast.Name) and name.id[:1].isupper()}
     if not wanted:
         return {}
     out: dict[str, str] = {}

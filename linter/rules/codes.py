@@ -40,7 +40,7 @@ FAMILIES: dict[str, str] = {
     "startup": "trainlint.rules.startup",  # TL1xx cross-framework start-up failures (and the HF Trainer's)
     "deepspeed": "trainlint.rules.startup.deepspeed",  # DeepSpeed's own start-up checks
     "neox": "trainlint.rules.startup.neox",  # GPT-NeoX's own start-up checks
-    "megatron": "trainlint.rules.startup.megatron",  # TL140-TL179 Megatron-LM's own start-up checks
+    "megatron": "trainlint.rules.startup.megatron",  # TL140-TL179, TL600-TL629 Megatron-LM's own start-up checks
     "estimation": "trainlint.rules.estimation",  # TL2xx-TL4xx, TL900 on the estimate
     "planning": "trainlint.rules.planning",  # TL5xx run length and cost
 }
@@ -138,6 +138,16 @@ CODES: tuple[Code, ...] = (
     Code("TL173", "megatron", "megatron-weight-shard-arguments"),
     Code("TL174", "megatron", "megatron-interleaved-microbatches"),
     Code("TL175", "megatron", "megatron-batch-size-schedule"),
+    Code("TL600", "megatron", "megatron-legacy-model-arguments"),
+    Code("TL601", "megatron", "megatron-moe-release-arguments"),
+    Code("TL602", "megatron", "megatron-cuda-graph-release-arguments"),
+    Code("TL603", "megatron", "megatron-dynamic-batching-arguments"),
+    Code("TL604", "megatron", "megatron-fsdp-checkpoint-release-arguments"),
+    Code("TL605", "megatron", "megatron-rl-release-arguments"),
+    Code("TL606", "megatron", "megatron-weight-shard-combination-arguments"),
+    Code("TL607", "megatron", "megatron-pipeline-release-arguments"),
+    Code("TL608", "megatron", "megatron-batch-rampup-arguments"),
+    Code("TL609", "megatron", "megatron-model-release-arguments"),
     Code("TL180", "neox", "neox-bf16-zero-without-fp32-grad-accum"),
     Code("TL181", "neox", "neox-onebitadam-without-train-iters"),
     Code("TL182", "neox", "neox-attention-config-length"),

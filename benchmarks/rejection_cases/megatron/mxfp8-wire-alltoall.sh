@@ -1,0 +1,10 @@
+#!/bin/bash
+# tests/unit_tests/transformer/test_transformer_config.py::test_mxfp8_wire_dtypes_reject_non_ncclep_dispatcher[alltoall] @ d98e8a6
+# reject: MXFP8 wire dtypes need the flex dispatcher
+torchrun --nproc_per_node 8 pretrain_gpt.py \
+    --num-layers 2 --hidden-size 128 --num-attention-heads 4 \
+    --seq-length 1024 --max-position-embeddings 1024 \
+    --micro-batch-size 1 --global-batch-size 8 --train-iters 1 --lr 1e-4 \
+    --tokenizer-type NullTokenizer --vocab-size 1024 \
+    --num-experts 2 --expert-model-parallel-size 2 --moe-token-dispatcher-type alltoall \
+    --moe-grouped-gemm --use-transformer-engine-op-fuser --moe-dispatch-fwd-dtype mxfp8 --moe-combine-bwd-dtype mxfp8 --bf16

@@ -1,0 +1,9 @@
+#!/bin/bash
+# tests/unit_tests/test_model_parallel_config.py @ d98e8a6
+# reject: Transformer Engine cross-entropy fusion is disabled
+torchrun --nproc_per_node 8 pretrain_gpt.py \
+    --num-layers 2 --hidden-size 128 --num-attention-heads 4 \
+    --seq-length 1024 --max-position-embeddings 1024 \
+    --micro-batch-size 1 --global-batch-size 8 --train-iters 1 --lr 1e-4 \
+    --tokenizer-type NullTokenizer --vocab-size 1024 \
+    --cross-entropy-loss-fusion --cross-entropy-fusion-impl te
