@@ -308,8 +308,7 @@ def load_deepspeed_config(source: SourceText, frameworks: FrameworkSettings | No
     # `"_comment": "..."`: the JSON comment convention; DeepSpeed ignores unknown top-level keys
     diagnostics.extend(_judged(check_document(doc, schema, comment_prefix="_"), target))
     result.documents.append(doc)
-    spec = build_spec(doc)
-    spec.target = target
+    spec = build_spec(doc, target)
     result.specs.append(spec)
     result.diagnostics = sorted(diagnostics, key=lambda d: (d.span, d.code, d.message))
     return result
@@ -506,8 +505,9 @@ def _lower(raw: Any) -> str | None:
     return raw.lower() if isinstance(raw, str) else None
 
 
-def build_spec(doc: Document) -> TrainingSpec:
+def build_spec(doc: Document, target: Any = None) -> TrainingSpec:
     spec = TrainingSpec(framework=FORMAT, path=doc.path, sources=[doc.path])
+    spec.target = target  # the engine's choices depend on the DeepSpeed release (deepspeed_optimizer)
     r = _Reader(doc)
     _batch(spec, r)
     _parallel(spec, r)
@@ -683,20 +683,44 @@ _DTYPES = {"fp32": "fp32", "float32": "fp32", "float": "fp32", "fp16": "fp16", "
            "bf16": "bf16", "bfloat16": "bf16"}
 
 
-def deepspeed_optimizer(dtype: str, zero: int, grad_accum_dtype: str | None, pipeline: bool) -> tuple[str, int, str, str]:
+NON_ZERO_BF16_DEFAULT_CHANGED = (0, 17, 6)
+"""DeepSpeed PR #7515 ("Enable non-ZeRO mode", Aug 2025, first in v0.17.6): ``get_data_types`` no longer
+defaults bf16 without ZeRO to fp32 gradient accumulation (engine.py at v0.17.5: ``if model_dtype ==
+torch.bfloat16 and not self.zero_optimization(): grad_accum_dtype = torch.float32``; at v0.17.6:
+``grad_accum_dtype = model_dtype``)."""
+
+
+def _release(version: str | None) -> tuple[int, ...] | None:
+    """``"0.17.6"`` / ``"v0.14.0"`` as a tuple; None when it names no release."""
+    m = re.match(r"v?(\d+)\.(\d+)(?:\.(\d+))?", str(version or "").strip())
+    return tuple(int(x or 0) for x in m.groups()) if m else None
+
+
+def deepspeed_optimizer(dtype: str, zero: int, grad_accum_dtype: str | None, pipeline: bool, *,
+                        offload: bool = False, version: str | None = None) -> tuple[str, int, str, str]:
     """(optimizer owner, shard stage, gradient dtype, why) as DeepSpeed's engine picks its optimizer
     wrapper (engine.py ``get_data_types`` and ``_do_optimizer_sanity_check``):
 
     * ZeRO stage >= 1: the ZeRO optimizer; gradients in ``data_types.grad_accum_dtype``, else the
-      model dtype.
-    * ZeRO 0 in bf16: gradients accumulate in fp32 unless ``grad_accum_dtype`` says otherwise;
-      bf16 params with fp32 accumulation select ``BF16_Optimizer``, and so does bf16 accumulation
-      on the pipeline engine. BF16_Optimizer keeps a full fp32 gradient buffer and shards the fp32
+      model dtype. Except bf16 at ZeRO stage 1 with ``grad_accum_dtype: fp32`` and no CPU offload:
+      ``BF16_Optimizer`` ("if model_dtype == torch.bfloat16 and grad_accum_dtype == torch.float32 and
+      self.zero_optimization_stage() == 1 and not self.zero_cpu_offload(): return BFLOAT16", every
+      release since PR #2742, v0.8.1, through v0.19).
+    * ZeRO 0 in bf16: gradients accumulate in fp32 unless ``grad_accum_dtype`` says otherwise, up to
+      DeepSpeed 0.17.5; from 0.17.6 (PR #7515) in bf16 (``version``: the DeepSpeed release the
+      config is judged against; unknown, the older default, which every Megatron-DeepSpeed and
+      GPT-NeoX pin uses). bf16 params with fp32 accumulation select ``BF16_Optimizer``, and so does
+      bf16 accumulation on the pipeline engine. BF16_Optimizer keeps a full fp32 gradient buffer and shards the fp32
       master weights and the optimizer states over DP (bf16_optimizer.py: the fp32 partition of
       the flat bf16 group, ``fp32_groups_gradients_flat`` the size of the whole group).
     * ZeRO 0 in fp16: FP16_Optimizer (fp16 grads, fp32 master and states, nothing sharded).
     """
     acc = _DTYPES.get(str(grad_accum_dtype).lower()) if grad_accum_dtype is not None else None
+    if zero == 1 and dtype == "bf16" and acc == "fp32" and not offload:
+        return ("deepspeed-bf16", 1, "fp32",
+                f"bf16 with ZeRO stage 1 and data_types.grad_accum_dtype fp32 selects BF16_Optimizer, not the ZeRO "
+                f"optimizer ({DS_ENGINE_PY} _do_optimizer_sanity_check), which keeps a full fp32 gradient buffer and "
+                f"shards the fp32 master weights and optimizer states over data parallel ({DS_BF16_PY})")
     if zero >= 1:
         grads = acc or (dtype if dtype in ("bf16", "fp16") else "fp32")
         what = {1: "optimizer states", 2: "optimizer states and gradients", 3: "optimizer states, gradients and parameters"}
@@ -704,13 +728,17 @@ def deepspeed_optimizer(dtype: str, zero: int, grad_accum_dtype: str | None, pip
                 f"ZeRO stage {zero} shards the {what[min(zero, 3)]} over data parallel; gradients in {grads} "
                 f"({'data_types.grad_accum_dtype' if acc else 'the model dtype'}; {DS_ENGINE_PY} get_data_types)")
     if dtype == "bf16":
-        acc = acc or "fp32"
+        release = _release(version)
+        new_default = release is not None and release >= NON_ZERO_BF16_DEFAULT_CHANGED
+        acc = acc or ("bf16" if new_default else "fp32")
         if acc == "fp32" or pipeline:
             return ("deepspeed-bf16", 1, acc,
                     f"bf16 with ZeRO 0 and {acc} gradient accumulation selects BF16_Optimizer ({DS_ENGINE_PY} "
                     f"get_data_types / _do_optimizer_sanity_check), which keeps a full {acc} gradient buffer and "
                     f"shards the fp32 master weights and optimizer states over data parallel ({DS_BF16_PY})")
-        return ("deepspeed", 0, "bf16", f"bf16 gradient accumulation with ZeRO 0 outside the pipeline engine: "
+        why = (f"DeepSpeed {version} accumulates bf16 gradients without ZeRO by default (PR #7515, from 0.17.6)"
+               if new_default and grad_accum_dtype is None else "bf16 gradient accumulation")
+        return ("deepspeed", 0, "bf16", f"{why} with ZeRO 0 outside the pipeline engine: "
                                         f"no sharding (DDP_BFLOAT16, {DS_ENGINE_PY})")
     if dtype == "fp16":
         return ("deepspeed", 0, acc or "fp16", f"fp16 with ZeRO 0: FP16_Optimizer, nothing sharded ({DS_ENGINE_PY})")
@@ -742,6 +770,10 @@ def deepspeed_engine(spec: TrainingSpec, *, prefix: str = "", pipeline: bool = F
     zero = zero_v.value if zero_v is not None and type(zero_v.value) is int and 0 <= zero_v.value <= 3 else None
     acc_v = _ds_setting_str(spec, prefix, "data_types.grad_accum_dtype")
     sources = (dtype_v, zero_v, acc_v)
+    off_v = spec.parallel.offload_optimizer
+    offload = off_v is not None and str(off_v.value).lower() in ("cpu", "nvme")
+    target = getattr(spec, "target", None)
+    version = target.version if target is not None and getattr(target, "family", None) == "deepspeed" else None
     if dtype is None or zero is None:
         unknown = [what for what, v in (("ZeRO stage", zero), ("precision", dtype)) if v is None]
         taken = [f"ZeRO {zero}" if zero is not None else "ZeRO 0 assumed",
@@ -750,14 +782,24 @@ def deepspeed_engine(spec: TrainingSpec, *, prefix: str = "", pipeline: bool = F
                                                   f"{', '.join(taken)} for the engine")
         dtype = dtype or "bf16"
         zero = 0 if zero is None else zero
-        owner, stage, grads, why = deepspeed_optimizer(dtype, zero, acc_v.value if acc_v else None, pipeline)
+        owner, stage, grads, why = deepspeed_optimizer(dtype, zero, acc_v.value if acc_v else None, pipeline,
+                                                     offload=offload, version=version)
         e.optimizer_owner, e.shard_stage, e.grad_dtype = (Value(x, assumed) for x in (owner, stage, grads))
     else:
-        owner, stage, grads, why = deepspeed_optimizer(dtype, zero, acc_v.value if acc_v else None, pipeline)
+        owner, stage, grads, why = deepspeed_optimizer(dtype, zero, acc_v.value if acc_v else None, pipeline,
+                                                     offload=offload, version=version)
         e.optimizer_owner = derived(owner, why, *sources)
         e.shard_stage = derived(stage, why, *sources)
         e.grad_dtype = derived(grads, why, *sources)
-    e.shard_group = default("dp", f"DeepSpeed shards over its data-parallel group ({DS_ENGINE_PY})")
+    uly = spec.settings.get("ds_sequence_parallel_size")
+    if uly is not None and type(uly.value) is int and uly.value > 1:
+        # with DeepSpeed-Ulysses ZeRO partitions over the sequence-data-parallel group (DP x SP):
+        # engine.py "self.seq_data_parallel_group = groups._get_sequence_data_parallel_group()", the
+        # dp_process_group of every ZeRO optimizer
+        e.shard_group = derived("dp_cp", f"DeepSpeed-Ulysses: ZeRO shards over data x sequence parallel "
+                                         f"(seq_data_parallel_group, {DS_ENGINE_PY})", uly)
+    else:
+        e.shard_group = default("dp", f"DeepSpeed shards over its data-parallel group ({DS_ENGINE_PY})")
     e.offload_optimizer = spec.parallel.offload_optimizer
     e.offload_params = spec.parallel.offload_params
     overlap = _ds_setting(spec, prefix, "zero_optimization.overlap_comm")

@@ -26,6 +26,7 @@ apart and are not in any figure.
     .venv/bin/python benchmarks/accuracy.py --summary  # summary only
     .venv/bin/python benchmarks/accuracy.py --no-loso  # shipped coefficients only (fast)
     .venv/bin/python benchmarks/accuracy.py --fit      # print the in-sample fit, to update coefficients.py
+    .venv/bin/python benchmarks/accuracy.py --kind memory   # memory rows only (about a minute, with LOSO)
 """
 
 from __future__ import annotations
@@ -307,7 +308,9 @@ def evaluate(loaded: list[Loaded], *, strict: bool = False) -> tuple[list[Result
             source = source_of(row)
             if row["kind"] == "peak_memory_gb":
                 unit = str(meas.get("unit"))
-                worst = est.worst_stage
+                # like with like: a figure logged by global rank 0 alone (nanotron's bench CSV) is the
+                # first pipeline stage's memory, not the worst stage's
+                worst = est.stages[0] if "rank 0 only" in str(meas.get("what") or "") else est.worst_stage
                 pred = (worst.reserved if "reserved" in unit else worst.total) / C.GIB
                 oom = bool(meas.get("oom"))
                 if meas.get("value") is None and not oom:
@@ -625,6 +628,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-loso", action="store_true", help="shipped coefficients only: no refits")
     ap.add_argument("--fit", action="store_true", help="print the in-sample fit of the FITTED coefficients")
     ap.add_argument("--passes", type=int, default=2, help="coordinate-search passes per fit (default 2)")
+    ap.add_argument("--kind", choices=("memory", "throughput"), help="only the rows of this kind (fast iteration on "
+                    "one side; the \"does not fit\" count then covers those rows only)")
     args = ap.parse_args(argv)
     paths = [Path(p) for p in args.data] if args.data else list(CALIBRATION_FILES)
     missing = [str(p) for p in paths if not p.is_file()]
@@ -632,6 +637,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"calibration file not found: {', '.join(missing)}", file=sys.stderr)
         return 2
     rows = load_rows(paths)
+    if args.kind:
+        rows = [r for r in rows if (r["kind"] == "peak_memory_gb") == (args.kind == "memory")]
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="trainlint-accuracy-") as tmp:
         loaded, skipped, no_path = load_cases(rows, Path(tmp))

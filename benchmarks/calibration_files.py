@@ -66,8 +66,9 @@ TRANSLATIONS = {
                 "REDUCE_SCATTER = --sequence-parallel); nanotron's own kernels and its 1F1B engine are Megatron's in the "
                 "estimate",
     "torchtitan": "torchtitan FSDP2 (+TP/CP) written as a Megatron-DeepSpeed launch with ZeRO-3 (with PP, which ZeRO-3 "
-                  "does not take: Megatron-LM with the distributed optimizer); torchtitan's op-level selective recompute "
-                  "as Megatron's selective recompute",
+                  "does not take: Megatron-LM with the distributed optimizer; CP as DeepSpeed-Ulysses "
+                  "--ds-sequence-parallel-size, the same split of the activations with an all-to-all instead of "
+                  "torchtitan's ring); torchtitan's op-level selective recompute as Megatron's selective recompute",
 }
 """Frameworks trainlint reads no file of, each written as the nearest user path (a Megatron-LM launch),
 with the difference stated (the row's note)."""
@@ -91,9 +92,9 @@ def framework_of(row: dict) -> str:
     text = f"{p.get('framework') or ''} {row.get('source') or ''} {row['id']}".lower()
     if translation_of(row) is not None:
         sharded = int(p.get("zero_stage") or 0) >= 3 or p.get("fsdp_degree") or p.get("fsdp")
-        if sharded and int(p.get("cp") or 1) > 1:
-            raise NoUserPath("FSDP with context parallelism: trainlint reads no fully sharded engine with CP "
-                             "(Megatron-DeepSpeed's Ulysses --ds-sequence-parallel-size is not read)")
+        if sharded and int(p.get("cp") or 1) > 1 and int(p.get("pp") or 1) > 1:
+            raise NoUserPath("FSDP with context and pipeline parallelism: no fully sharded engine trainlint reads "
+                             "takes both")
         if translation_of(row)[0] == "torchtitan" and row["kind"] == "peak_memory_gb" \
                 and recompute_of(row) == "selective":
             # torchtitan's op-level SAC saves matmul outputs and recomputes the rest (every other mm): no
@@ -309,7 +310,11 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         # an uneven split (DeepSeek-V3's 61 layers): the last stage takes what is left
         base = -(-layers // pp)
         args.append(f"--decoder-last-pipeline-num-layers {layers - base * (pp - 1)}")
-    if cp > 1:
+    if cp > 1 and deepspeed and translation_of(row) is not None:
+        # a fully sharded run with CP: the sequence split of DeepSpeed-Ulysses, the user path of ZeRO-3 with
+        # a sequence split (Megatron-DeepSpeed has no ring context parallelism)
+        args.append(f"--ds-sequence-parallel-size {cp}")
+    elif cp > 1:
         args.append(f"--context-parallel-size {cp}")
     if p.get("vpp") and int(p["vpp"]) > 1:
         per_stage = int(m["layers"]) // pp

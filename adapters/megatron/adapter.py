@@ -390,8 +390,14 @@ def _merge_deepspeed(result: LoadResult, spec: TrainingSpec, parsed: ParsedArgs,
 
 
 # Fields the DeepSpeed JSON decides when it is present (the engine reads them from the JSON).
-_JSON_WINS = {"parallel.zero_stage", "parallel.offload_optimizer", "parallel.offload_params",
-              "memory.partition_activations", "memory.cpu_checkpointing"}
+_JSON_WINS = {"parallel.zero_stage", "parallel.offload_optimizer", "parallel.offload_params"}
+
+# Fields only Megatron's flags decide: Megatron-DeepSpeed configures DeepSpeed's activation checkpointing
+# with its own flags, never None (megatron/initialize.py: deepspeed.checkpointing.configure(mpu,
+# partition_activations=args.partition_activations, checkpoint_in_cpu=args.checkpoint_in_cpu, ...), which
+# override the JSON's activation_checkpointing section: activation_checkpointing/checkpointing.py
+# configure, "if partition_activations is not None"), and only under --deepspeed-activation-checkpointing.
+_FLAGS_ONLY = {"memory.partition_activations", "memory.cpu_checkpointing"}
 
 
 # Fields Megatron's flags decide even under DeepSpeed: Megatron-DeepSpeed sets DeepSpeed's batch from
@@ -404,7 +410,7 @@ def _merge_spec(spec: TrainingSpec, ds: TrainingSpec) -> None:
     for dotted, value in ds.items():
         if dotted.startswith(("cluster.", "engine.")):
             continue
-        if dotted in _FLAGS_WIN and spec.get(dotted) is not None:
+        if dotted in _FLAGS_ONLY or (dotted in _FLAGS_WIN and spec.get(dotted) is not None):
             spec.settings[f"deepspeed:{dotted}"] = value
             continue
         current = spec.get(dotted)

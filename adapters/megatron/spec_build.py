@@ -325,6 +325,14 @@ class SpecBuilder:
                     p.virtual_pipeline = derived(per_stage // k.value,
                                                  "num_layers / pipeline size / layers per virtual stage", L, pp, k)
         p.context = self.get_or_default("context_parallel_size", 1)
+        uly = self.get("ds_sequence_parallel_size") if self.ctx.dialect == DEEPSPEED else None
+        if uly is not None and type(uly.value) is int and uly.value > 1 and not self.given("context_parallel_size"):
+            # DeepSpeed-Ulysses (Megatron-DeepSpeed --ds-sequence-parallel-size): every GPU of the group holds
+            # 1/N of the sequence outside attention and 1/N of the heads inside it (all-to-all before and
+            # after the attention core), so activations split like context parallelism; the world is
+            # TP x PP x SP x DP (megatron/core/parallel_state.py sequence_parallel_size)
+            p.context = derived(uly.value, f"DeepSpeed-Ulysses sequence parallelism over {uly.value} GPUs "
+                                           "(--ds-sequence-parallel-size)", uly)
         if self.ctx.dialect == DEEPSPEED and self.given("moe_expert_parallel_size"):
             p.expert = self.get("moe_expert_parallel_size")
         else:
@@ -435,10 +443,21 @@ class SpecBuilder:
                 mem.flash_attention = self.value_of(s, use=True)
             elif s.value in ("unfused", "local"):
                 mem.flash_attention = self.value_of(s, use=False)
-        if self.given("partition_activations"):
-            mem.partition_activations = self.get("partition_activations")
-        if self.given("checkpoint_in_cpu"):
-            mem.cpu_checkpointing = self.get("checkpoint_in_cpu")
+        # Megatron-DeepSpeed hands --partition-activations and --checkpoint-in-cpu to
+        # deepspeed.checkpointing.configure only under --deepspeed --deepspeed-activation-checkpointing
+        # (megatron/initialize.py: "if args.deepspeed and args.deepspeed_activation_checkpointing:
+        # setup_deepspeed_random_and_activation_checkpointing(args)"); without them Megatron's own
+        # checkpointing runs and the flags do nothing
+        ds_ckpt = (self.given("deepspeed_activation_checkpointing") and bool(self.raw("deepspeed_activation_checkpointing"))
+                   and self.given("deepspeed") and bool(self.raw("deepspeed")))
+        for dest, field_name in (("partition_activations", "partition_activations"), ("checkpoint_in_cpu", "cpu_checkpointing")):
+            if not self.given(dest):
+                continue
+            value = self.get(dest)
+            if value is not None and value.value and not ds_ckpt:
+                value = derived(False, f"--{dest.replace('_', '-')} acts only with --deepspeed "
+                                       "--deepspeed-activation-checkpointing (megatron/initialize.py)", value)
+            setattr(mem, field_name, value)
 
     def _run(self) -> None:
         r = self.spec.run

@@ -47,7 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Training FLOPs C = 6*P*D; time = C / (GPUs * peak * MFU); cost = GPU-hours * "
                                    "price. Give two of --days (or --target-tokens-per-s), --budget, --mfu; the rest "
                                    "(and --gpus if absent) is solved. Without --tokens: compute-optimal D = 20 P.")
-    g = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("paths", nargs="*", metavar="CONFIG",
+                   help="the run's config (Megatron script, DeepSpeed JSON, NeoX YAML): the plan is sized with the "
+                        "estimator, as `trainlint estimate` (its layout's GPUs, step time and memory); without "
+                        "one, 6PD arithmetic at a given MFU")
+    p.add_argument("--nodes", type=int_at_most(1_000_000), metavar="N", help="with a CONFIG: number of nodes")
+    p.add_argument("--gpus-per-node", type=int_at_most(1024), metavar="N", help="with a CONFIG: GPUs per node")
+    g = p.add_mutually_exclusive_group()
     g.add_argument("--model", metavar="PRESET|PATH", help="model preset id or a local HF config.json")
     g.add_argument("--params", metavar="N", help="parameter count, e.g. 30B")
     g.add_argument("--layers", type=int_at_most(1_000_000), metavar="L", help="with --hidden (and --vocab): P = 12 L H^2 + 2 V H")
@@ -122,6 +128,14 @@ def _run(args: argparse.Namespace) -> int:
     from trainlint.planning import PlanError, parse_count
     from trainlint.planning.sizing import compute_optimal_tokens
 
+    if args.paths:
+        return _run_layout(args)
+    if not (args.model or args.params or args.layers is not None):
+        print("trainlint plan: give the run's CONFIG, or one of --model, --params, --layers", file=sys.stderr)
+        return EXIT_ERROR
+    if args.nodes is not None or args.gpus_per_node is not None:
+        print("trainlint plan: --nodes / --gpus-per-node size a CONFIG's layout; without one use --gpus", file=sys.stderr)
+        return EXIT_ERROR
     try:
         # plan reads no config file: the session gives the project's GPUs, prices and the plugin
         # GPUs and model presets (installed plugins; a project's local ones under the same trust rule)
@@ -168,14 +182,84 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_FINDINGS if one.infeasible else EXIT_CLEAN
 
 
+def _run_layout(args: argparse.Namespace) -> int:
+    """``trainlint plan CONFIG``: the run as ``trainlint estimate`` reads and estimates it (same session,
+    same context, same estimator), planned over its tokens: the days, GPU-hours and cost follow from the
+    estimated step time, the memory verdict from the estimated memory per GPU."""
+    from trainlint.catalog import CatalogError
+    from trainlint.config import ConfigError
+    from trainlint.estimator import ContextError, InvariantError
+    from trainlint.planning import PlanError
+    from trainlint.planning.compare import RunLength, run_tokens
+    from trainlint.planning.gpu_plan import solve_from_estimate
+    from trainlint.planning.inputs import price_for
+    from trainlint.session import EstimateOptions, SessionOptions
+
+    if args.params or args.layers is not None or args.compare_gpus:
+        print("trainlint plan: with a CONFIG the model and layout come from it (--params, --layers and "
+              "--compare-gpus are for planning without one; `trainlint estimate --compare-gpus` compares GPUs "
+              "for a config)", file=sys.stderr)
+        return EXIT_ERROR
+    missing = [p for p in args.paths if not Path(p).exists()]
+    if missing:
+        print(printable(f"trainlint plan: no such file or directory: {', '.join(missing)}"), file=sys.stderr)
+        return EXIT_ERROR
+    options = SessionOptions(config=args.config, isolated=args.isolated,
+                             estimate=EstimateOptions(gpu=args.gpu, nodes=args.nodes, gpus_per_node=args.gpus_per_node,
+                                                      model=args.model))
+    try:
+        session = open_session(options, Path(args.paths[0]))
+        runs = [(spec, session.context(spec)) for result in session.check_paths(args.paths) for spec in result.specs]
+        if len(runs) != 1:
+            print(f"trainlint plan: {len(runs)} training runs read from {', '.join(args.paths)}; plan one run at a time",
+                  file=sys.stderr)
+            return EXIT_ERROR
+        spec, ctx = runs[0]
+        est = session.estimate(spec, ctx)
+        if not est.ok:
+            what = "; ".join(f"{m.field}: {m.how}" for m in est.missing)
+            print(printable(f"trainlint plan: the run cannot be estimated: {what}"), file=sys.stderr)
+            return EXIT_ERROR
+        tokens, source = run_tokens(spec, est, RunLength(tokens=parse_count_arg(args.tokens)))
+        if tokens is None:
+            tokens, source = 20.0 * est.num_params, (f"20 x {_si(est.num_params)} = {_si(20.0 * est.num_params)} "
+                                                     "(compute-optimal D = 20 P; --tokens to change)")
+        price, price_source = price_for(est.inputs.gpu.id, args.price_per_gpu_hour, session.project)
+        one = solve_from_estimate(est, tokens, _request(args), price, price_source)
+    except (PlanError, PlanInputError, CatalogError, ContextError, ConfigError, InvariantError, ValueError) as exc:
+        print(printable(f"trainlint plan: {exc}"), file=sys.stderr)
+        return EXIT_ERROR
+    model = Model(float(est.num_params), float(est.num_params), spec.label or args.paths[0])
+    note = "" if source == "--tokens" else source
+    if args.format == "json":
+        d = one.to_dict()
+        d.update(model=model.label, total_params=model.total, dtype=est.inputs.dtype, tokens_source=source)
+        print(json.dumps(d, indent=2))
+    else:
+        print(_render_one(one, model, tokens, note, args))
+    return EXIT_FINDINGS if one.infeasible else EXIT_CLEAN
+
+
+def parse_count_arg(text: str | None) -> float | None:
+    from trainlint.planning import parse_count
+
+    if not text:
+        return None
+    value = parse_count(text)
+    if value <= 0:
+        raise PlanInputError("--tokens must be > 0")
+    return value
+
+
 def _render_one(s: Solved, model: Model, tokens: float, tokens_note: str, args: argparse.Namespace) -> str:
-    from trainlint.planning.sizing import STATIC_BYTES_PER_PARAM, usd_per_tbps_hour
+    from trainlint.planning.sizing import static_bytes_per_param, usd_per_tbps_hour
 
     plan, gpu, peak_t = s.plan, s.gpu, s.peak_t
     params = model.params
     secs = plan.days * 86400
     head = f"plan: {_si(params)} parameters" + (f" ({model.note})" if model.note else "")
-    out = [f"{head}, {_si(tokens)} tokens, {gpu.name} ({args.dtype} peak {peak_t:g} TFLOP/s)"]
+    out = [f"{head}, {_si(tokens)} tokens, {gpu.name} ({args.dtype} peak {peak_t:g} TFLOP/s)",
+           f"  basis           {s.basis}"]
     if tokens_note:
         out.append(f"  tokens          {tokens_note}")
     out += [f"  training FLOPs  C = 6 x {_si(params)} x {_si(tokens)} = {plan.flops:.3e}",
@@ -192,11 +276,18 @@ def _render_one(s: Solved, model: Model, tokens: float, tokens_note: str, args: 
                + (f" (limit {plan.days_limit:g} days)" if plan.days_limit is not None else ""))
     out.append(f"  required FLOP/s C / time = {plan.required_flops_per_s:.3e}")
     out.append(f"  peak FLOP/s     {plan.gpus} x {peak_t:g}e12 = {plan.gpus * plan.peak_flops_per_gpu:.3e}")
-    out.append(f"  MFU             {plan.mfu * 100:.1f}%" + (" (required)" if "mfu" in plan.solved else ""))
+    out.append(f"  MFU             {plan.mfu * 100:.1f}%" + (" (required)" if "mfu" in plan.solved else "")
+               + (" (estimated)" if s.estimate is not None else ""))
     out.append(f"  tokens/s        {s.per_gpu_tokens_per_s:,.0f} per GPU x {plan.gpus} = "
                f"{s.per_gpu_tokens_per_s * plan.gpus:,.0f}")
-    out.append(f"  static memory   {STATIC_BYTES_PER_PARAM} B x {_si(model.total)} = {_bytes(STATIC_BYTES_PER_PARAM * model.total)}: "
-               f"at least {s.static_gpus} x {gpu.memory_gb:g} GB GPUs before activations")
+    if s.estimate is not None:
+        e = s.estimate
+        out.append(f"  memory          {e.worst_stage.total / 2**30:.1f} of {e.capacity_bytes / 2**30:.1f} GiB per GPU "
+                   f"(estimated, worst pipeline stage {e.worst_stage.stage})")
+    else:
+        bpp = static_bytes_per_param()
+        out.append(f"  static memory   {bpp:g} B x {_si(model.total)} = {_bytes(bpp * model.total)}: "
+                   f"at least {s.static_gpus} x {gpu.memory_gb:g} GB GPUs before activations")
     out.append(f"  GPU-hours       {plan.gpus} x {secs / 3600:.1f} h = {plan.gpu_hours:,.0f}")
     if plan.budget is not None and plan.price_per_gpu_hour is not None:  # a budget is priced: both or neither
         bw = usd_per_tbps_hour(plan.price_per_gpu_hour, gpu.hbm_bandwidth_tbps)

@@ -176,6 +176,14 @@ contiguous parameter and gradient buffers (core/distributed/param_and_grad_buffe
 optimizer's flat fp32 state, or DeepSpeed's flattened ZeRO partitions, which sit in blocks of their
 own from the first step (applying it there cost 13-20 GiB on recipe runs that completed)."""
 
+FP16_OPTIMIZER_STEP_BYTES = 8.0
+"""Physical, from the source (range 4-8; not fitted): bytes per parameter of the fp32 gradients DeepSpeed's
+FP16_Optimizer (ZeRO 0 in fp16, and bf16 with bf16 accumulation: DDP_BFLOAT16) builds for its step, two
+allocations alive together: each parameter's ``p.grad.to(fp32)`` and their flattened copy
+(deepspeed/runtime/fp16/fused_optimizer.py, step: ``_flatten_dense_tensors([... p.grad.to(data_type) for p
+in group])``, v0.9 to v0.19); the 16-bit gradients are dropped only after it. The ZeRO optimizers and
+Megatron make one fp32 copy (4)."""
+
 ACTIVATION_WORKSPACE_LAYERS = 1.54
 """Fitted (physical range 1-2): layers' worth of un-checkpointed activations alive beyond what
 is stored between passes: the layer being recomputed (full recompute) plus the activation

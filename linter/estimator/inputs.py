@@ -126,6 +126,9 @@ class Inputs:
     """FP8 primary weights (Megatron --fp8-param-gather): no 16-bit weight beside TE's FP8 copy."""
     overlap_p2p: bool = True
     """Interleaved-pipeline sends and receives overlap compute (engine.p2p_overlap)."""
+    cpu_checkpointing: bool = False
+    """DeepSpeed activation checkpointing's ``cpu_checkpointing`` (Megatron-DeepSpeed --checkpoint-in-cpu,
+    NeoX checkpoint_in_cpu): the checkpointed layer inputs live in host memory between the passes."""
     residual_dropout: bool = True
     """Dropout on the residual branches and the embedding keeps a mask (and the embedding an output
     copy); False when the config sets ``hidden_dropout`` to 0, where torch's dropout is the identity."""
@@ -499,6 +502,8 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     rlayers = int(r.get("memory.recompute_num_layers", fallback=1, why="one layer per checkpoint", cast=int) if recompute == "full" else 0)
     flash = e["attention"] == "flash"
     part_act = _bool(r.get("memory.partition_activations", fallback=False, why="activations not partitioned"))
+    cpu_ckpt = recompute == "full" and _bool(r.get("memory.cpu_checkpointing", fallback=False,
+                                                   why="checkpointed activations kept on the GPU"))
     residual_dropout = _dropout_on(spec)
 
 
@@ -517,7 +522,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         overlap_tp=e["tp_overlap"], overlap_p2p=e["p2p_overlap"],
         assumptions=r.assumptions,
         vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
-        residual_dropout=residual_dropout,
+        residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt,
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)

@@ -155,32 +155,53 @@ def _optimizer_state_bytes(optimizer: str) -> float:
     return 8.0  # Adam, AdamW, LAMB, 1-bit Adam: two fp32 moments
 
 
-def static_bytes(i: Inputs, n: float) -> tuple[float, float, float]:
-    """(params, grads, optimizer) bytes on one GPU holding ``n`` parameters, from the engine fields:
+def model_state_bytes(n: float, *, dtype: str = "bf16", grad_bytes: float = 2.0, optimizer: str = "adam",
+                      shard_stage: int = 0, shards: int = 1, offload_opt: str = "none",
+                      offload_params: str = "none") -> tuple[float, float, float]:
+    """THE static-memory formula of trainlint: (params, grads, optimizer) bytes of ``n`` parameters on
+    one GPU. The estimator (:func:`static_bytes`, from a run's engine fields), the layout search (through
+    the estimator) and ``trainlint plan`` without a layout (:func:`planning_state_bytes_per_param`) all
+    call it; nothing else counts bytes per parameter.
 
     * 16-bit weights (2 bytes; 4 in fp32) and a gradient buffer in ``grad_bytes`` (Megatron's fp32
       main grads, BF16_Optimizer's fp32 grads, DeepSpeed ZeRO's 16-bit grads);
     * the optimizer's own bytes: fp32 master weights (mixed precision), the optimizer states, and an
       fp32 copy of the gradients where the buffer is 16-bit (DeepSpeed's fp32 gradient partition,
       Megatron's fp32 main grads of fp16 params): 4 + 8 + 4 for Adam;
-    * sharded over the shard group from ``shard_stage`` on: 1 the optimizer bytes, 2 the gradients,
+    * sharded over ``shards`` ranks from ``shard_stage`` on: 1 the optimizer bytes, 2 the gradients,
       3 the weights; offloaded optimizer state (and ZeRO-3 parameters) leave the GPU."""
-    d = shard_group(i)
-    states = _optimizer_state_bytes(i.optimizer)
-    mixed = i.dtype in ("bf16", "fp16")
+    d = max(1, shards)
+    states = _optimizer_state_bytes(optimizer)
+    mixed = dtype in ("bf16", "fp16")
     weight_b = 2.0 if mixed else 4.0
-    grad_b = i.grad_bytes if mixed else 4.0
+    grad_b = grad_bytes if mixed else 4.0
     opt_b = states + (4.0 if mixed else 0.0)  # the fp32 gradient copy: see step_grad_copy_bytes
-    params = weight_b * n / (d if i.shard_stage >= 3 else 1)
-    grads = grad_b * n / (d if i.shard_stage >= 2 else 1)
-    opt = opt_b * n / (d if i.shard_stage >= 1 else 1)
-    if i.offload_opt in ("cpu", "nvme"):
+    params = weight_b * n / (d if shard_stage >= 3 else 1)
+    grads = grad_b * n / (d if shard_stage >= 2 else 1)
+    opt = opt_b * n / (d if shard_stage >= 1 else 1)
+    if offload_opt in ("cpu", "nvme"):
         opt = 0.0
-        if i.shard_stage >= 2:
+        if shard_stage >= 2:
             grads = 0.0  # ZeRO-Offload: gradients go to the CPU partition bucket by bucket (the bucket is a buffer)
-    if i.offload_params in ("cpu", "nvme") and i.shard_stage >= 3:
+    if offload_params in ("cpu", "nvme") and shard_stage >= 3:
         params = 0.0
     return params, grads, opt
+
+
+def static_bytes(i: Inputs, n: float) -> tuple[float, float, float]:
+    """(params, grads, optimizer) bytes on one GPU holding ``n`` parameters, from the run's engine fields
+    (:func:`model_state_bytes`)."""
+    return model_state_bytes(n, dtype=i.dtype, grad_bytes=i.grad_bytes, optimizer=i.optimizer,
+                             shard_stage=i.shard_stage, shards=shard_group(i), offload_opt=i.offload_opt,
+                             offload_params=i.offload_params)
+
+
+def planning_state_bytes_per_param(dtype: str = "bf16", optimizer: str = "adam") -> float:
+    """Bytes per parameter of the weights, gradients and optimizer states with nothing known of the
+    layout (``trainlint plan`` without a config): mixed precision with 16-bit gradients, the engine
+    that needs the least (DeepSpeed ZeRO's 2 + 2 + 12 for Adam: seed 000's 16), fully sharded, so
+    that N parameters need at least N x this / GPU memory GPUs. The same formula as every estimate."""
+    return float(sum(model_state_bytes(1.0, dtype=dtype, grad_bytes=2.0, optimizer=optimizer)))
 
 
 def te_fp8_weight_cache_bytes(i: Inputs, layers: int) -> float:
@@ -190,17 +211,26 @@ def te_fp8_weight_cache_bytes(i: Inputs, layers: int) -> float:
     transposed FP8 values in between microbatches", skipped when primary_weights_in_fp8). With FP8
     primary weights (Megatron --fp8-param-gather, fp8_model_init) the FP8 weight and its transpose
     replace the 16-bit weight: 2 bytes, as counted. Embeddings, the output layer and norms are not
-    TE FP8 linears."""
+    TE FP8 linears.
+
+    Under full sharding (ZeRO-3 / FSDP: ``shard_stage`` 3) the weights exist unsharded only while their
+    layer runs, and so do their FP8 casts: one layer's worth, not the stage's (Megatron-FSDP keeps no
+    FP8 transpose cache unless ``keep_fp8_transpose_cache``, which "will cause (number of parameter x 1
+    Byte) of memory overhead": core/distributed/fsdp/src/README.md; a cache of every layer would be the
+    unsharded model again)."""
     if not i.fp8 or i.fp8_params:
         return 0.0
     split, _, expert = layer_params(i)
-    return 2.0 * layers * (split / i.tp + expert / (i.ep * i.etp))
+    held = min(layers, 1) if i.shard_stage >= 3 else layers
+    return 2.0 * held * (split / i.tp + expert / (i.ep * i.etp))
 
 
 def _fp32_grad_copy_bytes(i: Inputs) -> float:
     """Bytes per parameter of the fp32 copy of a 16-bit gradient buffer the optimizer steps on."""
     if i.dtype not in ("bf16", "fp16"):
         return 0.0
+    if i.owner == "deepspeed" and i.shard_stage == 0:
+        return C.FP16_OPTIMIZER_STEP_BYTES
     return 4.0 if i.grad_bytes < 4.0 else 0.0
 
 
@@ -272,7 +302,13 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
 
 
 def layer_input_bytes(i: Inputs) -> float:
-    """A checkpointed layer keeps only its input (split over TP with SP or partitioned activations)."""
+    """A checkpointed layer keeps only its input (split over TP with SP or partitioned activations),
+    on the GPU unless DeepSpeed's ``cpu_checkpointing`` moves it to the host: activation_checkpointing/
+    checkpointing.py (CheckpointFunction.forward, since DeepSpeed 0.5.2 with or without partitioning:
+    ``partition.cpu() if CPU_CHECKPOINT``, ``inputs_cuda = ... .cpu()``); the layer being recomputed
+    copies its own input back, which the recompute workspace holds."""
+    if i.cpu_checkpointing:
+        return 0.0
     split = i.tp if (i.sp or i.partition_activations) else 1
     return i.act_bytes * i.seq / i.cp * i.micro * i.hidden / split
 
@@ -296,7 +332,8 @@ costs keyed by what varies between layouts. Never shared across runs, GPUs or co
 
 def _layer_acts(i: Inputs, cache: Cache | None) -> tuple[float, float, float]:
     """(stored without recompute, stored with selective recompute, checkpointed input) of one layer."""
-    key = ("acts", i.tp, i.cp, i.micro, i.sp, i.etp, i.recompute, i.partition_activations, i.residual_dropout)
+    key = ("acts", i.tp, i.cp, i.micro, i.sp, i.etp, i.recompute, i.partition_activations, i.cpu_checkpointing,
+           i.residual_dropout)
     found = cache.get(key) if cache is not None else None
     if found is None:
         full = layer_activation_bytes(i, keep_scores=not i.flash)
@@ -366,6 +403,18 @@ def communicator_count(i: Inputs) -> int:
     return count
 
 
+def fragmentation_bytes(per_step: float, buffers: float) -> float:
+    """What the caching allocator keeps reserved on top of what it hands out and frees every step
+    (activations, workspaces, transient buffers); not charged on the contiguous parameter / gradient
+    buffers and optimizer state allocated once (ALLOCATOR_FRAGMENTATION)."""
+    return C.ALLOCATOR_FRAGMENTATION * (per_step + buffers)
+
+
+def fixed_overhead_bytes(i: Inputs) -> float:
+    """Outside the caching allocator: the CUDA context and NCCL's buffers of every communicator."""
+    return C.CUDA_CONTEXT_GIB * C.GIB + C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i)
+
+
 def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) -> StageMemory:
     """Memory of one pipeline stage holding ``layers`` layers."""
     n, params, grads, opt, buffers, nccl, copy = _stage_static(i, stage, layers, cache)
@@ -374,9 +423,7 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
         buffers += copy - acts
         detail["step_grad_copy"] = copy - acts
     ctx = C.CUDA_CONTEXT_GIB * C.GIB
-    # the caching allocator fragments what it hands out and frees every step (activations, workspaces,
-    # transient buffers), not the contiguous parameter / gradient buffers and optimizer state allocated once
-    frag = C.ALLOCATOR_FRAGMENTATION * (acts + buffers)
+    frag = fragmentation_bytes(acts, buffers)
     detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
     return StageMemory(stage, layers, params, grads, opt, acts, buffers, ctx + nccl + frag, detail,
                        in_flight(i, stage), n)
@@ -416,12 +463,12 @@ def worst_stage_total(i: Inputs, cache: Cache | None = None) -> float:
 
 
 def static_floor(i: Inputs, cache: Cache | None = None) -> float:
-    """A lower bound of the worst stage's total whatever the micro batch and recompute: its
-    parameters, gradients, optimizer states and buffers (the buffers with fragmentation), CUDA context, NCCL."""
+    """A lower bound of the worst stage's total whatever the micro batch and recompute: the terms of
+    :func:`one_stage` with no activations (parameters, gradients, optimizer states, buffers and their
+    fragmentation, CUDA context, NCCL), from the same functions."""
     kinds = stage_kinds(i)
-    fixed = C.CUDA_CONTEXT_GIB * C.GIB + C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i)
     out = 0.0
     for stage, layers in ((0, kinds[0][1]), (i.pp - 1, kinds[-1][1])):
         _, params, grads, opt, buffers, _, _ = _stage_static(i, stage, layers, cache)
-        out = max(out, params + grads + opt + buffers * (1 + C.ALLOCATOR_FRAGMENTATION))
-    return out + fixed
+        out = max(out, params + grads + opt + buffers + fragmentation_bytes(0.0, buffers))
+    return out + fixed_overhead_bytes(i)

@@ -59,6 +59,9 @@ RANGES: dict[str, Bounds] = {
     "P2P_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the interleaved pipeline's sends", fitted=False),
     "CP_RING_EXPOSED_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of each ring step", fitted=False),
     "EP_A2A_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the all-to-all", fitted=False),
+    "FP16_OPTIMIZER_STEP_BYTES": Bounds("memory", 4.0, 8.0, "FP16_Optimizer's step: the per-parameter fp32 "
+                                        "gradients and their flattened copy (8), at least the flat copy (4)",
+                                        fitted=False),
     "FLASH_BACKWARD_FLOP_RATIO": Bounds("throughput", 2.0, 3.0, "FlashAttention-2 backward: 5 GEMMs to the "
                                         "forward's 2", fitted=False),
 }

@@ -165,6 +165,8 @@ class InputsFactory:
             self.grad_accum_dtype = entry.value
         engine = spec.parallel.pipeline_engine
         self.pipeline_engine = bool(engine.value) if engine is not None else None
+        target = getattr(spec, "target", None)
+        self.ds_version = target.version if target is not None and getattr(target, "family", None) == "deepspeed" else None
         self._engines: dict[tuple[int, bool, bool], dict] = {}
 
     def engine(self, zero: int, dist_opt: bool, pp: int) -> dict:
@@ -177,7 +179,8 @@ class InputsFactory:
             from trainlint.adapters.deepspeed import deepspeed_optimizer
 
             pipeline = self.pipeline_engine if self.pipeline_engine is not None else pp > 1
-            owner, stage, grads, _ = deepspeed_optimizer(b.dtype, zero, self.grad_accum_dtype, pipeline)
+            owner, stage, grads, _ = deepspeed_optimizer(b.dtype, zero, self.grad_accum_dtype, pipeline,
+                                                         offload=b.offload_opt in ("cpu", "nvme"), version=self.ds_version)
             overlap = False if stage == 0 or owner == "deepspeed-bf16" else (
                 self.overlap_setting if self.overlap_setting is not None else stage >= 3)
             found = {"owner": owner, "shard_stage": stage, "grad_bytes": 4.0 if grads == "fp32" else 2.0,

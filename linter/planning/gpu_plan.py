@@ -81,6 +81,11 @@ class PlanRequest:
     round_gpus: int = 8
 
 
+NO_LAYOUT_BASIS = ("6PD arithmetic: no layout given, so the time is 6 P D over the GPUs' peak at the utilisation "
+                   "given or solved, and memory the static floor; give the run's config (trainlint plan CONFIG ...) "
+                   "to size it with the estimator")
+
+
 @dataclass
 class Solved:
     """One GPU kind's plan and the figures derived from it."""
@@ -91,13 +96,26 @@ class Solved:
     price_source: str
     static_gpus: int
     notes: list[str] = field(default_factory=list)
+    estimate: Any = None
+    """The estimator's Estimate of the layout the plan sizes (None: no layout, 6PD arithmetic)."""
 
     @property
     def per_gpu_tokens_per_s(self) -> float:
+        if self.estimate is not None:
+            return float(self.estimate.tokens_per_s_per_gpu)
         return per_gpu_tokens_per_s(self.plan.params, self.plan.peak_flops_per_gpu, self.plan.mfu)
 
     @property
+    def basis(self) -> str:
+        if self.estimate is None:
+            return NO_LAYOUT_BASIS
+        return ("the estimator, as `trainlint estimate` (the layout's step time and memory per GPU; "
+                "MFU counted with the estimator's model FLOPs)")
+
+    @property
     def infeasible(self) -> bool:
+        if self.estimate is not None:
+            return self.plan.over_budget or self.plan.over_days or not self.estimate.fits
         return self.plan.mfu > 1.0 or self.plan.over_budget or self.plan.over_days or self.plan.gpus < self.static_gpus
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,7 +127,12 @@ class Solved:
                  cost_per_hour=self.plan.gpus * price if price else None,
                  usd_per_tbps_hour=usd_per_tbps_hour(price, self.gpu.hbm_bandwidth_tbps),
                  hbm_bandwidth_tbps=self.gpu.hbm_bandwidth_tbps,
-                 min_gpus_for_static_memory=self.static_gpus, infeasible=self.infeasible, notes=self.notes)
+                 min_gpus_for_static_memory=self.static_gpus, infeasible=self.infeasible, notes=self.notes,
+                 basis=self.basis)
+        if self.estimate is not None:
+            e = self.estimate
+            d.update(mfu=e.mfu, memory_gib=e.worst_stage.total / 2**30, capacity_gib=e.capacity_bytes / 2**30,
+                     fits=e.fits, step_time_s=e.step_time, world_size=e.inputs.world)
         return d
 
 
@@ -148,3 +171,43 @@ def by_cost(solved: Sequence[Solved]) -> list[Solved]:
     by time; impossible ones last."""
     return sorted(solved, key=lambda s: (s.infeasible, s.plan.budget is None, round(s.plan.budget or 0.0, 2),
                                          s.plan.mfu if "mfu" in s.plan.solved else 0.0, s.plan.days))
+
+
+def solve_from_estimate(est: Any, tokens: float, request: PlanRequest, price: float | None,
+                        price_source: str) -> Solved:
+    """The plan of a given layout: its GPUs (the estimate's world size) and its tokens/s (the
+    estimator's step time), so that the days, GPU-hours and cost are those ``trainlint estimate
+    --tokens`` prints for the same run (planning.budget.run_totals). The budget / time limits are
+    checked against it; the MFU is not an input (the estimator gives it). Raises PlanInputError."""
+    if request.mfu is not None:
+        raise PlanInputError("--mfu is what the estimator computes for a layout: drop it, or drop the config "
+                             "to plan with 6PD arithmetic at a given MFU")
+    world = int(est.inputs.world)
+    if request.gpus is not None and request.gpus != world:
+        raise PlanInputError(f"--gpus {request.gpus}: the layout runs on {world} GPUs "
+                             "(change it with --nodes / --gpus-per-node)")
+    if request.target_tokens_per_s:
+        raise PlanInputError("--target-tokens-per-s sizes a cluster at a given MFU; with a layout use "
+                             "`trainlint estimate --compare-gpus --same-throughput`")
+    gpu = est.inputs.gpu
+    peak = float(est.peak_flops_per_gpu)
+    params = float(est.num_params)
+    # the 6PD MFU at which the triangle's time equals the estimator's: time = D / tokens_per_s
+    mfu_6pd = 6.0 * params * est.tokens_per_s / (world * peak)
+    plan = solve(params=params, tokens=tokens, peak_flops_per_gpu=peak, gpus=world, days=request.days,
+                 mfu=mfu_6pd, price_per_gpu_hour=price, gpu_multiple=1)
+    plan.mfu = float(est.mfu)
+    if request.budget is not None:
+        if not price:
+            raise PlanError("--budget needs a price per GPU-hour (--price-per-gpu-hour or project `prices`)")
+        plan.budget_limit = request.budget
+    notes = []
+    if plan.over_budget:
+        notes.append(f"over budget: USD {plan.budget:,.0f} > USD {plan.budget_limit:,.0f}")
+    if plan.over_days:
+        notes.append(f"over time: {plan.days:.1f} days > {plan.days_limit:g}")
+    if not est.fits:
+        worst = est.worst_stage
+        notes.append(f"does not fit: {worst.total / 2**30:.1f} GiB per GPU on pipeline stage {worst.stage} "
+                     f"of {est.capacity_bytes / 2**30:.1f} GiB")
+    return Solved(gpu, peak / 1e12, plan, price_source, 0, notes, estimate=est)

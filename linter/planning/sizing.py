@@ -3,7 +3,8 @@
 - Seed 001: compute-optimal data D = 20 P (Hoffmann et al. 2022); fewer than 200B tokens is not
   worth pre-training an LLM for.
 - Seed 000: static memory 16 bytes per parameter (2 bf16 weights + 2 gradients + 12 fp32 master
-  copy and Adam moments), so "70B requires >= 14 H100s just for static memory"; well-optimised runs
+  copy and Adam moments), so "70B requires >= 14 H100s just for static memory" (computed by the
+  estimator's own static-memory formula, :func:`static_bytes_per_param`); well-optimised runs
   reach 40-50% MFU.
 - Seed 002: GPUs for a throughput target G = ceil(R_target / r_gpu); cost per memory bandwidth
   $/TB/s-hour = price per GPU-hour / HBM TB/s.
@@ -21,8 +22,6 @@ COMPUTE_OPTIMAL_TOKENS_PER_PARAM = 20.0
 """Seed 001: D = 20 P."""
 MIN_PRETRAINING_TOKENS = 200e9
 """Seed 001: "We do not recommend training a LLM for less than 200B tokens"."""
-STATIC_BYTES_PER_PARAM = 16
-"""Seed 000: 2 (bf16 weights) + 2 (gradients) + 12 (fp32 master weights, Adam momentum and variance)."""
 WELL_OPTIMISED_MFU = (0.40, 0.50)
 """Seed 000: "MFU ~ 0.40-0.50 for well-optimized training"."""
 
@@ -31,12 +30,20 @@ def compute_optimal_tokens(params: float, tokens_per_param: float = COMPUTE_OPTI
     return tokens_per_param * params
 
 
-def static_memory_bytes(params: float, bytes_per_param: float = STATIC_BYTES_PER_PARAM) -> float:
-    return bytes_per_param * params
+def static_bytes_per_param(dtype: str = "bf16", optimizer: str = "adam") -> float:
+    """Bytes per parameter of weights, gradients and optimizer states when no layout is given: the
+    estimator's formula (estimator.memory.model_state_bytes) for the engine that needs the least,
+    16 for mixed-precision Adam (seed 000's 2 + 2 + 12). One formula, not a copy of it."""
+    from trainlint.estimator.memory import planning_state_bytes_per_param
+
+    return planning_state_bytes_per_param(dtype, optimizer)
 
 
-def min_gpus_for_static_memory(params: float, memory_bytes: float,
-                               bytes_per_param: float = STATIC_BYTES_PER_PARAM) -> int:
+def static_memory_bytes(params: float, bytes_per_param: float | None = None) -> float:
+    return (static_bytes_per_param() if bytes_per_param is None else bytes_per_param) * params
+
+
+def min_gpus_for_static_memory(params: float, memory_bytes: float, bytes_per_param: float | None = None) -> int:
     """GPUs whose memory together holds the weights, gradients and Adam states (fully sharded, no
     activations): a floor, not a fit — activations and buffers come on top."""
     return max(1, math.ceil(static_memory_bytes(params, bytes_per_param) / memory_bytes - 1e-9))

@@ -36,4 +36,6 @@ def test_the_same_run_with_its_config_read_is_an_error(tmp_path, capsys):
     (tmp_path / "ds.json").write_text(json.dumps({"train_micro_batch_size_per_gpu": 10, "zero_optimization": {"stage": 0},
                                                   "fp16": {"enabled": True}}))
     got = _tl201(tmp_path, "ds.json", capsys)
-    assert got == [("TL201", "error", 5, 24)]
+    # anchored at the first setting of the fix: ZeRO stage 1 in ds.json beside the recompute flags, since
+    # FP16_Optimizer's step (ZeRO 0) holds 8 bytes of fp32 gradients per parameter where ZeRO's holds 4
+    assert got == [("TL201", "error", 1, 71)]

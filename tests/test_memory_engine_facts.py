@@ -1,0 +1,112 @@
+"""Engine facts the memory estimate reads (issue 30): DeepSpeed's optimizer wrapper by release and
+ZeRO stage, DeepSpeed's CPU activation checkpointing, fragmentation only where the allocator fragments."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from trainlint.adapters.deepspeed import deepspeed_optimizer
+from trainlint.estimator import coefficients as C
+from trainlint.estimator.memory import one_stage, stage_activation_bytes
+
+from test_estimator import make_inputs
+
+
+def test_bf16_zero1_with_fp32_accumulation_selects_bf16_optimizer() -> None:
+    owner, stage, grads, why = deepspeed_optimizer("bf16", 1, "fp32", False)
+    assert (owner, stage, grads) == ("deepspeed-bf16", 1, "fp32") and "BF16_Optimizer" in why
+    # not with CPU offload, not at stage 2, not with bf16 accumulation
+    assert deepspeed_optimizer("bf16", 1, "fp32", False, offload=True)[0] == "deepspeed-zero"
+    assert deepspeed_optimizer("bf16", 2, "fp32", False)[0] == "deepspeed-zero"
+    assert deepspeed_optimizer("bf16", 1, None, False)[:3] == ("deepspeed-zero", 1, "bf16")
+
+
+def test_bf16_without_zero_follows_the_release() -> None:
+    # up to 0.17.5 bf16 without ZeRO accumulates in fp32 (BF16_Optimizer); from 0.17.6 (PR #7515) in bf16
+    assert deepspeed_optimizer("bf16", 0, None, False, version="0.17.5")[:3] == ("deepspeed-bf16", 1, "fp32")
+    assert deepspeed_optimizer("bf16", 0, None, False, version="v0.17.6")[:3] == ("deepspeed", 0, "bf16")
+    assert deepspeed_optimizer("bf16", 0, None, False, version="0.18.0")[:3] == ("deepspeed", 0, "bf16")
+    # the pipeline engine takes BF16_Optimizer with bf16 accumulation too; an explicit dtype wins
+    assert deepspeed_optimizer("bf16", 0, None, True, version="0.18.0")[:3] == ("deepspeed-bf16", 1, "bf16")
+    assert deepspeed_optimizer("bf16", 0, "fp32", False, version="0.18.0")[:3] == ("deepspeed-bf16", 1, "fp32")
+    # unknown release: the older default
+    assert deepspeed_optimizer("bf16", 0, None, False)[:3] == ("deepspeed-bf16", 1, "fp32")
+
+
+def test_cpu_checkpointing_moves_the_checkpoints_off_the_gpu() -> None:
+    i = make_inputs(recompute="full", recompute_layers=1, pp=1, micro=2)
+    on_gpu, _ = stage_activation_bytes(i, 0, i.layers)
+    host = dataclasses.replace(i, cpu_checkpointing=True)
+    off, detail = stage_activation_bytes(host, 0, host.layers)
+    assert detail["stored_per_microbatch"] == 0.0
+    assert off < on_gpu
+    assert off >= detail["workspace"] > 0  # the layer recomputed is still on the GPU
+
+
+def test_fragmentation_is_not_charged_on_static_memory() -> None:
+    small = make_inputs(layers=8, micro=1)
+    big_model = dataclasses.replace(small, hidden=8192, heads=64, kv_heads=64, ffn=22016)
+    for i in (small, big_model):
+        s = one_stage(i, 0, i.layers)
+        assert s.detail["fragmentation"] == C.ALLOCATOR_FRAGMENTATION * (s.activations + s.buffers)
+
+
+def _megatron_ds_spec(tmp_path, *flags: str):
+    from trainlint.adapters import builtin_adapters
+    from trainlint.checker import check_paths
+
+    (tmp_path / "ds.json").write_text('{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1}, '
+                                      '"bf16": {"enabled": true}}')
+    script = tmp_path / "train.sh"
+    script.write_text("deepspeed --num_gpus 8 pretrain_gpt.py --num-layers 8 --hidden-size 1024 "
+                      "--num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 "
+                      "--micro-batch-size 1 --global-batch-size 64 --tensor-model-parallel-size 2 --bf16 "
+                      "--checkpoint-activations --deepspeed --deepspeed_config ds.json " + " ".join(flags) + "\n")
+    results = check_paths([str(script)], builtin_adapters())
+    return next(spec for r in results for spec in r.specs)
+
+
+def test_partition_and_cpu_checkpointing_need_deepspeed_activation_checkpointing(tmp_path) -> None:
+    on = _megatron_ds_spec(tmp_path, "--deepspeed-activation-checkpointing", "--partition-activations",
+                           "--checkpoint-in-cpu")
+    assert on.memory.partition_activations.value is True and on.memory.cpu_checkpointing.value is True
+    off = _megatron_ds_spec(tmp_path, "--partition-activations", "--checkpoint-in-cpu")
+    assert off.memory.partition_activations.value is False and off.memory.cpu_checkpointing.value is False
+    assert "deepspeed-activation-checkpointing" in off.memory.cpu_checkpointing.provenance.note
+
+
+def test_fp8_weight_copies_under_full_sharding_are_one_layer() -> None:
+    from trainlint.estimator.memory import te_fp8_weight_cache_bytes
+
+    dense = make_inputs(framework="deepspeed", zero=1, fp8=True)
+    sharded = make_inputs(framework="deepspeed", zero=3, fp8=True)
+    assert sharded.shard_stage == 3
+    assert te_fp8_weight_cache_bytes(dense, 32) == 32 * te_fp8_weight_cache_bytes(dense, 1)
+    assert te_fp8_weight_cache_bytes(sharded, 32) == te_fp8_weight_cache_bytes(sharded, 1) > 0
+
+
+def test_deepspeed_ulysses_splits_the_sequence_and_zero_shards_over_it(tmp_path) -> None:
+    from trainlint.estimator import build_context, estimate
+
+    def run(*flags: str):
+        (tmp_path / "ds.json").write_text('{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3}, '
+                                          '"bf16": {"enabled": true}}')
+        script = tmp_path / "train.sh"
+        script.write_text("deepspeed --num_gpus 8 --num_nodes 1 pretrain_gpt.py --num-layers 8 --hidden-size 2048 "
+                          "--num-attention-heads 16 --seq-length 32768 --max-position-embeddings 32768 "
+                          "--micro-batch-size 1 --global-batch-size 16 --bf16 --use-flash-attn-v2 --no-pipeline-parallel "
+                          "--tokenizer-type GPT2BPETokenizer --deepspeed --deepspeed_config ds.json " + " ".join(flags) + "\n")
+        from trainlint.adapters import builtin_adapters
+        from trainlint.checker import check_paths
+
+        spec = next(s for r in check_paths([str(script)], builtin_adapters()) for s in r.specs)
+        est = estimate(spec, build_context(spec, gpu="h100-sxm"))
+        assert est.ok
+        return est
+
+    plain, uly = run(), run("--ds-sequence-parallel-size", "4")
+    assert (plain.inputs.cp, plain.inputs.dp) == (1, 8)
+    assert (uly.inputs.cp, uly.inputs.dp) == (4, 2) and uly.inputs.shard_cp
+    # ZeRO-3 over the same 8 ranks (DP x SP): the same static memory; activations 1/4 of the sequence
+    assert uly.stages[0].optimizer == plain.stages[0].optimizer
+    assert uly.stages[0].activations < 0.3 * plain.stages[0].activations
