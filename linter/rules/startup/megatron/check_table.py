@@ -52,10 +52,20 @@ class Check:
     """What Megatron stops with (its message, or the assertion when it has none)."""
 
 
+_SET_BEFORE = {
+    # validate_args, before every check of these tables (arguments.py:1201 at d98e8a6; the same in
+    # core_v0.18.0 and core_v0.19.0): fp16 with dynamic loss scaling (no --loss-scale) turns the NaN
+    # check off, since NaNs are the loss scaler's signal
+    "check_for_nan_in_loss_and_grad": lambda a, value: bool(value) and not (a.get("fp16") and not a.get("loss_scale")),
+}
+
+
 def _value(a: MegatronArgs, dest: str) -> Any:
     if dest in _DERIVED:
         source, derive = _DERIVED[dest]
         return derive(a.get(source))
+    if dest in _SET_BEFORE:
+        return _SET_BEFORE[dest](a, a.get(dest))
     return a.get(dest)
 
 
