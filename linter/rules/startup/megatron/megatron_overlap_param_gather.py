@@ -7,6 +7,11 @@ from typing import Iterator
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron_args import MegatronArgs
 from trainlint.rules.startup.megatron.base import MegatronRule
+from trainlint.rules.startup.releases import Releases
+
+# core_v0.4.0 asserts only the distributed optimizer; the --overlap-grad-reduce assertion came with
+# core_v0.5.0 (megatron/training/arguments.py:174@0acc240e)
+GRAD_REDUCE_REQUIRED = Releases("megatron", first="core_v0.5.0")
 
 
 class OverlapParamGather(MegatronRule):
@@ -37,6 +42,8 @@ class OverlapParamGather(MegatronRule):
       args.use_megatron_fsdp or args.optimizer == 'dist_muon'`, "--overlap-param-gather only supported
       with distributed optimizer, megatron fsdp, or dist_muon"; `assert args.overlap_grad_reduce`,
       "Must use --overlap-param-gather with --overlap-grad-reduce"
+    * `megatron/training/arguments.py:174@0acc240e` (core_v0.5.0): the `--overlap-grad-reduce`
+      assertion's first release; core_v0.4.0 asserts only the distributed optimizer
     * `megatron/training/arguments.py:1066-1074@d98e8a6`: "--overlap-param-gather-with-optimizer-step only
       supported with distributed optimizer", "Must use --overlap-param-gather-with-optimizer-step with
       --overlap-param-gather", "--overlap-param-gather-with-optimizer-step only supported with interleaved
@@ -57,7 +64,7 @@ class OverlapParamGather(MegatronRule):
                     f"{a.flag('overlap_param_gather')} without --use-distributed-optimizer: Megatron-LM stops with "
                     "\"--overlap-param-gather only supported with distributed optimizer, megatron fsdp, or dist_muon\"",
                     at=a.at("overlap_param_gather"), fix="add --use-distributed-optimizer")
-            if not a.on("overlap_grad_reduce"):
+            if not a.on("overlap_grad_reduce") and GRAD_REDUCE_REQUIRED.includes(a.spec.target):
                 yield Finding(
                     f"{a.flag('overlap_param_gather')} without --overlap-grad-reduce: Megatron-LM stops with "
                     "\"Must use --overlap-param-gather with --overlap-grad-reduce\"",
