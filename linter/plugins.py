@@ -27,7 +27,7 @@ BUILTIN_PLUGIN = "trainlint.builtin"
 # trainlint's own plugins: the built-in adapters and rules, and the rule bundles registered
 # through their own hook implementation (as sqlfluff's rule packages are). Their rules are all
 # reported as coming from BUILTIN_PLUGIN.
-BUILTIN_PLUGINS = (BUILTIN_PLUGIN, *MEGATRON_RULE_FAMILIES)
+BUILTIN_PLUGINS = (BUILTIN_PLUGIN, *MEGATRON_RULE_FAMILIES, "trainlint.adapters.bridge.framework")
 
 
 @dataclass

@@ -1,0 +1,155 @@
+"""From a ConfigContainer (as written) to a TrainingSpec: Bridge's fields under Megatron-LM's argument
+names, built by the Megatron-LM adapter's :class:`SpecBuilder`, so both formats of one run give the same
+typed fields (batch triple, layout, precision, engine) from the same code."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from trainlint.positions import Span
+from trainlint.provenance import Origin, Provenance, Value, default, derived
+from trainlint.spec import TrainingSpec
+
+from trainlint.adapters.bridge.container import Container, Entry
+from trainlint.adapters.bridge.keys import EITHER_TRUE, KEYS
+from trainlint.adapters.megatron.flags import CURRENT
+from trainlint.adapters.megatron.spec_build import UNEVEN_PIPELINE, BuildContext, SpecBuilder, set_engine
+
+FORMAT = "bridge"
+SETTING_PREFIX = "bridge:"
+"""``spec.settings`` keys of the ConfigContainer's fields as written (``bridge:train.train_iters``)."""
+ENTRY = "megatron.bridge.training.pretrain"
+"""What runs a ConfigContainer (``pretrain(config, forward_step)``); named so the estimation rules see a
+training entry point (a whole run, not an argument fragment)."""
+
+
+@dataclass
+class BridgeSetting:
+    """A Megatron-LM argument as a Bridge field gives it (duck-typed to the Megatron reader's Setting
+    where :class:`SpecBuilder` reads one: ``value``)."""
+
+    value: Any
+    entry: Entry
+    flag_text: str
+
+
+@dataclass
+class _Parsed:
+    settings: dict[str, BridgeSetting]
+    other_release: tuple[str, ...] = ()
+
+
+def provenance(entry: Entry, path: str) -> Provenance:
+    if entry.origin in ("recipe", "computed"):
+        return Provenance(Origin.DEFAULT, key=entry.path, note=entry.note or "the recipe's value")
+    return Provenance(Origin.FILE, path, entry.span, entry.path, entry.note)
+
+
+class BridgeSpecBuilder(SpecBuilder):
+    def __init__(self, container: Container, path: str, label: str, anchor: Span | None,
+                 world: tuple[Value | None, Value | None]) -> None:
+        settings: dict[str, BridgeSetting] = {}
+        for key in KEYS:
+            entry = container.get(key.path)
+            if entry is None:
+                continue
+            value = key.convert(entry.value)
+            if value is None and entry.value is not None:
+                continue
+            if entry.origin == "computed":
+                value = None  # a recipe computes it: written, not known statically
+            kept = settings.get(key.dest)
+            if kept is not None and not (key.dest in EITHER_TRUE and value is True and kept.value is not True):
+                continue
+            settings[key.dest] = BridgeSetting(value, entry, key.path)
+        _precision(container, settings)
+        mla = settings.get("multi_latent_attention")
+        if "num_query_groups" in settings and settings["num_query_groups"].value is not None and \
+                not (mla is not None and mla.value is True):
+            q = settings["num_query_groups"]
+            settings["group_query_attention"] = BridgeSetting(True, q.entry, q.flag_text)
+        ctx = BuildContext(path=path, label=label, dialect=CURRENT, entry=ENTRY, span_of=lambda loc: (None, None),
+                           anchor=anchor)
+        super().__init__(_Parsed(settings), ctx)  # type: ignore[arg-type]
+        self.spec.format = FORMAT
+        self.note = "Megatron-Core default (as Megatron-LM's arguments.py)"
+        self._world = world
+
+    def value_of(self, setting: Any, value: Any = None, use: Any = ...) -> Value | None:
+        v = setting.value if use is ... else use
+        if v is None:
+            return None
+        return Value(v, provenance(setting.entry, self.ctx.path))
+
+    def _settings(self) -> None:
+        for dest, setting in self.parsed.settings.items():
+            made = self._made[dest] = self.value_of(setting)
+            if made is not None:
+                self.spec.settings[dest] = made
+            elif isinstance(setting, BridgeSetting) and setting.entry.origin == "computed":
+                self.spec.unresolved[dest] = Provenance(Origin.DEFAULT, key=setting.entry.path, note=setting.entry.note)
+
+    def _cluster(self) -> None:
+        gpn, nodes = self._world
+        c = self.spec.cluster
+        c.gpus_per_node, c.nodes = gpn, nodes
+        if gpn is not None and nodes is not None:
+            c.world_size = derived(gpn.value * nodes.value, "torchrun --nproc_per_node x --nnodes", gpn, nodes)
+
+
+def _precision(container: Container, settings: dict[str, BridgeSetting]) -> None:
+    """``mixed_precision`` (a recipe name such as ``bf16_mixed``, or a MixedPrecisionConfig section) sets
+    the model's bf16/fp16 (Bridge ``training/mixed_precision.py``: ``bf16_mixed`` = bf16 params, fp32 grad
+    reduce); fields written under ``model`` win."""
+    mp = container.get("mixed_precision")
+    if mp is not None and mp.origin == "computed":
+        for flag in ("bf16", "fp16"):
+            settings.setdefault(flag, BridgeSetting(None, mp, "mixed_precision"))
+        return
+    name = mp.value if mp is not None and isinstance(mp.value, str) else None
+    for flag in ("bf16", "fp16"):
+        section = container.get(f"mixed_precision.{flag}")
+        if flag in settings:
+            continue
+        if section is not None and isinstance(section.value, bool):
+            settings[flag] = BridgeSetting(section.value, section, section.path)
+        elif name is not None and mp is not None:
+            settings[flag] = BridgeSetting(name.startswith(flag), mp, "mixed_precision")
+    fp8 = container.get("mixed_precision.fp8")
+    if "fp8" not in settings and fp8 is not None and fp8.value:
+        settings["fp8"] = BridgeSetting(fp8.value, fp8, fp8.path)
+    if "fp8" not in settings and name is not None and mp is not None and "fp8" in name:
+        settings["fp8"] = BridgeSetting("hybrid", mp, "mixed_precision")
+    reduce32 = container.get("mixed_precision.grad_reduce_in_fp32")
+    if "grad_reduce_in_bf16" not in settings and reduce32 is not None and isinstance(reduce32.value, bool):
+        settings["grad_reduce_in_bf16"] = BridgeSetting(not reduce32.value, reduce32, reduce32.path)
+
+
+def build_spec(container: Container, path: str, label: str, anchor: Span | None,
+               world: tuple[Value | None, Value | None] = (None, None)) -> TrainingSpec:
+    builder = BridgeSpecBuilder(container, path, label, anchor, world)
+    spec = builder.build()
+    for entry in container.entries.values():
+        # the fields as written, for Bridge's own start-up checks (adapters/bridge/rules.py)
+        if entry.origin == "computed":
+            spec.unresolved[SETTING_PREFIX + entry.path] = provenance(entry, path)
+        else:
+            spec.settings[SETTING_PREFIX + entry.path] = Value(entry.value, provenance(entry, path))
+    spec.entry_point = ENTRY
+    if spec.model.seq_length is None:
+        data_seq = container.get("dataset.seq_length")
+        if data_seq is not None and isinstance(data_seq.value, int):
+            # run_recipe.py's sync_model_dataset_sequence_length: the dataset owns the sequence length
+            spec.model.seq_length = Value(data_seq.value, provenance(data_seq, path))
+    if spec.parallel.uneven_pipeline is None:
+        # a recipe that sets the pipeline layout with code (DeepSeek-V3's set_..._pipeline_model_parallel_layout):
+        # the split is the recipe's, not an even one
+        computed = next((d for d in UNEVEN_PIPELINE if d in spec.unresolved), None)
+        if computed is not None:
+            prov = spec.unresolved[computed]
+            spec.parallel.uneven_pipeline = Value(prov.key or computed, prov)
+    if spec.memory.recompute is not None and spec.memory.recompute.provenance.origin is Origin.DEFAULT:
+        spec.memory.recompute = default("none", "Megatron-Core default recompute_granularity None")
+    set_engine(spec)
+    return spec
