@@ -110,7 +110,7 @@ class Reader:
                     called = _dotted(value.func)
                     if called == "ConfigContainer":
                         var = target.id
-                        self._container(value, consts, out)
+                        self._container(rel, value, consts, out)
                     elif called is not None and "." not in called and depth < 4:
                         base = self.function(rel, called, depth + 1)
                         if base:
@@ -176,7 +176,7 @@ class Reader:
                     out.append((key, f"set by {name}() at {where}:{node.lineno}"))
         return out
 
-    def _container(self, call: ast.Call, consts: dict[str, Any], out: dict[str, Any]) -> None:
+    def _container(self, rel: str, call: ast.Call, consts: dict[str, Any], out: dict[str, Any]) -> None:
         for kw in call.keywords:
             if kw.arg is None:
                 continue
@@ -187,6 +187,8 @@ class Reader:
                     literal = _literal(inner.value, consts)
                     if literal is not _UNKNOWN and not isinstance(literal, (dict, set)):
                         out[f"{kw.arg}.{inner.arg}"] = list(literal) if isinstance(literal, tuple) else literal
+                    else:
+                        out.setdefault("@unknown", {})[f"{kw.arg}.{inner.arg}"] = f"computed at {rel}:{inner.value.lineno}"
             else:
                 literal = _literal(kw.value, consts)
                 if literal is not _UNKNOWN and literal is not None and not isinstance(literal, (dict, set)):
