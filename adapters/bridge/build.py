@@ -126,6 +126,22 @@ def _precision(container: Container, settings: dict[str, BridgeSetting]) -> None
         settings["grad_reduce_in_bf16"] = BridgeSetting(not reduce32.value, reduce32, reduce32.path)
 
 
+def architecture(target: str) -> str | None:
+    """The model family of a provider class (``...Llama3ModelProvider70B`` -> gpt), named as the Megatron-LM
+    adapter names an entry point's: T5, hybrid Mamba (Bridge's MambaModelProvider, NemotronH), vision/multimodal
+    providers as other, every other GPT-style provider gpt. None: no ``_target_``."""
+    name = target.rsplit(".", 1)[-1]
+    if not name:
+        return None
+    if "T5" in name:
+        return "t5"
+    if any(k in name for k in ("Mamba", "Hybrid", "NemotronH")):
+        return "hybrid"
+    if any(k in name for k in ("VL", "Vision", "Omni", "MIMO", "Mimo", "Llava")):
+        return "other"
+    return "gpt"
+
+
 def build_spec(container: Container, path: str, label: str, anchor: Span | None,
                world: tuple[Value | None, Value | None] = (None, None)) -> TrainingSpec:
     builder = BridgeSpecBuilder(container, path, label, anchor, world)
@@ -137,6 +153,10 @@ def build_spec(container: Container, path: str, label: str, anchor: Span | None,
         else:
             spec.settings[SETTING_PREFIX + entry.path] = Value(entry.value, provenance(entry, path))
     spec.entry_point = ENTRY
+    kind = architecture(container.targets.get("model", ""))
+    if kind is not None:
+        spec.model.architecture = Value(kind, Provenance(Origin.FILE, path, None, "model._target_",
+                                                         f"the model provider {container.targets['model']}"))
     if spec.model.seq_length is None:
         data_seq = container.get("dataset.seq_length")
         if data_seq is not None and isinstance(data_seq.value, int):
