@@ -198,17 +198,12 @@ def write(run: Run, fmt: str, directory: str) -> str:
 
 
 def _adapters() -> list:
-    """The adapters a session has (the built-in ones and the formats registered as built-in plugins, Bridge)."""
-    from trainlint.plugins import create_host
-    from trainlint.registry import build_registry
+    """The built-in adapters and Megatron-Bridge's (registered as a built-in plugin), new for each read as
+    ``check_file`` is given them by a session."""
+    from trainlint.adapters import builtin_adapters
+    from trainlint.adapters.bridge.framework import adapter
 
-    global _ADAPTERS
-    if _ADAPTERS is None:
-        _ADAPTERS = list(build_registry(create_host(entry_points=False)).adapters)
-    return _ADAPTERS
-
-
-_ADAPTERS: list | None = None
+    return [*builtin_adapters(), adapter()]
 
 
 def read(path: str) -> tuple[list[TrainingSpec], list]:

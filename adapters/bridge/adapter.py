@@ -15,7 +15,11 @@ from trainlint.adapters.base import BY_CONTENT, CERTAIN, NOT_MINE, Adapter, Load
 from trainlint.adapters.bridge.build import FORMAT, build_spec
 from trainlint.adapters.bridge.container import Container, Entry, from_tree
 
-_SECTIONS = re.compile(r"^(model|train|optimizer|ddp|scheduler|checkpoint|dataset|tokenizer|dist|logger):\s*$", re.M)
+_SECTIONS = re.compile(r"^(model|train|optimizer|ddp|scheduler|checkpoint|dataset|tokenizer|dist|logger|env_vars|validation|"
+                       r"rng|mixed_precision|comm_overlap|peft|profiling|rerun_state_machine):", re.M)
+_CORE_FIELD = re.compile(r"^[ \t]+(tensor_model_parallel_size|num_layers|hidden_size|num_attention_heads|micro_batch_size):", re.M)
+"""A ConfigContainer YAML: top-level sections named as ConfigContainer's fields (model and train among them),
+indented Megatron-Core field names."""
 _BRIDGE_TARGET = re.compile(r"_target_:\s*['\"]?megatron\.bridge\.")
 _RUNNER = re.compile(r"run_recipe\.py\b[^\n]*?(\\\n[^\n]*?)*--(recipe|model)\b")
 DEVICE_MAX_CONNECTIONS = "CUDA_DEVICE_MAX_CONNECTIONS"
@@ -32,7 +36,8 @@ class BridgeAdapter(Adapter):
                 if _BRIDGE_TARGET.search(head):
                     return CERTAIN
                 sections = set(_SECTIONS.findall(head))
-                return BY_CONTENT + 30 if {"model", "train"} <= sections and len(sections) >= 4 else NOT_MINE
+                mine = {"model", "train"} <= sections and len(sections) >= 3 and _CORE_FIELD.search(head)
+                return BY_CONTENT + 30 if mine else NOT_MINE
             if _RUNNER.search(head):
                 return BY_CONTENT + 35
             return NOT_MINE

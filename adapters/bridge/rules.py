@@ -14,7 +14,7 @@ from typing import Any, Iterator
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Value
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.spec import TrainingSpec
+from trainlint.spec import MEGATRON_LM, TrainingSpec
 
 from trainlint.adapters.bridge.build import FORMAT, SETTING_PREFIX
 
@@ -420,8 +420,10 @@ class PackingSettings(BridgeRule):
 
 class DeviceMaxConnections(Rule):
     """## What it does
-    Checks `CUDA_DEVICE_MAX_CONNECTIONS` in the run's launch environment (an `export` before the launch, or a
-    Megatron-Bridge `env_vars` entry) against the layout:
+    Checks `CUDA_DEVICE_MAX_CONNECTIONS` where the run's files set it (an assignment or `export` before the
+    launch in a Megatron-LM or Megatron-Bridge launch script, or a Megatron-Bridge `env_vars` entry, which an
+    exported value overrides) against the layout; a run whose files do not set it is not judged (the job's
+    environment may):
 
     * with Megatron-FSDP it must not be `1`: Megatron-LM's `validate_args` and Megatron-Bridge's
       `_validate_and_apply_megatron_fsdp_v1_configs` assert "FSDP requires CUDA_DEVICE_MAX_CONNECTIONS > 1 or
@@ -431,7 +433,8 @@ class DeviceMaxConnections(Rule):
       `validate_args` asserts it (`megatron/training/arguments.py`); Megatron-Core itself (a Bridge run) only
       warns "it is recommended to set ... CUDA_DEVICE_MAX_CONNECTIONS to 1 for maximum speedup"
       (`tensor_parallel/layers.py`), as tensor-parallel communication is then not overlapped with compute.
-      Reported as a warning: whether the GPUs are before Blackwell is the cluster's, not the config's.
+      An error for a Megatron-LM launch on a declared GPU before Blackwell (`--gpu`, the project's `gpu`),
+      else a warning; nothing on Blackwell and later ("the requirement no longer exists").
 
     ## Why is this bad?
     The FSDP case stops the run before the first step; the TP/CP case stops a Megatron-LM run, and slows a
@@ -456,10 +459,9 @@ class DeviceMaxConnections(Rule):
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         setting = spec.engine.device_max_connections
-        known = setting is not None or spec.format == FORMAT
-        if not known:
-            return  # a Megatron-LM script's environment is not read yet: nothing is said about it
-        value = None if setting is None else str(setting.value)
+        if setting is None or spec.dialect != MEGATRON_LM:
+            return  # not set in the files: the job's environment (a container, the shell) may set it
+        value = str(setting.value)
         unmodelled = spec.run.unmodelled.value if spec.run.unmodelled is not None else []
         fsdp = any(isinstance(u, list) and u and u[0] in ("--use-megatron-fsdp", "--use-torch-fsdp2") for u in unmodelled)
         megatron_fsdp = any(isinstance(u, list) and u and u[0] == "--use-megatron-fsdp" for u in unmodelled)
@@ -467,19 +469,48 @@ class DeviceMaxConnections(Rule):
             yield Finding("CUDA_DEVICE_MAX_CONNECTIONS=1 with Megatron-FSDP: the run stops with \"FSDP requires "
                           "CUDA_DEVICE_MAX_CONNECTIONS > 1 or unset\"", at=setting, severity=Severity.ERROR)
             return
+        if _architecture(spec, ctx) in ("blackwell", "rubin"):
+            return  # "CUDA_DEVICE_MAX_CONNECTIONS requirement no longer exists since the Blackwell architecture"
         tp, cp = spec.value("parallel.tensor", 1), spec.value("parallel.context", 1)
         big = [(n, v) for n, v in (("tensor", tp), ("context", cp)) if isinstance(v, int) and v > 1]
         moe_overlap = spec.settings.get("overlap_moe_expert_parallel_comm")
         if not big or fsdp or (moe_overlap is not None and moe_overlap.value is True) or value == "1":
             return
         what = " and ".join(f"{n} parallelism {v}" for n, v in big)
-        at = spec.parallel.tensor if tp and tp > 1 else spec.parallel.context
-        said = f"CUDA_DEVICE_MAX_CONNECTIONS={value}" if value is not None else "CUDA_DEVICE_MAX_CONNECTIONS unset"
-        yield Finding(f"{said} with {what}: on GPUs before Blackwell, Megatron-LM stops with \"Using tensor model "
-                      "parallelism or context parallelism require setting the environment variable "
+        gpu = _architecture(spec, ctx)
+        # validate_args asserts it for a Megatron-LM launch on a GPU before Blackwell; Bridge never calls validate_args
+        certain = spec.format != FORMAT and gpu in PRE_BLACKWELL
+        where = f"on {gpu} GPUs" if gpu else "on GPUs before Blackwell"
+        yield Finding(f"CUDA_DEVICE_MAX_CONNECTIONS={value} with {what}: {where}, Megatron-LM stops with \"Using tensor "
+                      "model parallelism or context parallelism require setting the environment variable "
                       "CUDA_DEVICE_MAX_CONNECTIONS to 1\" and Megatron-Core (a Bridge run) does not overlap "
-                      "tensor-parallel communication with compute", at=setting if setting is not None else at,
+                      "tensor-parallel communication with compute", at=setting,
+                      severity=Severity.ERROR if certain else None,
+                      also=((spec.parallel.tensor if isinstance(tp, int) and tp > 1 else spec.parallel.context, what),),
                       fix="export CUDA_DEVICE_MAX_CONNECTIONS=1 before the launch (Hopper and earlier)")
+
+
+PRE_BLACKWELL = frozenset({"volta", "turing", "ampere", "ada", "hopper"})
+"""NVIDIA architectures below compute capability 10 (``get_device_arch_version() < 10`` in validate_args)."""
+
+
+def _architecture(spec: TrainingSpec, ctx: RuleContext) -> str | None:
+    """The architecture of the GPU the run is declared on (the spec's, from the launcher or --gpu, else the
+    project config's); None when no GPU is declared or it is not in the session's table."""
+    from trainlint.catalog import CatalogError, find_gpu
+    from trainlint.provenance import Origin
+
+    gpu = spec.cluster.gpu
+    name = gpu.value if gpu is not None and gpu.provenance.origin is not Origin.ASSUMED else None
+    if not isinstance(name, str):
+        estimation = getattr(ctx.project, "estimation", None)
+        name = getattr(estimation, "gpu", None)
+    if not isinstance(name, str):
+        return None
+    try:
+        return find_gpu(name, ctx.gpus).architecture or None
+    except CatalogError:
+        return None
 
 
 RULES: list[type[Rule]] = [TrainingLength, SequenceLengths, PrecisionFlags, CheckpointSettings, FsdpSettings,
