@@ -80,7 +80,7 @@ def _load_yaml(source: SourceText, context: LoadContext) -> LoadResult:
                                      dict(tree.value_spans)))
     container = from_tree(tree.data, tree.key_spans, tree.value_spans)
     target = _target(source, context, result, None)
-    spec = build_spec(container, source.path, "ConfigContainer", None)
+    spec = build_spec(container, source.path, "ConfigContainer", None, problems=result.diagnostics)
     spec.target = target
     spec.named = context.named
     _environment(spec, container, {}, source.path)
@@ -129,7 +129,7 @@ def _load_launch(source: SourceText, context: LoadContext) -> LoadResult:
 
             nodes = default(1, "torchrun default (--nnodes 1)")
         target = _target(source, context, result, launch.anchor)
-        spec = build_spec(container, source.path, label, launch.anchor, (gpn, nodes))
+        spec = build_spec(container, source.path, label, launch.anchor, (gpn, nodes), problems=result.diagnostics)
         spec.target = target
         spec.named = context.named
         for word in launch.unknown:

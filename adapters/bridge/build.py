@@ -50,6 +50,8 @@ class BridgeSpecBuilder(SpecBuilder):
     def __init__(self, container: Container, path: str, label: str, anchor: Span | None,
                  world: tuple[Value | None, Value | None]) -> None:
         settings: dict[str, BridgeSetting] = {}
+        self.problems: list[tuple[Entry, str]] = []
+        """Fields whose value is not of the type Megatron-Core takes, with what it takes (left out of the run)."""
         for key in KEYS:
             entry = container.get(key.path)
             if entry is None:
@@ -59,6 +61,9 @@ class BridgeSpecBuilder(SpecBuilder):
                 continue
             if entry.origin == "computed":
                 value = None  # a recipe computes it: written, not known statically
+            elif value is not None and expected_type(key.dest, value) is not None:
+                self.problems.append((entry, str(expected_type(key.dest, value))))
+                value = None  # written, not usable: no default is taken for it either
             kept = settings.get(key.dest)
             if kept is not None and not (key.dest in EITHER_TRUE and value is True and kept.value is not True):
                 continue
@@ -89,6 +94,8 @@ class BridgeSpecBuilder(SpecBuilder):
                 self.spec.settings[dest] = made
             elif isinstance(setting, BridgeSetting) and setting.entry.origin == "computed":
                 self.spec.unresolved[dest] = Provenance(Origin.DEFAULT, key=setting.entry.path, note=setting.entry.note)
+            elif isinstance(setting, BridgeSetting) and setting.entry.value is not None:
+                self.spec.unresolved[dest] = provenance(setting.entry, self.ctx.path)
 
     def _cluster(self) -> None:
         gpn, nodes = self._world
@@ -96,6 +103,31 @@ class BridgeSpecBuilder(SpecBuilder):
         c.gpus_per_node, c.nodes = gpn, nodes
         if gpn is not None and nodes is not None:
             c.world_size = derived(gpn.value * nodes.value, "torchrun --nproc_per_node x --nnodes", gpn, nodes)
+
+
+_NUMERIC = {"integer": (int,), "number": (int, float), "boolean": (bool,)}
+
+
+def expected_type(dest: str, value: Any) -> str | None:
+    """What Megatron-LM's argument ``dest`` takes when ``value`` is not of it (``a whole number``), for the
+    integer, number and boolean arguments the spec's arithmetic reads; None: the value is of a type it takes
+    (other types are taken as written)."""
+    from trainlint.schemas import load_schema
+
+    prop = load_schema("megatron").get("properties", {}).get(dest)
+    if not isinstance(prop, dict):
+        return None
+    kinds = prop.get("type")
+    kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    strict = [k for k in kinds if k != "null"]
+    if not strict or not all(k in _NUMERIC for k in strict):
+        return None
+    if isinstance(value, bool):
+        ok = "boolean" in strict
+    else:
+        ok = any(isinstance(value, t) for k in strict for t in _NUMERIC[k] if t is not bool)
+    names = {"integer": "a whole number", "number": "a number", "boolean": "true or false"}
+    return None if ok else " or ".join(names[k] for k in strict)
 
 
 def _precision(container: Container, settings: dict[str, BridgeSetting]) -> None:
@@ -143,9 +175,19 @@ def architecture(target: str) -> str | None:
 
 
 def build_spec(container: Container, path: str, label: str, anchor: Span | None,
-               world: tuple[Value | None, Value | None] = (None, None)) -> TrainingSpec:
+               world: tuple[Value | None, Value | None] = (None, None), problems: list | None = None) -> TrainingSpec:
+    """The run's spec; fields of the wrong type are left out and reported in ``problems`` (TL005)."""
+    if problems is None:
+        problems = []
     builder = BridgeSpecBuilder(container, path, label, anchor, world)
     spec = builder.build()
+    for entry, expected in builder.problems:
+        from trainlint.input_codes import input_diagnostic
+        from trainlint.positions import FILE_START
+
+        problems.append(input_diagnostic(
+            "TL005", f"`{entry.path}` is {entry.value!r}: Megatron-Core takes {expected} here; the value is not used",
+            entry.span or anchor or FILE_START, path=path))
     for entry in container.entries.values():
         # the fields as written, for Bridge's own start-up checks (adapters/bridge/rules.py)
         if entry.origin == "computed":
