@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainlint.positions import Span
-from trainlint.provenance import Origin, Provenance, Value, default, derived
+from trainlint.provenance import Origin, Provenance, Value, derived
 from trainlint.spec import TrainingSpec
 
 from trainlint.adapters.bridge.container import Container, Entry
@@ -211,7 +211,5 @@ def build_spec(container: Container, path: str, label: str, anchor: Span | None,
         if computed is not None:
             prov = spec.unresolved[computed]
             spec.parallel.uneven_pipeline = Value(prov.key or computed, prov)
-    if spec.memory.recompute is not None and spec.memory.recompute.provenance.origin is Origin.DEFAULT:
-        spec.memory.recompute = default("none", "Megatron-Core default recompute_granularity None")
     set_engine(spec)
     return spec
