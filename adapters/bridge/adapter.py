@@ -21,7 +21,6 @@ _CORE_FIELD = re.compile(r"^[ \t]+(tensor_model_parallel_size|num_layers|hidden_
 """A ConfigContainer YAML: top-level sections named as ConfigContainer's fields (model and train among them),
 indented Megatron-Core field names."""
 _BRIDGE_TARGET = re.compile(r"_target_:\s*['\"]?megatron\.bridge\.")
-_RUNNER = re.compile(r"run_recipe\.py\b[^\n]*?(\\\n[^\n]*?)*--(recipe|model)\b")
 DEVICE_MAX_CONNECTIONS = "CUDA_DEVICE_MAX_CONNECTIONS"
 
 
@@ -38,8 +37,11 @@ class BridgeAdapter(Adapter):
                 sections = set(_SECTIONS.findall(head))
                 mine = {"model", "train"} <= sections and len(sections) >= 3 and _CORE_FIELD.search(head)
                 return BY_CONTENT + 30 if mine else NOT_MINE
-            if _RUNNER.search(head):
-                return BY_CONTENT + 35
+            if "run_recipe.py" in head:
+                from trainlint.adapters.bridge.launch import names_a_recipe
+
+                if names_a_recipe(head):
+                    return BY_CONTENT + 35
             return NOT_MINE
         except Exception:  # noqa: BLE001 - sniff must never raise on garbage
             return NOT_MINE

@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from trainlint.positions import LineIndex, Span
 
 RUNNER = re.compile(r"(^|/)run_recipe\.py$")
+_PLAIN = re.compile(r"[^ \t\r\n;|'\"\\$`]+")
 
 CONVENIENCE = {
     "-ms": "train.train_iters", "--max_steps": "train.train_iters",
@@ -42,8 +43,7 @@ RUNNER_OPTIONS = frozenset({"--model", "--recipe", "--mode", "--step-func", "--s
 RUNNER_SWITCHES = frozenset({"--dry-run", "--dry_run", "--deterministic", "--dump-env", "--dump_env"})
 
 
-@dataclass(frozen=True)
-class Word:
+class Word(NamedTuple):
     text: str | None
     """None: the word holds a ``$`` expansion (unknown statically)."""
     start: int
@@ -120,11 +120,15 @@ def words(text: str) -> list[list[Word]]:
                     unknown = True
                 out.append(inner)
                 i = close + 1
-            else:
-                if ch == "$" or ch == "`":
-                    unknown = True
+            elif ch == "$" or ch == "`":
+                unknown = True
                 out.append(ch)
                 i += 1
+            else:
+                plain = _PLAIN.match(text, i)  # a run of ordinary characters at once (one step per char is slow)
+                run = plain.group() if plain is not None else ch
+                out.append(run)
+                i += len(run)
         current.append(Word(None if unknown else "".join(out), start, i, text[start:i]))
     if current:
         commands.append(current)
@@ -156,6 +160,17 @@ def _int(w: Word | None) -> int | None:
         return int(w.text) if w is not None and w.text is not None else None
     except ValueError:
         return None
+
+
+def names_a_recipe(text: str) -> bool:
+    """A command runs ``run_recipe.py`` with ``--recipe`` or ``--model``: the cheap question a sniff asks
+    (words only, no positions)."""
+    for cmd in words(text):
+        at = next((k for k, w in enumerate(cmd) if w.text is not None and RUNNER.search(w.text)), None)
+        if at is not None and any(w.text is not None and w.text.split("=", 1)[0] in ("--recipe", "--model")
+                                  for w in cmd[at + 1:]):
+            return True
+    return False
 
 
 def find_launches(text: str) -> list[Launch]:
