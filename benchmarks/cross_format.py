@@ -1,11 +1,11 @@
-"""Same run, same estimate: random layouts written in three formats, read by the adapters, estimated.
+"""Same run, same estimate: random layouts written in four formats, read by the adapters, estimated.
 
     .venv/bin/python benchmarks/cross_format.py            # 150 layouts, seed 0
     .venv/bin/python benchmarks/cross_format.py -n 300 --seed 3 --gpu h100-sxm
 
 Each layout (TP / PP / DP / ZeRO 0-3 / recompute / micro / accumulation / optimizer offload / MoE /
 flash or not / bf16 or fp16) is written by :mod:`run_writer` as a Megatron-LM script, a
-Megatron-DeepSpeed script + DeepSpeed JSON and a GPT-NeoX YAML, each read back through trainlint's
+Megatron-DeepSpeed script + DeepSpeed JSON, a GPT-NeoX YAML and a Megatron-Bridge ConfigContainer YAML, each read back through trainlint's
 adapters as a user's files are, and estimated with only ``--gpu`` given. Printed: the count of
 disagreements per kind (target 0 for every kind):
 
@@ -18,6 +18,9 @@ disagreements per kind (target 0 for every kind):
 * ``memory LM``, ``tokens/s LM``: Megatron-LM more than 5% from the DeepSpeed formats where the
   engines coincide (fp16 at ZeRO 0: FP16_Optimizer and Megatron's fp16 optimizer keep the same
   bytes and all-reduce the same fp16 gradients);
+* ``memory Bridge/LM``, ``tokens/s Bridge/LM``, ``batch Bridge/LM``: the Megatron-Bridge YAML and the
+  Megatron-LM script of the same run are one Megatron-Core run: any difference in the batch triple, the
+  memory or tokens/s (beyond rounding, 1e-9) counts;
 * ``memory grows``: the per-GPU memory grows when the ZeRO stage grows (Megatron-DeepSpeed and NeoX)
   or when the distributed optimizer is turned on (Megatron-LM), at DP >= 2, leaving out the
   engine's communication buffers (their size is the user's ``reduce_bucket_size`` etc., not the
@@ -43,13 +46,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from run_writer import FORMATS, Run, read_one, write
+from run_writer import FORMATS, WORLD_NOT_STATED, Run, read_one, write
 
 from trainlint.estimator import InvariantError, build_context, estimate
 
 TOLERANCE = 0.05
 KINDS = ("no-estimate", "batch", "tokens-per-step", "mfu", "memory MDS/NeoX", "tokens/s MDS/NeoX", "memory LM",
-         "tokens/s LM", "memory grows")
+         "tokens/s LM", "batch Bridge/LM", "memory Bridge/LM", "tokens/s Bridge/LM", "memory grows")
+SAME_ENGINE = 1e-9
+"""Bridge and Megatron-LM run the same Megatron-Core code: their estimates must be equal, not close."""
 
 
 def random_run(rng: random.Random) -> Run:
@@ -84,8 +89,9 @@ def estimates(run: Run, workdir: str, gpu: str) -> dict[str, object]:
     out: dict[str, object] = {}
     for fmt in FORMATS:
         spec = read_one(write(run, fmt, str(Path(workdir) / fmt)))
+        world = {"nodes": run.nodes, "gpus_per_node": run.per_node} if fmt in WORLD_NOT_STATED else {}
         try:
-            out[fmt] = estimate(spec, build_context(spec, gpu=gpu))
+            out[fmt] = estimate(spec, build_context(spec, gpu=gpu, **world))
         except InvariantError as exc:
             out[fmt] = exc
     return out
@@ -135,6 +141,15 @@ def disagreements(run: Run, workdir: str, gpu: str = "a100-80gb") -> dict[str, s
             found["memory LM"] = f"{lm.worst_stage.total / 2**30:.2f} vs {mds.worst_stage.total / 2**30:.2f} GiB"
         if _apart(lm.tokens_per_s, mds.tokens_per_s):
             found["tokens/s LM"] = f"{lm.tokens_per_s:,.0f} vs {mds.tokens_per_s:,.0f}"
+    bridge = ests["bridge"]
+    if (bridge.inputs.micro, bridge.inputs.grad_accum, bridge.inputs.global_batch, bridge.inputs.dp) != \
+            (lm.inputs.micro, lm.inputs.grad_accum, lm.inputs.global_batch, lm.inputs.dp):
+        found["batch Bridge/LM"] = f"{(bridge.inputs.micro, bridge.inputs.grad_accum, bridge.inputs.global_batch)} vs " \
+                                   f"{(lm.inputs.micro, lm.inputs.grad_accum, lm.inputs.global_batch)}"
+    if abs(bridge.worst_stage.total - lm.worst_stage.total) > SAME_ENGINE * lm.worst_stage.total:
+        found["memory Bridge/LM"] = f"{bridge.worst_stage.total / 2**30:.4f} vs {lm.worst_stage.total / 2**30:.4f} GiB"
+    if abs(bridge.tokens_per_s - lm.tokens_per_s) > SAME_ENGINE * lm.tokens_per_s:
+        found["tokens/s Bridge/LM"] = f"{bridge.tokens_per_s:,.1f} vs {lm.tokens_per_s:,.1f}"
     grows, with_buffers = memory_grows(run, workdir, gpu, ests)
     if grows:
         found["memory grows"] = grows
@@ -161,7 +176,7 @@ def memory_grows(run: Run, workdir: str, gpu: str, now: dict[str, object]) -> tu
     ests = estimates(more, str(Path(workdir) / "more"), gpu)
     grows = total = ""
     for fmt, e in ests.items():
-        if fmt == "megatron-lm" and run.zero >= 1:
+        if fmt in ("megatron-lm", "bridge") and run.zero >= 1:
             continue  # the same Megatron-LM script (ZeRO >= 1 is the distributed optimizer already)
         if not getattr(e, "ok", False):
             continue
@@ -198,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                 examples.setdefault(kind, (run, detail))
                 if args.verbose:
                     print(f"  {kind}: {detail}  [{run}]")
-    print(f"{args.n} layouts written as Megatron-LM, Megatron-DeepSpeed (+ JSON) and NeoX files, read by the adapters, "
+    print(f"{args.n} layouts written as Megatron-LM, Megatron-DeepSpeed (+ JSON), NeoX and Megatron-Bridge files, read by the adapters, "
           f"estimated on {args.gpu} (seed {args.seed})")
     print("  layouts: " + ", ".join(f"{k} {v}" for k, v in sorted(features.items())))
     print("disagreements per kind:")

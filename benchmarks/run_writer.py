@@ -1,4 +1,4 @@
-"""One training run written as the files a user would write, in three formats, and read back
+"""One training run written as the files a user would write, in four formats, and read back
 through trainlint's adapters exactly as ``trainlint check`` / ``estimate`` read a user's files.
 
 * :func:`write_megatron_lm`: a launch script running Megatron-LM's ``pretrain_gpt.py`` with
@@ -6,7 +6,10 @@ through trainlint's adapters exactly as ``trainlint check`` / ``estimate`` read 
   nearest thing Megatron-LM has);
 * :func:`write_megatron_deepspeed`: a Megatron-DeepSpeed launch script (``deepspeed`` launcher,
   ``--deepspeed --deepspeed_config ds_config.json --zero-stage N``) and its DeepSpeed JSON;
-* :func:`write_neox`: a GPT-NeoX YAML (DeepSpeed keys inline, as NeoX configs carry them).
+* :func:`write_neox`: a GPT-NeoX YAML (DeepSpeed keys inline, as NeoX configs carry them);
+* :func:`write_bridge`: a Megatron-Bridge ConfigContainer YAML as ``to_yaml`` dumps it (``_target_``
+  objects for dtypes and enums); it states no world size (a Bridge YAML does not), so its run is
+  estimated with the run's nodes and GPUs per node given, as ``--nodes`` / ``--gpus-per-node`` would.
 
 Used by tests/test_engine_invariants.py (property tests) and benchmarks/cross_format.py; nothing
 here runs a framework. Each writer takes a :class:`Run` and a directory and returns the path a user
@@ -19,11 +22,12 @@ import json
 import os
 from dataclasses import asdict, dataclass
 
-from trainlint.adapters import builtin_adapters
 from trainlint.checker import check_file
 from trainlint.spec import TrainingSpec
 
-FORMATS = ("megatron-lm", "megatron-deepspeed", "neox")
+FORMATS = ("megatron-lm", "megatron-deepspeed", "neox", "bridge")
+WORLD_NOT_STATED = frozenset({"bridge"})
+"""Formats whose file does not state the world size: estimated with ``nodes`` / ``gpus_per_node`` given."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +163,33 @@ def write_neox(run: Run, directory: str) -> str:
     return _write(os.path.join(directory, "neox.yml"), "\n".join(lines) + "\n")
 
 
-WRITERS = {"megatron-lm": write_megatron_lm, "megatron-deepspeed": write_megatron_deepspeed, "neox": write_neox}
+def write_bridge(run: Run, directory: str) -> str:
+    """Megatron-Bridge: the same Megatron-Core run as :func:`write_megatron_lm`, spelled as a ConfigContainer
+    dump (model / train / optimizer / ddp sections)."""
+    dtype = "torch.bfloat16" if run.dtype == "bf16" else "torch.float16"
+    model = [f"num_layers: {run.layers}", f"hidden_size: {run.hidden}", f"num_attention_heads: {run.heads}",
+             f"seq_length: {run.seq}", f"max_position_embeddings: {run.seq}", f"vocab_size: {run.vocab}",
+             "make_vocab_size_divisible_by: 1", f"tensor_model_parallel_size: {run.tp}",
+             f"pipeline_model_parallel_size: {run.pp}", f"bf16: {'true' if run.dtype == 'bf16' else 'false'}",
+             f"fp16: {'true' if run.dtype == 'fp16' else 'false'}", "params_dtype:", f"  _target_: {dtype}", "  _call_: false"]
+    if run.recompute == "full":
+        model += ["recompute_granularity: full", "recompute_method: uniform", "recompute_num_layers: 1"]
+    if not run.flash:
+        model += ["attention_backend:", "  _target_: megatron.core.transformer.enums.AttnBackend", "  _call_: true",
+                  "  _args_: [3]", "  _name_: unfused"]
+    if run.experts > 1:
+        model += [f"num_moe_experts: {run.experts}", f"moe_router_topk: {run.top_k}",
+                  f"expert_model_parallel_size: {run.ep}", f"moe_layer_freq: {run.expert_interval}"]
+    lines = ["_target_: megatron.bridge.training.config.ConfigContainer", "model:",
+             "  _target_: megatron.bridge.models.gpt_provider.GPTModelProvider", *("  " + m for m in model),
+             "train:", f"  micro_batch_size: {run.micro}", f"  global_batch_size: {run.global_batch}", "  train_iters: 1000",
+             "optimizer:", f"  use_distributed_optimizer: {'true' if run.zero >= 1 else 'false'}",
+             "ddp:", f"  use_distributed_optimizer: {'true' if run.zero >= 1 else 'false'}",
+             "dataset:", f"  seq_length: {run.seq}"]
+    return _write(os.path.join(directory, "run_config.yaml"), "\n".join(lines) + "\n")
+
+
+WRITERS = {"megatron-lm": write_megatron_lm, "megatron-deepspeed": write_megatron_deepspeed, "neox": write_neox, "bridge": write_bridge}
 
 
 def write(run: Run, fmt: str, directory: str) -> str:
@@ -167,9 +197,18 @@ def write(run: Run, fmt: str, directory: str) -> str:
     return WRITERS[fmt](run, directory)
 
 
+def _adapters() -> list:
+    """The built-in adapters and Megatron-Bridge's (registered as a built-in plugin), new for each read as
+    ``check_file`` is given them by a session."""
+    from trainlint.adapters import builtin_adapters
+    from trainlint.adapters.bridge.framework import adapter
+
+    return [*builtin_adapters(), adapter()]
+
+
 def read(path: str) -> tuple[list[TrainingSpec], list]:
     """The specs and diagnostics trainlint's adapters give for ``path`` (as ``trainlint check`` reads it)."""
-    result = check_file(path, builtin_adapters())
+    result = check_file(path, _adapters())
     return list(result.specs), list(result.diagnostics)
 
 

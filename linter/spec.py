@@ -203,6 +203,9 @@ class EngineSpec:
     batch_owner: Value | None = None
     """Whose batch settings the run uses: ``megatron`` (Megatron's flags, also under
     Megatron-DeepSpeed, which sets DeepSpeed's batch each step), ``deepspeed`` or ``neox``."""
+    device_max_connections: Value | None = None
+    """``CUDA_DEVICE_MAX_CONNECTIONS`` as the run's launch environment sets it (a string, as the process
+    sees it: an ``export`` before the launch, a Megatron-Bridge ``env_vars`` default); None: not set."""
     deepspeed_micro_batch: Value | None = None
     """A Megatron front end's DeepSpeed JSON ``train_micro_batch_size_per_gpu``, as written: DeepSpeed's
     own bookkeeping when Megatron owns the batch (old Megatron copies feed ``--batch-size``, and
@@ -263,6 +266,16 @@ class TrainingSpec:
     dialect: str = ""
     """Which variant of the framework the run targets, where it matters: ``megatron-lm``
     (current), ``megatron-deepspeed`` or ``legacy`` (old Megatron-LM copies)."""
+    format: str = ""
+    """The config format the run was read from, when it is not named by ``framework`` (a Megatron-Bridge
+    ``ConfigContainer`` YAML is format ``bridge`` on the ``megatron`` engine): which adapter spells and
+    writes its changes. Empty: the format is the framework's own."""
+    core_configs_only: bool = False
+    """The run builds Megatron-Core's config objects (``TransformerConfig``, ``ModelParallelConfig``,
+    the schedules) directly, without Megatron-LM's argument parser and ``validate_args`` (a
+    Megatron-Bridge ``ConfigContainer``): only Megatron-Core's own checks apply to it, and only on the
+    values its files write (an unwritten field takes the recipe's or provider's default, not
+    Megatron-LM's argparse default)."""
     entry_point: str | None = None
     """The training script a launch command runs (``pretrain_gpt.py``), when there is one."""
     target: Any = None
@@ -337,7 +350,7 @@ class TrainingSpec:
         settings = [(name, entry.value, entry.provenance.origin.value, entry.provenance.key)
                     for name, entry in sorted(self.settings.items())]
         unresolved = sorted((name, prov.origin.value, prov.key or "") for name, prov in self.unresolved.items())
-        return json.dumps([self.framework, self.dialect, self.entry_point, values, settings, unresolved],
+        return json.dumps([self.framework, self.format, self.dialect, self.entry_point, values, settings, unresolved],
                           default=repr, separators=(",", ":"))
 
     def to_dict(self) -> dict:

@@ -28,6 +28,10 @@ EXPECTED_EXAMPLE_FINDINGS = {
     "megatron_llama2_70b_oom.sh": {"TL201"},
     "megatron_gpt_2.7b_network_bound.sh": {"TL301", "TL401"},
     "neox_zero2_pipeline.yml": {"TL110", "TL180"},
+    "llama3_8b_launch.sh": set(),
+    "llama3_70b_run_config.yaml": set(),
+    "qwen3_30b_a3b_moe.yaml": set(),
+    "deepseek_v3_launch.sh": {"TL301", "TL670"},
 }
 
 
@@ -35,7 +39,7 @@ def test_examples_trip_exactly_their_codes_and_each_format_is_claimed(capsys):
     code, out, _ = run(capsys, "check", "--isolated", "--format", "json", str(EXAMPLES))
     data = json.loads(out)
     formats = {Path(f["path"]).name: f["format"] for f in data["files"]}
-    assert set(formats.values()) >= {"deepspeed", "megatron", "neox"}
+    assert set(formats.values()) >= {"deepspeed", "megatron", "neox", "bridge"}
     found = {Path(f["path"]).name: {d["code"] for d in f["diagnostics"] if d["severity"] != "info"}
              for f in data["files"]}
     assert found == EXPECTED_EXAMPLE_FINDINGS

@@ -38,7 +38,7 @@ from trainlint.diagnostics import Diagnostic
 from trainlint.document import Document, escape_key
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START, LineIndex, Span
-from trainlint.provenance import Origin, from_file
+from trainlint.provenance import Origin, Provenance, Value, from_file
 from trainlint.sources import SourceText, Unreadable, UnreadableSource
 from trainlint.spec import TrainingSpec
 
@@ -222,11 +222,34 @@ def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shel
     spec.target = target
     _merge_deepspeed(result, spec, parsed, source, context, shell, spans)
     set_engine(spec)  # after the merge: under --deepspeed the JSON decides the optimizer
+    if shell is not None:
+        spec.engine.device_max_connections = _launch_variable(shell, "CUDA_DEVICE_MAX_CONNECTIONS", build.anchor,
+                                                              source.path)
     result.specs.append(spec)
     result.documents.append(_document(source, parsed, spans))
     if collect is not None:
         collect.append(ParsedRun(spec, parsed, list(args), shell))
     return spec
+
+
+def _launch_variable(shell: ShellResult, name: str, anchor: Span | None, path: str) -> Value | None:
+    """The last value the script assigns to ``name`` before the launch (``export CUDA_DEVICE_MAX_CONNECTIONS=1``),
+    as the launched process sees it (whether it is exported is not told apart: scripts export these);
+    None when the script does not assign it, or assigns what is only known at run time."""
+    found: Value | None = None
+    for a in shell.assignments:
+        if a.name != name or a.value.is_array:
+            continue
+        at = shell.span(a.loc)
+        if anchor is not None and a.loc.path == path and at is not None and (at.line, at.column) > (anchor.line, anchor.column):
+            continue
+        segs = a.value.as_scalar()
+        if any(seg.unknown is not None for seg in segs):
+            found = None
+            continue
+        found = Value("".join(seg.text for seg in segs), Provenance(
+            Origin.FILE, a.loc.path, at, name, "assigned before the launch", (), a.value.uncertain))
+    return found
 
 
 def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans) -> Document:

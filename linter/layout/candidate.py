@@ -308,7 +308,7 @@ def spell_changes(spec: TrainingSpec, base: Inputs | None, changes: dict[str, An
 
 
 def adapter_of(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Any:
-    """The adapter of ``spec``'s format (named by its framework): among ``adapters`` (the session's,
+    """The adapter of ``spec``'s format (``spec.format``, else named by its framework): among ``adapters`` (the session's,
     plugin adapters included), else among the built-in ones; None for a run no adapter names."""
     from trainlint.layout.changes import adapter_for
 
@@ -316,7 +316,7 @@ def adapter_of(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Any:
         from trainlint.adapters import builtin_adapters
 
         adapters = builtin_adapters()  # no session at hand (a library call): the formats trainlint ships
-    return adapter_for(spec.framework, adapters)
+    return adapter_for(spec.format or spec.framework, adapters)
 
 
 def megatron_deepspeed(spec: TrainingSpec) -> bool:

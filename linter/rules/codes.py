@@ -43,6 +43,7 @@ FAMILIES: dict[str, str] = {
     "megatron": "trainlint.rules.startup.megatron",  # TL140-TL179, TL600-TL629 Megatron-LM's own start-up checks
     "estimation": "trainlint.rules.estimation",  # TL2xx-TL4xx, TL900 on the estimate
     "planning": "trainlint.rules.planning",  # TL5xx run length and cost
+    "bridge": "trainlint.adapters.bridge.rules",  # TL670-TL699 Megatron-Bridge's ConfigContainer checks, TL116
 }
 """Family -> the package (folder) holding its rule modules; each package is one rule bundle."""
 
@@ -175,6 +176,14 @@ CODES: tuple[Code, ...] = (
     Code("TL503", "planning", "run-exceeds-max-days"),
     Code("TL504", "planning", "run-exceeds-max-cost"),
     Code("TL900", "estimation", "estimate-unavailable"),
+    Code("TL116", "bridge", "cuda-device-max-connections"),
+    Code("TL670", "bridge", "bridge-training-length"),
+    Code("TL671", "bridge", "bridge-sequence-length"),
+    Code("TL672", "bridge", "bridge-precision-flags"),
+    Code("TL673", "bridge", "bridge-checkpoint-settings"),
+    Code("TL674", "bridge", "bridge-fsdp-settings"),
+    Code("TL675", "bridge", "bridge-context-parallel-comm"),
+    Code("TL676", "bridge", "bridge-packing-settings"),
 )
 
 BY_CODE: dict[str, Code] = {row.code: row for row in CODES}

@@ -74,8 +74,14 @@ class MegatronArgs:
         return dest in self.spec.settings or dest in self.spec.unresolved
 
     def known(self, *dests: str) -> bool:
-        """Every dest is either resolved or not written at all (so its default applies)."""
+        """Every dest is either resolved or not written at all (so its default applies). A run that
+        builds Megatron-Core's configs directly (``core_configs_only``) knows only what it writes:
+        Megatron-LM's argparse defaults are not its recipe's or model provider's, except "unset" (a
+        None default: Megatron-Core's config fields default to None too, and mean the same by it)."""
         settings, unresolved, properties = self.spec.settings, self.spec.unresolved, _properties()
+        if self.spec.core_configs_only:
+            return all(d in settings or (d in properties and d not in unresolved and properties[d].get("default") is None)
+                       for d in dests)
         # a list, not a generator: one call instead of one resumption per dest (~25 calls a run)
         return not [d for d in dests if d not in settings and (d not in properties or d in unresolved)]
 

@@ -22,7 +22,14 @@ class MegatronRule(Rule):
     """Each quotes ``validate_args`` / Megatron-Core's config checks at trainlint's commit; an older
     release or a fork may not make it (the engine lowers it to a warning when the release is assumed)."""
 
+    core_config_check: bool = False
+    """The check is Megatron-Core's own (``TransformerConfig`` / ``ModelParallelConfig`` / the
+    schedules), made whatever builds the configs; False: Megatron-LM's ``validate_args``, which a run
+    that builds the configs directly (``TrainingSpec.core_configs_only``, Megatron-Bridge) never calls."""
+
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
+        if spec.core_configs_only and not self.core_config_check:
+            return iter(())
         # the rule's own generator, not one wrapped in another (~25 rules a run)
         args = _arguments(spec, ctx.shared)
         if args is None:

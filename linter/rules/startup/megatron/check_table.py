@@ -123,10 +123,16 @@ def _shown(a: MegatronArgs, cond: Cond) -> str:
     return f"{flag} {value}"
 
 
+CORE_CONFIGS = frozenset({MPC, "megatron/core/transformer/transformer_config.py"})
+"""The rows Megatron-Core's config objects make, whatever builds them: the only rows a run that builds
+the configs directly (``TrainingSpec.core_configs_only``: Megatron-Bridge) is judged by."""
+
+
 class CheckTable(MegatronRule):
     """A family of :class:`Check` rows (subclasses set :attr:`checks`)."""
 
     checks: ClassVar[tuple[Check, ...]] = ()
+    core_config_check = True  # row by row: see CORE_CONFIGS
 
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
         target = a.spec.target
@@ -134,8 +140,9 @@ class CheckTable(MegatronRule):
         # row is judged only on options the script writes
         loaded = from_checkpoint(a.spec)
         said: set[tuple[str, int]] = set()
+        core_only = a.spec.core_configs_only
         for check in self.checks:
-            if (check.path, check.line) in said:
+            if (check.path, check.line) in said or (core_only and check.path not in CORE_CONFIGS):
                 continue  # one finding per source check (several rows spell one `or`)
             head = check.when[0][0]
             dests = [_DERIVED[c[0]][0] if c[0] in _DERIVED else c[0] for c in check.when]

@@ -40,6 +40,7 @@ class InterleavedMicrobatches(MegatronRule):
     pipeline-model-parallel-size (PP) when using interleaved schedule" (`schedules.py:631@1afee59`).
     """
 
+    core_config_check = True  # the schedule raises it, whatever built the configs (Megatron-Bridge too)
     code = "TL174"
     name = "megatron-interleaved-microbatches"
     summary = "an interleaved pipeline with fewer micro-batches than its size, or a remainder it refuses"

@@ -1,0 +1,69 @@
+"""What Megatron-Bridge's rules share: a run's ConfigContainer fields as written (with Bridge's
+defaults), the rule base class, and the GPU architecture a run is declared on."""
+
+from __future__ import annotations
+from typing import Any, Iterator
+from trainlint.provenance import Value
+from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.spec import TrainingSpec
+from trainlint.adapters.bridge.build import FORMAT, SETTING_PREFIX
+
+CONFIG_PY = "src/megatron/bridge/training/config.py"
+
+
+class Fields:
+    """A Bridge run's fields as written, with Bridge's defaults."""
+
+    def __init__(self, spec: TrainingSpec) -> None:
+        self.spec = spec
+
+    def entry(self, path: str) -> Value | None:
+        return self.spec.settings.get(SETTING_PREFIX + path)
+
+    def get(self, path: str, fallback: Any = None) -> Any:
+        entry = self.entry(path)
+        return fallback if entry is None else entry.value
+
+    def at(self, *paths: str) -> Value | None:
+        return next((e for e in (self.entry(p) for p in paths) if e is not None), None)
+
+
+class BridgeRule(Rule):
+    frameworks = ("megatron",)
+    release_dependent = True
+    """Quoted from Megatron-Bridge's config.py at one commit; another release may check differently."""
+
+    def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
+        if spec.format != FORMAT:
+            return iter(())
+        return self.findings(Fields(spec))
+
+    def findings(self, f: Fields) -> Iterator[Finding]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def positive_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+PRE_BLACKWELL = frozenset({"volta", "turing", "ampere", "ada", "hopper"})
+"""NVIDIA architectures below compute capability 10 (``get_device_arch_version() < 10`` in validate_args)."""
+
+
+def architecture(spec: TrainingSpec, ctx: RuleContext) -> str | None:
+    """The architecture of the GPU the run is declared on (the spec's, from the launcher or --gpu, else the
+    project config's); None when no GPU is declared or it is not in the session's table."""
+    from trainlint.catalog import CatalogError, find_gpu
+    from trainlint.provenance import Origin
+
+    gpu = spec.cluster.gpu
+    name = gpu.value if gpu is not None and gpu.provenance.origin is not Origin.ASSUMED else None
+    if not isinstance(name, str):
+        estimation = getattr(ctx.project, "estimation", None)
+        name = getattr(estimation, "gpu", None)
+    if not isinstance(name, str):
+        return None
+    try:
+        return find_gpu(name, ctx.gpus).architecture or None
+    except CatalogError:
+        return None
