@@ -23,4 +23,10 @@ FAMILIES = tuple(f"trainlint.rules.startup.megatron.{name}" for name in (
     "model",       # TL158-TL160
     "batch",       # TL161-TL166
     "combinations",  # TL167-TL175 (from the launch-check audit)
+    # TL630-TL669: one module per rule, named by its slug (from the launch-check audit, issue 34)
+    "megatron_core_activation_arguments",  # TL630
+    "megatron_core_moe_router_arguments",  # TL631
+    "megatron_core_rope_arguments",  # TL632
+    "megatron_core_batch_rampup",  # TL633
+    "megatron_core_pipeline_communication",  # TL634
 ))
