@@ -29,4 +29,8 @@ FAMILIES = tuple(f"trainlint.rules.startup.megatron.{name}" for name in (
     "megatron_core_rope_arguments",  # TL632
     "megatron_core_batch_rampup",  # TL633
     "megatron_core_pipeline_communication",  # TL634
+    "megatron_core_attention_variant_arguments",  # TL635
+    "megatron_core_module_choices",  # TL636
+    "megatron_core_offload_module_combinations",  # TL637
+    "megatron_core_cuda_graph_modules",  # TL638
 ))
