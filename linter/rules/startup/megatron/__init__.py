@@ -33,4 +33,6 @@ FAMILIES = tuple(f"trainlint.rules.startup.megatron.{name}" for name in (
     "megatron_core_module_choices",  # TL636
     "megatron_core_offload_module_combinations",  # TL637
     "megatron_core_cuda_graph_modules",  # TL638
+    "megatron_core_batch_invariant_arguments",  # TL639
+    "megatron_core_recompute_arguments",  # TL640
 ))

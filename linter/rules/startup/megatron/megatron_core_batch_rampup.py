@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint import hookimpl
+from trainlint.provenance import Origin
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import MegatronRule
 from trainlint.rules.startup.megatron.combinations import release_stated
@@ -31,8 +32,9 @@ class BatchRampup(MegatronRule):
     """## What it does
     Checks `--rampup-batch-size <start> <increment> <samples>` as Megatron-Core's ramp-up
     calculator does when training starts: the start batch and the increment positive, the ramp-up
-    samples not negative, the global batch not below the start batch, and the distance between them
-    a multiple of the increment.
+    samples not negative, the global batch not below the start batch, the distance between them
+    a multiple of the increment, and (without `--decrease-batch-size-if-needed`) every batch of the
+    ramp-up a multiple of micro batch x data-parallel size.
 
     The check runs when the run states or locates a release from core_v0.8.0 to core_v0.17.0
     (upstream turns the ramp-up into a step schedule, checked by TL175).
@@ -52,6 +54,9 @@ class BatchRampup(MegatronRule):
     * `megatron/core/num_microbatches_calculator.py:398-407@9539a12` (core_v0.8.0 to core_v0.17.0): "global
       batch size should be positive", "start batch size should be positive", "batch size increment should be
       positive", "ramp-up samples should be non-negative"
+    * `megatron/core/num_microbatches_calculator.py:475-483@9539a12` (core_v0.9.0 to core_v0.17.0; core_v0.8.0:
+      `megatron/core/num_microbatches_calculator.py:289@baf94af`): "current global batch size (...) is not divisible
+      by micro-batch-size (...) timesdata parallel size (...)", checked in the training loop
     * `megatron/core/num_microbatches_calculator.py:425-429@9539a12` (core_v0.9.0 to core_v0.17.0; core_v0.8.0:
       `megatron/core/num_microbatches_calculator.py:252-257@baf94af`): "expected global batch size to be greater
       than or equal to start batch size", "expected global batch size interval (...) to be divisible by global
@@ -99,6 +104,36 @@ class BatchRampup(MegatronRule):
             yield Finding(f"{shown} with global batch {gbs}: Megatron-Core stops with \"expected global batch size "
                           f"interval ({diff}) to be divisible by global batch size increment ({increment})\"",
                           at=at, also=also, fix=f"an increment that divides {diff}")
+        else:
+            yield from self._steps(a, start, increment, samples, diff, shown)
+
+    @staticmethod
+    def _steps(a: MegatronArgs, start: int, increment: int, samples: int, diff: int, shown: str) -> Iterator[Finding]:
+        """Every batch of the ramp-up must split into micro batches over the data-parallel ranks:
+        the training loop updates the calculator with ``consistency_check=True``
+        (``megatron/training/training.py:2097@23e00ed``) unless ``--decrease-batch-size-if-needed``."""
+        if not a.known("decrease_batch_size_if_needed") or a.on("decrease_batch_size_if_needed"):
+            return
+        micro, dp = a.int_field("batch.micro_batch"), a.int_field("parallel.data")
+        if micro is None or dp is None or micro <= 0 or dp <= 0 or _assumed(a, "parallel.data"):
+            return
+        unit = micro * dp
+        bad = start if start % unit else (start + increment if diff > 0 and samples > 0 and increment % unit else None)
+        if bad is None:
+            return
+        yield Finding(f"{shown} makes a global batch of {bad}, not a multiple of micro batch {micro} x DP {dp} = {unit}: "
+                      f"Megatron-Core stops in the training loop with \"current global batch size ({bad}) is not "
+                      f"divisible by micro-batch-size ({micro}) timesdata parallel size ({dp})\"",
+                      at=a.at("rampup_batch_size"),
+                      also=(("parallel.data", "data-parallel size"), ("batch.micro_batch", "micro batch")),
+                      fix=f"a start batch and increment that are multiples of {unit}, or --decrease-batch-size-if-needed")
+
+
+def _assumed(a: MegatronArgs, dotted: str) -> bool:
+    """The value rests on trainlint's own assumption (an assumed GPU count), not on the files."""
+    section, field = dotted.split(".")
+    value = getattr(getattr(a.spec, section, None), field, None)
+    return value is None or getattr(getattr(value, "provenance", None), "origin", None) is Origin.ASSUMED
 
 
 RULES: list[type] = [BatchRampup]

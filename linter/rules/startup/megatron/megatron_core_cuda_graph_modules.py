@@ -12,6 +12,8 @@ from trainlint.rules.startup.megatron.core_releases import references
 
 _PER_LAYER: Cond = ("cuda_graph_impl", "in", ("local", "transformer_engine"))
 _HAS = "cuda_graph_modules"
+_DTOH = ("moe_preprocess cuda graph is not supported when there are DtoH copies and synchronizations in the "
+         "preprocess step.")
 
 
 class CudaGraphModules(CheckTable):
@@ -20,7 +22,10 @@ class CudaGraphModules(CheckTable):
     captures: not both `moe` and `moe_router` (the local implementation adds `moe_router` for
     `moe_preprocess`); `moe_preprocess` only with `moe_router` (Transformer Engine graphs); `moe`
     and `moe_router` only in MoE models; `mlp` only when some layers are dense; `moe` only for
-    drop-and-pad MoE (`--moe-expert-capacity-factor` with `--moe-pad-expert-input-to-capacity`).
+    drop-and-pad MoE (`--moe-expert-capacity-factor` with `--moe-pad-expert-input-to-capacity`);
+    `moe_preprocess` not with the `alltoall` dispatcher when token dropping or FP8 router padding
+    copy to the host; `moe_router` not with a recomputed `moe` under Transformer Engine graphs;
+    neither `moe` nor `mlp` with the expert-parallel all-to-all overlap.
 
     ## Why is this bad?
     `TransformerConfig.__post_init__` asserts while it builds the model configuration.
@@ -55,6 +60,17 @@ class CudaGraphModules(CheckTable):
            ("moe_expert_capacity_factor", "unset"), says="moe cuda graph is only supported with drop-padding MoE."),
         _C(TCFG, 2842, "core_v0.18.0", (_HAS, "has", "moe"), _PER_LAYER, ("num_experts", ">", 1),
            ("moe_pad_expert_input_to_capacity", "off"), says="moe cuda graph is only supported with drop-padding MoE."),
+        *(_C(TCFG, 2849, "core_v0.18.0", (_HAS, "has", "moe_preprocess"), _PER_LAYER, ("num_experts", ">", 1),
+             ("moe_token_dispatcher_type", "==", "alltoall"), *extra, says=_DTOH)
+          for extra in ((("moe_expert_capacity_factor", "set"), ("moe_pad_expert_input_to_capacity", "off")),
+                        (("moe_expert_capacity_factor", "unset"), ("moe_router_padding_for_fp8", "on")))),
+        _C(TCFG, 2866, "core_v0.18.0", (_HAS, "has", "moe_router"), ("cuda_graph_impl", "==", "transformer_engine"),
+           ("recompute_granularity", "==", "selective"), ("recompute_modules", "has", "moe"),
+           says="moe recompute is not supported with moe_router CUDA graph with: --cuda-graph-impl transformer_engine."),
+        *(_C(TCFG, 3065, "core_v0.18.0", (_HAS, "has", module), ("cuda_graph_impl", "==", "transformer_engine"),
+             ("overlap_moe_expert_parallel_comm", "on"),
+             says="CUDA graph scope on moe and mlp is not supported with overlap_moe_expert_parallel_comm")
+          for module in ("moe", "mlp")),
     )
 
 

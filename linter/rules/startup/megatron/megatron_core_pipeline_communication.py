@@ -17,6 +17,9 @@ from trainlint.rules.startup.releases import Releases
 MPC = "megatron/core/model_parallel_config.py"
 _VIRTUAL = ("num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank",
             "pipeline_model_parallel_layout")
+_EP_OVERLAP = "overlap_moe_expert_parallel_comm"
+_EP_VPP = ("If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when "
+           "pipeline_model_parallel_size > 1")
 _WARMUP = ("Pipeline parallel communication overlapping in warmup and flush is only compatible with "
            "overlap_p2p_comm but not batch_p2p_comm.")
 
@@ -26,7 +29,9 @@ class PipelineCommunication(CheckTable):
     Checks parallel-communication options as Megatron-Core's `ModelParallelConfig.__post_init__`
     does: `--overlap-p2p-communication-warmup-flush` needs the p2p overlap, which Megatron-LM turns
     off without an interleaved (virtual) pipeline or with `--no-overlap-p2p-communication` (and
-    `batch_p2p_comm` is always its opposite); expert parallelism with tensor parallelism needs
+    `batch_p2p_comm` is always its opposite); the all-to-all overlap of expert parallelism
+    (`--overlap-moe-expert-parallel-comm`) with a pipeline needs an interleaved pipeline; several
+    `--cp-comm-type` values must be one per layer; expert parallelism with tensor parallelism needs
     `--sequence-parallel` (core_v0.4.0 to core_v0.14.0); `--wgrad-deferral-limit` must not be
     negative with `--defer-embedding-wgrad-compute` (core_v0.8.0, core_v0.9.0).
 
@@ -58,6 +63,37 @@ class PipelineCommunication(CheckTable):
 
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
         yield from super().findings(a, ctx)
+        yield from self._warmup_flush(a)
+        yield from self._expert_overlap(a)
+        yield from self._cp_comm_types(a)
+
+    def _expert_overlap(self, a: MegatronArgs) -> Iterator[Finding]:
+        """EP all-to-all overlap with a pipeline needs the interleaved schedule."""
+        if not a.given(_EP_OVERLAP) or not a.on(_EP_OVERLAP) \
+                or not Releases("megatron", first="core_v0.14.0").includes(a.spec.target):
+            return
+        pp = a.int_field("parallel.pipeline")
+        if pp is None or pp <= 1 or not a.known(*_VIRTUAL) or any(a.given(d) for d in _VIRTUAL):
+            return
+        yield Finding(f"{a.flag(_EP_OVERLAP)} with pipeline size {pp} and no interleaved pipeline: Megatron-Core stops "
+                      f"with \"{_EP_VPP}\"", at=a.at(_EP_OVERLAP), also=(("parallel.pipeline", "pipeline size"),),
+                      fix="add --num-virtual-stages-per-pipeline-rank (or --num-layers-per-virtual-pipeline-stage)")
+
+    def _cp_comm_types(self, a: MegatronArgs) -> Iterator[Finding]:
+        """Several --cp-comm-type values are one per layer (one value is every layer's)."""
+        if not a.given("cp_comm_type") or not Releases("megatron", first="core_v0.10.0").includes(a.spec.target):
+            return
+        types, layers = a.get("cp_comm_type"), a.int_field("model.num_layers")
+        cp = a.get("context_parallel_size") if a.known("context_parallel_size") else None
+        if not isinstance(types, (list, tuple)) or len(types) <= 1 or layers is None or len(types) == layers:
+            return
+        if not isinstance(cp, int) or (cp <= 1 and Releases("megatron", first="core_v0.12.0").includes(a.spec.target)):
+            return  # from core_v0.12.0 the list is read only with context parallelism
+        yield Finding(f"{a.flag('cp_comm_type')} gives {len(types)} values for {layers} layers: Megatron-Core stops with "
+                      f"\"Length of cp_comm_type ({len(types)}) should equal to the total number of transformer layers "
+                      f"({layers})!\"", at=a.at("cp_comm_type"), fix="give one type for every layer, or a single type")
+
+    def _warmup_flush(self, a: MegatronArgs) -> Iterator[Finding]:
         if not a.given("overlap_p2p_comm_warmup_flush") or not a.on("overlap_p2p_comm_warmup_flush") \
                 or not Releases("megatron", first="core_v0.10.0").includes(a.spec.target):
             return
@@ -77,6 +113,10 @@ class PipelineCommunication(CheckTable):
 PipelineCommunication.__doc__ = (PipelineCommunication.__doc__ or "").rstrip() + "\n" + \
     references(PipelineCommunication.checks) + \
     f"    * `{MPC}:572@{COMMIT}` (since core_v0.10.0): \"{_WARMUP}\"\n" + \
+    f"    * `megatron/core/transformer/transformer_config.py:3008-3011@d98e8a6` (since core_v0.14.0): \"{_EP_VPP}\"\n" + \
+    "    * `megatron/core/transformer/transformer_config.py:3105-3108@d98e8a6` (since core_v0.12.0, with context\n" + \
+    "      parallelism; core_v0.10.0, core_v0.11.0: `megatron/core/transformer/transformer_config.py:851@aa6207e`): \"Length of\n" + \
+    "      cp_comm_type (...) should equal to the total number of transformer layers (...)!\"\n" + \
     "    * `megatron/training/arguments.py:1012@d98e8a6`: without interleaving `args.overlap_p2p_comm = False`;\n" + \
     "      `megatron/training/argument_utils.py:307@d98e8a6`: `kw_args['batch_p2p_comm'] = not args.overlap_p2p_comm`\n"
 
