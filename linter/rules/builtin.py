@@ -11,6 +11,7 @@ RULE_MODULES = (
     "trainlint.rules.startup.cross_framework",
     "trainlint.rules.startup.deepspeed_rules",
     "trainlint.rules.startup.deepspeed_launch",
+    "trainlint.rules.startup.ds_engine_feature_combinations",  # TL641
     "trainlint.rules.startup.neox_rules",
     "trainlint.rules.startup.neox_launch",
     "trainlint.rules.startup.hf_trainer_rules",
