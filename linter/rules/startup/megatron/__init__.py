@@ -35,4 +35,5 @@ FAMILIES = tuple(f"trainlint.rules.startup.megatron.{name}" for name in (
     "megatron_core_cuda_graph_modules",  # TL638
     "megatron_core_batch_invariant_arguments",  # TL639
     "megatron_core_recompute_arguments",  # TL640
+    "megatron_core_low_precision_arguments",  # TL642
 ))

@@ -82,7 +82,7 @@ class ActivationArguments(MegatronRule):
     (`--disable-bias-linear`); drop `--use-te-activation-func` for activations TE does not have.
 
     ## References
-    * `megatron/core/transformer/transformer_config.py:2421@d98e8a6` (since core_v0.15.0; core_v0.5.0 to
+    * `megatron/core/transformer/transformer_config.py:2421-2424@d98e8a6` (since core_v0.15.0; core_v0.5.0 to
       core_v0.14.0: `megatron/core/transformer/transformer_config.py:1125@23e00ed`): "When
       bias_activation_fusion is True, activation function should be either gelu, swiglu, or quick_geglu"
     * `megatron/core/transformer/transformer_config.py:2441@d98e8a6` (since core_v0.15.0): "When

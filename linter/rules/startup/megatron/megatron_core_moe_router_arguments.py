@@ -8,6 +8,7 @@ from trainlint.rules.startup.megatron.base import TCFG
 from trainlint.rules.startup.megatron.combinations import CheckTable, _C
 from trainlint.rules.startup.megatron.core_releases import references
 
+_EP = "overlap_moe_expert_parallel_comm"
 _CAPACITY = "moe_expert_capacity_factor only works with alltoall token dispatcher"
 _BALANCING = "moe_expert_capacity_factor only works with aux_loss or none load balancing"
 
@@ -19,7 +20,11 @@ class MoeRouterArguments(CheckTable):
     dispatcher or with `sinkhorn` balancing, aux-loss-free expert bias without the sigmoid score
     function, a shared-expert overlap outside the `alltoall` dispatcher, padding to capacity with the
     `flex` dispatcher, router padding for FP8 without FP8 or with `allgather`, an MoE FFN size
-    without experts, and linear biases in MoE layers (core_v0.13.0 and core_v0.14.0).
+    without experts, and linear biases in MoE layers (core_v0.13.0 and core_v0.14.0); extended
+    tensor parallelism outside `allgather`; the expert-parallel all-to-all overlap with more than one
+    MTP layer or (with one) without a pipeline; delayed weight gradients with the legacy grouped
+    GEMM; the per-rank expert capacity and grouped tensors against the flex dispatcher's backend and
+    Transformer Engine's op fuser.
 
     Most of these checks were dropped or relaxed in later releases, so each runs only when the run
     states or locates a release that makes it (project config `framework = {megatron = "core_v0.12.0"}`,
@@ -40,7 +45,7 @@ class MoeRouterArguments(CheckTable):
 
     code = "TL631"
     name = "megatron-core-moe-router-arguments"
-    summary = "MoE router or dispatcher options in a combination the Megatron-Core release refuses"
+    summary = "MoE router, dispatcher or expert-overlap options in a combination the Megatron-Core release refuses"
     checks = (
         _C(TCFG, 328, "core_v0.7.0", ("moe_expert_capacity_factor", "set"),
            ("moe_token_dispatcher_type", "==", "allgather"), says=_CAPACITY, last="core_v0.8.0"),
@@ -73,6 +78,39 @@ class MoeRouterArguments(CheckTable):
            says="moe_ffn_hidden_size must be None when num_experts is not set.", last="core_v0.17.0"),
         _C(TCFG, 1198, "core_v0.13.0", ("num_experts", "set"), ("add_bias_linear", "on"),
            says="Bias is not supported for MoE", last="core_v0.14.0"),
+        _C(TCFG, 469, "core_v0.7.0", ("moe_extended_tp", "on"), ("moe_token_dispatcher_type", "!=", "allgather"),
+           says="Moe extended TP parallelism only applies to allgather based token dispatcher.", last="core_v0.9.0"),
+        # the expert-parallel all-to-all overlap
+        _C(TCFG, 2439, "core_v0.14.0", (_EP, "on"), ("mtp_num_layers", "set"), ("mtp_num_layers", "!=", 1),
+           says="MTP layernum only supports 1 when enabling overlap_moe_expert_parallel_comm.", last="core_v0.18.0"),
+        _C(TCFG, 2125, "core_v0.16.0", (_EP, "on"), ("mtp_num_layers", "==", 1), ("pipeline_model_parallel_size", "<=", 1),
+           says="Pipeline model parallel size must be larger than 1 when enabling overlap_moe_expert_parallel_comm "
+                "with MTP layer.", last="core_v0.17.0"),
+        _C(TCFG, 1913, "core_v0.14.0", ("delay_wgrad_compute", "on"), ("moe_use_legacy_grouped_gemm", "on"),
+           says="delay_wgrad_compute is not supported with legacy groupedgemm implementation", last="core_v0.16.0"),
+        # the flex dispatcher's backends and the per-rank expert capacity
+        _C(TCFG, 1517, "core_v0.18.0", ("moe_expert_rank_capacity_factor", "set"),
+           ("use_transformer_engine_op_fuser", "off"),
+           says="moe_expert_rank_capacity_factor requires use_transformer_engine_op_fuser to be enabled.",
+           last="core_v0.18.0"),
+        _C(TCFG, 1522, "core_v0.18.0", ("moe_expert_rank_capacity_factor", "set"),
+           ("moe_flex_dispatcher_backend", "!=", "hybridep"),
+           says="moe_expert_rank_capacity_factor requires moe_flex_dispatcher_backend to be 'hybridep'.",
+           last="core_v0.18.0"),
+        _C(TCFG, 1702, "core_v0.19.0", ("moe_expert_rank_capacity_factor", "set"),
+           ("moe_flex_dispatcher_backend", "==", "hybridep"), ("use_transformer_engine_op_fuser", "off"),
+           says="moe_expert_rank_capacity_factor with the 'hybridep' backend requires use_transformer_engine_op_fuser "
+                "to be enabled.", last="core_v0.19.0"),
+        _C(TCFG, 1879, "main", ("moe_expert_rank_capacity_factor", "set"), ("moe_flex_dispatcher_backend", "==", "hybridep"),
+           ("use_transformer_engine_op_fuser", "off"), ("moe_use_grouped_tensor", "off"),
+           says="moe_expert_rank_capacity_factor with the 'hybridep' backend requires use_transformer_engine_op_fuser="
+                "True or moe_use_grouped_tensor=True."),
+        _C(TCFG, 1770, "main", ("moe_flex_dispatcher_backend", "==", "ncclep"), ("moe_use_grouped_tensor", "on"),
+           ("use_transformer_engine_op_fuser", "off"),
+           says="moe_use_grouped_tensor=True without use_transformer_engine_op_fuser is not yet supported with the "
+                "NCCL-EP dispatcher."),
+        _C(TCFG, 1580, "core_v0.19.0", ("moe_single_grouped_weight", "on"), ("use_transformer_engine_op_fuser", "off"),
+           says="moe_single_grouped_weight requires use_transformer_engine_op_fuser=True.", last="core_v0.19.0"),
     )
 
 

@@ -10,6 +10,7 @@ from trainlint.rules.startup.megatron.base import TCFG
 from trainlint.rules.startup.megatron.combinations import CheckTable, Cond, _C
 from trainlint.rules.startup.megatron.core_releases import references
 
+_GRAPHS = "CUDA graphs not supported with activation recomputation."
 _SELECTIVE: Cond = ("recompute_granularity", "==", "selective")
 _DELAYED = "Delayed scaling does not support moe_act and layernorm recompute for fp8."
 _GDN = "gdn_norm_out in recompute_modules is only supported with experimental_attention_variant='gdn' or 'gdn2'."
@@ -21,7 +22,8 @@ class RecomputeArguments(CheckTable):
     only with a recipe other than delayed scaling (`--fp8-recipe delayed` is the default; any FP8 in
     core_v0.13.0); `gdn_norm_out` only with a gated-delta-net attention variant; a positive
     `--mhc-recompute-layer-num` with `mhc`; and `--gdp-num-chunk-states-to-recompute` in [0, 64]
-    with `--gdp-cutedsl-kernel` (upstream).
+    with `--gdp-cutedsl-kernel` (upstream); recomputation with CUDA graphs in core_v0.11.0 to
+    core_v0.15.0 (core_v0.15.0 graphs only Transformer Engine attention under selective recomputation).
 
     ## Why is this bad?
     `TransformerConfig.__post_init__` raises while it builds the model configuration.
@@ -56,6 +58,15 @@ class RecomputeArguments(CheckTable):
            says="gdp_num_chunk_states_to_recompute must be in range [0, 64]"),
         _C(TCFG, 2197, "main", ("gdp_num_chunk_states_to_recompute", ">", 64), ("gdp_cutedsl_kernel", "on"),
            says="gdp_num_chunk_states_to_recompute must be in range [0, 64]"),
+        # recomputation with CUDA graphs in the releases before the graph-module checks (TL167, TL638)
+        _C(TCFG, 1271, "core_v0.11.0", ("recompute_granularity", "set"), ("enable_cuda_graph", "on"),
+           says=_GRAPHS, last="core_v0.14.0"),
+        _C(TCFG, 1403, "core_v0.15.0", ("recompute_granularity", "==", "full"), ("cuda_graph_impl", "!=", "none"),
+           says=_GRAPHS, last="core_v0.15.0"),
+        _C(TCFG, 1403, "core_v0.15.0", ("recompute_granularity", "set"), ("cuda_graph_impl", "==", "local"),
+           says=_GRAPHS, last="core_v0.15.0"),
+        _C(TCFG, 1403, "core_v0.15.0", ("recompute_granularity", "set"), ("cuda_graph_impl", "==", "transformer_engine"),
+           ("cuda_graph_scope", "!=", "attn"), says=_GRAPHS, last="core_v0.15.0"),
     )
 
 
