@@ -7,10 +7,15 @@ as ``gdn`` before its checks; core_v0.16.0 to core_v0.19.0 know only ``gated_del
 
 from __future__ import annotations
 
+from typing import Iterator
+
 from trainlint import hookimpl
+from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import TCFG
 from trainlint.rules.startup.megatron.combinations import CheckTable, Cond, _C
 from trainlint.rules.startup.megatron.core_releases import references
+from trainlint.rules.startup.megatron_args import MegatronArgs
+from trainlint.rules.startup.releases import Releases
 
 _VARIANT = "experimental_attention_variant"
 _GDN_OLD: Cond = (_VARIANT, "==", "gated_delta_net")
@@ -23,6 +28,7 @@ _KEY_MSG = "self.linear_num_key_heads must be a multiple of (self.tensor_model_p
 _VALUE_MSG = ("self.linear_num_value_heads must be a multiple of (self.tensor_model_parallel_size * "
               "self.context_parallel_size).")
 _RATIO_MSG = "linear_num_value_heads must be a multiple of linear_num_key_heads."
+_DSA_CP = "DSAttention context parallelism currently supports cp_comm_type=allgather only."
 _BIAS_MSG = "DSA uses AbsorbedMLASelfAttention, which requires add_bias_linear=False."
 
 
@@ -33,7 +39,8 @@ class AttentionVariantArguments(CheckTable):
     heads that are a multiple of its key heads, and key and value heads divisible by the tensor
     (times context) parallel size (no context parallelism at all in core_v0.16.0 and core_v0.17.0);
     DeepSeek sparse attention (`dsa`) needs linear layers without biases, a positive indexer top-k
-    frequency and a non-negative top-k offset (and no context parallelism in core_v0.16.0 to
+    frequency and a non-negative top-k offset, and with context parallelism the `allgather`
+    communication type for every layer (no context parallelism at all in core_v0.16.0 to
     core_v0.18.0).
 
     The divisibility is checked against the tensor-parallel size alone, which every failing
@@ -90,8 +97,32 @@ class AttentionVariantArguments(CheckTable):
     )
 
 
+    def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
+        yield from super().findings(a, ctx)
+        yield from self._dsa_context_parallel(a)
+
+    @staticmethod
+    def _dsa_context_parallel(a: MegatronArgs) -> Iterator[Finding]:
+        """DSA with context parallelism: every --cp-comm-type must be allgather (core_v0.19.0 on)."""
+        if not a.given(_VARIANT) or a.get(_VARIANT) != "dsa" or not a.known("context_parallel_size", "cp_comm_type") \
+                or not Releases("megatron", first="core_v0.19.0").includes(a.spec.target):
+            return
+        cp, types = a.get("context_parallel_size"), a.get("cp_comm_type")
+        types = [types] if isinstance(types, str) else types
+        if not isinstance(cp, int) or cp <= 1 or not isinstance(types, (list, tuple)) or not types \
+                or not all(isinstance(t, str) for t in types):
+            return
+        if all(t.replace("_", "").lower() == "allgather" for t in types):
+            return
+        yield Finding(f"{a.flag(_VARIANT)} dsa with {a.flag('context_parallel_size')} {cp} and {a.flag('cp_comm_type')} "
+                      f"{' '.join(types)}: Megatron-Core stops with \"{_DSA_CP}\"", at=a.at(_VARIANT),
+                      also=tuple((a.at(d), "with this option") for d in ("context_parallel_size", "cp_comm_type") if a.given(d)),
+                      fix=f"{a.flag('cp_comm_type')} allgather")
+
+
 AttentionVariantArguments.__doc__ = (AttentionVariantArguments.__doc__ or "").rstrip() + "\n" + \
-    references(AttentionVariantArguments.checks)
+    references(AttentionVariantArguments.checks) + \
+    f"    * `{TCFG}:3162-3172@d98e8a6` (since core_v0.19.0): \"{_DSA_CP}\"\n"
 
 RULES: list[type] = [AttentionVariantArguments]
 
