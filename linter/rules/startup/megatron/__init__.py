@@ -36,4 +36,5 @@ FAMILIES = tuple(f"trainlint.rules.startup.megatron.{name}" for name in (
     "megatron_core_batch_invariant_arguments",  # TL639
     "megatron_core_recompute_arguments",  # TL640
     "megatron_core_low_precision_arguments",  # TL642
+    "megatron_core_inference_optimized_arguments",  # TL643
 ))
