@@ -91,12 +91,18 @@ def test_the_table_rules_quote_lines_and_releases_the_audit_found():
     assert len(TABLE_RULES) >= 9, [r.code for r in TABLE_RULES]  # TL167-TL175 at least
     for rule in TABLE_RULES:
         for check in rule.checks:
+            if check.last is not None:
+                continue  # a check later releases dropped is quoted at its own release (core_releases.references)
             hits = [r for r in rows if r["file"] == check.path and r["lines"]["main"] == check.line]
             if not hits:
                 problems.append(f"{rule.code}: no audited check at {check.path}:{check.line}")
                 continue
             firsts = {next(iter(r["lines"])) for r in hits}
-            if check.first not in firsts:
+            # a check whose message changed is two audited rows: the older wording (same file and
+            # function) is the row of the release the table names
+            earlier = any(check.first in r["lines"] and r["file"] == check.path and r["function"] == hits[0]["function"]
+                          and r.get("covered_by") == rule.code for r in audit.load_rows())
+            if check.first not in firsts and not earlier:
                 problems.append(f"{rule.code}: {check.path}:{check.line} first in {sorted(firsts)}, says {check.first}")
             if not any(r.get("covered_by") for r in hits):  # by it, or by another rule citing the line too (TL161)
                 problems.append(f"{rule.code}: the audit does not count {check.path}:{check.line} as covered")

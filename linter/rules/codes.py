@@ -40,7 +40,7 @@ FAMILIES: dict[str, str] = {
     "startup": "trainlint.rules.startup",  # TL1xx cross-framework start-up failures (and the HF Trainer's)
     "deepspeed": "trainlint.rules.startup.deepspeed",  # DeepSpeed's own start-up checks
     "neox": "trainlint.rules.startup.neox",  # GPT-NeoX's own start-up checks
-    "megatron": "trainlint.rules.startup.megatron",  # TL140-TL179, TL600-TL629 Megatron-LM's own start-up checks
+    "megatron": "trainlint.rules.startup.megatron",  # TL140-TL179, TL600-TL669 Megatron-LM's and Megatron-Core's own start-up checks
     "estimation": "trainlint.rules.estimation",  # TL2xx-TL4xx, TL900 on the estimate
     "planning": "trainlint.rules.planning",  # TL5xx run length and cost
     "bridge": "trainlint.adapters.bridge.rules",  # TL670-TL699 Megatron-Bridge's ConfigContainer checks, TL116
@@ -149,6 +149,20 @@ CODES: tuple[Code, ...] = (
     Code("TL607", "megatron", "megatron-pipeline-release-arguments"),
     Code("TL608", "megatron", "megatron-batch-rampup-arguments"),
     Code("TL609", "megatron", "megatron-model-release-arguments"),
+    Code("TL630", "megatron", "megatron-core-activation-arguments"),
+    Code("TL631", "megatron", "megatron-core-moe-router-arguments"),
+    Code("TL632", "megatron", "megatron-core-rope-arguments"),
+    Code("TL633", "megatron", "megatron-core-batch-rampup"),
+    Code("TL634", "megatron", "megatron-core-pipeline-communication"),
+    Code("TL635", "megatron", "megatron-core-attention-variant-arguments"),
+    Code("TL636", "megatron", "megatron-core-module-choices"),
+    Code("TL637", "megatron", "megatron-core-offload-module-combinations"),
+    Code("TL638", "megatron", "megatron-core-cuda-graph-modules"),
+    Code("TL639", "megatron", "megatron-core-batch-invariant-arguments"),
+    Code("TL640", "megatron", "megatron-core-recompute-arguments"),
+    Code("TL641", "deepspeed", "ds-engine-feature-combinations"),
+    Code("TL642", "megatron", "megatron-core-low-precision-arguments"),
+    Code("TL643", "megatron", "megatron-core-inference-optimized-arguments"),
     Code("TL180", "neox", "neox-bf16-zero-without-fp32-grad-accum"),
     Code("TL181", "neox", "neox-onebitadam-without-train-iters"),
     Code("TL182", "neox", "neox-attention-config-length"),

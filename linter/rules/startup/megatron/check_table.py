@@ -20,7 +20,7 @@ from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.derive import from_checkpoint
 from trainlint.rules.startup.megatron.base import MegatronRule
 from trainlint.rules.startup.megatron_args import COMMIT, MegatronArgs
-from trainlint.rules.startup.releases import Releases
+from trainlint.rules.startup.releases import Releases, release_key
 
 
 MPC = "megatron/core/model_parallel_config.py"
@@ -50,6 +50,15 @@ class Check:
     when: tuple[Cond, ...]
     says: str
     """What Megatron stops with (its message, or the assertion when it has none)."""
+    last: str | None = None
+    """The last release that makes it (None: every later release and upstream)."""
+
+
+def release_stated(target: Any) -> bool:
+    """The run names a release (stated or located), not an assumed upstream or a checkout of
+    unknown version: a check that only older releases make is judged only then."""
+    return target is not None and bool(getattr(target, "known", False)) and \
+        release_key(getattr(target, "version", None)) is not None
 
 
 _SET_BEFORE = {
@@ -149,8 +158,10 @@ class CheckTable(MegatronRule):
             dests += [c[2] for c in check.when if c[1] == "not a multiple of"]
             if not a.given(dests[0]) or not a.known(*dests) or (loaded and not all(a.given(d) for d in dests)):
                 continue
-            if not Releases("megatron", first=check.first).includes(target):
+            if not Releases("megatron", first=check.first, last=check.last).includes(target):
                 continue
+            if check.last is not None and not release_stated(target):
+                continue  # a check later releases dropped: only when the run states or locates such a release
             if not all(_holds(a, c) for c in check.when):
                 continue
             said.add((check.path, check.line))
@@ -163,13 +174,14 @@ class CheckTable(MegatronRule):
 def _references(checks: tuple[Check, ...]) -> str:
     lines = ["", "    ## References"]
     for check in checks:
-        first = "upstream only" if check.first == "main" else f"since {check.first}"
+        first = "upstream only" if check.first == "main" else \
+            (f"{check.first} to {check.last}" if check.last else f"since {check.first}")
         lines.append(f"    * `{check.path}:{check.line}@{COMMIT}` ({first}): \"{check.says}\"")
     return "\n".join(lines) + "\n"
 
 
-def _C(path: str, line: int, first: str, *when: Cond, says: str) -> Check:
-    return Check(path, line, first, tuple(when), says)
+def _C(path: str, line: int, first: str, *when: Cond, says: str, last: str | None = None) -> Check:
+    return Check(path, line, first, tuple(when), says, last)
 
 
 def with_references(rule: type) -> type:
