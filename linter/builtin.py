@@ -17,3 +17,10 @@ def trainlint_rules():
     from trainlint.rules.builtin import builtin_rules
 
     return builtin_rules()
+
+
+@hookimpl
+def trainlint_frameworks():
+    from trainlint.adapters import builtin_frameworks
+
+    return builtin_frameworks()

@@ -1,0 +1,100 @@
+"""DeepSpeed as a :class:`trainlint.framework.Framework`: a DeepSpeed JSON on its own, and the
+formats that hand one to DeepSpeed's engine (the HF Trainer's YAML and launch lines, accelerate's
+config). The HF Trainer and accelerate are not frameworks of their own: the step they run is
+DeepSpeed's engine with DeepSpeed's config keys, so their runs are DeepSpeed runs
+(``TrainingSpec.framework == "deepspeed"``) read by more adapters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainlint.framework import (
+    CAP_CHECKED_PRECISION,
+    CAP_DEEPSPEED_CONFIG,
+    CAP_DEEPSPEED_ENGINE,
+    Framework,
+    SearchPolicy,
+    written,
+)
+from trainlint.spec import TrainingSpec
+
+_CAPABILITIES = frozenset({CAP_DEEPSPEED_ENGINE, CAP_DEEPSPEED_CONFIG, CAP_CHECKED_PRECISION})
+
+_KEYS = {
+    "parallel.zero_stage": "zero_optimization.stage",
+    "parallel.tensor": "tensor_parallel.autotp_size",
+    "parallel.pipeline": "pipeline.stages",
+    "batch.micro_batch": "train_micro_batch_size_per_gpu",
+    "batch.grad_accum": "gradient_accumulation_steps",
+    "batch.global_batch": "train_batch_size",
+}
+
+
+def deepspeed_batch_changes(spec: TrainingSpec, cur: tuple[Any, Any, Any], new: tuple[Any, Any, Any],
+                            accumulation_always: bool) -> dict[str, Any]:
+    """DeepSpeed's batch keys: it derives a missing accumulation from ``train_batch_size``
+    (``accumulation_always``: a front end whose default is 1 whatever the global batch, GPT-NeoX,
+    always needs it written)."""
+    (cur_micro, cur_accum, cur_global), (micro, accum, global_batch) = cur, new
+    out: dict[str, Any] = {}
+    if micro != cur_micro:
+        out["batch.micro_batch"] = micro
+    gas_written = written(spec, "batch.grad_accum")
+    tbs_written = written(spec, "batch.global_batch")
+    if accum != cur_accum and (accumulation_always or gas_written or not tbs_written):
+        out["batch.grad_accum"] = accum
+    if global_batch != cur_global and (tbs_written or "batch.grad_accum" not in out):
+        out["batch.global_batch"] = global_batch
+    return out
+
+
+def bf16_accum_guard(spec: TrainingSpec, inputs: Any) -> bool:
+    """bf16 on DeepSpeed's pipeline engine without fp32 gradient accumulation (TL134, TL180)."""
+    return inputs.dtype == "bf16" and str(spec.value("precision.grad_accum_dtype") or "").lower() \
+        not in ("fp32", "float32", "float")
+
+
+class DeepSpeedFramework(Framework):
+    name = "deepspeed"
+    title = "DeepSpeed"
+    catalog_family = "deepspeed"
+    launch_kinds = ("deepspeed",)
+    change_settings = _KEYS
+
+    def adapters(self) -> list:
+        from trainlint.adapters.deepspeed import DeepSpeedAdapter
+        from trainlint.adapters.hf_launch import HFLaunchScriptAdapter
+        from trainlint.adapters.hf_yaml import HFTrainerYamlAdapter
+
+        return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), HFLaunchScriptAdapter()]
+
+    def capabilities(self, spec: TrainingSpec) -> frozenset[str]:
+        return _CAPABILITIES
+
+    def set_engine(self, spec: TrainingSpec) -> None:
+        from trainlint.adapters.deepspeed import set_engine
+
+        set_engine(spec)
+
+    def zero_is_layout(self, spec: TrainingSpec) -> bool:
+        return True
+
+    def gradient_overlap_setting(self) -> str | None:
+        return "zero_optimization.overlap_comm"
+
+    def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str]) -> SearchPolicy:
+        return SearchPolicy(zero=[0, 1, 2, 3], pipeline_engine="stages", bf16_accum_guard=bf16_accum_guard(spec, inputs),
+                            zero_is_layout=True)
+
+    def batch_changes(self, spec: TrainingSpec, cur: tuple[Any, Any, Any], new: tuple[Any, Any, Any],
+                      dp: Any) -> dict[str, Any]:
+        return deepspeed_batch_changes(spec, cur, new, accumulation_always=False)
+
+    def recompute_changes(self, spec: TrainingSpec, base: Any, cur: Any, new: Any, full_layers: Any) -> dict[str, Any]:
+        return {}  # activation checkpointing is the training script's, not the JSON's
+
+    def schema_name(self) -> str | None:
+        return "deepspeed"
+
+    def values_as_json(self) -> bool:
+        return True

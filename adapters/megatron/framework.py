@@ -1,0 +1,152 @@
+"""Megatron-LM (and the Megatron-DeepSpeed fork, and old DeepSpeed-integrated copies) as a
+:class:`trainlint.framework.Framework`: its engine semantics, its layout search space and how a
+layout change is written in its flags, its ``trainlint run`` launch form and its own start-up rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainlint.framework import (
+    CAP_CHECKED_PRECISION,
+    CAP_MEGATRON_ARGUMENTS,
+    CAP_MEGATRON_CORE,
+    CAP_MEGATRON_MODEL,
+    Framework,
+    SearchPolicy,
+    written,
+)
+from trainlint.spec import MEGATRON_LM, TrainingSpec
+
+_CAPABILITIES = frozenset({CAP_MEGATRON_MODEL, CAP_MEGATRON_CORE, CAP_MEGATRON_ARGUMENTS, CAP_CHECKED_PRECISION})
+
+# layout change key -> Megatron-LM argparse destination (what re-reading the rewritten script gives)
+_DESTS = {
+    "parallel.tensor": "tensor_model_parallel_size",
+    "parallel.pipeline": "pipeline_model_parallel_size",
+    "parallel.context": "context_parallel_size",
+    "parallel.sequence_parallel": "sequence_parallel",
+    "parallel.distributed_optimizer": "use_distributed_optimizer",
+    "batch.micro_batch": "micro_batch_size",
+    "batch.global_batch": "global_batch_size",
+    "memory.recompute_method": "recompute_method",
+    "memory.recompute_num_layers": "recompute_num_layers",
+}
+# Megatron-DeepSpeed: the --deepspeed_config JSON's batch keys, merged into the settings with a prefix
+_DS_BATCH = {"batch.micro_batch": "train_micro_batch_size_per_gpu", "batch.grad_accum": "gradient_accumulation_steps",
+             "batch.global_batch": "train_batch_size"}
+DEEPSPEED_PREFIX = "deepspeed:"
+
+
+class MegatronFramework(Framework):
+    name = "megatron"
+    title = "Megatron-LM"
+    catalog_family = "megatron"
+    launch_kinds = ("megatron",)
+    change_settings = _DESTS
+
+    def adapters(self) -> list:
+        from trainlint.adapters.megatron import MegatronAdapter
+
+        return [MegatronAdapter()]
+
+    def capabilities(self, spec: TrainingSpec) -> frozenset[str]:
+        return _CAPABILITIES
+
+    def set_engine(self, spec: TrainingSpec) -> None:
+        from trainlint.adapters.megatron.spec_build import set_engine
+
+        set_engine(spec)
+
+    def deepspeed_prefix(self, spec: TrainingSpec) -> str:
+        return DEEPSPEED_PREFIX
+
+    def zero_is_layout(self, spec: TrainingSpec) -> bool:
+        from trainlint.adapters.megatron.spec_build import deepspeed_runs
+
+        return deepspeed_runs(spec)  # Megatron-DeepSpeed with --deepspeed: ZeRO is DeepSpeed's
+
+    def sequence_parallel_switch(self, spec: TrainingSpec) -> bool:
+        return True
+
+    def distributed_optimizer_switch(self, spec: TrainingSpec) -> bool:
+        return True
+
+    def global_batch_always_written(self, spec: TrainingSpec) -> bool:
+        return True  # a script's --global-batch-size is what the batch follows
+
+    def gradient_overlap_setting(self) -> str | None:
+        return "overlap_grad_reduce"
+
+    def optimizer_sharding_field(self, spec: TrainingSpec) -> str:
+        return "parallel.distributed_optimizer"
+
+    def writes_virtual_pipeline_per_layers(self, spec: TrainingSpec) -> bool:
+        return "num_layers_per_virtual_pipeline_stage" in spec.settings
+
+    def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str]) -> SearchPolicy:
+        flag = spec.engine.deepspeed_flag
+        megatron_ds = flag is not None and bool(flag.value)
+        distributed = spec.memory.distribute_saved_activations
+        current_megatron = spec.dialect in (MEGATRON_LM, "")
+        return SearchPolicy(
+            # --recompute-granularity exists only where the adapter says the version has it
+            recompute=("none", "selective", "full") if "selective" in searchable else ("none", "full"),
+            zero=[0, 1, 2, 3] if "zero" in searchable else [],
+            sp_policy="keep" if ((distributed is not None and distributed.value) or not current_megatron) else "tp",
+            kv_divides_or_multiple=True, expert_grid=True, interleave_needs_pp_multiple=True, pp_divides_layers=True,
+            pipeline_engine="wrapped" if megatron_ds else "",
+            ds_pipeline_engine=bool(megatron_ds and spec.value("parallel.pipeline_engine", False)),
+            zero_is_layout=False, shows_sequence_parallel=True)
+
+    def batch_changes(self, spec: TrainingSpec, cur: tuple[Any, Any, Any], new: tuple[Any, Any, Any],
+                      dp: Any) -> dict[str, Any]:
+        (cur_micro, _, cur_global), (micro, _, global_batch) = cur, new
+        out: dict[str, Any] = {}
+        if micro != cur_micro:
+            out["batch.micro_batch"] = micro
+        is_written = written(spec, "batch.global_batch")
+        derived = isinstance(micro, int) and isinstance(dp, int) and micro * dp != global_batch
+        # None: no global batch in the run (Megatron v1.x feeds --batch-size x DP): nothing to write
+        if global_batch is not None and (global_batch != cur_global or (not is_written and derived)):
+            out["batch.global_batch"] = global_batch
+        return out
+
+    def recompute_changes(self, spec: TrainingSpec, base: Any, cur: Any, new: Any, full_layers: Any) -> dict[str, Any]:
+        out = super().recompute_changes(spec, base, cur, new, full_layers)
+        if new.recompute == "full":
+            method, layers, keep = full_layers(new.pp)
+            if not keep:
+                out["memory.recompute_method"] = method
+                out["memory.recompute_num_layers"] = layers
+        elif cur.recompute == "full" and new.recompute != "full":
+            out["memory.recompute_method"] = None
+            out["memory.recompute_num_layers"] = None
+        return out
+
+    def mirror_settings(self, out: TrainingSpec, base: Any, changes: dict[str, Any], new: Any, set_setting: Any) -> None:
+        super().mirror_settings(out, base, changes, new, set_setting)
+        if "memory.recompute" in changes:
+            rec = changes["memory.recompute"]
+            out.settings.pop("recompute_activations", None)
+            if out.dialect not in (MEGATRON_LM, ""):
+                out.settings.pop("checkpoint_activations", None)
+                if rec == "full":
+                    set_setting(out, "checkpoint_activations", True)
+            set_setting(out, "recompute_granularity", None if rec == "none" else rec)
+        if "parallel.virtual_pipeline" in changes:
+            k_dest, v_dest = "num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank"
+            if k_dest in out.settings:
+                set_setting(out, k_dest, base.layers // (new.pp * new.vpp) if new.vpp > 1 else None)
+            else:
+                set_setting(out, v_dest, new.vpp if new.vpp > 1 else None)
+        # Megatron-DeepSpeed: the DeepSpeed config's batch keys are checked against the flags (TL100)
+        for dotted, key in _DS_BATCH.items():
+            prefixed = DEEPSPEED_PREFIX + key
+            if prefixed in out.settings:
+                value = {"batch.micro_batch": new.micro, "batch.grad_accum": new.grad_accum,
+                         "batch.global_batch": new.global_batch}[dotted]
+                set_setting(out, prefixed, value)
+
+    def schema_name(self) -> str | None:
+        return "megatron"
+

@@ -1,0 +1,117 @@
+"""GPT-NeoX as a :class:`trainlint.framework.Framework`: a Megatron front end on DeepSpeed's engine
+(NeoX's own model code, DeepSpeed's optimizer and pipeline engine), read from its YAML files."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from trainlint.adapters.deepspeed_framework import bf16_accum_guard, deepspeed_batch_changes
+from trainlint.framework import (
+    CAP_CHECKED_PRECISION,
+    CAP_DEEPSPEED_ENGINE,
+    CAP_MEGATRON_MODEL,
+    CAP_NEOX_ARGUMENTS,
+    Framework,
+    SearchPolicy,
+)
+from trainlint.provenance import Origin, Provenance, Value
+from trainlint.spec import TrainingSpec
+
+_CAPABILITIES = frozenset({CAP_MEGATRON_MODEL, CAP_DEEPSPEED_ENGINE, CAP_NEOX_ARGUMENTS, CAP_CHECKED_PRECISION})
+
+_KEYS = {
+    "parallel.tensor": "model_parallel_size",
+    "parallel.sequence_parallel": "sequence_parallel",
+    "parallel.zero_stage": "zero_optimization.stage",
+    "batch.micro_batch": "train_micro_batch_size_per_gpu",
+    "batch.grad_accum": "gradient_accumulation_steps",
+    "batch.global_batch": "train_batch_size",
+    "memory.recompute_num_layers": "checkpoint_num_layers",
+}
+NOTE = "trainlint suggest"
+
+
+class NeoXFramework(Framework):
+    name = "neox"
+    title = "GPT-NeoX"
+    catalog_family = "neox"
+    launch_kinds = ("neox",)
+    change_settings = _KEYS
+
+    def adapters(self) -> list:
+        from trainlint.adapters.neox_detect import NeoXAdapter
+
+        return [NeoXAdapter()]
+
+    def capabilities(self, spec: TrainingSpec) -> frozenset[str]:
+        return _CAPABILITIES
+
+    def set_engine(self, spec: TrainingSpec) -> None:
+        from trainlint.adapters.neox import set_engine
+
+        set_engine(spec)
+
+    def zero_is_layout(self, spec: TrainingSpec) -> bool:
+        return True
+
+    def sequence_parallel_switch(self, spec: TrainingSpec) -> bool:
+        return True
+
+    def gradient_overlap_setting(self) -> str | None:
+        return "zero_optimization.overlap_comm"
+
+    def recompute_layers_written(self, spec: TrainingSpec) -> int | None:
+        entry = spec.settings.get("checkpoint_num_layers")
+        value = entry.value if entry is not None else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str]) -> SearchPolicy:
+        engine = spec.parallel.pipeline_engine
+        return SearchPolicy(
+            recompute=("none", "full"),
+            zero=[0, 1] if inputs.experts > 1 else [0, 1, 2, 3],  # NeoX refuses MoE with ZeRO 2/3 (TL111)
+            sp_policy="keep", pipeline_engine="switch",
+            current_pipeline_engine=bool(engine.value) if engine is not None else inputs.pp > 1,
+            bf16_accum_guard=bf16_accum_guard(spec, inputs), zero_is_layout=True, shows_sequence_parallel=True)
+
+    def layout_changes(self, spec: TrainingSpec, cur: Any, new: Any) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if new.pp == 1 and (new.pp != cur.pp or bool(new.pipeline_engine) != bool(cur.pipeline_engine)):
+            out["parallel.pipeline_engine"] = bool(new.pipeline_engine)
+        out.update(super().layout_changes(spec, cur, new))
+        return out
+
+    def batch_changes(self, spec: TrainingSpec, cur: tuple[Any, Any, Any], new: tuple[Any, Any, Any],
+                      dp: Any) -> dict[str, Any]:
+        # NeoX's accumulation defaults to 1 whatever train_batch_size says: always written
+        return deepspeed_batch_changes(spec, cur, new, accumulation_always=True)
+
+    def recompute_changes(self, spec: TrainingSpec, base: Any, cur: Any, new: Any, full_layers: Any) -> dict[str, Any]:
+        out = super().recompute_changes(spec, base, cur, new, full_layers)
+        if new.recompute == "full":
+            _, layers, keep = full_layers(new.pp)
+            if not keep:
+                out["memory.recompute_num_layers"] = layers
+        return out
+
+    def candidate_fixups(self, out: TrainingSpec, new: Any) -> None:
+        engine = new.pp > 1 or bool(new.pipeline_engine)
+        out.parallel.pipeline_engine = Value(engine, Provenance(Origin.DERIVED, note=f"{NOTE}: pipe_parallel_size"))
+
+    def mirror_settings(self, out: TrainingSpec, base: Any, changes: dict[str, Any], new: Any, set_setting: Any) -> None:
+        super().mirror_settings(out, base, changes, new, set_setting)
+        if "parallel.pipeline" in changes or "parallel.pipeline_engine" in changes:
+            set_setting(out, "pipe_parallel_size", new.pp if new.pp > 1 else (1 if new.pipeline_engine else 0))
+        if "memory.recompute" in changes:
+            set_setting(out, "checkpoint_activations", changes["memory.recompute"] == "full")
+        if "parallel.zero_stage" in changes:
+            section = out.settings.get("zero_optimization")
+            if section is not None and isinstance(section.value, dict):
+                out.settings["zero_optimization"] = Value({**section.value, "stage": changes["parallel.zero_stage"]},
+                                                          section.provenance)
+
+    def schema_name(self) -> str | None:
+        return "neox"
+
+    def values_as_json(self) -> bool:
+        return True
