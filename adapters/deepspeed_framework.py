@@ -9,16 +9,18 @@ from __future__ import annotations
 from typing import Any
 
 from trainlint.framework import (
-    CAP_CHECKED_PRECISION,
+    CAP_STARTUP_CHECKS,
     CAP_DEEPSPEED_CONFIG,
     CAP_DEEPSPEED_ENGINE,
     Framework,
+    PipelineEngine,
     SearchPolicy,
     written,
 )
 from trainlint.spec import TrainingSpec
+from trainlint.values import as_bool, as_int
 
-_CAPABILITIES = frozenset({CAP_DEEPSPEED_ENGINE, CAP_DEEPSPEED_CONFIG, CAP_CHECKED_PRECISION})
+_CAPABILITIES = frozenset({CAP_DEEPSPEED_ENGINE, CAP_DEEPSPEED_CONFIG, CAP_STARTUP_CHECKS})
 
 _KEYS = {
     "parallel.zero_stage": "zero_optimization.stage",
@@ -59,6 +61,7 @@ class DeepSpeedFramework(Framework):
     title = "DeepSpeed"
     catalog_family = "deepspeed"
     launch_kinds = ("deepspeed",)
+    shows_zero = True
     change_settings = _KEYS
 
     def adapters(self) -> list:
@@ -76,6 +79,19 @@ class DeepSpeedFramework(Framework):
 
         set_engine(spec)
 
+    def pipeline_engine(self, spec: TrainingSpec) -> PipelineEngine | None:
+        # A DeepSpeed JSON: the engine is chosen by the model class in code (PipelineModule); the
+        # config says so when it gives pipeline stages > 1, or when the spec says it explicitly.
+        p = spec.parallel
+        stages = as_int(p.pipeline)
+        explicit = as_bool(p.pipeline_engine)
+        if explicit:
+            return PipelineEngine("the run uses DeepSpeed's PipelineEngine", p.pipeline_engine, stages, False)
+        if explicit is None and stages is not None and stages > 1:
+            return PipelineEngine(f"pipeline.stages {stages}: the model is a PipelineModule run by DeepSpeed's "
+                                  "PipelineEngine", p.pipeline, stages, False)
+        return None
+
     def zero_is_layout(self, spec: TrainingSpec) -> bool:
         return True
 
@@ -83,8 +99,7 @@ class DeepSpeedFramework(Framework):
         return "zero_optimization.overlap_comm"
 
     def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str]) -> SearchPolicy:
-        return SearchPolicy(zero=[0, 1, 2, 3], pipeline_engine="stages", bf16_accum_guard=bf16_accum_guard(spec, inputs),
-                            zero_is_layout=True)
+        return SearchPolicy(zero=[0, 1, 2, 3], pipeline_engine="stages", bf16_accum_guard=bf16_accum_guard(spec, inputs))
 
     def batch_changes(self, spec: TrainingSpec, cur: tuple[Any, Any, Any], new: tuple[Any, Any, Any],
                       dp: Any) -> dict[str, Any]:

@@ -7,17 +7,20 @@ from typing import Any
 
 from trainlint.adapters.deepspeed_framework import bf16_accum_guard, deepspeed_batch_changes
 from trainlint.framework import (
-    CAP_CHECKED_PRECISION,
+    CAP_STARTUP_CHECKS,
     CAP_DEEPSPEED_ENGINE,
     CAP_MEGATRON_MODEL,
     CAP_NEOX_ARGUMENTS,
     Framework,
+    ModelParallel,
+    PipelineEngine,
     SearchPolicy,
 )
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
+from trainlint.values import as_bool, as_int
 
-_CAPABILITIES = frozenset({CAP_MEGATRON_MODEL, CAP_DEEPSPEED_ENGINE, CAP_NEOX_ARGUMENTS, CAP_CHECKED_PRECISION})
+_CAPABILITIES = frozenset({CAP_MEGATRON_MODEL, CAP_DEEPSPEED_ENGINE, CAP_NEOX_ARGUMENTS, CAP_STARTUP_CHECKS})
 
 _KEYS = {
     "parallel.tensor": "model_parallel_size",
@@ -36,6 +39,7 @@ class NeoXFramework(Framework):
     title = "GPT-NeoX"
     catalog_family = "neox"
     launch_kinds = ("neox",)
+    shows_zero = True
     change_settings = _KEYS
 
     def adapters(self) -> list:
@@ -50,6 +54,28 @@ class NeoXFramework(Framework):
         from trainlint.adapters.neox import set_engine
 
         set_engine(spec)
+
+    def model_parallel_product(self, spec: TrainingSpec) -> ModelParallel | None:
+        # pipe_parallel_size x model_parallel_size, each clamped to >= 1
+        # (megatron/neox_arguments/arguments.py, calculate_derived)
+        p = spec.parallel
+        mp, pp = as_int(p.tensor), as_int(p.pipeline)
+        if mp is None or pp is None:
+            return None
+        mp, pp = max(mp, 1), max(pp, 1)
+        return (mp * pp, f"pipe_parallel_size {pp} x model_parallel_size {mp}",
+                ((p.pipeline, f"pipeline stages {pp}"), (p.tensor, f"model_parallel_size {mp}")))
+
+    def pipeline_engine(self, spec: TrainingSpec) -> PipelineEngine | None:
+        p = spec.parallel
+        if not as_bool(p.pipeline_engine):
+            return None
+        # engaged: pipe_parallel_size >= 1, which the adapter takes as parallel.pipeline as written
+        pp_value = as_int(p.pipeline)
+        return PipelineEngine(
+            f"pipe_parallel_size {pp_value} >= 1 wraps the model in DeepSpeed's PipelineEngine "
+            "(is_pipe_parallel = pipe_parallel_size >= 1, megatron/neox_arguments/arguments.py)",
+            p.pipeline, pp_value, pp_value == 1)
 
     def zero_is_layout(self, spec: TrainingSpec) -> bool:
         return True
@@ -72,7 +98,7 @@ class NeoXFramework(Framework):
             zero=[0, 1] if inputs.experts > 1 else [0, 1, 2, 3],  # NeoX refuses MoE with ZeRO 2/3 (TL111)
             sp_policy="keep", pipeline_engine="switch",
             current_pipeline_engine=bool(engine.value) if engine is not None else inputs.pp > 1,
-            bf16_accum_guard=bf16_accum_guard(spec, inputs), zero_is_layout=True, shows_sequence_parallel=True)
+            bf16_accum_guard=bf16_accum_guard(spec, inputs))
 
     def layout_changes(self, spec: TrainingSpec, cur: Any, new: Any) -> dict[str, Any]:
         out: dict[str, Any] = {}

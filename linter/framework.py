@@ -48,8 +48,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Sequence
 
-from trainlint.provenance import Origin
+from trainlint.provenance import Origin, Value
 from trainlint.spec import TrainingSpec
+from trainlint.values import as_bool, as_int
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.adapters.base import Adapter
@@ -74,10 +75,11 @@ CAP_DEEPSPEED_CONFIG = "deepspeed-config"
 start-up checks: optimizer, elasticity, AMP, offload)."""
 CAP_NEOX_ARGUMENTS = "neox-arguments"
 """The run's settings are GPT-NeoX's ``NeoXArgs`` (its YAML keys)."""
-CAP_CHECKED_PRECISION = "checked-precision"
-"""The adapter reads the framework's fp16/bf16 switches and the pipeline engine into the spec the
-way the framework does at start-up, so a conflict between them is the framework's refusal
-(trainlint's built-in readers; a plugin format states it only when its reader does the same)."""
+CAP_STARTUP_CHECKS = "startup-checks"
+"""The adapter reads the framework's start-up settings (fp16/bf16 switches, the pipeline engine,
+the batch triple) into the spec the way the framework does at start-up, so a conflict among them
+is the framework's own refusal, quoted as such (trainlint's built-in readers; a plugin format
+states it only when its reader does the same)."""
 
 CAPABILITIES = {
     CAP_MEGATRON_MODEL: "Megatron's tensor-parallel model code builds the layers",
@@ -86,9 +88,27 @@ CAPABILITIES = {
     CAP_DEEPSPEED_ENGINE: "DeepSpeed's engine runs the step with the config's ZeRO and batch keys",
     CAP_DEEPSPEED_CONFIG: "settings are a DeepSpeed config as deepspeed.initialize reads it",
     CAP_NEOX_ARGUMENTS: "settings are GPT-NeoX NeoXArgs",
-    CAP_CHECKED_PRECISION: "precision switches and pipeline engine read as the framework does at start-up",
+    CAP_STARTUP_CHECKS: "precision, pipeline engine and batch triple read as the framework does at start-up",
 }
 """Every capability name with a one-line meaning (``trainlint rules`` and the docs show them)."""
+
+
+@dataclass(frozen=True)
+class PipelineEngine:
+    """Why DeepSpeed's PipelineEngine is engaged for a run."""
+
+    reason: str
+    at: Value | None
+    """The value that engages it (``pipe_parallel_size``, ``pipeline.stages``, ``--deepspeed``)."""
+    stages: int | None
+    only_wrapper: bool
+    """True when the engine is engaged without real pipeline parallelism (one stage): the fix is
+    then to leave the engine out rather than to change the ZeRO stage."""
+
+
+ModelParallel = tuple[int, str, tuple[tuple[Value | None, str], ...]]
+"""(the product the world size is divided by to get DP, its arithmetic for messages, the values
+divided out each with a note)."""
 
 
 @dataclass
@@ -121,10 +141,6 @@ class SearchPolicy:
     """"wrapped": DeepSpeed's pipeline engine is engaged."""
     bf16_accum_guard: bool = False
     """bf16 on DeepSpeed's pipeline engine without fp32 gradient accumulation (TL134, TL180)."""
-    zero_is_layout: bool = False
-    """ZeRO is written by this run (shown in a layout, changed by the search)."""
-    shows_sequence_parallel: bool = False
-    """Sequence parallelism is a switch of this run (shown in a layout, changed by the search)."""
     notes: list[str] = field(default_factory=list)
 
 
@@ -140,6 +156,8 @@ class Framework:
     """Its argument catalogs' family and its key in the project config's ``framework`` table."""
     launch_kinds: ClassVar[tuple[str, ...]] = ()
     """The ``trainlint run`` launch forms this framework reads (``LaunchCommand.kind`` values)."""
+    shows_zero: ClassVar[bool] = False
+    """A layout of this framework's runs always states its ZeRO stage (it is written in the config)."""
     change_settings: ClassVar[dict[str, str]] = {}
     """Layout change key -> the setting (``spec.settings`` key) a re-read file would carry it in."""
 
@@ -165,6 +183,40 @@ class Framework:
         """Where DeepSpeed's config keys are in ``spec.settings``: "" at the top level (a DeepSpeed
         JSON, NeoX), ``deepspeed:`` for a config merged into a Megatron-DeepSpeed script's settings."""
         return ""
+
+    def model_parallel_product(self, spec: TrainingSpec) -> ModelParallel | None:
+        """The product this framework divides the world size by to get the data-parallel size (the
+        one place DP is computed: ``rules.startup.derive.data_parallel``). Default: TP x pipeline
+        stages, a missing one counted as 1."""
+        p = spec.parallel
+        tp = as_int(p.tensor) or 1
+        pp = as_int(p.pipeline) or 1
+        return (tp * pp, f"TP {tp} x pipeline stages {pp}",
+                ((p.tensor, f"tensor parallel {tp}"), (p.pipeline, f"pipeline stages {pp}")))
+
+    def pipeline_engine(self, spec: TrainingSpec) -> PipelineEngine | None:
+        """Whether the run is wrapped in DeepSpeed's PipelineEngine, and why; None when not, or
+        unknown. Default: only when the spec says so (``parallel.pipeline_engine``)."""
+        p = spec.parallel
+        if as_bool(p.pipeline_engine):
+            return PipelineEngine("the run uses DeepSpeed's PipelineEngine", p.pipeline_engine, as_int(p.pipeline), False)
+        return None
+
+    def partial_arguments(self, spec: TrainingSpec) -> bool:
+        """The run was read from an incomplete argument set (flag variables, an arguments file
+        rather than a launch command): whoever uses it may add settings, so the framework defaults
+        it falls back to prove nothing."""
+        return False
+
+    def arguments_without_launch(self, spec: TrainingSpec) -> bool:
+        """The run is an argument list another script launches and may extend (Megatron's
+        ``MODEL_ARGS=(...)`` without an entry point): its defaults are no statement about the run."""
+        return False
+
+    def unmodelled_entry(self, entry: str) -> str | None:
+        """Why the estimator does not model what the entry point ``entry`` trains (a vision
+        encoder beside the language model), or None."""
+        return None
 
     def zero_is_layout(self, spec: TrainingSpec) -> bool:
         """ZeRO's stage is a setting of this run (a DeepSpeed config is read)."""
@@ -255,6 +307,11 @@ class Framework:
     def schema_name(self) -> str | None:
         """The JSON Schema (``schemas/<name>.schema.json``) of the settings, for hovers; None: none."""
         return None
+
+    def shell_syntax(self) -> bool:
+        """The run's main file is a shell script (a comment there must not break a quoted string
+        or a continued line)."""
+        return False
 
     def values_as_json(self) -> bool:
         """Settings are JSON/YAML values (a hover shows ``true``, ``null``, lists as JSON), not shell words."""

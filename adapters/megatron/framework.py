@@ -4,20 +4,24 @@ layout change is written in its flags, its ``trainlint run`` launch form and its
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from trainlint.framework import (
-    CAP_CHECKED_PRECISION,
+    CAP_STARTUP_CHECKS,
     CAP_MEGATRON_ARGUMENTS,
     CAP_MEGATRON_CORE,
     CAP_MEGATRON_MODEL,
     Framework,
+    ModelParallel,
+    PipelineEngine,
     SearchPolicy,
     written,
 )
 from trainlint.spec import MEGATRON_LM, TrainingSpec
+from trainlint.values import as_bool, as_int, as_str
 
-_CAPABILITIES = frozenset({CAP_MEGATRON_MODEL, CAP_MEGATRON_CORE, CAP_MEGATRON_ARGUMENTS, CAP_CHECKED_PRECISION})
+_CAPABILITIES = frozenset({CAP_MEGATRON_MODEL, CAP_MEGATRON_CORE, CAP_MEGATRON_ARGUMENTS, CAP_STARTUP_CHECKS})
 
 # layout change key -> Megatron-LM argparse destination (what re-reading the rewritten script gives)
 _DESTS = {
@@ -35,6 +39,11 @@ _DESTS = {
 _DS_BATCH = {"batch.micro_batch": "train_micro_batch_size_per_gpu", "batch.grad_accum": "gradient_accumulation_steps",
              "batch.global_batch": "train_batch_size"}
 DEEPSPEED_PREFIX = "deepspeed:"
+# Entry points that train a vision encoder beside (or instead of) the language model.
+_MULTIMODAL_ENTRY = re.compile(r"(^|/)(pretrain_vlm|pretrain_mimo|multimodal/train|mimo/train|pretrain_vision_\w+)\.py$")
+_PIPE_MODEL_ENTRIES = ("gpt", )
+"""Megatron-DeepSpeed entry points that build a PipelineModule (GPTModelPipe) whenever
+``--deepspeed`` is given without ``--no-pipeline-parallel`` (pretrain_gpt.py, pretrain_llama...)."""
 
 
 class MegatronFramework(Framework):
@@ -59,6 +68,48 @@ class MegatronFramework(Framework):
 
     def deepspeed_prefix(self, spec: TrainingSpec) -> str:
         return DEEPSPEED_PREFIX
+
+    def model_parallel_product(self, spec: TrainingSpec) -> ModelParallel | None:
+        # TP x PP x CP (megatron/training/arguments.py)
+        p = spec.parallel
+        tp, pp, cp = as_int(p.tensor), as_int(p.pipeline), as_int(p.context)
+        if tp is None or pp is None or cp is None or min(tp, pp, cp) < 1:
+            return None
+        return (tp * pp * cp, f"TP {tp} x PP {pp} x CP {cp}",
+                ((p.tensor, f"tensor parallel {tp}"), (p.pipeline, f"pipeline parallel {pp}"),
+                 (p.context, f"context parallel {cp}")))
+
+    def pipeline_engine(self, spec: TrainingSpec) -> PipelineEngine | None:
+        p = spec.parallel
+        stages = as_int(p.pipeline)
+        engaged = as_bool(p.pipeline_engine)
+        deepspeed_flag = spec.engine.deepspeed_flag
+        if not engaged or not as_bool(deepspeed_flag):
+            return None
+        if stages is not None and stages > 1:
+            return PipelineEngine(
+                f"--deepspeed with pipeline parallel size {stages} runs DeepSpeed's PipelineEngine "
+                "(Megatron-DeepSpeed builds GPTModelPipe unless --no-pipeline-parallel)",
+                p.pipeline, stages, False)
+        arch = as_str(spec.model.architecture)
+        if stages == 1 and arch in _PIPE_MODEL_ENTRIES:
+            return PipelineEngine(
+                "--deepspeed without --no-pipeline-parallel: Megatron-DeepSpeed's pretrain_gpt.py builds "
+                "GPTModelPipe, a PipelineModule, even with pipeline parallel size 1, so DeepSpeed runs its "
+                "PipelineEngine", deepspeed_flag, stages, True)
+        return None
+
+    def partial_arguments(self, spec: TrainingSpec) -> bool:
+        # a spec read from flag variables or a MODEL_ARGS file is labelled without "at line N" / "in FILE"
+        return " at line " not in spec.label and " in " not in spec.label
+
+    def arguments_without_launch(self, spec: TrainingSpec) -> bool:
+        return not spec.entry_point
+
+    def unmodelled_entry(self, entry: str) -> str | None:
+        if _MULTIMODAL_ENTRY.search(entry):
+            return "the vision encoder and multimodal inputs are not modelled"
+        return None
 
     def zero_is_layout(self, spec: TrainingSpec) -> bool:
         from trainlint.adapters.megatron.spec_build import deepspeed_runs
@@ -95,8 +146,7 @@ class MegatronFramework(Framework):
             sp_policy="keep" if ((distributed is not None and distributed.value) or not current_megatron) else "tp",
             kv_divides_or_multiple=True, expert_grid=True, interleave_needs_pp_multiple=True, pp_divides_layers=True,
             pipeline_engine="wrapped" if megatron_ds else "",
-            ds_pipeline_engine=bool(megatron_ds and spec.value("parallel.pipeline_engine", False)),
-            zero_is_layout=False, shows_sequence_parallel=True)
+            ds_pipeline_engine=bool(megatron_ds and spec.value("parallel.pipeline_engine", False)))
 
     def batch_changes(self, spec: TrainingSpec, cur: tuple[Any, Any, Any], new: tuple[Any, Any, Any],
                       dp: Any) -> dict[str, Any]:
@@ -149,4 +199,7 @@ class MegatronFramework(Framework):
 
     def schema_name(self) -> str | None:
         return "megatron"
+
+    def shell_syntax(self) -> bool:
+        return True
 

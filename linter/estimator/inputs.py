@@ -16,7 +16,7 @@ from typing import Any
 from trainlint.catalog import GPU
 from trainlint.estimator.context import EstimateContext
 from trainlint.provenance import Origin, Provenance, Value, first_span
-from trainlint.spec import TrainingSpec
+from trainlint.spec import MEGATRON_LEGACY, TrainingSpec
 
 MODEL_HOW = "give --model PRESET (e.g. --model llama2-7b) or --model path/to/config.json, or `model = ...` in [tool.trainlint]"
 
@@ -634,7 +634,7 @@ def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
         r.missing.append(MissingInput("batch", what, BATCH_HOW))
         return 0, 0, 0
 
-    if (gb is not None and mb is not None and spec.framework == "megatron" and spec.dialect == "legacy"
+    if (gb is not None and mb is not None and spec.dialect == MEGATRON_LEGACY
             and gb_e is not None and not (gb_e.provenance.key or "").startswith("--")):
         # Megatron v1.x (as DeepSpeedExamples vendor it) has no global batch of its own: its data
         # loader feeds --batch-size per GPU x DP each iteration, and DeepSpeed's engine derives its

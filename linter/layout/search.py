@@ -36,6 +36,7 @@ from trainlint.estimator.performance import (floor_from, floor_of, layer_costs, 
                                              step_time, step_time_floor)
 from trainlint.layout.startup_check import StartupRules, startup_findings
 from trainlint.layout.space import Layout, Space, build_space
+from trainlint.adapters import framework_of
 from trainlint.spec import TrainingSpec
 
 
@@ -156,7 +157,7 @@ class InputsFactory:
         self.deepspeed = base.owner.startswith("deepspeed")
         self.overlap_setting = None
         self.grad_accum_dtype = None
-        prefix = "deepspeed:" if spec.framework == "megatron" else ""
+        prefix = framework_of(spec).deepspeed_prefix(spec)
         entry = spec.settings.get(prefix + "zero_optimization.overlap_comm")
         if entry is not None and isinstance(entry.value, bool):
             self.overlap_setting = entry.value
@@ -511,7 +512,7 @@ def _structures_of(dims: tuple[int, int, int, int, int], sp: bool, zeros: list, 
         if need_batches and not kept:
             continue
         for dist_opt in space.dist_opt:
-            if dp * cp == 1 and dist_opt != current_dist_opt and space.framework == "megatron":
+            if dp * cp == 1 and dist_opt != current_dist_opt and space.dist_opt_switch:
                 continue  # nothing to shard over: the flag would change nothing
             s = factory.structure(tp, pp, vpp, cp, dp, sp, zero, dist_opt)
             if static_floor(s, cache) > budget:

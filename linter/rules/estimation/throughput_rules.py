@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_MODEL
 from trainlint.diagnostics import Applicability, Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.scope import usable_estimate
@@ -155,7 +156,7 @@ class PipelineBubble(Rule):
     Narayanan et al. 2021, section 2.2; "Estimation as Discipline" (a capacity-planning tutorial).
     """
 
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     code = "TL302"
     release_dependent = False
     name = "large-pipeline-bubble"
@@ -223,7 +224,7 @@ class TensorParallelAcrossNodes(Rule):
     nodes; the finding quotes the re-estimated throughput.
     """
 
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     code = "TL303"
     release_dependent = False
     name = "tp-across-nodes"
@@ -341,7 +342,7 @@ class SmallGemms(Rule):
     A larger micro batch (with less accumulation), or less tensor parallelism.
     """
 
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     code = "TL305"
     release_dependent = False
     name = "small-gemms"

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL
 from trainlint.diagnostics import Severity
-from trainlint.rules import Finding, Option, Rule, RuleContext
+from trainlint.rules import Finding, Option, Rule, RuleContext, capabilities
 from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
 
@@ -127,7 +128,7 @@ class FewTokensPerParameter(Rule):
     summary = "A pre-training run trains on far fewer tokens per parameter than the compute-optimal 20."
     default_severity = Severity.INFO
     needs_estimate = True
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     options = {"ratio": Option(2.0, "report below this many tokens per parameter (compute-optimal is 20)"),
                "min_steps": Option(1000, "runs with fewer optimizer steps are smoke tests: not reported")}
 
@@ -190,7 +191,7 @@ class ShortPretraining(Rule):
     summary = "A pre-training run of a language model trains on fewer than 200B tokens."
     default_severity = Severity.INFO
     needs_estimate = True
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     options = {"min_tokens": Option(200e9, "report pre-training runs below this many tokens"),
                "min_steps": Option(1000, "runs with fewer optimizer steps are smoke tests: not reported")}
 
@@ -200,7 +201,7 @@ class ShortPretraining(Rule):
         minimum = float(ctx.options["min_tokens"])
         if not tokens or tokens >= minimum or not _pretraining_scope(spec, tokens, est, float(ctx.options["min_steps"])):
             return
-        markers = ("no --finetune, --pretrained-checkpoint, --sft or --no-load-optim given" if spec.framework == "megatron"
+        markers = ("no --finetune, --pretrained-checkpoint, --sft or --no-load-optim given" if CAP_MEGATRON_ARGUMENTS in capabilities(spec)
                    else "no finetune: true given")
         yield Finding(
             message=(f"a pre-training run of {tokens:.3g} tokens, below {minimum:.3g}: models pre-trained this "
@@ -252,7 +253,7 @@ class RunTooLong(Rule):
     summary = "The estimated training time exceeds the project's max-days."
     default_severity = Severity.WARNING
     needs_estimate = True
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     options = {"max_days": Option(None, "limit in days (default: max-days in [tool.trainlint]; none: no check)")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
@@ -303,7 +304,7 @@ class RunTooExpensive(Rule):
     summary = "The estimated cost of the run exceeds the project's max-cost."
     default_severity = Severity.WARNING
     needs_estimate = True
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     options = {"max_cost": Option(None, "limit in currency units (default: max-cost in [tool.trainlint])"),
                "price_per_gpu_hour": Option(None, "price (default: prices.<gpu> or price-per-gpu-hour in [tool.trainlint])")}
 

@@ -10,10 +10,18 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import (
+    CAP_STARTUP_CHECKS,
+    CAP_DEEPSPEED_CONFIG,
+    CAP_MEGATRON_ARGUMENTS,
+    CAP_MEGATRON_CORE,
+    CAP_MEGATRON_MODEL,
+    CAP_NEOX_ARGUMENTS,
+)
 from trainlint.catalog import CatalogError, find_gpu
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Origin, Value
-from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.estimation.scope import rewrites_checkpoints
 from trainlint.rules.startup.derive import (
     as_bool,
@@ -30,7 +38,6 @@ from trainlint.rules.startup.derive import (
 )
 from trainlint.spec import TrainingSpec
 
-ALL = ("deepspeed", "megatron", "neox")
 
 
 def _also(*pairs: tuple[Value | str | None, str]) -> tuple[tuple[Value | str | None, str], ...]:
@@ -113,14 +120,14 @@ class BatchSizeMismatch(Rule):
     name = "batch-size-mismatch"
     default_severity = Severity.ERROR
     summary = "global batch != micro batch x gradient accumulation x data-parallel size (DP as each framework computes it)"
-    frameworks = ()  # every format: a plugin format's run is checked on its batch fields (see _triple)
+    requires = frozenset()  # every format: a plugin format's run is checked on its batch fields (see _triple)
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        if spec.framework == "megatron":
+        if CAP_MEGATRON_ARGUMENTS in capabilities(spec):
             yield from self._megatron(spec)
             yield from self._triple(spec, ds(spec, "train_batch_size"), ds(spec, "train_micro_batch_size_per_gpu"),
                                     ds(spec, "gradient_accumulation_steps"), "the DeepSpeed config's ", ctx)
-        elif spec.framework == "deepspeed":
+        elif CAP_DEEPSPEED_CONFIG in capabilities(spec):
             # file text: an "auto" written in the JSON is the HF Trainer's to fill at launch
             if any(spec.settings.get(k) is not None and spec.settings[k].value == "auto"
                    for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")):
@@ -169,7 +176,7 @@ class BatchSizeMismatch(Rule):
         if t is None or (m is None and a is None):
             return  # the framework derives the rest consistently
         dp = data_parallel(spec)
-        if spec.framework not in ALL:
+        if CAP_STARTUP_CHECKS not in capabilities(spec):
             yield from self._plugin_triple(spec, tbs, mbs, gas, ctx)
             return
         quote = ("\"Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "
@@ -271,7 +278,7 @@ class WorldSizeNotDivisible(Rule):
     name = "world-size-not-divisible"
     default_severity = Severity.ERROR
     summary = "world size not divisible by the model-parallel product (TP x PP x CP, expert grid, NeoX pp x mp)"
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         world = spec.cluster.world_size
@@ -281,14 +288,14 @@ class WorldSizeNotDivisible(Rule):
             return  # a checkpoint conversion tool sets the world size its checks see itself
         size, how, divisors = product
         if size >= 1 and n % size:
-            if spec.framework == "neox":
+            if CAP_NEOX_ARGUMENTS in capabilities(spec):
                 quote = "\"(global_num_gpus / pp_size) / mp_size [...] must be a whole number\""
             else:
                 quote = f"\"world size ({n}) is not divisible by total_model_size\""
             yield Finding(f"world size {n} is not divisible by {how} = {size}; the framework stops: {quote}",
                           at=world, also=_also(*divisors), fix=f"launch a multiple of {size} GPUs or change the parallel sizes")
             return
-        if spec.framework != "megatron":
+        if CAP_MEGATRON_ARGUMENTS not in capabilities(spec):
             return
         p = spec.parallel
         ep, etp, pp, tp = as_int(p.expert), as_int(p.expert_tensor), as_int(p.pipeline), as_int(p.tensor)
@@ -343,12 +350,12 @@ class PrecisionConflict(Rule):
     name = "precision-conflict"
     default_severity = Severity.ERROR
     summary = "fp16 and bf16 both enabled, or a precision setting disagreeing with the fp16/bf16 blocks"
-    frameworks = ALL
+    requires = frozenset({CAP_STARTUP_CHECKS})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        if spec.framework == "megatron":
+        if CAP_MEGATRON_ARGUMENTS in capabilities(spec):
             yield from self._megatron(spec)
-        elif spec.framework == "neox":
+        elif CAP_NEOX_ARGUMENTS in capabilities(spec):
             yield from self._neox(spec)
         else:
             fp16, bf16 = spec.precision.fp16_enabled, spec.precision.bf16_enabled
@@ -456,7 +463,7 @@ class AttentionHeadsLayout(Rule):
     name = "attention-heads-layout"
     default_severity = Severity.ERROR
     summary = "attention heads / KV heads not divisible by TP, or hidden size not divisible by the heads"
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         m, p = spec.model, spec.parallel
@@ -464,31 +471,31 @@ class AttentionHeadsLayout(Rule):
             return
         heads, hidden, kv, tp = as_int(m.num_attention_heads), as_int(m.hidden_size), as_int(m.num_kv_heads), as_int(p.tensor)
         mla = bool(as_bool(spec.model.latent_attention))
-        tp_name = "model_parallel_size" if spec.framework == "neox" else "tensor parallel size"
+        tp_name = "model_parallel_size" if CAP_NEOX_ARGUMENTS in capabilities(spec) else "tensor parallel size"
         if heads is not None and tp is not None and heads > 0 and tp > 1 and heads % tp:
             quote = ("\"num_attention_heads (...) must be a multiple of tensor_model_parallel_size\""
-                     if spec.framework == "megatron" else "\"... is not divisible by ...\" (mpu.divide)")
+                     if CAP_MEGATRON_ARGUMENTS in capabilities(spec) else "\"... is not divisible by ...\" (mpu.divide)")
             yield Finding(f"{heads} attention heads are not divisible by {tp_name} {tp}; the framework stops: {quote}",
                           at=p.tensor, also=_also((m.num_attention_heads, "attention heads")),
                           fix=f"use a {tp_name} that divides {heads}")
         kv_given = m.num_kv_heads is not None and m.num_kv_heads.provenance.origin is Origin.FILE
         kv_channels_given = m.kv_channels is not None and m.kv_channels.provenance.origin is not Origin.DERIVED
-        if hidden is not None and heads and not (spec.framework == "megatron" and kv_channels_given) \
+        if hidden is not None and heads and not (CAP_MEGATRON_ARGUMENTS in capabilities(spec) and kv_channels_given) \
                 and not mla and not _mamba(spec) and hidden % heads:
             yield Finding(f"hidden size {hidden} is not divisible by {heads} attention heads; the framework stops "
                           "(\"hidden_size must be divisible by num_attention_heads\")",
                           at=m.hidden_size, also=_also((m.num_attention_heads, "attention heads")),
                           fix="make the hidden size a multiple of the number of heads" +
-                              (" or give --kv-channels" if spec.framework == "megatron" else ""))
+                              (" or give --kv-channels" if CAP_MEGATRON_ARGUMENTS in capabilities(spec) else ""))
         if not kv_given or kv is None or kv < 1 or mla:
             return
-        if spec.framework == "neox" and heads is not None and heads % kv:
+        if CAP_NEOX_ARGUMENTS in capabilities(spec) and heads is not None and heads % kv:
             yield Finding(f"{heads} attention heads are not divisible by {kv} KV heads; NeoX stops: \"num_kv_heads must "
                           "evenly divide num_attention_heads and be no greater than it\"",
                           at=m.num_kv_heads, also=_also((m.num_attention_heads, "attention heads")))
         if tp is None or tp <= 1:
             return
-        if spec.framework == "megatron":
+        if CAP_MEGATRON_ARGUMENTS in capabilities(spec):
             if kv % tp and tp % kv:
                 yield Finding(f"{kv} query groups is neither a multiple nor a divisor of tensor parallel size {tp}; "
                               "Megatron stops: \"num_query_groups (...) must be a multiple or divisor of "
@@ -542,7 +549,7 @@ class LayersPipelineIndivisible(Rule):
     name = "layers-pipeline-indivisible"
     default_severity = Severity.ERROR
     summary = "number of layers not divisible by the pipeline size, or layers per stage by the virtual-pipeline factor"
-    frameworks = ("megatron",)
+    requires = frozenset({CAP_MEGATRON_CORE})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         if pipeline_engine(spec) is not None or as_bool(spec.engine.deepspeed_flag) or from_checkpoint(spec):
@@ -612,7 +619,7 @@ class SequenceParallelWithoutTP(Rule):
     name = "sequence-parallel-without-tp"
     default_severity = Severity.WARNING
     summary = "sequence parallelism enabled with tensor parallel size 1 (silently disabled / no effect)"
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         sp, tp_v = spec.parallel.sequence_parallel, spec.parallel.tensor
@@ -621,7 +628,7 @@ class SequenceParallelWithoutTP(Rule):
             return
         if sp is not None and as_bool(sp) and sp.provenance.origin is Origin.FILE and tp is not None and tp <= 1:
             what = ("Megatron disables it (\"Disabling sequence parallelism because tensor model parallelism is "
-                    "disabled\")" if spec.framework == "megatron" else "NeoX shards nothing with model_parallel_size 1")
+                    "disabled\")" if CAP_MEGATRON_ARGUMENTS in capabilities(spec) else "NeoX shards nothing with model_parallel_size 1")
             yield Finding(f"sequence parallelism is on with tensor parallel size {tp}: {what}",
                           at=sp, also=_also((tp_v, "tensor parallel size")),
                           fix="remove sequence parallelism or use tensor parallel size > 1")
@@ -658,7 +665,7 @@ class SeqLengthExceedsPositions(Rule):
     name = "seq-length-exceeds-positions"
     default_severity = Severity.ERROR
     summary = "max_position_embeddings smaller than seq_length"
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         seq_v, pos_v = spec.model.seq_length, spec.model.max_position_embeddings
@@ -698,7 +705,7 @@ class SeqLengthContextParallel(Rule):
     name = "seq-length-context-parallel"
     default_severity = Severity.ERROR
     summary = "seq_length not a multiple of 2 x context-parallel size"
-    frameworks = ("megatron",)
+    requires = frozenset({CAP_MEGATRON_CORE})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         seq_v, cp_v = spec.model.seq_length, spec.parallel.context
@@ -739,7 +746,7 @@ class ExpertsExpertParallel(Rule):
     name = "experts-expert-parallel"
     default_severity = Severity.ERROR
     summary = "number of experts not divisible by expert-parallel size (or EP > 1 without experts)"
-    frameworks = ("megatron",)
+    requires = frozenset({CAP_MEGATRON_CORE})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         ep_v, experts_v = spec.parallel.expert, spec.model.num_experts
@@ -815,7 +822,7 @@ class ZeroPipelineConflict(Rule):
     name = "zero-pipeline-conflict"
     default_severity = Severity.ERROR
     summary = "ZeRO stage 2/3 with DeepSpeed's pipeline engine (NeoX: pipe_parallel_size >= 1, even 1)"
-    frameworks = ALL
+    requires = frozenset({CAP_STARTUP_CHECKS})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         stage_v = zero_stage(spec)
@@ -827,15 +834,15 @@ class ZeroPipelineConflict(Rule):
             return
         quote = "DeepSpeed stops: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\""
         if engine.only_wrapper:
-            if spec.framework == "neox":
+            if CAP_NEOX_ARGUMENTS in capabilities(spec):
                 fix = "set `pipe_parallel_size: 0` (no pipeline engine) or use ZeRO stage 1"
             else:
                 fix = "add --no-pipeline-parallel (no pipeline engine) or use ZeRO stage 1"
         else:
             fix = "use ZeRO stage 0 or 1 with pipeline parallelism"
-        at, other = (engine.at, stage_v) if engine.only_wrapper and spec.framework == "neox" else (stage_v, engine.at)
+        at, other = (engine.at, stage_v) if engine.only_wrapper and CAP_NEOX_ARGUMENTS in capabilities(spec) else (stage_v, engine.at)
         also = [(other, "pipeline engine engaged here" if other is engine.at else f"ZeRO stage {stage} here")]
-        if spec.framework == "megatron":
+        if CAP_MEGATRON_ARGUMENTS in capabilities(spec):
             flag = spec.settings.get("zero_stage")  # file text: where --zero-stage is written, for the location
             if flag is not None and flag is not stage_v and flag.span != getattr(stage_v, "span", None):
                 also.append((flag, f"--zero-stage {flag.value}"))
@@ -876,7 +883,7 @@ class MoeZeroConflict(Rule):
     name = "moe-zero-conflict"
     default_severity = Severity.ERROR
     summary = "MoE with a ZeRO stage the framework refuses (NeoX: >= 2; DeepSpeed native MoE: 3)"
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         stage_v = zero_stage(spec)
@@ -885,11 +892,11 @@ class MoeZeroConflict(Rule):
         experts = _experts(experts_v)
         if stage is None or experts is None or experts <= 1:
             return
-        if spec.framework == "neox" and stage >= 2:
+        if CAP_NEOX_ARGUMENTS in capabilities(spec) and stage >= 2:
             yield Finding(f"{experts} experts (moe_num_experts) with ZeRO stage {stage}; NeoX stops: \"MoE is not "
                           "compatible with zero stages 2 and 3\"", at=stage_v,
                           also=_also((experts_v, "moe_num_experts")), fix="use ZeRO stage 0 or 1 with MoE")
-        elif spec.framework == "megatron" and stage >= 3 and as_bool(spec.engine.deepspeed_flag):
+        elif CAP_MEGATRON_ARGUMENTS in capabilities(spec) and stage >= 3 and as_bool(spec.engine.deepspeed_flag):
             yield Finding(f"DeepSpeed MoE ({experts} experts) with ZeRO stage {stage}; DeepSpeed stops: \"Native "
                           "DeepSpeed MoE is not supported with ZeRO Stage 3. Use AutoEP or choose ZeRO stage 1/2.\"",
                           at=stage_v, also=_also((experts_v, "number of experts")), fix="use ZeRO stage 1 or 2 with MoE")
@@ -926,7 +933,7 @@ class PrecisionUnsupportedGPU(Rule):
     name = "precision-unsupported-gpu"
     default_severity = Severity.ERROR
     summary = "bf16 on a pre-Ampere GPU or FP8 on a pre-Hopper GPU, when the target GPU is declared"
-    frameworks = ALL
+    requires = frozenset({CAP_STARTUP_CHECKS})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         declared = _declared_gpu(spec, ctx)

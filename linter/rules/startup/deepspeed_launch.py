@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_DEEPSPEED_CONFIG
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Value
 from trainlint.rules import Finding, RuleContext
@@ -24,7 +25,7 @@ from trainlint.rules.startup.derive import (
 from trainlint.rules.startup.releases import ReleaseBoundRule, Releases
 from trainlint.spec import TrainingSpec
 
-DS = ("deepspeed",)
+DS = frozenset({CAP_DEEPSPEED_CONFIG})  # the run's settings are a DeepSpeed config
 
 
 def _number(value: Value | None) -> float | None:
@@ -69,7 +70,7 @@ class DynamicLossScaleRange(ReleaseBoundRule):
     name = "ds-dynamic-loss-scale-range"
     default_severity = Severity.ERROR
     summary = "fp16 dynamic loss scaling with loss_scale_window or min_loss_scale not positive"
-    frameworks = DS
+    requires = DS
     releases = Releases("deepspeed", first="0.19.3")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
@@ -132,7 +133,7 @@ class ElasticityConfig(ReleaseBoundRule):
     name = "ds-elasticity-config"
     default_severity = Severity.ERROR
     summary = "elasticity enabled without its batch keys, with an unsupported version, or with out-of-range values"
-    frameworks = DS
+    requires = DS
     releases = Releases("deepspeed")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
@@ -246,7 +247,7 @@ class OptimizerMaxGradNorm(ReleaseBoundRule):
     name = "ds-optimizer-max-grad-norm"
     default_severity = Severity.WARNING
     summary = "optimizer.params.max_grad_norm, which DeepSpeed refuses when it builds the optimizer"
-    frameworks = DS
+    requires = DS
     releases = Releases("deepspeed")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
@@ -295,7 +296,7 @@ class AmpGradAccumDtype(ReleaseBoundRule):
     name = "ds-amp-grad-accum-dtype"
     default_severity = Severity.ERROR
     summary = "Apex AMP without ZeRO with a gradient-accumulation dtype other than the model's fp32"
-    frameworks = DS
+    requires = DS
     releases = Releases("deepspeed")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
@@ -343,7 +344,7 @@ class LegacyStage1(ReleaseBoundRule):
     name = "ds-legacy-stage1"
     default_severity = Severity.ERROR
     summary = "zero_optimization.legacy_stage1 with ZeRO, removed in DeepSpeed 0.5.9"
-    frameworks = DS
+    requires = DS
     releases = Releases("deepspeed")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:

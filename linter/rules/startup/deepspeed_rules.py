@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_DEEPSPEED_CONFIG, CAP_DEEPSPEED_ENGINE
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Value
-from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_bool,
     as_int,
@@ -30,7 +31,7 @@ from trainlint.rules.startup.derive import (
 )
 from trainlint.spec import TrainingSpec
 
-DS = ("deepspeed",)
+DS = frozenset({CAP_DEEPSPEED_CONFIG})  # the run's settings are a DeepSpeed config
 
 # deepspeed/runtime/config.py:71-87 @ edaa722 (compared lower-case, config.py:840-842).
 DEEPSPEED_OPTIMIZERS = ("adagrad", "adam", "adamw", "lamb", "onebitadam", "onebitlamb", "zerooneadam", "muadam",
@@ -107,7 +108,7 @@ class BatchSizeMissing(Rule):
     name = "ds-batch-size-missing"
     default_severity = Severity.ERROR
     summary = "DeepSpeed config with neither train_batch_size nor train_micro_batch_size_per_gpu"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         if ds_has_auto(spec) or ds_present(spec, "train_batch_size") or ds_present(spec, "train_micro_batch_size_per_gpu"):
@@ -159,7 +160,7 @@ class AllreduceSumUnsupported(Rule):
     name = "ds-allreduce-sum-unsupported"
     default_severity = Severity.ERROR
     summary = "gradient_allreduce_op \"sum\" with ZeRO-3, ZenFlow or DeepCompile"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         op = ds(spec, "gradient_allreduce_op")
@@ -213,7 +214,7 @@ class MasterWeightsWithoutZero(Rule):
     name = "ds-master-weights-without-zero"
     default_severity = Severity.ERROR
     summary = "fp16/bf16 master-weights or bf16 optimizer-state options without ZeRO 1-3"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         stage = _stage(spec)
@@ -264,7 +265,7 @@ class PartialOffloadWithoutZero3(Rule):
     name = "ds-partial-offload-without-zero3"
     default_severity = Severity.ERROR
     summary = "offload_optimizer.ratio < 1.0 with a ZeRO stage other than 3"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         ratio_v = ds(spec, "zero_optimization.offload_optimizer.ratio")
@@ -308,7 +309,7 @@ class ParamDtypeConflict(Rule):
     name = "ds-param-dtype-conflict"
     default_severity = Severity.ERROR
     summary = "data_types.param_dtype differs from the enabled fp16/bf16 mode"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         value = ds(spec, "data_types.param_dtype")
@@ -353,7 +354,7 @@ class UnsupportedOptimizer(Rule):
     name = "ds-unsupported-optimizer"
     default_severity = Severity.ERROR
     summary = "optimizer.type is neither a DeepSpeed optimizer nor a torch.optim class name"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         found = _optimizer(spec)
@@ -398,7 +399,7 @@ class LambStaticLossScale(Rule):
     name = "ds-lamb-static-loss-scale"
     default_severity = Severity.ERROR
     summary = "LAMB / 1-bit LAMB with a static fp16.loss_scale"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         found = _optimizer(spec)
@@ -441,7 +442,7 @@ class UnmanagedGradAccumConflict(Rule):
     name = "ds-unmanaged-grad-accum-conflict"
     default_severity = Severity.ERROR
     summary = "managed_gradient_accumulation false with overlap_comm below ZeRO-2, pipeline, DeepCompile or AMP"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         managed = ds(spec, "managed_gradient_accumulation")
@@ -498,7 +499,7 @@ class AmpConflict(Rule):
     name = "ds-amp-conflict"
     default_severity = Severity.ERROR
     summary = "Apex AMP with ZeRO, or with DeepSpeed's fp16/bf16 mode"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         amp = ds_enabled(spec, "amp")
@@ -548,7 +549,7 @@ class ZeroUntestedOptimizer(Rule):
     name = "ds-zero-untested-optimizer"
     default_severity = Severity.ERROR
     summary = "ZeRO with an optimizer it has not been tested with, without zero_allow_untested_optimizer"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         found, stage = _optimizer(spec), _stage(spec)
@@ -594,7 +595,7 @@ class GradAccumDtypeMix(Rule):
     name = "ds-grad-accum-dtype-mix"
     default_severity = Severity.ERROR
     summary = "grad_accum_dtype differs from the model dtype without ZeRO or AMP"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         accum_v = ds(spec, "data_types.grad_accum_dtype")
@@ -638,7 +639,7 @@ class OneBitOptimizerWithZero(Rule):
     name = "ds-onebit-optimizer-with-zero"
     default_severity = Severity.ERROR
     summary = "1-bit Adam / 0/1 Adam / 1-bit LAMB with ZeRO"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         found, stage = _optimizer(spec), _stage(spec)
@@ -681,7 +682,7 @@ class ElasticBatchParams(Rule):
     name = "ds-elastic-batch-params"
     default_severity = Severity.ERROR
     summary = "elasticity enabled with batch keys in the config (without ignore_non_elastic_batch_info)"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         enabled = ds(spec, "elasticity.enabled")
@@ -727,7 +728,7 @@ class ElasticPipeline(Rule):
     name = "ds-elastic-pipeline"
     default_severity = Severity.ERROR
     summary = "elasticity with the pipeline engine when GPUs per node is not a multiple of the model-parallel size"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         enabled = ds(spec, "elasticity.enabled")
@@ -777,7 +778,7 @@ class Bf16GradAccumPipeline(Rule):
     name = "ds-bf16-grad-accum-pipeline"
     default_severity = Severity.WARNING
     summary = "bf16 gradient accumulation on the pipeline engine without ZeRO (numerically unsafe)"
-    frameworks = ("deepspeed", "neox")
+    requires = frozenset({CAP_DEEPSPEED_ENGINE})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         engine, stage = pipeline_engine(spec), _stage(spec)
@@ -791,7 +792,7 @@ class Bf16GradAccumPipeline(Rule):
             return  # one micro-batch per step: nothing is accumulated
         accum_v = spec.precision.grad_accum_dtype
         accum = (as_str(accum_v) or "bf16").lower()
-        if accum != "bf16" or (spec.framework == "deepspeed" and as_bool(ds_enabled(spec, "amp"))):
+        if accum != "bf16" or (CAP_DEEPSPEED_CONFIG in capabilities(spec) and as_bool(ds_enabled(spec, "amp"))):
             return
         at = spec.precision.bf16_enabled if as_bool(spec.precision.bf16_enabled) else spec.precision.dtype
         yield Finding(f"bf16 on the pipeline engine ({engine.reason}) without ZeRO accumulates {gas} micro-batch gradients in bf16; "
@@ -828,7 +829,7 @@ class MaxGradNormIgnored(Rule):
     name = "ds-max-grad-norm-ignored"
     default_severity = Severity.WARNING
     summary = "optimizer.params.max_grad_norm without fp16 is silently set to 0 (use gradient_clipping)"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         value = ds(spec, "optimizer.params.max_grad_norm")
@@ -869,7 +870,7 @@ class NvmePathMissing(Rule):
     name = "ds-nvme-path-missing"
     default_severity = Severity.ERROR
     summary = "ZeRO-3 NVMe offload without nvme_path"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         stage = _stage(spec)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_NEOX_ARGUMENTS
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.neox_rules import NeoXArgs
@@ -52,7 +53,7 @@ class IncompleteRun(ReleaseBoundRule):
     name = "neox-incomplete-run"
     default_severity = Severity.ERROR
     summary = "a NeoX run named on its own that sets no batch size or none of the model keys"
-    frameworks = ("neox",)
+    requires = frozenset({CAP_NEOX_ARGUMENTS})
     releases = Releases("neox")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
@@ -98,7 +99,7 @@ class DeepSpeedDisabled(ReleaseBoundRule):
     name = "neox-deepspeed-disabled"
     default_severity = Severity.ERROR
     summary = "deepspeed: false, which GPT-NeoX refuses (it runs only with DeepSpeed)"
-    frameworks = ("neox",)
+    requires = frozenset({CAP_NEOX_ARGUMENTS})
     releases = Releases("neox")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
