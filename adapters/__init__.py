@@ -51,6 +51,13 @@ def remember_frameworks(frameworks: Sequence[Framework]) -> None:
         _KNOWN.setdefault(framework.name, framework)
 
 
+def known_frameworks() -> list[Framework]:
+    """The frameworks known to this process (the built-in ones, and those of the sessions opened)."""
+    if not _KNOWN:
+        remember_frameworks(builtin_frameworks())
+    return list(_KNOWN.values())
+
+
 def framework_of(spec: TrainingSpec | str, frameworks: Frameworks | None = None) -> Framework:
     """The Framework of ``spec``'s run (or of a framework name): among ``frameworks`` (the
     session's), else among those known to this process; the neutral Framework for a run no
@@ -64,4 +71,4 @@ def framework_of(spec: TrainingSpec | str, frameworks: Frameworks | None = None)
             return found
     if not _KNOWN:
         remember_frameworks(builtin_frameworks())
-    return _KNOWN.get(name, NEUTRAL)
+    return _KNOWN.get(name, NEUTRAL)  # never a family of known_frameworks() missing: builtins come first

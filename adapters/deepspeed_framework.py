@@ -6,7 +6,7 @@ DeepSpeed's engine with DeepSpeed's config keys, so their runs are DeepSpeed run
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from trainlint.framework import (
     CAP_STARTUP_CHECKS,
@@ -59,7 +59,13 @@ def bf16_accum_guard(spec: TrainingSpec, inputs: Any) -> bool:
 class DeepSpeedFramework(Framework):
     name = "deepspeed"
     title = "DeepSpeed"
+    repository = "deepspeedai/DeepSpeed"
     catalog_family = "deepspeed"
+    source_markers = ("deepspeed/runtime/config.py",)
+    source_rank = 2
+    import_name = "deepspeed"
+    pin_names = ("deepspeed",)
+    setting_example = 'framework = {{deepspeed = "<path to the checkout, or a release such as 0.14.0>"}}'
     launch_kinds = ("deepspeed",)
     shows_zero = True
     change_settings = _KEYS
@@ -107,6 +113,36 @@ class DeepSpeedFramework(Framework):
 
     def recompute_changes(self, spec: TrainingSpec, base: Any, cur: Any, new: Any, full_layers: Any) -> dict[str, Any]:
         return {}  # activation checkpointing is the training script's, not the JSON's
+
+    def read_launch(self, launch: Any, adapters: Sequence[Any], environment: dict[str, str], frameworks: Any) -> list[Any]:
+        # the DeepSpeed JSON (or accelerate's inline settings) with the launcher's world size
+        from trainlint.command_line import read_deepspeed_launch
+
+        return [read_deepspeed_launch(launch, frameworks)]
+
+    def argument_files(self, read: Any, listing: Any, marker: str) -> tuple[dict[str, str], dict[str, str]] | None:
+        from trainlint.frameworks.catalog import MAX_DEPENDENCIES
+
+        main: dict[str, str] = {}
+        for p in listing("deepspeed"):
+            name = p.rsplit("/", 1)[-1]
+            if name not in ("config.py", "constants.py", "config_utils.py") and not name.endswith("_config.py"):
+                continue
+            text = read(p)
+            if text is not None:
+                main[p] = text
+            if len(main) >= MAX_DEPENDENCIES * 4:
+                break
+        return main, {}
+
+    def scan_arguments(self, main: dict[str, str], classes: dict[str, str]) -> Any:
+        from trainlint.frameworks.argscan import scan_deepspeed
+
+        return scan_deepspeed(main)
+
+    def checkout_version(self, read: Any) -> str | None:
+        text = read("version.txt")
+        return text.strip() if text and len(text) < 64 else None
 
     def schema_name(self) -> str | None:
         return "deepspeed"

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Sequence
 
 from trainlint.adapters.deepspeed_framework import bf16_accum_guard, deepspeed_batch_changes
 from trainlint.framework import (
@@ -37,7 +37,13 @@ NOTE = "trainlint suggest"
 class NeoXFramework(Framework):
     name = "neox"
     title = "GPT-NeoX"
+    repository = "EleutherAI/gpt-neox"
     catalog_family = "neox"
+    source_markers = ("megatron/neox_arguments/neox_args.py",)
+    source_rank = 1
+    import_name = "megatron"  # NeoX installs its code as the `megatron` package
+    pin_names = ("neox",)
+    setting_example = 'framework = {{neox = "<path to the checkout, or v2.0 / main>"}}'
     launch_kinds = ("neox",)
     shows_zero = True
     change_settings = _KEYS
@@ -135,6 +141,27 @@ class NeoXFramework(Framework):
             if section is not None and isinstance(section.value, dict):
                 out.settings["zero_optimization"] = Value({**section.value, "stage": changes["parallel.zero_stage"]},
                                                           section.provenance)
+
+    def read_launch(self, launch: Any, adapters: Sequence[Any], environment: dict[str, str], frameworks: Any) -> list[Any]:
+        # deepy.py's YAML files, merged in order as one run
+        from trainlint.command_line import read_neox_launch
+
+        return [read_neox_launch(launch, adapters, environment, frameworks)]
+
+    def argument_files(self, read: Any, listing: Any, marker: str) -> tuple[dict[str, str], dict[str, str]] | None:
+        from trainlint.frameworks.catalog import MAX_DEPENDENCIES
+
+        main: dict[str, str] = {}
+        for p in listing("megatron/neox_arguments")[:MAX_DEPENDENCIES]:
+            text = read(p) if p.endswith(".py") else None
+            if text is not None:
+                main[p] = text
+        return main, {}
+
+    def scan_arguments(self, main: dict[str, str], classes: dict[str, str]) -> Any:
+        from trainlint.frameworks.argscan import scan_neox
+
+        return scan_neox(main)
 
     def schema_name(self) -> str | None:
         return "neox"

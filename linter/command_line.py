@@ -118,9 +118,25 @@ def span_function(argv: list[str], path: str = COMMAND_LINE) -> Callable:
     return span_of
 
 
-def parse_launch(argv: list[str], base: str | None = None) -> LaunchCommand:
+def parse_launch(argv: list[str], base: str | None = None, frameworks: Sequence[Any] = ()) -> LaunchCommand:
     """Classify a command line; never raises on odd input. ``base``: the launch script the words are
-    in (an accelerate config is looked for beside it too)."""
+    in (an accelerate config is looked for beside it too). ``frameworks``: the session's
+    (:class:`trainlint.framework.Framework`); a Python command the shipped launch forms do not
+    recognise is offered to each (``Framework.claim_launch``), so a plugin framework's command
+    goes through ``trainlint run``'s gate too."""
+    found = _classify(argv, base)
+    if found.kind == "none" and found.invocation is not None:
+        for framework in frameworks:
+            kind = framework.claim_launch(found)
+            if kind:
+                found.kind = kind
+                break
+    return found
+
+
+def _classify(argv: list[str], base: str | None = None) -> LaunchCommand:
+    """The launch forms trainlint's own frameworks read (shared launcher knowledge: a Megatron entry
+    point, deepy.py, a DeepSpeed or accelerate config, a launch script)."""
     from trainlint.adapters.megatron.invocation import find_invocation
     from trainlint.adapters.megatron.shell import Command
     from trainlint.adapters.megatron.words import Loc
@@ -362,24 +378,23 @@ def without_trainer_filled(diagnostics: list) -> list:
 # ------------------------------------------------------------------------------ reading the configs
 
 
-def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None) -> list:
+def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None,
+                 registered: Sequence[Any] | None = None) -> list:
     """FileResults for what the command uses, before the rules run (what ``trainlint run`` lints):
-    the Megatron argument list, the DeepSpeed JSON with the launcher's world size, the NeoX YAMLs,
-    or the launch script, read with ``adapters``, the launch-script ``environment`` and the
-    session's ``frameworks`` settings."""
+    what the framework whose launch form it is reads (``Framework.read_launch``, among ``registered``,
+    the session's frameworks, else the built-in ones: the Megatron argument list, the DeepSpeed JSON
+    with the launcher's world size, the NeoX YAMLs), or the launch script, read with ``adapters``,
+    the launch-script ``environment`` and the session's ``frameworks`` settings."""
     from trainlint.adapters.base import LoadContext
-    from trainlint.checker import FileResult, check_file
+    from trainlint.checker import check_file
 
-    if launch.kind == "megatron":
-        from trainlint.adapters.megatron.adapter import load_argv
+    if registered is None:
+        from trainlint.adapters import builtin_frameworks
 
-        loaded = load_argv(launch.argv, COMMAND_LINE, LoadContext(environment=environment, frameworks=frameworks))
-        diagnostics = [_fatal_if_missing(d if d.path else replace(d, path=COMMAND_LINE)) for d in loaded.diagnostics]
-        return [FileResult(COMMAND_LINE, loaded.format, diagnostics, loaded.specs, loaded.documents)]
-    if launch.kind == "deepspeed":
-        return [_deepspeed(launch, frameworks)]
-    if launch.kind == "neox":
-        return [_neox(launch, adapters, environment, frameworks)]
+        registered = builtin_frameworks()
+    owner = next((f for f in registered if launch.kind in f.launch_kinds), None)
+    if owner is not None:
+        return owner.read_launch(launch, adapters, environment, frameworks)
     if launch.kind == "script":
         assert launch.script is not None  # parse_launch sets kind "script" with the script's word
         # the words after the script are its $1 $2 ... (an argument not given is empty, as in bash)
@@ -388,6 +403,17 @@ def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[st
                            LoadContext(environment={**environment, **arguments} if arguments else environment,
                                        frameworks=frameworks))]
     return []
+
+
+def read_argument_list(launch: LaunchCommand, load: Callable, environment: dict[str, str], frameworks: Any = None):
+    """A command line that is itself the config (Megatron's argv): ``load(argv, path, context)`` reads it
+    as the framework's adapter does, located in :func:`command_text`."""
+    from trainlint.adapters.base import LoadContext
+    from trainlint.checker import FileResult
+
+    loaded = load(launch.argv, COMMAND_LINE, LoadContext(environment=environment, frameworks=frameworks))
+    diagnostics = [_fatal_if_missing(d if d.path else replace(d, path=COMMAND_LINE)) for d in loaded.diagnostics]
+    return FileResult(COMMAND_LINE, loaded.format, diagnostics, loaded.specs, loaded.documents)
 
 
 def _fatal_if_missing(diagnostic):
@@ -421,7 +447,7 @@ def _read(ref, what: str):
         return None, exc.diagnostic
 
 
-def _deepspeed(launch, frameworks: Any = None):
+def read_deepspeed_launch(launch, frameworks: Any = None):
     """The DeepSpeed JSON, with GPUs per node, nodes and world size from the launcher's words."""
     from trainlint.adapters.deepspeed import FORMAT, load_deepspeed_config
     from trainlint.checker import FileResult
@@ -490,7 +516,7 @@ def _entry_index(launch) -> int | None:
     return None
 
 
-def _neox(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None):
+def read_neox_launch(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None):
     """deepy.py's YAML files, merged in order as one run (NeoX's own order: later files win)."""
     from trainlint.adapters.base import LoadContext
     from trainlint.checker import FileResult, check_source
@@ -509,4 +535,4 @@ def _neox(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str]
         return FileResult(COMMAND_LINE, None, problems)
     context = LoadContext(extra_paths=[r.path for r in refs[1:]], environment=environment, frameworks=frameworks,
                           named=True)
-    return check_source(sources[0], adapters, context, force_format="neox")
+    return check_source(sources[0], adapters, context, force_format=launch.kind)  # the kind is the format's name

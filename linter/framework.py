@@ -152,8 +152,24 @@ class Framework:
     """``TrainingSpec.framework`` of this framework's runs (``megatron``)."""
     title: ClassVar[str] = ""
     """How the outputs name it (``Megatron-LM``)."""
+    repository: ClassVar[str] = ""
+    """Its upstream repository on GitHub (``NVIDIA/Megatron-LM``), for links to its source."""
     catalog_family: ClassVar[str] = ""
     """Its argument catalogs' family and its key in the project config's ``framework`` table."""
+    source_markers: ClassVar[tuple[str, ...]] = ()
+    """Where a checkout of the framework keeps its argument definitions (relative paths, in the order
+    tried; a fork keeps the layout): what marks a checkout beside a config, and what is read for its
+    argument catalog (``trainlint.frameworks``)."""
+    source_rank: ClassVar[int] = 100
+    """The order checkouts are recognised and listed in (lower first)."""
+    import_name: ClassVar[str] = ""
+    """The top-level package an installed copy is found by (never imported)."""
+    pin_names: ClassVar[tuple[str, ...]] = ()
+    """Folder names a project's git submodule of the framework is recognised by."""
+    setting_example: ClassVar[str] = ""
+    """The project config line that states the target (``framework = {megatron = "..."}``)."""
+    keeps_refused: ClassVar[bool] = False
+    """Its argument catalogs record flags its parser refuses (Megatron's removed flags)."""
     launch_kinds: ClassVar[tuple[str, ...]] = ()
     """The ``trainlint run`` launch forms this framework reads (``LaunchCommand.kind`` values)."""
     shows_zero: ClassVar[bool] = False
@@ -304,6 +320,24 @@ class Framework:
 
     # -- argument catalogs and schemas ----------------------------------------------------------
 
+    def reads_like_parser(self, text: str) -> bool:
+        """For a marker whose name alone says little (``arguments.py``): the text is this framework's parser."""
+        return False
+
+    def argument_files(self, read: Any, listing: Any, marker: str) -> tuple[dict[str, str], dict[str, str]] | None:
+        """(argument modules, modules that may define config classes they use) of a checkout whose
+        ``marker`` was found; ``read(rel)`` gives a text or None, ``listing(folder)`` relative paths.
+        None: the marker file alone (and the classes it names)."""
+        return None
+
+    def scan_arguments(self, main: dict[str, str], classes: dict[str, str]) -> Any:
+        """The :class:`trainlint.frameworks.argscan.ScanResult` of the files :meth:`argument_files` chose."""
+        raise NotImplementedError(f"{self.name}: no argument reader")
+
+    def checkout_version(self, read: Any) -> str | None:
+        """The version a checkout declares, read as text (``read(rel)``; never imported)."""
+        return None
+
     def schema_name(self) -> str | None:
         """The JSON Schema (``schemas/<name>.schema.json``) of the settings, for hovers; None: none."""
         return None
@@ -319,9 +353,18 @@ class Framework:
 
     # -- trainlint run --------------------------------------------------------------------------
 
+    def claim_launch(self, launch: Any) -> str | None:
+        """For a Python command the shipped launch forms do not recognise (``launch``: a
+        :class:`trainlint.command_line.LaunchCommand` of kind ``none``, with its launchers, entry
+        point and invocation): the launch kind (one of ``launch_kinds``) when it is this
+        framework's, else None. The built-in frameworks' forms are recognised before this is asked."""
+        return None
+
     def read_launch(self, launch: Any, adapters: Sequence[Any], environment: dict[str, str],
                     frameworks: Any) -> list[Any]:
-        """The FileResults a ``trainlint run`` command of one of ``launch_kinds`` uses."""
+        """The FileResults (:class:`trainlint.checker.FileResult`) a ``trainlint run`` command of one
+        of ``launch_kinds`` uses, read before the rules run (``frameworks``: the session's project
+        framework settings, for the adapters' ``LoadContext``)."""
         return []
 
     # -- its own start-up rules -----------------------------------------------------------------

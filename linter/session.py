@@ -133,7 +133,7 @@ class Session:
         read with this session's adapters and environment (``trainlint run``)."""
         from trainlint.command_line import read_command
 
-        return read_command(launch, self.adapters, self.environment, self.frameworks)
+        return read_command(launch, self.adapters, self.environment, self.frameworks, list(self.registry.frameworks))
 
     # ------------------------------------------------------------------ linting
 

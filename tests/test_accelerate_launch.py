@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from trainlint.command_line import _deepspeed
+from trainlint.command_line import read_deepspeed_launch
 from trainlint.command_line import parse_launch
 from trainlint.provenance import Origin
 
@@ -35,7 +35,7 @@ def project(tmp_path: Path, monkeypatch):
 def spec_of(argv: list[str]):
     launch = parse_launch(argv)
     assert launch.kind == "deepspeed"
-    (spec,) = _deepspeed(launch).specs
+    (spec,) = read_deepspeed_launch(launch).specs
     return spec
 
 

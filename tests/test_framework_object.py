@@ -94,3 +94,31 @@ def test_unknown_framework_is_neutral():
     assert NEUTRAL.capabilities(spec) == frozenset()
     # the neutral batch spelling names every member that changed
     assert NEUTRAL.batch_changes(spec, (1, 2, 16), (2, 1, 16), 8) == {"batch.micro_batch": 2, "batch.grad_accum": 1}
+
+
+class _ToyLaunch(Framework):
+    name = "toyfw"
+    launch_kinds = ("toy",)
+
+    def claim_launch(self, launch):
+        return "toy" if launch.entry and launch.entry.endswith("toy_train.py") else None
+
+    def read_launch(self, launch, adapters, environment, frameworks):
+        from trainlint.checker import FileResult
+
+        return [FileResult("<command line>", "toyfmt", [], [TrainingSpec(framework="toyfw", path="<command line>")])]
+
+
+def test_a_plugin_framework_reads_its_own_launch_command():
+    from trainlint.command_line import parse_launch, read_command
+
+    argv = ["torchrun", "--nproc_per_node", "8", "toy_train.py", "--toy-config", "run.toy"]
+    assert parse_launch(argv).kind == "none"  # no shipped framework reads it
+    launch = parse_launch(argv, frameworks=[_ToyLaunch()])
+    assert launch.kind == "toy"
+    results = read_command(launch, [], {}, None, registered=[_ToyLaunch()])
+    assert [r.format for r in results] == ["toyfmt"] and results[0].specs[0].framework == "toyfw"
+    # the shipped forms are still read by their frameworks, found through the same lookup
+    megatron = parse_launch(["torchrun", "pretrain_gpt.py", "--num-layers", "2"], frameworks=[_ToyLaunch()])
+    assert megatron.kind == "megatron"
+    assert read_command(megatron, [], {}, None, registered=[_ToyLaunch()]) == []  # not registered here: nothing reads it

@@ -5,7 +5,7 @@ layout change is written in its flags, its ``trainlint run`` launch form and its
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Sequence
 
 from trainlint.framework import (
     CAP_STARTUP_CHECKS,
@@ -49,7 +49,14 @@ _PIPE_MODEL_ENTRIES = ("gpt", )
 class MegatronFramework(Framework):
     name = "megatron"
     title = "Megatron-LM"
+    repository = "NVIDIA/Megatron-LM"
     catalog_family = "megatron"
+    source_markers = ("megatron/training/arguments.py", "megatron/arguments.py", "arguments.py")
+    source_rank = 0
+    import_name = "megatron"
+    pin_names = ("megatron",)
+    setting_example = 'framework = {{megatron = "<path to the checkout, or a release such as core_v0.8.0>"}}'
+    keeps_refused = True
     launch_kinds = ("megatron",)
     change_settings = _DESTS
 
@@ -196,6 +203,31 @@ class MegatronFramework(Framework):
                 value = {"batch.micro_batch": new.micro, "batch.grad_accum": new.grad_accum,
                          "batch.global_batch": new.global_batch}[dotted]
                 set_setting(out, prefixed, value)
+
+    def read_launch(self, launch: Any, adapters: Sequence[Any], environment: dict[str, str], frameworks: Any) -> list[Any]:
+        # the argument list itself, with the --deepspeed_config JSON of Megatron-DeepSpeed
+        from trainlint.adapters.megatron.adapter import load_argv
+        from trainlint.command_line import read_argument_list
+
+        return [read_argument_list(launch, load_argv, environment, frameworks)]
+
+    def reads_like_parser(self, text: str) -> bool:
+        from trainlint.frameworks.markers import megatron_like
+
+        return megatron_like(text)  # a root-level arguments.py is a fork's (GLM) only when it reads like Megatron's
+
+    def scan_arguments(self, main: dict[str, str], classes: dict[str, str]) -> Any:
+        from trainlint.frameworks.argscan import scan_megatron
+
+        return scan_megatron(main, classes)
+
+    def checkout_version(self, read: Any) -> str | None:
+        text = read("megatron/core/package_info.py")
+        if text:
+            parts = [re.search(rf"^{k}\s*=\s*['\"]?(\w+)", text, re.M) for k in ("MAJOR", "MINOR", "PATCH")]
+            if all(parts):
+                return "core " + ".".join(p.group(1) for p in parts)  # type: ignore[union-attr]
+        return None
 
     def schema_name(self) -> str | None:
         return "megatron"

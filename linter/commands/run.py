@@ -134,7 +134,7 @@ def lint_command(argv: list[str], args: argparse.Namespace, session) -> tuple[li
 
     launch = None
     try:
-        launch = parse_launch(argv)
+        launch = parse_launch(argv, frameworks=list(session.registry.frameworks))
         results = session.check_command(launch)
     except Exception as exc:  # noqa: BLE001 - a trainlint bug is reported, and blocks the command
         from trainlint.checker import FileResult
