@@ -20,11 +20,11 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def builtin_adapters() -> list[Adapter]:
     """The adapters trainlint ships, in tie-break order."""
-    from trainlint.adapters.deepspeed import DeepSpeedAdapter
-    from trainlint.adapters.hf_launch import HFLaunchScriptAdapter
-    from trainlint.adapters.hf_yaml import HFTrainerYamlAdapter
+    from trainlint.adapters.deepspeed.adapter import DeepSpeedAdapter
+    from trainlint.adapters.hf.launch_script import HFLaunchScriptAdapter
+    from trainlint.adapters.hf.trainer_yaml import HFTrainerYamlAdapter
     from trainlint.adapters.megatron import MegatronAdapter
-    from trainlint.adapters.neox_detect import NeoXAdapter
+    from trainlint.adapters.neox.detect import NeoXAdapter
 
     return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), NeoXAdapter(), MegatronAdapter(), HFLaunchScriptAdapter()]
 
@@ -32,9 +32,9 @@ def builtin_adapters() -> list[Adapter]:
 def builtin_frameworks() -> list[Framework]:
     """The frameworks trainlint ships (registered by :mod:`trainlint.builtin` through the
     ``trainlint_frameworks`` hook, as a plugin registers its own)."""
-    from trainlint.adapters.deepspeed_framework import DeepSpeedFramework
+    from trainlint.adapters.deepspeed.framework import DeepSpeedFramework
     from trainlint.adapters.megatron.framework import MegatronFramework
-    from trainlint.adapters.neox_framework import NeoXFramework
+    from trainlint.adapters.neox.framework import NeoXFramework
 
     return [DeepSpeedFramework(), MegatronFramework(), NeoXFramework()]
 

@@ -355,7 +355,7 @@ class Framework:
 
     def claim_launch(self, launch: Any) -> str | None:
         """For a Python command the shipped launch forms do not recognise (``launch``: a
-        :class:`trainlint.command_line.LaunchCommand` of kind ``none``, with its launchers, entry
+        :class:`trainlint.adapters.launch.command_line.LaunchCommand` of kind ``none``, with its launchers, entry
         point and invocation): the launch kind (one of ``launch_kinds``) when it is this
         framework's, else None. The built-in frameworks' forms are recognised before this is asked."""
         return None

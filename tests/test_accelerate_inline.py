@@ -21,7 +21,7 @@ import pytest
 
 from trainlint.adapters import builtin_adapters
 from trainlint.checker import check_paths
-from trainlint.command_line import parse_launch, read_deepspeed_launch
+from trainlint.adapters.launch.command_line import parse_launch, read_deepspeed_launch
 from trainlint.estimator import build_context, estimate
 from trainlint.provenance import Origin
 from conftest import estimate_run

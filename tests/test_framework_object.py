@@ -110,7 +110,7 @@ class _ToyLaunch(Framework):
 
 
 def test_a_plugin_framework_reads_its_own_launch_command():
-    from trainlint.command_line import parse_launch, read_command
+    from trainlint.adapters.launch.command_line import parse_launch, read_command
 
     argv = ["torchrun", "--nproc_per_node", "8", "toy_train.py", "--toy-config", "run.toy"]
     assert parse_launch(argv).kind == "none"  # no shipped framework reads it

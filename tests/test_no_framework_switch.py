@@ -23,12 +23,8 @@ PATTERNS = [
     re.compile(r"\bframeworks\s*=\s*\(\s*" + NAMES),                         # frameworks = ("deepspeed",)
 ]
 
-FRAMEWORK_MODULES = {
-    # a framework's modules still beside the folders (adapters/<name>.py), each belonging to one framework
-    "adapters/deepspeed.py", "adapters/deepspeed_writer.py", "adapters/deepspeed_framework.py",
-    "adapters/neox.py", "adapters/neox_detect.py", "adapters/neox_keys.py", "adapters/neox_writer.py",
-    "adapters/neox_framework.py", "adapters/hf_launch.py", "adapters/hf_yaml.py",
-}
+FRAMEWORK_MODULES: set[str] = set()
+"""A framework's modules still beside the folders (adapters/<name>.py), each belonging to one framework."""
 
 KNOWN = {
     # Switches not yet moved into their framework, by file: the count may only fall. Each entry is

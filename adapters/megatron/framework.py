@@ -207,7 +207,7 @@ class MegatronFramework(Framework):
     def read_launch(self, launch: Any, adapters: Sequence[Any], environment: dict[str, str], frameworks: Any) -> list[Any]:
         # the argument list itself, with the --deepspeed_config JSON of Megatron-DeepSpeed
         from trainlint.adapters.megatron.adapter import load_argv
-        from trainlint.command_line import read_argument_list
+        from trainlint.adapters.launch.command_line import read_argument_list
 
         return [read_argument_list(launch, load_argv, environment, frameworks)]
 

@@ -353,7 +353,7 @@ def _model_part(spec: TrainingSpec) -> _ModelPart:
 
 
 def _read_model(spec: TrainingSpec) -> _ModelPart:
-    from trainlint.tokenizer_vocab import ASSUMED_VOCAB  # here: the module (file reading) is for the adapters
+    from trainlint.adapters.hf.tokenizer_vocab import ASSUMED_VOCAB  # here: the module (file reading) is for the adapters
     r = _Reader(spec)
     how = _model_how(spec)
     layers = r.get("model.num_layers", missing=("number of transformer layers", how), cast=int)

@@ -153,7 +153,7 @@ class InputsFactory:
         self.base = base
         self.etp_follows = etp_follows_tp(spec)
         # The engine's rules for another ZeRO stage / distributed optimizer (what re-reading the
-        # rewritten file gives: adapters/deepspeed.py deepspeed_optimizer, Megatron's own optimizer).
+        # rewritten file gives: adapters/deepspeed/adapter.py deepspeed_optimizer, Megatron's own optimizer).
         self.deepspeed = base.owner.startswith("deepspeed")
         self.overlap_setting = None
         self.grad_accum_dtype = None
@@ -175,7 +175,7 @@ class InputsFactory:
             return found
         b = self.base
         if self.deepspeed:
-            from trainlint.adapters.deepspeed import deepspeed_optimizer
+            from trainlint.adapters.deepspeed.adapter import deepspeed_optimizer
 
             pipeline = self.pipeline_engine if self.pipeline_engine is not None else pp > 1
             owner, stage, grads, _ = deepspeed_optimizer(b.dtype, zero, self.grad_accum_dtype, pipeline)

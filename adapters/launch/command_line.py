@@ -62,7 +62,7 @@ class WordRef:
 
 
 if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up time)
-    from trainlint.accelerate_config import AccelerateConfig
+    from trainlint.adapters.hf.accelerate import AccelerateConfig
     from trainlint.adapters.megatron.invocation import Invocation
 
 
@@ -175,7 +175,7 @@ def _classify(argv: list[str], base: str | None = None) -> LaunchCommand:
 def _accelerate(found: LaunchCommand, argv: list[str], base: str | None = None) -> WordRef | None:
     """``accelerate launch``: its --deepspeed_config_file, else the one its --config_file YAML names
     (the YAML's num_processes/num_machines are kept on ``found`` for the world size)."""
-    from trainlint.accelerate_config import read_accelerate_config
+    from trainlint.adapters.hf.accelerate import read_accelerate_config
 
     assert found.invocation is not None  # parse_launch asks only for a Python script's invocation
     world = found.invocation.world
@@ -205,7 +205,7 @@ def _accelerate_deepspeed(found: LaunchCommand, argv: list[str], args_start: int
 def accelerate_options(inv, spans: Callable) -> dict:
     """The ``accelerate launch`` options that set the DeepSpeedPlugin (``--zero_stage 3``,
     ``--mixed_precision bf16``...), as text located with ``spans`` (Loc -> (path, Span))."""
-    from trainlint.accelerate_config import INLINE_KEYS
+    from trainlint.adapters.hf.accelerate import INLINE_KEYS
     from trainlint.provenance import Origin, Provenance, Value
 
     out = {}
@@ -353,9 +353,9 @@ def complete_trainer_run(spec, cluster, trainer_words: list[str] | None, span_of
     """A DeepSpeed JSON's run as a launch runs it: the Hugging Face Trainer fills its "auto" values
     from the words after the script (when a script runs), and the launcher's GPUs per node, nodes and
     world size fill what the JSON does not say. The same for ``run``'s command line and ``check``'s
-    launch scripts (adapters/hf_launch.py)."""
+    launch scripts (adapters/hf/launch_script.py)."""
     if trainer_words is not None:
-        from trainlint.hf_trainer import fill_from_trainer
+        from trainlint.adapters.hf.trainer_args import fill_from_trainer
 
         from trainlint.adapters.engine import set_engine
 
@@ -370,7 +370,7 @@ def complete_trainer_run(spec, cluster, trainer_words: list[str] | None, span_of
 
 def without_trainer_filled(diagnostics: list) -> list:
     """The JSON's diagnostics less the TL007 "auto" notes of the values the Trainer fills."""
-    from trainlint.hf_trainer import FILLED_POINTERS
+    from trainlint.adapters.hf.trainer_args import FILLED_POINTERS
 
     return [d for d in diagnostics if not (d.code == "TL007" and d.subject in FILLED_POINTERS)]
 
@@ -449,14 +449,14 @@ def _read(ref, what: str):
 
 def read_deepspeed_launch(launch, frameworks: Any = None):
     """The DeepSpeed JSON, with GPUs per node, nodes and world size from the launcher's words."""
-    from trainlint.adapters.deepspeed import FORMAT, load_deepspeed_config
+    from trainlint.adapters.deepspeed.adapter import FORMAT, load_deepspeed_config
     from trainlint.checker import FileResult
 
     ref = launch.deepspeed_config
     options = accelerate_options(launch.invocation, span_function(launch.argv)) \
         if "accelerate" in launch.launchers and launch.invocation is not None else {}
     if ref is None:  # accelerate's inline DeepSpeed settings
-        from trainlint.accelerate_config import load_inline
+        from trainlint.adapters.hf.accelerate import load_inline
 
         loaded = load_inline(launch.accelerate, options, COMMAND_LINE)
         where = launch.accelerate.path if launch.accelerate is not None else COMMAND_LINE
@@ -471,7 +471,7 @@ def read_deepspeed_launch(launch, frameworks: Any = None):
     cluster = launcher_cluster(launch)
     mixed = None
     if "accelerate" in launch.launchers and cluster is not None:
-        from trainlint.accelerate_config import mixed_precision
+        from trainlint.adapters.hf.accelerate import mixed_precision
 
         _accelerate_world(cluster, launch.accelerate)
         mixed = mixed_precision(launch.accelerate, options.get("mixed_precision"))

@@ -71,9 +71,9 @@ class DeepSpeedFramework(Framework):
     change_settings = _KEYS
 
     def adapters(self) -> list:
-        from trainlint.adapters.deepspeed import DeepSpeedAdapter
-        from trainlint.adapters.hf_launch import HFLaunchScriptAdapter
-        from trainlint.adapters.hf_yaml import HFTrainerYamlAdapter
+        from trainlint.adapters.deepspeed.adapter import DeepSpeedAdapter
+        from trainlint.adapters.hf.launch_script import HFLaunchScriptAdapter
+        from trainlint.adapters.hf.trainer_yaml import HFTrainerYamlAdapter
 
         return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), HFLaunchScriptAdapter()]
 
@@ -81,7 +81,7 @@ class DeepSpeedFramework(Framework):
         return _CAPABILITIES
 
     def set_engine(self, spec: TrainingSpec) -> None:
-        from trainlint.adapters.deepspeed import set_engine
+        from trainlint.adapters.deepspeed.adapter import set_engine
 
         set_engine(spec)
 
@@ -116,7 +116,7 @@ class DeepSpeedFramework(Framework):
 
     def read_launch(self, launch: Any, adapters: Sequence[Any], environment: dict[str, str], frameworks: Any) -> list[Any]:
         # the DeepSpeed JSON (or accelerate's inline settings) with the launcher's world size
-        from trainlint.command_line import read_deepspeed_launch
+        from trainlint.adapters.launch.command_line import read_deepspeed_launch
 
         return [read_deepspeed_launch(launch, frameworks)]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from trainlint.adapters.deepspeed_framework import bf16_accum_guard, deepspeed_batch_changes
+from trainlint.adapters.deepspeed.framework import bf16_accum_guard, deepspeed_batch_changes
 from trainlint.framework import (
     CAP_STARTUP_CHECKS,
     CAP_DEEPSPEED_ENGINE,
@@ -49,7 +49,7 @@ class NeoXFramework(Framework):
     change_settings = _KEYS
 
     def adapters(self) -> list:
-        from trainlint.adapters.neox_detect import NeoXAdapter
+        from trainlint.adapters.neox.detect import NeoXAdapter
 
         return [NeoXAdapter()]
 
@@ -57,7 +57,7 @@ class NeoXFramework(Framework):
         return _CAPABILITIES
 
     def set_engine(self, spec: TrainingSpec) -> None:
-        from trainlint.adapters.neox import set_engine
+        from trainlint.adapters.neox.reader import set_engine
 
         set_engine(spec)
 
@@ -144,7 +144,7 @@ class NeoXFramework(Framework):
 
     def read_launch(self, launch: Any, adapters: Sequence[Any], environment: dict[str, str], frameworks: Any) -> list[Any]:
         # deepy.py's YAML files, merged in order as one run
-        from trainlint.command_line import read_neox_launch
+        from trainlint.adapters.launch.command_line import read_neox_launch
 
         return [read_neox_launch(launch, adapters, environment, frameworks)]
 
