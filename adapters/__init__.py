@@ -9,13 +9,12 @@ semantics, layout search space, launch forms and capabilities.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from trainlint.adapters.base import Adapter
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.framework import Framework, Frameworks
-    from trainlint.spec import TrainingSpec
+    from trainlint.framework import Framework
 
 
 def builtin_adapters() -> list[Adapter]:
@@ -37,38 +36,3 @@ def builtin_frameworks() -> list[Framework]:
     from trainlint.adapters.neox.framework import NeoXFramework
 
     return [DeepSpeedFramework(), MegatronFramework(), NeoXFramework()]
-
-
-_KNOWN: dict[str, Framework] = {}
-"""Frameworks met in this process: the built-in ones, and every one a session's registry holds
-(:func:`remember_frameworks`), for callers that have a spec but no session (a library call, the
-layout search's candidate specs)."""
-
-
-def remember_frameworks(frameworks: Sequence[Framework]) -> None:
-    """Make ``frameworks`` (a session's, plugin frameworks included) known to :func:`framework_of`."""
-    for framework in frameworks:
-        _KNOWN.setdefault(framework.name, framework)
-
-
-def known_frameworks() -> list[Framework]:
-    """The frameworks known to this process (the built-in ones, and those of the sessions opened)."""
-    if not _KNOWN:
-        remember_frameworks(builtin_frameworks())
-    return list(_KNOWN.values())
-
-
-def framework_of(spec: TrainingSpec | str, frameworks: Frameworks | None = None) -> Framework:
-    """The Framework of ``spec``'s run (or of a framework name): among ``frameworks`` (the
-    session's), else among those known to this process; the neutral Framework for a run no
-    framework names (a plugin format without a framework object)."""
-    from trainlint.framework import NEUTRAL
-
-    name = spec if isinstance(spec, str) else spec.framework
-    if frameworks is not None:
-        found = frameworks.by_name.get(name)
-        if found is not None:
-            return found
-    if not _KNOWN:
-        remember_frameworks(builtin_frameworks())
-    return _KNOWN.get(name, NEUTRAL)  # never a family of known_frameworks() missing: builtins come first

@@ -8,6 +8,6 @@ from trainlint.spec import TrainingSpec
 
 
 def set_engine(spec: TrainingSpec) -> None:
-    from trainlint.adapters import framework_of
+    from trainlint.framework import framework_of
 
     framework_of(spec).set_engine(spec)

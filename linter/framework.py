@@ -387,6 +387,47 @@ def written(spec: TrainingSpec, dotted: str) -> bool:
     return entry is not None and entry.provenance.origin is Origin.FILE
 
 
+# -- the frameworks known to this process ----------------------------------------------------------
+
+_KNOWN: dict[str, Framework] = {}
+"""Frameworks met in this process: the built-in ones, and every one a session's registry holds
+(:func:`remember_frameworks`), for callers that have a spec but no session (a library call, the
+layout search's candidate specs)."""
+
+BUILTIN_PLUGIN = "trainlint.builtin"
+"""The module that registers trainlint's own frameworks through ``trainlint_frameworks``."""
+
+
+def remember_frameworks(frameworks: Sequence[Framework]) -> None:
+    """Make ``frameworks`` (a session's, plugin frameworks included) known to :func:`framework_of`."""
+    for framework in frameworks:
+        _KNOWN.setdefault(framework.name, framework)
+
+
+def known_frameworks() -> list[Framework]:
+    """The frameworks known to this process. Before any session registered its own, the built-in
+    ones, loaded by name from the built-in plugin as the plugin host loads it (so the core model
+    layer never imports a framework: they register with it)."""
+    if not _KNOWN:
+        import importlib
+
+        remember_frameworks(importlib.import_module(BUILTIN_PLUGIN).trainlint_frameworks())
+    return list(_KNOWN.values())
+
+
+def framework_of(spec: TrainingSpec | str, frameworks: Frameworks | None = None) -> Framework:
+    """The Framework of ``spec``'s run (or of a framework name): among ``frameworks`` (the
+    session's), else among those known to this process; :data:`NEUTRAL` for a run no framework
+    names (a plugin format without a framework object)."""
+    name = spec if isinstance(spec, str) else spec.framework
+    if frameworks is not None:
+        found = frameworks.by_name.get(name)
+        if found is not None:
+            return found
+    known_frameworks()
+    return _KNOWN.get(name, NEUTRAL)
+
+
 class Frameworks:
     """The session's frameworks by name (built-in and plugin); a run whose framework none names
     gets the neutral :class:`Framework` (a plugin format without a framework object)."""

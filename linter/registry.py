@@ -78,7 +78,7 @@ def build_registry(host: PluginHost) -> Registry:
         # a framework's formats, unless trainlint_adapters already returned the same adapter class
         known = {type(a) for a in registry.adapters}
         registry.adapters.extend(a for a in framework.adapters() if type(a) not in known)
-    from trainlint.adapters import remember_frameworks
+    from trainlint.framework import remember_frameworks
 
     remember_frameworks(list(registry.frameworks))
     for plugin_name, entries in _call_each(host, "trainlint_gpus", registry.failures):

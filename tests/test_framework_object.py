@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pluggy
 
-from trainlint.adapters import builtin_adapters, framework_of
+from trainlint.adapters import builtin_adapters
+from trainlint.framework import framework_of
 from trainlint.adapters.base import NOT_MINE, Adapter, LoadResult
 from trainlint.framework import NEUTRAL, Framework
 from trainlint.plugins import create_host

@@ -389,9 +389,9 @@ def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[st
     from trainlint.checker import check_file
 
     if registered is None:
-        from trainlint.adapters import builtin_frameworks
+        from trainlint.framework import known_frameworks
 
-        registered = builtin_frameworks()
+        registered = known_frameworks()
     owner = next((f for f in registered if launch.kind in f.launch_kinds), None)
     if owner is not None:
         return owner.read_launch(launch, adapters, environment, frameworks)

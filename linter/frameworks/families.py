@@ -8,7 +8,7 @@ from typing import Any
 
 
 def _known() -> list[Any]:
-    from trainlint.adapters import known_frameworks
+    from trainlint.framework import known_frameworks
 
     return sorted((f for f in known_frameworks() if f.catalog_family), key=lambda f: (f.source_rank, f.catalog_family))
 

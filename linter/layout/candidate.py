@@ -13,8 +13,9 @@ import copy
 from typing import Any, Sequence
 
 from trainlint.estimator.inputs import Inputs
+from trainlint.layout.changes import adapter_of
 from trainlint.layout.space import Layout
-from trainlint.adapters import framework_of
+from trainlint.framework import framework_of
 from trainlint.adapters.engine import set_engine
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.spec import TrainingSpec
@@ -177,15 +178,3 @@ def spell_changes(spec: TrainingSpec, base: Inputs | None, changes: dict[str, An
              "parallel.zero_stage": "ZeRO", "batch.micro_batch": "micro batch", "batch.grad_accum": "accumulation",
              "batch.global_batch": "global batch", "memory.recompute": "recompute"}
     return [f"{names[k]} {v}" for k, v in changes.items() if k in names]
-
-
-def adapter_of(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Any:
-    """The adapter of ``spec``'s format (named by its framework): among ``adapters`` (the session's,
-    plugin adapters included), else among the built-in ones; None for a run no adapter names."""
-    from trainlint.layout.changes import adapter_for
-
-    if not adapters:
-        from trainlint.adapters import builtin_adapters
-
-        adapters = builtin_adapters()  # no session at hand (a library call): the formats trainlint ships
-    return adapter_for(spec.framework, adapters)

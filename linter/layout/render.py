@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from trainlint.adapters import framework_of
+from trainlint.framework import framework_of
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.core import Estimate
 from trainlint.layout.search import SearchResult, Suggestion

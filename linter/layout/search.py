@@ -36,7 +36,7 @@ from trainlint.estimator.performance import (floor_from, floor_of, layer_costs, 
                                              step_time, step_time_floor)
 from trainlint.layout.startup_check import StartupRules, startup_findings
 from trainlint.layout.space import Layout, Space, build_space
-from trainlint.adapters import framework_of
+from trainlint.framework import framework_of
 from trainlint.spec import TrainingSpec
 
 

@@ -31,7 +31,7 @@ from typing import AbstractSet, Any, Iterator, Sequence
 
 from trainlint.estimator.inputs import Inputs
 from trainlint.provenance import Origin
-from trainlint.adapters import framework_of
+from trainlint.framework import framework_of
 from trainlint.framework import raw_sequence_parallel
 from trainlint.spec import TrainingSpec
 
@@ -253,7 +253,7 @@ def _divisors(n: int) -> list[int]:
 
 
 def _expressible(spec: TrainingSpec, adapters: Sequence[Any]) -> frozenset[str] | None:
-    from trainlint.layout.candidate import adapter_of
+    from trainlint.layout.changes import adapter_of
 
     adapter = adapter_of(spec, adapters)
     return adapter.expressible(spec) if adapter is not None else None

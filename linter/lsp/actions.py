@@ -28,7 +28,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from trainlint.adapters import framework_of
+from trainlint.framework import framework_of
 from trainlint.diagnostics import Applicability, Diagnostic
 from trainlint.lsp import convert
 

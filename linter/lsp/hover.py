@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from trainlint.adapters import framework_of
+from trainlint.framework import framework_of
 from trainlint.lsp.convert import span_contains
 from trainlint.positions import Span
 from trainlint.provenance import Origin, Value

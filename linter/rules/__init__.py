@@ -82,7 +82,7 @@ class RuleContext:
 
 def capabilities(spec: TrainingSpec) -> frozenset[str]:
     """The capabilities of ``spec``'s run, as its framework declares them."""
-    from trainlint.adapters import framework_of
+    from trainlint.framework import framework_of
 
     return framework_of(spec).capabilities(spec)
 

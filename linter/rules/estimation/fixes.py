@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-from trainlint.adapters import framework_of
+from trainlint.framework import framework_of
 from trainlint.adapters.engine import set_engine
 from trainlint.estimator.core import InvariantError
 from trainlint.provenance import Origin, Provenance, Value

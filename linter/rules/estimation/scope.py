@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from trainlint.adapters import framework_of
+from trainlint.framework import framework_of
 from trainlint.spec import TrainingSpec
 
 

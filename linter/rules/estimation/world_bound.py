@@ -24,7 +24,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from trainlint.adapters import framework_of
+from trainlint.framework import framework_of
 from trainlint.estimator.inputs import unjudged
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules.estimation.scope import unmodelled, usable_estimate

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainlint.adapters import framework_of
+from trainlint.framework import framework_of
 from trainlint.framework import PipelineEngine
 from trainlint.provenance import Origin, Value
 from trainlint.spec import TrainingSpec
