@@ -265,9 +265,12 @@ class Framework:
 
     # -- layout search --------------------------------------------------------------------------
 
-    def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str]) -> SearchPolicy:
+    def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str],
+                      expressible: frozenset[str] = frozenset()) -> SearchPolicy:
         """The framework-dependent part of the layout search space (``inputs``: the estimator's
-        resolved inputs; ``searchable``: the dimensions the run's adapter can express)."""
+        resolved inputs; ``searchable``: the dimensions searched, those the run's adapter can
+        express narrowed by ``--vary`` / ``--fix``; ``expressible``: what the adapter can express,
+        whatever is searched)."""
         return SearchPolicy(zero=[0, 1, 2, 3] if "zero" in searchable else [])
 
     def layout_changes(self, spec: TrainingSpec, cur: Any, new: Any) -> dict[str, Any]:

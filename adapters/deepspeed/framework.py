@@ -104,7 +104,8 @@ class DeepSpeedFramework(Framework):
     def gradient_overlap_setting(self) -> str | None:
         return "zero_optimization.overlap_comm"
 
-    def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str]) -> SearchPolicy:
+    def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str],
+                      expressible: frozenset[str] = frozenset()) -> SearchPolicy:
         return SearchPolicy(zero=[0, 1, 2, 3], pipeline_engine="stages", bf16_accum_guard=bf16_accum_guard(spec, inputs))
 
     def batch_changes(self, spec: TrainingSpec, cur: tuple[Any, Any, Any], new: tuple[Any, Any, Any],

@@ -141,14 +141,15 @@ class MegatronFramework(Framework):
     def writes_virtual_pipeline_per_layers(self, spec: TrainingSpec) -> bool:
         return "num_layers_per_virtual_pipeline_stage" in spec.settings
 
-    def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str]) -> SearchPolicy:
+    def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str],
+                      expressible: frozenset[str] = frozenset()) -> SearchPolicy:
         flag = spec.engine.deepspeed_flag
         megatron_ds = flag is not None and bool(flag.value)
         distributed = spec.memory.distribute_saved_activations
         current_megatron = spec.dialect in (MEGATRON_LM, "")
         return SearchPolicy(
             # --recompute-granularity exists only where the adapter says the version has it
-            recompute=("none", "selective", "full") if "selective" in searchable else ("none", "full"),
+            recompute=("none", "selective", "full") if "selective" in expressible else ("none", "full"),
             zero=[0, 1, 2, 3] if "zero" in searchable else [],
             sp_policy="keep" if ((distributed is not None and distributed.value) or not current_megatron) else "tp",
             kv_divides_or_multiple=True, expert_grid=True, interleave_needs_pp_multiple=True, pp_divides_layers=True,

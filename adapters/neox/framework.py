@@ -97,7 +97,8 @@ class NeoXFramework(Framework):
         value = entry.value if entry is not None else None
         return value if isinstance(value, int) and not isinstance(value, bool) else None
 
-    def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str]) -> SearchPolicy:
+    def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str],
+                      expressible: frozenset[str] = frozenset()) -> SearchPolicy:
         engine = spec.parallel.pipeline_engine
         return SearchPolicy(
             recompute=("none", "full"),

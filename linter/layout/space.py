@@ -270,6 +270,7 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = fro
     fw = spec.framework
     framework = framework_of(spec)
     searchable = set(_expressible(spec, adapters) or {"micro"})
+    expressible = frozenset(searchable)  # what the format can write, before --vary / --fix narrow the search
     notes = []
     if vary is not None:
         unknown = vary - searchable
@@ -279,7 +280,7 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = fro
     searchable -= fix
 
     i = base
-    policy = framework.search_policy(spec, base, searchable)
+    policy = framework.search_policy(spec, base, searchable, expressible)
     gpn = i.gpus_per_node
     cur_engine = policy.current_pipeline_engine
     current = Layout(i.tp, i.pp, i.vpp, i.cp, i.dp, i.micro, i.grad_accum, i.global_batch, i.recompute, i.zero,

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from trainlint import __version__
+from trainlint.rules import frameworks_of
 from trainlint.checker import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries
@@ -91,20 +92,6 @@ def _family(rule: Any) -> str | None:
     return parts[2] if len(parts) > 3 and parts[:2] == ["trainlint", "rules"] else None
 
 
-def _frameworks_of(rule: Any) -> list[str]:
-    """The names of the known frameworks the rule runs on (its ``frameworks``, else those whose
-    capabilities cover its ``requires``; none when it runs on every run)."""
-    if getattr(rule, "frameworks", ()):
-        return list(rule.frameworks)
-    requires: frozenset[str] = getattr(rule, "requires", frozenset())
-    if not requires:
-        return []
-    from trainlint.adapters import builtin_frameworks
-    from trainlint.spec import TrainingSpec
-
-    return sorted(f.name for f in builtin_frameworks() if requires <= f.capabilities(TrainingSpec(framework=f.name, path="")))
-
-
 def _builtin(rule: Any) -> bool:
     return getattr(rule, "plugin", "").startswith("trainlint")
 
@@ -125,7 +112,7 @@ def rule_descriptor(code: str, name: str, registry: Any) -> dict[str, Any]:
         help_text = explain(rule)
         family = _family(rule)
         tags = [family] if family else [rule.plugin]
-        tags += _frameworks_of(rule)
+        tags += frameworks_of(rule)
         if _builtin(rule):
             uri = help_uri(code, rule.name)
         name = rule.name

@@ -95,6 +95,19 @@ def applies(rule: type[Rule], spec: TrainingSpec, caps: frozenset[str] | None = 
     return rule.requires <= (caps if caps is not None else capabilities(spec))
 
 
+def frameworks_of(rule: Any) -> list[str]:
+    """The names of the built-in frameworks a rule runs on, for its documentation and SARIF tags: its
+    ``frameworks``, else those whose capabilities cover its ``requires``; none when it runs on every run."""
+    if getattr(rule, "frameworks", ()):
+        return list(rule.frameworks)
+    requires: frozenset[str] = getattr(rule, "requires", frozenset())
+    if not requires:
+        return []
+    from trainlint.adapters import builtin_frameworks
+
+    return sorted(f.name for f in builtin_frameworks() if requires <= f.capabilities(TrainingSpec(framework=f.name, path="")))
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
