@@ -251,8 +251,9 @@ class Framework:
         return False
 
     def recompute_layers_written(self, spec: TrainingSpec) -> int | None:
-        """Layers per full-recompute checkpoint as the file writes them, when the framework's
-        reader keeps them as a setting (None: not written, or the estimator already has them)."""
+        """Layers per full-recompute checkpoint as the file stands (written, else the framework's
+        default), when the framework keeps them as a setting of its own that a new layout may keep
+        (None: the estimator's resolved value decides)."""
         return None
 
     def gradient_overlap_setting(self) -> str | None:

@@ -123,3 +123,15 @@ def test_a_plugin_framework_reads_its_own_launch_command():
     megatron = parse_launch(["torchrun", "pretrain_gpt.py", "--num-layers", "2"], frameworks=[_ToyLaunch()])
     assert megatron.kind == "megatron"
     assert read_command(megatron, [], {}, None, registered=[_ToyLaunch()]) == []  # not registered here: nothing reads it
+
+
+def test_neox_full_recompute_keeps_its_default_layers_per_checkpoint():
+    """NeoX checkpoints 1 layer at a time unless checkpoint_num_layers says otherwise: a layout that
+    switches full recompute on keeps that default, and writes no checkpoint_num_layers."""
+    from trainlint.adapters.neox.framework import NeoXFramework
+    from trainlint.provenance import Origin, Provenance, Value
+
+    spec = TrainingSpec(framework="neox", path="run.yml")
+    assert NeoXFramework().recompute_layers_written(spec) == 1
+    spec.settings["checkpoint_num_layers"] = Value(4, Provenance(Origin.FILE, path="run.yml"))
+    assert NeoXFramework().recompute_layers_written(spec) == 4

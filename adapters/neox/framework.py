@@ -93,9 +93,10 @@ class NeoXFramework(Framework):
         return "zero_optimization.overlap_comm"
 
     def recompute_layers_written(self, spec: TrainingSpec) -> int | None:
+        # as written, else NeoX's default checkpoint_num_layers of 1
         entry = spec.settings.get("checkpoint_num_layers")
         value = entry.value if entry is not None else None
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else 1
 
     def search_policy(self, spec: TrainingSpec, inputs: Any, searchable: set[str],
                       expressible: frozenset[str] = frozenset()) -> SearchPolicy:
