@@ -30,9 +30,16 @@ REASONS: dict[str, str] = {
 }
 """Why a check cannot be decided from the files."""
 
-FAMILIES = ("deepspeed", "megatron", "neox")
-FAMILY_NAMES = {"deepspeed": "DeepSpeed", "megatron": "Megatron-LM", "neox": "GPT-NeoX"}
-REPOSITORIES = {"deepspeed": "deepspeedai/DeepSpeed", "megatron": "NVIDIA/Megatron-LM", "neox": "EleutherAI/gpt-neox"}
+def _frameworks() -> list[Any]:
+    from trainlint.adapters import builtin_frameworks
+
+    return [f for f in builtin_frameworks() if f.catalog_family]
+
+
+# the audited frameworks: the shipped ones with argument catalogs (title and repository their own)
+FAMILIES = tuple(sorted(f.catalog_family for f in _frameworks()))
+FAMILY_NAMES = {f.catalog_family: f.title for f in _frameworks()}
+REPOSITORIES = {f.catalog_family: f.repository for f in _frameworks()}
 
 
 def _load() -> dict[str, Any]:

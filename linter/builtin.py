@@ -27,3 +27,10 @@ def trainlint_model_presets():
     from trainlint.models import load_model_presets
 
     return list(load_model_presets().values())
+
+
+@hookimpl
+def trainlint_frameworks():
+    from trainlint.adapters import builtin_frameworks
+
+    return builtin_frameworks()

@@ -17,7 +17,7 @@ from trainlint import cancel
 from trainlint.numbers import long_numbers
 from trainlint.provenance import Value, first_span
 from trainlint.registry import Registry
-from trainlint.rules import Finding, Rule, RuleContext, Target
+from trainlint.rules import Finding, Rule, RuleContext, Target, applies, capabilities
 from trainlint.selection import Selection
 from trainlint.spec import TrainingSpec
 from trainlint.did_you_mean import hint
@@ -184,12 +184,14 @@ def _rules_for(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
     key = None
     if rules_key is not None:
         key = ("for", rules_key, settings.preview, tuple(sel.select), tuple(sel.extend_select), tuple(sel.ignore),
-               tuple((k, tuple(v)) for k, v in sel.per_file_ignores.items()), sel.root, spec.path, spec.framework)
+               tuple((k, tuple(v)) for k, v in sel.per_file_ignores.items()), sel.root, spec.path, spec.framework,
+               capabilities(spec))
         chosen = settings.memo.get(key)
         if chosen is not None:
             return key, chosen
+    caps = capabilities(spec)
     chosen = [(rule, options) for rule, options in rules
-              if not (rule.frameworks and spec.framework not in rule.frameworks)
+              if applies(rule, spec, caps)
               and (settings.preview or rule.lifecycle != "preview")
               and sel.enabled(rule.code, rule.name, spec.path)]
     if key is not None:

@@ -24,6 +24,7 @@ import pluggy
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.adapters.base import Adapter
+    from trainlint.framework import Framework
 
 hookspec = pluggy.HookspecMarker("trainlint")
 
@@ -50,6 +51,26 @@ def trainlint_adapters() -> list[Adapter]:
     for a new format (an accelerate YAML, a NeMo config) takes only files it recognises.
 
     :return: a list of :class:`trainlint.adapters.base.Adapter` instances.
+    """
+
+
+@hookspec
+def trainlint_frameworks() -> list[Framework]:
+    """Return :class:`trainlint.framework.Framework` instances for the training frameworks this
+    plugin knows: everything of one framework in one object (its formats' adapters, the
+    capabilities its runs support, its engine semantics, its layout search space and how a layout
+    change is written, its argument catalogs, its ``trainlint run`` launch forms, its own start-up
+    rules). trainlint's DeepSpeed, Megatron-LM and GPT-NeoX are registered through this hook too
+    (:mod:`trainlint.builtin`).
+
+    A framework's ``name`` is the ``TrainingSpec.framework`` its adapters write; the core looks the
+    run's framework up by it and never switches on a framework name. A framework's ``adapters()``
+    are added to the session's adapters (after those of ``trainlint_adapters``, so an adapter both
+    hooks return counts once); its ``rules()`` are registered as the rules of ``trainlint_rules`` are.
+    A name registered twice is one TL998; the first registration stays. The contract a framework
+    implements is the docstring of :mod:`trainlint.framework`.
+
+    :return: a list of Framework instances.
     """
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
+from trainlint.framework import Framework, Frameworks
 from trainlint.plugins import BUILTIN_PLUGIN, BUILTIN_PLUGINS, PluginFailure, PluginHost
 from trainlint.rules import Rule
 
@@ -26,6 +27,8 @@ class Registry:
     model_presets: dict[str, Any] = field(default_factory=dict)
     """Model presets from ``trainlint_model_presets``, by id: the shipped ones, then the plugins' (an
     equal id replaces a shipped preset)."""
+    frameworks: Frameworks = field(default_factory=Frameworks)
+    """Frameworks from ``trainlint_frameworks``, by name (built-in and plugin)."""
 
     def by_selector(self, selector: str) -> list[type[Rule]]:
         """``ALL``, a code (``TL110``), a prefix (``TL1``, ``TL``) or a rule name."""
@@ -54,7 +57,10 @@ def _call_each(host: PluginHost, hook_name: str, failures: list[PluginFailure]) 
 
 def build_registry(host: PluginHost) -> Registry:
     registry = Registry(failures=list(host.failures))
-    for plugin_name, rules in _call_each(host, "trainlint_rules", registry.failures):
+    frameworks = _frameworks(host, registry.failures)
+    rule_lists = list(_call_each(host, "trainlint_rules", registry.failures))
+    rule_lists += [(plugin_name, f.rules()) for plugin_name, f in frameworks if f.rules()]
+    for plugin_name, rules in rule_lists:
         for rule in rules:
             problems = rule.validate() if isinstance(rule, type) and issubclass(rule, Rule) else ["not a Rule subclass"]
             if problems:
@@ -69,12 +75,39 @@ def build_registry(host: PluginHost) -> Registry:
             registry.rules[rule.code] = rule
     for _, adapters in _call_each(host, "trainlint_adapters", registry.failures):
         registry.adapters.extend(adapters)
+    registry.frameworks = Frameworks([f for _, f in frameworks])
+    for _, framework in frameworks:
+        # a framework's formats, unless trainlint_adapters already returned the same adapter class
+        known = {type(a) for a in registry.adapters}
+        registry.adapters.extend(a for a in framework.adapters() if type(a) not in known)
+    from trainlint.framework import remember_frameworks
+
+    remember_frameworks(list(registry.frameworks))
     for plugin_name, entries in _call_each(host, "trainlint_gpus", registry.failures):
         _add_entries(plugin_name, entries, "GPU", registry.gpus, registry.failures)
     for plugin_name, entries in _call_each(host, "trainlint_model_presets", registry.failures):
         _add_entries(plugin_name, entries, "model preset", registry.model_presets, registry.failures)
     registry.rules = dict(sorted(registry.rules.items()))
     return registry
+
+
+def _frameworks(host: PluginHost, failures: list[PluginFailure]) -> list[tuple[str, Framework]]:
+    """(plugin, Framework) from ``trainlint_frameworks``; a non-Framework entry, a framework
+    without a name, or a name registered twice is one TL998 naming the plugin."""
+    out: list[tuple[str, Framework]] = []
+    seen: dict[str, str] = {}
+    for plugin_name, entries in _call_each(host, "trainlint_frameworks", failures):
+        for entry in entries if isinstance(entries, (list, tuple)) else [entries]:
+            if not isinstance(entry, Framework) or not isinstance(entry.name, str) or not entry.name:
+                failures.append(PluginFailure(plugin_name, f"framework {entry!r}: not a trainlint.framework.Framework "
+                                                           "with a `name`"))
+                continue
+            if entry.name in seen:
+                failures.append(PluginFailure(plugin_name, f"framework {entry.name!r} already registered by {seen[entry.name]}"))
+                continue
+            seen[entry.name] = plugin_name
+            out.append((plugin_name, entry))
+    return out
 
 
 def _add_entries(plugin_name: str, entries: object, kind: str, into: dict[str, Any],

@@ -127,11 +127,11 @@ class Session:
         return [self.check_task(task) for task in self.plan_files(paths)]
 
     def check_command(self, launch: Any) -> list[FileResult]:
-        """What a launch command line (:func:`trainlint.command_line.parse_launch`) trains with,
+        """What a launch command line (:func:`trainlint.adapters.launch.command_line.parse_launch`) trains with,
         read with this session's adapters and environment (``trainlint run``)."""
-        from trainlint.command_line import read_command
+        from trainlint.adapters.launch.command_line import read_command
 
-        return read_command(launch, self.adapters, self.environment, self.frameworks)
+        return read_command(launch, self.adapters, self.environment, self.frameworks, list(self.registry.frameworks))
 
     # ------------------------------------------------------------------ linting
 

@@ -23,8 +23,6 @@ from typing import Any, Iterator
 from trainlint.positions import Span
 from trainlint.provenance import Provenance, Value
 
-FRAMEWORKS = ("deepspeed", "megatron", "neox")
-
 # Values of TrainingSpec.dialect for Megatron runs.
 MEGATRON_LM = "megatron-lm"                # current Megatron-LM
 MEGATRON_DEEPSPEED = "megatron-deepspeed"  # Microsoft's Megatron-DeepSpeed fork

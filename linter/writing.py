@@ -178,16 +178,12 @@ def main_document(result: FileResult) -> Document | None:
 
 
 def virtual_documents(result: FileResult) -> set[int]:
-    """DeepSpeed JSONs a launch script writes with a here-document: their Document has the
-    script's path but a text of its own (the body placed at its line and column)."""
-    out: set[int] = set()
-    if result.format != "megatron":
-        return out
-    for doc in result.documents:
-        if doc.format == "deepspeed" and any(same_file(doc.path, d.path) and d.format == "megatron"
-                                              for d in result.documents):
-            out.add(id(doc))
-    return out
+    """Documents of another format embedded in a file of the result's own format (DeepSpeed JSONs a
+    launch script writes with a here-document): their Document has the file's path but a text of
+    its own (the body placed at its line and column)."""
+    own = [d for d in result.documents if d.format == result.format]
+    return {id(doc) for doc in result.documents
+            if doc.format != result.format and any(same_file(doc.path, d.path) for d in own)}
 
 
 # ======================================================================== value rendering

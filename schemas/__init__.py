@@ -19,7 +19,20 @@ import json
 import os
 from functools import cache
 
-SCHEMA_NAMES = ("deepspeed", "neox", "megatron", "spec")
+def _schema_names() -> tuple[str, ...]:
+    """Every ``<name>.schema.json`` shipped beside this module (a new format's schema needs no list)."""
+    suffix = ".schema.json"
+    here = os.path.dirname(__file__)
+    if os.path.isdir(here):
+        names = [n[:-len(suffix)] for n in os.listdir(here) if n.endswith(suffix)]
+    else:  # pragma: no cover - a zipped install
+        from importlib import resources
+
+        names = [n.name[:-len(suffix)] for n in resources.files(__name__).iterdir() if n.name.endswith(suffix)]
+    return tuple(sorted(names))
+
+
+SCHEMA_NAMES = _schema_names()
 
 
 @cache

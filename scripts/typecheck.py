@@ -56,17 +56,17 @@ def _lay_out(name: str, mapping: dict[str, Path], into: Path) -> None:
         _lay_out(sub, mapping, into / sub.rsplit(".", 1)[1])
 
 
-def build_tree() -> str:
-    """The import tree, rebuilt from scratch (so a new or removed module is never missed);
-    returns the top-level package's name."""
+def build_tree(tree: Path = TREE) -> str:
+    """The import tree at ``tree``, rebuilt from scratch (so a new or removed module is never
+    missed); returns the top-level package's name."""
     mapping = package_dirs()
     tops = [name for name in mapping if "." not in name]
     if len(tops) != 1:
         raise SystemExit(f"typecheck: expected one top-level package in package-dir, found {tops}")
-    if TREE.exists():
-        shutil.rmtree(TREE)
-    TREE.mkdir(parents=True)
-    _lay_out(tops[0], mapping, TREE / tops[0])
+    if tree.exists():
+        shutil.rmtree(tree)
+    tree.mkdir(parents=True)
+    _lay_out(tops[0], mapping, tree / tops[0])
     return tops[0]
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from trainlint.adapters import builtin_adapters
 from trainlint.checker import check_paths
-from trainlint.command_line import _deepspeed, parse_launch
+from trainlint.adapters.launch.command_line import parse_launch, read_deepspeed_launch
 from trainlint.estimator import build_context, estimate
 from trainlint.provenance import Origin
 from conftest import estimate_run
@@ -73,7 +73,7 @@ def project(tmp_path: Path, monkeypatch) -> Path:
 def run_spec(argv: list[str]):
     launch = parse_launch(argv)
     assert launch.kind == "deepspeed" and launch.accelerate_inline
-    result = _deepspeed(launch)
+    result = read_deepspeed_launch(launch)
     (spec,) = result.specs
     return spec, result
 
@@ -137,7 +137,7 @@ def test_a_deepspeed_config_file_still_wins(project: Path):
                                                           "  zero_stage: 3\n  deepspeed_config_file: ds.json\n"))
     launch = parse_launch(["accelerate", "launch", "--config_file", "with_file.yaml", "sft.py", "--config", "sft.yaml"])
     assert launch.kind == "deepspeed" and not launch.accelerate_inline and launch.deepspeed_config.written == "ds.json"
-    (spec,) = _deepspeed(launch).specs
+    (spec,) = read_deepspeed_launch(launch).specs
     assert spec.parallel.zero_stage.value == 1
 
 
@@ -321,10 +321,10 @@ def _report(err: str) -> dict:
 def test_only_the_trainer_checks_stated_values(project: Path):
     # DeepSpeed's own --deepspeed_config (deepspeed.add_config_arguments) runs no Trainer: nothing to check against
     (project / "ds2.json").write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "zero_optimization": {"stage": 2}}))
-    (spec,) = _deepspeed(parse_launch(["deepspeed", "train.py", "--deepspeed_config", "ds2.json"])).specs
+    (spec,) = read_deepspeed_launch(parse_launch(["deepspeed", "train.py", "--deepspeed_config", "ds2.json"])).specs
     assert spec.batch.micro_batch.value == 2 and spec.batch.trainer_micro_batch is None
     # the Trainer's --deepspeed: its per_device_train_batch_size (default 8) must equal the stated 2
-    (spec,) = _deepspeed(parse_launch(["deepspeed", "train.py", "--deepspeed", "ds2.json"])).specs
+    (spec,) = read_deepspeed_launch(parse_launch(["deepspeed", "train.py", "--deepspeed", "ds2.json"])).specs
     trainer = spec.batch.trainer_micro_batch
     assert trainer.value == 8 and trainer.provenance.origin is Origin.DEFAULT
 
@@ -347,7 +347,7 @@ def test_the_trainer_values_are_in_the_spec_schema(project: Path):
 
     (project / "ds2.json").write_text(json.dumps({"train_micro_batch_size_per_gpu": 2, "gradient_accumulation_steps": 3,
                                                  "zero_optimization": {"stage": 2}}))
-    (spec,) = _deepspeed(parse_launch(["deepspeed", "train.py", "--deepspeed", "ds2.json"])).specs
+    (spec,) = read_deepspeed_launch(parse_launch(["deepspeed", "train.py", "--deepspeed", "ds2.json"])).specs
     data = spec.to_dict()
     assert {"trainer_micro_batch", "trainer_grad_accum"} <= data["batch"].keys()
     jsonschema.validate(data, load_schema("spec"))

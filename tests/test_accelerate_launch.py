@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from trainlint.command_line import _deepspeed
-from trainlint.command_line import parse_launch
+from trainlint.adapters.launch.command_line import read_deepspeed_launch
+from trainlint.adapters.launch.command_line import parse_launch
 from trainlint.provenance import Origin
 
 AUTO = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
@@ -35,7 +35,7 @@ def project(tmp_path: Path, monkeypatch):
 def spec_of(argv: list[str]):
     launch = parse_launch(argv)
     assert launch.kind == "deepspeed"
-    (spec,) = _deepspeed(launch).specs
+    (spec,) = read_deepspeed_launch(launch).specs
     return spec
 
 

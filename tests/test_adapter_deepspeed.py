@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters.base import BY_CONTENT, BY_NAME, NOT_MINE, LoadContext
-from trainlint.adapters.deepspeed import DeepSpeedAdapter, load_deepspeed_config
+from trainlint.adapters.deepspeed.adapter import DeepSpeedAdapter, load_deepspeed_config
 from trainlint.provenance import Origin
 from trainlint.schemas import load_schema
 from trainlint.sources import SourceText, read_source

@@ -207,7 +207,7 @@ def test_eval_of_unknown_string():
 
 
 def test_deepspeed_config_merged_with_its_positions():
-    pytest.importorskip("trainlint.adapters.deepspeed")
+    pytest.importorskip("trainlint.adapters.deepspeed.adapter")
     result = load("deepspeed.sh")
     assert [d for d in result.diagnostics if d.severity.value == "error"] == []
     assert codes(result) == []  # legacy dialect: --model-parallel-size, --batch-size, --checkpoint-activations valid
@@ -229,7 +229,7 @@ def test_missing_deepspeed_config():
 
 
 def test_heredoc_deepspeed_config():
-    pytest.importorskip("trainlint.adapters.deepspeed")
+    pytest.importorskip("trainlint.adapters.deepspeed.adapter")
     result = load("heredoc.sh")
     spec = result.specs[0]
     assert spec.value("parallel.zero_stage") == 3 and where(spec.parallel.zero_stage) == ("heredoc.sh", 7, 34)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, LoadContext
-from trainlint.adapters.neox import NeoXAdapter
+from trainlint.adapters.neox.reader import NeoXAdapter
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Origin
 from trainlint.schemas import load_schema
@@ -281,10 +281,10 @@ def test_corpus_other_files_are_not_claimed(corpus_dir, manifest):
 
 
 def test_the_written_out_strong_keys_are_what_the_schema_gives():
-    """adapters/neox_keys.py (read by the sniff instead of the schema) is generated from the schema:
+    """adapters/neox/keys.py (read by the sniff instead of the schema) is generated from the schema:
     after a change to either, `python scripts/build_neox_keys.py` writes it again."""
-    from trainlint.adapters.neox_detect import _strong_keys, strong_keys_of
-    from trainlint.adapters.neox_keys import STRONG_KEYS
+    from trainlint.adapters.neox.detect import _strong_keys, strong_keys_of
+    from trainlint.adapters.neox.keys import STRONG_KEYS
 
     assert strong_keys_of(load_schema("neox")) == STRONG_KEYS, "run: python scripts/build_neox_keys.py"
     assert _strong_keys() is STRONG_KEYS and len(STRONG_KEYS) > 100
@@ -298,7 +298,7 @@ def test_keys_found_before_colons_are_the_key_patterns_matches():
     """The sniff's scan back from each colon (for texts with few colons) finds what _KEY_WORD finds."""
     import random
 
-    from trainlint.adapters.neox_detect import _KEY_WORD, _keys_before_colons
+    from trainlint.adapters.neox.detect import _KEY_WORD, _keys_before_colons
 
     texts = ['num-layers: 2\n  "hidden_size" : 4, {seq_length:1}', "a:b:c", ":x", " x:", "x\u00a0:", "'a' :", 'a""  :',
              "abc '  :", "--foo=bar:baz", "\nkey\t:\n", "$x: y", "x-y_z9 : 1", "\u2028pipe_parallel_size:1"]

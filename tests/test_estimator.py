@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from trainlint.adapters.deepspeed import deepspeed_optimizer
+from trainlint.adapters.deepspeed.adapter import deepspeed_optimizer
 from trainlint.catalog import find_gpu
 from trainlint.config import EstimationSettings, ProjectConfig
 from trainlint.estimator import MissingInputs, build_context, estimate, estimate_inputs
@@ -355,7 +355,7 @@ def test_megatron_hidden_dropout_reaches_the_estimate(tmp_path, flags, dropout):
 
 def test_neox_hidden_dropout_is_read_as_written(tmp_path):
     from trainlint.adapters.base import LoadContext
-    from trainlint.adapters.neox import NeoXAdapter
+    from trainlint.adapters.neox.reader import NeoXAdapter
     from trainlint.estimator.inputs import _dropout_on
     from trainlint.sources import SourceText
 

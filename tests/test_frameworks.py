@@ -11,7 +11,7 @@ import pytest
 
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron.adapter import MegatronAdapter
-from trainlint.adapters.neox import NeoXAdapter
+from trainlint.adapters.neox.reader import NeoXAdapter
 from trainlint.diagnostics import Applicability, Severity
 from trainlint.frameworks import locate
 from trainlint.frameworks.argscan import scan_megatron, scan_neox
@@ -545,7 +545,7 @@ DS_BASE = '{\n  "train_batch_size": 8,\n  "train_micro_batch_size_per_gpu": 1,\n
 def test_golden_deepspeed_catalog(entry, tmp_path):
     """A key one release reads and another does not, where upstream's table refuses it: a warning
     against the release that reads it, an error against the one that does not."""
-    from trainlint.adapters.deepspeed import DeepSpeedAdapter
+    from trainlint.adapters.deepspeed.adapter import DeepSpeedAdapter
     from trainlint.schemas import load_schema
 
     table = json.dumps(load_schema("deepspeed"))
@@ -567,7 +567,7 @@ def test_golden_deepspeed_catalog(entry, tmp_path):
 
 def test_deepspeed_against_an_assumed_upstream(tmp_path):
     """A key only some shipped release reads is a warning naming it; a key no release reads stays an error."""
-    from trainlint.adapters.deepspeed import DeepSpeedAdapter
+    from trainlint.adapters.deepspeed.adapter import DeepSpeedAdapter
     from trainlint.schemas import load_schema
 
     table = json.dumps(load_schema("deepspeed"))
@@ -588,7 +588,7 @@ def test_a_key_old_deepspeed_releases_read_is_judged_by_the_target_version(tmp_p
     known a TL008 warning naming those releases and no rename edit; against a release that refuses
     it (a shipped catalog) an error that says it was removed; the typo of a key no release reads
     stays an error either way."""
-    from trainlint.adapters.deepspeed import DeepSpeedAdapter
+    from trainlint.adapters.deepspeed.adapter import DeepSpeedAdapter
 
     adapter = DeepSpeedAdapter()
     path = tmp_path / "ds_config.json"

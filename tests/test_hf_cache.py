@@ -14,7 +14,7 @@ import pytest
 from trainlint.estimator.context import resolve_model
 from trainlint.hf_cache import cache_dirs, cached_file, is_repo_id
 from trainlint.provenance import Origin
-from trainlint.tokenizer_vocab import from_preset
+from trainlint.adapters.hf.tokenizer_vocab import from_preset
 from conftest import estimate_run
 
 COMMIT = "0123456789abcdef0123456789abcdef01234567"

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from trainlint.command_line import _deepspeed
+from trainlint.adapters.launch.command_line import read_deepspeed_launch
 from trainlint.estimator import build_context, estimate
-from trainlint.hf_trainer import trainer_words
-from trainlint.command_line import parse_launch
+from trainlint.adapters.hf.trainer_args import trainer_words
+from trainlint.adapters.launch.command_line import parse_launch
 from conftest import estimate_run
 
 CONFIG = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,
@@ -35,7 +35,7 @@ def project(tmp_path: Path, monkeypatch):
 
 
 def run_spec(argv: list[str]):
-    result = _deepspeed(parse_launch(argv))
+    result = read_deepspeed_launch(parse_launch(argv))
     (spec,) = result.specs
     return spec
 
@@ -82,10 +82,10 @@ def test_a_value_the_json_states_is_kept(project: Path):
 
 
 def test_auto_values_the_trainer_fills_are_not_reported_unresolved(project: Path):
-    result = _deepspeed(parse_launch(["deepspeed", "train.py", "--deepspeed", "ds_z3.json",
+    result = read_deepspeed_launch(parse_launch(["deepspeed", "train.py", "--deepspeed", "ds_z3.json",
                                       "--per_device_train_batch_size", "4"]))
     assert not [d for d in result.diagnostics if d.code == "TL007"]
-    from trainlint.adapters.deepspeed import load_deepspeed_config
+    from trainlint.adapters.deepspeed.adapter import load_deepspeed_config
     from trainlint.sources import read_source
 
     alone = load_deepspeed_config(read_source(str(project / "ds_z3.json")))

@@ -11,7 +11,7 @@ import pytest
 
 from trainlint.adapters import builtin_adapters
 from trainlint.adapters.base import LoadContext
-from trainlint.adapters.hf_yaml import HFTrainerYamlAdapter
+from trainlint.adapters.hf.trainer_yaml import HFTrainerYamlAdapter
 from trainlint.checker import check_file
 from trainlint.estimator import build_context, estimate
 from trainlint.provenance import Origin
@@ -105,7 +105,7 @@ def _composed_pairs(text: str):
 def test_top_level_pairs_are_what_compose_gives(text):
     """The sniff reads the root mapping from the event stream (libyaml when present): the same pairs,
     values and marks as composing the whole tree, and None where compose fails or the root is not a mapping."""
-    from trainlint.adapters.hf_yaml import _top_level
+    from trainlint.adapters.hf.trainer_yaml import _top_level
 
     pairs = _top_level(text)
     got = None if pairs is None else [(k, v.value, v.start_mark.line, v.start_mark.column, v.end_mark.line,

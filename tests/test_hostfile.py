@@ -12,7 +12,7 @@ import pytest
 
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
-from trainlint.hostfile import parse_hostfile
+from trainlint.adapters.launch.hostfile import parse_hostfile
 from trainlint.provenance import Origin
 from trainlint.sources import SourceText
 

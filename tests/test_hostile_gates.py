@@ -52,7 +52,7 @@ def codes(diags: list[dict]) -> list[str]:
 
 
 def test_deepspeed_sniff_is_linear_in_leading_comment_lines():
-    from trainlint.adapters.deepspeed import sniff_score
+    from trainlint.adapters.deepspeed.adapter import sniff_score
 
     start = time.perf_counter()
     assert sniff_score("train.sh", comment_lines_script()) == 0
@@ -81,7 +81,7 @@ def test_two_hundred_thousand_duplicate_keys_are_linear_and_reported_once_past_a
 
 
 def test_a_duplicate_key_drops_the_positions_under_the_earlier_value():
-    from trainlint.adapters.json_tree import parse
+    from trainlint.adapters.text.json_tree import parse
 
     tree = parse('{"a": {"b": [1, {"c": GB}], "d": NaN}, "e": 1, "a": {"x": 2}}')
     assert "/a/b/1/c" not in tree.value_spans and "/a/d" not in tree.key_spans

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from trainlint.adapters.json_tree import MAX_DEPTH, parse
+from trainlint.adapters.text.json_tree import MAX_DEPTH, parse
 from trainlint.positions import Span
 
 

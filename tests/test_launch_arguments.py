@@ -12,8 +12,8 @@ from trainlint.adapters import builtin_adapters
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
 from trainlint.commands.check import parse_env
-from trainlint.command_line import read_command
-from trainlint.command_line import parse_launch
+from trainlint.adapters.launch.command_line import read_command
+from trainlint.adapters.launch.command_line import parse_launch
 from trainlint.provenance import Origin
 from trainlint.sources import SourceText
 from conftest import estimate_run

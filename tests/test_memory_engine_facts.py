@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from trainlint.adapters.deepspeed import deepspeed_optimizer
+from trainlint.adapters.deepspeed.adapter import deepspeed_optimizer
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.memory import one_stage, stage_activation_bytes
 

@@ -293,7 +293,7 @@ def test_signals_are_forwarded_to_the_command(tmp_path, signame, code):
 
 
 def test_parse_launch_kinds():
-    from trainlint.command_line import launcher_cluster, parse_launch
+    from trainlint.adapters.launch.command_line import launcher_cluster, parse_launch
 
     cases = {
         "echo ok": ("none", None),

@@ -42,7 +42,7 @@ def _record_pairs(paths: list[str]) -> list[tuple[Document, dict]]:
         return real(doc, schema, **options)
 
     with mock.patch.object(schema_check, "check_document", spy), \
-            mock.patch("trainlint.adapters.deepspeed.check_document", spy):
+            mock.patch("trainlint.adapters.deepspeed.adapter.check_document", spy):
         check_paths(paths, builtin_adapters())
     return pairs
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters.base import NOT_MINE
-from trainlint.adapters.neox_detect import NeoXAdapter
+from trainlint.adapters.neox.detect import NeoXAdapter
 from trainlint.cli import main
 
 # A bash job whose here-doc writes a NeoX-looking file: it is shell (shebang, #SBATCH), never YAML.

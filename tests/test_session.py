@@ -100,7 +100,7 @@ import json
 
 import trainlint
 from trainlint.adapters.base import Adapter, CERTAIN, NOT_MINE
-from trainlint.adapters.deepspeed import load_deepspeed_config
+from trainlint.adapters.deepspeed.adapter import load_deepspeed_config
 from trainlint.sources import SourceText
 
 

@@ -1,6 +1,6 @@
 """Golden tests: the vocabulary each framework builds its embedding with, from the tokenizer options.
 
-Facts (see trainlint.tokenizer_vocab): Megatron's _vocab_size_with_padding rounds the tokenizer's size
+Facts (see trainlint.adapters.hf.tokenizer_vocab): Megatron's _vocab_size_with_padding rounds the tokenizer's size
 up to make-vocab-size-divisible-by (128) x TP (megatron/training/tokenizer/tokenizer.py); GPT-NeoX
 the same with model_parallel_size (megatron/tokenizer/tokenizer.py), tokenizer_type defaulting to
 GPT2BPETokenizer (neox_args.py, NeoXArgsTokenizer); GPT-2's BPE has 50,257 tokens; Megatron's
@@ -17,11 +17,11 @@ from pathlib import Path
 
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
-from trainlint.adapters.neox import NeoXAdapter
+from trainlint.adapters.neox.reader import NeoXAdapter
 from trainlint.estimator import build_context, estimate
 from trainlint.provenance import Origin
 from trainlint.sources import SourceText
-from trainlint.tokenizer_vocab import local_file, padded
+from trainlint.adapters.hf.tokenizer_vocab import local_file, padded
 
 HEAD = ("#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 24 --hidden-size 2048 "
         "--num-attention-heads 16 --seq-length 2048 --micro-batch-size 4 --global-batch-size 64 --bf16 ")

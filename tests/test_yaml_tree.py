@@ -7,7 +7,7 @@ import time
 import pytest
 import yaml
 
-from trainlint.adapters.yaml_tree import MAX_DEPTH, MAX_NODES, SciString, parse_yaml
+from trainlint.adapters.text.yaml_tree import MAX_DEPTH, MAX_NODES, SciString, parse_yaml
 from trainlint.diagnostics import Severity
 from trainlint.positions import Span
 

@@ -71,7 +71,7 @@ def _target(source: SourceText, context: LoadContext, result: LoadResult, anchor
 
 
 def _load_yaml(source: SourceText, context: LoadContext) -> LoadResult:
-    from trainlint.adapters.yaml_tree import parse_yaml
+    from trainlint.adapters.text.yaml_tree import parse_yaml
 
     result = LoadResult(FORMAT)
     tree = parse_yaml(source.text, source.path)

@@ -190,7 +190,7 @@ def build_spec(container: Container, path: str, label: str, anchor: Span | None,
             "TL005", f"`{entry.path}` is {entry.value!r}: Megatron-Core takes {expected} here; the value is not used",
             entry.span or anchor or FILE_START, path=path))
     for entry in container.entries.values():
-        # the fields as written, for Bridge's own start-up checks (adapters/bridge/rules.py)
+        # the fields as written, for Bridge's own start-up checks (linter/rules/startup/bridge.py)
         if entry.origin == "computed":
             spec.unresolved[SETTING_PREFIX + entry.path] = provenance(entry, path)
         else:

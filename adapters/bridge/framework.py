@@ -1,5 +1,6 @@
 """Everything Megatron-Bridge contributes, from one module: the adapter (reading YAML and launch lines),
-the spelling of a change, the recipe catalog, the rules, and what the format can express. Registered as
+the spelling of a change, the recipe catalog, and what the format can express (its start-up rules are
+the ``bridge`` rule family, ``trainlint.rules.startup.bridge``, a layer above). Registered as
 one of trainlint's built-in plugins (``trainlint.plugins.BUILTIN_PLUGINS``) through the public hooks, so a
 ``Framework`` object can wrap it as it stands."""
 
@@ -18,14 +19,6 @@ def adapter():
     from trainlint.adapters.bridge.adapter import BridgeAdapter
 
     return BridgeAdapter()
-
-
-def rules() -> list[type]:
-    """The rules of the ``bridge`` family (its bundle, :mod:`trainlint.adapters.bridge.rules`, is
-    registered through the codes table like every family)."""
-    from trainlint.rules.codes import family_rules
-
-    return family_rules("trainlint.adapters.bridge.rules")
 
 
 def spelling():

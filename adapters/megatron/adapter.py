@@ -398,7 +398,7 @@ def _merge_deepspeed(result: LoadResult, spec: TrainingSpec, parsed: ParsedArgs,
             path=vpath or source.path))
         return
     try:
-        from trainlint.adapters.deepspeed import load_deepspeed_config
+        from trainlint.adapters.deepspeed.adapter import load_deepspeed_config
     except ImportError:  # the DeepSpeed adapter is not installed: nothing to merge
         return
     loaded = load_deepspeed_config(ds_source, context.frameworks)
@@ -516,7 +516,7 @@ _PLACEHOLDER = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*(?::?-[^}]*)?\}?")
 
 
 def load_yaml(source: SourceText, context: LoadContext, collect: list[ParsedRun] | None = None) -> LoadResult:
-    from trainlint.adapters.yaml_tree import parse_yaml
+    from trainlint.adapters.text.yaml_tree import parse_yaml
 
     result = LoadResult(FORMAT)
     tree = parse_yaml(source.text, source.path)

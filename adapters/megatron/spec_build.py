@@ -244,7 +244,7 @@ class SpecBuilder:
         """(gpus per node, nodes, world size) with a DeepSpeed hostfile in the project: its hosts (the
         first --num_nodes of them), each with its slots or --num_gpus GPUs; unchanged when the file
         is not found, outside the project or not ``host slots=N`` lines."""
-        from trainlint.hostfile import find_hostfile, read_hostfile
+        from trainlint.adapters.launch.hostfile import find_hostfile, read_hostfile
 
         path = find_hostfile(f.text, self.ctx.path) if f.text else None
         hosts = read_hostfile(path) if path else None
@@ -654,7 +654,7 @@ def set_engine(spec: TrainingSpec) -> None:
     note = DEFAULT_NOTES.get(spec.dialect, DEFAULT_NOTES[CURRENT])
     e.deepspeed_flag = spec.settings.get("deepspeed")  # --deepspeed as written, whatever the dialect
     if deepspeed_runs(spec):
-        from trainlint.adapters.deepspeed import deepspeed_engine
+        from trainlint.adapters.deepspeed.adapter import deepspeed_engine
 
         pipe = spec.parallel.pipeline_engine
         deepspeed_engine(spec, prefix="deepspeed:", pipeline=bool(pipe is not None and pipe.value))

@@ -4,7 +4,7 @@ Megatron's ``build_tokenizer`` (megatron/training/tokenizer/tokenizer.py) makes 
 options name and sets ``args.padded_vocab_size = _vocab_size_with_padding(tokenizer.vocab_size, args)``:
 the tokenizer's size rounded up to a multiple of ``--make-vocab-size-divisible-by`` (default 128)
 x ``--tensor-model-parallel-size``. Megatron-DeepSpeed's ``--pad-vocab-size-to`` replaces the
-rounding with that exact size. What each tokenizer's size is, is in :mod:`trainlint.tokenizer_vocab`.
+rounding with that exact size. What each tokenizer's size is, is in :mod:`trainlint.adapters.hf.tokenizer_vocab`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from trainlint.provenance import Value, derived
-from trainlint.tokenizer_vocab import GPT2_BPE, Vocab, from_preset, known_file, local_file
+from trainlint.adapters.hf.tokenizer_vocab import GPT2_BPE, Vocab, from_preset, known_file, local_file
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.adapters.megatron.spec_build import SpecBuilder

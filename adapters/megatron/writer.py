@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from trainlint.adapters.deepspeed_writer import DS_BATCH_KEYS, DeepSpeedJson
+from trainlint.adapters.deepspeed.writer import DS_BATCH_KEYS, DeepSpeedJson
 from trainlint.checker import FileResult
 from trainlint.document import pointer, pointer_parts
 from trainlint.provenance import Origin
@@ -738,7 +738,7 @@ class _YamlArgs:
 
     def __init__(self, texts: Texts, path: str, run: Any) -> None:
         from trainlint.adapters.megatron.flags import flag_table
-        from trainlint.adapters.yaml_tree import parse_yaml
+        from trainlint.adapters.text.yaml_tree import parse_yaml
 
         buf = texts.buffer(path)
         tree = parse_yaml(buf.text, path)

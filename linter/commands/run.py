@@ -1,6 +1,6 @@
 """``trainlint run [options] -- <launch command...>``: the gate before launch.
 
-It lints what the command would train with (see :mod:`trainlint.command_line`: Megatron flags
+It lints what the command would train with (see :mod:`trainlint.adapters.launch.command_line`: Megatron flags
 in the argument list, the ``--deepspeed_config`` JSON with the launcher's world size, the YAML
 files of a NeoX ``deepy.py`` command, a launch script run by ``bash``/``sbatch``), prints the
 findings, and only when none reaches ``--fail-level`` runs the command unchanged: the same argument
@@ -130,11 +130,11 @@ def _ansi_c(ch: str) -> str:
 def lint_command(argv: list[str], args: argparse.Namespace, session) -> tuple[list, str]:
     """Lint what the command uses; (results after the rules, the report to print or '')."""
     from trainlint.commands.check import finish
-    from trainlint.command_line import COMMAND_LINE, command_text, parse_launch
+    from trainlint.adapters.launch.command_line import COMMAND_LINE, command_text, parse_launch
 
     launch = None
     try:
-        launch = parse_launch(argv)
+        launch = parse_launch(argv, frameworks=list(session.registry.frameworks))
         results = session.check_command(launch)
     except Exception as exc:  # noqa: BLE001 - a trainlint bug is reported, and blocks the command
         from trainlint.checker import FileResult

@@ -16,7 +16,7 @@ from typing import Any
 from trainlint.catalog import GPU
 from trainlint.estimator.context import EstimateContext
 from trainlint.provenance import Origin, Provenance, Value, first_span
-from trainlint.spec import TrainingSpec
+from trainlint.spec import MEGATRON_LEGACY, TrainingSpec
 
 MODEL_HOW = "give --model PRESET (e.g. --model llama2-7b) or --model path/to/config.json, or `model = ...` in [tool.trainlint]"
 
@@ -356,7 +356,7 @@ def _model_part(spec: TrainingSpec) -> _ModelPart:
 
 
 def _read_model(spec: TrainingSpec) -> _ModelPart:
-    from trainlint.tokenizer_vocab import ASSUMED_VOCAB  # here: the module (file reading) is for the adapters
+    from trainlint.adapters.hf.tokenizer_vocab import ASSUMED_VOCAB  # here: the module (file reading) is for the adapters
     r = _Reader(spec)
     how = _model_how(spec)
     layers = r.get("model.num_layers", missing=("number of transformer layers", how), cast=int)
@@ -639,7 +639,7 @@ def _batch(r: _Reader, dp: int) -> tuple[int, int, int]:
         r.missing.append(MissingInput("batch", what, BATCH_HOW))
         return 0, 0, 0
 
-    if (gb is not None and mb is not None and spec.framework == "megatron" and spec.dialect == "legacy"
+    if (gb is not None and mb is not None and spec.dialect == MEGATRON_LEGACY
             and gb_e is not None and not (gb_e.provenance.key or "").startswith("--")):
         # Megatron v1.x (as DeepSpeedExamples vendor it) has no global batch of its own: its data
         # loader feeds --batch-size per GPU x DP each iteration, and DeepSpeed's engine derives its

@@ -87,7 +87,14 @@ class ArgCatalog:
 def from_scan(family: str, variant: str, version: str | None, scan, **extra) -> ArgCatalog:
     return ArgCatalog(family, variant, version, dict(scan.args), list(scan.partial), files=list(scan.files),
                       uses_deepspeed_args=scan.uses_deepspeed_args,
-                      refused=dict(scan.refused) if family == "megatron" else None, **extra)
+                      refused=dict(scan.refused) if _keeps_refused(family) else None, **extra)
+
+
+def _keeps_refused(family: str) -> bool:
+    from trainlint.frameworks.families import family as framework_of_family
+
+    framework = framework_of_family(family)
+    return bool(framework is not None and framework.keeps_refused)
 
 
 # ------------------------------------------------------------------------------- reading a checkout
@@ -134,24 +141,13 @@ def files_of(read: Callable[[str], str | None], listing: Callable[[str], list[st
     rel = next((m for m in MARKERS.get(family, ()) if _is_marker(read, m)), None)
     if rel is None:
         return {}, {}
+    from trainlint.frameworks.families import family as framework_of_family
+
+    framework = framework_of_family(family)
+    chosen = framework.argument_files(read, listing, rel) if framework is not None else None
+    if chosen is not None:
+        return chosen
     main: dict[str, str] = {}
-    if family == "neox":
-        for p in listing("megatron/neox_arguments")[:MAX_DEPENDENCIES]:
-            text = read(p) if p.endswith(".py") else None
-            if text is not None:
-                main[p] = text
-        return main, {}
-    if family == "deepspeed":
-        for p in listing("deepspeed"):
-            name = p.rsplit("/", 1)[-1]
-            if name not in ("config.py", "constants.py", "config_utils.py") and not name.endswith("_config.py"):
-                continue
-            text = read(p)
-            if text is not None:
-                main[p] = text
-            if len(main) >= MAX_DEPENDENCIES * 4:
-                break
-        return main, {}
     text = read(rel)
     if text is None:
         return {}, {}
@@ -276,30 +272,20 @@ def read_checkout(root: Path, family: str, variant: str | None = None, version: 
 
 def scan_files(family: str, main: dict[str, str], classes: dict[str, str]):
     """The :class:`~trainlint.frameworks.argscan.ScanResult` of a family's files (imports the readers)."""
-    from trainlint.frameworks.argscan import scan_deepspeed, scan_megatron, scan_neox
+    from trainlint.frameworks.families import family as framework_of_family
 
-    if family == "megatron":
-        return scan_megatron(main, classes)
-    if family == "neox":
-        return scan_neox(main)
-    return scan_deepspeed(main)
+    framework = framework_of_family(family)
+    if framework is None:
+        raise ValueError(f"no framework reads argument catalogs of family {family!r}")
+    return framework.scan_arguments(main, classes)
 
 
 def _version_of(root: Path, family: str) -> str | None:
-    """The version a checkout declares, read as text (never imported)."""
-    import re
+    """The version a checkout declares, read as text (never imported): the framework's answer."""
+    from trainlint.frameworks.families import family as framework_of_family
 
-    if family == "megatron":
-        text = _read(root / "megatron/core/package_info.py")
-        if text:
-            parts = [re.search(rf"^{k}\s*=\s*['\"]?(\w+)", text, re.M) for k in ("MAJOR", "MINOR", "PATCH")]
-            if all(parts):
-                return "core " + ".".join(p.group(1) for p in parts)  # type: ignore[union-attr]
-    if family == "deepspeed":
-        text = _read(root / "version.txt")
-        if text and len(text) < 64:
-            return text.strip()
-    return None
+    framework = framework_of_family(family)
+    return framework.checkout_version(lambda rel: _read(root / rel)) if framework is not None else None
 
 
 def _digest(family: str, files: dict[str, str]) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Mapping
 
+from trainlint.frameworks.families import families
 from trainlint.frameworks.markers import MARKERS, marker
 from trainlint.frameworks.target import FrameworkTarget, TargetOrigin
 
@@ -31,10 +32,25 @@ if TYPE_CHECKING:
     from trainlint.frameworks.catalog import ArgCatalog
     from trainlint.positions import Span
 
-FAMILIES = ("megatron", "neox", "deepspeed")
 MAX_LEVELS = 40
-DEFAULT_VARIANT = {"megatron": "Megatron-LM", "neox": "GPT-NeoX", "deepspeed": "DeepSpeed"}
-_VENDOR_HINTS = ("megatron", "neox", "deepspeed", "third_party", "third-party", "3rdparty", "external", "vendor")
+
+
+def _variant(family: str) -> str:
+    """The upstream variant's name of ``family`` (its framework's ``title``)."""
+    from trainlint.frameworks.families import family as framework_of_family
+
+    found = framework_of_family(family)
+    return found.title if found is not None else family
+
+
+_GENERIC_VENDOR_HINTS = ("third_party", "third-party", "3rdparty", "external", "vendor")
+
+
+def _vendor_hints() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(folder-name prefixes, substrings) of a folder that may hold a vendored framework: the
+    families' names (also inside a name) and the usual vendoring folders."""
+    names = families()
+    return names + _GENERIC_VENDOR_HINTS, names
 
 
 class FrameworkSettingError(ValueError):
@@ -84,8 +100,8 @@ def configure(settings: Mapping[str, str] | None, base: str | None = None) -> Fr
     :class:`FrameworkSettingError` for an entry that names no checkout and no shipped release."""
     entries: list[tuple[str, str, str]] = []
     for family, value in (settings or {}).items():
-        if family not in FAMILIES:
-            raise FrameworkSettingError(f"`framework.{family}`: unknown framework; expected one of {', '.join(FAMILIES)}")
+        if family not in families():
+            raise FrameworkSettingError(f"`framework.{family}`: unknown framework; expected one of {', '.join(families())}")
         if not isinstance(value, str) or not value.strip():
             raise FrameworkSettingError(f"`framework.{family}` must be a string: a release or a path to a checkout")
         candidate = Path(os.path.expanduser(value))
@@ -101,7 +117,7 @@ def configure(settings: Mapping[str, str] | None, base: str | None = None) -> Fr
             from trainlint.frameworks.catalog import find_shipped, shipped_index
 
             if find_shipped(family, value) is None:
-                known = ", ".join(e.version if e.variant == DEFAULT_VARIANT[family] else f"{e.variant} ({e.version})"
+                known = ", ".join(e.version if e.variant == _variant(family) else f"{e.variant} ({e.version})"
                                   for e in shipped_index() if e.family == family)
                 raise FrameworkSettingError(f"`framework.{family}` = \"{value}\": trainlint ships no catalog of that "
                                             f"release (it has: {known}); give a path to a checkout instead")
@@ -117,13 +133,13 @@ def with_source(settings: FrameworkSettings | None, value: str, base: str | None
     candidate = Path(os.path.expanduser(value))
     if not candidate.is_absolute() and base:
         candidate = Path(base) / candidate
-    families = [f for f in FAMILIES if candidate.is_dir() and marker(candidate, f) is not None]
-    if not families:
-        wanted = ", ".join(m for f in FAMILIES for m in MARKERS[f])
+    found = [f for f in families() if candidate.is_dir() and marker(candidate, f) is not None]
+    if not found:
+        wanted = ", ".join(m for f in families() for m in MARKERS[f])
         raise FrameworkSettingError(f"framework source \"{value}\": no {wanted} under {candidate}")
-    kept = [e for e in (settings or NO_SETTINGS).entries if e[0] not in families]
+    kept = [e for e in (settings or NO_SETTINGS).entries if e[0] not in found]
     resolved = str(candidate.resolve())
-    return FrameworkSettings(tuple(kept + [(f, "source", resolved) for f in families]))
+    return FrameworkSettings(tuple(kept + [(f, "source", resolved) for f in found]))
 
 
 def resolve(family: str, config_path: str | None, settings: FrameworkSettings | None = None) -> FrameworkTarget:
@@ -176,7 +192,11 @@ def _resolve(family: str, folder: str, settings: FrameworkSettings) -> Framework
     return assumed(family)
 
 
-_PIN_NAMES = {"megatron": ("megatron",), "neox": ("neox",), "deepspeed": ("deepspeed",)}
+def _pin_names(family: str) -> tuple[str, ...]:
+    from trainlint.frameworks.families import family as framework_of_family
+
+    found = framework_of_family(family)
+    return found.pin_names if found is not None else (family,)
 
 
 def _pinned_target(family: str, folder: Path) -> FrameworkTarget | None:
@@ -188,7 +208,7 @@ def _pinned_target(family: str, folder: Path) -> FrameworkTarget | None:
         return None
     from trainlint.frameworks.submodule import pinned
 
-    pin = pinned(root, _PIN_NAMES[family])
+    pin = pinned(root, _pin_names(family))
     if pin is None:
         return None
     path, commit = pin
@@ -225,7 +245,7 @@ def assumed(family: str) -> FrameworkTarget:
         commit = first.get("commit") if isinstance(first, dict) else None
     except Exception:  # noqa: BLE001 - a missing provenance only shortens the message
         commit = None
-    return FrameworkTarget(family, DEFAULT_VARIANT[family], None, TargetOrigin.ASSUMED, commit=commit,
+    return FrameworkTarget(family, _variant(family), None, TargetOrigin.ASSUMED, commit=commit,
                            note="no framework source found in the project and none stated")
 
 
@@ -351,12 +371,13 @@ def _vendored(folder: Path) -> list[Path]:
                     out.append(folder / value.strip())
         except OSError:
             pass
+    prefixes, inside = _vendor_hints()
     try:
         with os.scandir(folder) as entries:
             for i, entry in enumerate(entries):
                 if i > 2000:
                     break
-                if (entry.name.lower().startswith(_VENDOR_HINTS) or any(h in entry.name.lower() for h in _VENDOR_HINTS[:3])) \
+                if (entry.name.lower().startswith(prefixes) or any(h in entry.name.lower() for h in inside)) \
                         and entry.is_dir(follow_symlinks=False):
                     out.append(Path(entry.path))
     except OSError:
@@ -369,7 +390,12 @@ def find_installed(family: str) -> Path | None:
     (which, for a top-level name, imports nothing)."""
     import importlib.util
 
-    top = "deepspeed" if family == "deepspeed" else "megatron"
+    from trainlint.frameworks.families import family as framework_of_family
+
+    framework = framework_of_family(family)
+    top = framework.import_name if framework is not None else ""
+    if not top:
+        return None
     try:
         spec = importlib.util.find_spec(top)
     except (ImportError, ValueError):

@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
-# Where each family keeps its argument definitions, in the order tried (a fork keeps the layout).
-MARKERS: dict[str, tuple[str, ...]] = {
-    # a root-level arguments.py is a fork's (GLM keeps Megatron's parser there) only when it reads
-    # like Megatron's: see megatron_like
-    "megatron": ("megatron/training/arguments.py", "megatron/arguments.py", "arguments.py"),
-    "neox": ("megatron/neox_arguments/neox_args.py",),
-    "deepspeed": ("deepspeed/runtime/config.py",),
-}
+class _Markers:
+    """family -> where it keeps its argument definitions, in the order tried (a fork keeps the
+    layout): each framework's own ``Framework.source_markers``."""
+
+    def get(self, family: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        from trainlint.frameworks.families import markers
+
+        return markers(family) or default
+
+    def __getitem__(self, family: str) -> tuple[str, ...]:
+        return self.get(family)
+
+
+MARKERS = _Markers()
 
 
 def marker(root: Path, family: str) -> str | None:
@@ -39,11 +45,14 @@ def megatron_like(text: str) -> bool:
 
 
 def _reads_like(path: Path, family: str) -> bool:
-    if family != "megatron":
+    from trainlint.frameworks.families import family as framework_of_family
+
+    framework = framework_of_family(family)
+    if framework is None:
         return False
     try:
         with open(path, "rb") as handle:
             head = handle.read(1 << 20).decode("utf-8", errors="replace")
     except OSError:
         return False
-    return megatron_like(head)
+    return bool(framework.reads_like_parser(head))

@@ -76,18 +76,21 @@ class FrameworkTarget:
         return out
 
 
-POINT_AT_FORK = {
-    "megatron": 'framework = {{megatron = "<path to the checkout, or a release such as core_v0.8.0>"}}',
-    "neox": 'framework = {{neox = "<path to the checkout, or v2.0 / main>"}}',
-    "deepspeed": 'framework = {{deepspeed = "<path to the checkout, or a release such as 0.14.0>"}}',
-}
-
-
 def how_to_point(family: str) -> str:
     """How to state the target when it is assumed (the file's statement and a few findings say it)."""
     return ("if it runs on a fork or another release, give its source with --framework-source PATH (or "
             "framework-source = \"PATH\" in the project config), or set "
-            + POINT_AT_FORK.get(family, POINT_AT_FORK["megatron"]).format())
+            + _setting_example(family))
+
+
+def _setting_example(family: str) -> str:
+    """The project config line that states ``family``'s target (its framework's ``setting_example``)."""
+    from trainlint.frameworks.families import family as framework_of_family
+
+    found = framework_of_family(family)
+    example = found.setting_example if found is not None and found.setting_example else \
+        f'framework = {{{{{family} = "<path to the checkout, or a release>"}}}}'
+    return example.format()
 
 
 def statement(target: FrameworkTarget) -> str:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.adapters.base import Adapter
+    from trainlint.spec import TrainingSpec
 
 CHANGE_KEYS = frozenset({
     "parallel.tensor", "parallel.pipeline", "parallel.virtual_pipeline", "parallel.context", "parallel.data",
@@ -29,3 +30,14 @@ def adapter_for(format_name: str, adapters: Sequence[Adapter] | None = None) -> 
 
         adapters = build_registry(create_host()).adapters
     return next((a for a in adapters if a.name == format_name), None)
+
+
+def adapter_of(spec: TrainingSpec, adapters: Sequence[Adapter] = ()) -> Adapter | None:
+    """The adapter of ``spec``'s format (``spec.format``, a Megatron-Bridge YAML on the Megatron engine;
+    else named by its framework): among ``adapters`` (the session's, plugin adapters included), else
+    among the built-in ones; None for a run no adapter names."""
+    if not adapters:
+        from trainlint.adapters import builtin_adapters
+
+        adapters = builtin_adapters()  # no session at hand (a library call): the formats trainlint ships
+    return adapter_for(spec.format or spec.framework, adapters)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
+from trainlint.framework import framework_of
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.core import Estimate
 from trainlint.layout.search import SearchResult, Suggestion
 from trainlint.layout.space import Layout
 from trainlint.output.escape import printable_lines
+from trainlint.spec import TrainingSpec
 
 
 def _layout_of(e: Estimate) -> Layout:
@@ -17,14 +19,16 @@ def _layout_of(e: Estimate) -> Layout:
     return Layout(i.tp, i.pp, i.vpp, i.cp, i.dp, i.micro, i.grad_accum, i.global_batch, i.recompute, i.zero, i.dist_opt, i.sp)
 
 
-def layout_text(layout: Layout, framework: str) -> str:
-    """A layout in a few words: \"TP 8 PP 4 VP 2 DP 8 micro 1 GA 32 recompute selective dist-opt SP\"."""
+def layout_text(layout: Layout, spec: TrainingSpec) -> str:
+    """A layout of ``spec``'s run in a few words: \"TP 8 PP 4 VP 2 DP 8 micro 1 GA 32 recompute selective
+    dist-opt SP\"; ZeRO and SP where the run's framework writes them (ZeRO also when it is on)."""
+    framework = framework_of(spec)
     text = layout.short()
-    if framework in ("deepspeed", "neox") or layout.zero:
+    if framework.shows_zero or layout.zero:
         text += f" ZeRO {layout.zero}"
     if layout.dist_opt:
         text += " dist-opt"
-    if layout.sp and framework in ("megatron", "neox"):
+    if layout.sp and framework.sequence_parallel_switch(spec):
         text += " SP"
     return text
 
@@ -69,7 +73,7 @@ def _one_text(path: str, r: SearchResult) -> str:
     lines.append(f"  ranked by {ranking}")
     lines.append("")
     if cur.ok:
-        lines.append(f"  now  {layout_text(_layout_of(cur), spec.framework)}")
+        lines.append(f"  now  {layout_text(_layout_of(cur), spec)}")
         lines.append(f"       {_numbers(cur, o.headroom)}" + _cost(cur, o.price_per_gpu_hour))
     else:
         lines.append("  now  cannot be estimated: " + "; ".join(m.what for m in cur.missing))
@@ -81,7 +85,7 @@ def _one_text(path: str, r: SearchResult) -> str:
         e = sg.estimate
         lines.append("")
         tag = " (the config as it is)" if sg.is_current else ""
-        lines.append(f"  {sg.rank:>3}  {layout_text(sg.layout, spec.framework)}{tag}")
+        lines.append(f"  {sg.rank:>3}  {layout_text(sg.layout, spec)}{tag}")
         speed = f"  {e.tokens_per_s / cur.tokens_per_s:.2f}x" if cur.ok else ""
         lines.append(f"       {_numbers(e, o.headroom)}{speed}" + _cost(e, o.price_per_gpu_hour))
         if sg.spelled:

@@ -36,6 +36,7 @@ from trainlint.estimator.performance import (floor_from, floor_of, layer_costs, 
                                              step_time, step_time_floor)
 from trainlint.layout.startup_check import StartupRules, startup_findings
 from trainlint.layout.space import Layout, Space, build_space
+from trainlint.framework import framework_of
 from trainlint.spec import TrainingSpec
 
 
@@ -152,11 +153,11 @@ class InputsFactory:
         self.base = base
         self.etp_follows = etp_follows_tp(spec)
         # The engine's rules for another ZeRO stage / distributed optimizer (what re-reading the
-        # rewritten file gives: adapters/deepspeed.py deepspeed_optimizer, Megatron's own optimizer).
+        # rewritten file gives: adapters/deepspeed/adapter.py deepspeed_optimizer, Megatron's own optimizer).
         self.deepspeed = base.owner.startswith("deepspeed")
         self.overlap_setting = None
         self.grad_accum_dtype = None
-        prefix = "deepspeed:" if spec.framework == "megatron" else ""
+        prefix = framework_of(spec).deepspeed_prefix(spec)
         entry = spec.settings.get(prefix + "zero_optimization.overlap_comm")
         if entry is not None and isinstance(entry.value, bool):
             self.overlap_setting = entry.value
@@ -176,7 +177,7 @@ class InputsFactory:
             return found
         b = self.base
         if self.deepspeed:
-            from trainlint.adapters.deepspeed import deepspeed_optimizer
+            from trainlint.adapters.deepspeed.adapter import deepspeed_optimizer
 
             pipeline = self.pipeline_engine if self.pipeline_engine is not None else pp > 1
             owner, stage, grads, _ = deepspeed_optimizer(b.dtype, zero, self.grad_accum_dtype, pipeline,
@@ -514,7 +515,7 @@ def _structures_of(dims: tuple[int, int, int, int, int], sp: bool, zeros: list, 
         if need_batches and not kept:
             continue
         for dist_opt in space.dist_opt:
-            if dp * cp == 1 and dist_opt != current_dist_opt and space.framework == "megatron":
+            if dp * cp == 1 and dist_opt != current_dist_opt and space.dist_opt_switch:
                 continue  # nothing to shard over: the flag would change nothing
             s = factory.structure(tp, pp, vpp, cp, dp, sp, zero, dist_opt)
             if static_floor(s, cache) > budget:

@@ -31,7 +31,9 @@ from typing import AbstractSet, Any, Iterator, Sequence
 
 from trainlint.estimator.inputs import Inputs
 from trainlint.provenance import Origin
-from trainlint.spec import MEGATRON_LM, TrainingSpec
+from trainlint.framework import framework_of
+from trainlint.framework import raw_sequence_parallel
+from trainlint.spec import TrainingSpec
 
 DIMENSIONS = ("tp", "pp", "vpp", "cp", "micro", "recompute", "zero", "dist-opt")
 """Names accepted by --fix / --vary (``batch`` is an alias of ``micro``)."""
@@ -99,7 +101,7 @@ class Space:
     batch_tolerance: float | None
     """None: the global batch is held fixed; else the fraction it may move by."""
     megatron_kv_rule: bool
-    """Megatron accepts query groups that divide TP as well as multiples of it."""
+    """Query groups may divide TP as well as be a multiple of it (Megatron's rule)."""
     sp_policy: str
     """"tp": on with TP > 1 (Megatron-LM); "keep" (may drop it at TP 1) or "fixed": as the config writes it."""
     current_sp: bool
@@ -110,9 +112,16 @@ class Space:
     etp_follows_tp: bool = True
     etp: int = 1
     max_micro: int = 64
-    megatron_deepspeed: bool = False
+    pipeline_engine: str = ""
+    """Which DeepSpeed pipeline-engine rule bounds ZeRO (:attr:`trainlint.framework.SearchPolicy.pipeline_engine`)."""
     ds_pipeline_engine: bool = False
-    """Megatron-DeepSpeed: DeepSpeed's pipeline engine is engaged (no --no-pipeline-parallel)."""
+    """"wrapped" (Megatron-DeepSpeed): DeepSpeed's pipeline engine is engaged (no --no-pipeline-parallel)."""
+    expert_grid: bool = False
+    """The expert grid (EP x ETP x PP) must divide the world (Megatron-Core's MoE)."""
+    interleave_needs_pp_multiple: bool = False
+    """With interleaving, the accumulation steps must be a multiple of the pipeline size."""
+    dist_opt_switch: bool = False
+    """The distributed optimizer is a switch of the run (a change only where there is DP to shard over)."""
     bf16_accum_guard: bool = False
     """bf16 on DeepSpeed's pipeline engine without fp32 gradient accumulation (TL134, TL180)."""
     notes: list[str] = field(default_factory=list)
@@ -150,7 +159,7 @@ class Space:
                     if self.world % model:
                         continue
                     dp = self.world // model
-                    if self.experts > 1 and self.framework == "megatron":
+                    if self.experts > 1 and self.expert_grid:
                         etp = tp if self.etp_follows_tp else self.etp
                         if self.world % (self.ep * etp * pp) or (dp * cp * tp) % (self.ep * etp):
                             continue
@@ -159,7 +168,7 @@ class Space:
 
     def batches(self, dp: int, pp: int, vpp: int) -> Iterator[tuple[int, int, int]]:
         """(micro, accumulation, global batch), micro ascending."""
-        step_pp = pp if (vpp > 1 and self.framework == "megatron") else 1  # interleaving: M % PP == 0
+        step_pp = pp if (vpp > 1 and self.interleave_needs_pp_multiple) else 1  # interleaving: M % PP == 0
         g = self.global_batch
         if self.batch_tolerance is None:
             if not self.vary_micro:
@@ -208,7 +217,7 @@ class Space:
         out: list[tuple[int, bool | None, int | None]] = []
         guard = self.bf16_accum_guard
         for z in self.zero:
-            if self.framework == "neox":
+            if self.pipeline_engine == "switch":  # NeoX: a layout choice at PP 1
                 if pp > 1:
                     engine = True
                 elif z >= 2:
@@ -225,12 +234,12 @@ class Space:
                     continue
                 out.append((z, engine, None))
                 continue
-            if self.framework == "deepspeed" and pp > 1:
+            if self.pipeline_engine == "stages" and pp > 1:
                 if z >= 2:
                     continue
                 out.append((z, None, 1 if guard and z == 0 else None))
                 continue
-            if self.framework == "megatron" and self.megatron_deepspeed and z >= 2 and (pp > 1 or self.ds_pipeline_engine):
+            if self.pipeline_engine == "wrapped" and z >= 2 and (pp > 1 or self.ds_pipeline_engine):
                 # Megatron-DeepSpeed builds GPTModelPipe (DeepSpeed's pipeline engine) unless
                 # --no-pipeline-parallel, at PP 1 too; the engine refuses ZeRO >= 2 (TL110)
                 continue
@@ -243,14 +252,8 @@ def _divisors(n: int) -> list[int]:
     return sorted(set(small + [n // d for d in small]))
 
 
-def raw_sequence_parallel(spec: TrainingSpec) -> bool:
-    entry = spec.parallel.sequence_parallel
-    value = entry.value if entry is not None else False
-    return value.strip().lower() in ("true", "1", "yes", "on") if isinstance(value, str) else bool(value)
-
-
 def _expressible(spec: TrainingSpec, adapters: Sequence[Any]) -> frozenset[str] | None:
-    from trainlint.layout.candidate import adapter_of
+    from trainlint.layout.changes import adapter_of
 
     adapter = adapter_of(spec, adapters)
     return adapter.expressible(spec) if adapter is not None else None
@@ -265,11 +268,9 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = fro
     format can express is its adapter's answer (``Adapter.expressible``; the adapter named by the
     run's framework, among ``adapters``, else the built-in and installed ones)."""
     fw = spec.framework
-    current_megatron = fw == "megatron" and spec.dialect in (MEGATRON_LM, "")
-    flag = spec.engine.deepspeed_flag
-    megatron_ds = fw == "megatron" and flag is not None and bool(flag.value)
+    framework = framework_of(spec)
     searchable = set(_expressible(spec, adapters) or {"micro"})
-    selective = "selective" in searchable  # the version has --recompute-granularity (Megatron)
+    expressible = frozenset(searchable)  # what the format can write, before --vary / --fix narrow the search
     notes = []
     if vary is not None:
         unknown = vary - searchable
@@ -279,11 +280,9 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = fro
     searchable -= fix
 
     i = base
+    policy = framework.search_policy(spec, base, searchable, expressible)
     gpn = i.gpus_per_node
-    cur_engine = None
-    if fw == "neox":
-        engine = spec.parallel.pipeline_engine
-        cur_engine = bool(engine.value) if engine is not None else i.pp > 1
+    cur_engine = policy.current_pipeline_engine
     current = Layout(i.tp, i.pp, i.vpp, i.cp, i.dp, i.micro, i.grad_accum, i.global_batch, i.recompute, i.zero,
                      i.dist_opt, i.sp, cur_engine)
     if written is not None:
@@ -298,19 +297,8 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = fro
     tp_cands = [t for t in _divisors(i.heads) if t <= gpn and gpn % t == 0 and i.world % t == 0]
     pp_cands = [p for p in _divisors(i.layers) if i.world % p == 0]
     cp_cands = [c for c in _divisors(i.world) if c > 1 and i.seq % (2 * c) == 0] + [1]
-    if fw == "neox" or (fw == "megatron" and not selective):
-        rec_cands = ["none", "full"]
-    else:
-        rec_cands = list(RECOMPUTE_ORDER)
-    zero_cands = [0, 1, 2, 3] if fw in ("deepspeed", "neox") or "zero" in searchable else []
-    if fw == "neox" and i.experts > 1:
-        zero_cands = [0, 1]  # NeoX refuses MoE with ZeRO 2/3 (TL111)
-    sp_policy = "fixed"
-    if fw == "megatron":
-        distributed = spec.memory.distribute_saved_activations
-        sp_policy = "keep" if ((distributed is not None and distributed.value) or not current_megatron) else "tp"
-    elif fw == "neox":
-        sp_policy = "keep"
+    rec_cands = list(policy.recompute)
+    zero_cands = list(policy.zero)
     space = Space(
         framework=fw, world=i.world, gpus_per_node=gpn, layers=i.layers, heads=i.heads, kv_heads=i.kv_heads,
         ffn=i.ffn if not i.moe else i.moe_ffn, seq=i.seq,
@@ -324,16 +312,17 @@ def build_space(spec: TrainingSpec, base: Inputs, *, fix: AbstractSet[str] = fro
         interleave="vpp" in searchable,
         vary_micro="micro" in searchable,
         batch_tolerance=batch_tolerance,
-        megatron_kv_rule=fw == "megatron",
-        sp_policy=sp_policy, current_sp=raw_sequence_parallel(spec), neox_engine=cur_engine,
+        megatron_kv_rule=policy.kv_divides_or_multiple,
+        sp_policy=policy.sp_policy, current_sp=raw_sequence_parallel(spec), neox_engine=cur_engine,
         experts=i.experts, ep=i.ep, etp_follows_tp=spec.parallel.expert_tensor is None
         or spec.parallel.expert_tensor.provenance.origin is not Origin.FILE, etp=i.etp,
-        max_micro=max(max_micro, i.micro), megatron_deepspeed=megatron_ds, notes=notes, current=current,
-        ds_pipeline_engine=bool(megatron_ds and spec.value("parallel.pipeline_engine", False)),
-        bf16_accum_guard=fw in ("neox", "deepspeed") and i.dtype == "bf16"
-        and str(spec.value("precision.grad_accum_dtype") or "").lower() not in ("fp32", "float32", "float"),
+        max_micro=max(max_micro, i.micro), notes=notes + policy.notes, current=current,
+        pipeline_engine=policy.pipeline_engine, ds_pipeline_engine=policy.ds_pipeline_engine,
+        bf16_accum_guard=policy.bf16_accum_guard, expert_grid=policy.expert_grid,
+        interleave_needs_pp_multiple=policy.interleave_needs_pp_multiple,
+        dist_opt_switch=framework.distributed_optimizer_switch(spec),
     )
     space.tp = [t for t in space.tp if t == i.tp or space.tp_ok(t)]
-    if fw == "megatron":
+    if policy.pp_divides_layers:
         space.pp = [p for p in space.pp if p == i.pp or i.layers % p == 0]
     return space

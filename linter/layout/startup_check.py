@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from trainlint.rules import Rule, RuleContext
+from trainlint.rules import Rule, RuleContext, applies, capabilities
 from trainlint.spec import TrainingSpec
 
 StartupRules = Sequence[tuple[type[Rule], dict[str, Any]]]
@@ -36,8 +36,9 @@ def default_startup_rules() -> StartupRules:
 def startup_findings(spec: TrainingSpec, rules: StartupRules, project: Any = None) -> set[tuple[str, str]]:
     """(code, message) of every TL1xx finding on ``spec``."""
     out: set[tuple[str, str]] = set()
+    caps = capabilities(spec)
     for rule, options in rules:
-        if rule.frameworks and spec.framework not in rule.frameworks:
+        if not applies(rule, spec, caps):
             continue
         ctx = RuleContext(options=options, project=project)
         try:

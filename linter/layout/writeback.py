@@ -7,8 +7,8 @@ values are replaced in place, at the span the adapter recorded; missing settings
 to related ones, in the file's own style; nothing is re-serialised.
 
 Each format's writer belongs to its adapter (the write-back half of the adapter protocol,
-:meth:`trainlint.adapters.base.Adapter.writer`): :mod:`trainlint.adapters.deepspeed_writer`,
-:mod:`trainlint.adapters.neox_writer`, :mod:`trainlint.adapters.megatron.writer`, or a plugin
+:meth:`trainlint.adapters.base.Adapter.writer`): :mod:`trainlint.adapters.deepspeed.writer`,
+:mod:`trainlint.adapters.neox.writer`, :mod:`trainlint.adapters.megatron.writer`, or a plugin
 adapter's own. They plan text edits with the kit in :mod:`trainlint.writing`; this module picks the
 run's adapter, drives its writer and checks the round trip.
 

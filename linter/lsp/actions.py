@@ -28,6 +28,7 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
+from trainlint.framework import framework_of
 from trainlint.diagnostics import Applicability, Diagnostic
 from trainlint.lsp import convert
 
@@ -151,7 +152,7 @@ def _comment_is_safe(lines: list[str], row: int, fmt: str | None) -> bool:
     line = lines[row]
     if line.rstrip().endswith("\\") or (row > 0 and lines[row - 1].rstrip().endswith("\\")):
         return False  # continued shell lines are one command: a comment would end it
-    if fmt == "megatron":
+    if fmt and framework_of(fmt).shell_syntax():
         # not inside a quoted string spanning lines (checked on the line itself: balanced quotes)
         return line.count('"') % 2 == 0 and line.count("'") % 2 == 0
     # YAML: not a line of a block scalar (indented under `key: |`), where it would become text

@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from trainlint.framework import framework_of
 from trainlint.lsp.convert import span_contains
 from trainlint.positions import Span
 from trainlint.provenance import Origin, Value
@@ -124,7 +125,6 @@ HOVER_FIELDS = CONTRIBUTIONS
 """Kept for callers of the first version of this module: the fields whose hover shows numbers."""
 
 _ORDER = {name: i for i, name in enumerate(FIELD_DOCS)}
-_SCHEMAS = {"deepspeed": "deepspeed", "neox": "neox", "megatron": "megatron"}
 
 
 @dataclass
@@ -237,7 +237,7 @@ def _count(n: float) -> str:
 
 
 def _code(value: Any, fmt: str | None = None) -> str:
-    if fmt in ("deepspeed", "neox") and (value is None or isinstance(value, (bool, list, dict))):
+    if fmt and framework_of(fmt).values_as_json() and (value is None or isinstance(value, (bool, list, dict))):
         import json
 
         text = json.dumps(value, ensure_ascii=False, default=str)
@@ -250,13 +250,14 @@ def _code(value: Any, fmt: str | None = None) -> str:
 
 def schema_entry(fmt: str | None, key: str | None) -> dict | None:
     """The schema property for a key (dotted or a JSON pointer) of a format, if the schema has it."""
-    if not fmt or not key or fmt not in _SCHEMAS:
+    schema = framework_of(fmt).schema_name() if fmt else None
+    if not key or schema is None:
         return None
     from trainlint.document import pointer_parts
     from trainlint.schemas import load_schema
 
     try:
-        node: Any = load_schema(_SCHEMAS[fmt])
+        node: Any = load_schema(schema)
     except Exception:  # noqa: BLE001 - no schema, no description
         return None
     parts = pointer_parts(key) if key.startswith("/") else key.split(".")

@@ -19,6 +19,7 @@ from typing import Any, Sequence
 from urllib.parse import quote
 
 from trainlint import __version__
+from trainlint.rules import frameworks_of
 from trainlint.checker import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries
@@ -111,7 +112,7 @@ def rule_descriptor(code: str, name: str, registry: Any) -> dict[str, Any]:
         help_text = explain(rule)
         family = _family(rule)
         tags = [family] if family else [rule.plugin]
-        tags += list(rule.frameworks)
+        tags += frameworks_of(rule)
         if _builtin(rule):
             uri = help_uri(code, rule.name)
         name = rule.name

@@ -80,13 +80,46 @@ class RuleContext:
     TL900 all ask for); one dict per spec, made by the engine, so nothing outlives the run."""
 
 
+def capabilities(spec: TrainingSpec) -> frozenset[str]:
+    """The capabilities of ``spec``'s run, as its framework declares them."""
+    from trainlint.framework import framework_of
+
+    return framework_of(spec).capabilities(spec)
+
+
+def applies(rule: type[Rule], spec: TrainingSpec, caps: frozenset[str] | None = None) -> bool:
+    """Whether ``rule`` runs on ``spec``: its framework has every capability the rule requires (and,
+    for a rule limited by name, it is one of the rule's frameworks)."""
+    if rule.frameworks and spec.framework not in rule.frameworks:
+        return False
+    return rule.requires <= (caps if caps is not None else capabilities(spec))
+
+
+def frameworks_of(rule: Any) -> list[str]:
+    """The names of the built-in frameworks a rule runs on, for its documentation and SARIF tags: its
+    ``frameworks``, else those whose capabilities cover its ``requires``; none when it runs on every run."""
+    if getattr(rule, "frameworks", ()):
+        return list(rule.frameworks)
+    requires: frozenset[str] = getattr(rule, "requires", frozenset())
+    if not requires:
+        return []
+    from trainlint.adapters import builtin_frameworks
+
+    return sorted(f.name for f in builtin_frameworks() if requires <= f.capabilities(TrainingSpec(framework=f.name, path="")))
+
+
 class Rule:
     code: ClassVar[str]
     name: ClassVar[str]
     default_severity: ClassVar[Severity] = Severity.ERROR
     summary: ClassVar[str]
+    requires: ClassVar[frozenset[str]] = frozenset()
+    """The capabilities (:data:`trainlint.framework.CAPABILITIES`) a run's framework must have for the
+    rule to run on it (``Framework.capabilities``); empty: every run. A rule names what it needs,
+    never a framework, so a new framework gets every rule its runs support."""
     frameworks: ClassVar[tuple[str, ...]] = ()
-    """Frameworks the rule applies to; empty means all."""
+    """Framework names the rule is limited to (empty: no limit). For a plugin rule about one
+    framework only; trainlint's own rules declare ``requires`` instead."""
     options: ClassVar[dict[str, Option]] = {}
     needs_estimate: ClassVar[bool] = False
     """Set on rules that read ``ctx.estimate``; the engine then estimates the spec once."""

@@ -43,7 +43,7 @@ FAMILIES: dict[str, str] = {
     "megatron": "trainlint.rules.startup.megatron",  # TL140-TL179, TL600-TL669 Megatron-LM's and Megatron-Core's own start-up checks
     "estimation": "trainlint.rules.estimation",  # TL2xx-TL4xx, TL900 on the estimate
     "planning": "trainlint.rules.planning",  # TL5xx run length and cost
-    "bridge": "trainlint.adapters.bridge.rules",  # TL670-TL699 Megatron-Bridge's ConfigContainer checks, TL116
+    "bridge": "trainlint.rules.startup.bridge",  # TL670-TL699 Megatron-Bridge's ConfigContainer checks, TL116
 }
 """Family -> the package (folder) holding its rule modules; each package is one rule bundle."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from trainlint.input_codes import INPUT_CODES
 from trainlint.registry import Registry
-from trainlint.rules import Rule
+from trainlint.rules import Rule, frameworks_of
 
 DOCS_URL = "https://github.com/trainlint/trainlint/blob/main/docs/rules.md"
 
@@ -16,7 +16,7 @@ def help_uri(code: str, name: str) -> str:
 def explain(rule: type[Rule]) -> str:
     lines = [f"# {rule.name} ({rule.code})", "",
              f"Default severity: {rule.default_severity.value}. From plugin `{rule.plugin}`."
-             + (f" Applies to: {', '.join(rule.frameworks)}." if rule.frameworks else ""),
+             + (f" Applies to: {', '.join(frameworks_of(rule))}." if frameworks_of(rule) else ""),
              "", rule.documentation()]
     if rule.options:
         lines += ["", "## Options", ""]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_DEEPSPEED_ENGINE
 from trainlint.diagnostics import Applicability, Severity
 from trainlint.estimator.core import InvariantError
 from trainlint.provenance import Origin, Provenance, Value
@@ -49,7 +50,7 @@ class BuffersDominateMemory(Rule):
     name = "buffers-dominate-memory"
     summary = "DeepSpeed's communication buffers take more than the threshold share of GPU memory."
     default_severity = Severity.WARNING
-    frameworks = ("deepspeed", "neox")
+    requires = frozenset({CAP_DEEPSPEED_ENGINE})
     needs_estimate = True
     options = {"threshold": Option(0.20, "warn when buffers exceed this share of the estimated memory"),
                "headroom": Option(0.90, "speak only when the run uses more than this fraction of the GPU's memory "

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
+from trainlint.framework import framework_of
 from trainlint.adapters.engine import set_engine
 from trainlint.estimator.core import InvariantError
 from trainlint.provenance import Origin, Provenance, Value
@@ -46,7 +47,7 @@ def _with_data_parallel(spec: TrainingSpec, dp: int, **fields: Any) -> TrainingS
     follows DP."""
     changes = dict(fields, parallel__data=dp)
     global_batch, micro, accum = (spec.value(f) for f in ("batch.global_batch", "batch.micro_batch", "batch.grad_accum"))
-    if spec.framework == "megatron" or _written(spec, "batch.global_batch"):
+    if framework_of(spec).global_batch_always_written(spec) or _written(spec, "batch.global_batch"):
         if not _ints(global_batch, micro) or global_batch % (micro * dp):
             return None
         changes["batch__grad_accum"] = global_batch // (micro * dp)
@@ -254,11 +255,6 @@ def throughput_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> I
                 yield from _present(_candidate(spec, "parallel.tensor", modified, adapters))
 
 
-_OVERLAP_SETTING = {"megatron": "overlap_grad_reduce"}
-"""The setting the adapter reads DP overlap from (``engine.dp_overlap``): Megatron's flag; the
-DeepSpeed JSON's (and NeoX's) ``zero_optimization.overlap_comm`` otherwise."""
-
-
 def communication_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Iterator[Candidate]:
     """Changes that hide or shrink data-parallel traffic."""
     can = _expressible(spec, adapters)
@@ -272,11 +268,13 @@ def communication_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -
                                        _with(spec, **fields), adapters, batch=True, note=" (a larger global batch)"))
     overlap = spec.engine.dp_overlap  # the adapter's reading of --overlap-grad-reduce / overlap_comm
     if "overlap" in can and (overlap is None or not overlap.value):
-        target = "parallel.distributed_optimizer" if spec.framework == "megatron" else "parallel.zero_stage"
+        # the setting the adapter reads DP overlap from (``engine.dp_overlap``), as the framework names it
+        framework = framework_of(spec)
+        target = framework.optimizer_sharding_field(spec)
         spelling = _spelled(spec, {"engine.dp_overlap": True}, adapters)
-        if spelling:
-            yield Candidate(spelling, target, _with_setting(
-                spec, _OVERLAP_SETTING.get(spec.framework, "zero_optimization.overlap_comm"), True))
+        setting = framework.gradient_overlap_setting()
+        if spelling and setting is not None:
+            yield Candidate(spelling, target, _with_setting(spec, setting, True))
     tp, heads, world = spec.value("parallel.tensor", 1), spec.value("model.num_attention_heads"), spec.value("cluster.world_size")
     per_node = spec.value("cluster.gpus_per_node", 8)
     if "tp" in can and _ints(tp, heads, world, per_node) and heads % (tp * 2) == 0 and tp * 2 <= per_node:
@@ -447,6 +445,6 @@ def layout_sentence(best: Any, current: Any) -> str:
 
     e = best.estimate
     spelled = ", ".join(best.spelled)
-    return (f"trainlint suggest: {layout_text(best.layout, best.spec.framework)} ({spelled}) fits at "
+    return (f"trainlint suggest: {layout_text(best.layout, best.spec)} ({spelled}) fits at "
             f"{e.worst_stage.total / 2**30:.1f} of {e.capacity_bytes / 2**30:.1f} GiB, MFU {e.mfu:.1%}, "
             f"{e.tokens_per_s / current.tokens_per_s:.2f}x tokens/s")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_MODEL
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.scope import usable_estimate
@@ -30,7 +31,7 @@ class PipelineBubble(Rule):
     Narayanan et al. 2021, section 2.2; "Estimation as Discipline" (a capacity-planning tutorial).
     """
 
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     code = "TL302"
     release_dependent = False
     name = "large-pipeline-bubble"

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from trainlint.framework import framework_of
 from trainlint.spec import TrainingSpec
 
 
@@ -41,9 +42,6 @@ class _Lazy:
             self._compiled = re.compile(*self._args)
         return self._compiled.search(text)
 
-
-# Entry points that train a vision encoder beside (or instead of) the language model.
-_MULTIMODAL_ENTRY = _Lazy(r"(^|/)(pretrain_vlm|pretrain_mimo|multimodal/train|mimo/train|pretrain_vision_\w+)\.py$")
 
 # Megatron-LM entry points that do not train: text generation servers and samplers
 # (tools/run_text_generation_server.py, generate_samples_gpt.py), inference, checkpoint conversion,
@@ -116,8 +114,9 @@ def unmodelled(spec: TrainingSpec) -> list[Unmodelled]:
     if r.other_model is not None and (arch is None or arch.value not in _ARCHITECTURES):
         flag, why = r.other_model.value
         out.append(Unmodelled(flag, why))
-    if spec.framework == "megatron" and _MULTIMODAL_ENTRY.search(entry):
-        out.append(Unmodelled(entry, "the vision encoder and multimodal inputs are not modelled"))
+    why = framework_of(spec).unmodelled_entry(entry)  # a multimodal entry point of the framework's
+    if why is not None:
+        out.append(Unmodelled(entry, why))
     if r.launch_only is not None:
         out.extend(Unmodelled(flag, why) for flag, why in r.launch_only.value)
     return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_MODEL
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.scope import usable_estimate
@@ -27,7 +28,7 @@ class SmallGemms(Rule):
     A larger micro batch (with less accumulation), or less tensor parallelism.
     """
 
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     code = "TL305"
     release_dependent = False
     name = "small-gemms"

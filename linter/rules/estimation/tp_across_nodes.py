@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_MODEL
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.scope import usable_estimate
@@ -27,7 +28,7 @@ class TensorParallelAcrossNodes(Rule):
     nodes; the finding quotes the re-estimated throughput.
     """
 
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     code = "TL303"
     release_dependent = False
     name = "tp-across-nodes"

@@ -24,6 +24,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from trainlint.framework import framework_of
 from trainlint.estimator.inputs import unjudged
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.rules.estimation.scope import unmodelled, usable_estimate
@@ -123,7 +124,7 @@ def _layout_elsewhere(spec: TrainingSpec) -> bool:
     the distributed optimizer or recompute, so Megatron's defaults are no statement about the run
     (a 1T-parameter fragment is not a 1T model on one GPU). Only a launch with an entry point is judged
     without its world size."""
-    return spec.framework == "megatron" and not spec.entry_point
+    return framework_of(spec).arguments_without_launch(spec)
 
 
 def _dp_sizes(i: Any) -> list[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_DEEPSPEED_ENGINE
 from trainlint.diagnostics import Severity
 from trainlint.estimator.core import InvariantError
 from trainlint.rules import Finding, Option, Rule, RuleContext
@@ -39,7 +40,7 @@ class Zero3AtLargeDp(Rule):
     name = "zero3-large-dp"
     summary = "ZeRO-3 shards parameters over a large DP group and all-gathers them every micro-batch."
     default_severity = Severity.WARNING
-    frameworks = ("deepspeed", "neox")
+    requires = frozenset({CAP_DEEPSPEED_ENGINE})
     needs_estimate = True
     options = {"max_dp": Option(64, "warn above this data-parallel size with ZeRO-3"),
                "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
+from trainlint.framework import CAP_MEGATRON_MODEL
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.scope import usable_estimate
@@ -72,7 +73,7 @@ class FewTokensPerParameter(Rule):
     summary = "A pre-training run trains on far fewer tokens per parameter than the compute-optimal 20."
     default_severity = Severity.INFO
     needs_estimate = True
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     options = {"ratio": Option(2.0, "report below this many tokens per parameter (compute-optimal is 20)"),
                "min_steps": Option(1000, "runs with fewer optimizer steps are smoke tests: not reported")}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_MODEL
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.scope import usable_estimate
@@ -46,7 +47,7 @@ class RunTooExpensive(Rule):
     summary = "The estimated cost of the run exceeds the project's max-cost."
     default_severity = Severity.WARNING
     needs_estimate = True
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     options = {"max_cost": Option(None, "limit in currency units (default: max-cost in [tool.trainlint])"),
                "price_per_gpu_hour": Option(None, "price (default: prices.<gpu> or price-per-gpu-hour in [tool.trainlint])")}
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_MODEL
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.scope import usable_estimate
@@ -39,7 +40,7 @@ class RunTooLong(Rule):
     summary = "The estimated training time exceeds the project's max-days."
     default_severity = Severity.WARNING
     needs_estimate = True
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     options = {"max_days": Option(None, "limit in days (default: max-days in [tool.trainlint]; none: no check)")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL
 from trainlint.diagnostics import Severity
-from trainlint.rules import Finding, Option, Rule, RuleContext
+from trainlint.rules import Finding, Option, Rule, RuleContext, capabilities
 from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.spec import TrainingSpec
 from trainlint.rules.planning.helpers import _length_setting, _pretraining_scope, config_tokens
@@ -49,7 +50,7 @@ class ShortPretraining(Rule):
     summary = "A pre-training run of a language model trains on fewer than 200B tokens."
     default_severity = Severity.INFO
     needs_estimate = True
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
     options = {"min_tokens": Option(200e9, "report pre-training runs below this many tokens"),
                "min_steps": Option(1000, "runs with fewer optimizer steps are smoke tests: not reported")}
 
@@ -59,7 +60,7 @@ class ShortPretraining(Rule):
         minimum = float(ctx.options["min_tokens"])
         if not tokens or tokens >= minimum or not _pretraining_scope(spec, tokens, est, float(ctx.options["min_steps"])):
             return
-        markers = ("no --finetune, --pretrained-checkpoint, --sft or --no-load-optim given" if spec.framework == "megatron"
+        markers = ("no --finetune, --pretrained-checkpoint, --sft or --no-load-optim given" if CAP_MEGATRON_ARGUMENTS in capabilities(spec)
                    else "no finetune: true given")
         yield Finding(
             message=(f"a pre-training run of {tokens:.3g} tokens, below {minimum:.3g}: models pre-trained this "

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL, CAP_NEOX_ARGUMENTS
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Origin
-from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_bool,
     as_int,
@@ -48,7 +49,7 @@ class AttentionHeadsLayout(Rule):
     name = "attention-heads-layout"
     default_severity = Severity.ERROR
     summary = "attention heads / KV heads not divisible by TP, or hidden size not divisible by the heads"
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         m, p = spec.model, spec.parallel
@@ -56,31 +57,31 @@ class AttentionHeadsLayout(Rule):
             return
         heads, hidden, kv, tp = as_int(m.num_attention_heads), as_int(m.hidden_size), as_int(m.num_kv_heads), as_int(p.tensor)
         mla = bool(as_bool(spec.model.latent_attention))
-        tp_name = "model_parallel_size" if spec.framework == "neox" else "tensor parallel size"
+        tp_name = "model_parallel_size" if CAP_NEOX_ARGUMENTS in capabilities(spec) else "tensor parallel size"
         if heads is not None and tp is not None and heads > 0 and tp > 1 and heads % tp:
             quote = ("\"num_attention_heads (...) must be a multiple of tensor_model_parallel_size\""
-                     if spec.framework == "megatron" else "\"... is not divisible by ...\" (mpu.divide)")
+                     if CAP_MEGATRON_ARGUMENTS in capabilities(spec) else "\"... is not divisible by ...\" (mpu.divide)")
             yield Finding(f"{heads} attention heads are not divisible by {tp_name} {tp}; the framework stops: {quote}",
                           at=p.tensor, also=_also((m.num_attention_heads, "attention heads")),
                           fix=f"use a {tp_name} that divides {heads}")
         kv_given = m.num_kv_heads is not None and m.num_kv_heads.provenance.origin is Origin.FILE
         kv_channels_given = m.kv_channels is not None and m.kv_channels.provenance.origin is not Origin.DERIVED
-        if hidden is not None and heads and not (spec.framework == "megatron" and kv_channels_given) \
+        if hidden is not None and heads and not (CAP_MEGATRON_ARGUMENTS in capabilities(spec) and kv_channels_given) \
                 and not mla and not _mamba(spec) and hidden % heads:
             yield Finding(f"hidden size {hidden} is not divisible by {heads} attention heads; the framework stops "
                           "(\"hidden_size must be divisible by num_attention_heads\")",
                           at=m.hidden_size, also=_also((m.num_attention_heads, "attention heads")),
                           fix="make the hidden size a multiple of the number of heads" +
-                              (" or give --kv-channels" if spec.framework == "megatron" else ""))
+                              (" or give --kv-channels" if CAP_MEGATRON_ARGUMENTS in capabilities(spec) else ""))
         if not kv_given or kv is None or kv < 1 or mla:
             return
-        if spec.framework == "neox" and heads is not None and heads % kv:
+        if CAP_NEOX_ARGUMENTS in capabilities(spec) and heads is not None and heads % kv:
             yield Finding(f"{heads} attention heads are not divisible by {kv} KV heads; NeoX stops: \"num_kv_heads must "
                           "evenly divide num_attention_heads and be no greater than it\"",
                           at=m.num_kv_heads, also=_also((m.num_attention_heads, "attention heads")))
         if tp is None or tp <= 1:
             return
-        if spec.framework == "megatron":
+        if CAP_MEGATRON_ARGUMENTS in capabilities(spec):
             if kv % tp and tp % kv:
                 yield Finding(f"{kv} query groups is neither a multiple nor a divisor of tensor parallel size {tp}; "
                               "Megatron stops: \"num_query_groups (...) must be a multiple or divisor of "

@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_DEEPSPEED_CONFIG, CAP_MEGATRON_ARGUMENTS, CAP_STARTUP_CHECKS
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Origin, Value
-from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_int,
     data_parallel,
     ds,
 )
 from trainlint.spec import TrainingSpec
-from trainlint.rules.startup.helpers import ALL, _also
+from trainlint.rules.startup.helpers import _also
 
 
 def _value_fix(value: Value | None, new_text: str) -> dict:
@@ -89,14 +90,14 @@ class BatchSizeMismatch(Rule):
     name = "batch-size-mismatch"
     default_severity = Severity.ERROR
     summary = "global batch != micro batch x gradient accumulation x data-parallel size (DP as each framework computes it)"
-    frameworks = ()  # every format: a plugin format's run is checked on its batch fields (see _triple)
+    requires = frozenset()  # every format: a plugin format's run is checked on its batch fields (see _triple)
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        if spec.framework == "megatron":
+        if CAP_MEGATRON_ARGUMENTS in capabilities(spec):
             yield from self._megatron(spec)
             yield from self._triple(spec, ds(spec, "train_batch_size"), ds(spec, "train_micro_batch_size_per_gpu"),
                                     ds(spec, "gradient_accumulation_steps"), "the DeepSpeed config's ", ctx)
-        elif spec.framework == "deepspeed":
+        elif CAP_DEEPSPEED_CONFIG in capabilities(spec):
             # file text: an "auto" written in the JSON is the HF Trainer's to fill at launch
             if any(spec.settings.get(k) is not None and spec.settings[k].value == "auto"
                    for k in ("train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps")):
@@ -145,7 +146,7 @@ class BatchSizeMismatch(Rule):
         if t is None or (m is None and a is None):
             return  # the framework derives the rest consistently
         dp = data_parallel(spec)
-        if spec.framework not in ALL:
+        if CAP_STARTUP_CHECKS not in capabilities(spec):
             yield from self._plugin_triple(spec, tbs, mbs, gas, ctx)
             return
         quote = ("\"Check batch related parameters. train_batch_size is not equal to micro_batch_per_gpu * "

@@ -8,12 +8,16 @@ Other rule modules may import from here (read-only); keep the signatures stable.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
+from trainlint.framework import framework_of
+from trainlint.framework import PipelineEngine
 from trainlint.provenance import Origin, Value
 from trainlint.spec import TrainingSpec
+from trainlint.values import as_bool, as_int, as_number, as_str, uncertain
+
+__all__ = ["PipelineEngine", "as_bool", "as_int", "as_number", "as_str", "uncertain"]
 
 DS_ENGINE = "deepspeed/runtime/engine.py"
 DS_CONFIG = "deepspeed/runtime/config.py"
@@ -24,45 +28,7 @@ NX_COMMIT = "ea7aefd"
 
 
 # ------------------------------------------------------------------------------ plain values
-
-
-def uncertain(value: Value | None) -> bool:
-    """A value the adapter took from one branch of a shell ``if``/``case`` it could not decide:
-    the rules treat it as unknown rather than act on a guess."""
-    return value is not None and value.provenance.uncertain
-
-
-def as_int(value: Value | None) -> int | None:
-    """The value as an int (an integral float counts), None for bool, strings, unknowns."""
-    if value is None or uncertain(value):
-        return None
-    raw = value.value
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw
-    if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
-        return int(raw)
-    return None
-
-
-def as_bool(value: Value | None) -> bool | None:
-    if value is None or uncertain(value):
-        return None
-    return value.value if isinstance(value.value, bool) else None
-
-
-def as_str(value: Value | None) -> str | None:
-    if value is None or uncertain(value) or not isinstance(value.value, str):
-        return None
-    return value.value
-
-
-def as_number(value: Value | None) -> float | None:
-    if value is None or uncertain(value) or isinstance(value.value, bool) or not isinstance(value.value, (int, float)):
-        return None
-    return float(value.value)
-
+# (the value readers are the core model's: trainlint.values; imported here for the rule modules)
 
 def field_int(spec: TrainingSpec, dotted: str) -> int | None:
     return as_int(spec.get(dotted))
@@ -81,18 +47,18 @@ def written(value: Value | None, fallback: str) -> str:
 
 # ------------------------------------------------------------------------- DeepSpeed settings
 
-DS_PREFIX = {"megatron": "deepspeed:"}
-"""How each adapter keys the settings of a DeepSpeed JSON in ``spec.settings``: the DeepSpeed and
-NeoX adapters by the dotted path itself, the Megatron adapter (``--deepspeed_config``) prefixed.
-
-These helpers read the JSON's keys as written (file text) for DeepSpeed's own start-up checks,
-which are about what the file says; what the estimator and the cross-format rules need of a
-DeepSpeed JSON is in typed fields (``spec.engine``, ``spec.parallel``)."""
+# How each adapter keys the settings of a DeepSpeed JSON in ``spec.settings`` is the run's
+# framework's answer (``Framework.deepspeed_prefix``): the DeepSpeed and NeoX adapters by the dotted
+# path itself, the Megatron adapter (``--deepspeed_config``) prefixed.
+#
+# These helpers read the JSON's keys as written (file text) for DeepSpeed's own start-up checks,
+# which are about what the file says; what the estimator and the cross-format rules need of a
+# DeepSpeed JSON is in typed fields (``spec.engine``, ``spec.parallel``).
 
 
 def ds_key(spec: TrainingSpec, dotted: str) -> str:
     """The ``spec.settings`` key of a DeepSpeed config entry (``zero_optimization.stage``)."""
-    return DS_PREFIX.get(spec.framework, "") + dotted
+    return framework_of(spec).deepspeed_prefix(spec) + dotted
 
 
 def ds(spec: TrainingSpec, dotted: str) -> Value | None:
@@ -116,7 +82,7 @@ def ds_target(spec: TrainingSpec, dotted: str) -> str:
 def ds_has_auto(spec: TrainingSpec) -> bool:
     """True when the DeepSpeed config leaves values to the Hugging Face Trainer / Accelerate
     ("auto"): they also fill in what the file leaves out, so absences prove nothing."""
-    prefix = DS_PREFIX.get(spec.framework, "")
+    prefix = framework_of(spec).deepspeed_prefix(spec)
     return any(k.startswith(prefix) and v.value == "auto" for k, v in spec.settings.items())
 
 
@@ -154,31 +120,9 @@ class DataParallel:
 
 
 def model_parallel_product(spec: TrainingSpec) -> tuple[int, str, tuple[tuple[Value | None, str], ...]] | None:
-    """The product each framework divides the world size by to get DP, with its description.
-
-    Megatron: TP x PP x CP (megatron/training/arguments.py); NeoX: pipe_parallel_size x
-    model_parallel_size, each clamped to >= 1 (megatron/neox_arguments/arguments.py,
-    calculate_derived); DeepSpeed: the mpu's model-parallel size, here AutoTP x pipeline stages
-    when the config gives them, else 1 (deepspeed/runtime/config.py)."""
-    p = spec.parallel
-    if spec.framework == "megatron":
-        tp, pp, cp = as_int(p.tensor), as_int(p.pipeline), as_int(p.context)
-        if tp is None or pp is None or cp is None or min(tp, pp, cp) < 1:
-            return None
-        return (tp * pp * cp, f"TP {tp} x PP {pp} x CP {cp}",
-                ((p.tensor, f"tensor parallel {tp}"), (p.pipeline, f"pipeline parallel {pp}"),
-                 (p.context, f"context parallel {cp}")))
-    if spec.framework == "neox":
-        mp, pp = as_int(p.tensor), as_int(p.pipeline)
-        if mp is None or pp is None:
-            return None
-        mp, pp = max(mp, 1), max(pp, 1)
-        return (mp * pp, f"pipe_parallel_size {pp} x model_parallel_size {mp}",
-                ((p.pipeline, f"pipeline stages {pp}"), (p.tensor, f"model_parallel_size {mp}")))
-    tp = as_int(p.tensor) or 1
-    pp = as_int(p.pipeline) or 1
-    return (tp * pp, f"TP {tp} x pipeline stages {pp}",
-            ((p.tensor, f"tensor parallel {tp}"), (p.pipeline, f"pipeline stages {pp}")))
+    """The product the run's framework divides the world size by to get DP, with its description
+    (``Framework.model_parallel_product``)."""
+    return framework_of(spec).model_parallel_product(spec)
 
 
 def data_parallel(spec: TrainingSpec) -> DataParallel | None:
@@ -198,64 +142,10 @@ def data_parallel(spec: TrainingSpec) -> DataParallel | None:
 # ----------------------------------------------------------------------- pipeline engine
 
 
-@dataclass(frozen=True)
-class PipelineEngine:
-    """Why DeepSpeed's PipelineEngine is engaged for a run."""
-
-    reason: str
-    at: Value | None
-    """The value that engages it (``pipe_parallel_size``, ``pipeline.stages``, ``--deepspeed``)."""
-    stages: int | None
-    only_wrapper: bool
-    """True when the engine is engaged without real pipeline parallelism (one stage): the fix is
-    then to leave the engine out rather than to change the ZeRO stage."""
-
-
-_PIPE_MODEL_ENTRIES = ("gpt", )
-"""Megatron-DeepSpeed entry points that build a PipelineModule (GPTModelPipe) whenever
-``--deepspeed`` is given without ``--no-pipeline-parallel`` (pretrain_gpt.py, pretrain_llama...)."""
-
-
 def pipeline_engine(spec: TrainingSpec) -> PipelineEngine | None:
-    """Whether the run is wrapped in DeepSpeed's PipelineEngine; None when not, or unknown."""
-    p = spec.parallel
-    stages = as_int(p.pipeline)
-    if spec.framework == "neox":
-        engaged = as_bool(p.pipeline_engine)
-        if not engaged:
-            return None
-        # engaged: pipe_parallel_size >= 1, which the adapter takes as parallel.pipeline as written
-        pp_value = as_int(p.pipeline)
-        return PipelineEngine(
-            f"pipe_parallel_size {pp_value} >= 1 wraps the model in DeepSpeed's PipelineEngine "
-            "(is_pipe_parallel = pipe_parallel_size >= 1, megatron/neox_arguments/arguments.py)",
-            p.pipeline, pp_value, pp_value == 1)
-    if spec.framework == "megatron":
-        engaged = as_bool(p.pipeline_engine)
-        deepspeed_flag = spec.engine.deepspeed_flag
-        if not engaged or not as_bool(deepspeed_flag):
-            return None
-        if stages is not None and stages > 1:
-            return PipelineEngine(
-                f"--deepspeed with pipeline parallel size {stages} runs DeepSpeed's PipelineEngine "
-                "(Megatron-DeepSpeed builds GPTModelPipe unless --no-pipeline-parallel)",
-                p.pipeline, stages, False)
-        arch = as_str(spec.model.architecture)
-        if stages == 1 and arch in _PIPE_MODEL_ENTRIES:
-            return PipelineEngine(
-                "--deepspeed without --no-pipeline-parallel: Megatron-DeepSpeed's pretrain_gpt.py builds "
-                "GPTModelPipe, a PipelineModule, even with pipeline parallel size 1, so DeepSpeed runs its "
-                "PipelineEngine", deepspeed_flag, stages, True)
-        return None
-    # A DeepSpeed JSON: the engine is chosen by the model class in code (PipelineModule); the
-    # config says so when it gives pipeline stages > 1, or when the spec says it explicitly.
-    explicit = as_bool(p.pipeline_engine)
-    if explicit:
-        return PipelineEngine("the run uses DeepSpeed's PipelineEngine", p.pipeline_engine, stages, False)
-    if explicit is None and stages is not None and stages > 1:
-        return PipelineEngine(f"pipeline.stages {stages}: the model is a PipelineModule run by DeepSpeed's "
-                              "PipelineEngine", p.pipeline, stages, False)
-    return None
+    """Whether the run is wrapped in DeepSpeed's PipelineEngine (the run's framework says,
+    ``Framework.pipeline_engine``); None when not, or unknown."""
+    return framework_of(spec).pipeline_engine(spec)
 
 
 # ------------------------------------------------------------------------------- messages
@@ -277,7 +167,7 @@ def any_value(*values: Any) -> bool:
 def partial_args(spec: TrainingSpec) -> bool:
     """A Megatron spec read from flag variables or a MODEL_ARGS file rather than a launch command:
     whoever uses it may add flags, so the framework defaults it falls back to prove nothing."""
-    return spec.framework == "megatron" and " at line " not in spec.label and " in " not in spec.label
+    return framework_of(spec).partial_arguments(spec)
 
 
 def from_checkpoint(spec: TrainingSpec) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_CORE
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.rules.startup.derive import (
@@ -41,7 +42,7 @@ class ExpertsExpertParallel(Rule):
     name = "experts-expert-parallel"
     default_severity = Severity.ERROR
     summary = "number of experts not divisible by expert-parallel size (or EP > 1 without experts)"
-    frameworks = ("megatron",)
+    requires = frozenset({CAP_MEGATRON_CORE})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         ep_v, experts_v = spec.parallel.expert, spec.model.num_experts

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_DEEPSPEED_CONFIG
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.spec import TrainingSpec
@@ -56,7 +57,7 @@ class TrainerDeepSpeedMismatch(Rule):
     name = "hf-trainer-deepspeed-mismatch"
     default_severity = Severity.ERROR
     summary = "DeepSpeed config batch value that the Hugging Face Trainer's arguments contradict"
-    frameworks = ("deepspeed",)
+    requires = frozenset({CAP_DEEPSPEED_CONFIG})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         b = spec.batch

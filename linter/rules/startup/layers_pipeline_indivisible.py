@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_CORE
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.rules.startup.derive import (
@@ -52,7 +53,7 @@ class LayersPipelineIndivisible(Rule):
     name = "layers-pipeline-indivisible"
     default_severity = Severity.ERROR
     summary = "number of layers not divisible by the pipeline size, or layers per stage by the virtual-pipeline factor"
-    frameworks = ("megatron",)
+    requires = frozenset({CAP_MEGATRON_CORE})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         if pipeline_engine(spec) is not None or as_bool(spec.engine.deepspeed_flag) or from_checkpoint(spec):

@@ -21,6 +21,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from trainlint.rules import capabilities
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS
 from trainlint.provenance import Value, default
 from trainlint.spec import MEGATRON_LM, TrainingSpec
 
@@ -54,7 +56,7 @@ def _default_value(dest: str) -> Value | None:
 
 
 def is_current(spec: TrainingSpec) -> bool:
-    if spec.framework != "megatron" or spec.dialect != MEGATRON_LM:
+    if CAP_MEGATRON_ARGUMENTS not in capabilities(spec) or spec.dialect != MEGATRON_LM:
         return False
     entry = (spec.entry_point or "").replace("\\", "/")
     return not (entry == "main.py" or entry.endswith("tasks/main.py"))

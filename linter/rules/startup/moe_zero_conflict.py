@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL, CAP_NEOX_ARGUMENTS
 from trainlint.diagnostics import Severity
-from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_bool,
     as_int,
@@ -45,7 +46,7 @@ class MoeZeroConflict(Rule):
     name = "moe-zero-conflict"
     default_severity = Severity.ERROR
     summary = "MoE with a ZeRO stage the framework refuses (NeoX: >= 2; DeepSpeed native MoE: 3)"
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         stage_v = zero_stage(spec)
@@ -54,11 +55,11 @@ class MoeZeroConflict(Rule):
         experts = _experts(experts_v)
         if stage is None or experts is None or experts <= 1:
             return
-        if spec.framework == "neox" and stage >= 2:
+        if CAP_NEOX_ARGUMENTS in capabilities(spec) and stage >= 2:
             yield Finding(f"{experts} experts (moe_num_experts) with ZeRO stage {stage}; NeoX stops: \"MoE is not "
                           "compatible with zero stages 2 and 3\"", at=stage_v,
                           also=_also((experts_v, "moe_num_experts")), fix="use ZeRO stage 0 or 1 with MoE")
-        elif spec.framework == "megatron" and stage >= 3 and as_bool(spec.engine.deepspeed_flag):
+        elif CAP_MEGATRON_ARGUMENTS in capabilities(spec) and stage >= 3 and as_bool(spec.engine.deepspeed_flag):
             yield Finding(f"DeepSpeed MoE ({experts} experts) with ZeRO stage {stage}; DeepSpeed stops: \"Native "
                           "DeepSpeed MoE is not supported with ZeRO Stage 3. Use AutoEP or choose ZeRO stage 1/2.\"",
                           at=stage_v, also=_also((experts_v, "number of experts")), fix="use ZeRO stage 1 or 2 with MoE")

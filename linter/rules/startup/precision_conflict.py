@@ -4,16 +4,17 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_NEOX_ARGUMENTS, CAP_STARTUP_CHECKS
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Value
-from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_bool,
     as_str,
     ds,
 )
 from trainlint.spec import TrainingSpec
-from trainlint.rules.startup.helpers import ALL, _also
+from trainlint.rules.startup.helpers import _also
 
 
 def _later(a: Value, b: Value) -> tuple[Value, Value]:
@@ -66,12 +67,12 @@ class PrecisionConflict(Rule):
     name = "precision-conflict"
     default_severity = Severity.ERROR
     summary = "fp16 and bf16 both enabled, or a precision setting disagreeing with the fp16/bf16 blocks"
-    frameworks = ALL
+    requires = frozenset({CAP_STARTUP_CHECKS})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        if spec.framework == "megatron":
+        if CAP_MEGATRON_ARGUMENTS in capabilities(spec):
             yield from self._megatron(spec)
-        elif spec.framework == "neox":
+        elif CAP_NEOX_ARGUMENTS in capabilities(spec):
             yield from self._neox(spec)
         else:
             fp16, bf16 = spec.precision.fp16_enabled, spec.precision.bf16_enabled

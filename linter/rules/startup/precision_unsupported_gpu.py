@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_STARTUP_CHECKS
 from trainlint.catalog import CatalogError, find_gpu
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Origin, Value
@@ -13,7 +14,7 @@ from trainlint.rules.startup.derive import (
     as_str,
 )
 from trainlint.spec import TrainingSpec
-from trainlint.rules.startup.helpers import ALL, _also
+from trainlint.rules.startup.helpers import _also
 
 
 def _declared_gpu(spec: TrainingSpec, ctx: RuleContext) -> tuple[str, Value | str] | None:
@@ -57,7 +58,7 @@ class PrecisionUnsupportedGPU(Rule):
     name = "precision-unsupported-gpu"
     default_severity = Severity.ERROR
     summary = "bf16 on a pre-Ampere GPU or FP8 on a pre-Hopper GPU, when the target GPU is declared"
-    frameworks = ALL
+    requires = frozenset({CAP_STARTUP_CHECKS})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         declared = _declared_gpu(spec, ctx)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_CORE
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.rules.startup.derive import (
@@ -37,7 +38,7 @@ class SeqLengthContextParallel(Rule):
     name = "seq-length-context-parallel"
     default_severity = Severity.ERROR
     summary = "seq_length not a multiple of 2 x context-parallel size"
-    frameworks = ("megatron",)
+    requires = frozenset({CAP_MEGATRON_CORE})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         seq_v, cp_v = spec.model.seq_length, spec.parallel.context

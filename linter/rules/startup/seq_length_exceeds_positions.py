@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_MODEL
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.rules.startup.derive import (
@@ -42,7 +43,7 @@ class SeqLengthExceedsPositions(Rule):
     name = "seq-length-exceeds-positions"
     default_severity = Severity.ERROR
     summary = "max_position_embeddings smaller than seq_length"
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         seq_v, pos_v = spec.model.seq_length, spec.model.max_position_embeddings

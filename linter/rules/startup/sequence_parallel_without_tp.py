@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Origin
-from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_bool,
     as_int,
@@ -46,7 +47,7 @@ class SequenceParallelWithoutTP(Rule):
     name = "sequence-parallel-without-tp"
     default_severity = Severity.WARNING
     summary = "sequence parallelism enabled with tensor parallel size 1 (silently disabled / no effect)"
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         sp, tp_v = spec.parallel.sequence_parallel, spec.parallel.tensor
@@ -55,7 +56,7 @@ class SequenceParallelWithoutTP(Rule):
             return
         if sp is not None and as_bool(sp) and sp.provenance.origin is Origin.FILE and tp is not None and tp <= 1:
             what = ("Megatron disables it (\"Disabling sequence parallelism because tensor model parallelism is "
-                    "disabled\")" if spec.framework == "megatron" else "NeoX shards nothing with model_parallel_size 1")
+                    "disabled\")" if CAP_MEGATRON_ARGUMENTS in capabilities(spec) else "NeoX shards nothing with model_parallel_size 1")
             yield Finding(f"sequence parallelism is on with tensor parallel size {tp}: {what}",
                           at=sp, also=_also((tp_v, "tensor parallel size")),
                           fix="remove sequence parallelism or use tensor parallel size > 1")

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL, CAP_NEOX_ARGUMENTS
 from trainlint.diagnostics import Severity
-from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.estimation.scope import rewrites_checkpoints
 from trainlint.rules.startup.derive import (
     as_int,
@@ -49,7 +50,7 @@ class WorldSizeNotDivisible(Rule):
     name = "world-size-not-divisible"
     default_severity = Severity.ERROR
     summary = "world size not divisible by the model-parallel product (TP x PP x CP, expert grid, NeoX pp x mp)"
-    frameworks = ("megatron", "neox")
+    requires = frozenset({CAP_MEGATRON_MODEL})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         world = spec.cluster.world_size
@@ -59,14 +60,14 @@ class WorldSizeNotDivisible(Rule):
             return  # a checkpoint conversion tool sets the world size its checks see itself
         size, how, divisors = product
         if size >= 1 and n % size:
-            if spec.framework == "neox":
+            if CAP_NEOX_ARGUMENTS in capabilities(spec):
                 quote = "\"(global_num_gpus / pp_size) / mp_size [...] must be a whole number\""
             else:
                 quote = f"\"world size ({n}) is not divisible by total_model_size\""
             yield Finding(f"world size {n} is not divisible by {how} = {size}; the framework stops: {quote}",
                           at=world, also=_also(*divisors), fix=f"launch a multiple of {size} GPUs or change the parallel sizes")
             return
-        if spec.framework != "megatron":
+        if CAP_MEGATRON_ARGUMENTS not in capabilities(spec):
             return
         p = spec.parallel
         ep, etp, pp, tp = as_int(p.expert), as_int(p.expert_tensor), as_int(p.pipeline), as_int(p.tensor)

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_NEOX_ARGUMENTS, CAP_STARTUP_CHECKS
 from trainlint.diagnostics import Severity
-from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_int,
     pipeline_engine,
     zero_stage,
 )
 from trainlint.spec import TrainingSpec
-from trainlint.rules.startup.helpers import ALL, _also
+from trainlint.rules.startup.helpers import _also
 
 
 class ZeroPipelineConflict(Rule):
@@ -58,7 +59,7 @@ class ZeroPipelineConflict(Rule):
     name = "zero-pipeline-conflict"
     default_severity = Severity.ERROR
     summary = "ZeRO stage 2/3 with DeepSpeed's pipeline engine (NeoX: pipe_parallel_size >= 1, even 1)"
-    frameworks = ALL
+    requires = frozenset({CAP_STARTUP_CHECKS})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         stage_v = zero_stage(spec)
@@ -70,15 +71,15 @@ class ZeroPipelineConflict(Rule):
             return
         quote = "DeepSpeed stops: \"ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism\""
         if engine.only_wrapper:
-            if spec.framework == "neox":
+            if CAP_NEOX_ARGUMENTS in capabilities(spec):
                 fix = "set `pipe_parallel_size: 0` (no pipeline engine) or use ZeRO stage 1"
             else:
                 fix = "add --no-pipeline-parallel (no pipeline engine) or use ZeRO stage 1"
         else:
             fix = "use ZeRO stage 0 or 1 with pipeline parallelism"
-        at, other = (engine.at, stage_v) if engine.only_wrapper and spec.framework == "neox" else (stage_v, engine.at)
+        at, other = (engine.at, stage_v) if engine.only_wrapper and CAP_NEOX_ARGUMENTS in capabilities(spec) else (stage_v, engine.at)
         also = [(other, "pipeline engine engaged here" if other is engine.at else f"ZeRO stage {stage} here")]
-        if spec.framework == "megatron":
+        if CAP_MEGATRON_ARGUMENTS in capabilities(spec):
             flag = spec.settings.get("zero_stage")  # file text: where --zero-stage is written, for the location
             if flag is not None and flag is not stage_v and flag.span != getattr(stage_v, "span", None):
                 also.append((flag, f"--zero-stage {flag.value}"))

@@ -43,7 +43,7 @@ class AllreduceSumUnsupported(Rule):
     name = "ds-allreduce-sum-unsupported"
     default_severity = Severity.ERROR
     summary = "gradient_allreduce_op \"sum\" with ZeRO-3, ZenFlow or DeepCompile"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         op = ds(spec, "gradient_allreduce_op")

@@ -41,7 +41,7 @@ class AmpConflict(Rule):
     name = "ds-amp-conflict"
     default_severity = Severity.ERROR
     summary = "Apex AMP with ZeRO, or with DeepSpeed's fp16/bf16 mode"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         amp = ds_enabled(spec, "amp")

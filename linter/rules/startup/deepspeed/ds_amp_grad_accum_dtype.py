@@ -49,7 +49,7 @@ class AmpGradAccumDtype(ReleaseBoundRule):
     name = "ds-amp-grad-accum-dtype"
     default_severity = Severity.ERROR
     summary = "Apex AMP without ZeRO with a gradient-accumulation dtype other than the model's fp32"
-    frameworks = DS
+    requires = DS
     releases = Releases("deepspeed")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:

@@ -44,7 +44,7 @@ class BatchSizeMissing(Rule):
     name = "ds-batch-size-missing"
     default_severity = Severity.ERROR
     summary = "DeepSpeed config with neither train_batch_size nor train_micro_batch_size_per_gpu"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         if ds_has_auto(spec) or ds_present(spec, "train_batch_size") or ds_present(spec, "train_micro_batch_size_per_gpu"):

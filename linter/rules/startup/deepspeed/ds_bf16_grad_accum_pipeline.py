@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_DEEPSPEED_CONFIG, CAP_DEEPSPEED_ENGINE
 from trainlint.diagnostics import Severity
-from trainlint.rules import Finding, Rule, RuleContext
+from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_bool,
     as_int,
@@ -47,7 +48,7 @@ class Bf16GradAccumPipeline(Rule):
     name = "ds-bf16-grad-accum-pipeline"
     default_severity = Severity.WARNING
     summary = "bf16 gradient accumulation on the pipeline engine without ZeRO (numerically unsafe)"
-    frameworks = ("deepspeed", "neox")
+    requires = frozenset({CAP_DEEPSPEED_ENGINE})
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         engine, stage = pipeline_engine(spec), _stage(spec)
@@ -61,7 +62,7 @@ class Bf16GradAccumPipeline(Rule):
             return  # one micro-batch per step: nothing is accumulated
         accum_v = spec.precision.grad_accum_dtype
         accum = (as_str(accum_v) or "bf16").lower()
-        if accum != "bf16" or (spec.framework == "deepspeed" and as_bool(ds_enabled(spec, "amp"))):
+        if accum != "bf16" or (CAP_DEEPSPEED_CONFIG in capabilities(spec) and as_bool(ds_enabled(spec, "amp"))):
             return
         at = spec.precision.bf16_enabled if as_bool(spec.precision.bf16_enabled) else spec.precision.dtype
         yield Finding(f"bf16 on the pipeline engine ({engine.reason}) without ZeRO accumulates {gas} micro-batch gradients in bf16; "

@@ -44,7 +44,7 @@ class DynamicLossScaleRange(ReleaseBoundRule):
     name = "ds-dynamic-loss-scale-range"
     default_severity = Severity.ERROR
     summary = "fp16 dynamic loss scaling with loss_scale_window or min_loss_scale not positive"
-    frameworks = DS
+    requires = DS
     releases = Releases("deepspeed", first="0.19.3")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:

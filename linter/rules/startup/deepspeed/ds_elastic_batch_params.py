@@ -45,7 +45,7 @@ class ElasticBatchParams(Rule):
     name = "ds-elastic-batch-params"
     default_severity = Severity.ERROR
     summary = "elasticity enabled with batch keys in the config (without ignore_non_elastic_batch_info)"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         enabled = ds(spec, "elasticity.enabled")

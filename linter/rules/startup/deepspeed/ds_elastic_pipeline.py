@@ -43,7 +43,7 @@ class ElasticPipeline(Rule):
     name = "ds-elastic-pipeline"
     default_severity = Severity.ERROR
     summary = "elasticity with the pipeline engine when GPUs per node is not a multiple of the model-parallel size"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         enabled = ds(spec, "elasticity.enabled")

@@ -68,7 +68,7 @@ class ElasticityConfig(ReleaseBoundRule):
     name = "ds-elasticity-config"
     default_severity = Severity.ERROR
     summary = "elasticity enabled without its batch keys, with an unsupported version, or with out-of-range values"
-    frameworks = DS
+    requires = DS
     releases = Releases("deepspeed")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterator
 
 from trainlint.diagnostics import Severity
+from trainlint.framework import CAP_DEEPSPEED_CONFIG
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.rules.startup.derive import as_bool, as_int, ds, ds_has_auto, ds_target, zero_stage
 from trainlint.rules.startup.releases import Releases, release_key
@@ -68,7 +69,7 @@ class EngineFeatureCombinations(Rule):
     name = "ds-engine-feature-combinations"
     default_severity = Severity.ERROR
     summary = "DeepSpeed engine features the engine refuses together (MoQ without fp16, AutoTP or Muon with ZeRO-3)"
-    frameworks = ("deepspeed",)
+    requires = frozenset({CAP_DEEPSPEED_CONFIG})  # the run's settings are a DeepSpeed config
     release_dependent = False
     """The MoQ checks hold in every supported release; the AutoTP and Muon ones run only against a
     stated or located release that makes them."""

@@ -42,7 +42,7 @@ class GradAccumDtypeMix(Rule):
     name = "ds-grad-accum-dtype-mix"
     default_severity = Severity.ERROR
     summary = "grad_accum_dtype differs from the model dtype without ZeRO or AMP"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         accum_v = ds(spec, "data_types.grad_accum_dtype")

@@ -40,7 +40,7 @@ class LambStaticLossScale(Rule):
     name = "ds-lamb-static-loss-scale"
     default_severity = Severity.ERROR
     summary = "LAMB / 1-bit LAMB with a static fp16.loss_scale"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         found = _optimizer(spec)

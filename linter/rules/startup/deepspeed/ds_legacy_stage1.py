@@ -42,7 +42,7 @@ class LegacyStage1(ReleaseBoundRule):
     name = "ds-legacy-stage1"
     default_severity = Severity.ERROR
     summary = "zero_optimization.legacy_stage1 with ZeRO, removed in DeepSpeed 0.5.9"
-    frameworks = DS
+    requires = DS
     releases = Releases("deepspeed")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:

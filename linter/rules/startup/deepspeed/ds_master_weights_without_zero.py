@@ -43,7 +43,7 @@ class MasterWeightsWithoutZero(Rule):
     name = "ds-master-weights-without-zero"
     default_severity = Severity.ERROR
     summary = "fp16/bf16 master-weights or bf16 optimizer-state options without ZeRO 1-3"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         stage = _stage(spec)

@@ -40,7 +40,7 @@ class MaxGradNormIgnored(Rule):
     name = "ds-max-grad-norm-ignored"
     default_severity = Severity.WARNING
     summary = "optimizer.params.max_grad_norm without fp16 is silently set to 0 (use gradient_clipping)"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         value = ds(spec, "optimizer.params.max_grad_norm")

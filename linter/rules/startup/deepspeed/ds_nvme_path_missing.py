@@ -41,7 +41,7 @@ class NvmePathMissing(Rule):
     name = "ds-nvme-path-missing"
     default_severity = Severity.ERROR
     summary = "ZeRO-3 NVMe offload without nvme_path"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         stage = _stage(spec)

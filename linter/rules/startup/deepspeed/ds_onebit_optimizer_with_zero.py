@@ -36,7 +36,7 @@ class OneBitOptimizerWithZero(Rule):
     name = "ds-onebit-optimizer-with-zero"
     default_severity = Severity.ERROR
     summary = "1-bit Adam / 0/1 Adam / 1-bit LAMB with ZeRO"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         found, stage = _optimizer(spec), _stage(spec)

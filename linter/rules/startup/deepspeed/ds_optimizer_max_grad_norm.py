@@ -45,7 +45,7 @@ class OptimizerMaxGradNorm(ReleaseBoundRule):
     name = "ds-optimizer-max-grad-norm"
     default_severity = Severity.WARNING
     summary = "optimizer.params.max_grad_norm, which DeepSpeed refuses when it builds the optimizer"
-    frameworks = DS
+    requires = DS
     releases = Releases("deepspeed")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:

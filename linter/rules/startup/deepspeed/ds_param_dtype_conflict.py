@@ -42,7 +42,7 @@ class ParamDtypeConflict(Rule):
     name = "ds-param-dtype-conflict"
     default_severity = Severity.ERROR
     summary = "data_types.param_dtype differs from the enabled fp16/bf16 mode"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         value = ds(spec, "data_types.param_dtype")

@@ -40,7 +40,7 @@ class PartialOffloadWithoutZero3(Rule):
     name = "ds-partial-offload-without-zero3"
     default_severity = Severity.ERROR
     summary = "offload_optimizer.ratio < 1.0 with a ZeRO stage other than 3"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         ratio_v = ds(spec, "zero_optimization.offload_optimizer.ratio")

@@ -43,7 +43,7 @@ class UnmanagedGradAccumConflict(Rule):
     name = "ds-unmanaged-grad-accum-conflict"
     default_severity = Severity.ERROR
     summary = "managed_gradient_accumulation false with overlap_comm below ZeRO-2, pipeline, DeepCompile or AMP"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         managed = ds(spec, "managed_gradient_accumulation")

@@ -38,7 +38,7 @@ class UnsupportedOptimizer(Rule):
     name = "ds-unsupported-optimizer"
     default_severity = Severity.ERROR
     summary = "optimizer.type is neither a DeepSpeed optimizer nor a torch.optim class name"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         found = _optimizer(spec)

@@ -48,7 +48,7 @@ class ZeroUntestedOptimizer(Rule):
     name = "ds-zero-untested-optimizer"
     default_severity = Severity.ERROR
     summary = "ZeRO with an optimizer it has not been tested with, without zero_allow_untested_optimizer"
-    frameworks = DS
+    requires = DS
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         found, stage = _optimizer(spec), _stage(spec)

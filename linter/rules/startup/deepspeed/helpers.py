@@ -4,6 +4,7 @@ and the optimizer names DeepSpeed knows."""
 from __future__ import annotations
 
 
+from trainlint.framework import CAP_DEEPSPEED_CONFIG
 from trainlint.provenance import Value
 from trainlint.rules.startup.derive import (
     as_bool,
@@ -15,7 +16,7 @@ from trainlint.rules.startup.derive import (
 from trainlint.spec import TrainingSpec
 
 
-DS = ("deepspeed",)
+DS = frozenset({CAP_DEEPSPEED_CONFIG})  # the run's settings are a DeepSpeed config
 
 
 # deepspeed/runtime/config.py:71-87 @ edaa722 (compared lower-case, config.py:840-842).

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 
+from trainlint.framework import CAP_DEEPSPEED_CONFIG
 from trainlint.provenance import Value
 from trainlint.rules.startup.derive import (
     as_number,
 )
 
 
-DS = ("deepspeed",)
+DS = frozenset({CAP_DEEPSPEED_CONFIG})  # the run's settings are a DeepSpeed config
 
 
 def _number(value: Value | None) -> float | None:

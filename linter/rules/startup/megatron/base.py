@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.rules.startup.megatron_args import MegatronArgs, is_current
 from trainlint.spec import TrainingSpec
@@ -17,7 +18,7 @@ CALC = "megatron/core/num_microbatches_calculator.py"
 class MegatronRule(Rule):
     """Runs :meth:`findings` on current Megatron-LM runs only."""
 
-    frameworks = ("megatron",)
+    requires = frozenset({CAP_MEGATRON_ARGUMENTS})
     release_dependent = True
     """Each quotes ``validate_args`` / Megatron-Core's config checks at trainlint's commit; an older
     release or a fork may not make it (the engine lowers it to a warning when the release is assumed)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Iterator
 
+from trainlint.framework import CAP_NEOX_ARGUMENTS
 from trainlint.provenance import Value, default
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.spec import TrainingSpec
@@ -111,7 +112,7 @@ def ref(line: str) -> str:
 
 
 class _NeoXRule(Rule):
-    frameworks = ("neox",)
+    requires = frozenset({CAP_NEOX_ARGUMENTS})
     release_dependent = False
     """GPT-NeoX's own checks of its arguments, kept through its releases (TL187 says otherwise)."""
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_NEOX_ARGUMENTS
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.neox.helpers import NeoXArgs
@@ -36,7 +37,7 @@ class DeepSpeedDisabled(ReleaseBoundRule):
     name = "neox-deepspeed-disabled"
     default_severity = Severity.ERROR
     summary = "deepspeed: false, which GPT-NeoX refuses (it runs only with DeepSpeed)"
-    frameworks = ("neox",)
+    requires = frozenset({CAP_NEOX_ARGUMENTS})
     releases = Releases("neox")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from trainlint.framework import CAP_NEOX_ARGUMENTS
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.neox.helpers import NeoXArgs
@@ -51,7 +52,7 @@ class IncompleteRun(ReleaseBoundRule):
     name = "neox-incomplete-run"
     default_severity = Severity.ERROR
     summary = "a NeoX run named on its own that sets no batch size or none of the model keys"
-    frameworks = ("neox",)
+    requires = frozenset({CAP_NEOX_ARGUMENTS})
     releases = Releases("neox")
 
     def findings(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:

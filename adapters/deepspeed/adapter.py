@@ -1,7 +1,7 @@
 """DeepSpeed config JSON (``ds_config.json``).
 
 DeepSpeed reads its config with hjson and refuses duplicate keys (deepspeed/runtime/config.py);
-:mod:`trainlint.adapters.json_tree` reads it the same way with positions. This adapter reports
+:mod:`trainlint.adapters.text.json_tree` reads it the same way with positions. This adapter reports
 what the reader found (TL002/TL003/TL007/TL010), the Hugging Face ``"auto"`` values (TL007),
 deprecated keys (TL008), the schema check (TL004/5/6), and builds one TrainingSpec.
 
@@ -18,7 +18,7 @@ from pathlib import PurePath
 from typing import TYPE_CHECKING, Any, Iterator
 
 from trainlint.adapters.base import BY_CONTENT, BY_NAME, CERTAIN, NOT_MINE, Adapter, LoadContext, LoadResult
-from trainlint.adapters.json_tree import parse
+from trainlint.adapters.text.json_tree import parse
 from trainlint.diagnostics import Applicability, Diagnostic, Related, Severity, code
 from trainlint.document import Document, pointer_parts
 from trainlint.input_codes import input_diagnostic
@@ -657,7 +657,7 @@ class DeepSpeedAdapter(Adapter):
         return result
 
     def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str]:
-        from trainlint.adapters.deepspeed_writer import spell_changes
+        from trainlint.adapters.deepspeed.writer import spell_changes
 
         return spell_changes(changes)
 
@@ -669,7 +669,7 @@ class DeepSpeedAdapter(Adapter):
                          | ({"pp"} if "pipeline.stages" in spec.settings else set()))
 
     def writer(self, texts, result, spec, changes, index):
-        from trainlint.adapters.deepspeed_writer import DeepSpeedWriter
+        from trainlint.adapters.deepspeed.writer import DeepSpeedWriter
 
         return DeepSpeedWriter(texts, result, spec, changes)
 

@@ -200,7 +200,7 @@ def script_arguments(words: list[str], span_of: Callable[[int], Span], path: str
     written, rest = _config_word(words)
     if written is None:
         return words, on_line, False
-    from trainlint.accelerate_config import find_config
+    from trainlint.adapters.hf.accelerate import find_config
 
     found = find_config(written, str(cwd / "x"))
     entries = _read_arguments(found) if found else None
@@ -240,7 +240,7 @@ def _read_arguments(path: str) -> list[tuple[str, str, Span]] | None:
     """The top-level ``key: scalar`` pairs of a YAML (or JSON) mapping, as text with the value's span."""
     import yaml
 
-    from trainlint.adapters.yaml_tree import compose_mapping_file, node_span
+    from trainlint.adapters.text.yaml_tree import compose_mapping_file, node_span
 
     root = compose_mapping_file(path, MAX_ARGS_FILE_BYTES)
     if root is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint.rules import Finding
-from trainlint.adapters.bridge.rules.base import BridgeRule, Fields, positive_int
+from trainlint.rules.startup.bridge.base import BridgeRule, Fields, positive_int
 
 
 class SequenceLengths(BridgeRule):

@@ -5,7 +5,7 @@
 
 Both tools hand these keys to the Trainer's TrainingArguments (LLaMA-Factory parses the YAML into
 them; axolotl maps ``micro_batch_size`` to ``per_device_train_batch_size``), so the run is read as
-:mod:`trainlint.hf_trainer` reads ``deepspeed train.py --deepspeed ds.json ...``: the JSON, with its
+:mod:`trainlint.adapters.hf.trainer_args` reads ``deepspeed train.py --deepspeed ds.json ...``: the JSON, with its
 ``"auto"`` values filled from the YAML, each value located at its YAML key. The JSON is read only
 inside the project (relative names: the YAML's folder, the current directory, the project root).
 """
@@ -123,9 +123,9 @@ class HFTrainerYamlAdapter(Adapter):
             return NOT_MINE
 
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
-        from trainlint.adapters.deepspeed import load_deepspeed_config
+        from trainlint.adapters.deepspeed.adapter import load_deepspeed_config
         from trainlint.adapters.engine import set_engine
-        from trainlint.hf_trainer import FILLED_POINTERS, fill_from_trainer
+        from trainlint.adapters.hf.trainer_args import FILLED_POINTERS, fill_from_trainer
         from trainlint.input_codes import FILE_START, input_diagnostic
         from trainlint.sources import UnreadableSource
 
@@ -171,7 +171,7 @@ class HFTrainerYamlAdapter(Adapter):
 
 
 def _span(node: yaml.Node) -> Span:
-    from trainlint.adapters.yaml_tree import node_span
+    from trainlint.adapters.text.yaml_tree import node_span
 
     return node_span(node)
 

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from trainlint.rules import Finding
 from trainlint.adapters.bridge.build import SETTING_PREFIX
-from trainlint.adapters.bridge.rules.base import BridgeRule, Fields
+from trainlint.rules.startup.bridge.base import BridgeRule, Fields
 
 
 class CheckpointSettings(BridgeRule):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint.rules import Finding
-from trainlint.adapters.bridge.rules.base import BridgeRule, Fields
+from trainlint.rules.startup.bridge.base import BridgeRule, Fields
 
 
 class FsdpSettings(BridgeRule):

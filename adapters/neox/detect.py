@@ -16,7 +16,7 @@ from trainlint.sources import SourceText
 from trainlint.spec import TrainingSpec
 
 if TYPE_CHECKING:  # pragma: no cover - yaml_tree (and PyYAML) is imported when a YAML is read
-    from trainlint.adapters.yaml_tree import YamlTree
+    from trainlint.adapters.text.yaml_tree import YamlTree
 
 STRONG = 90
 """Several keys only NeoX uses: sure enough to win over the DeepSpeed adapter on a NeoX .json
@@ -72,7 +72,7 @@ def strong_keys_of(schema: dict) -> frozenset[str]:
 def _strong_keys() -> frozenset[str]:
     # strong_keys_of(the schema), written out (scripts/build_neox_keys.py; a test keeps them equal):
     # every file a check meets is sniffed, and loading the 77 KB schema for it cost ~0.7 ms a start
-    from trainlint.adapters.neox_keys import STRONG_KEYS
+    from trainlint.adapters.neox.keys import STRONG_KEYS
 
     return STRONG_KEYS
 
@@ -129,7 +129,7 @@ _SNIFFED: dict[int, tuple[str, str | None, Any]] = {}
 
 
 def _parse_sniffed(text: str, path: str | None) -> YamlTree:
-    from trainlint.adapters.yaml_tree import parse_yaml  # PyYAML: only once a file looks like NeoX's
+    from trainlint.adapters.text.yaml_tree import parse_yaml  # PyYAML: only once a file looks like NeoX's
 
     tree = parse_yaml(text, path)
     _SNIFFED.clear()
@@ -141,7 +141,7 @@ def _parse_once(text: str, path: str | None) -> YamlTree:
     entry = _SNIFFED.pop(id(text), None)
     if entry is not None and entry[0] is text and entry[1] == path:
         return entry[2]
-    from trainlint.adapters.yaml_tree import parse_yaml
+    from trainlint.adapters.text.yaml_tree import parse_yaml
 
     return parse_yaml(text, path)
 
@@ -209,7 +209,7 @@ class NeoXAdapter(Adapter):
 
     # -- the way back ------------------------------------------------------------------------
     def spell_changes(self, spec: TrainingSpec, changes: dict[str, Any], base: Any) -> list[str]:
-        from trainlint.adapters.neox_writer import spell_changes
+        from trainlint.adapters.neox.writer import spell_changes
 
         return spell_changes(changes)
 
@@ -219,12 +219,12 @@ class NeoXAdapter(Adapter):
         return frozenset({"tp", "pp", "micro", "recompute", "zero", "global-batch", "overlap"})
 
     def writer(self, texts, result, spec, changes, index):
-        from trainlint.adapters.neox_writer import NeoXWriter
+        from trainlint.adapters.neox.writer import NeoXWriter
 
         return NeoXWriter(texts, result, spec, changes)
 
     # -- load: the reader is imported on first use -------------------------------------------
     def load(self, source: SourceText, context: LoadContext) -> LoadResult:
-        from trainlint.adapters.neox import NeoXReader
+        from trainlint.adapters.neox.reader import NeoXReader
 
         return NeoXReader().load(source, context)

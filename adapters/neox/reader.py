@@ -35,10 +35,10 @@ from trainlint.spec import EngineSpec, TrainingSpec
 
 # The sniff and the adapter class live in .neox_detect (imported at every start); this reader is
 # imported on the first NeoX load. NeoXAdapter is re-exported here for the callers that import it.
-from trainlint.adapters.neox_detect import NeoXAdapter, _parse_once, _schema  # noqa: F401 - NeoXAdapter re-exported
+from trainlint.adapters.neox.detect import NeoXAdapter, _parse_once, _schema  # noqa: F401 - NeoXAdapter re-exported
 
 if TYPE_CHECKING:  # pragma: no cover - yaml_tree (and PyYAML) is imported when a YAML is read
-    from trainlint.adapters.yaml_tree import YamlTree
+    from trainlint.adapters.text.yaml_tree import YamlTree
 
 NEOX_ARGS_PY = "megatron/neox_arguments/neox_args.py"
 DEEPSPEED_ARGS_PY = "megatron/neox_arguments/deepspeed_args.py"
@@ -236,7 +236,7 @@ def _escape(key: str) -> str:
 
 
 class NeoXReader:
-    """Reads the files :class:`~trainlint.adapters.neox_detect.NeoXAdapter` claims."""
+    """Reads the files :class:`~trainlint.adapters.neox.detect.NeoXAdapter` claims."""
 
     name = "neox"
 
@@ -626,7 +626,7 @@ class _SpecBuilder:
         to make_vocab_size_divisible_by x model_parallel_size (_vocab_size_with_padding,
         megatron/tokenizer/tokenizer.py; the estimator pads). None when the tokenizer is not
         identified (the estimator then states an assumed vocabulary)."""
-        from trainlint.tokenizer_vocab import GPT2_BPE, Vocab, known_file, local_file
+        from trainlint.adapters.hf.tokenizer_vocab import GPT2_BPE, Vocab, known_file, local_file
 
         kind_v, file_v = self.get("tokenizer_type"), self.file("vocab_file")
         kind = self.bare(kind_v, "GPT2BPETokenizer")
@@ -828,7 +828,7 @@ def _attention_kinds(config: Any) -> set[str]:
 def set_engine(spec: TrainingSpec) -> None:
     """GPT-NeoX trains with DeepSpeed's engine (its PipelineEngine when pipe_parallel_size >= 1):
     DeepSpeed's optimizer rules, NeoX's own model code for attention and MoE, NeoX's batch rules."""
-    from trainlint.adapters.deepspeed import deepspeed_engine
+    from trainlint.adapters.deepspeed.adapter import deepspeed_engine
 
     spec.engine = EngineSpec()
     pipe = spec.parallel.pipeline_engine

@@ -57,7 +57,7 @@ class AccelerateConfig:
 
 
 def _span(node: yaml.Node) -> Span:
-    from trainlint.adapters.yaml_tree import node_span
+    from trainlint.adapters.text.yaml_tree import node_span
 
     return node_span(node)
 
@@ -85,7 +85,7 @@ def find_config(written: str, base: str | None = None) -> str | None:
 def read_accelerate_config(written: str, base: str | None = None) -> AccelerateConfig | None:
     """The settings of the YAML named ``written`` (relative to the current directory, else to
     ``base``'s folder or the project root) when it is in the project and a mapping; None otherwise."""
-    from trainlint.adapters.yaml_tree import compose_mapping_file
+    from trainlint.adapters.text.yaml_tree import compose_mapping_file
 
     path = find_config(written, base)
     if path is None:
@@ -249,7 +249,7 @@ def load_inline(config: AccelerateConfig | None, options: dict[str, Value], path
     (``accelerate launch --use_deepspeed --zero_stage 3 ...``: the command line or launch script).
     TL006 for a value accelerate would not take (an unknown offload device, a ZeRO stage above 3)."""
     from trainlint.adapters.base import LoadResult
-    from trainlint.adapters.deepspeed import FORMAT, build_spec, set_engine
+    from trainlint.adapters.deepspeed.adapter import FORMAT, build_spec, set_engine
     from trainlint.document import Document
     from trainlint.input_codes import input_diagnostic
 

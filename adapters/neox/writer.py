@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainlint.adapters.deepspeed_writer import DS_BATCH_KEYS
+from trainlint.adapters.deepspeed.writer import DS_BATCH_KEYS
 from trainlint.checker import FileResult
 from trainlint.document import pointer, pointer_parts
 from trainlint.spec import TrainingSpec
@@ -36,7 +36,7 @@ class NeoXWriter(Writer):
     )
 
     def __init__(self, texts: Texts, result: FileResult, spec: TrainingSpec, changes: dict[str, Any]) -> None:
-        from trainlint.adapters.yaml_tree import parse_yaml
+        from trainlint.adapters.text.yaml_tree import parse_yaml
 
         self.spec = spec
         self.changes = changes

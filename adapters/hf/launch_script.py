@@ -7,7 +7,7 @@ The script is expanded by the Megatron adapter's shell reader (variables, ``$1``
 nothing run); each command the launch classifier calls a DeepSpeed launch becomes one run: the JSON
 (found beside the script, in the current directory or at the project root, never outside the
 project), its ``"auto"`` values filled from the Trainer's arguments as the Trainer fills them
-(:mod:`trainlint.hf_trainer`), and the launcher's GPUs, nodes and world size; every value located at
+(:mod:`trainlint.adapters.hf.trainer_args`), and the launcher's GPUs, nodes and world size; every value located at
 its word in the script. A script with a Megatron-LM launch is the Megatron adapter's (it scores higher).
 """
 
@@ -82,10 +82,10 @@ class HFLaunchScriptAdapter(Adapter):
 
 def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell, command) -> bool:
     """Adds the run of one command when it is a DeepSpeed launch; returns whether it is one."""
-    from trainlint.adapters.deepspeed import load_deepspeed_config
-    from trainlint.adapters.hf_yaml import _find_json
+    from trainlint.adapters.deepspeed.adapter import load_deepspeed_config
+    from trainlint.adapters.hf.trainer_yaml import _find_json
     from trainlint.adapters.megatron.adapter import _Spans
-    from trainlint.command_line import parse_launch
+    from trainlint.adapters.launch.command_line import parse_launch
     from trainlint.input_codes import FILE_START, input_diagnostic
     from trainlint.sources import UnreadableSource
 
@@ -100,14 +100,14 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
         return spans(f.value_loc if f is not None else None)[1] or FILE_START
 
     from trainlint.adapters.megatron.invocation import find_invocation
-    from trainlint.command_line import accelerate_options
+    from trainlint.adapters.launch.command_line import accelerate_options
 
     # The launcher's words, located in this script (the same reading `run` applies to a command line).
     located = find_invocation(command, distinctive_needed=0)
     options = accelerate_options(located, spans) if located is not None and "accelerate" in located.launchers else {}
     ref = launch.deepspeed_config
     if ref is None:  # accelerate's inline DeepSpeed settings
-        from trainlint.accelerate_config import load_inline
+        from trainlint.adapters.hf.accelerate import load_inline
 
         what = "the accelerate config's DeepSpeed settings" if launch.accelerate is not None else \
             "accelerate's DeepSpeed options"
@@ -144,8 +144,8 @@ def _complete(result: LoadResult, source: SourceText, launch, located, spans, sp
               options: dict, what: str, command) -> None:
     """The DeepSpeed run ``loaded`` (a JSON, or accelerate's inline settings) as the launch runs it: the
     launcher's world (``located``: its invocation, located in the script) and the Trainer's arguments."""
-    from trainlint.accelerate_config import mixed_precision
-    from trainlint.command_line import _accelerate_world, complete_trainer_run, invocation_cluster, without_trainer_filled
+    from trainlint.adapters.hf.accelerate import mixed_precision
+    from trainlint.adapters.launch.command_line import _accelerate_world, complete_trainer_run, invocation_cluster, without_trainer_filled
 
     inv = launch.invocation
     cluster = None
@@ -170,7 +170,7 @@ def _complete(result: LoadResult, source: SourceText, launch, located, spans, sp
             spec.sources.insert(0, source.path)
         result.specs.append(spec)
     # the JSON's own problems are reported when the JSON itself is checked; here only what the launch adds
-    from trainlint.adapters.deepspeed import merge_auto_notes
+    from trainlint.adapters.deepspeed.adapter import merge_auto_notes
 
     result.diagnostics += merge_auto_notes([d for d in without_trainer_filled(loaded.diagnostics) if d.path])
     result.documents += loaded.documents

@@ -62,7 +62,7 @@ class WordRef:
 
 
 if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up time)
-    from trainlint.accelerate_config import AccelerateConfig
+    from trainlint.adapters.hf.accelerate import AccelerateConfig
     from trainlint.adapters.megatron.invocation import Invocation
 
 
@@ -118,9 +118,25 @@ def span_function(argv: list[str], path: str = COMMAND_LINE) -> Callable:
     return span_of
 
 
-def parse_launch(argv: list[str], base: str | None = None) -> LaunchCommand:
+def parse_launch(argv: list[str], base: str | None = None, frameworks: Sequence[Any] = ()) -> LaunchCommand:
     """Classify a command line; never raises on odd input. ``base``: the launch script the words are
-    in (an accelerate config is looked for beside it too)."""
+    in (an accelerate config is looked for beside it too). ``frameworks``: the session's
+    (:class:`trainlint.framework.Framework`); a Python command the shipped launch forms do not
+    recognise is offered to each (``Framework.claim_launch``), so a plugin framework's command
+    goes through ``trainlint run``'s gate too."""
+    found = _classify(argv, base)
+    if found.kind == "none" and found.invocation is not None:
+        for framework in frameworks:
+            kind = framework.claim_launch(found)
+            if kind:
+                found.kind = kind
+                break
+    return found
+
+
+def _classify(argv: list[str], base: str | None = None) -> LaunchCommand:
+    """The launch forms trainlint's own frameworks read (shared launcher knowledge: a Megatron entry
+    point, deepy.py, a DeepSpeed or accelerate config, a launch script)."""
     from trainlint.adapters.megatron.invocation import find_invocation
     from trainlint.adapters.megatron.shell import Command
     from trainlint.adapters.megatron.words import Loc
@@ -159,7 +175,7 @@ def parse_launch(argv: list[str], base: str | None = None) -> LaunchCommand:
 def _accelerate(found: LaunchCommand, argv: list[str], base: str | None = None) -> WordRef | None:
     """``accelerate launch``: its --deepspeed_config_file, else the one its --config_file YAML names
     (the YAML's num_processes/num_machines are kept on ``found`` for the world size)."""
-    from trainlint.accelerate_config import read_accelerate_config
+    from trainlint.adapters.hf.accelerate import read_accelerate_config
 
     assert found.invocation is not None  # parse_launch asks only for a Python script's invocation
     world = found.invocation.world
@@ -189,7 +205,7 @@ def _accelerate_deepspeed(found: LaunchCommand, argv: list[str], args_start: int
 def accelerate_options(inv, spans: Callable) -> dict:
     """The ``accelerate launch`` options that set the DeepSpeedPlugin (``--zero_stage 3``,
     ``--mixed_precision bf16``...), as text located with ``spans`` (Loc -> (path, Span))."""
-    from trainlint.accelerate_config import INLINE_KEYS
+    from trainlint.adapters.hf.accelerate import INLINE_KEYS
     from trainlint.provenance import Origin, Provenance, Value
 
     out = {}
@@ -337,9 +353,9 @@ def complete_trainer_run(spec, cluster, trainer_words: list[str] | None, span_of
     """A DeepSpeed JSON's run as a launch runs it: the Hugging Face Trainer fills its "auto" values
     from the words after the script (when a script runs), and the launcher's GPUs per node, nodes and
     world size fill what the JSON does not say. The same for ``run``'s command line and ``check``'s
-    launch scripts (adapters/hf_launch.py)."""
+    launch scripts (adapters/hf/launch_script.py)."""
     if trainer_words is not None:
-        from trainlint.hf_trainer import fill_from_trainer
+        from trainlint.adapters.hf.trainer_args import fill_from_trainer
 
         from trainlint.adapters.engine import set_engine
 
@@ -354,7 +370,7 @@ def complete_trainer_run(spec, cluster, trainer_words: list[str] | None, span_of
 
 def without_trainer_filled(diagnostics: list) -> list:
     """The JSON's diagnostics less the TL007 "auto" notes of the values the Trainer fills."""
-    from trainlint.hf_trainer import FILLED_POINTERS
+    from trainlint.adapters.hf.trainer_args import FILLED_POINTERS
 
     return [d for d in diagnostics if not (d.code == "TL007" and d.subject in FILLED_POINTERS)]
 
@@ -362,24 +378,23 @@ def without_trainer_filled(diagnostics: list) -> list:
 # ------------------------------------------------------------------------------ reading the configs
 
 
-def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None) -> list:
+def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None,
+                 registered: Sequence[Any] | None = None) -> list:
     """FileResults for what the command uses, before the rules run (what ``trainlint run`` lints):
-    the Megatron argument list, the DeepSpeed JSON with the launcher's world size, the NeoX YAMLs,
-    or the launch script, read with ``adapters``, the launch-script ``environment`` and the
-    session's ``frameworks`` settings."""
+    what the framework whose launch form it is reads (``Framework.read_launch``, among ``registered``,
+    the session's frameworks, else the built-in ones: the Megatron argument list, the DeepSpeed JSON
+    with the launcher's world size, the NeoX YAMLs), or the launch script, read with ``adapters``,
+    the launch-script ``environment`` and the session's ``frameworks`` settings."""
     from trainlint.adapters.base import LoadContext
-    from trainlint.checker import FileResult, check_file
+    from trainlint.checker import check_file
 
-    if launch.kind == "megatron":
-        from trainlint.adapters.megatron.adapter import load_argv
+    if registered is None:
+        from trainlint.framework import known_frameworks
 
-        loaded = load_argv(launch.argv, COMMAND_LINE, LoadContext(environment=environment, frameworks=frameworks))
-        diagnostics = [_fatal_if_missing(d if d.path else replace(d, path=COMMAND_LINE)) for d in loaded.diagnostics]
-        return [FileResult(COMMAND_LINE, loaded.format, diagnostics, loaded.specs, loaded.documents)]
-    if launch.kind == "deepspeed":
-        return [_deepspeed(launch, frameworks)]
-    if launch.kind == "neox":
-        return [_neox(launch, adapters, environment, frameworks)]
+        registered = known_frameworks()
+    owner = next((f for f in registered if launch.kind in f.launch_kinds), None)
+    if owner is not None:
+        return owner.read_launch(launch, adapters, environment, frameworks)
     if launch.kind == "script":
         assert launch.script is not None  # parse_launch sets kind "script" with the script's word
         # the words after the script are its $1 $2 ... (an argument not given is empty, as in bash)
@@ -388,6 +403,17 @@ def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[st
                            LoadContext(environment={**environment, **arguments} if arguments else environment,
                                        frameworks=frameworks))]
     return []
+
+
+def read_argument_list(launch: LaunchCommand, load: Callable, environment: dict[str, str], frameworks: Any = None):
+    """A command line that is itself the config (Megatron's argv): ``load(argv, path, context)`` reads it
+    as the framework's adapter does, located in :func:`command_text`."""
+    from trainlint.adapters.base import LoadContext
+    from trainlint.checker import FileResult
+
+    loaded = load(launch.argv, COMMAND_LINE, LoadContext(environment=environment, frameworks=frameworks))
+    diagnostics = [_fatal_if_missing(d if d.path else replace(d, path=COMMAND_LINE)) for d in loaded.diagnostics]
+    return FileResult(COMMAND_LINE, loaded.format, diagnostics, loaded.specs, loaded.documents)
 
 
 def _fatal_if_missing(diagnostic):
@@ -421,16 +447,16 @@ def _read(ref, what: str):
         return None, exc.diagnostic
 
 
-def _deepspeed(launch, frameworks: Any = None):
+def read_deepspeed_launch(launch, frameworks: Any = None):
     """The DeepSpeed JSON, with GPUs per node, nodes and world size from the launcher's words."""
-    from trainlint.adapters.deepspeed import FORMAT, load_deepspeed_config
+    from trainlint.adapters.deepspeed.adapter import FORMAT, load_deepspeed_config
     from trainlint.checker import FileResult
 
     ref = launch.deepspeed_config
     options = accelerate_options(launch.invocation, span_function(launch.argv)) \
         if "accelerate" in launch.launchers and launch.invocation is not None else {}
     if ref is None:  # accelerate's inline DeepSpeed settings
-        from trainlint.accelerate_config import load_inline
+        from trainlint.adapters.hf.accelerate import load_inline
 
         loaded = load_inline(launch.accelerate, options, COMMAND_LINE)
         where = launch.accelerate.path if launch.accelerate is not None else COMMAND_LINE
@@ -445,7 +471,7 @@ def _deepspeed(launch, frameworks: Any = None):
     cluster = launcher_cluster(launch)
     mixed = None
     if "accelerate" in launch.launchers and cluster is not None:
-        from trainlint.accelerate_config import mixed_precision
+        from trainlint.adapters.hf.accelerate import mixed_precision
 
         _accelerate_world(cluster, launch.accelerate)
         mixed = mixed_precision(launch.accelerate, options.get("mixed_precision"))
@@ -490,7 +516,7 @@ def _entry_index(launch) -> int | None:
     return None
 
 
-def _neox(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None):
+def read_neox_launch(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None):
     """deepy.py's YAML files, merged in order as one run (NeoX's own order: later files win)."""
     from trainlint.adapters.base import LoadContext
     from trainlint.checker import FileResult, check_source
@@ -509,4 +535,4 @@ def _neox(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str]
         return FileResult(COMMAND_LINE, None, problems)
     context = LoadContext(extra_paths=[r.path for r in refs[1:]], environment=environment, frameworks=frameworks,
                           named=True)
-    return check_source(sources[0], adapters, context, force_format="neox")
+    return check_source(sources[0], adapters, context, force_format=launch.kind)  # the kind is the format's name

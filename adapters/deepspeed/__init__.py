@@ -1,0 +1,1 @@
+"""DeepSpeed: its JSON config (reading, writing) and its Framework."""

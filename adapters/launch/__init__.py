@@ -1,0 +1,1 @@
+"""Launch commands shared by the frameworks: what `trainlint run -- CMD` runs, hostfiles."""

@@ -1,0 +1,1 @@
+"""GPT-NeoX: its YAML configs (detection, reading, writing) and its Framework."""

@@ -1,0 +1,1 @@
+"""JSON and YAML trees with a position for every key and value."""

@@ -1,0 +1,28 @@
+"""The framework families trainlint reads argument catalogs of: the registered frameworks
+(:class:`trainlint.framework.Framework`) with a ``catalog_family``, each holding its own facts
+(where its checkout keeps its arguments, how it is installed, its version file, its reader)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def _known() -> list[Any]:
+    from trainlint.framework import known_frameworks
+
+    return sorted((f for f in known_frameworks() if f.catalog_family), key=lambda f: (f.source_rank, f.catalog_family))
+
+
+def families() -> tuple[str, ...]:
+    """The catalog families, in the order checkouts are recognised and listed."""
+    return tuple(f.catalog_family for f in _known())
+
+
+def family(name: str) -> Any | None:
+    """The Framework of catalog family ``name`` (None: no framework has that family)."""
+    return next((f for f in _known() if f.catalog_family == name), None)
+
+
+def markers(name: str) -> tuple[str, ...]:
+    found = family(name)
+    return found.source_markers if found is not None else ()
