@@ -237,8 +237,14 @@ def report(linted: list, args: argparse.Namespace, session: Session, out=None,
         results, baseline = apply_baseline(results, args, session)
     code = exit_code(results, exit_zero=bool(getattr(args, "exit_zero", False)))
     stream = out or sys.stdout
-    stream.write(render_results(at_least(results, getattr(args, "min_severity", "info")), args, session, baseline,
-                                stream=stream))
+    shown = at_least(results, getattr(args, "min_severity", "info"))
+    if args.format == "json" and not getattr(args, "statistics", False):
+        from trainlint.output.json_format import render_pieces
+
+        for piece in render_pieces(shown, baseline=baseline):  # one file at a time: flat memory
+            stream.write(piece)
+    else:
+        stream.write(render_results(shown, args, session, baseline, stream=stream))
     return results, code
 
 
