@@ -226,6 +226,11 @@ def main() -> int:
     worst = [r[5] for r in rows]
     print(f"  after an edit that changes the run's values (memoised searches and findings forgotten): median "
           f"{statistics.median(worst):6.1f} ms   p90 {statistics.quantiles(worst, n=10)[-1]:6.1f} ms   max {max(worst):6.1f} ms")
+    for column, label in ((0, "re-lint"), (2, "after a moving edit"), (1, "after a value edit")):
+        figures = [cpu[r[4]][column] for r in rows]
+        print(f"  thread CPU time, {label:20s} median {statistics.median(figures):6.1f} ms   "
+              f"p90 {statistics.quantiles(figures, n=10)[-1]:6.1f} ms   max {max(figures):6.1f} ms   (far less moved by a "
+              f"loaded machine than the wall times above)")
     print(f"  against parsing the same text with json/yaml/shlex: median {statistics.median(ratio):.1f}x")
     by_format: dict[str, list[float]] = {}
     for r in rows:
