@@ -1,7 +1,7 @@
 """How fast is ``trainlint check``? Cold start on one file, and files per second on 1,000 configs.
 
 Every figure is measured in the same run, against baselines measured in that run on the same
-machine, and compared with the targets of issue 7 (ratios and differences, not absolute
+machine, and compared with the targets of issues 7 and 33 (ratios and differences, not absolute
 times, are what carry over from one machine to another):
 
 * cold start: ``trainlint check`` on one DeepSpeed JSON, a fresh process each time, against
@@ -10,19 +10,25 @@ times, are what carry over from one machine to another):
   (skipped, with a message, when check-jsonschema is not installed: ``pip install
   check-jsonschema`` in the dev venv; it is not a dependency of trainlint).
   Target: within 1.5x the ``import yaml`` time plus 40 ms.
-* throughput: ``trainlint check`` over a temporary directory of 1,000 configs made by copying
-  the corpus (../shared/corpus) as many times as needed, so the mix of formats is the corpus's;
-  files per second overall, and after start-up, with the default ``--jobs`` (one process per
-  CPU) and with ``--jobs 1`` (the extra files over the one-file run:
-  ``(N - 1) / (t(N files) - t(1 file))``). Target: at least 500 files/s after start-up.
+* throughput and memory: ``trainlint check --format json`` over temporary directories of 1,000
+  and 10,000 configs (``--files``) made by copying the corpus (../shared/corpus) as many times
+  as needed, so the mix of formats is the corpus's; with the default ``--jobs`` (one process per
+  CPU) and with ``--jobs 1``, the two modes alternating round by round (A B, B A, ...). For each:
+  files per second (overall; after start-up, ``(N - 1) / (t(N files) - t(1 file))``, beside it),
+  CPU time per file (user + system of trainlint and its workers: far less sensitive to a machine
+  others load than wall time) and the peak resident memory of the largest process. Targets of
+  issue 33 at the largest size: >= 1,000 files/s with the default jobs on 2 CPUs, >= 500 with
+  ``--jobs 1``; peak memory at the largest size within 1.2x of the smallest, in both modes.
 
-Each timed command runs ``--repeat`` times, interleaved, and the median is reported. By
+A run that fails (exit 2, a TL999 internal error in the report, a different file count in the
+two modes) ends the benchmark with exit 2 and no figure. Each cold-start command runs
+``--repeat`` times, interleaved, and the median is reported. By
 default the child processes get a private bytecode cache (``PYTHONPYCACHEPREFIX`` in a
 temporary directory, warmed by one untimed run of each command), as an installed package
 has its ``.pyc`` files; ``--no-bytecode-cache`` measures with whatever the environment says
 (``PYTHONDONTWRITEBYTECODE=1`` makes Python compile trainlint's modules on every start).
 
-    python benchmarks/check_speed.py [--repeat 11] [--files 1000] [--corpus ../shared/corpus]
+    python benchmarks/check_speed.py [--repeat 11] [--files 1000,10000] [--throughput-runs 3] [--corpus ../shared/corpus]
     python benchmarks/cold_start.py                     # the cold-start lines only
 
 Against an earlier trainlint (issue 17: the framework catalogs may not slow a cold check by more than
@@ -43,6 +49,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -53,8 +60,10 @@ DEEPSPEED_SCHEMA = REPO / "schemas" / "deepspeed.schema.json"
 
 COLD_RATIO, COLD_EXTRA_MS = 1.5, 40.0
 """Cold start target: at most 1.5 x t(python -c "import yaml") + 40 ms."""
-THROUGHPUT_TARGET = 500.0
-"""Files per second after start-up, on the corpus mix."""
+THROUGHPUT_TARGETS = {"default --jobs": 1000.0, "--jobs 1": 500.0}
+"""Files per second (overall, start-up included) on the largest directory, on the corpus mix (issue 33)."""
+MEMORY_GROWTH = 1.2
+"""Peak memory at the largest size at most this times the peak at the smallest, in each mode (issue 33)."""
 
 
 def child_env(bytecode_cache: bool, cache_dir: str | None) -> dict[str, str]:
@@ -160,20 +169,112 @@ def build_config_dir(corpus: Path, target: Path, count: int) -> int:
     return written
 
 
-def throughput(directory: str, env: dict[str, str], repeat: int, jobs: int = 0) -> tuple[int, float]:
-    """(files checked, median seconds) for one ``trainlint check --jobs JOBS`` over ``directory``."""
-    cmd = trainlint_command() + ["check", "--isolated", "--exit-zero", "--format", "json", "--jobs", str(jobs), directory]
-    _, out = run_once(cmd, env, capture=True)  # warm-up, and the file count
-    files = len(json.loads(out)["files"])
-    runs = [run_once(cmd, env)[0] for _ in range(repeat)]
-    return files, statistics.median(runs)
+@dataclass
+class Run:
+    """One child process, waited for with ``wait4``: wall seconds, CPU seconds (user + system of the
+    process and every worker it waited for) and the peak resident memory of the largest process of
+    that tree (Linux ``ru_maxrss``: the largest one, not their sum)."""
+
+    wall: float
+    cpu: float
+    peak_mib: float
+    returncode: int
+    stdout: str = ""
 
 
-def report_throughput(label: str, files: int, elapsed: float, one_file: float) -> bool:
-    after = (files - 1) / max(elapsed - one_file, 1e-9)
-    print(f"  {label}: {files} files in {elapsed:.2f} s: {files / elapsed:6.0f} files/s overall, "
-          f"{after:6.0f} files/s after start-up")
-    return after >= THROUGHPUT_TARGET
+class InternalError(Exception):
+    """A measured command failed (exit 2, a TL999, output that is not the report): no figure stands."""
+
+
+def run_measured(cmd: Sequence[str], env: dict[str, str], capture: bool = False) -> Run:
+    with tempfile.TemporaryFile("w+") as out:
+        start = time.perf_counter()
+        child = subprocess.Popen(list(cmd), env=env, text=True, stdout=out if capture else subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - start
+        child.returncode = os.waitstatus_to_exitcode(status)
+        text = ""
+        if capture:
+            out.seek(0)
+            text = out.read()
+    return Run(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, child.returncode, text)
+
+
+def check_report(run: Run, what: str) -> int:
+    """The number of files in a ``--format json --exit-zero`` report; InternalError when the run
+    failed or any file got a TL999 (an internal error contained as a finding)."""
+    if run.returncode != 0:
+        raise InternalError(f"{what}: exit {run.returncode} with --exit-zero (trainlint failed)")
+    try:
+        report = json.loads(run.stdout)
+    except ValueError as exc:
+        raise InternalError(f"{what}: the output is not a JSON report ({exc})") from None
+    broken = [f["path"] for f in report["files"] if any(d.get("code") == "TL999" for d in f.get("diagnostics", []))]
+    if broken:
+        raise InternalError(f"{what}: internal error (TL999) on {len(broken)} files, e.g. {broken[0]}")
+    return len(report["files"])
+
+
+MODES = {"default --jobs": "0", "--jobs 1": "1"}
+
+
+def throughput(directory: str, env: dict[str, str], runs: int) -> tuple[int, dict[str, list[Run]]]:
+    """(files checked, the runs of each mode) for ``trainlint check --jobs J`` over ``directory``: one
+    checked warm-up run per mode, then ``runs`` rounds, each running both modes, in alternating order
+    (A B, B A, ...), so that a machine that gets busier or quieter weighs on both alike."""
+    commands = {mode: trainlint_command() + ["check", "--isolated", "--exit-zero", "--format", "json", "--jobs", jobs,
+                                             directory] for mode, jobs in MODES.items()}
+    counts = {check_report(run_measured(cmd, env, capture=True), f"check {mode} {directory}")
+              for mode, cmd in commands.items()}
+    if len(counts) != 1:
+        raise InternalError(f"the two modes checked different numbers of files: {sorted(counts)}")
+    measured: dict[str, list[Run]] = {mode: [] for mode in commands}
+    order = list(commands)
+    for round_ in range(runs):
+        for mode in order if round_ % 2 == 0 else order[::-1]:
+            run = run_measured(commands[mode], env)
+            if run.returncode != 0:
+                raise InternalError(f"check {mode} {directory}: exit {run.returncode} in round {round_ + 1}")
+            measured[mode].append(run)
+    return counts.pop(), measured
+
+
+def load_average() -> str:
+    try:
+        return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:  # pragma: no cover - not Unix
+        return "load average unknown"
+
+
+def report_throughput(sizes: dict[int, tuple[int, dict[str, list[Run]]]], one_file: float) -> bool:
+    """Files/s, CPU per file and peak memory of each mode at each size; whether the targets are met."""
+    met = True
+    peaks: dict[str, dict[int, float]] = {mode: {} for mode in MODES}
+    for size, (files, measured) in sizes.items():
+        for mode, runs in measured.items():
+            wall = statistics.median(r.wall for r in runs)
+            cpu = statistics.median(r.cpu for r in runs)
+            peak = statistics.median(r.peak_mib for r in runs)
+            peaks[mode][size] = peak
+            rate = files / wall
+            after = (files - 1) / max(wall - one_file, 1e-9)
+            target = THROUGHPUT_TARGETS[mode]
+            ok = rate >= target
+            if size == max(sizes):
+                met &= ok
+            print(f"  {files:6d} files, {mode:15s} {wall:7.2f} s  {rate:6.0f} files/s ({after:6.0f} after start-up)  "
+                  f"CPU {cpu * 1000 / files:5.2f} ms/file  peak RSS {peak:6.1f} MiB"
+                  + (f"   target >= {target:.0f} files/s {'MET' if ok else 'NOT MET'}" if size == max(sizes) else ""))
+    if len(sizes) > 1:
+        small, large = min(sizes), max(sizes)
+        for mode in MODES:
+            growth = peaks[mode][large] / peaks[mode][small]
+            ok = growth <= MEMORY_GROWTH
+            met &= ok
+            print(f"  peak memory {mode:15s} {large} / {small} files: {growth:.2f}x   target <= {MEMORY_GROWTH}x "
+                  f"{'MET' if ok else 'NOT MET'}")
+    return met
 
 
 def _wall_and_cpu(cmd: Sequence[str], env: dict[str, str]) -> tuple[float, float]:
@@ -219,12 +320,26 @@ def against_baseline(baseline: str, files: Sequence[str], corpus: Path, env: dic
                  _compare({"baseline": theirs + tail, "this": ours + tail}, env, max(3, repeat // 2)), 1, "s")
 
 
+def _sizes(text: str) -> list[int]:
+    try:
+        sizes = sorted({int(x) for x in text.split(",") if x.strip()})
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected sizes like 1000,10000, got {text!r}") from None
+    if not sizes or sizes[0] < 1:
+        raise argparse.ArgumentTypeError("sizes must be positive")
+    return sizes
+
+
 def main(argv: Sequence[str] | None = None, *, throughput_too: bool = True) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--file", default=str(DEFAULT_FILE), help="the one DeepSpeed JSON of the cold-start test")
     parser.add_argument("--corpus", default=str(DEFAULT_CORPUS))
-    parser.add_argument("--files", type=int, default=1000, help="configs in the throughput directory (default 1000)")
-    parser.add_argument("--repeat", type=int, default=11, help="timed runs of each command (median; default 11)")
+    parser.add_argument("--files", type=_sizes, default=[1000, 10000], metavar="N[,N...]",
+                        help="sizes of the throughput directories (default 1000,10000): files/s and CPU per file at "
+                             "each, the targets at the largest, peak memory at the largest against the smallest")
+    parser.add_argument("--repeat", type=int, default=11, help="timed runs of each cold-start command (median; default 11)")
+    parser.add_argument("--throughput-runs", type=int, default=3,
+                        help="rounds of the two --jobs modes on each directory, alternating (median; default 3)")
     parser.add_argument("--python", default=sys.executable,
                         help="measure the trainlint installed for this Python (default: the one running the benchmark); "
                              "e.g. a venv with a regular, non-editable install: an editable install adds its import "
@@ -235,44 +350,50 @@ def main(argv: Sequence[str] | None = None, *, throughput_too: bool = True) -> i
     parser.add_argument("--extra-file", action="append", default=[],
                         help="with --baseline: another file for a cold one-file check (repeatable)")
     parser.add_argument("--baseline-only", action="store_true",
-                        help="with --baseline: only the comparison, not the targets of issue 7")
+                        help="with --baseline: only the comparison, not the targets")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="do not give the child processes a bytecode cache (measure as the environment is)")
     args = parser.parse_args(argv)
     global PYTHON
     PYTHON = args.python
+    try:
+        return measure(args, throughput_too)
+    except InternalError as exc:
+        print(f"check_speed: error: {exc}; no figure is reported", file=sys.stderr)
+        return 2
 
+
+def measure(args: argparse.Namespace, throughput_too: bool) -> int:
     with tempfile.TemporaryDirectory(prefix="trainlint-speed-") as tmp:
         cache = None if args.no_bytecode_cache else os.path.join(tmp, "pycache")
         env = child_env(not args.no_bytecode_cache, cache)
-        print(f"{PYTHON} (python {sys.version.split()[0]}) on {os.cpu_count()} CPUs; bytecode cache: "
-              f"{'private, warmed' if cache else 'as the environment says'}; {args.repeat} runs each, median")
+        print(f"{PYTHON} (python {sys.version.split()[0]}) on {os.cpu_count()} CPUs, {load_average()}; bytecode "
+              f"cache: {'private, warmed' if cache else 'as the environment says'}")
         if args.baseline:
             against_baseline(args.baseline, [args.file, *args.extra_file], Path(args.corpus), env, args.repeat)
             if args.baseline_only:
                 return 0
+        check_report(run_measured(trainlint_command() + ["check", "--isolated", "--exit-zero", "--format", "json",
+                                                         args.file], env, capture=True), f"check {args.file}")
         medians = cold_start(args.file, env, args.repeat)
-        report_cold_start(medians, args.file)
+        met = report_cold_start(medians, args.file)
         if throughput_too:
             corpus = Path(args.corpus)
             if not corpus.is_dir():
-                print(f"corpus not found at {corpus}: throughput not measured")
-            else:
-                configs = os.path.join(tmp, "configs")
-                written = build_config_dir(corpus, Path(configs), args.files)
-                runs = max(3, args.repeat // 2)
-                print(f"throughput (median of {runs} runs; after start-up = (N - 1) / (t(N) - t(one file cold))):")
-                cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-                files, elapsed = throughput(configs, env, runs)
-                met = report_throughput(f"{written} configs copied from the corpus, default --jobs ({cpus} CPUs)",
-                                        files, elapsed, medians["trainlint"])
-                files, elapsed = throughput(configs, env, runs, jobs=1)
-                report_throughput(f"{written} configs copied from the corpus, --jobs 1 (one process)",
-                                  files, elapsed, medians["trainlint"])
-                files, elapsed = throughput(str(corpus), env, runs)
-                report_throughput(f"the corpus itself ({corpus}), default --jobs", files, elapsed, medians["trainlint"])
-                print(f"  target: >= {THROUGHPUT_TARGET:.0f} files/s after start-up on the {written} configs   "
-                      f"{'MET' if met else 'NOT MET'}")
+                raise InternalError(f"corpus not found at {corpus}: throughput not measured")
+            sizes = {}
+            for size in args.files:
+                configs = os.path.join(tmp, f"configs-{size}")
+                written = build_config_dir(corpus, Path(configs), size)
+                sizes[size] = throughput(configs, env, args.throughput_runs)
+                shutil.rmtree(configs, ignore_errors=True)
+                if sizes[size][0] != written:
+                    raise InternalError(f"{written} configs written, {sizes[size][0]} checked")
+            print(f"throughput on configs copied from {corpus} (median of {args.throughput_runs} rounds, the two modes "
+                  f"alternating; CPU = user + system of trainlint and its workers; {os.cpu_count()} CPUs, "
+                  f"{load_average()}):")
+            met &= report_throughput(sizes, medians["trainlint"])
+        print("all targets MET" if met else "some targets NOT MET")
     return 0
 
 

@@ -77,6 +77,26 @@ def forget_memoised_results(linter) -> None:
         pass
 
 
+def _missing_lsp_extra() -> str | None:
+    """The first of the lsp extra's modules that cannot be imported (None when all can)."""
+    import importlib
+
+    for name in ("pygls", "lsprotocol"):
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            return name
+    return None
+
+
+def internal_errors(linted) -> list[str]:
+    """The TL999 messages of one lint (a trainlint bug, contained as a diagnostic on the buffer)."""
+    found = [d for diagnostics in linted.by_path.values() for d in diagnostics if d.code == "TL999"]
+    if linted.result is not None:
+        found += [d for d in linted.result.diagnostics if d.code == "TL999"]
+    return [d.message for d in found]
+
+
 CPU_MS: list[float] = []
 """The thread CPU time of each median_ms call, beside the wall time it returns (for --rows-json)."""
 
@@ -136,6 +156,11 @@ def main() -> int:
     if args.baseline:
         return against_baseline(args.baseline, args)
 
+    missing = _missing_lsp_extra()
+    if missing:
+        print(f"lsp_relint: error: the language server's dependencies are not installed ({missing}): "
+              "pip install -e '.[lsp]'", file=sys.stderr)
+        return 2
     from trainlint.lsp.workspace import Linter
 
     roots = [REPO / "examples"] + ([Path(args.corpus)] if Path(args.corpus).is_dir() else [])
@@ -158,6 +183,11 @@ def main() -> int:
             # an isolated folder: no project config from the corpus's surroundings
             name = str(Path(empty) / path.name)
             first = linter.lint(name, text, 0)
+            broken = internal_errors(first)
+            if broken:
+                # a trainlint bug on this buffer: a figure measured on it would time an error path
+                print(f"lsp_relint: error: internal error linting {path}: {broken[0]}", file=sys.stderr)
+                return 2
             if first.result is None or first.result.format is None:
                 continue  # not a config: the server publishes nothing for it
             version = iter(range(1, 10**6))
@@ -180,8 +210,9 @@ def main() -> int:
         print(json.dumps([[str(r[4]), r[0], r[5], moved[r[4]], *cpu[r[4]]] for r in rows]))
         return 0
     if not rows:
-        print("no config of that size found")
-        return 0
+        print(f"lsp_relint: error: no config of {args.min_lines}-{args.max_lines} lines found under "
+              f"{', '.join(str(r) for r in roots)}: nothing measured", file=sys.stderr)
+        return 2
     ours = [r[0] for r in rows]
     ratio = [r[0] / max(r[1], 1e-6) for r in rows]
     over = [r for r in rows if r[0] >= TARGET_MS]
@@ -195,6 +226,11 @@ def main() -> int:
     worst = [r[5] for r in rows]
     print(f"  after an edit that changes the run's values (memoised searches and findings forgotten): median "
           f"{statistics.median(worst):6.1f} ms   p90 {statistics.quantiles(worst, n=10)[-1]:6.1f} ms   max {max(worst):6.1f} ms")
+    for column, label in ((0, "re-lint"), (2, "after a moving edit"), (1, "after a value edit")):
+        figures = [cpu[r[4]][column] for r in rows]
+        print(f"  thread CPU time, {label:20s} median {statistics.median(figures):6.1f} ms   "
+              f"p90 {statistics.quantiles(figures, n=10)[-1]:6.1f} ms   max {max(figures):6.1f} ms   (far less moved by a "
+              f"loaded machine than the wall times above)")
     print(f"  against parsing the same text with json/yaml/shlex: median {statistics.median(ratio):.1f}x")
     by_format: dict[str, list[float]] = {}
     for r in rows:

@@ -29,7 +29,7 @@ import time
 from trainlint.estimator import build_context, estimate, estimate_inputs
 from trainlint.layout import SearchOptions, search
 from trainlint.layout.startup_check import default_startup_rules
-from trainlint.layout.search import InputsFactory, prepare
+from trainlint.layout.search import InputsFactory, _neutral, prepare
 from trainlint.layout.space import build_space
 from trainlint.adapters.engine import set_engine
 from trainlint.provenance import Origin, Provenance, Value
@@ -72,10 +72,24 @@ def timed(fn, repeat: int) -> tuple[float, float]:
     return min(runs), statistics.median(runs)
 
 
+def space_of(spec, ctx):
+    """(resolved inputs, space) as ``search`` builds them: from the config's own estimate, or, when its
+    written layout cannot be estimated (a batch triple that does not divide the world), from the neutral
+    layout the search starts from, with the written layout as the current one."""
+    current, base = prepare(spec, ctx)
+    written = None
+    if base is None:
+        neutral, written = _neutral(spec, current)
+        fallback = estimate(neutral, ctx) if neutral is not None else None
+        if fallback is None or not fallback.ok:
+            raise SystemExit(f"benchmark case {spec.label}: neither the layout as written nor a neutral one estimates")
+        base = fallback.inputs
+    return base, build_space(spec, base, written=written)
+
+
 def brute_force_seconds(spec, ctx, sample: int = 300) -> tuple[float, int]:
     """One estimate_inputs per layout of the space: extrapolated from a random sample."""
-    _, base = prepare(spec, ctx)
-    space = build_space(spec, base)
+    base, space = space_of(spec, ctx)
     factory = InputsFactory(spec, base)
     points = []
     for tp, pp, vpp, cp, dp in space.structures():
@@ -100,8 +114,7 @@ def brute_force_seconds(spec, ctx, sample: int = 300) -> tuple[float, int]:
 def exhaustive_best(spec, ctx, headroom: float = 0.90) -> tuple[float, int, float]:
     """(best tokens/s, layouts under the headroom, seconds) with one full estimate per layout of
     the space: what the search must agree with."""
-    _, base = prepare(spec, ctx)
-    space = build_space(spec, base)
+    base, space = space_of(spec, ctx)
     factory = InputsFactory(spec, base)
     t0 = time.perf_counter()
     best, fit = 0.0, 0

@@ -66,14 +66,20 @@ def lean(result: FileResult) -> FileResult:
 
 
 def run_tasks(tasks: Sequence[FileTask], work: Callable[[Sequence[FileTask]], list[FileResult]],
-              jobs: int | None, on_chunk: Callable[[int], None] | None = None) -> list[FileResult]:
+              jobs: int | None, on_chunk: Callable[[int], None] | None = None, *,
+              streamed: bool = False) -> list[FileResult]:
     """``work`` over ``tasks`` (on chunks of them), in order, on up to ``jobs`` processes.
     ``work`` must return one result per task of its chunk. ``on_chunk(n)``: called in this process
-    as a worker's chunk of ``n`` tasks comes back (progress); not called when no process is forked."""
+    as a worker's chunk of ``n`` tasks comes back (progress); not called when no process is forked.
+    ``streamed``: the caller needs only what a report needs (:func:`lean`), so the serial path too
+    works chunk by chunk and keeps no file's specs and documents past its chunk (memory flat in the
+    number of files, as with workers); otherwise the serial path returns ``work``'s full results."""
     workers = workers_for(len(tasks), jobs)
-    if workers <= 1:
-        return work(tasks)
     chunks = [tasks[i:i + CHUNK] for i in range(0, len(tasks), CHUNK)]
+    if workers <= 1:
+        if not streamed:
+            return work(tasks)
+        return [lean(result) for chunk in chunks for result in work(chunk)]
     global _WORK
     _WORK = work
     try:

@@ -101,3 +101,25 @@ def test_jobs_must_be_a_count(bad, capsys):
         main(["check", "--jobs", bad, str(REPO / "examples")])
     assert stop.value.code == 2
     assert "--jobs" in capsys.readouterr().err
+
+
+def test_a_streamed_serial_run_keeps_no_specs_past_a_chunk(many_configs):
+    """--jobs 1 (issue 33): the serial path reduces each chunk's results to what the report needs as
+    the chunk finishes (memory flat in the number of files), and asks ``work`` for a chunk at a time."""
+    adapters = builtin_adapters()
+    tasks = _tasks(many_configs)
+    sizes: list[int] = []
+
+    def work(chunk):
+        sizes.append(len(chunk))
+        return [check_task(t, adapters) for t in chunk]
+
+    streamed = process_pool.run_tasks(tasks, work, 1, streamed=True)
+    assert max(sizes) <= process_pool.CHUNK and sum(sizes) == len(tasks)
+    assert [r.path for r in streamed] == [t.path for t in tasks]
+    assert not any(r.specs or r.documents for r in streamed)
+    assert any(r.target for r in streamed)  # what the report says of the target is kept
+    sizes.clear()
+    full = process_pool.run_tasks(tasks, work, 1)
+    assert sizes == [len(tasks)] and any(r.specs for r in full)
+    assert [r.diagnostics for r in full] == [r.diagnostics for r in streamed]

@@ -239,8 +239,14 @@ def report(linted: list, args: argparse.Namespace, session: Session, out=None,
         results, baseline = apply_baseline(results, args, session)
     code = exit_code(results, exit_zero=bool(getattr(args, "exit_zero", False)))
     stream = out or sys.stdout
-    stream.write(render_results(at_least(results, getattr(args, "min_severity", "info")), args, session, baseline,
-                                stream=stream))
+    shown = at_least(results, getattr(args, "min_severity", "info"))
+    if args.format == "json" and not getattr(args, "statistics", False):
+        from trainlint.output.json_format import render_pieces
+
+        for piece in render_pieces(shown, baseline=baseline):  # one file at a time: flat memory
+            stream.write(piece)
+    else:
+        stream.write(render_results(shown, args, session, baseline, stream=stream))
     return results, code
 
 
@@ -388,6 +394,8 @@ def run(args: argparse.Namespace) -> int:
             progress.advance()  # in a forked worker it writes nothing: run_tasks counts its chunk
         return result
 
+    fixing = bool(getattr(args, "fix", False) or getattr(args, "diff", False))
+
     def lint_all() -> list:
         from trainlint.frameworks.locate import once_per_run
         from trainlint.output import progress as progress_line
@@ -403,8 +411,9 @@ def run(args: argparse.Namespace) -> int:
                 def check_and_lint(chunk, one=one):
                     return one.lint([checked(one, task) for task in chunk])
 
+                # --fix and --diff read the specs and documents of what they fix; a report needs neither
                 done = run_tasks([plan.tasks[i] for i in indexes], check_and_lint, args.jobs,
-                                 progress.advance if progress is not None else None)
+                                 progress.advance if progress is not None else None, streamed=not fixing)
                 for i, result in zip(indexes, done, strict=True):
                     results[i] = result
         finally:
@@ -427,7 +436,7 @@ def run(args: argparse.Namespace) -> int:
     for one in sessions:
         one.settings.write_fixes = True
     try:
-        if getattr(args, "fix", False) or getattr(args, "diff", False):
+        if fixing:
             from trainlint.commands.check_fix import fix_then_report
 
             return fix_then_report(args, session, lint_all, report_all)

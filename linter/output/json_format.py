@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from trainlint.checker import FileResult
 from trainlint.output import file_entries
@@ -12,13 +12,27 @@ from trainlint.output import file_entries
 def render(results: Sequence[FileResult], *, baseline: tuple | None = None) -> str:
     """``baseline``: (path, Outcome) when a baseline left findings out: a ``"baseline"`` object
     says how many (``suppressed``) and how many recorded ones no longer occur (``stale``)."""
-    files = [
-        {"path": e.path, "format": e.format, "diagnostics": [d.to_dict() for d in e.diagnostics],
-         **({"target": e.target} if e.target is not None else {})}
-        for e in file_entries(results)
-    ]
-    data: dict = {"files": files}
+    return "".join(render_pieces(results, baseline=baseline))
+
+
+def render_pieces(results: Sequence[FileResult], *, baseline: tuple | None = None) -> Iterator[str]:
+    """:func:`render`'s text in pieces, one file's entry at a time: the same bytes as
+    ``json.dumps(document, indent=2)``, without the whole document (every finding as a dict, then
+    as one string) in memory at once: on 10,000 files that was most of a check's peak memory."""
+    entries = file_entries(results)
+    if not entries:
+        yield '{\n  "files": []'
+    for index, e in enumerate(entries):
+        entry = {"path": e.path, "format": e.format, "diagnostics": [d.to_dict() for d in e.diagnostics],
+                 **({"target": e.target} if e.target is not None else {})}
+        # an entry at depth 2 of the document: json.dumps indents its every line by 4 more spaces
+        # (a JSON string holds no raw line break, so the lines are the structure's)
+        text = json.dumps(entry, indent=2).replace("\n", "\n    ")
+        yield ('{\n  "files": [\n    ' if index == 0 else ",\n    ") + text
+    if entries:
+        yield "\n  ]"
     if baseline is not None:
         path, outcome = baseline
-        data["baseline"] = {"path": path, "suppressed": outcome.suppressed, "stale": outcome.stale}
-    return json.dumps(data, indent=2) + "\n"
+        tail = json.dumps({"path": path, "suppressed": outcome.suppressed, "stale": outcome.stale}, indent=2)
+        yield ',\n  "baseline": ' + tail.replace("\n", "\n  ")
+    yield "\n}\n"
