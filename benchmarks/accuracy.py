@@ -27,6 +27,8 @@ apart and are not in any figure.
     .venv/bin/python benchmarks/accuracy.py --no-loso  # shipped coefficients only (fast)
     .venv/bin/python benchmarks/accuracy.py --fit      # print the in-sample fit, to update coefficients.py
     .venv/bin/python benchmarks/accuracy.py --kind memory   # memory rows only (about a minute, with LOSO)
+    .venv/bin/python benchmarks/accuracy.py --no-loso --only 'vTrain|Bridge'   # a subset of families (fast loop)
+    .venv/bin/python benchmarks/accuracy.py --no-loso --dump rows.jsonl        # inputs + breakdown per row
 """
 
 from __future__ import annotations
@@ -593,6 +595,28 @@ def print_families(shipped: list[Result], loso: list[Result] | None) -> None:
     print()
 
 
+def dump_rows(loaded: list[Loaded], results: list[Result], path: Path) -> None:
+    """One JSON line per estimated row: its family, the error at the shipped coefficients, the inputs
+    the formulas read and the step-time breakdown (what ``--dump`` writes)."""
+    from dataclasses import fields
+
+    from trainlint.estimator import estimate
+
+    by_id = {id(r.row): r for r in results}
+    with path.open("w", encoding="utf-8") as out:
+        for item in loaded:
+            r = by_id.get(id(item.row))
+            if r is None:
+                continue
+            est = estimate(item.spec, item.ctx)
+            inputs = {f.name: getattr(est.inputs, f.name) for f in fields(est.inputs)
+                      if isinstance(getattr(est.inputs, f.name), (int, float, str, bool))}
+            inputs["gpu"] = est.inputs.gpu.id
+            out.write(json.dumps({"id": r.row["id"], "family": family_of(r.row), "kind": r.kind, "err": r.err(r.trainlint),
+                                  "step_time": est.step_time, "breakdown": {**est.time.as_dict(), "flops_time": est.time.flops_time, "bytes_time": est.time.bytes_time, "net_time": est.time.net_time},
+                                  "inputs": inputs}) + "\n")
+
+
 def does_not_fit(results: list[Result]) -> tuple[int, int, list[str]]:
     """(completed runs the estimate calls "does not fit", completed runs, their ids): every estimated
     row that is not a recorded OOM is a run that completed, whatever it measured; one count per run."""
@@ -630,6 +654,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--passes", type=int, default=2, help="coordinate-search passes per fit (default 2)")
     ap.add_argument("--kind", choices=("memory", "throughput"), help="only the rows of this kind (fast iteration on "
                     "one side; the \"does not fit\" count then covers those rows only)")
+    ap.add_argument("--only", metavar="REGEX", help="only the rows whose family (source x GPU) or id matches REGEX "
+                    "(a fast loop on a subset; the figures are not the headline)")
+    ap.add_argument("--dump", metavar="FILE", help="write every estimated row (inputs, step-time breakdown, error) "
+                    "as JSON lines to FILE, for analysis")
     args = ap.parse_args(argv)
     paths = [Path(p) for p in args.data] if args.data else list(CALIBRATION_FILES)
     missing = [str(p) for p in paths if not p.is_file()]
@@ -639,6 +667,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = load_rows(paths)
     if args.kind:
         rows = [r for r in rows if (r["kind"] == "peak_memory_gb") == (args.kind == "memory")]
+    if args.only:
+        pattern = re.compile(args.only, re.IGNORECASE)
+        rows = [r for r in rows if pattern.search(family_of(r)) or pattern.search(str(r["id"]))]
     t0 = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="trainlint-accuracy-") as tmp:
         loaded, skipped, no_path = load_cases(rows, Path(tmp))
@@ -656,6 +687,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.no_loso:
             loso, refits = leave_one_source_out(loaded, passes=args.passes)
     t_fit = time.perf_counter() - t1
+    if args.dump:
+        dump_rows(loaded, shipped, Path(args.dump))
     if not args.summary:
         print_rows(shipped)
     print(f"{len(rows)} rows: {len(loaded)} through the user's path ({len(shipped)} estimated), "

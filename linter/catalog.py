@@ -85,6 +85,11 @@ class GPU:
     power_limit_w: float | None = None
     """A power cap below the part's maximum (its datasheet peaks are at ``max_power_w``); None: uncapped."""
     max_power_w: float | None = None
+    matmul_achievable_fraction: float | None = None
+    """Measured maximum achievable 16-bit matmul throughput over the dense 16-bit peak (MAMF / peak,
+    gpus.json ``sources``); None: not measured."""
+    matmul_achievable_fraction_fp8: float | None = None
+    """The same for FP8 GEMMs over the dense FP8 peak; None: not measured."""
 
     @property
     def nvlink_gpus(self) -> int:
@@ -155,6 +160,8 @@ def gpu_from_dict(gid: str, d: Mapping[str, Any]) -> GPU:
         nvlink_domain_gpus=d.get("nvlink_domain_gpus"),
         power_limit_w=opt_float(d.get("power_limit_w")),
         max_power_w=opt_float(d.get("max_power_w")),
+        matmul_achievable_fraction=opt_float(d.get("matmul_achievable_fraction")),
+        matmul_achievable_fraction_fp8=opt_float(d.get("matmul_achievable_fraction_fp8")),
     )
 
 

@@ -13,7 +13,8 @@ from trainlint.catalog import find_gpu
 from trainlint.estimator import coefficients as C
 from trainlint.estimator import estimate_inputs
 from trainlint.estimator.memory import one_stage
-from trainlint.estimator.performance import (attention_efficiency, dp_link_bw, link_bw, step_time,
+from trainlint.estimator.performance import (attention_backward, attention_forward, attention_efficiency,
+                                             dp_link_bw, gemm, gemm_speed, layer_forward, link_bw, step_time,
                                              sustained_clock)
 
 from test_estimator import make_inputs
@@ -96,3 +97,48 @@ def test_fragmentation_is_not_charged_on_static_buffers():
     assert b.params + b.grads + b.optimizer > 1.9 * (s.params + s.grads + s.optimizer)
     assert s.detail["fragmentation"] == pytest.approx(C.ALLOCATOR_FRAGMENTATION * (s.activations + s.buffers))
     assert b.detail["fragmentation"] == pytest.approx(C.ALLOCATOR_FRAGMENTATION * (b.activations + b.buffers))
+
+
+def test_gemm_speed_follows_the_gpus_measured_matmul_ceiling():
+    a100, h100 = find_gpu("a100-80gb"), find_gpu("h100-sxm")
+    assert 0.5 < h100.matmul_achievable_fraction < a100.matmul_achievable_fraction < 1
+    i = make_inputs(gpu=h100)
+    assert gemm_speed(i) == pytest.approx(h100.bf16_tflops * 1e12 * h100.matmul_achievable_fraction
+                                          * C.GEMM_PEAK_FRACTION)
+    # halving the part's measured ceiling doubles a large GEMM's FLOP time, not its bytes
+    slow = make_inputs(gpu=dataclasses.replace(h100, matmul_achievable_fraction=h100.matmul_achievable_fraction / 2))
+    big, big_slow = gemm(i, 8192, 8192, 8192), gemm(slow, 8192, 8192, 8192)
+    assert big_slow.flops == pytest.approx(2 * big.flops) and big_slow.bytes == pytest.approx(big.bytes)
+    # an unmeasured part gets the default share
+    plain = make_inputs(gpu=dataclasses.replace(h100, matmul_achievable_fraction=None, matmul_achievable_fraction_fp8=None))
+    assert gemm_speed(plain) == pytest.approx(h100.bf16_tflops * 1e12 * C.MATMUL_ACHIEVABLE_DEFAULT * C.GEMM_PEAK_FRACTION)
+    # FP8: the ratio of the measured FP8 and 16-bit ceilings where both are measured, else FP8_GEMM_SPEEDUP
+    ratio = h100.fp8_tflops * h100.matmul_achievable_fraction_fp8 / (h100.bf16_tflops * h100.matmul_achievable_fraction)
+    assert gemm_speed(i, fp8=True) == pytest.approx(gemm_speed(i) * ratio)
+    assert 1 < ratio < 2
+    assert gemm_speed(plain, fp8=True) == pytest.approx(gemm_speed(plain) * C.FP8_GEMM_SPEEDUP)
+
+
+def test_unfused_softmax_backward_moves_its_own_bytes():
+    i = make_inputs(flash=False, seq=2048)
+    fwd = attention_forward(i)
+    bwd = attention_backward(i, fwd)
+    scores = i.micro * i.heads * i.seq * i.seq
+    hbm = i.gpu.hbm_bandwidth_tbps * 1e12 * C.HBM_ACHIEVABLE_FRACTION
+    softmax_fwd = C.UNFUSED_SOFTMAX_BYTES_PER_SCORE * scores / hbm
+    softmax_bwd = C.UNFUSED_SOFTMAX_BACKWARD_BYTES_PER_SCORE * scores / hbm
+    assert bwd.flops == pytest.approx(2 * fwd.flops)
+    # the batched GEMMs' operand bytes double, the softmax / dropout bytes are their backward's own
+    assert bwd.bytes - softmax_bwd == pytest.approx(2 * (fwd.bytes - softmax_fwd))
+
+
+def test_moe_token_permutation_costs_bytes_by_top_k():
+    def moe_bytes(top_k: int) -> float:
+        lin, _ = layer_forward(make_inputs(experts=64, top_k=top_k, moe_ffn=1024, ep=8, dp=8, world=8))
+        return lin.bytes
+    one, eight = moe_bytes(1), moe_bytes(8)
+    i = make_inputs(experts=64, top_k=1, moe_ffn=1024, ep=8, dp=8, world=8)
+    hbm = i.gpu.hbm_bandwidth_tbps * 1e12 * C.HBM_ACHIEVABLE_FRACTION
+    permute_per_copy = C.MOE_PERMUTE_BYTES_PER_ELEMENT * i.micro * i.seq * i.hidden / hbm
+    # seven more routed copies: at least their permute / unpermute traffic more
+    assert eight - one >= 7 * permute_per_copy * 0.999

@@ -139,10 +139,11 @@ def per_stage_step_time(i) -> float:
     """The step time walking every pipeline stage (a reference for the estimator's per-kind walk)."""
     from trainlint.estimator import coefficients as C
     from trainlint.estimator.memory import stage_params_per_gpu
-    from trainlint.estimator.performance import data_parallel, layer_launch_s, optimizer_time
+    from trainlint.estimator.performance import data_parallel, host_wait_s, layer_costs, optimizer_time
 
     stages = [stage_microbatch(i, s, layers) for s, layers in enumerate(stage_layers(i))]
-    launch = [layers * layer_launch_s(i) for layers in stage_layers(i)]  # host time per layer per micro-batch
+    wait = host_wait_s(i, layer_costs(i))  # the GPU's wait for the host per layer per micro-batch
+    launch = [layers * wait for layers in stage_layers(i)]
     totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S + launch[k] for k, (c, tp, p2p, _) in enumerate(stages)]
     w = max(range(len(stages)), key=lambda k: totals[k])
     compute, tp, p2p, bwd = stages[w]

@@ -25,21 +25,29 @@ GIB = 2**30
 
 # --------------------------------------------------------------------------- compute
 
-GEMM_PEAK_FRACTION = 0.64
-"""Fitted (the shipped values of every fitted coefficient are the in-sample fit of
-``benchmarks/accuracy.py --passes 2`` over the three calibration files, 1,264 rows read through a
-user's path, the fit seeing at most 30 rows per source; the benchmark prints them beside each
-leave-one-source-out refit). Fraction of the dense tensor-core peak a large 16-bit GEMM sustains inside a
-training step (cuBLAS alone reaches 75-90% on big square GEMMs; clocks under sustained power,
-wave quantisation of real shapes and kernels not modelled separately bring it down). With
-HBM_ACHIEVABLE_FRACTION below it gives the kernel efficiency as a function of GEMM size:
-time = FLOPs / (peak x this) + bytes / (HBM bandwidth x HBM fraction)."""
+GEMM_PEAK_FRACTION = 0.80
+"""Fitted (range 0.55-1; the shipped values of every fitted coefficient are the in-sample fit of
+``benchmarks/accuracy.py --passes 2`` over the three calibration files read through a user's path,
+the fit seeing at most 30 rows per source; the benchmark prints them beside each leave-one-source-out
+refit). Fraction of the GPU's measured maximum achievable matmul throughput (catalog
+``matmul_achievable_fraction``, MAMF: the best large GEMM shape alone on the GPU) that the GEMMs of a
+training step sustain: real shapes (wave quantisation), clocks under the whole step's power draw and
+kernels not modelled separately bring it below 1. The GPU's own MAMF carries what differs between parts
+(A100 87% of its datasheet peak, H100 80%, B200 78%, GB200 73%); before it was a catalog term this one
+fraction of the datasheet peak (0.64) was shared by every GPU, and A100 rows were predicted 15-20% slow
+while H100/B200 recipe rows were predicted 30-40% fast. With HBM_ACHIEVABLE_FRACTION below it gives the
+kernel efficiency as a function of GEMM size:
+time = FLOPs / (peak x MAMF x this) + bytes / (HBM bandwidth x HBM fraction)."""
+
+MATMUL_ACHIEVABLE_DEFAULT = 0.80
+"""Physical: the MAMF share of the dense peak assumed for a GPU the catalog has no measurement for
+(the measured NVIDIA parts span 0.73-0.87, H100 0.80)."""
 
 HBM_ACHIEVABLE_FRACTION = 0.80
 """Physical (STREAM-like measurements on A100/H100 reach 80-90% of the datasheet bandwidth).
 Used for the bytes term of every kernel: GEMM operands, elementwise ops, the optimizer step."""
 
-FLASH_ATTENTION_PEAK_FRACTION = 0.363
+FLASH_ATTENTION_PEAK_FRACTION = 0.327
 """Fitted (range 0.3-0.75). Fraction of the dense tensor-core peak a fused (flash / cuDNN) attention
 kernel sustains over its executed FLOPs (causal half only) at long sequences and head dim 128: the
 kernel benchmarks reach 50-73% forward and 35-50% backward (FlashAttention-2, Dao 2023, Fig. 4-7;
@@ -49,7 +57,7 @@ Replaces the single ATTENTION_PEAK_FRACTION (0.19), which was fitted on 500 W po
 mapped to the 700 W peak and absorbed the power cap and the context-parallel ring exchange; both are
 now terms of their own (POWER_CAP_CLOCK_EXPONENT, CP_RING_EXPOSED_FRACTION)."""
 
-FLASH_ATTENTION_HALF_SEQ = 900.8
+FLASH_ATTENTION_HALF_SEQ = 360.3
 """Fitted (range 256-4096 tokens). Sequence length at which the flash kernel reaches half its
 long-sequence efficiency: per-tile softmax rescaling, the causal diagonal tiles and launch cost weigh
 more on short key ranges (FlashAttention-2 Fig. 4: at 512 tokens ~60% of the 16k throughput)."""
@@ -67,33 +75,58 @@ FLASH_BACKWARD_FLOP_RATIO = 2.5
 """Physical: flash-attention backward executes 2.5x the forward FLOPs (recomputes the scores:
 5 GEMMs instead of 2; Dao 2023, FlashAttention-2 section 3)."""
 
-UNFUSED_SOFTMAX_BYTES_PER_SCORE = 12.0
-"""Physical estimate: bytes of HBM traffic per attention score in the forward pass of an
-unfused attention (scale+mask+softmax read/write in 16 bit, dropout mask, dropout output);
-the backward moves twice as much."""
+UNFUSED_SOFTMAX_BYTES_PER_SCORE = 9.0
+"""Physical: bytes of HBM traffic per attention score in the forward pass of an unfused attention
+(Megatron's FusedScaleMaskSoftmax reads the 16-bit scores and writes the probabilities, 4 B; attention
+dropout reads them and writes its output and a 1-byte mask, 5 B). Was 12 with the backward at twice
+the forward, which overstated the unfused rows (Narayanan 2021, vTrain, BLOOM) by 5-10%."""
 
-ELEMENTWISE_BYTES_PER_HIDDEN = 44.0
+UNFUSED_SOFTMAX_BACKWARD_BYTES_PER_SCORE = 11.0
+"""Physical: the backward of the same two kernels per score: dropout backward reads the gradient and
+the mask and writes a gradient (5 B); softmax backward reads the probabilities and the gradient and
+writes the score gradient (6 B)."""
+
+ELEMENTWISE_BYTES_PER_HIDDEN = 35.2
 """Fitted, ~physical: bytes of HBM traffic per token per hidden unit per layer in the forward
 pass for the non-GEMM ops other than the MLP activation (two norms, two residual adds, bias and
 dropout, rotary): roughly ten 16-bit tensors read or written. Backward moves twice as much."""
 
+MOE_PERMUTE_BYTES_PER_ELEMENT = 8.0
+"""Physical: HBM bytes per routed token copy per hidden unit in the forward pass of a MoE layer's token
+dispatcher: permute reads and writes each of the top-k copies (2 x 2 B in 16 bit) and unpermute reads
+them and writes the weighted sum (2 x 2 B) (Megatron core/transformer/moe/moe_utils.py permute /
+unpermute; the backward, like every elementwise op here, moves twice as much). At top-8 on a B200 this
+is a fifth of a fine-grained MoE layer's GEMM time, and it was missing: the MoE recipe rows on H100 /
+B200 were predicted 25-40% fast while the dense ones were not."""
+
 FP8_GEMM_SPEEDUP = 1.9
 """Set, no longer fitted (range [1, 2]: RANGES). Realised speed-up of an FP8 GEMM over the same
-16-bit GEMM (the datasheet says 2x). Was fitted on the only FP8 rows (torchtitan + torchao float8,
+16-bit GEMM (the datasheet says 2x) on a GPU whose catalog entry has no measured FP8 MAMF; where it
+has one, the speed-up is the ratio of the measured FP8 and 16-bit matmul throughputs (H100 1.77x,
+B200 1.97x: :func:`performance.gemm_speed`). Was fitted on the only FP8 rows (torchtitan + torchao float8,
 6 rows), which have no user's path (no torchtitan adapter): weakly determined."""
 
-MICROBATCH_OVERHEAD_S = 0.0030
+MICROBATCH_OVERHEAD_S = 0.0053
 """Fitted. Fixed host-side time per micro-batch per pipeline stage (schedule bookkeeping,
 p2p handshakes, kernel-launch gaps, Python), seconds."""
 
-LAYER_LAUNCH_S = 2.5e-4
-"""Fitted (range 0-1 ms). Host-side time per transformer layer per micro-batch (forward and backward)
-not hidden behind kernels: ~40 kernel launches at 3-10 us each plus Python module dispatch (PyTorch
-eager; CUDA graphs remove most of it). It makes small micro-batches relatively slower, which a fixed
-cost per micro-batch per stage (MICROBATCH_OVERHEAD_S) does not: vTrain's sweeps err by +18% at micro
-batch 1 and -33% at micro batch 8 without it."""
+LAYER_HOST_S = 2.0e-3
+"""Fitted (range 0-5 ms). Host (CPU) time to issue one transformer layer's forward and backward
+kernels for one micro-batch: ~40 forward and ~80 backward kernels at 5-25 us of PyTorch eager
+dispatch and Python module code each (more with DeepSpeed's activation checkpointing, which saves and
+restores RNG states per layer; CUDA graphs remove most of it). The CPU runs ahead of the GPU, so a
+layer takes max(its kernels, this) (:func:`performance.host_wait_s`). Replaces LAYER_LAUNCH_S, which
+added the same time to every layer whatever its size: vTrain's Megatron-DeepSpeed sweeps show a flat
+~3 ms per layer per micro-batch (with full recompute) for every layer whose kernels take less, at TP 1
+to 8 and micro batch 1 to 4 alike, and device-bound times above it."""
 
-STEP_OVERHEAD_S = 0.0234
+MOE_SYNC_HOST_SHARE = 0.2
+"""Physical estimate, not fitted (range 0-1/3): share of a layer's host time (LAYER_HOST_S, forward and
+backward) spent issuing the kernels of a MoE layer's forward after the token dispatcher's
+device-to-host sync (dispatch all-to-all, permute, grouped GEMMs, unpermute, combine all-to-all: about
+half the forward's kernels, the forward a third of the layer's), which the GPU waits for."""
+
+STEP_OVERHEAD_S = 0.0094
 """Fitted. Fixed time per optimizer step outside forward/backward (data loader hand-off,
 gradient-norm reduction, loss-scale checks, logging), seconds."""
 
@@ -111,13 +144,16 @@ PCIE_BYTES_PER_S = 20e9
 
 # --------------------------------------------------------------------------- communication
 
-INTRA_NODE_LINK_FRACTION = 0.576
+INTRA_NODE_LINK_FRACTION = 0.40
 """Fitted, ~physical: fraction of the catalog's unidirectional NVLink/NVSwitch bandwidth a
 tensor-parallel NCCL all-reduce of activation size (tens of MB) reaches as bus bandwidth
-(nccl-tests: ~230 of 300 GB/s on A100 for large messages, less for these sizes)."""
+(nccl-tests: ~230 of 300 GB/s on A100 for large messages, less for these sizes). The fit sits at the
+range's low end once the host-bound floor (LAYER_HOST_S) no longer hides small layers' TP time: TP
+all-reduces of a few MB without --tp-comm-overlap reach 100-150 GB/s on A100 NVLink."""
 
-INTER_NODE_LINK_FRACTION = 0.50
-"""Physical: fraction of the per-GPU NIC bandwidth (InfiniBand/RoCE) NCCL reaches across nodes."""
+INTER_NODE_LINK_FRACTION = 0.625
+"""Fitted, ~physical (range 0.5-0.95): fraction of the per-GPU NIC bandwidth (InfiniBand/RoCE) NCCL
+reaches across nodes."""
 
 COLLECTIVE_LATENCY_S = 2e-5
 """Physical: fixed latency per NCCL collective (launch + ring setup), seconds."""

@@ -133,8 +133,24 @@ def gemm(i: Inputs, m: float, k: float, n: float, count: float = 1.0, *, fp8: bo
     flops = 2 * m * k * n * count
     operand = 1 if fp8 else i.act_bytes
     nbytes = (operand * (m * k + k * n) + i.act_bytes * m * n) * count
-    speed = peak_flops(i) * sustained_clock(i) * C.GEMM_PEAK_FRACTION * (C.FP8_GEMM_SPEEDUP if fp8 else 1.0)
-    return Cost(flops / speed, nbytes / hbm(i))
+    return Cost(flops / gemm_speed(i, fp8), nbytes / hbm(i))
+
+
+def gemm_speed(i: Inputs, fp8: bool = False) -> float:
+    """FLOP/s a large GEMM of the step sustains: the dense peak x the GPU's measured maximum achievable
+    matmul share (catalog MAMF, MATMUL_ACHIEVABLE_DEFAULT when unmeasured) x GEMM_PEAK_FRACTION, at the
+    sustained clock of a power-capped part. FP8: x the measured FP8 / 16-bit matmul ratio, or
+    FP8_GEMM_SPEEDUP where the catalog has no FP8 measurement."""
+    gpu = i.gpu
+    achievable = gpu.matmul_achievable_fraction or C.MATMUL_ACHIEVABLE_DEFAULT
+    speed = peak_flops(i) * sustained_clock(i) * achievable * C.GEMM_PEAK_FRACTION
+    if fp8:
+        fp8_peak = gpu.fp8_tflops
+        if gpu.matmul_achievable_fraction_fp8 and gpu.matmul_achievable_fraction and fp8_peak and i.dtype != "fp32":
+            speed *= (fp8_peak * gpu.matmul_achievable_fraction_fp8) / (peak_flops(i) / 1e12 * achievable)
+        else:
+            speed *= C.FP8_GEMM_SPEEDUP
+    return float(speed)
 
 
 # --------------------------------------------------------------------------- per layer
@@ -165,6 +181,10 @@ def layer_forward(i: Inputs) -> tuple[Cost, Cost]:
         act_elems = dense_elems
     rep = t if i.sp else 1
     elementwise = C.ELEMENTWISE_BYTES_PER_HIDDEN * m * h / rep + (3 if i.gated else 2) * i.act_bytes * act_elems
+    if i.moe:
+        # the token dispatcher's permute and unpermute: every routed copy of a token is gathered into
+        # its expert's block and scattered back (core/transformer/moe/moe_utils.py permute / unpermute)
+        elementwise += i.moe_fraction * C.MOE_PERMUTE_BYTES_PER_ELEMENT * m / rep * i.top_k * h
     cost = cost + Cost(0.0, elementwise / hbm(i))
     return cost, attention_forward(i)
 
@@ -178,8 +198,7 @@ def attention_forward(i: Inputs) -> Cost:
         flops *= 0.5  # causal: fused kernels skip the masked half
         return Cost(flops / (peak_flops(i) * sustained_clock(i) * attention_efficiency(i)))
     batched = gemm(i, sl, i.head_dim, i.seq, 2 * i.micro * heads)
-    softmax = C.UNFUSED_SOFTMAX_BYTES_PER_SCORE * i.micro * heads * sl * i.seq
-    return batched + Cost(0.0, softmax / hbm(i))
+    return batched + Cost(0.0, _softmax_bytes_time(i))
 
 
 def attention_efficiency(i: Inputs) -> float:
@@ -194,7 +213,17 @@ def attention_efficiency(i: Inputs) -> float:
 
 
 def attention_backward(i: Inputs, fwd: Cost) -> Cost:
-    return fwd.scale(C.FLASH_BACKWARD_FLOP_RATIO if i.flash else 2.0)
+    """The attention core's backward: flash recomputes the scores (FLASH_BACKWARD_FLOP_RATIO x the
+    forward); unfused, the two batched GEMMs twice over and the softmax / dropout backward's bytes."""
+    if i.flash:
+        return fwd.scale(C.FLASH_BACKWARD_FLOP_RATIO)
+    return Cost(2.0 * fwd.flops, 2.0 * fwd.bytes - _softmax_bytes_time(i) * (2.0 - C.UNFUSED_SOFTMAX_BACKWARD_BYTES_PER_SCORE
+                                                                            / C.UNFUSED_SOFTMAX_BYTES_PER_SCORE))
+
+
+def _softmax_bytes_time(i: Inputs) -> float:
+    """Seconds of the unfused forward softmax + dropout traffic of one layer for one micro-batch."""
+    return C.UNFUSED_SOFTMAX_BYTES_PER_SCORE * i.micro * (i.heads / i.tp) * (i.seq / i.cp) * i.seq / hbm(i)
 
 
 def ep_comm_per_layer(i: Inputs) -> float:
@@ -331,10 +360,31 @@ def dp_link_bw(i: Inputs, d: int) -> float:
 
 
 def layer_launch_s(i: Inputs) -> float:
-    """Host-side time per layer per micro-batch that no kernel hides: the launches of a layer's ~40
-    forward and backward kernels (norms, GEMMs, attention, activation, residuals) at LAYER_LAUNCH_S
-    each pass, a third more with full recompute (one more forward)."""
-    return C.LAYER_LAUNCH_S * (4 / 3 if i.recompute == "full" else 1.0)
+    """Host (CPU) time to issue one layer's forward and backward kernels for one micro-batch
+    (LAYER_HOST_S), a third more with full recompute (one more forward)."""
+    return C.LAYER_HOST_S * (4 / 3 if i.recompute == "full" else 1.0)
+
+
+def host_wait_s(i: Inputs, per_layer: tuple[Cost, Cost, float]) -> float:
+    """Seconds per layer per micro-batch the GPU waits for the host: the CPU issues kernels ahead of
+    the GPU, so the layer takes max(its kernels' time, the host's time to issue them); only the excess
+    of the host time over the kernels' is added. A small layer (a 0.3B model at micro batch 1) is host
+    bound whatever its GEMMs; a large one never is."""
+    layer, _, layer_tp = per_layer
+    return max(0.0, layer_launch_s(i) - (layer.total + layer_tp)) + moe_sync_s(i)
+
+
+def moe_sync_s(i: Inputs) -> float:
+    """Host time exposed per layer per micro-batch by the MoE token dispatcher's device-to-host sync:
+    with expert or tensor parallelism Megatron's all-to-all dispatcher copies the token counts to the
+    host and waits for them before the all-to-all (core/transformer/moe/token_dispatcher.py,
+    cuda_sync_point "before_ep_alltoall"; "before_finish" without EP), once per forward (and recompute)
+    of each MoE layer. The GPU then idles while the CPU issues the rest of the layer's forward kernels,
+    MOE_SYNC_HOST_SHARE of the layer's host time."""
+    if not i.moe:
+        return 0.0
+    forwards = 2 if i.recompute == "full" else 1
+    return i.moe_fraction * forwards * C.MOE_SYNC_HOST_SHARE * C.LAYER_HOST_S
 
 
 def _grad_bytes(i: Inputs) -> float:
@@ -394,7 +444,7 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
     for stage, layers, count in kinds:
         compute, tp, p2p, bwd = stage_microbatch(i, stage, layers, per_layer)
         per_kind.append((compute, tp, p2p, bwd, stage_params_per_gpu(i, stage, layers), count))
-    launch = layer_launch_s(i)
+    launch = host_wait_s(i, per_layer)
     totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S + kinds[k][1] * launch
               for k, (c, tp, p2p, _, _, _) in enumerate(per_kind)]
     worst = max(range(len(per_kind)), key=lambda k: totals[k])
