@@ -1,5 +1,5 @@
 """Formats and frameworks: DeepSpeed JSON (and the HF Trainer / accelerate forms of it),
-Megatron-LM arguments, GPT-NeoX YAML.
+Megatron-LM arguments and Megatron-Bridge ConfigContainers (both on the Megatron engine), GPT-NeoX YAML.
 
 Each adapter turns one file (and what it references) into Documents with positions and one
 TrainingSpec per training run (the interface: :mod:`trainlint.adapters.base`). Each framework
@@ -19,13 +19,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 def builtin_adapters() -> list[Adapter]:
     """The adapters trainlint ships, in tie-break order."""
+    from trainlint.adapters.bridge.adapter import BridgeAdapter
     from trainlint.adapters.deepspeed.adapter import DeepSpeedAdapter
     from trainlint.adapters.hf.launch_script import HFLaunchScriptAdapter
     from trainlint.adapters.hf.trainer_yaml import HFTrainerYamlAdapter
     from trainlint.adapters.megatron import MegatronAdapter
     from trainlint.adapters.neox.detect import NeoXAdapter
 
-    return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), NeoXAdapter(), MegatronAdapter(), HFLaunchScriptAdapter()]
+    return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), NeoXAdapter(), MegatronAdapter(), HFLaunchScriptAdapter(),
+            BridgeAdapter()]
 
 
 def builtin_frameworks() -> list[Framework]:

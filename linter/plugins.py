@@ -29,7 +29,7 @@ BUILTIN_PLUGIN = "trainlint.builtin"
 # sqlfluff's rule packages are): the family package returns its rules from the codes table
 # (trainlint.rules.codes). Their rules are all reported as coming from BUILTIN_PLUGIN.
 RULE_BUNDLES = tuple(FAMILIES.values())
-BUILTIN_PLUGINS = (BUILTIN_PLUGIN, *RULE_BUNDLES, "trainlint.adapters.bridge.framework")
+BUILTIN_PLUGINS = (BUILTIN_PLUGIN, *RULE_BUNDLES)
 
 
 @dataclass

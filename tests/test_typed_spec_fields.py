@@ -49,6 +49,14 @@ FILE_TEXT_USES: dict[tuple[str, str], str] = {
     ("rules/startup/megatron_args.py", "MegatronArgs.value"): "a flag's value as written, else Megatron's default",
     ("rules/startup/megatron_args.py", "MegatronArgs.flag"): "location: the flag as written",
     ("rules/startup/neox/helpers.py", "NeoXArgs.__init__"): "GPT-NeoX's own argument checks over the keys as written",
+    ("rules/startup/bridge/base.py", "Fields.entry"):
+        "Megatron-Bridge's own ConfigContainer checks over its fields as written (bridge:<path>)",
+    ("rules/startup/bridge/bridge_checkpoint_settings.py", "CheckpointSettings.findings"):
+        "which checkpoint fields a Bridge config writes at all (its own ConfigContainer check)",
+    ("rules/startup/bridge/bridge_packing_settings.py", "PackingSettings.findings"):
+        "whether a Bridge config writes offline packing specs (its own ConfigContainer check)",
+    ("rules/startup/bridge/cuda_device_max_connections.py", "DeviceMaxConnections.check"):
+        "whether overlap_moe_expert_parallel_comm is written on (file text beside the variable)",
 }
 
 

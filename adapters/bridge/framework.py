@@ -1,12 +1,11 @@
 """Everything Megatron-Bridge contributes, from one module: the adapter (reading YAML and launch lines),
 the spelling of a change, the recipe catalog, and what the format can express (its start-up rules are
-the ``bridge`` rule family, ``trainlint.rules.startup.bridge``, a layer above). Registered as
-one of trainlint's built-in plugins (``trainlint.plugins.BUILTIN_PLUGINS``) through the public hooks, so a
-``Framework`` object can wrap it as it stands."""
+the ``bridge`` rule family, ``trainlint.rules.startup.bridge``, a layer above). A Bridge run is a
+Megatron-Core run, so its adapter is one of the Megatron framework's (``MegatronFramework.adapters``,
+registered through ``trainlint_frameworks``) and its specs get that framework's engine semantics,
+search space and capabilities; the format's own spelling of a change is its adapter's."""
 
 from __future__ import annotations
-
-from trainlint import hookimpl
 
 NAME = "bridge"
 ENGINE = "megatron"
@@ -31,9 +30,3 @@ def catalog():
     from trainlint.adapters.bridge import recipes
 
     return recipes
-
-
-@hookimpl
-def trainlint_adapters():
-    return [adapter()]
-

@@ -61,9 +61,11 @@ class MegatronFramework(Framework):
     change_settings = _DESTS
 
     def adapters(self) -> list:
+        from trainlint.adapters.bridge.adapter import BridgeAdapter
         from trainlint.adapters.megatron import MegatronAdapter
 
-        return [MegatronAdapter()]
+        # a Megatron-Bridge ConfigContainer (YAML, recipe launch line) is a format of this engine
+        return [MegatronAdapter(), BridgeAdapter()]
 
     def capabilities(self, spec: TrainingSpec) -> frozenset[str]:
         return _CAPABILITIES

@@ -395,6 +395,9 @@ def run(args: argparse.Namespace) -> int:
         return result
 
     fixing = bool(getattr(args, "fix", False) or getattr(args, "diff", False))
+    # --fix / --diff apply fixes, and SARIF carries them (checked by reading each fixed file again,
+    # honest_marks): both need the read documents, which streamed (lean) results drop
+    keep_documents = fixing or args.format == "sarif"
 
     def lint_all() -> list:
         from trainlint.frameworks.locate import once_per_run
@@ -413,7 +416,7 @@ def run(args: argparse.Namespace) -> int:
 
                 # --fix and --diff read the specs and documents of what they fix; a report needs neither
                 done = run_tasks([plan.tasks[i] for i in indexes], check_and_lint, args.jobs,
-                                 progress.advance if progress is not None else None, streamed=not fixing)
+                                 progress.advance if progress is not None else None, streamed=not keep_documents)
                 for i, result in zip(indexes, done, strict=True):
                     results[i] = result
         finally:

@@ -97,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         # each file with the nearest project config above it, as `check` resolves it: the GPU,
         # cluster and prices of one folder's config never estimate another folder's runs
-        plan = config_groups.plan(session_options(args), args.paths, runs, opener=open_session)
+        plan = config_groups.plan(session_options(args), args.paths, runs,
+                                  opener=lambda options, start: open_session(options, start))
     except (ValueError, ConfigError) as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -12,7 +12,6 @@ from trainlint.rules.startup.derive import (
 from trainlint.spec import TrainingSpec
 
 
-ALL = ("deepspeed", "megatron", "neox")
 
 
 def _also(*pairs: tuple[Value | str | None, str]) -> tuple[tuple[Value | str | None, str], ...]:

@@ -4,6 +4,7 @@ defaults), the rule base class, and the GPU architecture a run is declared on.""
 from __future__ import annotations
 from typing import Any, Iterator
 from trainlint.provenance import Value
+from trainlint.framework import CAP_MEGATRON_CORE
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.spec import TrainingSpec
 from trainlint.adapters.bridge.build import FORMAT, SETTING_PREFIX
@@ -29,7 +30,7 @@ class Fields:
 
 
 class BridgeRule(Rule):
-    frameworks = ("megatron",)
+    requires = frozenset({CAP_MEGATRON_CORE})  # a Megatron-Core run, whatever builds its configs
     release_dependent = True
     """Quoted from Megatron-Bridge's config.py at one commit; another release may check differently."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint.diagnostics import Severity
+from trainlint.framework import CAP_MEGATRON_CORE
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.spec import MEGATRON_LM, TrainingSpec
 from trainlint.adapters.bridge.build import FORMAT
@@ -46,7 +47,7 @@ class DeviceMaxConnections(Rule):
     code = "TL116"
     name = "cuda-device-max-connections"
     summary = "CUDA_DEVICE_MAX_CONNECTIONS set against what the layout needs"
-    frameworks = ("megatron",)
+    requires = frozenset({CAP_MEGATRON_CORE})  # a Megatron-Core run, whatever builds its configs
     default_severity = Severity.WARNING
     release_dependent = True
 
