@@ -16,11 +16,8 @@ def uncertain(value: Value | None) -> bool:
     return value is not None and value.provenance.uncertain
 
 
-def as_int(value: Value | None) -> int | None:
-    """The value as an int (an integral float counts), None for bool, strings, unknowns."""
-    if value is None or uncertain(value):
-        return None
-    raw = value.value
+def integral(raw: object) -> int | None:
+    """A raw number as an int (an integral float counts), None for bool, strings and the rest."""
     if isinstance(raw, bool):
         return None
     if isinstance(raw, int):
@@ -28,6 +25,13 @@ def as_int(value: Value | None) -> int | None:
     if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
         return int(raw)
     return None
+
+
+def as_int(value: Value | None) -> int | None:
+    """The value as an int (an integral float counts), None for bool, strings, unknowns."""
+    if value is None or uncertain(value):
+        return None
+    return integral(value.value)
 
 
 def as_bool(value: Value | None) -> bool | None:

@@ -11,7 +11,6 @@ Other adapters read a referenced DeepSpeed JSON (Megatron's ``--deepspeed_config
 
 from __future__ import annotations
 
-import math
 import re
 from functools import cache
 from pathlib import PurePath
@@ -28,6 +27,7 @@ from trainlint.schema_check import check_document
 from trainlint.schemas import load_schema
 from trainlint.sources import SourceText
 from trainlint.spec import EngineSpec, TrainingSpec
+from trainlint.values import integral
 
 if TYPE_CHECKING:
     from trainlint.frameworks.locate import FrameworkSettings
@@ -483,16 +483,6 @@ class _Reader:
         return from_file(raw, self.doc.path, self.doc.locate(ptr), _dotted(ptr))
 
 
-def _as_int(raw: Any) -> int | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, int):
-        return raw
-    if isinstance(raw, float) and math.isfinite(raw) and raw.is_integer():
-        return int(raw)
-    return None
-
-
 def _as_bool(raw: Any) -> bool | None:
     return raw if isinstance(raw, bool) else None
 
@@ -520,9 +510,9 @@ def build_spec(doc: Document, target: Any = None) -> TrainingSpec:
 
 
 def _batch(spec: TrainingSpec, r: _Reader) -> None:
-    tbs = r.value("/train_batch_size", _as_int)
-    mbs = r.value("/train_micro_batch_size_per_gpu", _as_int)
-    gas = r.value("/gradient_accumulation_steps", _as_int)
+    tbs = r.value("/train_batch_size", integral)
+    mbs = r.value("/train_micro_batch_size_per_gpu", integral)
+    gas = r.value("/gradient_accumulation_steps", integral)
     spec.batch.global_batch, spec.batch.micro_batch, spec.batch.grad_accum = tbs, mbs, gas
     # DeepSpeed derives the missing member of the triple from the data-parallel size, which a
     # JSON does not give (DeepSpeedConfig._set_batch_related_parameters). Only two cases are
@@ -545,7 +535,7 @@ def _batch(spec: TrainingSpec, r: _Reader) -> None:
 def _parallel(spec: TrainingSpec, r: _Reader) -> None:
     zero = r.raw("/zero_optimization")
     if isinstance(zero, dict):
-        stage = r.value("/zero_optimization/stage", _as_int)
+        stage = r.value("/zero_optimization/stage", integral)
         if stage is None and not r.has("/zero_optimization/stage"):
             stage = default(0, ZERO_DEFAULT)
         spec.parallel.zero_stage = stage
@@ -558,15 +548,15 @@ def _parallel(spec: TrainingSpec, r: _Reader) -> None:
     spec.parallel.offload_optimizer = _offload(r, "offload_optimizer", "cpu_offload")
     spec.parallel.offload_params = _offload(r, "offload_param", "cpu_offload_param")
 
-    stages = r.value("/pipeline/stages", _as_int)
+    stages = r.value("/pipeline/stages", integral)
     if stages is not None:
         spec.parallel.pipeline = stages
-    autotp = r.value("/tensor_parallel/autotp_size", _as_int)
+    autotp = r.value("/tensor_parallel/autotp_size", integral)
     if autotp is not None:
         spec.parallel.tensor = autotp if autotp.value > 0 else derived(
             1, "tensor_parallel.autotp_size 0 disables AutoTP training", autotp)
     if r.raw("/expert_parallel/enabled") is True:
-        size = r.value("/expert_parallel/autoep_size", _as_int)
+        size = r.value("/expert_parallel/autoep_size", integral)
         spec.parallel.expert = size or default(1, "DeepSpeed default autoep_size (deepspeed/module_inject/auto_ep_config.py)")
 
 
@@ -624,11 +614,11 @@ def _memory(spec: TrainingSpec, r: _Reader) -> None:
 
 
 def _model(spec: TrainingSpec, r: _Reader) -> None:
-    spec.model.vocab_size = r.value("/vocabulary_size", _as_int)
+    spec.model.vocab_size = r.value("/vocabulary_size", integral)
     # The autotuner's model_info is the only model description a DeepSpeed JSON carries.
-    spec.model.param_count = r.value("/autotuning/model_info/num_params", _as_int)
-    spec.model.hidden_size = r.value("/autotuning/model_info/hidden_size", _as_int)
-    spec.model.num_layers = r.value("/autotuning/model_info/num_layers", _as_int)
+    spec.model.param_count = r.value("/autotuning/model_info/num_params", integral)
+    spec.model.hidden_size = r.value("/autotuning/model_info/hidden_size", integral)
+    spec.model.num_layers = r.value("/autotuning/model_info/num_layers", integral)
 
 
 def _settings(spec: TrainingSpec, doc: Document) -> None:
