@@ -213,7 +213,14 @@ def _main(argv: Sequence[str] | None) -> int:
     # --isolated), not just the one found above each script
     containment.configure(getattr(args, "config", None), getattr(args, "isolated", False),
                           containment.TrustGiven(allow_flag=bool(getattr(args, "allow_plugins", False))))
-    return args.func(args)
+    try:
+        return args.func(args)
+    finally:
+        # The choice is this command's only: a caller that goes on in the same process (a test, a
+        # tool embedding `main`, the language server started after it) reads the next files with
+        # the project config found above each of them again, not with a --config whose folder
+        # would now confine every `--deepspeed_config` beside another script.
+        containment.configure(None, False)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -180,3 +180,28 @@ def test_both_config_file_names_are_read_and_the_dotfile_wins(tmp_path, capsys, 
 
     project = discover(tmp_path / "sub")  # found by walking up, as from a checked file's folder
     assert Path(project.path).name == wins and project.environment == {"FROM": wins}
+
+
+def test_a_command_line_config_does_not_outlive_its_command(tmp_path, capsys):
+    """``--config`` decides which folders a script may pull files from for that command only: a
+    later read in the same process (the language server, a tool embedding ``main``) must not
+    find a ``--deepspeed_config`` beside another script shut out by the earlier config's folder."""
+    from trainlint.adapters import builtin_adapters
+    from trainlint.checker import check_file
+
+    first = tmp_path / "first"
+    first.mkdir()
+    (first / "t.toml").write_text("[rules.TL301]\nmax_gap = 0.6\n")
+    (first / "ds.json").write_text('{"train_micro_batch_size_per_gpu": 1}\n')
+    main(["check", "--config", str(first / "t.toml"), "--exit-zero", str(first / "ds.json")])
+    capsys.readouterr()
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "ds.json").write_text('{"train_micro_batch_size_per_gpu": 3, "zero_optimization": {"stage": 1}}\n')
+    (other / "train.sh").write_text(
+        "deepspeed pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 "
+        "--seq-length 128 --max-position-embeddings 128 --micro-batch-size 3 "
+        "--deepspeed --deepspeed_config ds.json\n")
+    (spec,) = check_file(str(other / "train.sh"), builtin_adapters()).specs
+    assert spec.parallel.zero_stage is not None and spec.parallel.zero_stage.value == 1
