@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.config import ConfigError, ProjectConfig
 from trainlint.estimate_memo import EstimateMemo
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity

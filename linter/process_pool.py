@@ -19,7 +19,8 @@ import os
 from dataclasses import replace
 from typing import Callable, Sequence, TypeVar
 
-from trainlint.checker import FileResult, FileTask
+from trainlint.checker import FileTask
+from trainlint.results import FileResult
 
 MIN_FILES_PER_WORKER = 24
 """Below this many files per extra worker, forking and sending results back costs more than

@@ -20,7 +20,8 @@ from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.catalog import GPU
-    from trainlint.checker import FileResult, FileTask
+    from trainlint.checker import FileTask
+    from trainlint.results import FileResult
     from trainlint.config import ProjectConfig
     from trainlint.engine import LintSettings
     from trainlint.estimator.context import EstimateContext

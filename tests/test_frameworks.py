@@ -242,7 +242,7 @@ def test_the_read_note_appears_once_per_run_under_jobs(tmp_path):
 
 
 def test_once_per_run_keeps_the_first_note_of_each_source():
-    from trainlint.checker import FileResult
+    from trainlint.results import FileResult
     from trainlint.diagnostics import Related
     from trainlint.input_codes import input_diagnostic
     from trainlint.positions import FILE_START
@@ -502,7 +502,7 @@ def test_save_interval_is_an_error_only_for_a_neox_known_to_lack_it(tmp_path):
     error against a NeoX whose source lacks save_interval, a warning when the version is assumed
     (before gpt-neox #737 save_interval did the job)."""
     from trainlint.engine import LintSettings, lint
-    from trainlint.checker import FileResult
+    from trainlint.results import FileResult
     from trainlint.registry import build_registry
     from trainlint.plugins import create_host
 

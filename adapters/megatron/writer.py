@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from trainlint.adapters.deepspeed.writer import DS_BATCH_KEYS, DeepSpeedJson
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.document import pointer, pointer_parts
 from trainlint.provenance import Origin
 from trainlint.sources import SourceText

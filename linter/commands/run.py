@@ -137,7 +137,7 @@ def lint_command(argv: list[str], args: argparse.Namespace, session) -> tuple[li
         launch = parse_launch(argv, frameworks=list(session.registry.frameworks))
         results = session.check_command(launch)
     except Exception as exc:  # noqa: BLE001 - a trainlint bug is reported, and blocks the command
-        from trainlint.checker import FileResult
+        from trainlint.results import FileResult
         from trainlint.input_codes import input_diagnostic
 
         results = [FileResult(COMMAND_LINE, None, [input_diagnostic(

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.provenance import Origin, Value
 from trainlint.sources import SourceText
 from trainlint.spec import TrainingSpec

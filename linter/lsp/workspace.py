@@ -237,7 +237,8 @@ class Linter:
     def _lint(self, path: str, text: str, version: int | None, folder: str | None,
               open_texts: Mapping[str, str], write_fixes: bool = False) -> Linted:
         from trainlint.adapters.base import LoadContext
-        from trainlint.checker import FileResult, check_source
+        from trainlint.checker import check_source
+        from trainlint.results import FileResult
 
         entry = self.session_for(path, folder)
         session = entry.session

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Sequence
 from trainlint.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:  # pragma: no cover - the reading half (adapters, spec) is not needed to escape or render text
-    from trainlint.checker import FileResult
+    from trainlint.results import FileResult
 
 
 @dataclass(frozen=True)
