@@ -42,7 +42,7 @@ class ConfigError(Exception):
     and the language server shows the same text)."""
 
     def __init__(self, message: str) -> None:
-        from trainlint.output.escape import printable
+        from trainlint.escape import printable
 
         super().__init__(printable(str(message)))
 

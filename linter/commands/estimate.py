@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.output.escape import printable, printable_lines
+from trainlint.escape import printable, printable_lines
 
 
 def register(sub: argparse._SubParsersAction) -> None:

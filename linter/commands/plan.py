@@ -23,7 +23,7 @@ from trainlint.planning.gpu_plan import (Model, PlanInputError, PlanRequest, Sol
                                          model_from_preset, model_from_shape, si as _si, solve_on_gpu, target_days)
 from trainlint.session import Session, SessionOptions, open_session
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.output.escape import printable, printable_lines
+from trainlint.escape import printable, printable_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.catalog import GPU

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -29,7 +29,7 @@ from typing import Iterator
 
 from trainlint.commands.check import TEXT_FORMATS, add_context_arguments, add_output_arguments, add_selection_arguments
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 
 EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 
 DIMENSION_NAMES = ("tp", "pp", "vpp", "cp", "micro", "batch", "recompute", "zero", "dist-opt")
 

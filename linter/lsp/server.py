@@ -38,7 +38,7 @@ from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.lsp import convert, hover
 from trainlint.lsp.workspace import Linted, Linter, internal_error, same_file, session_options
 from trainlint.numbers import long_numbers, shorten_numbers
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 
 log = logging.getLogger("trainlint.lsp")
 
