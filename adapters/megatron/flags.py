@@ -453,7 +453,7 @@ class ArgReader:
         such as Megatron-DeepSpeed's tasks/eval_harness/evaluate.py replace them with the
         checkpoint's arguments; conversion tools set them from the checkpoint)."""
         if self._shape_from_checkpoint is None:
-            from trainlint.rules.estimation.scope import trains
+            from trainlint.adapters.megatron.entry_points import trains
 
             # asked only when a size breaks its minimum (rare): the whole command is searched then
             self._shape_from_checkpoint = any(f.text == "--use-checkpoint-args" for f in self._given) \
