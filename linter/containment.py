@@ -112,7 +112,7 @@ def _roots_for(script: str, scope: tuple[str, str | None], trust_given: TrustGiv
 
 def _project_config(start: Path) -> Path | None:
     try:
-        from trainlint.config import find_config
+        from trainlint.config_files import find_config
 
         return find_config(start)
     except Exception:  # noqa: BLE001 - an unreadable config: no extra roots
@@ -200,7 +200,7 @@ def confine_project(project: Any, *, explicit: bool = False, trust_given: TrustG
     reason = _why_not_trusted(config, explicit, trust_given)
     if reason is None:
         return
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
 
     key, path = outside[0]
     raise ConfigError(f"{config}: `{key}` names {path}, outside the project ({root}, symlinks resolved); a "

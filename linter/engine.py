@@ -8,7 +8,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Mapping, Sequence
 
 from trainlint.results import FileResult
-from trainlint.config import ConfigError, ProjectConfig
+from trainlint.config import ProjectConfig
+from trainlint.config_files import ConfigError
 from trainlint.estimate_memo import EstimateMemo
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
 from trainlint.input_codes import input_diagnostic

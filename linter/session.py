@@ -245,7 +245,7 @@ def open_session(options: SessionOptions, start: Path, *, validate: bool = True)
     if options.framework_source:
         import os
 
-        from trainlint.config import ConfigError
+        from trainlint.config_files import ConfigError
         from trainlint.frameworks.locate import FrameworkSettingError, clear_caches, with_source
 
         try:

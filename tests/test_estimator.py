@@ -9,7 +9,8 @@ import pytest
 
 from trainlint.adapters.deepspeed.adapter import deepspeed_optimizer
 from trainlint.catalog import find_gpu
-from trainlint.config import EstimationSettings, ProjectConfig
+from trainlint.config import ProjectConfig
+from trainlint.project_settings import EstimationSettings
 from trainlint.estimator import MissingInputs, build_context, estimate, estimate_inputs
 from trainlint.estimator import closed_forms as CF
 from trainlint.estimator.inputs import Inputs

@@ -339,7 +339,8 @@ def test_project_config_names_a_checkout_or_a_release(tmp_path):
 
 
 def test_project_config_in_pyproject(tmp_path):
-    from trainlint.config import ConfigError, discover
+    from trainlint.config import discover
+    from trainlint.config_files import ConfigError
 
     (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nframework = {megatron = "core_v0.4.0"}\n')
     project = discover(tmp_path)

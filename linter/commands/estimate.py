@@ -78,7 +78,7 @@ def render_run(totals: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from trainlint.commands.check import session_options
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
     from trainlint.estimator import ContextError, InvariantError
     from trainlint.estimator.render import render_text
     from trainlint.estimator.core import MissingInputs

@@ -39,7 +39,7 @@ def _registry(args: argparse.Namespace):
 
 
 def run_rules(args: argparse.Namespace) -> int:
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
     from trainlint.input_codes import INPUT_CODES
     from trainlint.rules.docs import render_markdown
 
@@ -71,7 +71,7 @@ def run_rules(args: argparse.Namespace) -> int:
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
     from trainlint.input_codes import INPUT_CODES
     from trainlint.rules.docs import explain, explain_input_code
     from trainlint.did_you_mean import hint

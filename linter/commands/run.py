@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
 
     argv = list(args.command)
     if argv and argv[0] == "--":

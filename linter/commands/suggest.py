@@ -80,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trainlint.commands.check import session_options
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
     from trainlint.estimator import ContextError
     from trainlint.layout import SearchError, SearchOptions, search
     from trainlint.layout.render import render_json, render_text

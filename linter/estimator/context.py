@@ -140,7 +140,7 @@ def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, n
     """Combine CLI flags, the project config (its typed ``estimation`` settings), the spec and defaults
     (in that order). ``gpus``: the GPU table in force (a session's: catalog, plugins and the project's ``gpus``),
     else the catalog with the project's ``gpus``; ``presets``: the model presets, else the shipped ones."""
-    from trainlint.config import EstimationSettings
+    from trainlint.project_settings import EstimationSettings
 
     declared = project.estimation if project is not None else EstimationSettings()
     project_path = project.path if project is not None else None

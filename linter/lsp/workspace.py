@@ -147,7 +147,7 @@ class Linter:
                 forget()
 
     def config_for(self, directory: Path) -> Path | None:
-        from trainlint.config import find_config
+        from trainlint.config_files import find_config
 
         signature = _signature(directory)
         key = str(directory)
@@ -174,7 +174,7 @@ class Linter:
 
     def _open(self, config: str | None, mtime: int | None, start: Path | None,
               folder: str | None = None) -> SessionEntry:
-        from trainlint.config import ConfigError
+        from trainlint.config_files import ConfigError
         from trainlint.session import open_session
 
         # no workspace folder: nothing is trusted (the server's own directory is not a choice the
