@@ -61,7 +61,7 @@ def _can_fork() -> bool:
 
 def lean(result: FileResult) -> FileResult:
     """What a report needs of a linted result (specs and documents are big and not needed)."""
-    from trainlint.output import target_of
+    from trainlint.frameworks.target import target_of
 
     return replace(result, specs=[], documents=[], target=target_of(result))
 

@@ -33,7 +33,7 @@ class FileResult:
     directive line, selector)`` and ``("per-file", pattern, selector)``; the unused-suppression
     report (TL020) is what no result used."""
     target: dict | None = None
-    """What the runs were judged against, as reports give it (:func:`trainlint.output.target_of`),
+    """What the runs were judged against, as reports give it (:func:`trainlint.frameworks.target.target_of`),
     kept when the specs are dropped (``check -j N`` sends results back without them)."""
     frameworks: Any = None
     """The session's framework settings the file was read with (``LoadContext.frameworks``): reading

@@ -438,7 +438,7 @@ class TrainlintServer(LanguageServer):
         judged against (the statement the other outputs give once per file)."""
         if line != 1 or linted.result is None:
             return None
-        from trainlint.output import target_of
+        from trainlint.frameworks.target import target_of
 
         target = target_of(linted.result)
         if target is None:
