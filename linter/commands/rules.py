@@ -52,7 +52,7 @@ def run_rules(args: argparse.Namespace) -> int:
     rows += [(r.code, r.name, r.default_severity.value, r.summary, r.plugin) for r in registry.rules.values()]
     preview = {r.code for r in registry.rules.values() if r.lifecycle == "preview"}
     if args.format == "markdown":
-        sys.stdout.write(render_markdown(registry))
+        sys.stdout.write(render_markdown(registry.rules.values()))
     elif args.format == "json":
         json.dump([dict(zip(("code", "name", "severity", "summary", "plugin"), row, strict=True)) for row in rows], sys.stdout,
                   indent=2)
