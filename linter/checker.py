@@ -1,7 +1,9 @@
 """Reading files into specs: detection, loading, and containment of trainlint's own bugs.
 
-This is the input half of the engine (``trainlint check`` before rules exist, and what the
-rule engine, the estimator and the language server build on). A bug while handling one file
+Reading a file with the adapters gives a :class:`trainlint.results.FileResult`; it knows formats
+only through the ``Adapter`` interface, and sits in the formats layer with them, so the launch
+reader (``trainlint run``) and the write-back's round trip read a file the same way as ``check``,
+the engine, the estimator and the language server. A bug while handling one file
 becomes a TL999 diagnostic for that file; the other files are still checked.
 """
 
