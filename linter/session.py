@@ -184,7 +184,7 @@ class Session:
     def startup_rules(self) -> StartupRules:
         """The registry's TL1xx rules with the project's options: what a layout must not break."""
         if self._startup_rules is None:
-            from trainlint.layout.startup_check import startup_rules
+            from trainlint.engine import startup_rules
 
             self._startup_rules = startup_rules(self.registry, self.settings.rule_options, preview=self.settings.preview)
         return self._startup_rules
