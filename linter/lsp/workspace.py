@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from trainlint.diagnostics import Diagnostic
 from trainlint.input_codes import input_diagnostic
 from trainlint.lsp import convert
+from trainlint.lsp.convert import same_file
 from trainlint.sources import MAX_FILE_BYTES, SourceText
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,17 +46,6 @@ def session_options(options: Mapping[str, Any] | None = None) -> SessionOptions:
         # workspace trust on top and the workspace folder in place of the current directory
         allow_plugins=options.get("allowPlugins") is True,
         editor_trusted=trusted if isinstance(trusted, bool) else None)
-
-
-def same_file(a: str | None, b: str | None) -> bool:
-    if a is None or b is None:
-        return a == b
-    if a == b:
-        return True
-    try:
-        return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
-    except (OSError, ValueError):
-        return False
 
 
 def _key(path: str) -> str:
@@ -272,8 +262,6 @@ class Linter:
         if result.format is None and not result.internal_error:
             return linted
         checked = session.lint([result], write_fixes=write_fixes)
-        from trainlint.lsp.actions import as_check_reports
-
         checked = as_check_reports(checked, session)
         failures = session.plugin_failures()
         linted.result = checked[0] if checked else result
@@ -365,3 +353,19 @@ def _signature(directory: Path) -> tuple:
             except OSError:
                 out.append(None)
     return tuple(out)
+
+
+def as_check_reports(checked: list, session) -> list:
+    """What ``trainlint check`` adds after the rules, for the editor too: TL020 for the buffer's
+    unused disables, and the project's baseline left out."""
+    from trainlint import baseline as baselines
+    from trainlint.unused_suppressions import report_unused
+
+    checked = report_unused(checked, session.settings.selection, session.project)
+    configured = session.project.baseline
+    if configured:
+        try:
+            checked, _ = baselines.apply(checked, baselines.load(str(Path(session.project.root or ".") / configured)))
+        except baselines.BaselineError:
+            pass  # `trainlint check` says what is wrong with it; the editor shows every finding
+    return checked
