@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters.base import LoadContext
-from trainlint.adapters.megatron.adapter import MegatronAdapter
-from trainlint.adapters.neox.reader import NeoXAdapter
+from trainlint.adapters.megatron.detect import MegatronAdapter
+from trainlint.adapters.neox.detect import NeoXAdapter
 from trainlint.diagnostics import Applicability, Severity
 from trainlint.frameworks import locate
 from trainlint.frameworks.argscan import scan_megatron, scan_neox
