@@ -49,9 +49,9 @@ from trainlint.adapters.megatron.flags import (
     LEGACY,
     ArgReader,
     ParsedArgs,
-    flag_table,
     unknown_summary,
 )
+from trainlint.adapters.megatron.flag_table import flag_table
 from trainlint.adapters.megatron.invocation import DISTINCTIVE, Invocation, find_invocation
 from trainlint.adapters.megatron.shell import FileText, ShellResult, evaluate
 from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder, set_engine
