@@ -19,7 +19,7 @@ from trainlint.sources import SourceText, read_source
 from trainlint.spec import TrainingSpec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.checker import FileResult
+    from trainlint.results import FileResult
     from trainlint.frameworks.locate import FrameworkSettings
     from trainlint.writing import Texts, Writer
 

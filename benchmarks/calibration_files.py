@@ -145,7 +145,7 @@ def vocab_of(row: dict) -> tuple[int | None, str | None, str]:
 def _preset_named_by(row_id: str) -> str | None:
     """The longest model-preset id that the row's id spells (ignoring case and punctuation): the model a
     user would pass with --model for the tokenizer, as the estimate's message asks."""
-    from trainlint.catalog import load_model_presets
+    from trainlint.models import load_model_presets
 
     squash = lambda text: re.sub(r"[^a-z0-9]", "", text.lower())  # noqa: E731
     name = squash(row_id)

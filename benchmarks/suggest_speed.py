@@ -28,7 +28,9 @@ import time
 
 from trainlint.estimator import build_context, estimate, estimate_inputs
 from trainlint.layout import SearchOptions, search
-from trainlint.layout.startup_check import default_startup_rules
+from trainlint.engine import startup_rules
+from trainlint.plugins import create_host
+from trainlint.registry import build_registry
 from trainlint.layout.search import InputsFactory, _neutral, prepare
 from trainlint.layout.space import build_space
 from trainlint.adapters.engine import set_engine
@@ -175,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="also estimate every layout of the space and compare the best with the search's")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
-    rules = default_startup_rules()
+    rules = startup_rules(build_registry(create_host()))
     print(f"launch rules loaded once: {len(rules)} TL1xx rules in {(time.perf_counter() - t0) * 1e3:.0f} ms (not in the timings)\n")
     label, spec, ctx = one_t()
     median = report(label, spec, ctx, rules, args.repeat, args.verify)

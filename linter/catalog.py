@@ -5,7 +5,7 @@ tree); every figure there carries its source. This module
 only types it and resolves names ("H100", "NVIDIA A100-SXM4-80GB"). The model presets
 (``models.json``), local Hugging Face ``config.json`` files and parameter counts are
 :mod:`trainlint.models`, which shares the name lookup: a check that names no model (most of them)
-never imports it. Its names are still reachable here (``trainlint.catalog.ModelPreset``).
+never imports it.
 """
 
 from __future__ import annotations
@@ -251,18 +251,3 @@ def find_gpu(name: str, gpus: Mapping[str, GPU] | None = None) -> GPU:
     """Resolve "H100", "h100-80gb", "NVIDIA A100-SXM4-80GB" ... to a catalog GPU."""
     table = gpus if gpus is not None else _gpus()
     return table[lookup_name(name, table, "GPU", _AMBIGUOUS_GPU_NAMES)]
-
-
-_MOVED_TO_MODELS = frozenset({
-    "MLAConfig", "ModelPreset", "ParamCount", "count_parameters", "describe_param_error", "find_model_preset",
-    "load_model_presets", "model_preset_from_dict", "read_hf_config",
-})
-
-
-def __getattr__(name: str) -> Any:
-    """The model half, which moved to :mod:`trainlint.models`, for code that still imports it from here."""
-    if name in _MOVED_TO_MODELS:
-        from trainlint import models
-
-        return getattr(models, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

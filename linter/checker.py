@@ -1,7 +1,9 @@
 """Reading files into specs: detection, loading, and containment of trainlint's own bugs.
 
-This is the input half of the engine (``trainlint check`` before rules exist, and what the
-rule engine, the estimator and the language server build on). A bug while handling one file
+Reading a file with the adapters gives a :class:`trainlint.results.FileResult`; it knows formats
+only through the ``Adapter`` interface, and sits in the formats layer with them, so the launch
+reader (``trainlint run``) and the write-back's round trip read a file the same way as ``check``,
+the engine, the estimator and the language server. A bug while handling one file
 becomes a TL999 diagnostic for that file; the other files are still checked.
 """
 
@@ -9,49 +11,20 @@ from __future__ import annotations
 
 import os
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Iterable, Sequence
 
 from trainlint import cancel
 from trainlint.adapters.base import Adapter, LoadContext, NOT_MINE
 from trainlint.diagnostics import Diagnostic
 from trainlint.discovery import iter_files
-from trainlint.document import Document
 from trainlint.input_codes import input_diagnostic
+from trainlint.results import FileResult
 from trainlint.sources import SourceText, Unreadable, UnreadableSource, read_source
-from trainlint.spec import TrainingSpec
 
 if TYPE_CHECKING:
     from trainlint.frameworks.locate import FrameworkSettings
-
-
-@dataclass
-class FileResult:
-    """What reading one file (or multi-file run) gave: the format, input diagnostics, specs and documents."""
-
-    path: str
-    format: str | None
-    """The adapter that claimed the file, or None when no adapter did (skipped)."""
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    specs: list[TrainingSpec] = field(default_factory=list)
-    documents: list[Document] = field(default_factory=list)
-    run: list[str] = field(default_factory=list)
-    """For a multi-file run (NeoX): every file of it, the first being ``path``."""
-    used_suppressions: frozenset = frozenset()
-    """What suppressed a finding of this result (set by the rule engine): ``("inline", path,
-    directive line, selector)`` and ``("per-file", pattern, selector)``; the unused-suppression
-    report (TL020) is what no result used."""
-    target: dict | None = None
-    """What the runs were judged against, as reports give it (:func:`trainlint.output.target_of`),
-    kept when the specs are dropped (``check -j N`` sends results back without them)."""
-    frameworks: Any = None
-    """The session's framework settings the file was read with (``LoadContext.frameworks``): reading
-    it again (write-back's round trip) resolves the same targets."""
-
-    @property
-    def internal_error(self) -> bool:
-        return any(d.code == "TL999" for d in self.diagnostics)
 
 
 def detect(adapters: Sequence[Adapter], path: str, text: str) -> Adapter | None:

@@ -146,7 +146,7 @@ class _PrintableStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        from trainlint.output.escape import printable
+        from trainlint.escape import printable
 
         self._stream.write(printable(text, keep="\n"))
         return len(text)

@@ -12,39 +12,12 @@ file's directory, and must lie inside its checkout unless the user trusts it
 
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-
-class _LazyTomllib:
-    """``tomllib`` (``tomli`` before 3.11), imported on first use: ``--isolated`` runs and
-    folders without a config file never need it, and it costs a few ms of start-up."""
-
-    def __getattr__(self, name: str) -> Any:
-        if sys.version_info >= (3, 11):
-            import tomllib as module
-        else:  # pragma: no cover - exercised on 3.10 only
-            import tomli as module
-        return getattr(module, name)
-
-
-tomllib = _LazyTomllib()
-
-
-class ConfigError(Exception):
-    """A project config trainlint cannot use; the CLI exits 2 with this message.
-
-    The message quotes keys and values of a file someone else may have written: every control,
-    bidi and line-break character in it is shown as an escape (a key holding ``\n::error ...``
-    must not forge a line of its own in a CI log, an escape sequence must not reach a terminal,
-    and the language server shows the same text)."""
-
-    def __init__(self, message: str) -> None:
-        from trainlint.output.escape import printable
-
-        super().__init__(printable(str(message)))
+from trainlint.config_files import ConfigError, find_config, read_section, string_list
+from trainlint.project_settings import EstimationSettings, PlanningSettings
 
 
 KNOWN_KEYS = {
@@ -61,40 +34,6 @@ KNOWN_KEYS = {
     # adoption: the baseline file (relative to the config's folder), unused-suppression reports
     "baseline", "report-unused-per-file-ignores",
 }
-
-
-@dataclass(frozen=True)
-class EstimationSettings:
-    """The estimation context a project declares (``gpu``, ``nodes``, ``gpus-per-node``, ``model``,
-    ``vocab-size``, custom ``gpus``), as written: :mod:`trainlint.estimator.context` validates each
-    value where it is used and names its key when it is wrong."""
-
-    gpu: Any = None
-    nodes: Any = None
-    gpus_per_node: Any = None
-    model: Any = None
-    vocab_size: Any = None
-    gpus: Any = None
-    """The custom GPU table (``[tool.trainlint.gpus.<id>]``)."""
-
-    def by_key(self, key: str) -> Any:
-        """A value by its config spelling (``gpus-per-node``)."""
-        return getattr(self, key.replace("-", "_"))
-
-
-@dataclass(frozen=True)
-class PlanningSettings:
-    """Planning limits and prices (validated when the config is read: positive numbers)."""
-
-    max_days: float | None = None
-    max_cost: float | None = None
-    price_per_gpu_hour: float | None = None
-    prices: dict[str, float] = field(default_factory=dict)
-    """GPU id (or alias, or a custom GPU's id) as written -> price per GPU-hour."""
-
-    def by_key(self, key: str) -> Any:
-        """A value by its config spelling (``max-days``)."""
-        return getattr(self, key.replace("-", "_"))
 
 
 @dataclass
@@ -139,60 +78,8 @@ class ProjectConfig:
         return str(Path(self.path).parent) if self.path else None
 
 
-CONFIG_FILE_NAMES = (".trainlint.toml", "trainlint.toml")
-"""The dedicated config files, in the order they win within one folder (then pyproject.toml)."""
-
-
-def find_config(start: Path) -> Path | None:
-    start = start.resolve()
-    directory = start if start.is_dir() else start.parent
-    for folder in (directory, *directory.parents):
-        for name in CONFIG_FILE_NAMES:
-            dedicated = folder / name
-            if dedicated.is_file():
-                return dedicated
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
-            try:
-                data = tomllib.loads(_read_config_text(pyproject))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError):
-                continue
-            if _tool_table(data) is not None:
-                return pyproject
-    return None
-
-
-def _tool_table(data: Any) -> Any:
-    """``[tool.trainlint]`` of a pyproject.toml, or None: any other project's pyproject.toml (``tool
-    = 1``, no ``tool``) on the way up is not trainlint's and is passed by."""
-    tool = data.get("tool") if isinstance(data, dict) else None
-    return tool.get("trainlint") if isinstance(tool, dict) else None
-
-
-MAX_CONFIG_BYTES = 1024 * 1024
-
-
-def _read_config_text(path: Path) -> str:
-    """A project config's text, within a size limit (a sparse 2 GB pyproject.toml is not read)."""
-    from trainlint.sources import ReadRefused, read_bounded
-
-    try:
-        return read_bounded(path, MAX_CONFIG_BYTES).decode("utf-8")
-    except ReadRefused as refused:
-        raise ConfigError(f"{path}: {refused}; not read") from None
-
-
 def load_config(path: Path) -> ProjectConfig:
-    try:
-        data = tomllib.loads(_read_config_text(path))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: invalid TOML: {exc}") from None
-    table = _tool_table(data) if path.name == "pyproject.toml" else data
-    section = {} if table is None else table
-    if not isinstance(section, dict):
-        raise ConfigError(f"{path}: [tool.trainlint] must be a table")
+    section = read_section(path)
     base = path.parent
     runs = section.get("runs", [])
     if not isinstance(runs, list) or not all(isinstance(r, list) and r and all(isinstance(p, str) for p in r) for r in runs):
@@ -240,8 +127,8 @@ def load_config(path: Path) -> ProjectConfig:
         per_file_ignores=_per_file_ignores(section, path),
         severity=_severities(section, path),
         rule_options=_rule_options(section, path),
-        plugins=_string_list(section, "plugins", path),
-        source_roots=_string_list(section, "source-roots", path),
+        plugins=string_list(section, "plugins", path),
+        source_roots=string_list(section, "source-roots", path),
         estimation=EstimationSettings(section.get("gpu"), section.get("nodes"), section.get("gpus-per-node"),
                                       section.get("model"), section.get("vocab-size"), section.get("gpus")),
         planning=PlanningSettings(section.get("max-days"), section.get("max-cost"), section.get("price-per-gpu-hour"),
@@ -259,15 +146,8 @@ def _flag(section: dict, key: str, path: Path) -> bool:
     return value
 
 
-def _string_list(section: dict, key: str, path: Path) -> list[str]:
-    value = section.get(key, [])
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"{path}: `{key}` must be a list of strings")
-    return value
-
-
 def _selectors(section: dict, key: str, path: Path) -> list[str]:
-    return _string_list(section, key, path)
+    return string_list(section, key, path)
 
 
 def _per_file_ignores(section: dict, path: Path) -> dict[str, list[str]]:

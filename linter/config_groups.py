@@ -54,7 +54,7 @@ class _Sessions:
         self.config_of_folder: dict[str, str | None] = {}
 
     def config_for(self, path: str) -> str | None:
-        from trainlint.config import find_config
+        from trainlint.config_files import find_config
 
         p = Path(path)
         folder = p if p.is_dir() else p.parent

@@ -112,7 +112,7 @@ def _roots_for(script: str, scope: tuple[str, str | None], trust_given: TrustGiv
 
 def _project_config(start: Path) -> Path | None:
     try:
-        from trainlint.config import find_config
+        from trainlint.config_files import find_config
 
         return find_config(start)
     except Exception:  # noqa: BLE001 - an unreadable config: no extra roots
@@ -122,14 +122,16 @@ def _project_config(start: Path) -> Path | None:
 def _extra_roots(config: Path, config_trusted: bool) -> list[Path]:
     """The config's ``source-roots``: those outside its project root only when it is trusted."""
     try:
-        from trainlint.config import load_config
+        from trainlint.config_files import read_section, string_list
 
-        project = load_config(config)
+        # only the key this needs, read as trainlint.config reads it (the same functions): the rest
+        # of the config is the session's to interpret, a layer above the adapters that ask this
+        entries = string_list(read_section(config), "source-roots", config)
     except Exception:  # noqa: BLE001 - the config's own errors are reported by the command
         return []
     root = str(project_root(config))
     out = []
-    for entry in getattr(project, "source_roots", []) or []:
+    for entry in entries:
         try:
             folder = (config.parent / os.path.expanduser(entry)).resolve()
         except (OSError, RuntimeError, ValueError):
@@ -200,7 +202,7 @@ def confine_project(project: Any, *, explicit: bool = False, trust_given: TrustG
     reason = _why_not_trusted(config, explicit, trust_given)
     if reason is None:
         return
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
 
     key, path = outside[0]
     raise ConfigError(f"{config}: `{key}` names {path}, outside the project ({root}, symlinks resolved); a "

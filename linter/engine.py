@@ -5,10 +5,11 @@ and apply severities, selection and inline suppressions to everything reported.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
-from trainlint.checker import FileResult
-from trainlint.config import ConfigError, ProjectConfig
+from trainlint.results import FileResult
+from trainlint.config import ProjectConfig
+from trainlint.config_files import ConfigError
 from trainlint.estimate_memo import EstimateMemo
 from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
 from trainlint.input_codes import input_diagnostic
@@ -22,6 +23,9 @@ from trainlint.selection import Selection
 from trainlint.spec import TrainingSpec
 from trainlint.did_you_mean import hint
 from trainlint.suppressions import Suppressions, parse_suppressions
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.layout.startup_check import StartupRules
 
 
 @dataclass
@@ -102,6 +106,14 @@ def resolve_options(rule: type[Rule], configured: dict[str, dict[str, Any]]) -> 
                 raise ConfigError(f"rule {rule.code} ({rule.name}) has no option `{name}`{hint(name, rule.options)}")
             options[name] = value
     return options
+
+
+def startup_rules(registry: Registry, rule_options: dict[str, dict[str, Any]] | None = None, *,
+                  preview: bool = False) -> StartupRules:
+    """The registry's TL1xx rules with their options (the project's, else the defaults), for the
+    layout search's start-up check; the preview rules only in preview mode, as in a check."""
+    return [(rule, resolve_options(rule, rule_options or {})) for rule in registry.by_selector("TL1")
+            if preview or rule.lifecycle != "preview"]
 
 
 def check_settings(registry: Registry, settings: LintSettings) -> None:

@@ -251,7 +251,7 @@ def reread(result: Any, texts: dict[str, str], adapters: Sequence[Any], environm
     try:
         source = read(result.path)
     except Exception:  # noqa: BLE001 - a file that cannot be read again is compared as empty
-        from trainlint.checker import FileResult
+        from trainlint.results import FileResult
 
         return FileResult(result.path, result.format)
     return check_source(source, adapters, context, force_format=result.format)

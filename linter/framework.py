@@ -366,7 +366,7 @@ class Framework:
 
     def read_launch(self, launch: Any, adapters: Sequence[Any], environment: dict[str, str],
                     frameworks: Any) -> list[Any]:
-        """The FileResults (:class:`trainlint.checker.FileResult`) a ``trainlint run`` command of one
+        """The FileResults (:class:`trainlint.results.FileResult`) a ``trainlint run`` command of one
         of ``launch_kinds`` uses, read before the rules run (``frameworks``: the session's project
         framework settings, for the adapters' ``LoadContext``)."""
         return []

@@ -19,7 +19,8 @@ import os
 from dataclasses import replace
 from typing import Callable, Sequence, TypeVar
 
-from trainlint.checker import FileResult, FileTask
+from trainlint.checker import FileTask
+from trainlint.results import FileResult
 
 MIN_FILES_PER_WORKER = 24
 """Below this many files per extra worker, forking and sending results back costs more than
@@ -60,7 +61,7 @@ def _can_fork() -> bool:
 
 def lean(result: FileResult) -> FileResult:
     """What a report needs of a linted result (specs and documents are big and not needed)."""
-    from trainlint.output import target_of
+    from trainlint.frameworks.target import target_of
 
     return replace(result, specs=[], documents=[], target=target_of(result))
 

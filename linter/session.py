@@ -20,7 +20,8 @@ from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.catalog import GPU
-    from trainlint.checker import FileResult, FileTask
+    from trainlint.checker import FileTask
+    from trainlint.results import FileResult
     from trainlint.config import ProjectConfig
     from trainlint.engine import LintSettings
     from trainlint.estimator.context import EstimateContext
@@ -183,7 +184,7 @@ class Session:
     def startup_rules(self) -> StartupRules:
         """The registry's TL1xx rules with the project's options: what a layout must not break."""
         if self._startup_rules is None:
-            from trainlint.layout.startup_check import startup_rules
+            from trainlint.engine import startup_rules
 
             self._startup_rules = startup_rules(self.registry, self.settings.rule_options, preview=self.settings.preview)
         return self._startup_rules
@@ -244,7 +245,7 @@ def open_session(options: SessionOptions, start: Path, *, validate: bool = True)
     if options.framework_source:
         import os
 
-        from trainlint.config import ConfigError
+        from trainlint.config_files import ConfigError
         from trainlint.frameworks.locate import FrameworkSettingError, clear_caches, with_source
 
         try:

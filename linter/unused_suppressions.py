@@ -17,7 +17,7 @@ from dataclasses import replace
 from functools import cache
 from typing import Sequence
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.diagnostics import Diagnostic
 from trainlint.input_codes import input_diagnostic
 from trainlint.positions import Span

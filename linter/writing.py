@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.document import Document, parent_pointer, pointer_parts
 from trainlint.positions import Span
 from trainlint.sources import SourceText, UnreadableSource, read_source

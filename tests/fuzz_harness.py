@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from trainlint.adapters.base import LoadContext
-from trainlint.checker import FileResult, check_source
+from trainlint.checker import check_source
+from trainlint.results import FileResult
 from trainlint.config import ProjectConfig
 from trainlint.engine import lint, settings_from
 from trainlint.estimator import build_context, estimate

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, LoadContext
-from trainlint.adapters.neox.reader import NeoXAdapter
+from trainlint.adapters.neox.detect import NeoXAdapter
 from trainlint.diagnostics import Severity
 from trainlint.provenance import Origin
 from trainlint.schemas import load_schema

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from trainlint.adapters.base import LoadContext
-from trainlint.adapters.megatron.adapter import MegatronAdapter
+from trainlint.adapters.megatron.detect import MegatronAdapter
 from trainlint.frameworks import locate
 from trainlint.frameworks.argscan import scan_megatron
 from trainlint.sources import SourceText

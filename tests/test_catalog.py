@@ -10,15 +10,17 @@ import pytest
 from trainlint.catalog import (
     GPU,
     CatalogError,
+    find_gpu,
+    gpu_references,
+    load_gpus,
+    name_collisions,
+)
+from trainlint.models import (
     ModelPreset,
     count_parameters,
     describe_param_error,
-    find_gpu,
     find_model_preset,
-    gpu_references,
-    load_gpus,
     load_model_presets,
-    name_collisions,
     read_hf_config,
 )
 
@@ -350,7 +352,8 @@ def test_gpu_dataclass_is_frozen() -> None:
 
 
 def test_tuned_variants_resolve_to_their_base_preset():
-    from trainlint.catalog import CatalogError, find_model_preset
+    from trainlint.catalog import CatalogError
+    from trainlint.models import find_model_preset
 
     assert find_model_preset("meta-llama/Meta-Llama-3-8B-Instruct").id == "llama3-8b"
     assert find_model_preset("meta-llama/Llama-2-7b-chat-hf").id == "llama2-7b"

@@ -218,7 +218,8 @@ def test_project_config_is_typed(tmp_path):
 def test_prices_come_from_the_typed_planning_settings():
     """price_for reads ProjectConfig.planning (and the custom GPU table), not the raw TOML table:
     a price per GPU kind (aliases resolved), else the project's price per GPU-hour; the flag wins."""
-    from trainlint.config import EstimationSettings, PlanningSettings, ProjectConfig
+    from trainlint.config import ProjectConfig
+    from trainlint.project_settings import EstimationSettings, PlanningSettings
     from trainlint.planning.inputs import price_for
 
     project = ProjectConfig(planning=PlanningSettings(price_per_gpu_hour=3.0, prices={"h100": 2.0, "mine": 1.5}),

@@ -8,7 +8,7 @@ import random
 
 import pytest
 
-from trainlint.adapters.megatron.flags import flag_table
+from trainlint.adapters.megatron.flag_table import flag_table
 from trainlint.did_you_mean import _closest, _norm, did_you_mean
 import functools
 

@@ -116,7 +116,7 @@ def test_a_world_size_nothing_states_is_assumed_and_stated_and_rules_stay_silent
 def test_neox_without_a_hostfile_runs_on_one_node():
     # global_num_gpus = torch.cuda.device_count() without a hostfile (neox_arguments/arguments.py, calculate_derived)
     from trainlint.adapters.base import LoadContext
-    from trainlint.adapters.neox.reader import NeoXAdapter
+    from trainlint.adapters.neox.detect import NeoXAdapter
     from trainlint.sources import SourceText
 
     base = "num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\n"
@@ -128,7 +128,7 @@ def test_neox_without_a_hostfile_runs_on_one_node():
 
 def test_neox_one_node_of_unstated_gpus_is_an_assumed_world():
     from trainlint.adapters.base import LoadContext
-    from trainlint.adapters.neox.reader import NeoXAdapter
+    from trainlint.adapters.neox.detect import NeoXAdapter
     from trainlint.estimator import build_context, estimate
     from trainlint.estimator.inputs import world_assumed
     from trainlint.sources import SourceText
@@ -159,7 +159,7 @@ def test_generation_and_export_entry_points_are_not_estimated_as_training():
 
 def test_a_layout_value_known_only_at_launch_is_not_estimated_with_the_default():
     from trainlint.adapters.base import LoadContext
-    from trainlint.adapters.megatron.adapter import MegatronAdapter
+    from trainlint.adapters.megatron.detect import MegatronAdapter
     from trainlint.rules.estimation.scope import unmodelled
     from trainlint.sources import SourceText
 

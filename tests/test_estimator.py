@@ -9,7 +9,8 @@ import pytest
 
 from trainlint.adapters.deepspeed.adapter import deepspeed_optimizer
 from trainlint.catalog import find_gpu
-from trainlint.config import EstimationSettings, ProjectConfig
+from trainlint.config import ProjectConfig
+from trainlint.project_settings import EstimationSettings
 from trainlint.estimator import MissingInputs, build_context, estimate, estimate_inputs
 from trainlint.estimator import closed_forms as CF
 from trainlint.estimator.inputs import Inputs
@@ -337,7 +338,7 @@ def test_residual_dropout_at_zero_keeps_no_mask():
 @pytest.mark.parametrize("flags, dropout", [("--hidden-dropout 0.0", False), ("--hidden-dropout 0.1", True), ("", True)])
 def test_megatron_hidden_dropout_reaches_the_estimate(tmp_path, flags, dropout):
     from trainlint.adapters.base import LoadContext
-    from trainlint.adapters.megatron.adapter import MegatronAdapter
+    from trainlint.adapters.megatron.detect import MegatronAdapter
     from trainlint.sources import SourceText
 
     text = ("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 8 "
@@ -355,7 +356,7 @@ def test_megatron_hidden_dropout_reaches_the_estimate(tmp_path, flags, dropout):
 
 def test_neox_hidden_dropout_is_read_as_written(tmp_path):
     from trainlint.adapters.base import LoadContext
-    from trainlint.adapters.neox.reader import NeoXAdapter
+    from trainlint.adapters.neox.detect import NeoXAdapter
     from trainlint.estimator.inputs import _dropout_on
     from trainlint.sources import SourceText
 

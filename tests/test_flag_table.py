@@ -3,7 +3,7 @@ as one made up front, read through every way the readers use it."""
 
 from __future__ import annotations
 
-from trainlint.adapters.megatron.flags import FlagInfo, flag_table
+from trainlint.adapters.megatron.flag_table import FlagInfo, flag_table
 from trainlint.schemas import load_schema
 
 

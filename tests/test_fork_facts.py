@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters.base import LoadContext
-from trainlint.adapters.megatron.adapter import MegatronAdapter
+from trainlint.adapters.megatron.detect import MegatronAdapter
 from trainlint.frameworks import locate
 from trainlint.frameworks.argscan import scan_megatron
 from trainlint.sources import SourceText

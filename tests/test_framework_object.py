@@ -105,7 +105,7 @@ class _ToyLaunch(Framework):
         return "toy" if launch.entry and launch.entry.endswith("toy_train.py") else None
 
     def read_launch(self, launch, adapters, environment, frameworks):
-        from trainlint.checker import FileResult
+        from trainlint.results import FileResult
 
         return [FileResult("<command line>", "toyfmt", [], [TrainingSpec(framework="toyfw", path="<command line>")])]
 

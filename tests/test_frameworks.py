@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters.base import LoadContext
-from trainlint.adapters.megatron.adapter import MegatronAdapter
-from trainlint.adapters.neox.reader import NeoXAdapter
+from trainlint.adapters.megatron.detect import MegatronAdapter
+from trainlint.adapters.neox.detect import NeoXAdapter
 from trainlint.diagnostics import Applicability, Severity
 from trainlint.frameworks import locate
 from trainlint.frameworks.argscan import scan_megatron, scan_neox
@@ -242,7 +242,7 @@ def test_the_read_note_appears_once_per_run_under_jobs(tmp_path):
 
 
 def test_once_per_run_keeps_the_first_note_of_each_source():
-    from trainlint.checker import FileResult
+    from trainlint.results import FileResult
     from trainlint.diagnostics import Related
     from trainlint.input_codes import input_diagnostic
     from trainlint.positions import FILE_START
@@ -339,7 +339,8 @@ def test_project_config_names_a_checkout_or_a_release(tmp_path):
 
 
 def test_project_config_in_pyproject(tmp_path):
-    from trainlint.config import ConfigError, discover
+    from trainlint.config import discover
+    from trainlint.config_files import ConfigError
 
     (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nframework = {megatron = "core_v0.4.0"}\n')
     project = discover(tmp_path)
@@ -502,7 +503,7 @@ def test_save_interval_is_an_error_only_for_a_neox_known_to_lack_it(tmp_path):
     error against a NeoX whose source lacks save_interval, a warning when the version is assumed
     (before gpt-neox #737 save_interval did the job)."""
     from trainlint.engine import LintSettings, lint
-    from trainlint.checker import FileResult
+    from trainlint.results import FileResult
     from trainlint.registry import build_registry
     from trainlint.plugins import create_host
 

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.input_codes import input_diagnostic
 from trainlint.output import file_entries
 from trainlint.output import json_format

@@ -6,7 +6,7 @@ import json
 import os
 from pathlib import Path
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries, severity_counts, summary_line
 from trainlint.output.json_format import render as render_json

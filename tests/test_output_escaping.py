@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from trainlint.cli import main
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 
 # every C0 control (NUL as a JSON escape), DEL, every C1 control, the bidi controls, the line and
 # paragraph separators and a lone surrogate

@@ -1,6 +1,6 @@
 """Output that a config cannot forge, in every face (issue 20): `estimate`, `suggest`, `plan`, `run`
 and `explain` print file names, GPU names from a project catalog, price and token sources as text;
-each goes through `output.escape.printable`, so a forged workflow command, a terminal escape or a
+each goes through `escape.printable`, so a forged workflow command, a terminal escape or a
 bidi override in one of them reaches stdout (and stderr) only as a visible escape."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 
 FORGED = "\n::error file=README.md,line=1::forged\r\nREADME.md:1:1: TL000 fake\x1b[2J\x1b]0;t\x07\x9b\u202e\u2066\u2028"
 MEGATRON = """\

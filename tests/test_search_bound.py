@@ -16,9 +16,8 @@ from trainlint.estimator.performance import step_time, step_time_floor
 from trainlint.layout import SearchOptions, search
 from trainlint.layout.search import InputsFactory, prepare
 from trainlint.layout.space import build_space
-from trainlint.layout.startup_check import default_startup_rules
 
-from test_suggest import CASES
+from test_suggest import CASES, default_startup_rules
 
 search_module = importlib.import_module("trainlint.layout.search")  # the package re-exports search()
 

@@ -23,7 +23,10 @@ from trainlint.layout import SearchOptions, search
 from trainlint.layout.candidate import candidate_spec, layout_changes
 from trainlint.estimator.memory import stage_kinds, stage_layers, stage_memory, static_floor, worst_stage_total
 from trainlint.estimator.performance import stage_microbatch
-from trainlint.layout.startup_check import default_startup_rules, startup_findings
+from trainlint.engine import startup_rules
+from trainlint.layout.startup_check import startup_findings
+from trainlint.plugins import create_host
+from trainlint.registry import build_registry
 from trainlint.layout.search import InputsFactory, prepare
 from trainlint.layout.space import build_space
 from trainlint.adapters.engine import set_engine
@@ -77,6 +80,12 @@ DS_13B = json.dumps({"train_micro_batch_size_per_gpu": 8, "gradient_accumulation
 @pytest.fixture(scope="module")
 def rules():
     return default_startup_rules()
+
+
+def default_startup_rules():
+    """The TL1xx rules of the built-in and installed plugins (as a session without a project config
+    passes them to the search)."""
+    return startup_rules(build_registry(create_host()))
 
 
 def load(path: str, text: str):

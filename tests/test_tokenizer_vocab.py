@@ -17,7 +17,7 @@ from pathlib import Path
 
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
-from trainlint.adapters.neox.reader import NeoXAdapter
+from trainlint.adapters.neox.detect import NeoXAdapter
 from trainlint.estimator import build_context, estimate
 from trainlint.provenance import Origin
 from trainlint.sources import SourceText

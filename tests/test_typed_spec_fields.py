@@ -42,12 +42,6 @@ FILE_TEXT_USES: dict[tuple[str, str], str] = {
     ("rules/startup/derive.py", "ds"): "the DeepSpeed JSON's keys as written, for DeepSpeed's own start-up checks",
     ("rules/startup/derive.py", "ds_present"): "a DeepSpeed JSON section written at all",
     ("rules/startup/derive.py", "ds_has_auto"): "an \"auto\" written anywhere in the DeepSpeed JSON",
-    ("rules/startup/megatron_args.py", "MegatronArgs.given"):
-        "Megatron-LM's validate_args over the flags as written (TL140-TL179)",
-    ("rules/startup/megatron_args.py", "MegatronArgs.written"): "a flag written, resolved or not",
-    ("rules/startup/megatron_args.py", "MegatronArgs.known"): "flags written or with a known default",
-    ("rules/startup/megatron_args.py", "MegatronArgs.value"): "a flag's value as written, else Megatron's default",
-    ("rules/startup/megatron_args.py", "MegatronArgs.flag"): "location: the flag as written",
     ("rules/startup/neox/helpers.py", "NeoXArgs.__init__"): "GPT-NeoX's own argument checks over the keys as written",
     ("rules/startup/bridge/base.py", "Fields.entry"):
         "Megatron-Bridge's own ConfigContainer checks over its fields as written (bridge:<path>)",

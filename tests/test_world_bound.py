@@ -6,7 +6,7 @@ is judged; nothing is said that some world size would make false."""
 from __future__ import annotations
 
 from trainlint.adapters.base import LoadContext
-from trainlint.adapters.neox.reader import NeoXAdapter
+from trainlint.adapters.neox.detect import NeoXAdapter
 from trainlint.estimator import build_context, estimate
 from trainlint.rules import RuleContext
 from trainlint.rules.estimation.estimate_unavailable import EstimateUnavailable

@@ -19,7 +19,8 @@ import pytest
 
 from trainlint.adapters import builtin_adapters
 from trainlint.adapters.base import LoadContext
-from trainlint.checker import FileResult, check_paths, check_source
+from trainlint.checker import check_paths, check_source
+from trainlint.results import FileResult
 from trainlint.layout.writeback import WritebackError, rewrite, rewrite_files
 from trainlint.safe_write import write_back
 from trainlint.sources import SourceText, read_source

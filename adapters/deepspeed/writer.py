@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.document import Document, pointer
 from trainlint.spec import TrainingSpec
 from trainlint.writing import (

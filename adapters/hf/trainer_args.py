@@ -253,8 +253,7 @@ def _fill_model(spec: TrainingSpec, name: str, given: Callable[[str, object], Va
     """The model --model_name_or_path names: a local directory's config.json, or a model preset; only
     fields the spec lacks (as --model does)."""
     from trainlint.catalog import CatalogError
-    from trainlint.estimator.context import fill_model
-    from trainlint.models import preset_or_cached, read_hf_config
+    from trainlint.models import fill_model, preset_or_cached, read_hf_config
 
     local = Path(name) if Path(name).is_absolute() else cwd / name
     note = f"--model_name_or_path {name}"

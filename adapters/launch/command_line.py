@@ -409,7 +409,7 @@ def read_argument_list(launch: LaunchCommand, load: Callable, environment: dict[
     """A command line that is itself the config (Megatron's argv): ``load(argv, path, context)`` reads it
     as the framework's adapter does, located in :func:`command_text`."""
     from trainlint.adapters.base import LoadContext
-    from trainlint.checker import FileResult
+    from trainlint.results import FileResult
 
     loaded = load(launch.argv, COMMAND_LINE, LoadContext(environment=environment, frameworks=frameworks))
     diagnostics = [_fatal_if_missing(d if d.path else replace(d, path=COMMAND_LINE)) for d in loaded.diagnostics]
@@ -450,7 +450,7 @@ def _read(ref, what: str):
 def read_deepspeed_launch(launch, frameworks: Any = None):
     """The DeepSpeed JSON, with GPUs per node, nodes and world size from the launcher's words."""
     from trainlint.adapters.deepspeed.adapter import FORMAT, load_deepspeed_config
-    from trainlint.checker import FileResult
+    from trainlint.results import FileResult
 
     ref = launch.deepspeed_config
     options = accelerate_options(launch.invocation, span_function(launch.argv)) \
@@ -519,7 +519,8 @@ def _entry_index(launch) -> int | None:
 def read_neox_launch(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None):
     """deepy.py's YAML files, merged in order as one run (NeoX's own order: later files win)."""
     from trainlint.adapters.base import LoadContext
-    from trainlint.checker import FileResult, check_source
+    from trainlint.checker import check_source
+    from trainlint.results import FileResult
 
     refs = launch.neox_configs
     if not refs:

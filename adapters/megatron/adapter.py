@@ -49,21 +49,15 @@ from trainlint.adapters.megatron.flags import (
     LEGACY,
     ArgReader,
     ParsedArgs,
-    flag_table,
     unknown_summary,
 )
+from trainlint.adapters.megatron.flag_table import flag_table
 from trainlint.adapters.megatron.invocation import DISTINCTIVE, Invocation, find_invocation
 from trainlint.adapters.megatron.shell import FileText, ShellResult, evaluate
 from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder, set_engine
 from trainlint.adapters.megatron.words import Field, Loc, Seg
 
-# The class and its sniffing live in .detect, which does not import this module's readers.
-from trainlint.adapters.megatron.detect import (  # noqa: F401 - names used below and by importers
-    _SNIFF_YAML,
-    _YAML_FLAG_KEY,
-    FORMAT,
-    MegatronAdapter,
-)
+from trainlint.adapters.megatron.markers import FORMAT, SNIFF_YAML
 
 _DS_FLAGS = ("--deepspeed", "--deepspeed_config", "--deepspeed-config", "--deepscale", "--deepscale_config",
              "--zero-stage", "--deepspeed-activation-checkpointing", "--no-pipeline-parallel", "--zero-reduce-scatter",
@@ -87,7 +81,7 @@ def load_runs(source: SourceText, context: LoadContext) -> tuple[LoadResult, lis
     """:meth:`MegatronAdapter.load` plus the :class:`ParsedRun` of each spec, in the same order."""
     runs: list[ParsedRun] = []
     if source.path.lower().endswith((".yaml", ".yml")) or (
-            _SNIFF_YAML.search(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
+            SNIFF_YAML.search(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
         return load_yaml(source, context, runs), runs
     return load_script(source, context, runs), runs
 

@@ -11,9 +11,8 @@ import re
 from functools import cache
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
+from trainlint.adapters.megatron.markers import FORMAT, SNIFF_YAML, YAML_FLAG_KEY
 from trainlint.sources import SourceText
-
-FORMAT = "megatron"
 
 # The patterns of a launch script's content are compiled on first use (functools.cache): a check of
 # JSON and YAML files never sniffs a script, and compiling them costs ~1 ms of every start.
@@ -51,10 +50,6 @@ def _has_entry(text: str) -> bool:
     return any(re.search(re.escape(p) + r"\b", text) for p in _ENTRY_PLAIN if p in text)
 
 
-_SNIFF_YAML = re.compile(r"^MODEL_ARGS:[ \t]*(?:#.*)?$", re.M)
-_YAML_FLAG_KEY = re.compile(r"^[ \t]+[\"']?--[A-Za-z]", re.M)
-
-
 class MegatronAdapter(Adapter):
     name = FORMAT
     extensions = (".sh", ".bash", ".slurm", ".sbatch", ".yaml", ".yml")
@@ -77,8 +72,8 @@ class MegatronAdapter(Adapter):
     def sniff(self, path: str, text: str) -> int:
         head = text[:262144]
         lower = path.lower()
-        if lower.endswith((".yaml", ".yml")) or _SNIFF_YAML.search(head):
-            if _SNIFF_YAML.search(head) and _YAML_FLAG_KEY.search(head):
+        if lower.endswith((".yaml", ".yml")) or SNIFF_YAML.search(head):
+            if SNIFF_YAML.search(head) and YAML_FLAG_KEY.search(head):
                 return BY_CONTENT + 10
             return NOT_MINE
         if lower.endswith(".json"):
@@ -94,7 +89,7 @@ class MegatronAdapter(Adapter):
         from trainlint.adapters.megatron.adapter import load_script, load_yaml
 
         if source.path.lower().endswith((".yaml", ".yml")) or (
-                _SNIFF_YAML.search(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
+                SNIFF_YAML.search(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
             return load_yaml(source, context)
         return load_script(source, context)
 

@@ -15,7 +15,7 @@ from trainlint.spec import MEGATRON_LM, TrainingSpec
 
 
 def megatron_flag(spec: TrainingSpec, dest: str) -> str:
-    from trainlint.rules.startup.megatron_args import MegatronArgs
+    from trainlint.adapters.megatron.arguments import MegatronArgs
 
     return MegatronArgs(spec).flag(dest)
 
@@ -130,7 +130,7 @@ def defines(spec: TrainingSpec, dest: str) -> bool:
     if catalog is not None:  # keyed by option string (--recompute-granularity)
         return any(arg.dest == dest for arg in catalog.args.values())
     if _current(spec):
-        from trainlint.rules.startup.megatron_args import _properties
+        from trainlint.adapters.megatron.arguments import _properties
 
         return dest in _properties()
     return False

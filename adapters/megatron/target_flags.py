@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainlint.adapters.megatron.flags import FlagInfo, FlagTable, _norm, flag_table
+from trainlint.adapters.megatron.flag_table import FlagInfo, FlagTable, _norm, flag_table
 
 # What ``deepspeed.add_config_arguments(parser)`` adds (deepspeed/__init__.py, _add_core_arguments).
 DEEPSPEED_CORE_FLAGS = ("--deepspeed", "--deepspeed_config", "--deepscale", "--deepscale_config", "--deepspeed_mpi")

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from trainlint.adapters.deepspeed.writer import DS_BATCH_KEYS, DeepSpeedJson
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.document import pointer, pointer_parts
 from trainlint.provenance import Origin
 from trainlint.sources import SourceText
@@ -385,7 +385,7 @@ class _ScriptArgs:
     """Edits the arguments of one invocation in a launch script (and the files it sources)."""
 
     def __init__(self, texts: Texts, run: Any) -> None:
-        from trainlint.adapters.megatron.flags import flag_table
+        from trainlint.adapters.megatron.flag_table import flag_table
 
         self.texts = texts
         self.run = run
@@ -737,7 +737,7 @@ class _YamlArgs:
     """Edits the ``MODEL_ARGS`` mapping of a Megatron functional-test / model-zoo YAML."""
 
     def __init__(self, texts: Texts, path: str, run: Any) -> None:
-        from trainlint.adapters.megatron.flags import flag_table
+        from trainlint.adapters.megatron.flag_table import flag_table
         from trainlint.adapters.text.yaml_tree import parse_yaml
 
         buf = texts.buffer(path)

@@ -8,15 +8,15 @@ imported the first time a file is loaded, as the Megatron-LM adapter does (:mod:
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult, looks_like_shell
+from trainlint.adapters.neox.parsing import parse_sniffed, schema
 from trainlint.sources import SourceText
 from trainlint.spec import TrainingSpec
 
 if TYPE_CHECKING:  # pragma: no cover - yaml_tree (and PyYAML) is imported when a YAML is read
-    from trainlint.adapters.text.yaml_tree import YamlTree
+    pass
 
 STRONG = 90
 """Several keys only NeoX uses: sure enough to win over the DeepSpeed adapter on a NeoX .json
@@ -53,13 +53,6 @@ _FOREIGN_KEYS = [
 _STRONG_ENOUGH = 3
 """NeoX-only keys that make a file NeoX's however many other keys it has (50 keys of the user's own
 before them must not hide a config that NeoX would read)."""
-
-
-@lru_cache(maxsize=1)
-def _schema() -> dict:
-    from trainlint.schemas import load_schema
-
-    return load_schema("neox")
 
 
 def strong_keys_of(schema: dict) -> frozenset[str]:
@@ -123,29 +116,6 @@ def _keys_before_colons(head: str) -> list[tuple[int, int, str]]:
     return out
 
 
-# The sniff parses the whole file, and loading it would parse the same text again: the sniff's
-# tree (which it only reads) is kept for that text object and path, and handed over once.
-_SNIFFED: dict[int, tuple[str, str | None, Any]] = {}
-
-
-def _parse_sniffed(text: str, path: str | None) -> YamlTree:
-    from trainlint.adapters.text.yaml_tree import parse_yaml  # PyYAML: only once a file looks like NeoX's
-
-    tree = parse_yaml(text, path)
-    _SNIFFED.clear()
-    _SNIFFED[id(text)] = (text, path, tree)
-    return tree
-
-
-def _parse_once(text: str, path: str | None) -> YamlTree:
-    entry = _SNIFFED.pop(id(text), None)
-    if entry is not None and entry[0] is text and entry[1] == path:
-        return entry[2]
-    from trainlint.adapters.text.yaml_tree import parse_yaml
-
-    return parse_yaml(text, path)
-
-
 def _json_top_level_is_not_neox(text: str) -> bool:
     """True when ``text`` is strict JSON whose top level is not a non-empty object with a strong key.
     PyYAML reads such a text to the same top-level keys (or fails), so the sniff is NOT_MINE
@@ -184,7 +154,7 @@ class NeoXAdapter(Adapter):
         found = {m.strip(" \t\n{,\"':").replace("-", "_") for m in matches}
         if len(found) < 2 and _json_top_level_is_not_neox(text):
             return NOT_MINE  # what the YAML parse below would conclude (a DeepSpeed JSON, usually)
-        tree = _parse_sniffed(text, path)
+        tree = parse_sniffed(text, path)
         if not tree.ok:
             # A NeoX config with a syntax error is still NeoX's: decide on the text alone.
             return BY_CONTENT if len(found) >= 2 else NOT_MINE
@@ -198,7 +168,7 @@ class NeoXAdapter(Adapter):
         if any(k.startswith("--") for k in keys):
             return NOT_MINE
         normalised = [k.replace("-", "_") for k in keys]
-        props = _schema()["properties"]
+        props = schema()["properties"]
         known = sum(1 for k in normalised if k in props)
         strong = sum(1 for k in normalised if k in _strong_keys())
         if strong == 0 or (strong < _STRONG_ENOUGH and known < 0.5 * len(normalised)):

@@ -33,9 +33,7 @@ from trainlint.provenance import Value, default, derived, from_file
 from trainlint.sources import SourceText, UnreadableSource
 from trainlint.spec import EngineSpec, TrainingSpec
 
-# The sniff and the adapter class live in .neox_detect (imported at every start); this reader is
-# imported on the first NeoX load. NeoXAdapter is re-exported here for the callers that import it.
-from trainlint.adapters.neox.detect import NeoXAdapter, _parse_once, _schema  # noqa: F401 - NeoXAdapter re-exported
+from trainlint.adapters.neox.parsing import parse_once, schema as _schema
 
 if TYPE_CHECKING:  # pragma: no cover - yaml_tree (and PyYAML) is imported when a YAML is read
     from trainlint.adapters.text.yaml_tree import YamlTree
@@ -252,7 +250,7 @@ class NeoXReader:
         basenames: dict[str, str] = {}
         per_file: list[tuple[SourceText, YamlTree, Document]] = []
         for src in sources:
-            tree = _parse_once(src.text, src.path)
+            tree = parse_once(src.text, src.path)
             result.diagnostics.extend(tree.diagnostics)
             if not tree.ok:
                 continue

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainlint.adapters.deepspeed.writer import DS_BATCH_KEYS
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.document import pointer, pointer_parts
 from trainlint.spec import TrainingSpec
 from trainlint.writing import Texts, TextMapping, Writer, WritebackError, as_int, fill_batch

@@ -352,7 +352,7 @@ def render_results(results: list, args: argparse.Namespace, session: Session, ba
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
     from trainlint.process_pool import run_tasks
 
     conflict = statistics_conflict(args)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.output.escape import printable, printable_lines
+from trainlint.escape import printable, printable_lines
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,7 +78,7 @@ def render_run(totals: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from trainlint.commands.check import session_options
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
     from trainlint.estimator import ContextError, InvariantError
     from trainlint.estimator.render import render_text
     from trainlint.estimator.core import MissingInputs

@@ -23,7 +23,7 @@ from trainlint.planning.gpu_plan import (Model, PlanInputError, PlanRequest, Sol
                                          model_from_preset, model_from_shape, si as _si, solve_on_gpu, target_days)
 from trainlint.session import Session, SessionOptions, open_session
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.output.escape import printable, printable_lines
+from trainlint.escape import printable, printable_lines
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.catalog import GPU
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from trainlint.catalog import CatalogError
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
     from trainlint.estimator.context import ContextError
     from trainlint.planning import PlanError, parse_count
     from trainlint.planning.sizing import compute_optimal_tokens
@@ -187,7 +187,7 @@ def _run_layout(args: argparse.Namespace) -> int:
     same context, same estimator), planned over its tokens: the days, GPU-hours and cost follow from the
     estimated step time, the memory verdict from the estimated memory per GPU."""
     from trainlint.catalog import CatalogError
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
     from trainlint.estimator import ContextError, InvariantError
     from trainlint.planning import PlanError
     from trainlint.planning.compare import RunLength, run_tokens

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,7 +39,7 @@ def _registry(args: argparse.Namespace):
 
 
 def run_rules(args: argparse.Namespace) -> int:
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
     from trainlint.input_codes import INPUT_CODES
     from trainlint.rules.docs import render_markdown
 
@@ -52,7 +52,7 @@ def run_rules(args: argparse.Namespace) -> int:
     rows += [(r.code, r.name, r.default_severity.value, r.summary, r.plugin) for r in registry.rules.values()]
     preview = {r.code for r in registry.rules.values() if r.lifecycle == "preview"}
     if args.format == "markdown":
-        sys.stdout.write(render_markdown(registry))
+        sys.stdout.write(render_markdown(registry.rules.values()))
     elif args.format == "json":
         json.dump([dict(zip(("code", "name", "severity", "summary", "plugin"), row, strict=True)) for row in rows], sys.stdout,
                   indent=2)
@@ -71,7 +71,7 @@ def run_rules(args: argparse.Namespace) -> int:
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
     from trainlint.input_codes import INPUT_CODES
     from trainlint.rules.docs import explain, explain_input_code
     from trainlint.did_you_mean import hint

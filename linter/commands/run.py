@@ -29,7 +29,7 @@ from typing import Iterator
 
 from trainlint.commands.check import TEXT_FORMATS, add_context_arguments, add_output_arguments, add_selection_arguments
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 
 EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
 
     argv = list(args.command)
     if argv and argv[0] == "--":
@@ -137,7 +137,7 @@ def lint_command(argv: list[str], args: argparse.Namespace, session) -> tuple[li
         launch = parse_launch(argv, frameworks=list(session.registry.frameworks))
         results = session.check_command(launch)
     except Exception as exc:  # noqa: BLE001 - a trainlint bug is reported, and blocks the command
-        from trainlint.checker import FileResult
+        from trainlint.results import FileResult
         from trainlint.input_codes import input_diagnostic
 
         results = [FileResult(COMMAND_LINE, None, [input_diagnostic(

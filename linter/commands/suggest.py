@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 
 DIMENSION_NAMES = ("tp", "pp", "vpp", "cp", "micro", "batch", "recompute", "zero", "dist-opt")
 
@@ -80,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trainlint.commands.check import session_options
-    from trainlint.config import ConfigError
+    from trainlint.config_files import ConfigError
     from trainlint.estimator import ContextError
     from trainlint.layout import SearchError, SearchOptions, search
     from trainlint.layout.render import render_json, render_text

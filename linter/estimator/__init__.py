@@ -4,7 +4,8 @@
 cluster size and the model from CLI flags, the project config, the spec and defaults.
 """
 
-from trainlint.estimator.context import ContextError, EstimateContext, build_context, fill_model
+from trainlint.estimator.context import ContextError, EstimateContext, build_context
+from trainlint.models import fill_model  # the estimator package's API, as before (defined with the model presets)
 from trainlint.estimator.core import Estimate, InvariantError, MissingInputs, estimate, estimate_inputs
 from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
 

@@ -140,7 +140,7 @@ def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, n
     """Combine CLI flags, the project config (its typed ``estimation`` settings), the spec and defaults
     (in that order). ``gpus``: the GPU table in force (a session's: catalog, plugins and the project's ``gpus``),
     else the catalog with the project's ``gpus``; ``presets``: the model presets, else the shipped ones."""
-    from trainlint.config import EstimationSettings
+    from trainlint.project_settings import EstimationSettings
 
     declared = project.estimation if project is not None else EstimationSettings()
     project_path = project.path if project is not None else None
@@ -206,24 +206,6 @@ def _find_gpu(name: str, table: Mapping[str, GPU]) -> GPU:
 
 # --------------------------------------------------------------------------- model fill
 
-_PRESET_FIELDS = {
-    "num_layers": "num_layers",
-    "hidden_size": "hidden_size",
-    "num_attention_heads": "num_attention_heads",
-    "num_kv_heads": "num_kv_heads",
-    "ffn_hidden_size": "ffn_hidden_size",
-    "gated_mlp": "gated_mlp",
-    "vocab_size": "vocab_size",
-    "max_position_embeddings": "max_position_embeddings",
-    "tied_embeddings": "tied_embeddings",
-    "num_experts": "num_experts",
-    "moe_top_k": "moe_top_k",
-    "moe_ffn_hidden_size": "moe_ffn_hidden_size",
-    "kv_channels": "head_dim",
-    "seq_length": "seq_length",
-}
-
-
 _VOCAB_KEYS = ("--vocab-size", "vocab_size", "vocab-size", "padded_vocab_size", "padded-vocab-size", "--pad-vocab-size-to")
 
 
@@ -264,50 +246,4 @@ def fill_vocab(spec: TrainingSpec, vocab: Value | None) -> TrainingSpec:
     out = copy.copy(spec)
     out.model = copy.copy(spec.model)
     out.model.vocab_size = vocab
-    return out
-
-
-def _foreign_attention(spec: TrainingSpec, preset: ModelPreset) -> set[str]:
-    """Attention fields the preset must not fill because the config already implies another shape:
-    its own head count or hidden size differs from the preset's (the preset's KV heads and head
-    dimension belong to other heads), or it states MLA / GQA (Megatron --multi-latent-attention,
-    --group-query-attention), whose KV heads the config defines."""
-    heads, hidden = spec.model.num_attention_heads, spec.model.hidden_size
-    differs = (heads is not None and heads.value is not None and heads.value != preset.num_attention_heads) or \
-        (hidden is not None and hidden.value is not None and hidden.value != preset.hidden_size)
-    shaped = any(_on(value) for value in (spec.model.latent_attention, spec.model.grouped_query_attention))
-    return {"num_kv_heads", "kv_channels"} if differs or shaped else set()
-
-
-def _on(setting: Value | None) -> bool:
-    value = getattr(setting, "value", setting)
-    return value is True or (isinstance(value, str) and value.lower() in ("true", "1"))
-
-
-def fill_model(spec: TrainingSpec, model: Value | None) -> TrainingSpec:
-    """A copy of ``spec`` whose missing model fields come from ``model`` (a Value[ModelPreset]).
-
-    Only missing fields are filled: what the config says wins. Each filled field keeps the
-    model's origin (CLI for ``--model``, project-config, or ASSUMED) and names the preset.
-    """
-    if model is None:
-        return spec
-    preset: ModelPreset = model.value
-    out = copy.copy(spec)
-    out.model = copy.copy(spec.model)
-    origin = model.provenance.origin
-    foreign = _foreign_attention(spec, preset)
-    for field_name, attr in _PRESET_FIELDS.items():
-        if getattr(out.model, field_name) is not None or field_name in foreign:
-            continue
-        value = getattr(preset, attr)
-        if value is None:
-            continue
-        note = f"{attr} of {model.provenance.note}"
-        if field_name == "seq_length":
-            note += " (its pre-training context; set the run's sequence length in the config to change)"
-        setattr(out.model, field_name, Value(value, Provenance(origin, path=model.provenance.path,
-                                                               key=model.provenance.key, note=note)))
-    if out.model.param_count is None:
-        out.model.param_count = Value(preset.params().total, Provenance(origin, note=f"parameters counted from {model.provenance.note}"))
     return out

@@ -6,7 +6,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from trainlint.estimator import coefficients as C
-from trainlint.estimator.context import EstimateContext, fill_model, fill_run, fill_vocab
+from trainlint.estimator.context import EstimateContext, fill_run, fill_vocab
+from trainlint.models import fill_model
 from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
 from trainlint.spec import TrainingSpec
 from trainlint.numbers import long_numbers

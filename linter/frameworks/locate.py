@@ -345,7 +345,7 @@ def _git_root(start: Path) -> Path | None:
 
 def _config_root(start: Path) -> Path | None:
     try:
-        from trainlint.config import find_config
+        from trainlint.config_files import find_config
 
         found = find_config(start)
     except Exception:  # noqa: BLE001 - an unreadable config leaves the fallback

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.results import FileResult
 
 
 class TargetOrigin(str, Enum):
@@ -107,3 +110,15 @@ def statement(target: FrameworkTarget) -> str:
     elif target.origin is TargetOrigin.SOURCE_BESIDE and target.note:
         how = target.note
     return f"judged against {target.describe()}, {how}"
+
+
+def target_of(result: FileResult) -> dict | None:
+    """The target the result's runs were judged against (the first run's that has one), as a dict
+    with its one-line ``statement``."""
+    if result.target is not None:
+        return result.target
+    for spec in result.specs:
+        target = getattr(spec, "target", None)
+        if target is not None:
+            return {**target.to_dict(), "statement": statement(target)}
+    return None

@@ -22,13 +22,13 @@ CHANGE_KEYS = frozenset({
 
 
 def adapter_for(format_name: str, adapters: Sequence[Adapter] | None = None) -> Adapter | None:
-    """The adapter that reads (and writes) ``format_name``: among ``adapters``, else among the
-    built-in and installed plugins' adapters."""
+    """The adapter that reads (and writes) ``format_name``: among ``adapters`` (a session's, plugin
+    formats included), else among the formats trainlint ships (a library call with no session; the
+    search never opens a plugin host of its own)."""
     if adapters is None:
-        from trainlint.plugins import create_host
-        from trainlint.registry import build_registry
+        from trainlint.adapters import builtin_adapters
 
-        adapters = build_registry(create_host()).adapters
+        adapters = builtin_adapters()
     return next((a for a in adapters if a.name == format_name), None)
 
 

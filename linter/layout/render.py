@@ -10,7 +10,7 @@ from trainlint.estimator import coefficients as C
 from trainlint.estimator.core import Estimate
 from trainlint.layout.search import SearchResult, Suggestion
 from trainlint.layout.space import Layout
-from trainlint.output.escape import printable_lines
+from trainlint.escape import printable_lines
 from trainlint.spec import TrainingSpec
 
 

@@ -3,6 +3,9 @@
 A candidate is refused when a TL1xx rule reports something on it that the config as written
 does not already get: the suggestion must not introduce a start-up failure, but a finding that
 has nothing to do with the layout (a missing data path) must not refuse every layout either.
+
+The rules come from the caller: the session's (:meth:`trainlint.session.Session.startup_rules`,
+made by :func:`trainlint.engine.startup_rules` from its registry and rule options).
 """
 
 from __future__ import annotations
@@ -13,24 +16,6 @@ from trainlint.rules import Rule, RuleContext, applies, capabilities
 from trainlint.spec import TrainingSpec
 
 StartupRules = Sequence[tuple[type[Rule], dict[str, Any]]]
-
-
-def startup_rules(registry: Any, rule_options: dict[str, dict[str, Any]] | None = None, *,
-                  preview: bool = False) -> StartupRules:
-    """The registry's TL1xx rules with their options (the project's, else the defaults); the preview
-    rules only in preview mode, as in a check."""
-    from trainlint.engine import resolve_options
-
-    return [(rule, resolve_options(rule, rule_options or {})) for rule in registry.by_selector("TL1")
-            if preview or rule.lifecycle != "preview"]
-
-
-def default_startup_rules() -> StartupRules:
-    """The built-in and installed plugins' TL1xx rules (no project config)."""
-    from trainlint.plugins import create_host
-    from trainlint.registry import build_registry
-
-    return startup_rules(build_registry(create_host()))
 
 
 def startup_findings(spec: TrainingSpec, rules: StartupRules, project: Any = None) -> set[tuple[str, str]]:

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.provenance import Origin, Value
 from trainlint.sources import SourceText
 from trainlint.spec import TrainingSpec
@@ -73,7 +73,7 @@ def rewrite_files(result: FileResult, spec: TrainingSpec, changes: Mapping[str, 
     ``environment``: the shell variables the file was checked with (``--env`` / the project
     config), so that a launch script is read again the same way. ``verify``: re-read the new
     text through the adapter and check the round trip (on by default; cheap). ``adapters``: the
-    session's adapters (plugin adapters included); default: the built-in and installed ones."""
+    session's adapters (plugin adapters included); default: the formats trainlint ships."""
     if result.format is None or not result.specs:
         raise WritebackError(f"{result.path}: no training run was read from this file; nothing to write back")
     wanted = _normalise(changes)

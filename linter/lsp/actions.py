@@ -164,15 +164,14 @@ def _comment_is_safe(lines: list[str], row: int, fmt: str | None) -> bool:
     return True
 
 
-async def handle(ls, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
+async def handle(ls, params: lsp.CodeActionParams, uri_for, to_lsp) -> list[lsp.CodeAction]:
     """The server's textDocument/codeAction: from the last lint of the buffer, or a fresh one
-    when the buffer changed since (so that ranges are current)."""
+    when the buffer changed since (so that ranges are current). ``uri_for`` and ``to_lsp``: the
+    server's (as :func:`code_actions` takes them)."""
     import asyncio
     from functools import partial
 
     from pygls.uris import to_fs_path
-
-    from trainlint.lsp.server import to_lsp, uri_for
 
     uri = params.text_document.uri
     doc = ls.workspace.text_documents.get(uri)
@@ -200,22 +199,6 @@ def _layout_fix_unwritten(linted) -> bool:
     """Whether a finding of this lint has a fix the run's adapter has not written yet."""
     return any(d.fix and not d.edits and d.applicability in (None, Applicability.UNSAFE)
                for diags in (linted.by_path or {}).values() for d in diags)
-
-
-def as_check_reports(checked: list, session) -> list:
-    """What ``trainlint check`` adds after the rules, for the editor too: TL020 for the buffer's
-    unused disables, and the project's baseline left out."""
-    from trainlint import baseline as baselines
-    from trainlint.unused_suppressions import report_unused
-
-    checked = report_unused(checked, session.settings.selection, session.project)
-    configured = session.project.baseline
-    if configured:
-        try:
-            checked, _ = baselines.apply(checked, baselines.load(str(Path(session.project.root or ".") / configured)))
-        except baselines.BaselineError:
-            pass  # `trainlint check` says what is wrong with it; the editor shows every finding
-    return checked
 
 
 def _baseline_action(diag: Diagnostic, linted, shown: lsp.Diagnostic, uri_for) -> lsp.CodeAction | None:

@@ -13,6 +13,8 @@ BOM, which trainlint strips and the editor may keep as the first character of li
 
 from __future__ import annotations
 
+import os
+
 from trainlint.positions import Span
 
 BOM = "\ufeff"
@@ -105,3 +107,15 @@ def span_contains(span: Span, line: int, column: int) -> bool:
     if start == end:
         return point == start
     return start <= point < end
+
+
+def same_file(a: str | None, b: str | None) -> bool:
+    """Whether two paths name one file (normalised, case-folded where the system folds case)."""
+    if a is None or b is None:
+        return a == b
+    if a == b:
+        return True
+    try:
+        return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
+    except (OSError, ValueError):
+        return False

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from trainlint.framework import framework_of
-from trainlint.lsp.convert import span_contains
+from trainlint.lsp.convert import same_file, span_contains
 from trainlint.positions import Span
 from trainlint.provenance import Origin, Value
 
@@ -148,8 +148,6 @@ def _size(span: Span) -> tuple[int, int]:
 
 def _partners(documents: list, path: str) -> dict[Span, list[tuple[Any, str, Span]]]:
     """Span -> [(document, pointer, other span)]: the key span for a value span and back."""
-    from trainlint.lsp.workspace import same_file
-
     out: dict[Span, list[tuple[Any, str, Span]]] = {}
     for doc in documents:
         if not same_file(doc.path, path):
@@ -165,8 +163,6 @@ def _partners(documents: list, path: str) -> dict[Span, list[tuple[Any, str, Spa
 def targets_at(result, path: str, line: int, column: int) -> list[Target]:
     """Every candidate under the 1-based point, best first: the smallest region, then spec fields
     (in FIELD_DOCS order) before raw settings, unresolved values and bare document keys."""
-    from trainlint.lsp.workspace import same_file
-
     if result is None:
         return []
     documents = list(getattr(result, "documents", []) or [])

@@ -36,9 +36,10 @@ from pygls.uris import from_fs_path, to_fs_path
 from trainlint import __version__, cancel
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.lsp import convert, hover
-from trainlint.lsp.workspace import Linted, Linter, internal_error, same_file, session_options
+from trainlint.lsp.convert import same_file
+from trainlint.lsp.workspace import Linted, Linter, internal_error, session_options
 from trainlint.numbers import long_numbers, shorten_numbers
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 
 log = logging.getLogger("trainlint.lsp")
 
@@ -438,7 +439,7 @@ class TrainlintServer(LanguageServer):
         judged against (the statement the other outputs give once per file)."""
         if line != 1 or linted.result is None:
             return None
-        from trainlint.output import target_of
+        from trainlint.frameworks.target import target_of
 
         target = target_of(linted.result)
         if target is None:
@@ -544,7 +545,7 @@ def create_server() -> TrainlintServer:
     @server.feature(lsp.TEXT_DOCUMENT_CODE_ACTION, lsp.CodeActionOptions(code_action_kinds=actions.KINDS))
     async def on_code_action(ls: TrainlintServer, params: lsp.CodeActionParams) -> list[lsp.CodeAction]:
         try:
-            return await actions.handle(ls, params)
+            return await actions.handle(ls, params, uri_for, to_lsp)
         except Exception:  # no actions rather than a failed request
             log.exception("code actions failed")
             return []

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from trainlint.diagnostics import Diagnostic
 from trainlint.input_codes import input_diagnostic
 from trainlint.lsp import convert
+from trainlint.lsp.convert import same_file
 from trainlint.sources import MAX_FILE_BYTES, SourceText
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,17 +46,6 @@ def session_options(options: Mapping[str, Any] | None = None) -> SessionOptions:
         # workspace trust on top and the workspace folder in place of the current directory
         allow_plugins=options.get("allowPlugins") is True,
         editor_trusted=trusted if isinstance(trusted, bool) else None)
-
-
-def same_file(a: str | None, b: str | None) -> bool:
-    if a is None or b is None:
-        return a == b
-    if a == b:
-        return True
-    try:
-        return os.path.normcase(os.path.abspath(a)) == os.path.normcase(os.path.abspath(b))
-    except (OSError, ValueError):
-        return False
 
 
 def _key(path: str) -> str:
@@ -147,7 +137,7 @@ class Linter:
                 forget()
 
     def config_for(self, directory: Path) -> Path | None:
-        from trainlint.config import find_config
+        from trainlint.config_files import find_config
 
         signature = _signature(directory)
         key = str(directory)
@@ -174,7 +164,7 @@ class Linter:
 
     def _open(self, config: str | None, mtime: int | None, start: Path | None,
               folder: str | None = None) -> SessionEntry:
-        from trainlint.config import ConfigError
+        from trainlint.config_files import ConfigError
         from trainlint.session import open_session
 
         # no workspace folder: nothing is trusted (the server's own directory is not a choice the
@@ -237,7 +227,8 @@ class Linter:
     def _lint(self, path: str, text: str, version: int | None, folder: str | None,
               open_texts: Mapping[str, str], write_fixes: bool = False) -> Linted:
         from trainlint.adapters.base import LoadContext
-        from trainlint.checker import FileResult, check_source
+        from trainlint.checker import check_source
+        from trainlint.results import FileResult
 
         entry = self.session_for(path, folder)
         session = entry.session
@@ -271,8 +262,6 @@ class Linter:
         if result.format is None and not result.internal_error:
             return linted
         checked = session.lint([result], write_fixes=write_fixes)
-        from trainlint.lsp.actions import as_check_reports
-
         checked = as_check_reports(checked, session)
         failures = session.plugin_failures()
         linted.result = checked[0] if checked else result
@@ -364,3 +353,19 @@ def _signature(directory: Path) -> tuple:
             except OSError:
                 out.append(None)
     return tuple(out)
+
+
+def as_check_reports(checked: list, session) -> list:
+    """What ``trainlint check`` adds after the rules, for the editor too: TL020 for the buffer's
+    unused disables, and the project's baseline left out."""
+    from trainlint import baseline as baselines
+    from trainlint.unused_suppressions import report_unused
+
+    checked = report_unused(checked, session.settings.selection, session.project)
+    configured = session.project.baseline
+    if configured:
+        try:
+            checked, _ = baselines.apply(checked, baselines.load(str(Path(session.project.root or ".") / configured)))
+        except baselines.BaselineError:
+            pass  # `trainlint check` says what is wrong with it; the editor shows every finding
+    return checked

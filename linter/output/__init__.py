@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Sequence
 from trainlint.diagnostics import Diagnostic, Severity
 
 if TYPE_CHECKING:  # pragma: no cover - the reading half (adapters, spec) is not needed to escape or render text
-    from trainlint.checker import FileResult
+    from trainlint.results import FileResult
 
 
 @dataclass(frozen=True)
@@ -65,26 +65,14 @@ def file_entries(results: Sequence[FileResult]) -> list[FileEntry]:
                 continue
             seen[name].add(identity)
             by_path[name].append(diag)
+    from trainlint.frameworks.target import target_of
+
     targets: dict[str, dict] = {}
     for result in results:
         target = target_of(result)
         if target is not None:
             targets.setdefault(spelled.get(_same_file(result.path), result.path), target)
     return [FileEntry(p, formats[p], sorted(by_path[p], key=Diagnostic.sort_key), targets.get(p)) for p in order]
-
-
-def target_of(result: FileResult) -> dict | None:
-    """The target the result's runs were judged against (the first run's that has one), as a dict
-    with its one-line ``statement``."""
-    if result.target is not None:
-        return result.target
-    for spec in result.specs:
-        target = getattr(spec, "target", None)
-        if target is not None:
-            from trainlint.frameworks.target import statement
-
-            return {**target.to_dict(), "statement": statement(target)}
-    return None
 
 
 def display_path(path: str, cwd: str | None = None) -> str:

@@ -13,10 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries, summary_line
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 from trainlint.output.sarif import is_pseudo_path, relative_path, source_root
 from trainlint.positions import Span
 

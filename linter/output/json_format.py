@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Iterator, Sequence
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.output import file_entries
 
 

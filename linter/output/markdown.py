@@ -10,10 +10,10 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries, severity_counts, summary_line
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 from trainlint.output.statistics import code_counts
 
 MAX_ROWS = 500

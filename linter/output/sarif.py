@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from trainlint import __version__
 from trainlint.rules import frameworks_of
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries
 from trainlint.positions import Span

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.diagnostics import Severity
 from trainlint.output import file_entries, fixable_count, fixable_line, summary_line
 

@@ -26,10 +26,10 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from trainlint.checker import FileResult
+from trainlint.results import FileResult
 from trainlint.diagnostics import Diagnostic
 from trainlint.output import display_path, file_entries, fixable_count, fixable_line, summary_line
-from trainlint.output.escape import printable
+from trainlint.escape import printable
 from trainlint.output.style import PLAIN, Style
 
 LAYOUTS = ("full", "concise", "grouped")

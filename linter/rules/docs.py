@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Iterable
+
 from trainlint.input_codes import INPUT_CODES
-from trainlint.registry import Registry
 from trainlint.rules import Rule, frameworks_of
 
 DOCS_URL = "https://github.com/trainlint/trainlint/blob/main/docs/rules.md"
@@ -51,22 +52,24 @@ SEVERITY_POLICY = (
 """The severity policy (issue 28), at the head of docs/rules.md."""
 
 
-def render_markdown(registry: Registry) -> str:
-    """docs/rules.md: every code, generated from the rule metadata (a test keeps it current)."""
+def render_markdown(rules: Iterable[type[Rule]]) -> str:
+    """docs/rules.md: every code, generated from the rule metadata (a test keeps it current).
+    ``rules``: the registry's rules in its order (the session's or the command's)."""
+    rules = list(rules)
     out = ["# trainlint rules", "",
            "Generated from the rule metadata by `trainlint rules --format markdown`; do not edit by hand.", "",
            *SEVERITY_POLICY, "",
            "| code | name | severity | release-dependent | summary |", "|---|---|---|---|---|"]
     for entry in INPUT_CODES.values():
         out.append(f"| {entry.code} | {entry.name} | {entry.severity.value} | - | {entry.summary} |")
-    for rule in registry.rules.values():
+    for rule in rules:
         dependent = {True: "yes", False: "no"}.get(rule.release_dependent, "-")  # type: ignore[arg-type]
         out.append(f"| {rule.code} | {rule.name} | {rule.default_severity.value} | {dependent} | {rule.summary} |")
     out += ["", "## Input diagnostics", ""]
     for entry in INPUT_CODES.values():
         out += [f"### {entry.code} {entry.name}", "", f"Severity: {entry.severity.value}.", "", entry.summary, ""]
     out += ["## Rules", ""]
-    for rule in registry.rules.values():
+    for rule in rules:
         body = explain(rule).split("\n", 1)[1].strip()
         body = body.replace("\n## ", "\n#### ")
         out += [f"### {rule.code} {rule.name}", "", body, ""]

@@ -4,7 +4,8 @@ that an --isolated golden run cannot give yet."""
 
 from __future__ import annotations
 
-from trainlint.config import EstimationSettings, ProjectConfig
+from trainlint.config import ProjectConfig
+from trainlint.project_settings import EstimationSettings
 from trainlint.provenance import Origin, Provenance, Value, default, from_file
 from trainlint.rules import RuleContext
 from trainlint.rules.startup.precision_unsupported_gpu import PrecisionUnsupportedGPU

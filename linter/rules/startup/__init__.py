@@ -12,7 +12,8 @@ message carries the numbers that led to it. One rule bundle per family folder:
   requires every value the config states to equal the argument it would have filled it from:
   HfTrainerDeepSpeedConfig.trainer_config_process and fill_match, transformers/integrations/deepspeed.py).
   Shared helpers: :mod:`.helpers`, :mod:`.derive` (values as each framework derives them),
-  :mod:`.releases` (which releases make a check), :mod:`.megatron_args`;
+  :mod:`.releases` (which releases make a check); Megatron-LM's arguments with their defaults are
+  read through the Megatron adapter's :mod:`trainlint.adapters.megatron.arguments`;
 * :mod:`.deepspeed`, :mod:`.megatron`, :mod:`.neox`: one framework's own checks."""
 
 from __future__ import annotations

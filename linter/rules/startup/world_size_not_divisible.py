@@ -7,7 +7,7 @@ from typing import Iterator
 from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL, CAP_NEOX_ARGUMENTS
 from trainlint.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext, capabilities
-from trainlint.rules.estimation.scope import rewrites_checkpoints
+from trainlint.adapters.megatron.entry_points import rewrites_checkpoints
 from trainlint.rules.startup.derive import (
     as_int,
     from_checkpoint,

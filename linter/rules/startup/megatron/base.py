@@ -7,7 +7,7 @@ from typing import Iterator
 
 from trainlint.framework import CAP_MEGATRON_ARGUMENTS
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.rules.startup.megatron_args import MegatronArgs, is_current
+from trainlint.adapters.megatron.arguments import MegatronArgs, is_current
 from trainlint.spec import TrainingSpec
 
 ARGS = "megatron/training/arguments.py"

@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Iterator
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.derive import from_checkpoint
 from trainlint.rules.startup.megatron.base import MegatronRule
-from trainlint.rules.startup.megatron_args import COMMIT, MegatronArgs
+from trainlint.adapters.megatron.arguments import COMMIT, MegatronArgs
 from trainlint.rules.startup.releases import Releases, release_key
 
 

@@ -5,7 +5,7 @@ make: such a check is cited at the newest release that has it, not at trainlint'
 from __future__ import annotations
 
 from trainlint.rules.startup.megatron.check_table import Check
-from trainlint.rules.startup.megatron_args import COMMIT
+from trainlint.adapters.megatron.arguments import COMMIT
 
 RELEASE_COMMITS = {
     "core_v0.4.0": "38879f8", "core_v0.5.0": "0acc240", "core_v0.6.0": "cac60ce", "core_v0.7.0": "a645f89",

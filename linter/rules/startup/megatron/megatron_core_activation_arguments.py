@@ -17,7 +17,7 @@ from typing import Iterator
 
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import MegatronRule
-from trainlint.rules.startup.megatron_args import MegatronArgs
+from trainlint.adapters.megatron.arguments import MegatronArgs
 from trainlint.rules.startup.releases import Releases
 
 _ACTIVATION_FLAGS = ("swiglu", "squared_relu", "quick_geglu")

@@ -13,7 +13,7 @@ from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import TCFG
 from trainlint.rules.startup.megatron.check_table import CheckTable, Cond, _C
 from trainlint.rules.startup.megatron.core_releases import references
-from trainlint.rules.startup.megatron_args import MegatronArgs
+from trainlint.adapters.megatron.arguments import MegatronArgs
 from trainlint.rules.startup.releases import Releases
 
 _VARIANT = "experimental_attention_variant"

@@ -10,7 +10,7 @@ from trainlint.provenance import Origin
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import MegatronRule
 from trainlint.rules.startup.megatron.check_table import release_stated
-from trainlint.rules.startup.megatron_args import MegatronArgs
+from trainlint.adapters.megatron.arguments import MegatronArgs
 from trainlint.rules.startup.releases import Releases
 
 RELEASES = Releases("megatron", first="core_v0.8.0", last="core_v0.17.0")

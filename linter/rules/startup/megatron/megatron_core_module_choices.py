@@ -11,7 +11,7 @@ from typing import Iterator
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import MegatronRule
 from trainlint.rules.startup.releases import release_key
-from trainlint.rules.startup.megatron_args import MegatronArgs
+from trainlint.adapters.megatron.arguments import MegatronArgs
 
 _RECOMPUTE_12 = frozenset({"core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe"})
 _RECOMPUTE_14 = _RECOMPUTE_12 | {"shared_experts"}

@@ -10,7 +10,7 @@ from typing import Iterator
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.check_table import CheckTable, _C
 from trainlint.rules.startup.megatron.core_releases import references
-from trainlint.rules.startup.megatron_args import COMMIT, MegatronArgs
+from trainlint.adapters.megatron.arguments import COMMIT, MegatronArgs
 from trainlint.rules.startup.releases import Releases
 
 MPC = "megatron/core/model_parallel_config.py"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint.rules import Finding, RuleContext
-from trainlint.rules.startup.megatron_args import MegatronArgs
+from trainlint.adapters.megatron.arguments import MegatronArgs
 from trainlint.rules.startup.megatron.base import MegatronRule
 
 

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import MegatronRule
-from trainlint.rules.startup.megatron_args import MegatronArgs
+from trainlint.adapters.megatron.arguments import MegatronArgs
 from trainlint.rules.startup.releases import Releases
 from trainlint.rules.startup.megatron.check_table import Check, with_references
 

@@ -1,4 +1,7 @@
-"""Reading Megatron-LM arguments for the Megatron-specific launch rules (TL140-TL179).
+"""Reading Megatron-LM arguments: the values a run writes, else Megatron's defaults.
+
+The Megatron adapter's knowledge, asked by its change spelling (how a flag is spelled) and by the
+Megatron-specific launch rules (TL140-TL179, TL600-TL669).
 
 The Megatron adapter puts every flag a script *resolves* into ``spec.settings`` keyed by its
 argparse dest (``overlap_param_gather``), with the flag as written in the provenance. A rule also
@@ -21,8 +24,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from trainlint.rules import capabilities
-from trainlint.framework import CAP_MEGATRON_ARGUMENTS
+from trainlint.adapters.megatron.entry_points import trains
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS, framework_of
 from trainlint.provenance import Value, default
 from trainlint.spec import MEGATRON_LM, TrainingSpec
 
@@ -56,7 +59,7 @@ def _default_value(dest: str) -> Value | None:
 
 
 def is_current(spec: TrainingSpec) -> bool:
-    if CAP_MEGATRON_ARGUMENTS not in capabilities(spec) or spec.dialect != MEGATRON_LM:
+    if CAP_MEGATRON_ARGUMENTS not in framework_of(spec).capabilities(spec) or spec.dialect != MEGATRON_LM:
         return False
     entry = (spec.entry_point or "").replace("\\", "/")
     return not (entry == "main.py" or entry.endswith("tasks/main.py"))
@@ -132,8 +135,6 @@ class MegatronArgs:
         mode = self.spec.run.mode
         if mode is not None and mode.value == "inference":
             return True
-        from trainlint.rules.estimation.scope import trains  # the entry-point names live with the scope rule
-
         return bool(self.spec.entry_point) and not trains(self.spec.entry_point)
 
     # -- spec fields with their Megatron meaning ------------------------------------------------
