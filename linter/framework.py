@@ -33,8 +33,8 @@ Subclass :class:`Framework` in ``adapters/<name>/framework.py`` and return an in
 * ``catalog_family``: the name of your argument catalogs (``linter/data/frameworks/names-<family>.json``)
   and of your table in the project config's ``framework = {...}``; empty: no catalog.
 * ``launch_kinds`` / ``read_launch(...)``: the ``trainlint run -- CMD`` forms you read.
-* ``rules()``: your own start-up rules (what your framework refuses at launch), registered with
-  the built-in ones.
+* ``rules()``: your own start-up rules (what your framework refuses at launch): rule classes, or
+  the module names of rule bundles; the host registers them as the built-in ones are.
 
 Everything has a neutral default, so a framework that sets only ``name``, ``adapters()`` and
 ``capabilities`` already gets checks, estimates and the cross-framework rules it qualifies for.
@@ -201,8 +201,8 @@ class Framework:
         return ""
 
     def model_parallel_product(self, spec: TrainingSpec) -> ModelParallel | None:
-        """The product this framework divides the world size by to get the data-parallel size (the
-        one place DP is computed: ``rules.startup.derive.data_parallel``). Default: TP x pipeline
+        """The product this framework divides the world size by to get the data-parallel size (which
+        :func:`data_parallel_size` divides by: :func:`data_parallel`). Default: TP x pipeline
         stages, a missing one counted as 1."""
         p = spec.parallel
         tp = as_int(p.tensor) or 1
@@ -373,9 +373,14 @@ class Framework:
 
     # -- its own start-up rules -----------------------------------------------------------------
 
-    def rules(self) -> list[type]:
-        """This framework's own start-up rules (rule classes, registered with the built-in ones)."""
-        return []
+    def rules(self) -> Sequence[str | type]:
+        """This framework's own start-up rules, as rule bundles: the module name of a bundle (a
+        module whose ``trainlint_rules`` hook returns the rules; trainlint's own families are named
+        so, which keeps the rules layer out of the framework's imports), or rule classes (a plugin
+        framework's, collected into one bundle). The plugin host registers them through the
+        ``trainlint_rules`` hook, as every rule is registered, reported as the framework's plugin's
+        (:func:`trainlint.plugins.register_framework_rules`)."""
+        return ()
 
 
 def raw_sequence_parallel(spec: TrainingSpec) -> bool:
@@ -453,3 +458,52 @@ class Frameworks:
 
 NEUTRAL = Framework()
 """The framework of a run no registered framework names: neutral defaults, no capabilities."""
+
+
+# -- the data-parallel size: computed in one place ---------------------------------------------------
+
+
+def data_parallel_size(world: int, model_parallel: int) -> int | None:
+    """The data-parallel size of ``world`` GPUs split by the model-parallel product ``model_parallel``
+    (TP x PP x CP, as the run's framework forms it: :meth:`Framework.model_parallel_product`); None
+    when either is below 1 or the product does not divide the world (the framework refuses such a
+    launch: TL101). Every data-parallel size trainlint derives comes from here: the start-up rules
+    (:func:`data_parallel`), the estimator (``estimator.inputs.resolve``), the layout search
+    (``layout.space``), the fix hints and ``plan``'s run sizing."""
+    if world < 1 or model_parallel < 1 or world % model_parallel:
+        return None
+    return world // model_parallel
+
+
+@dataclass(frozen=True)
+class DataParallel:
+    """The data-parallel size of a run and the arithmetic that gave it from the world size."""
+
+    size: int
+    how: str
+    """The arithmetic, for messages: "world 16 / (TP 2 x PP 2 x CP 1)"."""
+    world: Value
+    divisors: tuple[tuple[Value | None, str], ...]
+    """The model-parallel values divided out, with a note each (for ``also``)."""
+
+
+def model_parallel_product(spec: TrainingSpec) -> ModelParallel | None:
+    """The product the run's framework divides the world size by to get DP, with its description
+    (``Framework.model_parallel_product``)."""
+    return framework_of(spec).model_parallel_product(spec)
+
+
+def data_parallel(spec: TrainingSpec) -> DataParallel | None:
+    """DP as the run's framework computes it from the spec's world size (:func:`data_parallel_size`
+    of its :meth:`Framework.model_parallel_product`); None when the world size is unknown or not
+    divisible (TL101 reports that)."""
+    world = spec.cluster.world_size
+    n = as_int(world)
+    product = model_parallel_product(spec)
+    if world is None or n is None or product is None:
+        return None
+    size, how, divisors = product
+    dp = data_parallel_size(n, size)
+    if dp is None:
+        return None
+    return DataParallel(dp, f"world size {n} / ({how})", world, divisors)

@@ -77,6 +77,10 @@ class DeepSpeedFramework(Framework):
 
         return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), HFLaunchScriptAdapter()]
 
+    def rules(self) -> Sequence[str | type]:
+        # DeepSpeed's own start-up checks, by name: the rules layer sits above the frameworks
+        return ("trainlint.rules.startup.deepspeed",)
+
     def capabilities(self, spec: TrainingSpec) -> frozenset[str]:
         return _CAPABILITIES
 

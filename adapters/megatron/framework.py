@@ -67,6 +67,11 @@ class MegatronFramework(Framework):
         # a Megatron-Bridge ConfigContainer (YAML, recipe launch line) is a format of this engine
         return [MegatronAdapter(), BridgeAdapter()]
 
+    def rules(self) -> Sequence[str | type]:
+        # Megatron-LM's and Megatron-Core's own checks; Megatron-Bridge's ConfigContainer checks (a format of this
+        # engine, read by one of this framework's adapters). By name: the rules layer sits above the frameworks.
+        return ("trainlint.rules.startup.megatron", "trainlint.rules.startup.bridge")
+
     def capabilities(self, spec: TrainingSpec) -> frozenset[str]:
         return _CAPABILITIES
 

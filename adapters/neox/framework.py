@@ -53,6 +53,10 @@ class NeoXFramework(Framework):
 
         return [NeoXAdapter()]
 
+    def rules(self) -> Sequence[str | type]:
+        # GPT-NeoX's own start-up checks, by name: the rules layer sits above the frameworks
+        return ("trainlint.rules.startup.neox",)
+
     def capabilities(self, spec: TrainingSpec) -> frozenset[str]:
         return _CAPABILITIES
 
