@@ -93,6 +93,51 @@ CAPABILITIES = {
 """Every capability name with a one-line meaning (``trainlint rules`` and the docs show them)."""
 
 
+class KeyCatalog:
+    """Which keys one framework defines, asked through one object (``Framework.key_catalog()``):
+    the schema validator's key list, the unknown-key findings and their did-you-mean, the language
+    server's hovers, and which releases define a name. This neutral one defines nothing (a plugin
+    framework without a catalog); trainlint's frameworks return
+    :class:`trainlint.frameworks.keys.ShippedKeyCatalog`, which answers from the shipped data (the
+    framework's JSON Schema, its argument catalogs, its removed keys)."""
+
+    def schema(self) -> dict | None:
+        """The JSON Schema of the framework's settings (what the schema validator checks), or None."""
+        return None
+
+    def properties(self, section: str = "") -> dict[str, dict]:
+        """The keys of a section (dotted; "" the top level) with their schema properties."""
+        return {}
+
+    def entry(self, key: str) -> dict | None:
+        """The schema property of a key (dotted, or a JSON pointer), for a hover; None if undefined."""
+        return None
+
+    def suggest(self, name: str, section: str = "") -> list[str]:
+        """Keys of the section close to a misspelled ``name`` (best first)."""
+        return []
+
+    def defined_by(self, name: str) -> str:
+        """Which shipped releases define ``name`` ("Megatron-LM core_v0.4.0 to core_v0.9.0 defines it"), or ""."""
+        return ""
+
+    def releases_of(self, name: str) -> list[str]:
+        """The shipped releases (labels, oldest first) that define ``name``."""
+        return []
+
+    def release_masks(self) -> tuple[tuple[str, ...], dict[str, int]]:
+        """(release labels, name -> bit mask of the shipped releases defining it)."""
+        return (), {}
+
+    def removed(self, pointer: str) -> Any:
+        """A key old releases read and later ones refuse
+        (:class:`trainlint.frameworks.removed_keys.RemovedKey`), or None."""
+        return None
+
+
+EMPTY_KEYS = KeyCatalog()
+
+
 @dataclass(frozen=True)
 class PipelineEngine:
     """Why DeepSpeed's PipelineEngine is engaged for a run."""
@@ -343,8 +388,15 @@ class Framework:
         return None
 
     def schema_name(self) -> str | None:
-        """The JSON Schema (``schemas/<name>.schema.json``) of the settings, for hovers; None: none."""
+        """The JSON Schema (``schemas/<name>.schema.json``) of the settings; None: none. Read it
+        through :meth:`key_catalog`."""
         return None
+
+    def key_catalog(self) -> KeyCatalog:
+        """The one catalog of the keys this framework defines (:class:`KeyCatalog`): every consumer
+        (schema validation, unknown-key findings and their did-you-mean, hovers, "which release
+        defines it") asks it. Default: none (:data:`EMPTY_KEYS`)."""
+        return EMPTY_KEYS
 
     def shell_syntax(self) -> bool:
         """The run's main file is a shell script (a comment there must not break a quoted string

@@ -57,9 +57,11 @@ before them must not hide a config that NeoX would read)."""
 
 @lru_cache(maxsize=1)
 def _schema() -> dict:
-    from trainlint.schemas import load_schema
+    from trainlint.framework import framework_of
 
-    return load_schema("neox")
+    schema = framework_of("neox").key_catalog().schema()  # the framework's one key catalog
+    assert schema is not None
+    return schema
 
 
 def strong_keys_of(schema: dict) -> frozenset[str]:
