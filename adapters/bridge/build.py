@@ -113,10 +113,9 @@ def expected_type(dest: str, value: Any) -> str | None:
     """What Megatron-LM's argument ``dest`` takes when ``value`` is not of it (``a whole number``), for the
     integer, number and boolean arguments the spec's arithmetic reads; None: the value is of a type it takes
     (other types are taken as written)."""
-    from trainlint.adapters.bridge.framework import ENGINE
-    from trainlint.framework import framework_of
+    from trainlint.schemas import load_schema
 
-    prop = framework_of(ENGINE).key_catalog().properties().get(dest)  # the Megatron framework's one key catalog
+    prop = load_schema("megatron").get("properties", {}).get(dest)
     if not isinstance(prop, dict):
         return None
     kinds = prop.get("type")
