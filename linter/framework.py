@@ -33,8 +33,8 @@ Subclass :class:`Framework` in ``adapters/<name>/framework.py`` and return an in
 * ``catalog_family``: the name of your argument catalogs (``linter/data/frameworks/names-<family>.json``)
   and of your table in the project config's ``framework = {...}``; empty: no catalog.
 * ``launch_kinds`` / ``read_launch(...)``: the ``trainlint run -- CMD`` forms you read.
-* ``rules()``: your own start-up rules (what your framework refuses at launch), registered with
-  the built-in ones.
+* ``rules()``: your own start-up rules (what your framework refuses at launch): rule classes, or
+  the module names of rule bundles; the host registers them as the built-in ones are.
 
 Everything has a neutral default, so a framework that sets only ``name``, ``adapters()`` and
 ``capabilities`` already gets checks, estimates and the cross-framework rules it qualifies for.
@@ -91,6 +91,51 @@ CAPABILITIES = {
     CAP_STARTUP_CHECKS: "precision, pipeline engine and batch triple read as the framework does at start-up",
 }
 """Every capability name with a one-line meaning (``trainlint rules`` and the docs show them)."""
+
+
+class KeyCatalog:
+    """Which keys one framework defines, asked through one object (``Framework.key_catalog()``):
+    the schema validator's key list, the unknown-key findings and their did-you-mean, the language
+    server's hovers, and which releases define a name. This neutral one defines nothing (a plugin
+    framework without a catalog); trainlint's frameworks return
+    :class:`trainlint.frameworks.keys.ShippedKeyCatalog`, which answers from the shipped data (the
+    framework's JSON Schema, its argument catalogs, its removed keys)."""
+
+    def schema(self) -> dict | None:
+        """The JSON Schema of the framework's settings (what the schema validator checks), or None."""
+        return None
+
+    def properties(self, section: str = "") -> dict[str, dict]:
+        """The keys of a section (dotted; "" the top level) with their schema properties."""
+        return {}
+
+    def entry(self, key: str) -> dict | None:
+        """The schema property of a key (dotted, or a JSON pointer), for a hover; None if undefined."""
+        return None
+
+    def suggest(self, name: str, section: str = "") -> list[str]:
+        """Keys of the section close to a misspelled ``name`` (best first)."""
+        return []
+
+    def defined_by(self, name: str) -> str:
+        """Which shipped releases define ``name`` ("Megatron-LM core_v0.4.0 to core_v0.9.0 defines it"), or ""."""
+        return ""
+
+    def releases_of(self, name: str) -> list[str]:
+        """The shipped releases (labels, oldest first) that define ``name``."""
+        return []
+
+    def release_masks(self) -> tuple[tuple[str, ...], dict[str, int]]:
+        """(release labels, name -> bit mask of the shipped releases defining it)."""
+        return (), {}
+
+    def removed(self, pointer: str) -> Any:
+        """A key old releases read and later ones refuse
+        (:class:`trainlint.frameworks.removed_keys.RemovedKey`), or None."""
+        return None
+
+
+EMPTY_KEYS = KeyCatalog()
 
 
 @dataclass(frozen=True)
@@ -201,8 +246,8 @@ class Framework:
         return ""
 
     def model_parallel_product(self, spec: TrainingSpec) -> ModelParallel | None:
-        """The product this framework divides the world size by to get the data-parallel size (the
-        one place DP is computed: ``rules.startup.derive.data_parallel``). Default: TP x pipeline
+        """The product this framework divides the world size by to get the data-parallel size (which
+        :func:`data_parallel_size` divides by: :func:`data_parallel`). Default: TP x pipeline
         stages, a missing one counted as 1."""
         p = spec.parallel
         tp = as_int(p.tensor) or 1
@@ -343,8 +388,15 @@ class Framework:
         return None
 
     def schema_name(self) -> str | None:
-        """The JSON Schema (``schemas/<name>.schema.json``) of the settings, for hovers; None: none."""
+        """The JSON Schema (``schemas/<name>.schema.json``) of the settings; None: none. Read it
+        through :meth:`key_catalog`."""
         return None
+
+    def key_catalog(self) -> KeyCatalog:
+        """The one catalog of the keys this framework defines (:class:`KeyCatalog`): every consumer
+        (schema validation, unknown-key findings and their did-you-mean, hovers, "which release
+        defines it") asks it. Default: none (:data:`EMPTY_KEYS`)."""
+        return EMPTY_KEYS
 
     def shell_syntax(self) -> bool:
         """The run's main file is a shell script (a comment there must not break a quoted string
@@ -373,9 +425,14 @@ class Framework:
 
     # -- its own start-up rules -----------------------------------------------------------------
 
-    def rules(self) -> list[type]:
-        """This framework's own start-up rules (rule classes, registered with the built-in ones)."""
-        return []
+    def rules(self) -> Sequence[str | type]:
+        """This framework's own start-up rules, as rule bundles: the module name of a bundle (a
+        module whose ``trainlint_rules`` hook returns the rules; trainlint's own families are named
+        so, which keeps the rules layer out of the framework's imports), or rule classes (a plugin
+        framework's, collected into one bundle). The plugin host registers them through the
+        ``trainlint_rules`` hook, as every rule is registered, reported as the framework's plugin's
+        (:func:`trainlint.plugins.register_framework_rules`)."""
+        return ()
 
 
 def raw_sequence_parallel(spec: TrainingSpec) -> bool:
@@ -453,3 +510,52 @@ class Frameworks:
 
 NEUTRAL = Framework()
 """The framework of a run no registered framework names: neutral defaults, no capabilities."""
+
+
+# -- the data-parallel size: computed in one place ---------------------------------------------------
+
+
+def data_parallel_size(world: int, model_parallel: int) -> int | None:
+    """The data-parallel size of ``world`` GPUs split by the model-parallel product ``model_parallel``
+    (TP x PP x CP, as the run's framework forms it: :meth:`Framework.model_parallel_product`); None
+    when either is below 1 or the product does not divide the world (the framework refuses such a
+    launch: TL101). Every data-parallel size trainlint derives comes from here: the start-up rules
+    (:func:`data_parallel`), the estimator (``estimator.inputs.resolve``), the layout search
+    (``layout.space``), the fix hints and ``plan``'s run sizing."""
+    if world < 1 or model_parallel < 1 or world % model_parallel:
+        return None
+    return world // model_parallel
+
+
+@dataclass(frozen=True)
+class DataParallel:
+    """The data-parallel size of a run and the arithmetic that gave it from the world size."""
+
+    size: int
+    how: str
+    """The arithmetic, for messages: "world 16 / (TP 2 x PP 2 x CP 1)"."""
+    world: Value
+    divisors: tuple[tuple[Value | None, str], ...]
+    """The model-parallel values divided out, with a note each (for ``also``)."""
+
+
+def model_parallel_product(spec: TrainingSpec) -> ModelParallel | None:
+    """The product the run's framework divides the world size by to get DP, with its description
+    (``Framework.model_parallel_product``)."""
+    return framework_of(spec).model_parallel_product(spec)
+
+
+def data_parallel(spec: TrainingSpec) -> DataParallel | None:
+    """DP as the run's framework computes it from the spec's world size (:func:`data_parallel_size`
+    of its :meth:`Framework.model_parallel_product`); None when the world size is unknown or not
+    divisible (TL101 reports that)."""
+    world = spec.cluster.world_size
+    n = as_int(world)
+    product = model_parallel_product(spec)
+    if world is None or n is None or product is None:
+        return None
+    size, how, divisors = product
+    dp = data_parallel_size(n, size)
+    if dp is None:
+        return None
+    return DataParallel(dp, f"world size {n} / ({how})", world, divisors)

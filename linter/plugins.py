@@ -19,17 +19,23 @@ from typing import Any, Sequence
 
 import pluggy
 
-from trainlint import hookspecs
-from trainlint.rules.codes import FAMILIES
+from trainlint import hookimpl, hookspecs
+from trainlint.rules.codes import FAMILIES, SHARED_FAMILIES
 
 ENTRY_POINT_GROUP = "trainlint"
 BUILTIN_PLUGIN = "trainlint.builtin"
-# trainlint's own plugins: the built-in adapters, GPUs and model presets (BUILTIN_PLUGIN), and one rule
-# bundle per rule family, each registered through its own trainlint_rules hook implementation (as
-# sqlfluff's rule packages are): the family package returns its rules from the codes table
-# (trainlint.rules.codes). Their rules are all reported as coming from BUILTIN_PLUGIN.
-RULE_BUNDLES = tuple(FAMILIES.values())
+# trainlint's own plugins: the built-in adapters, frameworks, GPUs and model presets (BUILTIN_PLUGIN),
+# and one rule bundle per rule family, each registered through its own trainlint_rules hook
+# implementation (as sqlfluff's rule packages are): the family package returns its rules from the codes
+# table (trainlint.rules.codes). The host registers here only the families no framework owns; a
+# framework's own start-up families are registered through its Framework object (Framework.rules(),
+# register_framework_rules), as a plugin framework's are. Their rules are all reported as coming from
+# BUILTIN_PLUGIN (the plugin that registered the framework).
+RULE_BUNDLES = tuple(FAMILIES[family] for family in SHARED_FAMILIES)
 BUILTIN_PLUGINS = (BUILTIN_PLUGIN, *RULE_BUNDLES)
+_OWN_MODULES = frozenset((BUILTIN_PLUGIN, *FAMILIES.values()))
+"""trainlint's own plugin modules (every family package, whoever registers it), scanned for their
+``trainlint_*`` names only."""
 
 
 @dataclass
@@ -48,6 +54,8 @@ class PluginHost:
 
     manager: pluggy.PluginManager
     failures: list[PluginFailure] = field(default_factory=list)
+    owners: dict[str, str] = field(default_factory=dict)
+    """Rule bundle (its plugin name) -> the plugin whose framework registered it (Framework.rules())."""
 
     @property
     def hook(self) -> Any:
@@ -63,7 +71,7 @@ class _Manager(pluggy.PluginManager):
     plugin is scanned as pluggy does: its implementations may carry any name (``specname=``)."""
 
     def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        if not name.startswith("trainlint_") and isinstance(plugin, ModuleType) and plugin.__name__ in BUILTIN_PLUGINS:
+        if not name.startswith("trainlint_") and isinstance(plugin, ModuleType) and plugin.__name__ in _OWN_MODULES:
             return None
         return super().parse_hookimpl_opts(plugin, name)
 
@@ -83,7 +91,7 @@ def create_host(local_plugins: Sequence[str] = (), base_dir: Path | None = None,
     return host
 
 
-def _check_pending(host: PluginHost) -> None:
+def _check_pending(host: PluginHost, only: frozenset[str] | None = None) -> None:
     """One TL998 per plugin that implements a hook trainlint has no spec for (``trainlint_rulez``):
     pluggy keeps such an implementation and never calls it, so the rules it meant to add would be
     silently missing. The plugin's other hooks still count. ``check_pending`` is pluggy's own test
@@ -100,10 +108,59 @@ def _check_pending(host: PluginHost) -> None:
         if name.startswith("_") or caller.has_spec():
             continue
         for impl in caller.get_hookimpls():
-            if not impl.optionalhook:
+            if not impl.optionalhook and (only is None or impl.plugin_name in only):
                 unknown.setdefault(impl.plugin_name, []).append(name)
     for plugin, names in unknown.items():
         host.failures.append(PluginFailure(plugin, "; ".join(_unknown_hook(name) for name in sorted(names))))
+
+
+class _RuleBundle:
+    """The rule classes a plugin framework's ``rules()`` returned, as one bundle: registered through the
+    ``trainlint_rules`` hook like every other rule."""
+
+    def __init__(self, rules: list[Any]) -> None:
+        self._rules = rules
+
+    @hookimpl
+    def trainlint_rules(self) -> list[Any]:
+        return self._rules
+
+
+def register_framework_rules(host: PluginHost, frameworks: Sequence[tuple[str, Any]]) -> None:
+    """Register each framework's own start-up rules (``Framework.rules()``, from the plugin that
+    registered the framework) as rule bundles on ``host``, so the registry collects every rule one
+    way, through ``trainlint_rules``. An entry of ``rules()`` is a bundle's module name (a module
+    whose ``trainlint_rules`` returns the rules: trainlint's own families, imported by name so no
+    framework imports the rules layer) or a rule class (a plugin framework's; its classes become one
+    bundle named ``<plugin>:<framework>``). A bundle that cannot be loaded is one TL998 naming the
+    plugin. Registering twice (a second registry of one host) adds nothing."""
+    added: set[str] = set()
+    for plugin_name, framework in frameworks:
+        try:
+            entries = list(framework.rules())
+        except Exception as exc:  # noqa: BLE001 - a plugin's framework may raise
+            host.failures.append(PluginFailure(plugin_name, f"framework {framework.name!r}: rules() failed: "
+                                                            f"{type(exc).__name__}: {exc}"))
+            continue
+        classes = [entry for entry in entries if not isinstance(entry, str)]
+        bundles: list[tuple[str, Any]] = [(entry, None) for entry in entries if isinstance(entry, str)]
+        if classes:
+            bundles.append((f"{plugin_name}:{framework.name}", _RuleBundle(classes)))
+        for name, plugin in bundles:
+            if name in host.owners or host.manager.has_plugin(name):
+                continue  # registered already (by this host's earlier registry, or as a plugin of its own)
+            if plugin is None:
+                try:
+                    plugin = importlib.import_module(name)
+                except Exception as exc:  # noqa: BLE001
+                    host.failures.append(PluginFailure(plugin_name, f"framework {framework.name!r}: rule bundle "
+                                                                    f"{name!r} not loaded: {type(exc).__name__}: {exc}"))
+                    continue
+            host.owners[name] = plugin_name
+            _register(host, plugin, name)
+            added.add(name)
+    if added:
+        _check_pending(host, frozenset(added))
 
 
 def _unknown_hook(name: str) -> str:

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from trainlint.framework import Framework, Frameworks
-from trainlint.plugins import BUILTIN_PLUGIN, BUILTIN_PLUGINS, PluginFailure, PluginHost
+from trainlint.plugins import BUILTIN_PLUGIN, BUILTIN_PLUGINS, PluginFailure, PluginHost, register_framework_rules
 from trainlint.rules import Rule
 
 
@@ -58,9 +58,13 @@ def _call_each(host: PluginHost, hook_name: str, failures: list[PluginFailure]) 
 def build_registry(host: PluginHost) -> Registry:
     registry = Registry(failures=list(host.failures))
     frameworks = _frameworks(host, registry.failures)
-    rule_lists = list(_call_each(host, "trainlint_rules", registry.failures))
-    rule_lists += [(plugin_name, f.rules()) for plugin_name, f in frameworks if f.rules()]
-    for plugin_name, rules in rule_lists:
+    # one way to register rules: a framework's own start-up rules become rule bundles on the host,
+    # collected with every other bundle through trainlint_rules (each reported as its framework's plugin's)
+    known_failures = len(host.failures)
+    register_framework_rules(host, frameworks)
+    registry.failures.extend(host.failures[known_failures:])
+    for bundle, rules in _call_each(host, "trainlint_rules", registry.failures):
+        plugin_name = host.owners.get(bundle, bundle)
         for rule in rules:
             problems = rule.validate() if isinstance(rule, type) and issubclass(rule, Rule) else ["not a Rule subclass"]
             if problems:

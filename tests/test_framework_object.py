@@ -135,3 +135,62 @@ def test_neox_full_recompute_keeps_its_default_layers_per_checkpoint():
     assert NeoXFramework().recompute_layers_written(spec) == 1
     spec.settings["checkpoint_num_layers"] = Value(4, Provenance(Origin.FILE, path="run.yml"))
     assert NeoXFramework().recompute_layers_written(spec) == 4
+
+
+_TOY_FRAMEWORK = '''\
+import trainlint
+from trainlint.framework import Framework
+from trainlint.rules import Finding, Rule
+
+
+class WideTensor(Rule):
+    code = "TY101"
+    name = "toy-wide-tensor"
+    summary = "the toy engine refuses tensor parallel sizes above 4"
+    requires = frozenset({"toy-engine"})
+
+    def check(self, spec, ctx):
+        tp = spec.value("parallel.tensor")
+        if isinstance(tp, int) and tp > 4:
+            yield Finding(f"the toy engine refuses tensor parallel {tp}", at=spec.parallel.tensor)
+
+
+class ToyFramework(Framework):
+    name = "toytrain"
+    title = "Toy"
+
+    def capabilities(self, spec):
+        return frozenset({"toy-engine"})
+
+    def rules(self):
+        return [WideTensor]
+
+
+@trainlint.hookimpl
+def trainlint_frameworks():
+    return [ToyFramework()]
+'''
+
+
+def test_a_plugin_frameworks_own_rules_run_on_its_runs(tmp_path, monkeypatch, capsys):
+    # the toy format (tests/plugins/toy_format.py) writes framework "toytrain"; a second plugin
+    # registers that framework, whose rules() hold one rule: it is registered and it runs
+    import json
+    import shutil
+    from pathlib import Path
+
+    from trainlint.cli import main
+
+    shutil.copy(Path(__file__).resolve().parent / "plugins" / "toy_format.py", tmp_path / "toy_format.py")
+    (tmp_path / "toy_framework.py").write_text(_TOY_FRAMEWORK)
+    (tmp_path / ".trainlint.toml").write_text('plugins = ["toy_format.py", "toy_framework.py"]\n')
+    (tmp_path / "run.toytrain").write_text("model.num_layers = 2\nparallel.tensor = 8\n")
+    (tmp_path / "narrow.toytrain").write_text("model.num_layers = 2\nparallel.tensor = 2\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("TRAINLINT_ALLOW_PLUGINS", "1")
+    main(["check", "--format", "json", "--select", "TY", "run.toytrain", "narrow.toytrain"])
+    files = {Path(f["path"]).name: f["diagnostics"] for f in json.loads(capsys.readouterr().out)["files"]}
+    assert [(d["code"], d["line"], d["column"]) for d in files["run.toytrain"] if d["code"].startswith("TY")] == \
+        [("TY101", 2, 19)]
+    assert not [d for d in files["narrow.toytrain"] if d["code"].startswith("TY")]
+    assert not [d for d in files["run.toytrain"] if d["code"] == "TL998"]

@@ -24,7 +24,6 @@ from trainlint.input_codes import input_diagnostic
 from trainlint.positions import FILE_START
 from trainlint.provenance import Origin, Provenance, Value, default, derived, from_file
 from trainlint.schema_check import check_document
-from trainlint.schemas import load_schema
 from trainlint.sources import SourceText
 from trainlint.spec import EngineSpec, TrainingSpec
 from trainlint.values import integral
@@ -223,8 +222,9 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
         return diags  # the usual case: nothing to judge, nothing more to import
     from dataclasses import replace
 
-    from trainlint.frameworks.catalog import defined_by
-    from trainlint.frameworks.removed_keys import reads_it, removed_key
+    from trainlint.frameworks.removed_keys import reads_it
+
+    keys = _key_catalog()
 
     out = []
     for d in diags:
@@ -233,7 +233,7 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
             continue
         key = pointer_parts(d.subject)[-1]
         catalog = getattr(target, "catalog", None)
-        legacy = removed_key("deepspeed", d.subject)
+        legacy = keys.removed(d.subject)
         if legacy is not None and (target is None or not target.known or catalog is None):
             out.append(_removed_unknown_target(d, legacy, target))
             continue
@@ -248,7 +248,7 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
             else:
                 d = replace(d, message=f"{d.message}; not a key of {target.describe()}")
         else:
-            where = defined_by("deepspeed", key)
+            where = keys.defined_by(key)
             if where:
                 commit = getattr(target, "commit", None)
                 what = f"upstream DeepSpeed at {commit}" if commit else "upstream DeepSpeed"
@@ -296,7 +296,8 @@ def load_deepspeed_config(source: SourceText, frameworks: FrameworkSettings | No
     doc = Document(path, FORMAT, source.text, tree.value, dict(tree.key_spans), dict(tree.value_spans),
                    dict(tree.unresolved))
     diagnostics.extend(_auto_values(doc))
-    schema = load_schema("deepspeed")
+    schema = _key_catalog().schema()
+    assert schema is not None  # the DeepSpeed framework ships its schema
     diagnostics.extend(_deprecations(doc, schema))
     diagnostics.extend(_alias_conflicts(doc))
     from trainlint.frameworks.locate import read_note, resolve
@@ -825,3 +826,10 @@ def set_engine(spec: TrainingSpec) -> None:
     deepspeed_engine(spec, pipeline=pipeline)
     spec.engine.batch_owner = default("deepspeed", "DeepSpeed derives the missing member of the batch triple "
                                                    "(_set_batch_related_parameters, deepspeed/runtime/config.py)")
+
+
+def _key_catalog():
+    """The DeepSpeed framework's one key catalog (schema, shipped releases, removed keys)."""
+    from trainlint.framework import framework_of
+
+    return framework_of("deepspeed").key_catalog()

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from trainlint.framework import (
+    KeyCatalog,
     CAP_STARTUP_CHECKS,
     CAP_DEEPSPEED_CONFIG,
     CAP_DEEPSPEED_ENGINE,
@@ -76,6 +77,15 @@ class DeepSpeedFramework(Framework):
         from trainlint.adapters.hf.trainer_yaml import HFTrainerYamlAdapter
 
         return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), HFLaunchScriptAdapter()]
+
+    def key_catalog(self) -> KeyCatalog:
+        from trainlint.frameworks.keys import shipped_key_catalog
+
+        return shipped_key_catalog(self.catalog_family, self.schema_name())
+
+    def rules(self) -> Sequence[str | type]:
+        # DeepSpeed's own start-up checks, by name: the rules layer sits above the frameworks
+        return ("trainlint.rules.startup.deepspeed",)
 
     def capabilities(self, spec: TrainingSpec) -> frozenset[str]:
         return _CAPABILITIES

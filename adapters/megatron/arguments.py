@@ -36,9 +36,9 @@ COMMIT = "d98e8a6"
 
 @lru_cache(maxsize=1)
 def _properties() -> dict[str, dict]:
-    from trainlint.schemas import load_schema
+    from trainlint.framework import framework_of
 
-    return load_schema("megatron")["properties"]
+    return framework_of("megatron").key_catalog().properties()  # the framework's one key catalog
 
 
 _DEFAULTS: dict[str, Value | None] = {}

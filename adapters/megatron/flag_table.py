@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Iterator, Mapping
 
-from trainlint.schemas import load_schema
+from trainlint.framework import framework_of
 
 
 @dataclass(frozen=True)
@@ -139,7 +139,8 @@ class _SchemaFlags(Mapping[str, list[FlagInfo]]):
 
 @lru_cache(maxsize=1)
 def flag_table() -> FlagTable:
-    schema = load_schema("megatron")
+    schema = framework_of("megatron").key_catalog().schema()  # the framework's one key catalog
+    assert schema is not None
     sources: dict[str, list[tuple[str, dict, dict | None]]] = {}
     for dest, prop in schema["properties"].items():
         for flag in prop.get("x-flags", []):

@@ -15,6 +15,7 @@ from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Seve
 from trainlint.input_codes import input_diagnostic
 from trainlint.numbers import read_int
 from trainlint.positions import Span
+from trainlint.framework import framework_of
 from trainlint.spec import MEGATRON_DEEPSPEED as DEEPSPEED  # noqa: F401 - the dialect names, re-exported
 from trainlint.spec import MEGATRON_LEGACY as LEGACY  # noqa: F401
 from trainlint.spec import MEGATRON_LM as CURRENT
@@ -211,10 +212,10 @@ class ArgReader:
         t = self.target
         if t is None or not t.known or not t.version or t.path is not None:
             return None
-        from trainlint.frameworks.catalog import shipped_index, shipped_names
+        from trainlint.frameworks.catalog import shipped_index
 
         # bit i of the name's mask: the family's i-th shipped release defines it
-        mask = shipped_names("megatron")[1].get(name, 0)
+        mask = framework_of("megatron").key_catalog().release_masks()[1].get(name, 0)
         family = [e for e in shipped_index() if e.family == "megatron"]
         bits = [i for i, e in enumerate(family) if e.variant == t.variant]
         line = [family[i] for i in bits]
@@ -262,9 +263,7 @@ class ArgReader:
         return fork
 
     def _elsewhere(self, name: str) -> str:
-        from trainlint.frameworks.catalog import defined_by
-
-        where = defined_by("megatron", name)
+        where = framework_of("megatron").key_catalog().defined_by(name)
         return f" ({where})" if where else ""
 
     def _use_site(self, loc: Loc | None) -> tuple[Related, ...]:

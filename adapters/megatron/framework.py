@@ -8,6 +8,7 @@ import re
 from typing import Any, Sequence
 
 from trainlint.framework import (
+    KeyCatalog,
     CAP_STARTUP_CHECKS,
     CAP_MEGATRON_ARGUMENTS,
     CAP_MEGATRON_CORE,
@@ -66,6 +67,16 @@ class MegatronFramework(Framework):
 
         # a Megatron-Bridge ConfigContainer (YAML, recipe launch line) is a format of this engine
         return [MegatronAdapter(), BridgeAdapter()]
+
+    def key_catalog(self) -> KeyCatalog:
+        from trainlint.frameworks.keys import shipped_key_catalog
+
+        return shipped_key_catalog(self.catalog_family, self.schema_name())
+
+    def rules(self) -> Sequence[str | type]:
+        # Megatron-LM's and Megatron-Core's own checks; Megatron-Bridge's ConfigContainer checks (a format of this
+        # engine, read by one of this framework's adapters). By name: the rules layer sits above the frameworks.
+        return ("trainlint.rules.startup.megatron", "trainlint.rules.startup.bridge")
 
     def capabilities(self, spec: TrainingSpec) -> frozenset[str]:
         return _CAPABILITIES

@@ -111,6 +111,3 @@ def _refusal(catalog: Any, dest: str, upstream: dict | None) -> dict | None:
     if upstream is not None and upstream.get("status") == "deprecated":
         return upstream  # a warning; kept
     return None
-
-
-from trainlint.frameworks.catalog import defined_by, shipped_name_index  # noqa: E402,F401 - where they live

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 from trainlint.adapters.deepspeed.framework import bf16_accum_guard, deepspeed_batch_changes
 from trainlint.framework import (
+    KeyCatalog,
     CAP_STARTUP_CHECKS,
     CAP_DEEPSPEED_ENGINE,
     CAP_MEGATRON_MODEL,
@@ -52,6 +53,15 @@ class NeoXFramework(Framework):
         from trainlint.adapters.neox.detect import NeoXAdapter
 
         return [NeoXAdapter()]
+
+    def key_catalog(self) -> KeyCatalog:
+        from trainlint.frameworks.keys import shipped_key_catalog
+
+        return shipped_key_catalog(self.catalog_family, self.schema_name())
+
+    def rules(self) -> Sequence[str | type]:
+        # GPT-NeoX's own start-up checks, by name: the rules layer sits above the frameworks
+        return ("trainlint.rules.startup.neox",)
 
     def capabilities(self, spec: TrainingSpec) -> frozenset[str]:
         return _CAPABILITIES

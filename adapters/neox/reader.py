@@ -87,9 +87,9 @@ def _against(target) -> str:
 
 
 def _elsewhere(key: str) -> str:
-    from trainlint.frameworks.catalog import defined_by
+    from trainlint.framework import framework_of
 
-    where = defined_by("neox", key)
+    where = framework_of("neox").key_catalog().defined_by(key)
     return f" ({where})" if where else ""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from trainlint.catalog import GPU
 from trainlint.estimator.context import EstimateContext
+from trainlint.framework import data_parallel_size
 from trainlint.provenance import Origin, Provenance, Value, first_span
 from trainlint.spec import MEGATRON_LEGACY, TrainingSpec
 
@@ -469,7 +470,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
             world = dp * model_par
             r.assumptions.append(Assumption("cluster.world_size", world, Origin.DERIVED.value,
                                             "data parallel x tensor x pipeline x context"))
-        elif dp * model_par != world:
+        elif data_parallel_size(world, model_par) != dp:
             r.missing.append(MissingInput("parallel.data", f"data parallel {dp} x TP {tp} x PP {pp} x CP {cp} "
                                           f"= {dp * model_par} GPUs but the world size is {world}",
                                           "make --nodes / --gpus-per-node agree with the config"))
@@ -479,11 +480,11 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         r.assumptions.append(Assumption("cluster.world_size", world, Origin.ASSUMED.value, ASSUMED_WORLD_NOTE.format(
             world=world, per_node=int(ctx.gpus_per_node.value), model_par=model_par)))
     if dp is None:
-        if world % model_par:
+        dp = data_parallel_size(world, model_par)  # the one DP computation (trainlint.framework)
+        if dp is None:
             r.missing.append(MissingInput("parallel.data", f"world size {world} is not a multiple of TP x PP x CP = {model_par}",
                                           "fix --nodes / --gpus-per-node or the parallel sizes"))
             return None, r.missing, r.assumptions
-        dp = world // model_par
         r.assumptions.append(Assumption("parallel.data", dp, Origin.DERIVED.value,
                                         f"world size {world} / (TP {tp} x PP {pp} x CP {cp})"))
 

@@ -236,11 +236,13 @@ def fork_beside(family: str, config_path: str | None) -> FrameworkTarget | None:
 
 def assumed(family: str) -> FrameworkTarget:
     """Nothing says which version: trainlint's built-in table (upstream at its commit)."""
-    from trainlint.schemas import load_schema
+    from trainlint.frameworks.families import family as framework_of_family
 
     commit = None
     try:
-        sources = load_schema(family).get("x-source") or []
+        owner = framework_of_family(family)
+        schema = owner.key_catalog().schema() if owner is not None else None  # the framework's one key catalog
+        sources = (schema or {}).get("x-source") or []
         first = sources[0] if isinstance(sources, list) and sources else sources
         commit = first.get("commit") if isinstance(first, dict) else None
     except Exception:  # noqa: BLE001 - a missing provenance only shortens the message

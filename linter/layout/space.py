@@ -33,6 +33,7 @@ from trainlint.estimator.inputs import Inputs
 from trainlint.provenance import Origin
 from trainlint.framework import framework_of
 from trainlint.framework import raw_sequence_parallel
+from trainlint.framework import data_parallel_size
 from trainlint.spec import TrainingSpec
 
 DIMENSIONS = ("tp", "pp", "vpp", "cp", "micro", "recompute", "zero", "dist-opt")
@@ -156,9 +157,9 @@ class Space:
             for pp in self.pp:
                 for cp in self.cp:
                     model = tp * pp * cp
-                    if self.world % model:
+                    dp = data_parallel_size(self.world, model)
+                    if dp is None:
                         continue
-                    dp = self.world // model
                     if self.experts > 1 and self.expert_grid:
                         etp = tp if self.etp_follows_tp else self.etp
                         if self.world % (self.ep * etp * pp) or (dp * cp * tp) % (self.ep * etp):

@@ -246,23 +246,12 @@ def _code(value: Any, fmt: str | None = None) -> str:
 
 def schema_entry(fmt: str | None, key: str | None) -> dict | None:
     """The schema property for a key (dotted or a JSON pointer) of a format, if the schema has it."""
-    schema = framework_of(fmt).schema_name() if fmt else None
-    if not key or schema is None:
+    if not fmt or not key:
         return None
-    from trainlint.document import pointer_parts
-    from trainlint.schemas import load_schema
-
     try:
-        node: Any = load_schema(schema)
+        return framework_of(fmt).key_catalog().entry(key)  # the framework's one key catalog
     except Exception:  # noqa: BLE001 - no schema, no description
         return None
-    parts = pointer_parts(key) if key.startswith("/") else key.split(".")
-    for part in parts:
-        props = node.get("properties") if isinstance(node, dict) else None
-        if not isinstance(props, dict) or part not in props:
-            return None
-        node = props[part]
-    return node if isinstance(node, dict) else None
 
 
 def _schema_lines(entry: dict | None, key: str | None = None) -> list[str]:

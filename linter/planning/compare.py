@@ -123,6 +123,7 @@ def size_for_throughput(est: Estimate, target_tokens_per_s: float) -> tuple[Esti
     G = ceil(R_target / r_gpu), but every candidate size is re-estimated, communication included).
     Returns the estimate and a sentence saying how the size was chosen."""
     from trainlint.estimator.core import estimate_inputs
+    from trainlint.framework import data_parallel_size
     from trainlint.planning.sizing import valid_world_sizes
 
     i = est.inputs
@@ -132,7 +133,7 @@ def size_for_throughput(est: Estimate, target_tokens_per_s: float) -> tuple[Esti
     last = None
     for n, world in enumerate(valid_world_sizes(need, gpus_per_node=i.gpus_per_node, model_parallel=model_parallel,
                                                  batch_units=units)):
-        dp = world // model_parallel
+        dp = data_parallel_size(world, model_parallel) or 1  # valid_world_sizes gives multiples of it
         accum = units // dp if units else i.grad_accum
         last = estimate_inputs(dataclasses.replace(i, world=world, dp=dp, grad_accum=accum), est.spec_label)
         if last.tokens_per_s >= target_tokens_per_s * (1 - 1e-9):

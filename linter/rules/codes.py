@@ -47,6 +47,11 @@ FAMILIES: dict[str, str] = {
 }
 """Family -> the package (folder) holding its rule modules; each package is one rule bundle."""
 
+SHARED_FAMILIES = ("startup", "estimation", "planning")
+"""The families no framework owns (the plugin host registers them itself). Every other family is a
+framework's own start-up checks, registered through its Framework object (``Framework.rules()``
+names the family package; :func:`trainlint.plugins.register_framework_rules`)."""
+
 
 @dataclass(frozen=True)
 class Code:

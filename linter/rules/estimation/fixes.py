@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 from trainlint.framework import framework_of
+from trainlint.framework import data_parallel_size
 from trainlint.adapters.engine import set_engine
 from trainlint.estimator.core import InvariantError
 from trainlint.provenance import Origin, Provenance, Value
@@ -141,11 +142,12 @@ def memory_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> Itera
     if "tp" in can and all(isinstance(x, int) for x in (tp, heads, world, per_node)):
         wider = tp * 2
         layout = wider * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
-        if heads % wider == 0 and wider <= per_node and world % layout == 0:
+        dp = data_parallel_size(world, layout)
+        if heads % wider == 0 and wider <= per_node and dp is not None:
             changes = {"parallel__tensor": wider}
             if "sp" in can and wider > 1:
                 changes["parallel__sequence_parallel"] = True
-            modified = _with_data_parallel(spec, world // layout, **changes)
+            modified = _with_data_parallel(spec, dp, **changes)
             if modified is not None:
                 yield from _present(_candidate(spec, "parallel.tensor", modified, adapters))
     if "dist-opt" in can and not spec.value("parallel.distributed_optimizer", False):
@@ -249,8 +251,9 @@ def throughput_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -> I
     if "tp" in can and _ints(tp, world) and tp > 1:
         narrower = tp // 2
         layout = narrower * (pipeline if _ints(pipeline) else 1) * spec.value("parallel.context", 1)
-        if world % layout == 0:
-            modified = _with_data_parallel(spec, world // layout, parallel__tensor=narrower)
+        dp = data_parallel_size(world, layout)
+        if dp is not None:
+            modified = _with_data_parallel(spec, dp, parallel__tensor=narrower)
             if modified is not None:
                 yield from _present(_candidate(spec, "parallel.tensor", modified, adapters))
 
@@ -279,8 +282,9 @@ def communication_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -
     per_node = spec.value("cluster.gpus_per_node", 8)
     if "tp" in can and _ints(tp, heads, world, per_node) and heads % (tp * 2) == 0 and tp * 2 <= per_node:
         layout = tp * 2 * spec.value("parallel.pipeline", 1) * spec.value("parallel.context", 1)
-        if world % layout == 0:
-            modified = _with_data_parallel(spec, world // layout, parallel__tensor=tp * 2)
+        dp = data_parallel_size(world, layout)
+        if dp is not None:
+            modified = _with_data_parallel(spec, dp, parallel__tensor=tp * 2)
             if modified is not None:
                 yield from _present(_candidate(spec, "parallel.tensor", modified, adapters, note=" (fewer data-parallel replicas)"))
     stage = spec.value("parallel.zero_stage")

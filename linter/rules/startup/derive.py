@@ -8,7 +8,6 @@ Other rule modules may import from here (read-only); keep the signatures stable.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from trainlint.framework import framework_of
@@ -105,38 +104,9 @@ def zero_stage(spec: TrainingSpec) -> Value | None:
 
 
 # --------------------------------------------------------------------------- data parallel
-
-
-@dataclass(frozen=True)
-class DataParallel:
-    """The data-parallel size of a run and the arithmetic that gave it from the world size."""
-
-    size: int
-    how: str
-    """The arithmetic, for messages: "world 16 / (TP 2 x PP 2 x CP 1)"."""
-    world: Value
-    divisors: tuple[tuple[Value | None, str], ...]
-    """The model-parallel values divided out, with a note each (for ``also``)."""
-
-
-def model_parallel_product(spec: TrainingSpec) -> tuple[int, str, tuple[tuple[Value | None, str], ...]] | None:
-    """The product the run's framework divides the world size by to get DP, with its description
-    (``Framework.model_parallel_product``)."""
-    return framework_of(spec).model_parallel_product(spec)
-
-
-def data_parallel(spec: TrainingSpec) -> DataParallel | None:
-    """DP as the framework computes it from the world size; None when the world size is unknown
-    or not divisible (TL101 reports that)."""
-    world = spec.cluster.world_size
-    n = as_int(world)
-    product = model_parallel_product(spec)
-    if world is None or n is None or n < 1 or product is None:
-        return None
-    size, how, divisors = product
-    if size < 1 or n % size:
-        return None
-    return DataParallel(n // size, f"world size {n} / ({how})", world, divisors)
+# The data-parallel size is the core model's (trainlint.framework: one function for the rules, the
+# estimator and the layout search); re-exported here for the rule modules that import it from derive.
+from trainlint.framework import DataParallel, data_parallel, model_parallel_product  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------- pipeline engine

@@ -27,9 +27,9 @@ COMMIT = "ea7aefd"
 
 @lru_cache(maxsize=1)
 def _properties() -> dict[str, dict]:
-    from trainlint.schemas import load_schema
+    from trainlint.framework import framework_of
 
-    return load_schema("neox")["properties"]
+    return framework_of("neox").key_catalog().properties()  # the framework's one key catalog
 
 
 _MAX_EXPANDED_LAYERS = 100_000

@@ -1,10 +1,11 @@
-"""The fast "nothing to report" pre-check must never hide a schema finding.
+"""The one schema validator's result is jsonschema's on every input: its fast path
+(``schema_check.nothing_to_report``, which lets ``check_document`` skip jsonschema when a document is
+certainly valid) never hides a finding.
 
-``schema_fast.nothing_to_report`` lets ``check_document`` skip jsonschema when a document is
-certainly valid. These tests record every (document, schema) pair the adapters check on the
-examples and the corpus, then compare the fast answer with jsonschema's own result (the
-pre-check switched off): on the real files, and on documents mutated by hypothesis (wrong
-types, out-of-range numbers, unknown keys, "auto" markers, values inside unresolved keys).
+These tests record every (document, schema) pair the adapters check on the examples, the fixtures
+and the corpus, then compare ``check_document`` (fast path on) with ``check_document(..., fast=False)``
+(jsonschema alone): on the real files, and on documents mutated by hypothesis (wrong types,
+out-of-range numbers, unknown keys, "auto" markers, values inside unresolved keys).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainlint import schema_check, schema_fast
+from trainlint import schema_check
 from trainlint.adapters import builtin_adapters
 from trainlint.checker import check_paths
 from trainlint.document import Document, pointer
@@ -26,9 +27,8 @@ from conftest import CORPUS, FIXTURES, REPO
 
 
 def jsonschema_result(doc: Document, schema: dict) -> list:
-    """check_document with the pre-check off: jsonschema decides."""
-    with mock.patch.object(schema_fast, "nothing_to_report", return_value=False):
-        return schema_check.check_document(doc, schema)
+    """check_document with the fast path off: jsonschema decides."""
+    return schema_check.check_document(doc, schema, fast=False)
 
 
 def _record_pairs(paths: list[str]) -> list[tuple[Document, dict]]:
@@ -58,10 +58,15 @@ def pairs() -> list[tuple[Document, dict]]:
     return found
 
 
+def test_the_one_entry_point_equals_jsonschema_on_real_configs(pairs):
+    for doc, schema in pairs:
+        assert schema_check.check_document(doc, schema) == jsonschema_result(doc, schema), doc.path
+
+
 def test_fast_answer_equals_jsonschema_on_real_configs(pairs):
     disagree, fast_yes = [], 0
     for doc, schema in pairs:
-        fast = schema_fast.nothing_to_report(doc.data, schema, doc.unresolved)
+        fast = schema_check.nothing_to_report(doc.data, schema, doc.unresolved)
         slow = jsonschema_result(doc, schema)
         fast_yes += fast
         if fast and slow:
@@ -76,7 +81,7 @@ def test_fast_says_no_when_jsonschema_reports(pairs):
     """The other direction on the real files: when jsonschema has nothing to say, the
     pre-check also answers True unless the document uses something it does not model."""
     missed = [doc.path for doc, schema in pairs
-              if not jsonschema_result(doc, schema) and not schema_fast.nothing_to_report(doc.data, schema, doc.unresolved)]
+              if not jsonschema_result(doc, schema) and not schema_check.nothing_to_report(doc.data, schema, doc.unresolved)]
     assert len(missed) <= 0.1 * len(pairs), missed[:5]
 
 
@@ -120,10 +125,11 @@ def test_mutated_documents_never_hide_a_finding(pairs, data):
             unresolved[pointer(where)] = "placeholder"
     mutated = Document(path=doc.path, format=doc.format, text=doc.text, data=tree,
                        key_spans=doc.key_spans, value_spans=doc.value_spans, unresolved=unresolved)
-    fast = schema_fast.nothing_to_report(tree, schema, unresolved)
+    fast = schema_check.nothing_to_report(tree, schema, unresolved)
+    found = jsonschema_result(mutated, schema)
     if fast:
-        found = jsonschema_result(mutated, schema)
         assert found == [], f"{doc.path}: the pre-check said valid, jsonschema reports {[d.message for d in found]}"
+    assert schema_check.check_document(mutated, schema) == found
 
 
 def test_every_value_of_the_examples_replaced_by_edge_values(pairs):
@@ -136,7 +142,7 @@ def test_every_value_of_the_examples_replaced_by_edge_values(pairs):
             for value in _EDGE:
                 tree = copy.deepcopy(doc.data)
                 _get(tree, where[:-1])[where[-1]] = value
-                if not schema_fast.nothing_to_report(tree, schema, doc.unresolved):
+                if not schema_check.nothing_to_report(tree, schema, doc.unresolved):
                     continue
                 swept += 1
                 mutated = Document(path=doc.path, format=doc.format, text=doc.text, data=tree,
@@ -158,12 +164,13 @@ def _get(tree, parts):
 def test_integer_minimum_semantics_match_jsonschema(value, valid):
     schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": 0}}, "additionalProperties": False}
     doc = Document(path="x.json", format="deepspeed", text="", data={"n": value})
-    assert schema_fast.nothing_to_report({"n": value}, schema) is valid
+    assert schema_check.nothing_to_report({"n": value}, schema) is valid
     assert (jsonschema_result(doc, schema) == []) is valid
 
 
 def test_schema_with_an_unmodelled_keyword_is_left_to_jsonschema():
     schema = {"type": "object", "properties": {"n": {"type": "integer", "multipleOf": 2}}}
-    assert schema_fast.compile_schema is not None
-    assert schema_fast.nothing_to_report({"n": 2}, schema) is False
+    with pytest.raises(schema_check.Unsupported):
+        schema_check.compile_schema(schema)
+    assert schema_check.nothing_to_report({"n": 2}, schema) is False
 

@@ -1,0 +1,91 @@
+"""The shipped key catalog of a framework: one object answering "which keys exist" from the data files.
+
+A framework's ``key_catalog()`` (:class:`trainlint.framework.KeyCatalog`) is the one API every
+consumer asks: the adapters' schema validation and unknown-key findings (TL004, its did-you-mean, the
+releases that define a key), the language server's hovers. The data stays where it is generated:
+
+* ``schemas/<name>.schema.json``: every key by section, type, choices, description, deprecation;
+* ``linter/data/frameworks/*.json`` and ``names-<family>.json`` (``scripts/build_framework_catalogs.py``,
+  loaded by :mod:`trainlint.frameworks.catalog`): which shipped release defines a name;
+* :mod:`trainlint.frameworks.removed_keys`: keys that releases before the shipped catalogs read.
+
+A format's own key tables that are not "which keys exist" stay with its adapter: the NeoX sniffer's
+strong keys (``adapters/neox/keys.py``, generated from the schema, kept equal by a test) and the
+Bridge ConfigContainer field map (``adapters/bridge/keys.py``: where a field lands in Megatron-LM's
+argument names).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from trainlint.framework import KeyCatalog
+
+
+class ShippedKeyCatalog(KeyCatalog):
+    """The catalog of a framework from its shipped schema (``schema_name``) and argument catalogs
+    (``family``: the framework's ``catalog_family``)."""
+
+    def __init__(self, family: str, schema_name: str | None) -> None:
+        self.family = family
+        self.schema_name = schema_name
+
+    def schema(self) -> dict | None:
+        if self.schema_name is None:
+            return None
+        from trainlint.schemas import load_schema
+
+        return load_schema(self.schema_name)
+
+    def properties(self, section: str = "") -> dict[str, dict]:
+        node: Any = self.schema()
+        for part in section.split(".") if section else ():
+            props = node.get("properties") if isinstance(node, dict) else None
+            node = props.get(part) if isinstance(props, dict) else None
+        props = node.get("properties") if isinstance(node, dict) else None
+        return props if isinstance(props, dict) else {}
+
+    def entry(self, key: str) -> dict | None:
+        from trainlint.document import pointer_parts
+
+        if not key:
+            return None
+        node: Any = self.schema()
+        for part in pointer_parts(key) if key.startswith("/") else key.split("."):
+            props = node.get("properties") if isinstance(node, dict) else None
+            if not isinstance(props, dict) or part not in props:
+                return None
+            node = props[part]
+        return node if isinstance(node, dict) else None
+
+    def suggest(self, name: str, section: str = "") -> list[str]:
+        from trainlint.did_you_mean import did_you_mean
+
+        return did_you_mean(name, list(self.properties(section)))
+
+    def defined_by(self, name: str) -> str:
+        from trainlint.frameworks.catalog import defined_by
+
+        return defined_by(self.family, name) if self.family else ""
+
+    def releases_of(self, name: str) -> list[str]:
+        from trainlint.frameworks.catalog import releases_of
+
+        return releases_of(self.family, name) if self.family else []
+
+    def release_masks(self) -> tuple[tuple[str, ...], dict[str, int]]:
+        from trainlint.frameworks.catalog import shipped_names
+
+        return shipped_names(self.family) if self.family else ((), {})
+
+    def removed(self, pointer: str) -> Any:
+        from trainlint.frameworks.removed_keys import removed_key
+
+        return removed_key(self.family, pointer) if self.family else None
+
+
+@cache
+def shipped_key_catalog(family: str, schema_name: str | None) -> ShippedKeyCatalog:
+    """The one catalog object of a framework (memoised: its schema is loaded once)."""
+    return ShippedKeyCatalog(family, schema_name)
