@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint.rules import Finding
-from trainlint.rules.startup.bridge.base import BridgeRule, Fields, stops
+from trainlint.rules.startup.bridge.base import BridgeRule, Fields, number, stops
 
 
 class EpochSampleTraining(BridgeRule):
     """## What it does
     Checks what `TrainingConfig.finalize` and `ConfigContainer.validate` refuse when the run length is
-    given in epochs (`train.num_epochs`) or samples (`train.train_samples`): a batch-size ramp-up
-    (`train.rampup_batch_size`), a global batch left unset (`train.global_batch_size: null`), and
-    epochs with a `dataset.dataloader_type` other than `batch`.
+    given in epochs (`train.num_epochs`) or samples (`train.train_samples`): a number of epochs not above
+    0, a batch-size ramp-up (`train.rampup_batch_size`), a global batch left unset
+    (`train.global_batch_size: null`), epochs with a `dataset.dataloader_type` other than `batch`, and
+    `scheduler.max_steps` (iteration-based only) with samples.
 
     ## Why is this bad?
     An `AssertionError` / `ValueError` before the first step.
@@ -30,8 +31,8 @@ class EpochSampleTraining(BridgeRule):
     `dataset.dataloader_type: batch` with epochs.
 
     ## References
-    - Megatron-Bridge `src/megatron/bridge/training/config.py:484-491` @ 067f987 (`TrainingConfig.finalize`),
-      `config.py:1266-1267` (`ConfigContainer.validate`).
+    - Megatron-Bridge `src/megatron/bridge/training/config.py:483-491` @ 067f987 (`TrainingConfig.finalize`),
+      `config.py:1266-1267` (`ConfigContainer.validate`), `config.py:1705` (`_validate_training_scheduler_compatibility`).
     """
 
     code = "TL678"
@@ -39,6 +40,14 @@ class EpochSampleTraining(BridgeRule):
     summary = "batch ramp-up, global batch and data loader settings Bridge refuses with epoch- or sample-based training"
 
     def findings(self, f: Fields) -> Iterator[Finding]:
+        epochs = f.get("train.num_epochs")
+        if number(epochs) and epochs <= 0:
+            yield Finding(f"`train.num_epochs` is {epochs}: {stops('num_epochs must be a positive number')}",
+                          at=f.at("train.num_epochs"))
+        if f.get("train.train_samples") is not None and f.get("scheduler.max_steps") is not None:
+            yield Finding("`scheduler.max_steps` with sample-based training (`train.train_samples`): " + stops(
+                "scheduler.max_steps is only supported for iteration-based training; use sample-based scheduler fields "
+                "with train_samples"), at=f.at("scheduler.max_steps"), also=((f.at("train.train_samples"), "sample-based"),))
         for length, kind, says in (("train.num_epochs", "epoch-based", "Batch size rampup not supported with epoch-based training"),
                                    ("train.train_samples", "sample-based",
                                     "Batch size rampup not supported with sample-based training yet")):
