@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from trainlint.checker import FileResult
 from trainlint.spec import TrainingSpec
 from trainlint.writing import Buffer, Texts, TextMapping, Writer, WritebackError, yaml_value
 
@@ -41,7 +40,8 @@ def _dests(path: str) -> set[str]:
 class BridgeWriter(Writer):
     unverified = frozenset({"batch.grad_accum"})  # Megatron-Core derives it from global, micro and DP
 
-    def __init__(self, texts: Texts, result: FileResult, spec: TrainingSpec, changes: dict[str, Any], index: int) -> None:
+    def __init__(self, texts: Texts, result: Any, spec: TrainingSpec, changes: dict[str, Any], index: int) -> None:
+        """``result``: the checker's FileResult of the file (duck-typed: the checker is a layer above)."""
         self.spec = spec
         self.changes = changes
         self.touched: set[str] = set()
