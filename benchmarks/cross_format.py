@@ -21,6 +21,9 @@ disagreements per kind (target 0 for every kind):
 * ``memory Bridge/LM``, ``tokens/s Bridge/LM``, ``batch Bridge/LM``: the Megatron-Bridge YAML and the
   Megatron-LM script of the same run are one Megatron-Core run: any difference in the batch triple, the
   memory or tokens/s (beyond rounding, 1e-9) counts;
+* ``settings Bridge/LM``, ``fields Bridge/LM`` (the ``--core`` layouts: Megatron-Core fields only those two
+  formats write, ``Run.core``): a field read as another value than the Megatron-LM argument it maps to, or
+  any typed field of the two specs differing (the world-derived ones aside);
 * ``memory grows``: the per-GPU memory grows when the ZeRO stage grows (Megatron-DeepSpeed and NeoX)
   or when the distributed optimizer is turned on (Megatron-LM), at DP >= 2, leaving out the
   engine's communication buffers (their size is the user's ``reduce_bucket_size`` etc., not the
@@ -52,7 +55,10 @@ from trainlint.estimator import InvariantError, build_context, estimate
 
 TOLERANCE = 0.05
 KINDS = ("no-estimate", "batch", "tokens-per-step", "mfu", "memory MDS/NeoX", "tokens/s MDS/NeoX", "memory LM",
-         "tokens/s LM", "batch Bridge/LM", "memory Bridge/LM", "tokens/s Bridge/LM", "memory grows")
+         "tokens/s LM", "batch Bridge/LM", "memory Bridge/LM", "tokens/s Bridge/LM", "settings Bridge/LM",
+         "fields Bridge/LM", "memory grows")
+WORLD_FIELDS = frozenset({"cluster.world_size", "cluster.gpus_per_node", "cluster.nodes", "parallel.data", "batch.grad_accum"})
+"""Typed fields a Bridge YAML cannot state (it gives no world size) and those derived from it."""
 SAME_ENGINE = 1e-9
 """Bridge and Megatron-LM run the same Megatron-Core code: their estimates must be equal, not close."""
 
@@ -82,6 +88,74 @@ def random_run(rng: random.Random) -> Run:
             recompute=rng.choice(["none", "full"]), offload=rng.choice(["none", "cpu"]) if zero >= 1 else "none",
             dtype=rng.choice(["bf16", "bf16", "fp16"]), flash=rng.choice([True, False]), experts=experts,
             top_k=rng.choice([1, 2]) if experts > 1 else 1, expert_interval=rng.choice([1, 2]) if experts > 1 else 1)
+
+
+def random_core_run(rng: random.Random) -> Run:
+    """A Megatron-Core layout with fields only Megatron-LM and Bridge write (``Run.core``), from the Bridge
+    field mapping (adapters/bridge/core_fields.json): an uneven first pipeline stage, multi-latent
+    attention, shared experts, selective recompute of chosen modules, sequence parallelism, DDP buckets."""
+    base = random_run(rng)
+    core: list[tuple[str, object]] = []
+    if base.pp >= 2:
+        firsts = [n for n in range(1, base.layers) if (base.layers - n) % (base.pp - 1) == 0 and n != base.layers // base.pp]
+        if firsts:
+            core.append(("model.num_layers_in_first_pipeline_stage", rng.choice(firsts)))
+    if rng.random() < 0.4:
+        core += [("model.multi_latent_attention", True), ("model.kv_lora_rank", 512), ("model.qk_head_dim", 128),
+                 ("model.qk_pos_emb_head_dim", 64), ("model.v_head_dim", 128)]
+        if rng.random() < 0.5:
+            core.append(("model.q_lora_rank", 1536))
+    if base.experts > 1 and rng.random() < 0.5:
+        core.append(("model.moe_shared_expert_intermediate_size", rng.choice([1024, 2048])))
+    if base.recompute == "none" and rng.random() < 0.5:
+        core += [("model.recompute_granularity", "selective"),
+                 ("model.recompute_modules", rng.choice([["core_attn"], ["core_attn", "mlp"], ["layernorm", "mla_up_proj"]]))]
+    if base.tp > 1 and rng.random() < 0.5:
+        core.append(("model.sequence_parallel", True))
+    if rng.random() < 0.3:
+        core.append(("ddp.num_buckets", rng.choice([2, 4])))
+    return dataclasses.replace(base, core=tuple(core), dtype="bf16")
+
+
+def core_disagreements(run: Run, workdir: str, gpu: str = "a100-80gb") -> dict[str, str]:
+    """Kind -> what disagreed between the Megatron-LM script and the Bridge YAML of a :func:`random_core_run`
+    (the DeepSpeed formats do not write its Megatron-Core fields, so they are not compared)."""
+    found: dict[str, str] = {}
+    ests: dict[str, Any] = {}
+    specs: dict[str, Any] = {}
+    for fmt in ("megatron-lm", "bridge"):
+        spec = specs[fmt] = read_one(write(run, fmt, str(Path(workdir) / fmt)))
+        world = {"nodes": run.nodes, "gpus_per_node": run.per_node} if fmt in WORLD_NOT_STATED else {}
+        try:
+            ests[fmt] = estimate(spec, build_context(spec, gpu=gpu, **world))
+        except InvariantError as exc:
+            ests[fmt] = exc
+        if not getattr(ests[fmt], "ok", False):
+            found["no-estimate"] = f"{fmt}: {ests[fmt]}"
+    if found:
+        return found
+    from trainlint.adapters.bridge.keys import KEYS
+
+    dest_of = {k.path: k.dest for k in KEYS}
+    for path, _ in run.core:  # the argument each field is read as: the same value from both files
+        a, b = specs["megatron-lm"].settings.get(dest_of[path]), specs["bridge"].settings.get(dest_of[path])
+        if a is None or b is None or a.value != b.value:
+            found["settings Bridge/LM"] = f"{path} ({dest_of[path]}): {b and b.value!r} vs {a and a.value!r}"
+    typed = [{n: v.value for n, v in specs[fmt].items() if n not in WORLD_FIELDS and n != "run.train_iters"}
+             for fmt in ("megatron-lm", "bridge")]
+    if typed[0] != typed[1]:
+        diff = sorted(k for k in set(typed[0]) | set(typed[1]) if typed[0].get(k) != typed[1].get(k))
+        found["fields Bridge/LM"] = ", ".join(f"{k}: {typed[1].get(k)!r} vs {typed[0].get(k)!r}" for k in diff[:4])
+    bridge, lm = ests["bridge"], ests["megatron-lm"]
+    if (bridge.inputs.micro, bridge.inputs.grad_accum, bridge.inputs.global_batch, bridge.inputs.dp) != \
+            (lm.inputs.micro, lm.inputs.grad_accum, lm.inputs.global_batch, lm.inputs.dp):
+        found["batch Bridge/LM"] = f"{(bridge.inputs.micro, bridge.inputs.grad_accum, bridge.inputs.global_batch)} vs " \
+                                   f"{(lm.inputs.micro, lm.inputs.grad_accum, lm.inputs.global_batch)}"
+    if abs(bridge.worst_stage.total - lm.worst_stage.total) > SAME_ENGINE * lm.worst_stage.total:
+        found["memory Bridge/LM"] = f"{bridge.worst_stage.total / 2**30:.4f} vs {lm.worst_stage.total / 2**30:.4f} GiB"
+    if abs(bridge.tokens_per_s - lm.tokens_per_s) > SAME_ENGINE * lm.tokens_per_s:
+        found["tokens/s Bridge/LM"] = f"{bridge.tokens_per_s:,.1f} vs {lm.tokens_per_s:,.1f}"
+    return found
 
 
 def estimates(run: Run, workdir: str, gpu: str) -> dict[str, object]:
@@ -197,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--gpu", default="a100-80gb")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every disagreement")
+    parser.add_argument("--core", type=int, default=50,
+                        help="Megatron-Core layouts with fields only Megatron-LM and Bridge write (default 50)")
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     counts: Counter[str] = Counter()
@@ -213,9 +289,20 @@ def main(argv: list[str] | None = None) -> int:
                 examples.setdefault(kind, (run, detail))
                 if args.verbose:
                     print(f"  {kind}: {detail}  [{run}]")
+        core_fields: Counter[str] = Counter()
+        for k in range(args.core):
+            run = random_core_run(rng)
+            core_fields.update(path for path, _ in run.core)
+            for kind, detail in core_disagreements(run, str(Path(tmp) / f"core{k}"), args.gpu).items():
+                counts[kind] += 1
+                examples.setdefault(kind, (run, detail))
+                if args.verbose:
+                    print(f"  {kind}: {detail}  [{run}]")
     print(f"{args.n} layouts written as Megatron-LM, Megatron-DeepSpeed (+ JSON), NeoX and Megatron-Bridge files, read by the adapters, "
           f"estimated on {args.gpu} (seed {args.seed})")
     print("  layouts: " + ", ".join(f"{k} {v}" for k, v in sorted(features.items())))
+    print(f"{args.core} more Megatron-Core layouts as a Megatron-LM script and a Bridge YAML only, with "
+          + ", ".join(f"{k} {v}" for k, v in sorted(core_fields.items())))
     print("disagreements per kind:")
     for kind in KINDS:
         print(f"  {kind:<20} {counts[kind]}")

@@ -54,6 +54,11 @@ class Run:
     expert_interval: int = 1
     ep: int = 1
     gpus_per_node: int = 8
+    core: tuple[tuple[str, object], ...] = ()
+    """Megatron-Core fields only the two Megatron-Core formats write (Megatron-LM script, Bridge YAML), as
+    Bridge spells them (``model.num_layers_in_first_pipeline_stage``): each written in the Megatron-LM script
+    as the argument the Bridge adapter reads the field as (adapters/bridge/keys.py), so a difference between
+    the two is the field mapping's."""
 
     @property
     def world(self) -> int:
@@ -107,8 +112,29 @@ def write_megatron_lm(run: Run, directory: str) -> str:
     if run.experts > 1:
         flags += [f"--num-experts {run.experts}", f"--moe-router-topk {run.top_k}",
                   f"--expert-model-parallel-size {run.ep}", f"--moe-layer-freq {run.expert_interval}"]
+    flags += core_flags(run)
     launcher = f"torchrun --nproc_per_node {run.per_node} --nnodes {run.nodes}"
     return _write(os.path.join(directory, "megatron_lm.sh"), _script(launcher, flags))
+
+
+def core_flags(run: Run) -> list[str]:
+    """``run.core`` as Megatron-LM flags: the dest the Bridge field maps to, spelled by the argument's first
+    flag in trainlint's Megatron-LM schema (a true switch alone, a list as its words)."""
+    from trainlint.adapters.bridge.keys import KEYS
+    from trainlint.schemas import load_schema
+
+    props = load_schema("megatron")["properties"]
+    dest_of = {k.path: k.dest for k in KEYS}
+    out = []
+    for path, value in run.core:
+        flag = props[dest_of[path]]["x-flags"][0]
+        if value is True:
+            out.append(flag)
+        elif isinstance(value, (list, tuple)):
+            out.append(f"{flag} {' '.join(map(str, value))}")
+        elif value is not False:
+            out.append(f"{flag} {value}")
+    return out
 
 
 def deepspeed_json(run: Run) -> dict:
@@ -180,11 +206,18 @@ def write_bridge(run: Run, directory: str) -> str:
     if run.experts > 1:
         model += [f"num_moe_experts: {run.experts}", f"moe_router_topk: {run.top_k}",
                   f"expert_model_parallel_size: {run.ep}", f"moe_layer_freq: {run.expert_interval}"]
+    sections: dict[str, list[str]] = {"model": model, "optimizer": [], "ddp": []}
+    for path, value in run.core:
+        section, _, name = path.partition(".")
+        shown = json.dumps(list(value)) if isinstance(value, (list, tuple)) else json.dumps(value)
+        sections.setdefault(section, []).append(f"{name}: {shown}")
     lines = ["_target_: megatron.bridge.training.config.ConfigContainer", "model:",
              "  _target_: megatron.bridge.models.gpt_provider.GPTModelProvider", *("  " + m for m in model),
              "train:", f"  micro_batch_size: {run.micro}", f"  global_batch_size: {run.global_batch}", "  train_iters: 1000",
              "optimizer:", f"  use_distributed_optimizer: {'true' if run.zero >= 1 else 'false'}",
+             *("  " + m for m in sections["optimizer"]),
              "ddp:", f"  use_distributed_optimizer: {'true' if run.zero >= 1 else 'false'}",
+             *("  " + m for m in sections["ddp"]),
              "dataset:", f"  seq_length: {run.seq}"]
     return _write(os.path.join(directory, "run_config.yaml"), "\n".join(lines) + "\n")
 

@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
-from cross_format import disagreements, random_run
+from cross_format import core_disagreements, disagreements, random_core_run, random_run
 from run_writer import read_one, write
 
 from trainlint.adapters.bridge.adapter import BridgeAdapter
@@ -46,6 +46,19 @@ def test_same_estimate_as_megatron_lm(seed: int, tmp_path: Path) -> None:
         found = disagreements(run, str(tmp_path / str(k)))
         bridge_kinds = {kind: why for kind, why in found.items() if "Bridge" in kind or "bridge" in why}
         assert not bridge_kinds, (run, bridge_kinds)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_megatron_core_fields_only_lm_and_bridge_write_agree(seed: int, tmp_path: Path) -> None:
+    """The field mapping (core_fields.json): an uneven first stage, MLA, shared experts, selective recompute
+    modules, sequence parallelism, DDP buckets written in both files read as the same arguments and run."""
+    rng = random.Random(200 + seed)
+    written = 0
+    for k in range(8):
+        run = random_core_run(rng)
+        written += len(run.core)
+        assert not core_disagreements(run, str(tmp_path / str(k))), run
+    assert written > 0
 
 
 LAUNCH = """#!/bin/bash

@@ -193,6 +193,31 @@ async def test_layout_fix_is_the_adapter_written_edit_as_check_diff_shows_it(cli
     assert "TL201" not in {d.code for d in await relint(client, path, fixed, 2)}
 
 
+BRIDGE_LAUNCH = """#!/bin/bash
+torchrun --nproc_per_node=8 scripts/training/run_recipe.py \\
+    --recipe llama3_8b_pretrain_2gpu_h100_bf16_config \\
+    'train.micro_batch_size=4' 'train.global_batch_size=256' 'dataset.seq_length=8192'
+"""
+
+
+@e2e
+async def test_layout_fix_on_a_bridge_launch_line(client: LanguageClient, workspace: Path, tmp_path_factory):
+    """A Megatron-Bridge recipe launch line: TL201's layout fix is the Bridge writer's edit (overrides
+    replaced and appended in the line's quoting), the same as ``check --fix --unsafe-fixes`` writes."""
+    from trainlint.cli import main
+
+    path = workspace / "bridge" / "train.sh"
+    diags = await open_doc(client, path, BRIDGE_LAUNCH, "shellscript")
+    tl201 = next(d for d in diags if d.code == "TL201")
+    (fix,) = [a for a in await actions_at(client, path, tl201) if a.title.startswith("Fix TL201")]
+    fixed = apply_edits(BRIDGE_LAUNCH, fix.edit.changes[path.as_uri()])
+    copy = tmp_path_factory.mktemp("cli-fix-bridge") / "train.sh"
+    copy.write_text(BRIDGE_LAUNCH, encoding="utf-8")
+    main(["check", "--isolated", "--fix", "--unsafe-fixes", "--select", "TL201", str(copy)])
+    assert fixed == copy.read_text(encoding="utf-8") != BRIDGE_LAUNCH
+    assert "'model.recompute_granularity=full'" in fixed
+
+
 CONTINUED = """GPT_ARGS=" \\
     --num-layers 24 \\
     --hiden-size 1024 \\

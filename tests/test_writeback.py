@@ -689,7 +689,7 @@ def _candidates(result: FileResult):
 
 def test_examples_round_trip():
     done = 0
-    for path in sorted(p for p in EXAMPLES.iterdir() if p.is_file()):  # examples/bridge/: no writer yet
+    for path in sorted(p for p in EXAMPLES.iterdir() if p.is_file()):  # examples/bridge/: tests/test_bridge_writer.py
         result = load(path)
         for index, key, value in _candidates(result):
             check_round_trip(result, index, key, value)

@@ -59,6 +59,11 @@ class BridgeAdapter(Adapter):
 
         return spell_changes(changes)
 
+    def writer(self, texts: Any, result: Any, spec: Any, changes: dict[str, Any], index: int) -> Any:
+        from trainlint.adapters.bridge.writer import BridgeWriter
+
+        return BridgeWriter(texts, result, spec, changes, index)
+
 
 def _target(source: SourceText, context: LoadContext, result: LoadResult, anchor: Span | None):
     from trainlint.frameworks.locate import read_note, resolve

@@ -57,7 +57,9 @@ class BridgeSpecBuilder(SpecBuilder):
             if entry is None:
                 continue
             value = key.convert(entry.value)
-            if value is None and entry.value is not None:
+            if value is None and entry.origin != "computed":
+                # a written null is Megatron-Core's None (recompute_granularity: null is no recompute): the
+                # field left to its default, as an unwritten one; a value the key cannot convert, too
                 continue
             if entry.origin == "computed":
                 value = None  # a recipe computes it: written, not known statically

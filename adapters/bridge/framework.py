@@ -10,14 +10,21 @@ from __future__ import annotations
 NAME = "bridge"
 ENGINE = "megatron"
 """A Bridge run is a Megatron-Core run: its spec's ``framework``; ``format`` is :data:`NAME`."""
-CAPABILITIES = frozenset({"read-yaml", "read-launch-line", "spell-changes", "recipe-catalog"})
-"""What the format supports today (no writer yet: ``suggest --write-to`` and ``check --fix`` do not write it)."""
+CAPABILITIES = frozenset({"read-yaml", "read-launch-line", "spell-changes", "write", "recipe-catalog"})
+"""What the format supports: its writer (``adapters/bridge/writer.py``, the adapter's ``writer``) serves
+``check --fix``, ``suggest --write-to`` and the language server's code actions."""
 
 
 def adapter():
     from trainlint.adapters.bridge.adapter import BridgeAdapter
 
     return BridgeAdapter()
+
+
+def writer():
+    from trainlint.adapters.bridge.writer import BridgeWriter
+
+    return BridgeWriter
 
 
 def spelling():

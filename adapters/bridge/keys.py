@@ -47,7 +47,7 @@ _SAME_MODEL = (
     "recompute_granularity", "recompute_method", "recompute_num_layers", "distribute_saved_activations",
     "transformer_impl", "attention_backend", "tp_comm_overlap", "overlap_p2p_comm", "make_vocab_size_divisible_by",
     "vocab_size", "pipeline_model_parallel_layout", "account_for_embedding_in_pipeline_split",
-    "account_for_loss_in_pipeline_split", "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage",
+    "account_for_loss_in_pipeline_split",
     "microbatch_group_size_per_vp_stage", "hybrid_override_pattern", "multi_latent_attention", "moe_token_dispatcher_type",
     "moe_grouped_gemm", "moe_router_load_balancing_type", "moe_aux_loss_coeff", "calculate_per_token_loss",
     "cross_entropy_loss_fusion", "gradient_accumulation_fusion", "deterministic_mode", "cp_comm_type",
@@ -56,7 +56,7 @@ _SAME_MODEL = (
     "attention_dropout", "overlap_moe_expert_parallel_comm", "fine_grained_activation_offloading",
 )
 
-KEYS: tuple[KeyMap, ...] = (
+_HAND: tuple[KeyMap, ...] = (
     *(KeyMap(f"model.{name}", name) for name in _SAME_MODEL),
     KeyMap("model.virtual_pipeline_model_parallel_size", "num_virtual_stages_per_pipeline_rank"),
     KeyMap("model.num_moe_experts", "num_experts"),
@@ -88,6 +88,60 @@ KEYS: tuple[KeyMap, ...] = (
     KeyMap("tokenizer.vocab_size", "vocab_size"),
     KeyMap("tokenizer.tokenizer_model", "tokenizer_model"),
 )
+"""The fields trainlint has always read (hand-listed, checked against the sources named above), then
+:data:`CORE_KEYS`."""
+
+
+def _as_list(value: Any) -> Any:
+    """A list-valued Megatron-LM argument (``--cp-comm-type p2p`` is ``['p2p']``) written as one value."""
+    return value if isinstance(value, list) or value is None else [value]
+
+
+def _core_keys() -> tuple[KeyMap, ...]:
+    """Every other Megatron-Core config field a ConfigContainer writes that has a Megatron-LM argument
+    (``core_fields.json``, built by ``scripts/build_bridge_fields.py`` from Megatron-Core's
+    ``TransformerConfig`` / ``MLATransformerConfig`` / ``ModelParallelConfig`` (``model``),
+    ``OptimizerConfig`` (``optimizer``) and ``DistributedDataParallelConfig`` (``ddp``) at the Megatron-LM
+    commit Bridge pins): by the same name, or by the argument Megatron-LM fills the field from (the
+    ``renamed`` table: ``model.num_layers_in_first_pipeline_stage`` is ``--decoder-first-pipeline-num-layers``,
+    ``ddp.num_buckets`` is ``--ddp-num-buckets``, ``model.persist_layer_norm`` the inverse of
+    ``--no-persist-layer-norm`` ...)."""
+    import json
+    from importlib import resources
+
+    try:
+        data = json.loads(resources.files("trainlint.adapters.bridge").joinpath("core_fields.json")
+                          .read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ()
+    from trainlint.schemas import load_schema
+
+    props = load_schema("megatron").get("properties", {})
+    hand = {k.path for k in _HAND}
+    out: list[KeyMap] = []
+
+    def convert_for(dest: str, field: str, negate: bool) -> Callable[[Any], Any]:
+        kinds = props.get(dest, {}).get("type")
+        listed = "array" in ([kinds] if isinstance(kinds, str) else list(kinds or []))
+        if negate:
+            return _negate
+        if field.endswith("_dtype"):
+            return _dtype_name
+        return _as_list if listed else _same
+
+    for section, names in data.get("same", {}).items():
+        for name in names:
+            path = f"{section}.{name}"
+            if path not in hand:
+                out.append(KeyMap(path, name, convert_for(name, name, False)))
+    for path, (dest, how) in data.get("renamed", {}).items():
+        if path not in hand:
+            out.append(KeyMap(path, dest, convert_for(dest, path, how == "negate")))
+    return tuple(out)
+
+
+CORE_KEYS: tuple[KeyMap, ...] = _core_keys()
+KEYS = _HAND + CORE_KEYS
 """In order: where two Bridge fields name one dest (``ddp.use_distributed_optimizer`` and
 ``optimizer.use_distributed_optimizer``), a true one wins (Bridge's
 ``_validate_and_sync_distributed_optimizer_settings`` turns both on when either is)."""

@@ -60,6 +60,9 @@ class Override:
     op: str = ""
     """``+`` / ``++`` (add), ``~`` (delete) or empty."""
     spelled: str = ""
+    word: Word | None = None
+    """The shell word that writes the value (the ``KEY=VALUE`` word; a convenience option's value word):
+    where the writer replaces it."""
 
 
 @dataclass
@@ -77,6 +80,8 @@ class Launch:
     nnodes: tuple[int, Span] | None = None
     env: dict[str, tuple[str, Span]] = field(default_factory=dict)
     anchor: Span | None = None
+    args: list[Word] = field(default_factory=list)
+    """The words after the runner (where the writer appends an override)."""
 
 
 def words(text: str) -> list[list[Word]]:
@@ -210,6 +215,7 @@ def find_launches(text: str) -> list[Launch]:
                         launch.nproc_per_node = where
             elif re.fullmatch(r"[A-Za-z_]\w*=.*", t) and k == 0:
                 pass
+        launch.args = cmd[at + 1:]
         _arguments(launch, cmd[at + 1:], span)
         launches.append(launch)
     return launches
@@ -245,7 +251,7 @@ def _arguments(launch: Launch, rest: list[Word], span) -> None:
                 else:
                     launch.overrides.append(Override(CONVENIENCE[name], hydra_value(value_word.text),
                                                      span(value_word.start, value_word.end), span(w.start, w.start + len(name)),
-                                                     spelled=name))
+                                                     spelled=name, word=value_word))
             continue
         k += 1
         op = ""
@@ -262,6 +268,6 @@ def _arguments(launch: Launch, rest: list[Word], span) -> None:
         vstart = w.start + offset + 1
         launch.overrides.append(Override(key, hydra_value(inline) if eq else None, span(vstart, w.end) if eq else
                                          span(w.start, w.end), span(w.start + len(op), w.start + len(op) + len(key)), op,
-                                         spelled=t))
+                                         spelled=t, word=w))
     # the convenience options apply first, the KEY=VALUE words after them (they win on the same field)
     launch.overrides.sort(key=lambda o: 0 if o.spelled.startswith("-") else 1)

@@ -203,6 +203,19 @@ CODES: tuple[Code, ...] = (
     Code("TL674", "bridge", "bridge-fsdp-settings"),
     Code("TL675", "bridge", "bridge-context-parallel-comm"),
     Code("TL676", "bridge", "bridge-packing-settings"),
+    Code("TL677", "bridge", "bridge-scheduler-settings"),
+    Code("TL678", "bridge", "bridge-epoch-sample-training"),
+    Code("TL679", "bridge", "bridge-profiling-settings"),
+    Code("TL680", "bridge", "bridge-logger-settings"),
+    Code("TL681", "bridge", "bridge-straggler-settings"),
+    Code("TL682", "bridge", "bridge-deterministic-mode"),
+    Code("TL683", "bridge", "bridge-megatron-fsdp-v2"),
+    Code("TL684", "bridge", "bridge-mixed-precision"),
+    Code("TL685", "bridge", "bridge-cuda-graph-settings"),
+    Code("TL686", "bridge", "bridge-modelopt-settings"),
+    Code("TL687", "bridge", "bridge-gloo-process-groups"),
+    Code("TL688", "bridge", "bridge-fine-grained-offloading"),
+    Code("TL689", "bridge", "bridge-offline-packing-specs"),
 )
 
 BY_CODE: dict[str, Code] = {row.code: row for row in CODES}

@@ -94,7 +94,7 @@ class BatchSizeMismatch(Rule):
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         if CAP_MEGATRON_ARGUMENTS in capabilities(spec):
-            yield from self._megatron(spec)
+            yield from self._megatron(spec, ctx)
             yield from self._triple(spec, ds(spec, "train_batch_size"), ds(spec, "train_micro_batch_size_per_gpu"),
                                     ds(spec, "gradient_accumulation_steps"), "the DeepSpeed config's ", ctx)
         elif CAP_DEEPSPEED_CONFIG in capabilities(spec):
@@ -107,7 +107,7 @@ class BatchSizeMismatch(Rule):
         else:
             yield from self._triple(spec, spec.batch.global_batch, spec.batch.micro_batch, spec.batch.grad_accum, "", ctx)
 
-    def _megatron(self, spec: TrainingSpec) -> Iterator[Finding]:
+    def _megatron(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
         b = spec.batch
         gbs, mbs = b.global_batch, b.micro_batch
         g, m = as_int(gbs), as_int(mbs)
@@ -129,7 +129,7 @@ class BatchSizeMismatch(Rule):
                     f"{per_step} (DP = {dp.how}); Megatron stops: \"global batch size ({g}) is not divisible by micro "
                     f"batch size ({m}) times data parallel size ({dp.size})\"",
                     at=gbs, also=_also((mbs, "micro batch size"), (dp.world, "world size"), *dp.divisors),
-                    fix=f"use a global batch size that is a multiple of {per_step}")
+                    **self._nearest_global_batch(spec, gbs, g, per_step, ctx))
         elif g % m:
             yield Finding(
                 f"global batch size {g} is not divisible by micro batch size {m}, so it cannot be micro batch x "
@@ -197,6 +197,16 @@ class BatchSizeMismatch(Rule):
                     **_value_fix(tbs, str(size))}
         spelled = _spelled_global_batch(spec, size, ctx) or f"the global batch to {size}"
         return {"fix": f"set {spelled}, or leave one of the three out", **_global_batch_fix(spec, tbs, size)}
+
+    @staticmethod
+    def _nearest_global_batch(spec: TrainingSpec, gbs: Value, g: int, per_step: int, ctx: RuleContext) -> dict:
+        """The fix: the multiple of micro x DP nearest the written global batch (at least one step's
+        worth), written by the run's adapter (a Megatron-LM script's ``--global-batch-size``, a Bridge
+        ``train.global_batch_size``); unsafe: it changes the batch the run trains with."""
+        size = max(per_step, (g + per_step // 2) // per_step * per_step)
+        spelled = _spelled_global_batch(spec, size, ctx) or f"the global batch to {size}"
+        return {"fix": f"use a global batch size that is a multiple of {per_step}: {spelled}",
+                **_global_batch_fix(spec, gbs, size)}
 
     def _plugin_triple(self, spec: TrainingSpec, tbs: Value | None, mbs: Value | None, gas: Value | None,
                        ctx: RuleContext) -> Iterator[Finding]:

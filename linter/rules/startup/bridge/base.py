@@ -25,6 +25,24 @@ class Fields:
         entry = self.entry(path)
         return fallback if entry is None else entry.value
 
+    def known(self, path: str, default: Any) -> tuple[bool, Any]:
+        """(known, value): the value written (or the recipe's), else ``default`` (the dataclass default of
+        the field) when nothing sets it; unknown when a recipe computes it."""
+        entry = self.entry(path)
+        if entry is not None:
+            return True, entry.value
+        if SETTING_PREFIX + path in self.spec.unresolved:
+            return False, None
+        return True, default
+
+    def written(self, path: str) -> bool:
+        """The field is set (in the file, an override or the recipe), resolved or not."""
+        return self.entry(path) is not None or SETTING_PREFIX + path in self.spec.unresolved
+
+    def env(self, name: str) -> Value | None:
+        """An environment variable the ConfigContainer's ``env_vars`` (or an ``export`` before the launch) sets."""
+        return self.entry(f"env_vars.{name}")
+
     def at(self, *paths: str) -> Value | None:
         return next((e for e in (self.entry(p) for p in paths) if e is not None), None)
 
@@ -41,6 +59,15 @@ class BridgeRule(Rule):
 
     def findings(self, f: Fields) -> Iterator[Finding]:  # pragma: no cover - interface
         raise NotImplementedError
+
+
+def stops(says: str) -> str:
+    """How a finding quotes Bridge's refusal."""
+    return f"Bridge stops with \"{says}\""
+
+
+def number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def positive_int(v: Any) -> bool:
