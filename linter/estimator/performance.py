@@ -379,12 +379,12 @@ def moe_sync_s(i: Inputs) -> float:
     with expert or tensor parallelism Megatron's all-to-all dispatcher copies the token counts to the
     host and waits for them before the all-to-all (core/transformer/moe/token_dispatcher.py,
     cuda_sync_point "before_ep_alltoall"; "before_finish" without EP), once per forward (and recompute)
-    of each MoE layer. The GPU then idles while the CPU issues the rest of the layer's forward kernels,
-    MOE_SYNC_HOST_SHARE of the layer's host time."""
+    of each MoE layer. The GPU then idles while the CPU issues the rest of the layer's forward kernels:
+    MOE_SYNC_HOST_S."""
     if not i.moe:
         return 0.0
     forwards = 2 if i.recompute == "full" else 1
-    return i.moe_fraction * forwards * C.MOE_SYNC_HOST_SHARE * C.LAYER_HOST_S
+    return i.moe_fraction * forwards * C.MOE_SYNC_HOST_S
 
 
 def _grad_bytes(i: Inputs) -> float:
