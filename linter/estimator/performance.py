@@ -205,11 +205,14 @@ def attention_efficiency(i: Inputs) -> float:
     """Fraction of the dense peak a fused (flash) attention kernel sustains over its executed FLOPs:
     FLASH_ATTENTION_PEAK_FRACTION at long sequences and head dim 128, lower for short key blocks
     (seq / (seq + FLASH_ATTENTION_HALF_SEQ): per-tile softmax and launch overheads) and for small heads
-    (FlashAttention-2 Fig. 4-7: head dim 64 runs ~15-20% below 128 at the same length)."""
+    (FlashAttention-2 Fig. 4-7: head dim 64 runs ~15-20% below 128 at the same length); x the GPU's
+    catalog ``attention_kernel_speedup`` (Blackwell Ultra's doubled softmax exponential rate)."""
     keys = i.seq  # each query block walks the whole (causal) key range of the sequence
     length = keys / (keys + C.FLASH_ATTENTION_HALF_SEQ)
     head = min(1.0, i.head_dim / 128.0) ** C.FLASH_ATTENTION_HEAD_DIM_EXPONENT
-    return C.FLASH_ATTENTION_PEAK_FRACTION * length * head
+    # a part whose softmax exponentials run faster at the same tensor peak (Blackwell Ultra: catalog
+    # attention_kernel_speedup) keeps its tensor cores busier inside the kernel
+    return C.FLASH_ATTENTION_PEAK_FRACTION * length * head * float(i.gpu.attention_kernel_speedup or 1.0)
 
 
 def attention_backward(i: Inputs, fwd: Cost) -> Cost:
