@@ -118,7 +118,10 @@ restores RNG states per layer; CUDA graphs remove most of it). The CPU runs ahea
 layer takes max(its kernels, this) (:func:`performance.host_wait_s`). Replaces LAYER_LAUNCH_S, which
 added the same time to every layer whatever its size: vTrain's Megatron-DeepSpeed sweeps show a flat
 ~3 ms per layer per micro-batch (with full recompute) for every layer whose kernels take less, at TP 1
-to 8 and micro batch 1 to 4 alike, and device-bound times above it."""
+to 8 and micro batch 1 to 4 alike, and device-bound times above it. vTrain is the source that measures it
+(small host-bound layers); the MoE dispatcher's sync is MOE_SYNC_HOST_S, not a share of this, and a TP
+layer's all-reduces add to it rather than hide under it (:func:`performance.host_wait_s`), so the refit
+without vTrain no longer moves it (it moved to 3.2 ms to slow the MoE rows)."""
 
 MOE_SYNC_HOST_S = 4.0e-4
 """Physical estimate, not fitted (range 0.1-1 ms): host time the GPU waits per MoE layer per forward (and
