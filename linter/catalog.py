@@ -90,6 +90,9 @@ class GPU:
     gpus.json ``sources``); None: not measured."""
     matmul_achievable_fraction_fp8: float | None = None
     """The same for FP8 GEMMs over the dense FP8 peak; None: not measured."""
+    attention_kernel_speedup: float | None = None
+    """Fused-attention kernel throughput over the same architecture's base part at the same tensor peak
+    (Blackwell Ultra's doubled exponential throughput for the softmax, gpus.json ``sources``); None: 1."""
 
     @property
     def nvlink_gpus(self) -> int:
@@ -162,6 +165,7 @@ def gpu_from_dict(gid: str, d: Mapping[str, Any]) -> GPU:
         max_power_w=opt_float(d.get("max_power_w")),
         matmul_achievable_fraction=opt_float(d.get("matmul_achievable_fraction")),
         matmul_achievable_fraction_fp8=opt_float(d.get("matmul_achievable_fraction_fp8")),
+        attention_kernel_speedup=opt_float(d.get("attention_kernel_speedup")),
     )
 
 

@@ -118,13 +118,21 @@ restores RNG states per layer; CUDA graphs remove most of it). The CPU runs ahea
 layer takes max(its kernels, this) (:func:`performance.host_wait_s`). Replaces LAYER_LAUNCH_S, which
 added the same time to every layer whatever its size: vTrain's Megatron-DeepSpeed sweeps show a flat
 ~3 ms per layer per micro-batch (with full recompute) for every layer whose kernels take less, at TP 1
-to 8 and micro batch 1 to 4 alike, and device-bound times above it."""
+to 8 and micro batch 1 to 4 alike, and device-bound times above it. vTrain is the source that measures it
+(small host-bound layers); the MoE dispatcher's sync is MOE_SYNC_HOST_S, not a share of this, and a TP
+layer's all-reduces add to it rather than hide under it (:func:`performance.host_wait_s`), so the refit
+without vTrain no longer moves it (it moved to 3.2 ms to slow the MoE rows)."""
 
-MOE_SYNC_HOST_SHARE = 0.2
-"""Physical estimate, not fitted (range 0-1/3): share of a layer's host time (LAYER_HOST_S, forward and
-backward) spent issuing the kernels of a MoE layer's forward after the token dispatcher's
-device-to-host sync (dispatch all-to-all, permute, grouped GEMMs, unpermute, combine all-to-all: about
-half the forward's kernels, the forward a third of the layer's), which the GPU waits for."""
+MOE_SYNC_HOST_S = 4.0e-4
+"""Physical estimate, not fitted (range 0.1-1 ms): host time the GPU waits per MoE layer per forward (and
+recompute) after the token dispatcher's device-to-host sync (core/transformer/moe/token_dispatcher.py: the
+token counts are copied to the host and waited for at ``cuda_sync_point``, "before_ep_alltoall" with EP,
+"before_finish" without). The GPU's queue is empty there, and it runs only as fast as the CPU issues the
+rest of the layer's forward: dispatch all-to-all, permute, grouped GEMMs, unpermute, combine, about 25
+kernels at 10-20 us of eager dispatch each. Its own term, not a share of LAYER_HOST_S: tied to it (as
+MOE_SYNC_HOST_SHARE x LAYER_HOST_S was), the fit raised the per-layer host time of every dense run to
+lower the MoE rows' speed whenever vTrain, the one source that measures host-bound layers, was held out
+(vTrain held out: median error 20.9% with the shared term, 10.5% with this one)."""
 
 STEP_OVERHEAD_S = 0.0094
 """Fitted. Fixed time per optimizer step outside forward/backward (data loader hand-off,

@@ -205,11 +205,14 @@ def attention_efficiency(i: Inputs) -> float:
     """Fraction of the dense peak a fused (flash) attention kernel sustains over its executed FLOPs:
     FLASH_ATTENTION_PEAK_FRACTION at long sequences and head dim 128, lower for short key blocks
     (seq / (seq + FLASH_ATTENTION_HALF_SEQ): per-tile softmax and launch overheads) and for small heads
-    (FlashAttention-2 Fig. 4-7: head dim 64 runs ~15-20% below 128 at the same length)."""
+    (FlashAttention-2 Fig. 4-7: head dim 64 runs ~15-20% below 128 at the same length); x the GPU's
+    catalog ``attention_kernel_speedup`` (Blackwell Ultra's doubled softmax exponential rate)."""
     keys = i.seq  # each query block walks the whole (causal) key range of the sequence
     length = keys / (keys + C.FLASH_ATTENTION_HALF_SEQ)
     head = min(1.0, i.head_dim / 128.0) ** C.FLASH_ATTENTION_HEAD_DIM_EXPONENT
-    return C.FLASH_ATTENTION_PEAK_FRACTION * length * head
+    # a part whose softmax exponentials run faster at the same tensor peak (Blackwell Ultra: catalog
+    # attention_kernel_speedup) keeps its tensor cores busier inside the kernel
+    return C.FLASH_ATTENTION_PEAK_FRACTION * length * head * float(i.gpu.attention_kernel_speedup or 1.0)
 
 
 def attention_backward(i: Inputs, fwd: Cost) -> Cost:
@@ -369,9 +372,16 @@ def host_wait_s(i: Inputs, per_layer: tuple[Cost, Cost, float]) -> float:
     """Seconds per layer per micro-batch the GPU waits for the host: the CPU issues kernels ahead of
     the GPU, so the layer takes max(its kernels' time, the host's time to issue them); only the excess
     of the host time over the kernels' is added. A small layer (a 0.3B model at micro batch 1) is host
-    bound whatever its GEMMs; a large one never is."""
-    layer, _, layer_tp = per_layer
-    return max(0.0, layer_launch_s(i) - (layer.total + layer_tp)) + moe_sync_s(i)
+    bound whatever its GEMMs; a large one never is.
+
+    The host's issue time hides the layer's kernels, not its tensor-parallel collectives: each all-reduce
+    is a rendezvous of the TP ranks, which starts when the slowest rank's host has issued it (each host
+    runs at its own pace) with the GPU queues drained behind a host-bound layer, so the exchange runs
+    between the kernels issued before it and after it instead of beside them. vTrain's host-bound
+    Megatron-DeepSpeed layers at TP 2-8 (micro batch 1-2, one node) measure the host time plus the
+    exchange: with the exchange hidden under the host time they were predicted 15-60% fast."""
+    layer, _, _ = per_layer
+    return max(0.0, layer_launch_s(i) - layer.total) + moe_sync_s(i)
 
 
 def moe_sync_s(i: Inputs) -> float:
@@ -379,12 +389,12 @@ def moe_sync_s(i: Inputs) -> float:
     with expert or tensor parallelism Megatron's all-to-all dispatcher copies the token counts to the
     host and waits for them before the all-to-all (core/transformer/moe/token_dispatcher.py,
     cuda_sync_point "before_ep_alltoall"; "before_finish" without EP), once per forward (and recompute)
-    of each MoE layer. The GPU then idles while the CPU issues the rest of the layer's forward kernels,
-    MOE_SYNC_HOST_SHARE of the layer's host time."""
+    of each MoE layer. The GPU then idles while the CPU issues the rest of the layer's forward kernels:
+    MOE_SYNC_HOST_S."""
     if not i.moe:
         return 0.0
     forwards = 2 if i.recompute == "full" else 1
-    return i.moe_fraction * forwards * C.MOE_SYNC_HOST_SHARE * C.LAYER_HOST_S
+    return i.moe_fraction * forwards * C.MOE_SYNC_HOST_S
 
 
 def _grad_bytes(i: Inputs) -> float:
