@@ -17,7 +17,9 @@ names: a constant 65 GB for memory, the seeds' first-order formulas (seed 000: 6
 Like with like: throughput rows are compared through the step time (the measured TFLOP/s are converted
 back to seconds with the source's own FLOP convention, or the row's tokens/s), so hardware vs model FLOPs
 cancel out; memory rows measured by nvidia-smi are compared with the full estimate (CUDA context, NCCL,
-allocator cache included), rows measured as torch max_reserved with the estimate without them.
+allocator cache included: ``StageMemory.observed``), rows measured as torch max_reserved with the estimate without
+the CUDA context and NCCL (``StageMemory.reserved``). The "does not fit" verdicts use the estimate's total, which
+leaves out the cache the allocator releases before it raises out-of-memory (ALLOCATOR_CACHE).
 
 Rows of frameworks trainlint reads no file of (Composer/llm-foundry, nanotron, torchtitan) are listed
 apart and are not in any figure.
@@ -313,7 +315,8 @@ def evaluate(loaded: list[Loaded], *, strict: bool = False) -> tuple[list[Result
                 # like with like: a figure logged by global rank 0 alone (nanotron's bench CSV) is the
                 # first pipeline stage's memory, not the worst stage's
                 worst = est.stages[0] if "rank 0 only" in str(meas.get("what") or "") else est.worst_stage
-                pred = (worst.reserved if "reserved" in unit else worst.total) / C.GIB
+                # what the GPU showed (the allocator's releasable cache included: StageMemory.observed)
+                pred = (worst.reserved if "reserved" in unit else worst.observed) / C.GIB
                 oom = bool(meas.get("oom"))
                 if meas.get("value") is None and not oom:
                     raise Skip("no measured value")
