@@ -216,6 +216,17 @@ def bridge_recipe(row: dict) -> bool:
     return "megatron-bridge" in f"{row['parallel'].get('framework') or ''} {row.get('source') or ''}".lower()
 
 
+def no_dropout(row: dict) -> bool:
+    """The model the row trains has no dropout, which a Megatron launch states as ``--hidden-dropout 0
+    --attention-dropout 0`` (Megatron's default 0.1 keeps a mask per residual branch): Megatron-Bridge's
+    model bridges set ``provider.hidden_dropout = 0.0`` for every model of the perf recipes (llama_bridge.py,
+    qwen3_bridge.py, qwen3_moe_bridge.py, deepseek_v3_bridge.py, gpt_oss_bridge.py, kimi_bridge.py at
+    067f987); llm-foundry's MPTConfig defaults resid_pdrop, emb_pdrop and attn_pdrop to 0.0, which its
+    benchmark YAMLs keep."""
+    translated = translation_of(row)
+    return bridge_recipe(row) or (translated is not None and translated[0] == "llm-foundry")
+
+
 def _layout(row: dict) -> tuple[int, int, int, int]:
     p = row["parallel"]
     n = int(row["num_gpus"])
@@ -345,6 +356,8 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
     args.append("--fp16" if dtype == "fp16" else "--bf16")
     if dtype == "fp8":
         args.append("--fp8-format hybrid")
+    if no_dropout(row):
+        args.append("--hidden-dropout 0 --attention-dropout 0")
     recompute = recompute_of(row)
     if recompute == "full":
         args.append("--checkpoint-activations" if deepspeed else
