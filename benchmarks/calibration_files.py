@@ -350,6 +350,11 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         args.append("--overlap-grad-reduce")
     if (p.get("overlap_param_gather") or recipe) and not deepspeed:
         args.append("--overlap-param-gather")
+    if recipe and not re.search(r"kimi", row["id"]):
+        # the perf recipes reduce gradients in bf16 (perf_recipes/_common.py _benchmark_common and _perf_precision:
+        # grad_reduce_in_fp32 = False, and grad_reduce_in_fp32: false in the release YAMLs since 2025-08;
+        # Kimi-K2's recipe sets it back to True)
+        args.append("--grad-reduce-in-bf16")
     if p.get("tp_comm_overlap") or (recipe and tp > 1 and p.get("tp_comm_overlap") is None):
         args.append("--tp-comm-overlap")
     dtype = precision_of(row)
@@ -465,7 +470,8 @@ def write_case(row: dict) -> Case:
     for note in (translated[1] if translated else "", gnote, vnote,
                  "precision not stated: fp16, as vTrain profiles" if row.get("precision") is None else "",
                  "the release's perf recipe: distributed optimizer, grad-reduce / param-gather overlap, sequence "
-                 "parallelism and TP-communication overlap with TP > 1" if bridge_recipe(row) else ""):
+                 "parallelism and TP-communication overlap with TP > 1, bf16 gradient reduction (not Kimi-K2), no "
+                 "dropout" if bridge_recipe(row) else ""):
         if note:
             case.notes.append(note)
     if how == "megatron-lm":
