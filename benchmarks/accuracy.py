@@ -315,8 +315,11 @@ def evaluate(loaded: list[Loaded], *, strict: bool = False) -> tuple[list[Result
                 # like with like: a figure logged by global rank 0 alone (nanotron's bench CSV) is the
                 # first pipeline stage's memory, not the worst stage's
                 worst = est.stages[0] if "rank 0 only" in str(meas.get("what") or "") else est.worst_stage
-                # what the GPU showed (the allocator's releasable cache included: StageMemory.observed)
-                pred = (worst.reserved if "reserved" in unit else worst.observed) / C.GIB
+                # what the GPU showed (the allocator's releasable cache included: StageMemory.observed); a
+                # figure torch's own counters logged (max_memory_reserved, or nanotron's bench CSV, which logs
+                # max_memory_allocated and max_memory_reserved) has no CUDA context or NCCL buffers in it
+                torch_counter = "reserved" in unit or "torch" in unit.lower()
+                pred = (worst.reserved if torch_counter else worst.observed) / C.GIB
                 oom = bool(meas.get("oom"))
                 if meas.get("value") is None and not oom:
                     raise Skip("no measured value")

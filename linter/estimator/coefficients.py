@@ -234,6 +234,15 @@ allocations alive together: each parameter's ``p.grad.to(fp32)`` and their flatt
 in group])``, v0.9 to v0.19); the 16-bit gradients are dropped only after it. The ZeRO optimizers and
 Megatron make one fp32 copy (4)."""
 
+ZERO_STEP_GRAD_BYTES = 6.0
+"""Physical, from the source (range 4-6; not fitted): bytes per parameter of its partition that DeepSpeed ZeRO
+stage 1/2 holds at once in its step when the gradients are 16-bit: the partition's gradients flattened into one
+16-bit buffer and that buffer's fp32 copy (deepspeed/runtime/zero/stage_1_and_2.py, step:
+``flat_grad_partition = self.flatten(self.averaged_gradients[i])``, then ``single_grad_partition =
+flat_grad_partition.to(fp32)`` before ``del flat_grad_partition``: 2 + 4). The flat copy is skipped only by
+the pre-flattened partitions of DeepCompile (2026), hence the range; with fp32 gradient accumulation the
+``.to`` is the same tensor and the optimizer's 4 bytes are all."""
+
 ACTIVATION_WORKSPACE_LAYERS = 1.54
 """Fitted (physical range 1-2): layers' worth of un-checkpointed activations alive beyond what
 is stored between passes: the layer being recomputed (full recompute) plus the activation

@@ -242,6 +242,8 @@ def _fp32_grad_copy_bytes(i: Inputs) -> float:
         return 0.0
     if i.owner == "deepspeed" and i.shard_stage == 0:
         return C.FP16_OPTIMIZER_STEP_BYTES
+    if i.owner == "deepspeed-zero" and i.shard_stage in (1, 2) and i.grad_bytes < 4.0:
+        return C.ZERO_STEP_GRAD_BYTES
     return 4.0 if i.grad_bytes < 4.0 else 0.0
 
 

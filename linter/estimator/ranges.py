@@ -65,6 +65,8 @@ RANGES: dict[str, Bounds] = {
     "ALLOCATOR_FRAGMENTATION": Bounds("memory", 0.0, 0.6, "the part of the allocator's per-step cache held in "
                                       "split blocks it cannot release: at most the whole max_reserved - "
                                       "max_allocated gap", fitted=False),
+    "ZERO_STEP_GRAD_BYTES": Bounds("memory", 4.0, 6.0, "ZeRO 1/2's step: the flattened 16-bit partition gradients "
+                                   "and their fp32 copy (6), at least the fp32 copy (4)", fitted=False),
     "FP16_OPTIMIZER_STEP_BYTES": Bounds("memory", 4.0, 8.0, "FP16_Optimizer's step: the per-parameter fp32 "
                                         "gradients and their flattened copy (8), at least the flat copy (4)",
                                         fitted=False),
