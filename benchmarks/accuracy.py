@@ -411,7 +411,8 @@ def errors_of(results: list[Result], kind: str, who: str = "trainlint") -> list[
 
 def objective(results: list[Result], kind: str) -> float:
     """Per-source weighted median + half the weighted 90th percentile of |error| (each source weighs the
-    same, so the largest table does not decide alone), plus a penalty per OOM row predicted wrongly."""
+    same, so the largest table does not decide alone), plus a penalty per OOM row predicted to fit (1: a
+    constraint) and per completed memory row predicted above capacity (0.05)."""
     rows = kind_rows(results, kind)
     if not rows:
         return 0.0
@@ -422,7 +423,9 @@ def objective(results: list[Result], kind: str) -> float:
     weights = [1.0 / count[r.source] for r in rows]
     score = weighted_quantile(errs, weights, 0.5) + 0.5 * weighted_quantile(errs, weights, 0.9)
     if kind == "memory":
-        score += sum(0.05 for r in results if r.kind == "memory" and r.oom and r.fits)
+        # a recorded OOM predicted to fit is no candidate (every recorded OOM must stay caught): a penalty no
+        # gain in the median outweighs; a completed run predicted above capacity costs like 5% of error
+        score += sum(1.0 for r in results if r.kind == "memory" and r.oom and r.fits)
         score += sum(0.05 for r in rows if not r.fits)
     return score
 
@@ -441,7 +444,9 @@ def fit_sample(loaded: list[Loaded], per_source: int = FIT_ROWS_PER_SOURCE) -> l
     out: list[Loaded] = []
     for items in by_source.values():
         step = max(1, math.ceil(len(items) / per_source))
-        out += items[::step]
+        picked = items[::step]
+        # every recorded OOM is a constraint of the fit (objective), never left out of the sample
+        out += picked + [x for x in items if x.row["measured"].get("oom") and x not in picked]
     return out
 
 

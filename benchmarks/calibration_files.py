@@ -104,6 +104,10 @@ def framework_of(row: dict) -> str:
         if sharded and int(p.get("pp") or 1) == 1:
             return "megatron-deepspeed"  # FSDP full-shard as DeepSpeed ZeRO-3 (Megatron-DeepSpeed --zero-stage 3)
         return "megatron-lm"
+    if re.search(r"(^|-)(lora|peft)(-|$)", str(row["id"]).lower()):
+        # Megatron-Bridge's LoRA recipes freeze the base model: no gradients, optimizer states or weight-gradient
+        # GEMMs for it. No Megatron-LM flag states that; written as a launch it would be a full fine-tune
+        raise NoUserPath("LoRA fine-tuning (a frozen base model): no Megatron-LM launch states it")
     if (p.get("fsdp") or p.get("fsdp_degree")) and "megatron" not in text:
         raise NoUserPath("PyTorch FSDP training script: no trainlint adapter")
     if "hf transformers" in text:

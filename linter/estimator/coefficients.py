@@ -194,7 +194,7 @@ and gradient reduce-scatters (prefetching)."""
 
 # --------------------------------------------------------------------------- memory
 
-CUDA_CONTEXT_GIB = 1.0
+CUDA_CONTEXT_GIB = 0.9
 """Physical: CUDA context + cuBLAS/cuDNN workspaces per process on A100/H100 (0.5-0.8 GiB as
 nvidia-smi shows for an idle PyTorch process). Not part of torch's reserved memory."""
 
@@ -216,8 +216,9 @@ applied to memory allocated once and never freed: Megatron's contiguous paramete
 flattened ZeRO partitions, which sit in blocks of their own from the first step (applying it there cost
 13-20 GiB on recipe runs that completed)."""
 
-ALLOCATOR_CACHE = 0.3
-"""Fitted (range 0-0.6). Share of the same per-step pool that the caching allocator keeps reserved
+ALLOCATOR_CACHE = 0.6
+"""Fitted (range 0-0.6; the in-sample fit of ``benchmarks/accuracy.py --passes 2`` sits at the top of the
+range, leave-one-source-out refits at 0.48-0.6). Share of the same per-step pool that the caching allocator keeps reserved
 beyond ALLOCATOR_FRAGMENTATION while the GPU has room: whole cached blocks, freed and the allocation
 retried before PyTorch raises out-of-memory (c10/cuda/CUDACachingAllocator.cpp), so never part of what a
 run needs. nvidia-smi and torch.cuda.max_memory_reserved show it (the gap between max_reserved and
