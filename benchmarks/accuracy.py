@@ -17,7 +17,9 @@ names: a constant 65 GB for memory, the seeds' first-order formulas (seed 000: 6
 Like with like: throughput rows are compared through the step time (the measured TFLOP/s are converted
 back to seconds with the source's own FLOP convention, or the row's tokens/s), so hardware vs model FLOPs
 cancel out; memory rows measured by nvidia-smi are compared with the full estimate (CUDA context, NCCL,
-allocator cache included), rows measured as torch max_reserved with the estimate without them.
+allocator cache included: ``StageMemory.observed``), rows measured as torch max_reserved with the estimate without
+the CUDA context and NCCL (``StageMemory.reserved``). The "does not fit" verdicts use the estimate's total, which
+leaves out the cache the allocator releases before it raises out-of-memory (ALLOCATOR_CACHE).
 
 Rows of frameworks trainlint reads no file of (Composer/llm-foundry, nanotron, torchtitan) are listed
 apart and are not in any figure.
@@ -313,7 +315,11 @@ def evaluate(loaded: list[Loaded], *, strict: bool = False) -> tuple[list[Result
                 # like with like: a figure logged by global rank 0 alone (nanotron's bench CSV) is the
                 # first pipeline stage's memory, not the worst stage's
                 worst = est.stages[0] if "rank 0 only" in str(meas.get("what") or "") else est.worst_stage
-                pred = (worst.reserved if "reserved" in unit else worst.total) / C.GIB
+                # what the GPU showed (the allocator's releasable cache included: StageMemory.observed); a
+                # figure torch's own counters logged (max_memory_reserved, or nanotron's bench CSV, which logs
+                # max_memory_allocated and max_memory_reserved) has no CUDA context or NCCL buffers in it
+                torch_counter = "reserved" in unit or "torch" in unit.lower()
+                pred = (worst.reserved if torch_counter else worst.observed) / C.GIB
                 oom = bool(meas.get("oom"))
                 if meas.get("value") is None and not oom:
                     raise Skip("no measured value")
@@ -405,7 +411,8 @@ def errors_of(results: list[Result], kind: str, who: str = "trainlint") -> list[
 
 def objective(results: list[Result], kind: str) -> float:
     """Per-source weighted median + half the weighted 90th percentile of |error| (each source weighs the
-    same, so the largest table does not decide alone), plus a penalty per OOM row predicted wrongly."""
+    same, so the largest table does not decide alone), plus a penalty per OOM row predicted to fit (1: a
+    constraint) and per completed memory row predicted above capacity (0.05)."""
     rows = kind_rows(results, kind)
     if not rows:
         return 0.0
@@ -416,7 +423,9 @@ def objective(results: list[Result], kind: str) -> float:
     weights = [1.0 / count[r.source] for r in rows]
     score = weighted_quantile(errs, weights, 0.5) + 0.5 * weighted_quantile(errs, weights, 0.9)
     if kind == "memory":
-        score += sum(0.05 for r in results if r.kind == "memory" and r.oom and r.fits)
+        # a recorded OOM predicted to fit is no candidate (every recorded OOM must stay caught): a penalty no
+        # gain in the median outweighs; a completed run predicted above capacity costs like 5% of error
+        score += sum(1.0 for r in results if r.kind == "memory" and r.oom and r.fits)
         score += sum(0.05 for r in rows if not r.fits)
     return score
 
@@ -435,7 +444,9 @@ def fit_sample(loaded: list[Loaded], per_source: int = FIT_ROWS_PER_SOURCE) -> l
     out: list[Loaded] = []
     for items in by_source.values():
         step = max(1, math.ceil(len(items) / per_source))
-        out += items[::step]
+        picked = items[::step]
+        # every recorded OOM is a constraint of the fit (objective), never left out of the sample
+        out += picked + [x for x in items if x.row["measured"].get("oom") and x not in picked]
     return out
 
 

@@ -104,6 +104,10 @@ def framework_of(row: dict) -> str:
         if sharded and int(p.get("pp") or 1) == 1:
             return "megatron-deepspeed"  # FSDP full-shard as DeepSpeed ZeRO-3 (Megatron-DeepSpeed --zero-stage 3)
         return "megatron-lm"
+    if re.search(r"(^|-)(lora|peft)(-|$)", str(row["id"]).lower()):
+        # Megatron-Bridge's LoRA recipes freeze the base model: no gradients, optimizer states or weight-gradient
+        # GEMMs for it. No Megatron-LM flag states that; written as a launch it would be a full fine-tune
+        raise NoUserPath("LoRA fine-tuning (a frozen base model): no Megatron-LM launch states it")
     if (p.get("fsdp") or p.get("fsdp_degree")) and "megatron" not in text:
         raise NoUserPath("PyTorch FSDP training script: no trainlint adapter")
     if "hf transformers" in text:
@@ -214,6 +218,17 @@ def recompute_of(row: dict) -> str:
 def bridge_recipe(row: dict) -> bool:
     """A Megatron-Bridge perf-recipe row: the table restates the layout, not the recipe's flags."""
     return "megatron-bridge" in f"{row['parallel'].get('framework') or ''} {row.get('source') or ''}".lower()
+
+
+def no_dropout(row: dict) -> bool:
+    """The model the row trains has no dropout, which a Megatron launch states as ``--hidden-dropout 0
+    --attention-dropout 0`` (Megatron's default 0.1 keeps a mask per residual branch): Megatron-Bridge's
+    model bridges set ``provider.hidden_dropout = 0.0`` for every model of the perf recipes (llama_bridge.py,
+    qwen3_bridge.py, qwen3_moe_bridge.py, deepseek_v3_bridge.py, gpt_oss_bridge.py, kimi_bridge.py at
+    067f987); llm-foundry's MPTConfig defaults resid_pdrop, emb_pdrop and attn_pdrop to 0.0, which its
+    benchmark YAMLs keep."""
+    translated = translation_of(row)
+    return bridge_recipe(row) or (translated is not None and translated[0] == "llm-foundry")
 
 
 def _layout(row: dict) -> tuple[int, int, int, int]:
@@ -339,12 +354,19 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         args.append("--overlap-grad-reduce")
     if (p.get("overlap_param_gather") or recipe) and not deepspeed:
         args.append("--overlap-param-gather")
+    if recipe and not re.search(r"kimi", row["id"]):
+        # the perf recipes reduce gradients in bf16 (perf_recipes/_common.py _benchmark_common and _perf_precision:
+        # grad_reduce_in_fp32 = False, and grad_reduce_in_fp32: false in the release YAMLs since 2025-08;
+        # Kimi-K2's recipe sets it back to True)
+        args.append("--grad-reduce-in-bf16")
     if p.get("tp_comm_overlap") or (recipe and tp > 1 and p.get("tp_comm_overlap") is None):
         args.append("--tp-comm-overlap")
     dtype = precision_of(row)
     args.append("--fp16" if dtype == "fp16" else "--bf16")
     if dtype == "fp8":
         args.append("--fp8-format hybrid")
+    if no_dropout(row):
+        args.append("--hidden-dropout 0 --attention-dropout 0")
     recompute = recompute_of(row)
     if recompute == "full":
         args.append("--checkpoint-activations" if deepspeed else
@@ -452,7 +474,8 @@ def write_case(row: dict) -> Case:
     for note in (translated[1] if translated else "", gnote, vnote,
                  "precision not stated: fp16, as vTrain profiles" if row.get("precision") is None else "",
                  "the release's perf recipe: distributed optimizer, grad-reduce / param-gather overlap, sequence "
-                 "parallelism and TP-communication overlap with TP > 1" if bridge_recipe(row) else ""):
+                 "parallelism and TP-communication overlap with TP > 1, bf16 gradient reduction (not Kimi-K2), no "
+                 "dropout" if bridge_recipe(row) else ""):
         if note:
             case.notes.append(note)
     if how == "megatron-lm":

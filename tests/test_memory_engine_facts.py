@@ -1,5 +1,6 @@
 """Engine facts the memory estimate reads (issue 30): DeepSpeed's optimizer wrapper by release and
-ZeRO stage, DeepSpeed's CPU activation checkpointing, fragmentation only where the allocator fragments."""
+ZeRO stage, DeepSpeed's CPU activation checkpointing, fragmentation only where the allocator fragments, and
+the allocator's releasable cache shown but not needed."""
 
 from __future__ import annotations
 
@@ -49,6 +50,21 @@ def test_fragmentation_is_not_charged_on_static_memory() -> None:
     for i in (small, big_model):
         s = one_stage(i, 0, i.layers)
         assert s.detail["fragmentation"] == C.ALLOCATOR_FRAGMENTATION * (s.activations + s.buffers)
+
+
+def test_the_releasable_allocator_cache_is_shown_but_not_needed(monkeypatch) -> None:
+    """The cache the allocator frees before it raises out-of-memory (ALLOCATOR_CACHE) is in what the GPU
+    shows (observed, reserved) and not in what the run needs (total, the verdicts)."""
+    i = make_inputs(layers=8, micro=2)
+    monkeypatch.setattr(C, "ALLOCATOR_CACHE", 0.0)
+    bare = one_stage(i, 0, i.layers)
+    monkeypatch.setattr(C, "ALLOCATOR_CACHE", 0.4)
+    s = one_stage(i, 0, i.layers)
+    assert s.total == bare.total  # the verdict does not move with the cache
+    assert s.cache == 0.4 * (s.activations + s.buffers) > 0
+    assert s.observed == s.total + s.cache
+    assert s.reserved == s.observed - s.detail["cuda_context"] - s.detail["nccl"]
+    assert bare.observed == bare.total
 
 
 def _megatron_ds_spec(tmp_path, *flags: str):

@@ -40,16 +40,27 @@ class StageMemory:
     detail: dict[str, float] = field(default_factory=dict)
     in_flight: float = 1.0
     local_params: float = 0.0
+    cache: float = 0.0
+    """Blocks the caching allocator keeps reserved beyond ``total`` while the GPU has room, and
+    releases when an allocation fails (ALLOCATOR_CACHE): in what a run shows, not in what it needs."""
 
     @property
     def total(self) -> float:
+        """What the stage needs: the bytes it allocates, the fragmentation the allocator cannot
+        release, the CUDA context and NCCL's buffers. The verdicts (fits, TL201) compare this."""
         return self.params + self.grads + self.optimizer + self.activations + self.buffers + self.overhead
 
     @property
+    def observed(self) -> float:
+        """What nvidia-smi shows at the peak of a run with room to spare: the total plus the
+        releasable allocator cache."""
+        return self.total + self.cache
+
+    @property
     def reserved(self) -> float:
-        """What torch.cuda.max_memory_reserved would show: the total without the CUDA context
-        and NCCL buffers (which live outside the caching allocator)."""
-        return self.total - self.detail.get("cuda_context", 0.0) - self.detail.get("nccl", 0.0)
+        """What torch.cuda.max_memory_reserved would show: the observed peak without the CUDA
+        context and NCCL buffers (which live outside the caching allocator)."""
+        return self.observed - self.detail.get("cuda_context", 0.0) - self.detail.get("nccl", 0.0)
 
 
 # --------------------------------------------------------------------------- parameters
@@ -231,6 +242,8 @@ def _fp32_grad_copy_bytes(i: Inputs) -> float:
         return 0.0
     if i.owner == "deepspeed" and i.shard_stage == 0:
         return C.FP16_OPTIMIZER_STEP_BYTES
+    if i.owner == "deepspeed-zero" and i.shard_stage in (1, 2) and i.grad_bytes < 4.0:
+        return C.ZERO_STEP_GRAD_BYTES
     return 4.0 if i.grad_bytes < 4.0 else 0.0
 
 
@@ -404,10 +417,20 @@ def communicator_count(i: Inputs) -> int:
 
 
 def fragmentation_bytes(per_step: float, buffers: float) -> float:
-    """What the caching allocator keeps reserved on top of what it hands out and frees every step
-    (activations, workspaces, transient buffers); not charged on the contiguous parameter / gradient
-    buffers and optimizer state allocated once (ALLOCATOR_FRAGMENTATION)."""
+    """What the caching allocator holds on top of what it hands out and frees every step (activations,
+    workspaces, transient buffers) and cannot give back when an allocation fails: free pieces of split
+    blocks in segments still in use (ALLOCATOR_FRAGMENTATION). Not charged on the contiguous parameter /
+    gradient buffers and optimizer state allocated once."""
     return C.ALLOCATOR_FRAGMENTATION * (per_step + buffers)
+
+
+def allocator_cache_bytes(per_step: float, buffers: float) -> float:
+    """The rest of what the allocator keeps reserved over the same per-step pool while the GPU has room
+    (ALLOCATOR_CACHE): whole cached blocks, which it frees and retries with before it raises
+    out-of-memory (c10/cuda/CUDACachingAllocator.cpp: "If the cudaMalloc fails, the allocator will free
+    all cached blocks that are not split and retry the allocation"). Shown by nvidia-smi and
+    max_memory_reserved, never needed for the run to fit."""
+    return C.ALLOCATOR_CACHE * (per_step + buffers)
 
 
 def fixed_overhead_bytes(i: Inputs) -> float:
@@ -426,7 +449,7 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
     frag = fragmentation_bytes(acts, buffers)
     detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
     return StageMemory(stage, layers, params, grads, opt, acts, buffers, ctx + nccl + frag, detail,
-                       in_flight(i, stage), n)
+                       in_flight(i, stage), n, allocator_cache_bytes(acts, buffers))
 
 
 def _stage_static(i: Inputs, stage: int, layers: int, cache: Cache | None) -> tuple[float, ...]:

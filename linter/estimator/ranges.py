@@ -40,9 +40,9 @@ RANGES: dict[str, Bounds] = {
                                        "40-90% of the per-direction link rate depending on message size"),
     "INTER_NODE_LINK_FRACTION": Bounds("throughput", 0.50, 0.95, "NCCL over InfiniBand/RoCE reaches 50-95% of the NIC rate"),
     "DP_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the backward pass: between none and all of it"),
-    "ALLOCATOR_FRAGMENTATION": Bounds("memory", 0.0, 0.6, "max_reserved over max_allocated in long runs is 0-35% of "
-                                      "the whole; charged on the per-step pool alone (activations, transient "
-                                      "buffers), the same gap is a larger share of a smaller base"),
+    "ALLOCATOR_CACHE": Bounds("memory", 0.0, 0.6, "max_reserved over max_allocated in long runs is 0-35% of "
+                              "the whole; charged on the per-step pool alone (activations, transient "
+                              "buffers), the same gap is a larger share of a smaller base"),
     "ACTIVATION_WORKSPACE_LAYERS": Bounds("memory", 1.0, 2.0, "the layer recomputed plus the activation gradients "
                                           "of the layer in backward: one to two layers' worth"),
     "NCCL_GIB_PER_COMMUNICATOR": Bounds("memory", 0.05, 0.5, "NCCL_BUFFSIZE 4 MiB x channels x peers, plus proxy "
@@ -62,6 +62,11 @@ RANGES: dict[str, Bounds] = {
     "P2P_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the interleaved pipeline's sends", fitted=False),
     "CP_RING_EXPOSED_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of each ring step", fitted=False),
     "EP_A2A_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the all-to-all", fitted=False),
+    "ALLOCATOR_FRAGMENTATION": Bounds("memory", 0.0, 0.6, "the part of the allocator's per-step cache held in "
+                                      "split blocks it cannot release: at most the whole max_reserved - "
+                                      "max_allocated gap", fitted=False),
+    "ZERO_STEP_GRAD_BYTES": Bounds("memory", 4.0, 6.0, "ZeRO 1/2's step: the flattened 16-bit partition gradients "
+                                   "and their fp32 copy (6), at least the fp32 copy (4)", fitted=False),
     "FP16_OPTIMIZER_STEP_BYTES": Bounds("memory", 4.0, 8.0, "FP16_Optimizer's step: the per-parameter fp32 "
                                         "gradients and their flattened copy (8), at least the flat copy (4)",
                                         fitted=False),
