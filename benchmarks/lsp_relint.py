@@ -10,7 +10,10 @@ the spec's values, and the rules' findings kept per run while it stays the same,
 and the worst case, an edit that changes them (the memoised layout searches and the kept
 findings are forgotten before each re-lint). A third figure: an edit that moves every run
 (blank lines added at the top, a different number each time): the values stay, every position
-changes, so no run's findings can be reused (the layout searches, memoised on values, are).
+changes, so no run's findings can be reused (the layout searches, memoised on values, are). A fourth: an
+edit of the training length (``--train-iters`` / ``train_iters``, a new number each time), a value edit
+the rules' kept findings cannot survive and the fix hints' layout searches do not read (they are memoised
+on the fields they read, trainlint.layout.reads); only configs that write it.
 
 Baseline, measured in the same run on the same text: parsing it with the standard parser of
 its format (``json.loads``, ``yaml.safe_load``, ``shlex.split`` for scripts), the floor for
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import statistics
 import subprocess
@@ -41,6 +45,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_MS = 20.0
+
+
+TRAIN_ITERS = re.compile(r"""(--train-iters[ =]+|\btrain[-_]iters["']?\s*[:=]\s*|\b[A-Z_]*TRAIN[A-Z_]*(?:ITERS|STEPS)=)(\d+)""")
+"""The training length as a script (the flag, or the variable it is given from), a YAML or a JSON writes it:
+the value the fourth figure edits."""
+
+
+def with_train_iters(text: str, offset: int) -> str | None:
+    """``text`` with its first training length raised by ``offset`` (None: it writes none)."""
+    if TRAIN_ITERS.search(text) is None:
+        return None
+    return TRAIN_ITERS.sub(lambda m: m.group(1) + str(int(m.group(2)) + offset), text, count=1)
 
 
 def baseline_parse(path: Path, text: str) -> None:
@@ -126,18 +142,22 @@ def against_baseline(baseline: str, args: argparse.Namespace) -> int:
         for side, python in (("baseline", baseline), ("this", sys.executable))[:: 1 if round_ % 2 == 0 else -1]:
             out = subprocess.run([python, *tail], capture_output=True, text=True, check=True).stdout
             for name, *figures in json.loads(out):
-                runs[side].setdefault(f"{name}\0False", []).append(figures[:3])
-                runs[side].setdefault(f"{name}\0True", []).append(figures[3:])
+                runs[side].setdefault(f"{name}\0False", []).append(figures[:4])
+                runs[side].setdefault(f"{name}\0True", []).append(figures[4:])
     names = sorted(set(runs["baseline"]) & set(runs["this"]))
     print(f"re-lint through the language server's Linter, against the baseline {baseline}: {args.rounds} interleaved "
           f"rounds, each file's figure the median of its rounds (each round: median of {args.repeat} re-lints)")
     for cpu in (False, True):
         keys = [n for n in names if n.endswith(f"\0{cpu}")]
-        for column, label in ((0, "re-lint"), (1, "after a value edit"), (2, "after a moving edit")):
-            figures = {side: quantiles([statistics.median(r[column] for r in runs[side][k]) for k in keys])
+        for column, label in ((0, "re-lint"), (1, "memo forgotten"), (2, "after a moving edit"),
+                              (3, "--train-iters edit")):
+            measured = [k for k in keys if all(runs[side][k][0][column] is not None for side in runs)]
+            if len(measured) < 2:
+                continue
+            figures = {side: quantiles([statistics.median(r[column] for r in runs[side][k]) for k in measured])
                        for side in runs}
             b, t = figures["baseline"], figures["this"]
-            print(f"  {label:20s} {'CPU ' if cpu else 'wall'} {len(keys)} files: median / p90 / max  baseline "
+            print(f"  {label:20s} {'CPU ' if cpu else 'wall'} {len(measured)} files: median / p90 / max  baseline "
                   f"{b[0]:5.1f} / {b[1]:5.1f} / {b[2]:5.1f} ms   this {t[0]:5.1f} / {t[1]:5.1f} / {t[2]:5.1f} ms   "
                   f"ratio {t[0] / b[0]:.2f} / {t[1] / b[1]:.2f} / {t[2] / b[2]:.2f}")
     return 0
@@ -177,6 +197,7 @@ def main() -> int:
     rows = []
     cpu: dict[Path, tuple[float, float, float]] = {}
     moved: dict[Path, float] = {}
+    valued: dict[Path, tuple[float, float] | None] = {}
     with tempfile.TemporaryDirectory() as empty:
         linter = Linter()
         for path, text in files:
@@ -203,11 +224,17 @@ def main() -> int:
             # blank lines added at the top, more each time: every value where it was, every position new
             moved[path] = median_ms(lambda: linter.lint(name, "\n" * (next(version) % 97 + 1) + text, 1), args.repeat)
             cpu[path] = (ours_cpu, changed_cpu, CPU_MS[-1])
+            valued[path] = None
+            if with_train_iters(text, 1) is not None:
+                # a new training length each time: the run's values change, the layout question does not
+                wall = median_ms(lambda: linter.lint(name, with_train_iters(text, next(version)), 1), args.repeat)
+                valued[path] = (wall, CPU_MS[-1])
             floor = median_ms(lambda: baseline_parse(path, text), args.repeat)
             rows.append((ours, floor, text.count("\n") + 1, first.result.format, path, changed))
 
     if args.rows_json:
-        print(json.dumps([[str(r[4]), r[0], r[5], moved[r[4]], *cpu[r[4]]] for r in rows]))
+        print(json.dumps([[str(r[4]), r[0], r[5], moved[r[4]], *(valued[r[4]] or (None,))[:1], *cpu[r[4]],
+                           *(valued[r[4]] or (None, None))[1:]] for r in rows]))
         return 0
     if not rows:
         print(f"lsp_relint: error: no config of {args.min_lines}-{args.max_lines} lines found under "
@@ -226,6 +253,13 @@ def main() -> int:
     worst = [r[5] for r in rows]
     print(f"  after an edit that changes the run's values (memoised searches and findings forgotten): median "
           f"{statistics.median(worst):6.1f} ms   p90 {statistics.quantiles(worst, n=10)[-1]:6.1f} ms   max {max(worst):6.1f} ms")
+    edited = [valued[r[4]] for r in rows if valued[r[4]] is not None]
+    if len(edited) >= 2:
+        walls, cpus = [v[0] for v in edited if v], [v[1] for v in edited if v]
+        print(f"  after an edit of the training length (--train-iters / train_iters, {len(edited)} configs): median "
+              f"{statistics.median(walls):6.1f} ms   p90 {statistics.quantiles(walls, n=10)[-1]:6.1f} ms   max "
+              f"{max(walls):6.1f} ms   (thread CPU median {statistics.median(cpus):6.1f} ms   p90 "
+              f"{statistics.quantiles(cpus, n=10)[-1]:6.1f} ms)")
     for column, label in ((0, "re-lint"), (2, "after a moving edit"), (1, "after a value edit")):
         figures = [cpu[r[4]][column] for r in rows]
         print(f"  thread CPU time, {label:20s} median {statistics.median(figures):6.1f} ms   "

@@ -323,8 +323,8 @@ class TrainingSpec:
         out = _shallow(self)
         for section in SECTIONS:
             setattr(out, section, _shallow(getattr(self, section)))
-        out.settings = dict(self.settings)
-        out.unresolved = dict(self.unresolved)
+        out.settings = self.settings.copy()  # the table's own copy: a traced one stays traced (layout.reads)
+        out.unresolved = self.unresolved.copy()
         out.sources = list(self.sources)
         return out
 
@@ -377,7 +377,8 @@ def _shallow(obj: Any) -> Any:
     without copy's generic protocol (``__reduce_ex__``, ~5x slower): every run's spec is copied
     for the findings kept across re-lints and for each estimate kept."""
     out = object.__new__(type(obj))
-    out.__dict__.update(obj.__dict__)
+    # a copy is no read of a traced section (layout.reads): its attribute dicts are taken as they are
+    object.__getattribute__(out, "__dict__").update(object.__getattribute__(obj, "__dict__"))
     return out
 
 

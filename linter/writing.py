@@ -517,6 +517,10 @@ class Writer:
     unverified: frozenset[str] = frozenset()
     """Change keys the format derives itself, so the round trip does not read them back
     (Megatron-LM computes the accumulation from the global batch, micro batch and DP)."""
+    reading: Any = None
+    """The adapter's ``LoadResult`` of the original text when the writer read it again itself (with the
+    round trip's reader, environment and frameworks): the round trip's "before" is that reading, not a
+    third one. None: the round trip reads it."""
 
     def unsupported(self, spec: TrainingSpec, key: str, value: Any, what: str) -> None:
         refuse_unsupported(spec, key, value, what)

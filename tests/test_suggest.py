@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import random
+import sys
 from pathlib import Path
 
 import pytest
@@ -548,19 +549,50 @@ def test_fingerprint_ignores_positions_but_not_values():
     assert _spec_of(changed).fingerprint() != same
 
 
+@dataclasses.dataclass
+class _FakeBest:
+    label: str
+    spec: object = None
+    is_current: bool = False
+
+
+def _fake_search(calls, answer):
+    """A stand-in for trainlint.layout.search.search: reads the micro batch (through the traced spec LayoutAdvice
+    passes), asks the launch check of one finalist, and answers ``answer(worth, calls)`` (a label, or None)."""
+
+    class Stats:
+        below_worth = False
+
+    class Result:
+        def __init__(self, best):
+            self.best, self.stats = best, Stats()
+            self.stats.below_worth = best is None
+
+    def fake(spec, ctx, options, **kwargs):
+        calls.append(options.worth)
+        spec.value("batch.micro_batch")
+        label = answer(options.worth, len(calls))
+        if label is None:
+            return Result(None)
+        assert not kwargs["launch_refused"](lambda s: s)
+        return Result(_FakeBest(label))
+
+    return fake
+
+
 def test_layout_hint_is_memoised_on_the_values(monkeypatch):
-    """The language server re-lints on every edit: an edit that leaves the run's values as
+    """The language server re-lints on every edit: an edit that leaves the fields the search reads as
     they were reuses the whole-layout search; one that changes them searches again. The memo
     belongs to one session (its estimator and rules): another session searches on its own."""
+    layout_search = sys.modules["trainlint.layout.search"]  # the package exports a function of that name
     from trainlint.rules.estimation.fixes import LayoutAdvice
 
-    calls = []
-    monkeypatch.setattr(LayoutAdvice, "search", lambda self, spec, headroom, current=None, worth=None:
-                        (calls.append(spec) or f"layout {len(calls)}", True))
+    calls: list = []
+    monkeypatch.setattr(layout_search, "search", _fake_search(calls, lambda worth, n: f"layout {n}"))
     text = (Path(__file__).resolve().parents[1] / "examples" / "megatron_llama2_70b_oom.sh").read_text()
     advice = LayoutAdvice(object(), list)
     first = advice(_spec_of(text), 0.9)
-    assert advice(_spec_of("# moved\n" + text), 0.9) == first
+    assert advice(_spec_of("# moved\n" + text), 0.9).label == first.label == "layout 1"
     assert len(calls) == 1
     advice(_spec_of(text.replace("--micro-batch-size 4", "--micro-batch-size 2")), 0.9)
     advice(_spec_of(text), 0.8)  # another headroom
@@ -572,18 +604,15 @@ def test_a_layout_hint_stopped_by_worth_is_not_the_whole_answer(monkeypatch):
     """TL301 asks only for a layout faster than its threshold: a search stopped because none can
     be (None) is kept for that threshold alone, never given to a rule that needs the whole answer
     (TL201's hint); a whole answer serves every threshold."""
+    layout_search = sys.modules["trainlint.layout.search"]  # the package exports a function of that name
     from trainlint.rules.estimation.fixes import LayoutAdvice
 
-    calls = []
-
-    def fake(self, spec, headroom, current=None, worth=None):
-        calls.append(worth)
-        return (None, False) if worth is not None else ("the best layout", True)
-
-    monkeypatch.setattr(LayoutAdvice, "search", fake)
+    calls: list = []
+    monkeypatch.setattr(layout_search, "search",
+                        _fake_search(calls, lambda worth, n: None if worth is not None else "the best layout"))
     spec = _spec_of((Path(__file__).resolve().parents[1] / "examples" / "megatron_llama2_70b_oom.sh").read_text())
     advice = LayoutAdvice(object(), list)
     assert advice(spec, 0.9, None, 1e6) is None
     assert advice(spec, 0.9, None, 1e6) is None and calls == [1e6]
-    assert advice(spec, 0.9) == "the best layout" and calls == [1e6, None]
-    assert advice(spec, 0.9, None, 2e6) == "the best layout" and len(calls) == 2
+    assert advice(spec, 0.9).label == "the best layout" and calls == [1e6, None]
+    assert advice(spec, 0.9, None, 2e6).label == "the best layout" and len(calls) == 2

@@ -737,3 +737,21 @@ def test_corpus_round_trip(corpus_dir: Path):
     # above to be the same change reaching the other run.
     shared = reasons["after rewriting, the value of the other run changed"]
     assert written >= 400 and refused - shared <= 0.02 * (written + refused)
+
+
+def test_a_script_is_read_again_once_to_write_a_change_back(tmp_path, monkeypatch):
+    """The round trip's reading of the original text is the writer's own (``Writer.reading``): writing a
+    change back into a launch script evaluates the original once more (the writer) and the rewritten text
+    once (the check), not the original twice."""
+    import trainlint.adapters.megatron.adapter as megatron
+
+    path = put(tmp_path, "run.sh", "torchrun pretrain_gpt.py --num-layers 24 --hidden-size 2048 "
+                                   "--num-attention-heads 16 --seq-length 2048 --micro-batch-size 4 "
+                                   "--global-batch-size 256 --tensor-model-parallel-size 2\n")
+    result = load(path)
+    texts: list[str] = []
+    evaluate = megatron.load_script
+    monkeypatch.setattr(megatron, "load_script", lambda source, *a, **k: texts.append(source.text) or evaluate(source, *a, **k))
+    new = rewrite(result, result.specs[0], {"batch.micro_batch": 2})
+    assert "--micro-batch-size 2" in new[str(path)]
+    assert texts == [path.read_text(), new[str(path)]]

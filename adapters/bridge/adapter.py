@@ -12,7 +12,7 @@ from trainlint.provenance import Origin, Provenance, Value
 from trainlint.sources import SourceText
 
 from trainlint.adapters.base import BY_CONTENT, CERTAIN, NOT_MINE, Adapter, LoadContext, LoadResult, looks_like_shell
-from trainlint.adapters.bridge.build import FORMAT, build_spec
+from trainlint.adapters.bridge.names import FORMAT
 from trainlint.adapters.bridge.container import Container, Entry, from_tree
 
 _SECTIONS = re.compile(r"^(model|train|optimizer|ddp|scheduler|checkpoint|dataset|tokenizer|dist|logger|env_vars|validation|"
@@ -87,6 +87,8 @@ def _load_yaml(source: SourceText, context: LoadContext) -> LoadResult:
                                      dict(tree.value_spans)))
     container = from_tree(tree.data, tree.key_spans, tree.value_spans)
     target = _target(source, context, result, None)
+    from trainlint.adapters.bridge.build import build_spec  # the spec builder (and Megatron-LM's flags): only to load
+
     spec = build_spec(container, source.path, "ConfigContainer", None, problems=result.diagnostics)
     spec.target = target
     spec.named = context.named
@@ -136,6 +138,8 @@ def _load_launch(source: SourceText, context: LoadContext) -> LoadResult:
 
             nodes = default(1, "torchrun default (--nnodes 1)")
         target = _target(source, context, result, launch.anchor)
+        from trainlint.adapters.bridge.build import build_spec
+
         spec = build_spec(container, source.path, label, launch.anchor, (gpn, nodes), problems=result.diagnostics)
         spec.target = target
         spec.named = context.named

@@ -16,9 +16,8 @@ from trainlint.adapters.bridge.keys import EITHER_TRUE, KEYS
 from trainlint.adapters.megatron.flags import CURRENT
 from trainlint.adapters.megatron.spec_build import UNEVEN_PIPELINE, BuildContext, SpecBuilder, set_engine
 
-FORMAT = "bridge"
-SETTING_PREFIX = "bridge:"
-"""``spec.settings`` keys of the ConfigContainer's fields as written (``bridge:train.train_iters``)."""
+from trainlint.adapters.bridge.names import FORMAT, SETTING_PREFIX
+
 ENTRY = "megatron.bridge.training.pretrain"
 """What runs a ConfigContainer (``pretrain(config, forward_step)``); named so the estimation rules see a
 training entry point (a whole run, not an argument fragment)."""

@@ -87,7 +87,9 @@ class MegatronWriter(Writer):
         self.touched: set[str] = set()
         main = texts.original(result.path)
         context = LoadContext(read=texts.reader({}), environment=texts.environment, frameworks=result.frameworks)
-        _loaded, runs = load_runs(SourceText(result.path, main), context)
+        loaded, runs = load_runs(SourceText(result.path, main), context)
+        if not result.run[1:]:  # read as the round trip reads the original (no other file of a declared run)
+            self.reading = loaded
         if index >= len(runs):
             raise WritebackError(f"{result.path}: the run {spec.label} was not found again when re-reading the script")
         self.run_ = runs[index]

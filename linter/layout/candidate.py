@@ -127,8 +127,8 @@ def candidate_spec(spec: TrainingSpec, base: Inputs, changes: dict[str, Any], ne
     out = copy.copy(spec)
     for section in ("model", "parallel", "batch", "precision", "memory", "cluster", "run", "engine"):
         setattr(out, section, copy.copy(getattr(spec, section)))
-    out.settings = dict(spec.settings)
-    out.unresolved = dict(spec.unresolved)
+    out.settings = spec.settings.copy()  # a traced table stays traced (layout.reads)
+    out.unresolved = spec.unresolved.copy()
     fw = framework_of(spec)
 
     def put(dotted: str, value: Any, key: str | None = None, emitted: bool = True) -> None:

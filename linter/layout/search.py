@@ -218,15 +218,22 @@ def prepare(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Estimate | Missin
 Estimator = Callable[[TrainingSpec], "Estimate | MissingInputs"]
 
 
+LaunchCheck = Callable[[Callable[[TrainingSpec], TrainingSpec]], bool]
+"""Given how to make a finalist from a spec (``candidate_spec`` with its changes), whether the launch-time
+rules refuse it: what :func:`search` asks instead of running ``rules`` itself when the caller passes one
+(the fix hints' memo re-asks it for the spec of each re-lint)."""
+
+
 def search(spec: TrainingSpec, ctx: EstimateContext | None, options: SearchOptions | None = None,
            rules: StartupRules | None = None, project: Any = None, estimator: Estimator | None = None,
-           current: Estimate | MissingInputs | None = None) -> SearchResult:
+           current: Estimate | MissingInputs | None = None, launch_refused: LaunchCheck | None = None) -> SearchResult:
     """The ``options.top`` fastest (or cheapest) layouts of ``spec`` that fit and launch.
 
     ``ctx`` is the estimate context (GPU, cluster, model); a rule that only has the engine's
     ``estimator`` (spec -> estimate in the same context) passes that instead. ``rules``: the
     TL1xx rules to run on the finalists (None: the structural filters only). ``current``: the
-    estimate of ``spec`` in that context when the caller has made it already (the engine's)."""
+    estimate of ``spec`` in that context when the caller has made it already (the engine's).
+    ``launch_refused``: asked instead of ``rules`` for each finalist that changes the layout."""
     from trainlint.rules.estimation.scope import unmodelled
 
     if estimator is None:
@@ -267,7 +274,7 @@ def search(spec: TrainingSpec, ctx: EstimateContext | None, options: SearchOptio
     else:
         points = _enumerate(spec, base, space, options, stats)
     t2 = time.perf_counter()
-    suggestions = _finalists(spec, estimator, base, space, points, options, stats, rules, project)
+    suggestions = _finalists(spec, estimator, base, space, points, options, stats, rules, project, launch_refused)
     t3 = time.perf_counter()
     stats.seconds = {"prepare": t1 - t0, "enumerate": t2 - t1, "finalists": t3 - t2, "total": t3 - t0}
     if stats.truncated:
@@ -833,9 +840,14 @@ def _distance(cur: Layout | None, new: Layout) -> int:
                                                             "zero", "dist_opt", "sp"))
 
 
+def _finalist_maker(base: Inputs, changes: dict[str, Any], layout: Layout) -> Callable[[TrainingSpec], TrainingSpec]:
+    """How to make the finalist ``layout`` from a spec (the one searched, or an edit of it that reads the same)."""
+    return lambda spec: candidate_spec(spec, base, changes, layout)
+
+
 def _finalists(spec: TrainingSpec, estimator: Estimator, base: Inputs, space: Space,
                points: Iterator[tuple[float, Layout]], options: SearchOptions, stats: SearchStats,
-               rules: StartupRules | None, project: Any) -> list[Suggestion]:
+               rules: StartupRules | None, project: Any, launch_refused: LaunchCheck | None = None) -> list[Suggestion]:
     cur = space.current
     assert cur is not None
     before: set | None = None  # the config's own launch-time findings: read when a changed layout needs them
@@ -853,7 +865,11 @@ def _finalists(spec: TrainingSpec, estimator: Estimator, base: Inputs, space: Sp
         if result is None or not result.ok or result.worst_stage.total > options.headroom * result.capacity_bytes:
             stats.estimate_refused += 1
             continue
-        if rules is not None and changes:
+        if launch_refused is not None and changes:
+            if launch_refused(_finalist_maker(base, changes, layout)):
+                stats.launch_refused += 1
+                continue
+        elif rules is not None and changes:
             if before is None:
                 before = startup_findings(spec, rules, project)
             if startup_findings(modified, rules, project) - before:

@@ -89,7 +89,7 @@ def rewrite_files(result: FileResult, spec: TrainingSpec, changes: Mapping[str, 
     if verify and new_texts:
         checked = {k: v for k, v in {**writer.implied, **wanted}.items()
                    if k not in writer.noop and k not in writer.unverified}
-        _verify(adapter, result, index, checked, texts, new_texts, writer.touched, env)
+        _verify(adapter, result, index, checked, texts, new_texts, writer.touched, env, writer.reading)
     from trainlint.safe_write import text_hash
 
     return [FileRewrite(path, text, text_hash(texts.original(path))) for path, text in new_texts.items()]
@@ -126,10 +126,11 @@ def _spec_index(result: FileResult, spec: TrainingSpec) -> int:
 
 
 def _verify(adapter: Adapter, result: FileResult, index: int, changes: dict[str, Any], texts: Texts,
-            new_texts: dict[str, str], touched: set[str], environment: dict[str, str]) -> None:
+            new_texts: dict[str, str], touched: set[str], environment: dict[str, str], reading: Any = None) -> None:
     """Read the old and the new text through the same adapter; the changed fields must have the
-    asked values and everything else must be as before."""
-    before = _reload(adapter, result, texts, {}, environment)
+    asked values and everything else must be as before. ``reading``: the adapter's reading of the old
+    text the writer made (``Writer.reading``), used as it is instead of reading the old text again."""
+    before = _reading(adapter, result, reading) if reading is not None else _reload(adapter, result, texts, {}, environment)
     after = _reload(adapter, result, texts, new_texts, environment)
     if after.internal_error or len(after.specs) != len(before.specs):
         raise WritebackError(f"{result.path}: the rewritten file does not read back as the same runs "
@@ -152,6 +153,14 @@ def _verify(adapter: Adapter, result: FileResult, index: int, changes: dict[str,
     for i, (o, n) in enumerate(zip(before.specs, after.specs, strict=True)):  # same length: checked above
         if i != index:
             _same_spec(o, n, set(), set(), f"the other run {o.label or o.path} of this file")
+
+
+def _reading(adapter: Adapter, result: FileResult, loaded: Any) -> FileResult:
+    """The FileResult :func:`trainlint.checker.check_source` makes of the adapter's ``loaded`` reading."""
+    from dataclasses import replace
+
+    return FileResult(result.path, adapter.name, [d if d.path else replace(d, path=result.path) for d in loaded.diagnostics],
+                      loaded.specs, loaded.documents, [], frameworks=result.frameworks)
 
 
 def _reload(adapter: Adapter, result: FileResult, texts: Texts, overrides: dict[str, str],

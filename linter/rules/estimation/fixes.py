@@ -378,9 +378,13 @@ class LayoutAdvice:
     (:func:`trainlint.session.open_session`), with the session's estimator and TL1xx rules
     (plugins' and the project's rule options included).
 
-    Memoised on the spec's values (not its positions) and the headroom: the language server
-    re-lints on every edit, and most edits (a comment, a learning rate) leave the layout
-    question unchanged, while the search is the slowest part of a re-lint (~14 ms)."""
+    Memoised on exactly the fields the search reads (:mod:`trainlint.layout.reads`: the search runs on
+    a traced copy of the spec) and the headroom: the language server re-lints on every edit, most edits
+    (a comment, a learning rate, ``--train-iters``) leave every field the layout question reads as it
+    was, and the search is the slowest part of a re-lint. The launch-time rules (TL1xx) that refuse a
+    finalist read any setting (the training length too), so they are not part of the memo: a memoised
+    answer is given again only after each launch check the search made is asked again on the new spec
+    and answers as before (else the search runs again)."""
 
     KEPT = 32
 
@@ -391,41 +395,137 @@ class LayoutAdvice:
         """The session's: the run's adapter says what its format can express and spells the layout."""
         self.startup_rules = startup_rules
         """Called on the first search: building the rule list costs nothing until a layout is needed."""
-        self.found: dict[tuple, Any] = {}
+        self.found: list[_Answer] = []
+        """The memoised answers, oldest first."""
+        self.searches = 0
+        """How many searches ran (not answered from ``found``)."""
 
     def __call__(self, spec: TrainingSpec, headroom: float, current: Any = None, worth: float | None = None) -> Any:
-        """``current``: ``spec``'s estimate when the caller has it (the engine's), else it is made again.
-        ``worth``: the caller only needs a layout faster than this many tokens/s; None (the answer
-        then) also when no layout can be, found without timing any (``SearchOptions.worth``)."""
-        fingerprint = spec.fingerprint()
-        key = (fingerprint, headroom)
-        if key in self.found:
-            return self.found[key]
-        if worth is not None and (fingerprint, headroom, worth) in self.found:
-            return None
-        best, complete = self.search(spec, headroom, current, worth)
+        """``current``: ``spec``'s estimate when the caller has it (the engine's); only a search whose
+        answer is not memoised uses it. ``worth``: the caller only needs a layout faster than this many
+        tokens/s; None (the answer then) also when no layout can be, found without timing any
+        (``SearchOptions.worth``)."""
+        fixed = _fixed(spec)
+        for answer in reversed(self.found):
+            # a search stopped by `worth` says only that nothing beats it: it answers that question only
+            if answer.headroom != headroom or (answer.worth is not None and answer.worth != worth):
+                continue
+            if not _same_fixed(answer.fixed, fixed) or not _reads_match(answer.key, spec):
+                continue
+            replayed = self._replay(answer, spec)
+            if replayed is not _AGAIN:
+                return replayed
+            break
+        answer = self.search(spec, headroom, worth)
         if len(self.found) >= self.KEPT:
-            self.found.pop(next(iter(self.found)))  # the oldest
-        # a search stopped by `worth` says only that nothing beats it: kept apart from the whole answer
-        self.found[key if complete else (fingerprint, headroom, worth)] = best
-        return best
+            self.found.pop(0)  # the oldest
+        self.found.append(answer)
+        return answer.suggestion(spec)
 
-    def search(self, spec: TrainingSpec, headroom: float, current: Any = None,
-               worth: float | None = None) -> tuple[Any, bool]:
-        """(the best layout or None, whether the search ran whole: not stopped by ``worth``)."""
+    def forget(self) -> None:
+        """Empty the memoised searches: the next question searches again."""
+        self.found.clear()
+
+    def _refused(self, spec: TrainingSpec, make: Callable[[TrainingSpec], TrainingSpec], before: list) -> bool:
+        """Whether a TL1xx rule reports on the finalist ``make(spec)`` what ``spec`` does not already get."""
+        from trainlint.layout.reads import paused
+        from trainlint.layout.startup_check import startup_findings
+
+        with paused():  # the rules' reads are asked again on every replay, not memoised
+            rules = self.startup_rules()
+            if not before:
+                before.append(startup_findings(spec, rules))
+            return bool(startup_findings(make(spec), rules) - before[0])
+
+    def _replay(self, answer: _Answer, spec: TrainingSpec) -> Any:
+        """``answer`` for ``spec`` when each launch check answers as it did for the searched spec; else _AGAIN."""
+        before: list = []
+        for make, refused in answer.checks:
+            if self._refused(spec, make, before) != refused:
+                return _AGAIN
+        return answer.suggestion(spec)
+
+    def search(self, spec: TrainingSpec, headroom: float, worth: float | None = None) -> _Answer:
+        """The search on a traced copy of ``spec``: its answer with the fields it read."""
+        from trainlint.layout.reads import ReadLog, traced
         from trainlint.layout.search import SearchError, SearchOptions, search
 
-        try:
-            result = search(spec, None, SearchOptions(top=1, headroom=headroom, max_checked=20, max_structures=5_000,
-                                                      max_evaluated=50_000, lazy_memory=True, adapters=self.adapters,
-                                                      worth=worth),
-                            rules=self.startup_rules(), estimator=self.estimator, current=current)
-        except SearchError:
-            return None, True
-        best = result.best
-        if best is None or best.is_current:
-            return None, not result.stats.below_worth
-        return best, True
+        self.searches += 1
+        log = ReadLog()
+        checks: list[tuple[Callable[[TrainingSpec], TrainingSpec], bool]] = []
+        before: list = []
+
+        def launch_refused(make: Callable[[TrainingSpec], TrainingSpec]) -> bool:
+            refused = self._refused(spec, make, before)
+            checks.append((make, refused))
+            return refused
+
+        best, complete = None, True
+        with log.recording():
+            try:
+                # no `current`: the estimate of the traced copy records what the estimator reads
+                result = search(traced(spec), None,
+                                SearchOptions(top=1, headroom=headroom, max_checked=20, max_structures=5_000,
+                                              max_evaluated=50_000, lazy_memory=True, adapters=self.adapters,
+                                              worth=worth),
+                                estimator=self.estimator, launch_refused=launch_refused)
+            except SearchError:
+                result = None
+        make = None
+        if result is not None:
+            best = result.best
+            if best is None or best.is_current:
+                best, complete = None, not result.stats.below_worth
+            else:
+                # top=1: the search stopped at the first finalist that passed, its last launch check
+                assert checks and not checks[-1][1], "a changed layout passes its launch check"
+                make = checks[-1][0]
+        return _Answer(headroom, None if complete else worth, log.key(spec), _fixed(spec), best, make, checks)
+
+
+_AGAIN = object()
+"""A replayed answer whose launch checks answer otherwise: search again."""
+
+
+@dataclass
+class _Answer:
+    """One memoised search of :class:`LayoutAdvice`."""
+
+    headroom: float
+    worth: float | None
+    """None: the whole answer; else the search stopped at ``worth`` (no layout beats it: None)."""
+    key: tuple
+    """The fields the search read, with their values (:meth:`trainlint.layout.reads.ReadLog.key`)."""
+    fixed: tuple
+    """What every search reads: framework, format, dialect, entry point, target and its catalog."""
+    best: Any
+    make: Callable[[TrainingSpec], TrainingSpec] | None
+    """How to make ``best``'s spec from a spec: the best layout's changes applied."""
+    checks: list[tuple[Callable[[TrainingSpec], TrainingSpec], bool]]
+    """The launch checks the search made, in order: (how to make the finalist from a spec, refused)."""
+
+    def suggestion(self, spec: TrainingSpec) -> Any:
+        """The best layout with its spec made from ``spec`` (a traced or earlier spec's never leaves the memo)."""
+        if self.best is None or self.make is None:
+            return None
+        from dataclasses import replace
+
+        return replace(self.best, spec=self.make(spec))
+
+
+def _fixed(spec: TrainingSpec) -> tuple:
+    return (spec.framework, spec.format, spec.dialect, spec.entry_point, spec.core_configs_only, spec.target,
+            getattr(spec.target, "catalog", None))
+
+
+def _same_fixed(a: tuple, b: tuple) -> bool:
+    return a[:-1] == b[:-1] and a[-1] is b[-1]
+
+
+def _reads_match(key: tuple, spec: TrainingSpec) -> bool:
+    from trainlint.layout.reads import matches
+
+    return matches(key, spec)
 
 
 def suggest_layout(spec: TrainingSpec, ctx: Any, headroom: float, current: Any = None, worth: float | None = None) -> Any:

@@ -7,7 +7,7 @@ from trainlint.provenance import Value
 from trainlint.framework import CAP_MEGATRON_CORE
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.spec import TrainingSpec
-from trainlint.adapters.bridge.build import FORMAT, SETTING_PREFIX
+from trainlint.adapters.bridge.names import FORMAT, SETTING_PREFIX
 
 CONFIG_PY = "src/megatron/bridge/training/config.py"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from trainlint.rules import Finding
-from trainlint.adapters.bridge.build import SETTING_PREFIX
+from trainlint.adapters.bridge.names import SETTING_PREFIX
 from trainlint.rules.startup.bridge.base import BridgeRule, Fields, positive_int
 
 

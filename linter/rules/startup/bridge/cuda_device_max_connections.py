@@ -8,7 +8,7 @@ from trainlint.diagnostics import Severity
 from trainlint.framework import CAP_MEGATRON_CORE
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.spec import MEGATRON_LM, TrainingSpec
-from trainlint.adapters.bridge.build import FORMAT
+from trainlint.adapters.bridge.names import FORMAT
 from trainlint.rules.startup.bridge.base import PRE_BLACKWELL, architecture
 
 
