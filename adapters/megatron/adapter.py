@@ -63,6 +63,7 @@ from trainlint.adapters.megatron.detect import (  # noqa: F401 - names used belo
     _YAML_FLAG_KEY,
     FORMAT,
     MegatronAdapter,
+    _model_args_yaml,
 )
 
 _DS_FLAGS = ("--deepspeed", "--deepspeed_config", "--deepspeed-config", "--deepscale", "--deepscale_config",
@@ -87,7 +88,7 @@ def load_runs(source: SourceText, context: LoadContext) -> tuple[LoadResult, lis
     """:meth:`MegatronAdapter.load` plus the :class:`ParsedRun` of each spec, in the same order."""
     runs: list[ParsedRun] = []
     if source.path.lower().endswith((".yaml", ".yml")) or (
-            _SNIFF_YAML.search(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
+            _model_args_yaml(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
         return load_yaml(source, context, runs), runs
     return load_script(source, context, runs), runs
 

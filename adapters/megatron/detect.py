@@ -55,6 +55,12 @@ _SNIFF_YAML = re.compile(r"^MODEL_ARGS:[ \t]*(?:#.*)?$", re.M)
 _YAML_FLAG_KEY = re.compile(r"^[ \t]+[\"']?--[A-Za-z]", re.M)
 
 
+def _model_args_yaml(head: str) -> bool:
+    """A ``MODEL_ARGS:`` line (a functional-test YAML). The substring test first: the multi-line
+    pattern tries every line start of a script, and nearly no file has the word at all."""
+    return "MODEL_ARGS:" in head and _SNIFF_YAML.search(head) is not None
+
+
 class MegatronAdapter(Adapter):
     name = FORMAT
     extensions = (".sh", ".bash", ".slurm", ".sbatch", ".yaml", ".yml")
@@ -77,8 +83,9 @@ class MegatronAdapter(Adapter):
     def sniff(self, path: str, text: str) -> int:
         head = text[:262144]
         lower = path.lower()
-        if lower.endswith((".yaml", ".yml")) or _SNIFF_YAML.search(head):
-            if _SNIFF_YAML.search(head) and _YAML_FLAG_KEY.search(head):
+        model_args = _model_args_yaml(head)
+        if lower.endswith((".yaml", ".yml")) or model_args:
+            if model_args and _YAML_FLAG_KEY.search(head):
                 return BY_CONTENT + 10
             return NOT_MINE
         if lower.endswith(".json"):
@@ -94,7 +101,7 @@ class MegatronAdapter(Adapter):
         from trainlint.adapters.megatron.adapter import load_script, load_yaml
 
         if source.path.lower().endswith((".yaml", ".yml")) or (
-                _SNIFF_YAML.search(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
+                _model_args_yaml(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
             return load_yaml(source, context)
         return load_script(source, context)
 
