@@ -52,18 +52,26 @@ def find_config(start: Path) -> Path | None:
     start = start.resolve()
     directory = start if start.is_dir() else start.parent
     for folder in (directory, *directory.parents):
-        for name in CONFIG_FILE_NAMES:
-            dedicated = folder / name
-            if dedicated.is_file():
-                return dedicated
-        pyproject = folder / "pyproject.toml"
-        if pyproject.is_file():
-            try:
-                data = tomllib.loads(read_config_text(pyproject))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError):
-                continue
-            if tool_table(data) is not None:
-                return pyproject
+        found = config_in(folder)
+        if found is not None:
+            return found
+    return None
+
+
+def config_in(folder: Path) -> Path | None:
+    """The project config in ``folder`` itself (not above it), or None."""
+    for name in CONFIG_FILE_NAMES:
+        dedicated = folder / name
+        if dedicated.is_file():
+            return dedicated
+    pyproject = folder / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(read_config_text(pyproject))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ConfigError):
+            return None
+        if tool_table(data) is not None:
+            return pyproject
     return None
 
 

@@ -137,6 +137,27 @@ def _object_start(text: str) -> int:
     return i if text.startswith("{", i) else -1
 
 
+_JSON_SKIP = re.compile(r"(?:[ \t\r\n\ufeff]+|(?:#|//)[^\n]*|/\*.*?\*/)*", re.S)
+"""What the JSON reader skips between tokens (json_tree ``_Parser.skip``: its blanks and comments,
+nothing more)."""
+_PLAIN_KEY = re.compile(r'"([A-Za-z0-9_.-]{1,100})"[ \t]*:')
+
+
+def _first_key_says_neox(text: str, start: int) -> bool:
+    """Whether the object at ``start`` opens with a key in plain double quotes that is GPT-NeoX's
+    (hyphenated, or one of NEOX_KEYS). Then :func:`sniff_score` is NOT_MINE whatever the parse
+    gives: parsed, that key is a top-level key; not parsed, the keys are every quoted key of the
+    text (``_QUOTED_KEY``), which finds this one too (no earlier match can reach into it: a match
+    ends with a quote, blanks and a colon, and the key's first character is none of those). The
+    NeoX configs written as JSON-like YAML (``{`` and ``#`` comments) are passed by without the
+    position-tracking parse, which is the DeepSpeed sniff's largest cost over the public configs."""
+    m = _PLAIN_KEY.match(text, _JSON_SKIP.match(text, start + 1).end())  # type: ignore[union-attr]  # always matches
+    if m is None:
+        return False
+    key = m.group(1)
+    return "-" in key or _normal(key) in NEOX_KEYS
+
+
 def _normal(key: str) -> str:
     return key.strip().replace("-", "_")
 
@@ -180,8 +201,11 @@ def _any_deepspeed_key() -> re.Pattern[str]:
 
 
 def sniff_score(path: str, text: str) -> int:
-    if _object_start(text) < 0:
+    start = _object_start(text)
+    if start < 0:
         return NOT_MINE
+    if len(text) <= _SNIFF_PARSE_LIMIT and _first_key_says_neox(text, start):
+        return NOT_MINE  # what the parse below concludes, without it (a GPT-NeoX config: ~1 ms each)
     keys = _top_level_keys(text)
     if keys is None:
         return NOT_MINE

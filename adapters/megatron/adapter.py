@@ -57,7 +57,7 @@ from trainlint.adapters.megatron.shell import FileText, ShellResult, evaluate
 from trainlint.adapters.megatron.spec_build import BuildContext, SpecBuilder, set_engine
 from trainlint.adapters.megatron.words import Field, Loc, Seg
 
-from trainlint.adapters.megatron.markers import FORMAT, SNIFF_YAML
+from trainlint.adapters.megatron.markers import FORMAT, model_args_yaml
 
 _DS_FLAGS = ("--deepspeed", "--deepspeed_config", "--deepspeed-config", "--deepscale", "--deepscale_config",
              "--zero-stage", "--deepspeed-activation-checkpointing", "--no-pipeline-parallel", "--zero-reduce-scatter",
@@ -81,7 +81,7 @@ def load_runs(source: SourceText, context: LoadContext) -> tuple[LoadResult, lis
     """:meth:`MegatronAdapter.load` plus the :class:`ParsedRun` of each spec, in the same order."""
     runs: list[ParsedRun] = []
     if source.path.lower().endswith((".yaml", ".yml")) or (
-            SNIFF_YAML.search(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
+            model_args_yaml(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
         return load_yaml(source, context, runs), runs
     return load_script(source, context, runs), runs
 

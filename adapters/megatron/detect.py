@@ -11,7 +11,7 @@ import re
 from functools import cache
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
-from trainlint.adapters.megatron.markers import FORMAT, SNIFF_YAML, YAML_FLAG_KEY
+from trainlint.adapters.megatron.markers import FORMAT, YAML_FLAG_KEY, model_args_yaml
 from trainlint.sources import SourceText
 
 # The patterns of a launch script's content are compiled on first use (functools.cache): a check of
@@ -72,8 +72,9 @@ class MegatronAdapter(Adapter):
     def sniff(self, path: str, text: str) -> int:
         head = text[:262144]
         lower = path.lower()
-        if lower.endswith((".yaml", ".yml")) or SNIFF_YAML.search(head):
-            if SNIFF_YAML.search(head) and YAML_FLAG_KEY.search(head):
+        model_args = model_args_yaml(head)
+        if lower.endswith((".yaml", ".yml")) or model_args:
+            if model_args and YAML_FLAG_KEY.search(head):
                 return BY_CONTENT + 10
             return NOT_MINE
         if lower.endswith(".json"):
@@ -89,7 +90,7 @@ class MegatronAdapter(Adapter):
         from trainlint.adapters.megatron.adapter import load_script, load_yaml
 
         if source.path.lower().endswith((".yaml", ".yml")) or (
-                SNIFF_YAML.search(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
+                model_args_yaml(source.text[:262144]) and not source.path.lower().endswith((".sh", ".bash"))):
             return load_yaml(source, context)
         return load_script(source, context)
 

@@ -14,3 +14,9 @@ SNIFF_YAML = re.compile(r"^MODEL_ARGS:[ \t]*(?:#.*)?$", re.M)
 """A MODEL_ARGS YAML (Megatron-LM's functional tests and recipes): its top-level key."""
 YAML_FLAG_KEY = re.compile(r"^[ \t]+[\"']?--[A-Za-z]", re.M)
 """An indented ``--flag:`` key under it."""
+
+
+def model_args_yaml(head: str) -> bool:
+    """A ``MODEL_ARGS:`` line (a functional-test YAML). The substring test first: the multi-line
+    pattern tries every line start of a script, and nearly no file has the word at all."""
+    return "MODEL_ARGS:" in head and SNIFF_YAML.search(head) is not None

@@ -93,6 +93,8 @@ def clear_caches() -> None:
     _beside.clear()
     _checkouts.clear()
     _roots.clear()
+    _git_roots.clear()
+    _config_roots.clear()
 
 
 def configure(settings: Mapping[str, str] | None, base: str | None = None) -> FrameworkSettings:
@@ -335,24 +337,63 @@ _roots: dict[tuple[str, str], Path] = {}
 """(folder, current directory) -> its project root."""
 
 
+_git_roots: dict[str, Path | None] = {}
+"""folder -> the git work tree holding it (None: none): every folder of a walk shares its answer,
+so the configs of sibling and nested folders walk the shared part once (as :data:`_roots`, this
+assumes the folders above do not change while trainlint runs)."""
+_config_roots: dict[str, Path | None] = {}
+"""folder -> the folder of the project config above it (None: none), shared the same way."""
+
+
 def _git_root(start: Path) -> Path | None:
+    walked: list[str] = []
+    found: Path | None = None
     for folder in (start, *start.parents):
+        key = str(folder)
+        if key in _git_roots:
+            found = _git_roots[key]
+            break
+        walked.append(key)
         try:
             if (folder / ".git").exists():
-                return folder
+                found = folder
+                break
         except OSError:
-            return None
-    return None
+            return None  # not remembered: the same error next time
+    _remember(_git_roots, walked, found)
+    return found
 
 
 def _config_root(start: Path) -> Path | None:
+    """The folder of the project config found above ``start`` (``find_config``), walked once per folder."""
     try:
-        from trainlint.config_files import find_config
+        from trainlint.config_files import config_in
 
-        found = find_config(start)
+        start = start.resolve()
+        directory = start if start.is_dir() else start.parent
+        walked: list[str] = []
+        root: Path | None = None
+        for folder in (directory, *directory.parents):
+            key = str(folder)
+            if key in _config_roots:
+                root = _config_roots[key]
+                break
+            walked.append(key)
+            found = config_in(folder)
+            if found is not None:
+                root = found.parent
+                break
     except Exception:  # noqa: BLE001 - an unreadable config leaves the fallback
         return None
-    return found.parent if found is not None else None
+    _remember(_config_roots, walked, root)
+    return root
+
+
+def _remember(memo: dict[str, Path | None], folders: list[str], found: Path | None) -> None:
+    if len(memo) > 4096:
+        memo.clear()
+    for folder in folders:
+        memo[folder] = found
 
 
 def _inside(path: Path, root: Path) -> bool:
