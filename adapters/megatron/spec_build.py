@@ -471,7 +471,7 @@ class SpecBuilder:
         hidden = list(dict.fromkeys(_short_text(f) for f in getattr(self.parsed, "passthrough", ())))
         if self.ctx.entry is None or not is_core_entry(self.ctx.entry):
             hidden.append(f"the defaults of entry point {self.ctx.entry or '(none)'}")
-        if hidden:
+        if hidden and not self.spec.core_configs_only:  # a config that builds Megatron-Core's configs has no command line
             r.open_arguments = derived(hidden, "arguments only known at launch")
         if self.parsed.other_release:
             r.other_release = derived(list(self.parsed.other_release),

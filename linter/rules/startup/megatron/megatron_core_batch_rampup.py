@@ -144,8 +144,9 @@ class BatchRampup(MegatronRule):
         bad = start if start % unit else (start + increment if diff > 0 and samples > 0 and increment % unit else None)
         if bad is None:
             return
+        who = "Megatron-Core" if can_decrease else "Megatron-LM"
         yield Finding(f"{shown} makes a global batch of {bad}, not a multiple of micro batch {micro} x DP {dp} = {unit}: "
-                      f"Megatron-Core stops in the training loop with \"current global batch size ({bad}) is not "
+                      f"{who} stops in the training loop with \"current global batch size ({bad}) is not "
                       f"divisible by micro-batch-size ({micro}) timesdata parallel size ({dp})\"",
                       at=a.at("rampup_batch_size"),
                       also=(("parallel.data", "data-parallel size"), ("batch.micro_batch", "micro batch")),

@@ -42,10 +42,13 @@ class LaunchReleaseChecks(ReleaseCheckTable):
     name = "megatron-launch-release-checks"
     summary = "decoder sequence length with the interleaved schedule, or RL rollout submission, refused by a release"
     checks = (
-        R(SCHEDULES, 676, "core_v0.4.0", "core_v0.11.0", ("decoder_seq_length", "set"),
-          ("decoder_seq_length", "!=", Dest("seq_length")), ("pipeline_model_parallel_size", ">", 1),
-          ("interleaved_schedule", "on"),
-          says="Interleaving is not supported with a different decoder sequence length."),
+        # validate_args sets a virtual pipeline size (the interleaved schedule) from either virtual-stage option;
+        # --num-virtual-stages-per-pipeline-rank exists from core_v0.11.0
+        *(R(SCHEDULES, 676, first, "core_v0.11.0", ("decoder_seq_length", "set"),
+            ("decoder_seq_length", "!=", Dest("seq_length")), ("pipeline_model_parallel_size", ">", 1), (virtual, "set"),
+            says="Interleaving is not supported with a different decoder sequence length.")
+          for first, virtual in (("core_v0.4.0", "num_layers_per_virtual_pipeline_stage"),
+                                 ("core_v0.11.0", "num_virtual_stages_per_pipeline_rank"))),
         R(ARGS, 533, "core_v0.19.0", "core_v0.19.0", ("rl_submission_granularity", "==", "R"),
           ("perform_rl_step", "on"), ("rl_partial_rollouts", "off"), quiet("rl_generation_lag", "<=", 0),
           says="Rollout submission granularity requires streaming grouped rollouts."),

@@ -235,15 +235,6 @@ def _extended_tp(look: Callable[[str], Any], target: Any) -> Any:
     return tp * ep
 
 
-def _interleaved(look: Callable[[str], Any], target: Any) -> Any:
-    """validate_args sets a virtual pipeline size (the interleaved schedule) when either virtual-stage
-    option is given; a release that does not define one of them leaves it unset."""
-    given = [look(d) for d in ("num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank")]
-    if any(v is not None and v is not _UNKNOWN for v in given):
-        return True
-    return _UNKNOWN  # not interleaved, or not known: the row stays silent either way
-
-
 def _no_rope_length(look: Callable[[str], Any], target: Any) -> Any:
     """The length of a ``--no-rope-freq`` list pattern (an integer form is another check)."""
     from trainlint.rules.startup.megatron.layer_pattern import pattern_list
@@ -261,8 +252,6 @@ DERIVED: dict[str, tuple[tuple[str, ...], Derive]] = {
     "no_rope_length": (("no_rope_freq",), _no_rope_length),
     "ffn_size": (("ffn_hidden_size", "hidden_size", "swiglu"), _ffn_size),
     "extended_tp_size": (("tensor_model_parallel_size", "expert_model_parallel_size"), _extended_tp),
-    "interleaved_schedule": (("num_layers_per_virtual_pipeline_stage", "num_virtual_stages_per_pipeline_rank"),
-                             _interleaved),
     "moe_lb_type_count": (("moe_router_load_balancing_type",),
                           lambda look, target: _count(look("moe_router_load_balancing_type"))),
     "moe_aux_loss_coeff_count": (("moe_aux_loss_coeff",), lambda look, target: _count(look("moe_aux_loss_coeff"))),
@@ -388,7 +377,7 @@ def _shown(a: MegatronArgs, look: ReleaseValues, dest: str, op: str, value: Any)
             v = look(source)
             if a.given(source):
                 parts.append(f"{a.flag(source)} {_spelled(v)}" if v is not True else a.flag(source))
-            elif v is not _UNKNOWN and v is not None and source != dest:
+            elif v is not _UNKNOWN and v is not None and v is not False and source != dest:
                 parts.append(f"{a.flag(source)} {_spelled(v)} (the default)")
         return ", ".join(parts) or f"{dest} {_spelled(value)}"
     flag = a.flag(dest)
