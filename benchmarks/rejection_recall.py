@@ -9,6 +9,7 @@ framework's cases are kept by whoever reads that framework's tests), with a ``ca
       expect: reject                     # reject | accept
       source: tests/unit_tests/test_x.py::test_y @ d98e8a6   # the test it was written from
       release: core_v0.15.0              # optional: stated as the project's framework release
+      args: [--nodes, 16]                # optional: how the run is launched (a world size the test passes)
       why: what the framework refuses    # optional, for the reader
 
 A rejection counts as **caught** when trainlint reports a start-up finding on it (a TL0xx input
@@ -48,6 +49,8 @@ class Case:
     source: str
     release: str | None = None
     why: str = ""
+    args: tuple[str, ...] = ()
+    """Command-line options of the check (``--nodes 16 --gpus-per-node 8``: the world size the test passes)."""
 
 
 @dataclass
@@ -76,7 +79,7 @@ def load_cases(framework: str | None = None) -> list[Case]:
             if not path.is_file():
                 raise SystemExit(f"{manifest}: no file {entry['file']}")
             out.append(Case(folder.name, path, entry["expect"], entry.get("source", ""), entry.get("release"),
-                            entry.get("why", "")))
+                            entry.get("why", ""), tuple(str(a) for a in entry.get("args", ()))))
     return out
 
 
@@ -95,8 +98,8 @@ def run(case: Case) -> Outcome:
             toml = Path(tmp) / "trainlint.toml"
             toml.write_text(f'framework = {{{case.framework} = "{case.release}"}}\n', encoding="utf-8")
             config = ["--config", str(toml)]
-        done = subprocess.run([sys.executable, "-m", "trainlint", "check", *config, "--format", "json", "--exit-zero",
-                               str(target)], capture_output=True, text=True, timeout=600, check=False)
+        done = subprocess.run([sys.executable, "-m", "trainlint", "check", *config, *case.args, "--format", "json",
+                               "--exit-zero", str(target)], capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
         raise SystemExit(f"trainlint failed on {case.file}: {done.stderr[-2000:]}")
     outcome = Outcome(case)

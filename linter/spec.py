@@ -238,6 +238,11 @@ class RunSpec:
     launch_only: Value | None = None
     """Layout settings written but only known at launch (``--tensor-model-parallel-size $TP``), as
     ``[flag, why]`` pairs: an estimate would silently take the framework's default for them."""
+    open_arguments: Value | None = None
+    """The launch command may hold arguments trainlint cannot see: a list of what they come from
+    (``$EXTRA_ARGS`` from the environment, ``"$@"``, a variable of an unreadable sourced file). None: every
+    argument of the command is read, so a flag that is not written is not given (Megatron's checks of
+    required flags)."""
     other_release: Value | None = None
     """The flags that show a Megatron-LM script is written for another release or a fork than
     the one it is checked against (assumed, no framework source beside it): a list of flags the

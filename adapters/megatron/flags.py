@@ -597,11 +597,17 @@ class ArgReader:
         if dep is None:
             return
         if dep.get("source") and self.target is not None:
-            # The target's own source refuses it (its validate_args), whatever the script's dialect.
+            # The target's own source refuses it (its validate_args), whatever the script's dialect; a
+            # replacement that is the same option renamed (its message names it) is a safe rename there
+            # too, as for upstream's refusals below.
+            replacement = dep.get("replacement")
+            renamed = bool(replacement) and self._known_target and self._one_to_one(info, replacement)
             self._diag("TL008", f"`{spelled}` makes {self.target.describe()} fail at start-up"
-                       + (f"; use `{dep['replacement']}`" if dep.get("replacement") else "")
+                       + (f"; use `{replacement}`" if replacement else "")
                        + f". Its check: \"{dep.get('message', '')}\"", loc, severity=Severity.ERROR,
-                       fix=dep.get("replacement"), applicability=Applicability.DISPLAY if dep.get("replacement") else None)
+                       fix=replacement, applicability=(Applicability.SAFE if renamed else Applicability.DISPLAY)
+                       if replacement else None,
+                       edit=replacement if renamed and word is not None else None, edit_at=word)
             return
         if self.dialect != CURRENT:
             return  # flags of Megatron-DeepSpeed and older copies are valid there

@@ -16,7 +16,7 @@ from trainlint.positions import Span
 from trainlint.provenance import Origin, Provenance, Value, default, derived
 from trainlint.spec import EngineSpec, TrainingSpec
 
-from trainlint.adapters.megatron.flags import CURRENT, DEEPSPEED, LEGACY, ParsedArgs, Setting
+from trainlint.adapters.megatron.flags import CURRENT, DEEPSPEED, LEGACY, ParsedArgs, Setting, is_core_entry
 from trainlint.adapters.megatron.vocab import vocab_fields
 from trainlint.adapters.megatron.words import Field, Loc
 
@@ -466,9 +466,21 @@ class SpecBuilder:
         # --use-checkpoint-args: load_args_from_checkpoint (megatron/training/checkpointing.py) overrides
         # the model shape and parallel flags with the checkpoint's
         r.shape_from_checkpoint = self.spec.settings.get("use_checkpoint_args")
+        # ``$EXTRA_ARGS``, ``"$@"``: fields whose words are only known at launch, any flag among them; an
+        # entry point not Megatron's own may give validate_args defaults of its own (``args_defaults``)
+        hidden = list(dict.fromkeys(_short_text(f) for f in getattr(self.parsed, "passthrough", ())))
+        if self.ctx.entry is None or not is_core_entry(self.ctx.entry):
+            hidden.append(f"the defaults of entry point {self.ctx.entry or '(none)'}")
+        if hidden and not self.spec.core_configs_only:  # a config that builds Megatron-Core's configs has no command line
+            r.open_arguments = derived(hidden, "arguments only known at launch")
         if self.parsed.other_release:
             r.other_release = derived(list(self.parsed.other_release),
                                       "flags the assumed Megatron-LM release does not define")
+
+
+def _short_text(f: Field) -> str:
+    text = f.partial_text
+    return text if len(text) <= 60 else text[:59] + "…"
 
 
 def framework_facts(spec: TrainingSpec) -> None:

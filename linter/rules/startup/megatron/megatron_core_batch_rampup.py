@@ -14,6 +14,9 @@ from trainlint.adapters.megatron.arguments import MegatronArgs
 from trainlint.rules.startup.releases import Releases
 
 RELEASES = Releases("megatron", first="core_v0.8.0", last="core_v0.17.0")
+OLDER = Releases("megatron", first="core_v0.4.0", last="core_v0.7.0")
+"""Megatron-LM's own ramp-up calculator (``megatron/microbatches.py``, ``megatron/training/microbatches.py``):
+its constructor's checks are TL608's; its update makes the same per-step check in the training loop."""
 
 
 def _integer(text: object) -> int | None:
@@ -36,7 +39,8 @@ class BatchRampup(MegatronRule):
     ramp-up a multiple of micro batch x data-parallel size.
 
     The check runs when the run states or locates a release from core_v0.8.0 to core_v0.17.0
-    (upstream turns the ramp-up into a step schedule, checked by TL175).
+    (upstream turns the ramp-up into a step schedule, checked by TL175); from core_v0.4.0 to
+    core_v0.7.0 Megatron-LM's own calculator makes the per-step check (its other checks are TL608's).
 
     ## Why is this bad?
     The calculator asserts while Megatron-LM initialises, before the first step.
@@ -56,6 +60,9 @@ class BatchRampup(MegatronRule):
     * `megatron/core/num_microbatches_calculator.py:475-483@9539a12` (core_v0.9.0 to core_v0.17.0; core_v0.8.0:
       `megatron/core/num_microbatches_calculator.py:289@baf94af`): "current global batch size (...) is not divisible
       by micro-batch-size (...) timesdata parallel size (...)", checked in the training loop
+    * `megatron/training/microbatches.py:137-143@a645f89` (core_v0.4.0 to core_v0.7.0; `megatron/microbatches.py`
+      up to core_v0.5.0), checked as the training loop updates it: "current global batch size (...) is not
+      divisible by micro-batch-size (...) timesdata parallel size (...)"
     * `megatron/core/num_microbatches_calculator.py:425-429@9539a12` (core_v0.9.0 to core_v0.17.0; core_v0.8.0:
       `megatron/core/num_microbatches_calculator.py:252-257@baf94af`): "expected global batch size to be greater
       than or equal to start batch size", "expected global batch size interval (...) to be divisible by global
@@ -69,7 +76,10 @@ class BatchRampup(MegatronRule):
 
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
         target = a.spec.target
-        if not a.given("rampup_batch_size") or not release_stated(target) or not RELEASES.includes(target):
+        if not a.given("rampup_batch_size") or not release_stated(target):
+            return
+        older = OLDER.includes(target)
+        if not older and not RELEASES.includes(target):
             return
         raw = a.get("rampup_batch_size")
         if not isinstance(raw, (list, tuple)) or len(raw) != 3:
@@ -79,6 +89,9 @@ class BatchRampup(MegatronRule):
             return
         at, flag = a.at("rampup_batch_size"), a.flag("rampup_batch_size")
         shown = f"{flag} {start} {increment} {samples}"
+        if older:
+            yield from self._older(a, start, increment, samples, shown)
+            return
         if start <= 0:
             yield Finding(f"{shown}: Megatron-Core stops with \"start batch size should be positive, got {start}.\"", at=at)
             return
@@ -106,8 +119,19 @@ class BatchRampup(MegatronRule):
         else:
             yield from self._steps(a, start, increment, samples, diff, shown)
 
+    def _older(self, a: MegatronArgs, start: int, increment: int, samples: int, shown: str) -> Iterator[Finding]:
+        """core_v0.4.0-0.7.0: the constructor's refusals are TL608's; what passes them is checked step by step."""
+        gbs = a.int_field("batch.global_batch")
+        if start <= 0 or increment <= 0 or samples < 0 or gbs is None or not a.given("global_batch_size"):
+            return
+        diff = gbs - start
+        if diff < 0 or diff % increment:
+            return
+        yield from self._steps(a, start, increment, samples, diff, shown, can_decrease=False)
+
     @staticmethod
-    def _steps(a: MegatronArgs, start: int, increment: int, samples: int, diff: int, shown: str) -> Iterator[Finding]:
+    def _steps(a: MegatronArgs, start: int, increment: int, samples: int, diff: int, shown: str,
+               can_decrease: bool = True) -> Iterator[Finding]:
         """Every batch of the ramp-up must split into micro batches over the data-parallel ranks:
         the training loop updates the calculator with ``consistency_check=True``
         (``megatron/training/training.py:2097@23e00ed``) unless ``--decrease-batch-size-if-needed``."""
@@ -120,12 +144,14 @@ class BatchRampup(MegatronRule):
         bad = start if start % unit else (start + increment if diff > 0 and samples > 0 and increment % unit else None)
         if bad is None:
             return
+        who = "Megatron-Core" if can_decrease else "Megatron-LM"
         yield Finding(f"{shown} makes a global batch of {bad}, not a multiple of micro batch {micro} x DP {dp} = {unit}: "
-                      f"Megatron-Core stops in the training loop with \"current global batch size ({bad}) is not "
+                      f"{who} stops in the training loop with \"current global batch size ({bad}) is not "
                       f"divisible by micro-batch-size ({micro}) timesdata parallel size ({dp})\"",
                       at=a.at("rampup_batch_size"),
                       also=(("parallel.data", "data-parallel size"), ("batch.micro_batch", "micro batch")),
-                      fix=f"a start batch and increment that are multiples of {unit}, or --decrease-batch-size-if-needed")
+                      fix=f"a start batch and increment that are multiples of {unit}"
+                          + (", or --decrease-batch-size-if-needed" if can_decrease else ""))
 
 
 def _assumed(a: MegatronArgs, dotted: str) -> bool:

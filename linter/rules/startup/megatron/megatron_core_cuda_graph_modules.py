@@ -5,9 +5,15 @@ are TL167's."""
 
 from __future__ import annotations
 
+from typing import Iterator
+
+from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import TCFG
 from trainlint.rules.startup.megatron.check_table import Check, CheckTable, Cond, _C
 from trainlint.rules.startup.megatron.core_releases import references
+from trainlint.rules.startup.megatron.release_table import R, ReleaseCheck, ReleaseCheckTable
+from trainlint.rules.startup.megatron.release_table import references as release_references
+from trainlint.rules.startup.megatron_args import MegatronArgs
 
 _HAS = "cuda_graph_modules"
 _DTOH = ("moe_preprocess cuda graph is not supported when there are DtoH copies and synchronizations in the "
@@ -77,6 +83,39 @@ def _graphed_recompute() -> tuple[Check, ...]:
     return tuple(rows)
 
 
+def _graphed_recompute_scopes() -> tuple[ReleaseCheck, ...]:
+    """The same random-number checks in core_v0.16.0 and core_v0.17.0, on ``--cuda-graph-scope``: the
+    whole layer is captured when the scope list is empty (its default) or names ``full`` (validate_args
+    empties it) or ``full_iteration``. Read with the release's own defaults (the scope option is not
+    upstream's), hence release rows."""
+    graphs: Cond = ("cuda_graph_impl", "!=", "none")
+    selective: Cond = ("recompute_granularity", "==", "selective")
+    scope = "cuda_graph_scope"
+    whole: tuple[tuple[Cond, ...], ...] = (((scope, "empty"),), ((scope, "has", "full"),), ((scope, "has", "full_iteration"),))
+    rows: list[ReleaseCheck] = []
+    for captured in whole + (((scope, "has", "attn"),),):
+        for recomputed in ((("recompute_modules", "has", "core_attn"),), (("recompute_modules", "unset"),)):
+            rows.append(R(TCFG, 2035, "core_v0.16.0", "core_v0.17.0", graphs, selective, ("attention_dropout", "!=", 0),
+                          *captured, *recomputed,
+                          says="attention dropout is not supported with graphed attention recomputation."))
+    for module in ("mlp", "moe"):
+        for captured in whole + (((scope, "has", module),),):
+            rows.append(R(TCFG, 2042, "core_v0.16.0", "core_v0.17.0", graphs, selective, ("hidden_dropout", "!=", 0),
+                          *captured, ("recompute_modules", "has", module),
+                          says="hidden dropout is not supported with graphed MLP/MoE recomputation."))
+    for captured in whole + (((scope, "has", "moe"),),):
+        rows.append(R(TCFG, 2050, "core_v0.16.0", "core_v0.17.0", graphs, selective, ("moe_input_jitter_eps", "set"),
+                      *captured, ("recompute_modules", "has", "moe"),
+                      says="moe_input_jitter_eps is not supported with graphed moe recomputation."))
+    return tuple(rows)
+
+
+class _ScopeRecompute(ReleaseCheckTable):
+    """The core_v0.16.0-0.17.0 rows, run by TL638 (not a rule of its own)."""
+
+    checks = _graphed_recompute_scopes()
+
+
 class CudaGraphModules(CheckTable):
     """## What it does
     Checks the modules a per-layer CUDA graph (`--cuda-graph-impl local` or `transformer_engine`)
@@ -93,6 +132,10 @@ class CudaGraphModules(CheckTable):
     list) must not draw random numbers: no attention dropout with `core_attn` recomputed (the
     default module; Megatron-LM's dropouts default to 0.1), no hidden dropout with `mlp` / `moe`,
     no MoE input jitter with `moe`.
+
+    The same random-number checks are made on `--cuda-graph-scope` in core_v0.16.0 and core_v0.17.0
+    (its empty default, `full` or `full_iteration` capture the whole layer), when the run states or
+    locates such a release.
 
     ## Why is this bad?
     `TransformerConfig.__post_init__` asserts while it builds the model configuration.
@@ -128,4 +171,11 @@ class CudaGraphModules(CheckTable):
     )
 
 
-CudaGraphModules.__doc__ = (CudaGraphModules.__doc__ or "").rstrip() + "\n" + references(CudaGraphModules.checks)
+    def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
+        yield from super().findings(a, ctx)
+        yield from ReleaseCheckTable.findings(_SCOPE_ROWS, a, ctx)
+
+
+_SCOPE_ROWS = _ScopeRecompute()
+CudaGraphModules.__doc__ = (CudaGraphModules.__doc__ or "").rstrip() + "\n" + references(CudaGraphModules.checks) + \
+    release_references(_ScopeRecompute.checks).split("## References\n", 1)[1]

@@ -43,7 +43,8 @@ MICRO = "megatron/microbatches.py"
 Cond = tuple[Any, ...]
 """``(dest, op)`` or ``(dest, op, operand)``; ops: ``on`` / ``off`` (truthy / falsy), ``set`` / ``unset``
 (not None / None), ``==``, ``!=``, ``<``, ``<=``, ``>``, ``>=``, ``in`` / ``not in`` (a tuple),
-``has`` / ``lacks`` (a list option contains / lacks the operand), ``several`` (a list of more than one),
+``has`` / ``lacks`` (a list option contains / lacks the operand), ``empty`` / ``nonempty``, ``several`` (a list
+of more than one),
 ``length !=`` (a list of another length), ``not a multiple of``. An operand may be :class:`Dest`: another
 option's value."""
 
@@ -205,7 +206,55 @@ def _spec_first(look: Callable[[str], Any], target: Any) -> Any:
     return spec
 
 
+def _count(value: Any) -> Any:
+    """How many values a ``nargs='+'`` option holds as TransformerConfig receives it: validate_args
+    unwraps a one-element list (``arguments.py:1661-1664@d98e8a6``, core_v0.14.0 on), and a scalar
+    default is one value."""
+    if value is _UNKNOWN or value is None:
+        return _UNKNOWN
+    return len(value) if isinstance(value, (list, tuple)) else 1
+
+
+def _ffn_size(look: Callable[[str], Any], target: Any) -> Any:
+    """validate_args' ``--ffn-hidden-size`` when it is not given: ``int((4 * h * 2 / 3) / 64) * 64`` with
+    ``--swiglu``, else ``4 * h`` (the same in every audited release)."""
+    ffn = look("ffn_hidden_size")
+    if ffn is not None:
+        return ffn
+    hidden, swiglu = look("hidden_size"), look("swiglu")
+    if not isinstance(hidden, int) or isinstance(hidden, bool) or swiglu is _UNKNOWN:
+        return _UNKNOWN
+    return int((4 * hidden * 2 / 3) / 64) * 64 if swiglu else 4 * hidden
+
+
+def _extended_tp(look: Callable[[str], Any], target: Any) -> Any:
+    """TransformerConfig (core_v0.7.0-0.9.0): ``extended_tp_size = TP * EP``."""
+    tp, ep = look("tensor_model_parallel_size"), look("expert_model_parallel_size")
+    if not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in (tp, ep)):
+        return _UNKNOWN
+    return tp * ep
+
+
+def _no_rope_length(look: Callable[[str], Any], target: Any) -> Any:
+    """The length of a ``--no-rope-freq`` list pattern (an integer form is another check)."""
+    from trainlint.rules.startup.megatron.layer_pattern import pattern_list
+
+    value = look("no_rope_freq")
+    if isinstance(value, (list, tuple)):
+        return len(value)
+    if not isinstance(value, str):
+        return _UNKNOWN
+    items = pattern_list(value.strip())
+    return _UNKNOWN if items is None else len(items)
+
+
 DERIVED: dict[str, tuple[tuple[str, ...], Derive]] = {
+    "no_rope_length": (("no_rope_freq",), _no_rope_length),
+    "ffn_size": (("ffn_hidden_size", "hidden_size", "swiglu"), _ffn_size),
+    "extended_tp_size": (("tensor_model_parallel_size", "expert_model_parallel_size"), _extended_tp),
+    "moe_lb_type_count": (("moe_router_load_balancing_type",),
+                          lambda look, target: _count(look("moe_router_load_balancing_type"))),
+    "moe_aux_loss_coeff_count": (("moe_aux_loss_coeff",), lambda look, target: _count(look("moe_aux_loss_coeff"))),
     "use_dist_ckpt": (("use_dist_ckpt", "ckpt_format"), _use_dist_ckpt),
     "gtp_weight_remat_size": (("tensor_parallel_num_weight_shards", "tensor_model_parallel_size"), _gtp_factor),
     "hybrid_pipeline_segments": (("hybrid_layer_pattern",), _segments),
@@ -285,6 +334,9 @@ def _holds(value: Any, op: str, operand: Any) -> bool | None:
         return value is not None
     if op == "unset":
         return value is None
+    if op in ("empty", "nonempty"):
+        empty = value is None or (isinstance(value, (list, tuple, str)) and len(value) == 0)
+        return empty if op == "empty" else not empty
     if op == "several":
         return isinstance(value, (list, tuple)) and len(value) > 1
     if op == "length !=":
@@ -325,7 +377,7 @@ def _shown(a: MegatronArgs, look: ReleaseValues, dest: str, op: str, value: Any)
             v = look(source)
             if a.given(source):
                 parts.append(f"{a.flag(source)} {_spelled(v)}" if v is not True else a.flag(source))
-            elif v is not _UNKNOWN and v is not None and source != dest:
+            elif v is not _UNKNOWN and v is not None and v is not False and source != dest:
                 parts.append(f"{a.flag(source)} {_spelled(v)} (the default)")
         return ", ".join(parts) or f"{dest} {_spelled(value)}"
     flag = a.flag(dest)
@@ -334,7 +386,7 @@ def _shown(a: MegatronArgs, look: ReleaseValues, dest: str, op: str, value: Any)
         if isinstance(value, bool):
             # a store_false flag (--no-rope-fusion) on by default: it is its absence that counts
             return f"without {flag}" if value == negative else f"{flag.replace('--no-', '--', 1)} (on by default)"
-        if op in ("off", "unset") or value is None:
+        if op in ("off", "unset", "empty") or value is None or value == []:
             return f"without {flag}"
         return f"{flag} {_spelled(value)} (the default)"
     if value is True or (value is False and negative):
