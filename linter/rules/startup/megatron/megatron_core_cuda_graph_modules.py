@@ -13,7 +13,7 @@ from trainlint.rules.startup.megatron.check_table import Check, CheckTable, Cond
 from trainlint.rules.startup.megatron.core_releases import references
 from trainlint.rules.startup.megatron.release_table import R, ReleaseCheck, ReleaseCheckTable
 from trainlint.rules.startup.megatron.release_table import references as release_references
-from trainlint.rules.startup.megatron_args import MegatronArgs
+from trainlint.adapters.megatron.arguments import MegatronArgs
 
 _HAS = "cuda_graph_modules"
 _DTOH = ("moe_preprocess cuda graph is not supported when there are DtoH copies and synchronizations in the "

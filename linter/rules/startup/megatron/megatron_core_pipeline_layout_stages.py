@@ -9,7 +9,7 @@ from typing import Iterator
 from trainlint import hookimpl
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import MegatronRule
-from trainlint.rules.startup.megatron_args import MegatronArgs
+from trainlint.adapters.megatron.arguments import MegatronArgs
 from trainlint.rules.startup.releases import Releases
 
 RELEASES = Releases("megatron", first="core_v0.13.0")

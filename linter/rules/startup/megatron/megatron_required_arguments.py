@@ -9,7 +9,7 @@ from typing import Iterator
 from trainlint import hookimpl
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import MegatronRule
-from trainlint.rules.startup.megatron_args import MegatronArgs
+from trainlint.adapters.megatron.arguments import MegatronArgs
 from trainlint.rules.startup.releases import Releases
 
 _REPLACED_BY = ("use_checkpoint_args", "yaml_cfg", "heterogeneous_layers_config_path", "retro_project_dir")
