@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from trainlint.adapters.deepspeed.adapter import deepspeed_optimizer
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.memory import one_stage, stage_activation_bytes
@@ -61,10 +63,21 @@ def test_the_releasable_allocator_cache_is_shown_but_not_needed(monkeypatch) -> 
     monkeypatch.setattr(C, "ALLOCATOR_CACHE", 0.4)
     s = one_stage(i, 0, i.layers)
     assert s.total == bare.total  # the verdict does not move with the cache
-    assert s.cache == 0.4 * (s.activations + s.buffers) > 0
+    churn = s.activations - (s.in_flight - 1) * s.detail["stored_per_microbatch"]
+    assert s.cache == pytest.approx(0.4 * (churn + s.buffers)) and s.cache > 0
     assert s.observed == s.total + s.cache
     assert s.reserved == s.observed - s.detail["cuda_context"] - s.detail["nccl"]
     assert bare.observed == bare.total
+
+
+def test_the_allocator_cache_follows_one_micro_batch_not_the_micro_batches_in_flight() -> None:
+    """Micro-batches held by a pipeline stage reuse blocks of one size: more in flight, the same cache."""
+    i = make_inputs(layers=8, pp=4, dp=2, world=8, micro=1, grad_accum=16, global_batch=32)
+    first, last = one_stage(i, 0, 2), one_stage(i, 3, 2)
+    assert first.in_flight > last.in_flight
+    assert first.activations > last.activations
+    # the first stage holds more micro-batches, not a larger cache (the last adds its logits only)
+    assert first.cache <= last.cache
 
 
 def _megatron_ds_spec(tmp_path, *flags: str):

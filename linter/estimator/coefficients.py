@@ -225,9 +225,10 @@ flattened ZeRO partitions, which sit in blocks of their own from the first step 
 13-20 GiB on recipe runs that completed)."""
 
 ALLOCATOR_CACHE = 0.6
-"""Fitted (range 0-0.6; the in-sample fit of ``benchmarks/accuracy.py --passes 2`` sits at the top of the
-range, leave-one-source-out refits at 0.48-0.6). Share of the same per-step pool that the caching allocator keeps reserved
-beyond ALLOCATOR_FRAGMENTATION while the GPU has room: whole cached blocks, freed and the allocation
+"""Fitted (range 0-0.6). Share of what one micro-batch allocates and frees (its activations, workspaces and
+logits, and the transient buffers; not the other micro-batches a pipeline stage holds, whose blocks are of the
+sizes the next one asks for again) that the caching allocator keeps reserved beyond ALLOCATOR_FRAGMENTATION
+while the GPU has room: whole cached blocks, freed and the allocation
 retried before PyTorch raises out-of-memory (c10/cuda/CUDACachingAllocator.cpp), so never part of what a
 run needs. nvidia-smi and torch.cuda.max_memory_reserved show it (the gap between max_reserved and
 max_allocated of long runs is 10-35% of the whole): the calibration rows that state reserved or

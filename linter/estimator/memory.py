@@ -425,8 +425,9 @@ def fragmentation_bytes(per_step: float, buffers: float) -> float:
 
 
 def allocator_cache_bytes(per_step: float, buffers: float) -> float:
-    """The rest of what the allocator keeps reserved over the same per-step pool while the GPU has room
-    (ALLOCATOR_CACHE): whole cached blocks, which it frees and retries with before it raises
+    """The rest of what the allocator keeps reserved while the GPU has room over what one micro-batch
+    allocates and frees (its activations, workspaces, logits; the transient buffers) (ALLOCATOR_CACHE): whole
+    cached blocks, which it frees and retries with before it raises
     out-of-memory (c10/cuda/CUDACachingAllocator.cpp: "If the cudaMalloc fails, the allocator will free
     all cached blocks that are not split and retry the allocation"). Shown by nvidia-smi and
     max_memory_reserved, never needed for the run to fit."""
@@ -448,8 +449,12 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
     ctx = C.CUDA_CONTEXT_GIB * C.GIB
     frag = fragmentation_bytes(acts, buffers)
     detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
+    flight = in_flight(i, stage)
+    # the cache grows with what one micro-batch allocates and frees: the stored activations of the other
+    # micro-batches in flight are blocks of the very sizes the next micro-batch asks for again
+    churn = acts - (flight - 1.0) * detail.get("stored_per_microbatch", 0.0)
     return StageMemory(stage, layers, params, grads, opt, acts, buffers, ctx + nccl + frag, detail,
-                       in_flight(i, stage), n, allocator_cache_bytes(acts, buffers))
+                       flight, n, allocator_cache_bytes(churn, buffers))
 
 
 def _stage_static(i: Inputs, stage: int, layers: int, cache: Cache | None) -> tuple[float, ...]:
