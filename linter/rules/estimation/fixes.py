@@ -497,7 +497,8 @@ class _Answer:
     key: tuple
     """The fields the search read, with their values (:meth:`trainlint.layout.reads.ReadLog.key`)."""
     fixed: tuple
-    """What every search reads: framework, format, dialect, entry point, target and its catalog."""
+    """The spec's own attributes (:func:`_fixed`): framework, format, dialect, entry point, file, sources,
+    target and its catalog."""
     best: Any
     make: Callable[[TrainingSpec], TrainingSpec] | None
     """How to make ``best``'s spec from a spec: the best layout's changes applied."""
@@ -514,8 +515,9 @@ class _Answer:
 
 
 def _fixed(spec: TrainingSpec) -> tuple:
-    return (spec.framework, spec.format, spec.dialect, spec.entry_point, spec.core_configs_only, spec.target,
-            getattr(spec.target, "catalog", None))
+    """The spec's own attributes (not traced): compared whole, the file and its run included."""
+    return (spec.framework, spec.format, spec.dialect, spec.entry_point, spec.core_configs_only, spec.path, spec.named,
+            tuple(spec.sources), spec.target, getattr(spec.target, "catalog", None))
 
 
 def _same_fixed(a: tuple, b: tuple) -> bool:
