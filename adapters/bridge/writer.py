@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from trainlint.results import FileResult
 from trainlint.spec import TrainingSpec
 from trainlint.writing import Buffer, Texts, TextMapping, Writer, WritebackError, yaml_value
 
@@ -40,8 +41,8 @@ def _dests(path: str) -> set[str]:
 class BridgeWriter(Writer):
     unverified = frozenset({"batch.grad_accum"})  # Megatron-Core derives it from global, micro and DP
 
-    def __init__(self, texts: Texts, result: Any, spec: TrainingSpec, changes: dict[str, Any], index: int) -> None:
-        """``result``: the checker's FileResult of the file (duck-typed: the checker is a layer above)."""
+    def __init__(self, texts: Texts, result: FileResult, spec: TrainingSpec, changes: dict[str, Any], index: int) -> None:
+        """``result``: the file's FileResult (a core type: the writers of every format take it)."""
         self.spec = spec
         self.changes = changes
         self.touched: set[str] = set()
