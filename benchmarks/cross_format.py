@@ -147,14 +147,7 @@ def core_disagreements(run: Run, workdir: str, gpu: str = "a100-80gb") -> dict[s
         diff = sorted(k for k in set(typed[0]) | set(typed[1]) if typed[0].get(k) != typed[1].get(k))
         found["fields Bridge/LM"] = ", ".join(f"{k}: {typed[1].get(k)!r} vs {typed[0].get(k)!r}" for k in diff[:4])
     bridge, lm = ests["bridge"], ests["megatron-lm"]
-    if (bridge.inputs.micro, bridge.inputs.grad_accum, bridge.inputs.global_batch, bridge.inputs.dp) != \
-            (lm.inputs.micro, lm.inputs.grad_accum, lm.inputs.global_batch, lm.inputs.dp):
-        found["batch Bridge/LM"] = f"{(bridge.inputs.micro, bridge.inputs.grad_accum, bridge.inputs.global_batch)} vs " \
-                                   f"{(lm.inputs.micro, lm.inputs.grad_accum, lm.inputs.global_batch)}"
-    if abs(bridge.worst_stage.total - lm.worst_stage.total) > SAME_ENGINE * lm.worst_stage.total:
-        found["memory Bridge/LM"] = f"{bridge.worst_stage.total / 2**30:.4f} vs {lm.worst_stage.total / 2**30:.4f} GiB"
-    if abs(bridge.tokens_per_s - lm.tokens_per_s) > SAME_ENGINE * lm.tokens_per_s:
-        found["tokens/s Bridge/LM"] = f"{bridge.tokens_per_s:,.1f} vs {lm.tokens_per_s:,.1f}"
+    found.update(bridge_vs_lm(bridge, lm))
     return found
 
 
@@ -187,6 +180,21 @@ def step_sets_peak(e: Any) -> bool:
     return "step_grad_copy" in e.worst_stage.detail
 
 
+def bridge_vs_lm(bridge: Any, lm: Any) -> dict[str, str]:
+    """Where the Bridge estimate of a run parts from the Megatron-LM one (the same engine: held to
+    SAME_ENGINE): the batch triple and DP, the memory of the worst stage, tokens/s."""
+    found: dict[str, str] = {}
+    if (bridge.inputs.micro, bridge.inputs.grad_accum, bridge.inputs.global_batch, bridge.inputs.dp) != \
+            (lm.inputs.micro, lm.inputs.grad_accum, lm.inputs.global_batch, lm.inputs.dp):
+        found["batch Bridge/LM"] = f"{(bridge.inputs.micro, bridge.inputs.grad_accum, bridge.inputs.global_batch)} vs " \
+                                   f"{(lm.inputs.micro, lm.inputs.grad_accum, lm.inputs.global_batch)}"
+    if abs(bridge.worst_stage.total - lm.worst_stage.total) > SAME_ENGINE * lm.worst_stage.total:
+        found["memory Bridge/LM"] = f"{bridge.worst_stage.total / 2**30:.4f} vs {lm.worst_stage.total / 2**30:.4f} GiB"
+    if abs(bridge.tokens_per_s - lm.tokens_per_s) > SAME_ENGINE * lm.tokens_per_s:
+        found["tokens/s Bridge/LM"] = f"{bridge.tokens_per_s:,.1f} vs {lm.tokens_per_s:,.1f}"
+    return found
+
+
 def disagreements(run: Run, workdir: str, gpu: str = "a100-80gb") -> dict[str, str]:
     """Kind -> what disagreed, for one run (empty: every format agrees)."""
     found: dict[str, str] = {}
@@ -216,14 +224,7 @@ def disagreements(run: Run, workdir: str, gpu: str = "a100-80gb") -> dict[str, s
         if _apart(lm.tokens_per_s, mds.tokens_per_s):
             found["tokens/s LM"] = f"{lm.tokens_per_s:,.0f} vs {mds.tokens_per_s:,.0f}"
     bridge = ests["bridge"]
-    if (bridge.inputs.micro, bridge.inputs.grad_accum, bridge.inputs.global_batch, bridge.inputs.dp) != \
-            (lm.inputs.micro, lm.inputs.grad_accum, lm.inputs.global_batch, lm.inputs.dp):
-        found["batch Bridge/LM"] = f"{(bridge.inputs.micro, bridge.inputs.grad_accum, bridge.inputs.global_batch)} vs " \
-                                   f"{(lm.inputs.micro, lm.inputs.grad_accum, lm.inputs.global_batch)}"
-    if abs(bridge.worst_stage.total - lm.worst_stage.total) > SAME_ENGINE * lm.worst_stage.total:
-        found["memory Bridge/LM"] = f"{bridge.worst_stage.total / 2**30:.4f} vs {lm.worst_stage.total / 2**30:.4f} GiB"
-    if abs(bridge.tokens_per_s - lm.tokens_per_s) > SAME_ENGINE * lm.tokens_per_s:
-        found["tokens/s Bridge/LM"] = f"{bridge.tokens_per_s:,.1f} vs {lm.tokens_per_s:,.1f}"
+    found.update(bridge_vs_lm(bridge, lm))
     grows, with_buffers = memory_grows(run, workdir, gpu, ests)
     if grows:
         found["memory grows"] = grows
