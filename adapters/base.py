@@ -96,6 +96,13 @@ class Adapter(ABC):
         None: the format has no spelling of its own (the changes are named by field)."""
         return None
 
+    def setting_name(self, dest: str) -> str | None:
+        """How this format's files write the setting a framework calls ``dest`` (Megatron-LM's
+        argparse dest): a Megatron-Bridge file writes ``model.linear_attention_freq`` where a script
+        writes ``--linear-attention-freq``. Findings about a setting the file does not write name it
+        so. None: as the framework's own argument (the flag)."""
+        return None
+
     def expressible(self, spec: TrainingSpec) -> frozenset[str] | None:
         """The layout dimensions this format can write for ``spec``'s run, out of ``tp``, ``pp``,
         ``vpp``, ``cp``, ``micro``, ``recompute``, ``zero``, ``dist-opt``: what ``trainlint suggest``

@@ -178,6 +178,22 @@ def test_fix_hints_are_spelled_as_overrides(tmp_path: Path, capsys) -> None:
     assert "--tensor-model-parallel-size" not in json.dumps(finding)
 
 
+def test_core_checks_name_the_bridge_field_and_megatron_core(tmp_path: Path, capsys) -> None:
+    """A Megatron-Core check on a Bridge run names the ConfigContainer fields (also one the file does
+    not write) and Megatron-Core, which raises it when Bridge builds the TransformerConfig."""
+    path = tmp_path / "run_config.yaml"
+    path.write_text("model:\n  _target_: megatron.bridge.models.llama.Llama3ModelProvider8B\n  num_layers: 8\n"
+                    "  hidden_size: 1024\n  num_attention_heads: 16\n  num_query_groups: 8\n  seq_length: 2048\n"
+                    "  experimental_attention_variant: gated_delta_net\n  tensor_model_parallel_size: 1\n"
+                    "train:\n  micro_batch_size: 1\n  global_batch_size: 8\n  train_iters: 10\n", encoding="utf-8")
+    main(["check", "--isolated", "--format", "json", "--select", "TL635", str(path)])
+    out = json.loads(capsys.readouterr().out)
+    [finding] = [d for f in out["files"] for d in f["diagnostics"] if d["code"] == "TL635"]
+    assert "model.experimental_attention_variant gated_delta_net" in finding["message"]
+    assert "without model.linear_attention_freq" in finding["message"]
+    assert "Megatron-Core stops with" in finding["message"] and "--" not in finding["message"]
+
+
 def test_examples_are_read_as_bridge_runs() -> None:
     from trainlint.checker import check_file
     from trainlint.plugins import create_host

@@ -54,6 +54,11 @@ class BridgeAdapter(Adapter):
     def expressible(self, spec: Any) -> frozenset[str] | None:
         return frozenset({"tp", "pp", "vpp", "cp", "micro", "recompute", "dist-opt", "sp", "global-batch"})
 
+    def setting_name(self, dest: str) -> str | None:
+        from trainlint.adapters.bridge.keys import field_of
+
+        return field_of(dest)
+
     def spell_changes(self, spec: Any, changes: dict[str, Any], base: Any) -> list[str] | None:
         from trainlint.adapters.bridge.spelling import spell_changes
 

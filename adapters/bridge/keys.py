@@ -11,6 +11,7 @@ few that differ are spelled out here (``num_moe_experts`` is ``--num-experts``; 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Callable
 
 
@@ -150,3 +151,16 @@ EITHER_TRUE = frozenset({"use_distributed_optimizer", "use_megatron_fsdp"})
 """Dests that two Bridge fields feed and that are on when either is (config.py syncs them)."""
 
 TARGET_KEY = "_target_"
+
+
+@lru_cache(maxsize=1)
+def _fields_by_dest() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key in KEYS:
+        out.setdefault(key.dest, key.path)  # the hand-written mapping first: the field a user writes
+    return out
+
+
+def field_of(dest: str) -> str | None:
+    """The ConfigContainer field (dotted) that holds Megatron-LM's argument ``dest``, or None."""
+    return _fields_by_dest().get(dest)

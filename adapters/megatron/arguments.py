@@ -25,7 +25,7 @@ from functools import lru_cache
 from typing import Any
 
 from trainlint.adapters.megatron.entry_points import trains
-from trainlint.framework import CAP_MEGATRON_ARGUMENTS, framework_of
+from trainlint.framework import CAP_MEGATRON_ARGUMENTS, framework_of, known_frameworks
 from trainlint.provenance import Value, default
 from trainlint.spec import MEGATRON_LM, TrainingSpec
 
@@ -112,6 +112,9 @@ class MegatronArgs:
         v = self.spec.settings.get(dest)
         if v is not None and v.provenance.key:
             return v.provenance.key
+        named = _format_setting_name(self.spec.format, dest)
+        if named is not None:
+            return named  # a setting of another format's file (a Megatron-Bridge field)
         flags = _properties().get(dest, {}).get("x-flags", [])
         return flags[0] if flags else "--" + dest.replace("_", "-")
 
@@ -180,3 +183,15 @@ class MegatronArgs:
 def ref(path: str, line: int | str) -> str:
     """A reference to Megatron-LM's source at the commit the rules were read from."""
     return f"`{path}:{line}@{COMMIT}`"
+
+
+def _format_setting_name(format_name: str, dest: str) -> str | None:
+    """How the run's own format writes ``dest``, when the run was read from another format than
+    Megatron-LM's scripts (``TrainingSpec.format``; asked of that format's adapter)."""
+    if not format_name:
+        return None
+    for framework in known_frameworks():
+        for adapter in framework.adapters():
+            if adapter.name == format_name:
+                return adapter.setting_name(dest)
+    return None

@@ -167,7 +167,9 @@ class CheckTable(MegatronRule):
             said.add((check.path, check.line))
             others = tuple((a.at(d), "with this option") for d in dict.fromkeys(dests[1:]) if a.given(d))
             shown = dict.fromkeys(_shown(a, c) for c in check.when)
-            yield Finding(f"{', '.join(shown)}: Megatron-LM stops with \"{check.says}\"",
+            # a run that only builds Megatron-Core's configs (Megatron-Bridge) meets the check there
+            who = "Megatron-Core" if core_only else "Megatron-LM"
+            yield Finding(f"{', '.join(shown)}: {who} stops with \"{check.says}\"",
                           at=a.at(dests[0] if head not in _DERIVED else _DERIVED[head][0]), also=others)
 
 
