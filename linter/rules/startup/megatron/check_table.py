@@ -80,8 +80,15 @@ def _value(a: MegatronArgs, dest: str) -> Any:
 
 def _holds(a: MegatronArgs, cond: Cond) -> bool | None:
     dest, op = cond[0], cond[1]
-    value = _value(a, dest)
     operand = cond[2] if len(cond) > 2 else None
+    if op == "not a multiple of":  # the operand names the argument whose value divides
+        operand = a.get(operand) if isinstance(operand, str) else None
+    return holds(_value(a, dest), op, operand)
+
+
+def holds(value: Any, op: str, operand: Any) -> bool | None:
+    """Whether ``value`` meets ``op`` (with ``operand``), as both check tables read a condition; None when
+    it cannot be told (a comparison of other than two numbers). An enum member compares by its name."""
     if op == "on":
         return bool(value)
     if op == "off":
@@ -93,24 +100,29 @@ def _holds(a: MegatronArgs, cond: Cond) -> bool | None:
     if op in ("empty", "nonempty"):
         empty = value is None or (isinstance(value, (list, tuple, str)) and len(value) == 0)
         return empty if op == "empty" else not empty
+    if op == "several":
+        return isinstance(value, (list, tuple)) and len(value) > 1
+    if op == "length !=":
+        return isinstance(value, (list, tuple)) and len(value) != operand
     if op in ("has", "lacks"):
         items = value if isinstance(value, (list, tuple)) else ([] if value is None else [value])
+        items = [getattr(i, "name", i) for i in items]
         return (operand in items) if op == "has" else (operand not in items)
+    value = getattr(value, "name", value)  # an enum member compares by its name
     if op == "==":
         return value == operand
     if op == "!=":
         return value != operand
-    if op == "not a multiple of":
-        other = a.get(operand) if isinstance(operand, str) else None
-        if isinstance(value, bool) or not isinstance(value, int) or isinstance(other, bool) or not isinstance(other, int) \
-                or other <= 0:
-            return None
-        return value % other != 0
     if op in ("in", "not in"):
         inside = value in tuple(operand or ())
         return inside if op == "in" else not inside
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not isinstance(operand, (int, float)):
-        return None  # a comparison needs two numbers
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if op == "not a multiple of":
+        ok = isinstance(operand, int) and not isinstance(operand, bool) and operand > 0
+        return None if not ok or not isinstance(value, int) else value % operand != 0
+    if not isinstance(operand, (int, float)):
+        return None
     return {"<": value < operand, "<=": value <= operand, ">": value > operand, ">=": value >= operand}[op]
 
 

@@ -31,6 +31,7 @@ from typing import Any, Callable, ClassVar, Iterator
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.derive import from_checkpoint
 from trainlint.rules.startup.megatron.base import MegatronRule
+from trainlint.rules.startup.megatron.check_table import holds
 from trainlint.adapters.megatron.arguments import COMMIT, MegatronArgs
 from trainlint.rules.startup.releases import UNRELEASED, Releases, release_key
 
@@ -325,43 +326,6 @@ class ReleaseValues:
         return self.raw(dest)
 
 
-def _holds(value: Any, op: str, operand: Any) -> bool | None:
-    if op == "on":
-        return bool(value)
-    if op == "off":
-        return not value
-    if op == "set":
-        return value is not None
-    if op == "unset":
-        return value is None
-    if op in ("empty", "nonempty"):
-        empty = value is None or (isinstance(value, (list, tuple, str)) and len(value) == 0)
-        return empty if op == "empty" else not empty
-    if op == "several":
-        return isinstance(value, (list, tuple)) and len(value) > 1
-    if op == "length !=":
-        return isinstance(value, (list, tuple)) and len(value) != operand
-    if op in ("has", "lacks"):
-        items = value if isinstance(value, (list, tuple)) else ([] if value is None else [value])
-        items = [getattr(i, "name", i) for i in items]
-        return (operand in items) if op == "has" else (operand not in items)
-    value = getattr(value, "name", value)  # an enum member compares by its name
-    if op == "==":
-        return value == operand
-    if op == "!=":
-        return value != operand
-    if op in ("in", "not in"):
-        inside = value in tuple(operand or ())
-        return inside if op == "in" else not inside
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    if op == "not a multiple of":
-        ok = isinstance(operand, int) and not isinstance(operand, bool) and operand > 0
-        return None if not ok or not isinstance(value, int) else value % operand != 0
-    if not isinstance(operand, (int, float)):
-        return None
-    return {"<": value < operand, "<=": value <= operand, ">": value > operand, ">=": value >= operand}[op]
-
 
 def _spelled(value: Any) -> str:
     if isinstance(value, (list, tuple)):
@@ -422,7 +386,7 @@ class ReleaseCheckTable(MegatronRule):
                     continue  # a guard on an option this release does not define: nothing turned the check off
                 if value is _UNKNOWN or operand is _UNKNOWN:
                     break
-                if not _holds(value, cond[1], operand):
+                if not holds(value, cond[1], operand):
                     break
                 values.append((cond, value))
             else:
