@@ -271,8 +271,11 @@ def _builtin_plugin() -> str:
 
 
 def _catalog(spec: TrainingSpec) -> Any:
-    """The argument catalog the run was read with (a FrameworkTarget compares without it)."""
-    return getattr(spec.target, "catalog", None)
+    """The key catalog the run was read with (one object per release read: a FrameworkTarget compares
+    without its release, so a re-read checkout is told apart by this)."""
+    from trainlint.framework import framework_of
+
+    return framework_of(spec).key_catalog(spec.target)
 
 
 def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict]], settings: LintSettings,

@@ -15,6 +15,7 @@ from __future__ import annotations
 from operator import attrgetter
 from typing import Any, Callable
 
+from trainlint.framework import framework_of
 from trainlint.spec import SECTIONS, TrainingSpec, field_names
 
 _PLAIN = (int, float, str, bool, type(None))
@@ -34,7 +35,7 @@ class EstimateMemo:
         """How many estimates were made (not served from ``kept``)."""
 
     def __call__(self, spec: TrainingSpec) -> Any:
-        catalog = getattr(spec.target, "catalog", None)
+        catalog = framework_of(spec).key_catalog(spec.target)  # one object per release read
         bucket = None
         if self.first is not None or self.kept:
             if self.first is not None:  # a second call: the first joins the fingerprinted ones

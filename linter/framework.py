@@ -134,6 +134,28 @@ class KeyCatalog:
         (:class:`trainlint.frameworks.removed_keys.RemovedKey`), or None."""
         return None
 
+    # -- the release the run is checked against (a located checkout, a stated or pinned release) --
+
+    def release(self) -> Any:
+        """The argument catalog of the release this catalog was asked for
+        (:class:`trainlint.frameworks.catalog.ArgCatalog`: what a located checkout, a stated release or a
+        pinned submodule defines), or None: the run is checked against trainlint's own table (the
+        schema above). Ask ``framework.key_catalog(spec.target)``; a consumer never reads the target's
+        catalog beside this object."""
+        return None
+
+    def defines(self, name: str) -> bool | None:
+        """Whether the checked release defines ``name`` (an argument, a key), or None when there is no
+        release catalog (trainlint's own table decides)."""
+        release = self.release()
+        return None if release is None else name in release
+
+    def defines_dest(self, dest: str) -> bool | None:
+        """Whether the checked release has an argument whose destination is ``dest`` (an argparse
+        ``dest``: Megatron's catalogs are keyed by option string), or None without a release catalog."""
+        release = self.release()
+        return None if release is None else any(arg.dest == dest for arg in release.args.values())
+
 
 EMPTY_KEYS = KeyCatalog()
 
@@ -392,10 +414,13 @@ class Framework:
         through :meth:`key_catalog`."""
         return None
 
-    def key_catalog(self) -> KeyCatalog:
+    def key_catalog(self, target: Any = None) -> KeyCatalog:
         """The one catalog of the keys this framework defines (:class:`KeyCatalog`): every consumer
         (schema validation, unknown-key findings and their did-you-mean, hovers, "which release
-        defines it") asks it. Default: none (:data:`EMPTY_KEYS`)."""
+        defines it", the flag table of the checked release) asks it. ``target``: the run's
+        :class:`~trainlint.frameworks.target.FrameworkTarget` (``spec.target``); with one that carries a
+        release's argument catalog, the answer includes that release (:meth:`KeyCatalog.release`).
+        Default: none (:data:`EMPTY_KEYS`)."""
         return EMPTY_KEYS
 
     def shell_syntax(self) -> bool:

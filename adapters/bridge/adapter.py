@@ -7,12 +7,13 @@ import re
 from typing import Any
 
 from trainlint.document import Document
+from trainlint.framework import KeyCatalog, framework_of
 from trainlint.positions import FILE_START, Span
 from trainlint.provenance import Origin, Provenance, Value
 from trainlint.sources import SourceText
 
 from trainlint.adapters.base import BY_CONTENT, CERTAIN, NOT_MINE, Adapter, LoadContext, LoadResult, looks_like_shell
-from trainlint.adapters.bridge.names import FORMAT
+from trainlint.adapters.bridge.names import ENGINE, FORMAT
 from trainlint.adapters.bridge.container import Container, Entry, from_tree
 
 _SECTIONS = re.compile(r"^(model|train|optimizer|ddp|scheduler|checkpoint|dataset|tokenizer|dist|logger|env_vars|validation|"
@@ -73,11 +74,18 @@ class BridgeAdapter(Adapter):
 def _target(source: SourceText, context: LoadContext, result: LoadResult, anchor: Span | None):
     from trainlint.frameworks.locate import read_note, resolve
 
-    target = resolve("megatron", source.path, context.frameworks)
+    target = resolve(ENGINE, source.path, context.frameworks)
     note = read_note(target, anchor or FILE_START, source.path)
     if note is not None:
         result.diagnostics.append(note)
     return target
+
+
+def _megatron_keys(target: Any) -> KeyCatalog:
+    """The Megatron framework's one key catalog for the run's target: Megatron-LM's arguments and their
+    types, which the spec builder is given (the framework is found by name through the core, so this
+    folder never imports the Megatron framework object that lists this adapter)."""
+    return framework_of(ENGINE).key_catalog(target)
 
 
 def _load_yaml(source: SourceText, context: LoadContext) -> LoadResult:
@@ -94,7 +102,8 @@ def _load_yaml(source: SourceText, context: LoadContext) -> LoadResult:
     target = _target(source, context, result, None)
     from trainlint.adapters.bridge.build import build_spec  # the spec builder (and Megatron-LM's flags): only to load
 
-    spec = build_spec(container, source.path, "ConfigContainer", None, problems=result.diagnostics)
+    spec = build_spec(container, source.path, "ConfigContainer", None, _megatron_keys(target),
+                      problems=result.diagnostics)
     spec.target = target
     spec.named = context.named
     _environment(spec, container, {}, source.path)
@@ -145,7 +154,8 @@ def _load_launch(source: SourceText, context: LoadContext) -> LoadResult:
         target = _target(source, context, result, launch.anchor)
         from trainlint.adapters.bridge.build import build_spec
 
-        spec = build_spec(container, source.path, label, launch.anchor, (gpn, nodes), problems=result.diagnostics)
+        spec = build_spec(container, source.path, label, launch.anchor, _megatron_keys(target), (gpn, nodes),
+                          problems=result.diagnostics)
         spec.target = target
         spec.named = context.named
         for word in launch.unknown:

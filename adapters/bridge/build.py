@@ -7,12 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from trainlint.framework import KeyCatalog
 from trainlint.positions import Span
 from trainlint.provenance import Origin, Provenance, Value, derived
 from trainlint.spec import TrainingSpec
 
 from trainlint.adapters.bridge.container import Container, Entry
-from trainlint.adapters.bridge.keys import EITHER_TRUE, KEYS
+from trainlint.adapters.bridge.keys import EITHER_TRUE, KEYS, as_list
 from trainlint.adapters.megatron.flags import CURRENT
 from trainlint.adapters.megatron.spec_build import UNEVEN_PIPELINE, BuildContext, SpecBuilder, set_engine
 
@@ -47,7 +48,9 @@ def provenance(entry: Entry, path: str) -> Provenance:
 
 class BridgeSpecBuilder(SpecBuilder):
     def __init__(self, container: Container, path: str, label: str, anchor: Span | None,
-                 world: tuple[Value | None, Value | None]) -> None:
+                 world: tuple[Value | None, Value | None], keys: KeyCatalog) -> None:
+        """``keys``: the Megatron framework's key catalog for the run's target (Megatron-LM's arguments
+        with their types), given by the adapter."""
         settings: dict[str, BridgeSetting] = {}
         self.problems: list[tuple[Entry, str]] = []
         """Fields whose value is not of the type Megatron-Core takes, with what it takes (left out of the run)."""
@@ -56,14 +59,16 @@ class BridgeSpecBuilder(SpecBuilder):
             if entry is None:
                 continue
             value = key.convert(entry.value)
+            if key.listed_by_type and _is_list(keys, key.dest):
+                value = as_list(value)
             if value is None and entry.origin != "computed":
                 # a written null is Megatron-Core's None (recompute_granularity: null is no recompute): the
                 # field left to its default, as an unwritten one; a value the key cannot convert, too
                 continue
             if entry.origin == "computed":
                 value = None  # a recipe computes it: written, not known statically
-            elif value is not None and expected_type(key.dest, value) is not None:
-                self.problems.append((entry, str(expected_type(key.dest, value))))
+            elif value is not None and (expected := expected_type(keys, key.dest, value)) is not None:
+                self.problems.append((entry, expected))
                 value = None  # written, not usable: no default is taken for it either
             kept = settings.get(key.dest)
             if kept is not None and not (key.dest in EITHER_TRUE and value is True and kept.value is not True):
@@ -110,17 +115,22 @@ class BridgeSpecBuilder(SpecBuilder):
 _NUMERIC = {"integer": (int,), "number": (int, float), "boolean": (bool,)}
 
 
-def expected_type(dest: str, value: Any) -> str | None:
+def _kinds(keys: KeyCatalog, dest: str) -> list[str]:
+    """The JSON types of Megatron-LM's argument ``dest`` in the Megatron framework's key catalog."""
+    prop = keys.entry(dest)
+    kinds = prop.get("type") if isinstance(prop, dict) else None
+    return [kinds] if isinstance(kinds, str) else list(kinds or [])
+
+
+def _is_list(keys: KeyCatalog, dest: str) -> bool:
+    return "array" in _kinds(keys, dest)
+
+
+def expected_type(keys: KeyCatalog, dest: str, value: Any) -> str | None:
     """What Megatron-LM's argument ``dest`` takes when ``value`` is not of it (``a whole number``), for the
     integer, number and boolean arguments the spec's arithmetic reads; None: the value is of a type it takes
-    (other types are taken as written)."""
-    from trainlint.schemas import load_schema
-
-    prop = load_schema("megatron").get("properties", {}).get(dest)
-    if not isinstance(prop, dict):
-        return None
-    kinds = prop.get("type")
-    kinds = [kinds] if isinstance(kinds, str) else list(kinds or [])
+    (other types are taken as written). The types are the Megatron framework's key catalog's (``keys``)."""
+    kinds = _kinds(keys, dest)
     strict = [k for k in kinds if k != "null"]
     if not strict or not all(k in _NUMERIC for k in strict):
         return None
@@ -176,12 +186,13 @@ def architecture(target: str) -> str | None:
     return "gpt"
 
 
-def build_spec(container: Container, path: str, label: str, anchor: Span | None,
+def build_spec(container: Container, path: str, label: str, anchor: Span | None, keys: KeyCatalog,
                world: tuple[Value | None, Value | None] = (None, None), problems: list | None = None) -> TrainingSpec:
-    """The run's spec; fields of the wrong type are left out and reported in ``problems`` (TL005)."""
+    """The run's spec; fields of the wrong type are left out and reported in ``problems`` (TL005).
+    ``keys``: the Megatron framework's key catalog for the run's target (the adapter asks it)."""
     if problems is None:
         problems = []
-    builder = BridgeSpecBuilder(container, path, label, anchor, world)
+    builder = BridgeSpecBuilder(container, path, label, anchor, world, keys)
     spec = builder.build()
     for entry, expected in builder.problems:
         from trainlint.input_codes import input_diagnostic

@@ -7,9 +7,7 @@ search space and capabilities; the format's own spelling of a change is its adap
 
 from __future__ import annotations
 
-NAME = "bridge"
-ENGINE = "megatron"
-"""A Bridge run is a Megatron-Core run: its spec's ``framework``; ``format`` is :data:`NAME`."""
+from trainlint.adapters.bridge.names import ENGINE, FORMAT as NAME  # noqa: F401 - the format and its engine
 CAPABILITIES = frozenset({"read-yaml", "read-launch-line", "spell-changes", "write", "recipe-catalog"})
 """What the format supports: its writer (``adapters/bridge/writer.py``, the adapter's ``writer``) serves
 ``check --fix``, ``suggest --write-to`` and the language server's code actions."""

@@ -38,6 +38,10 @@ class KeyMap:
     dest: str
     """Megatron-LM's argparse dest that means the same thing."""
     convert: Callable[[Any], Any] = _same
+    listed_by_type: bool = False
+    """The value is a list when Megatron-LM's argument is one (``--cp-comm-type p2p`` is ``['p2p']``): the
+    spec builder asks the Megatron framework's key catalog for the argument's type (it is given the
+    catalog: this table is the format's, not a reader of Megatron's schema)."""
 
 
 _SAME_MODEL = (
@@ -93,7 +97,7 @@ _HAND: tuple[KeyMap, ...] = (
 :data:`CORE_KEYS`."""
 
 
-def _as_list(value: Any) -> Any:
+def as_list(value: Any) -> Any:
     """A list-valued Megatron-LM argument (``--cp-comm-type p2p`` is ``['p2p']``) written as one value."""
     return value if isinstance(value, list) or value is None else [value]
 
@@ -115,29 +119,24 @@ def _core_keys() -> tuple[KeyMap, ...]:
                           .read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return ()
-    from trainlint.schemas import load_schema
-
-    props = load_schema("megatron").get("properties", {})
     hand = {k.path for k in _HAND}
     out: list[KeyMap] = []
 
-    def convert_for(dest: str, field: str, negate: bool) -> Callable[[Any], Any]:
-        kinds = props.get(dest, {}).get("type")
-        listed = "array" in ([kinds] if isinstance(kinds, str) else list(kinds or []))
-        if negate:
-            return _negate
-        if field.endswith("_dtype"):
-            return _dtype_name
-        return _as_list if listed else _same
+    def key_for(path: str, dest: str, how: str) -> KeyMap:
+        if how == "negate":
+            return KeyMap(path, dest, _negate)
+        if path.endswith("_dtype"):
+            return KeyMap(path, dest, _dtype_name)
+        return KeyMap(path, dest, _same, listed_by_type=True)
 
     for section, names in data.get("same", {}).items():
         for name in names:
             path = f"{section}.{name}"
             if path not in hand:
-                out.append(KeyMap(path, name, convert_for(name, name, False)))
+                out.append(key_for(path, name, "same"))
     for path, (dest, how) in data.get("renamed", {}).items():
         if path not in hand:
-            out.append(KeyMap(path, dest, convert_for(dest, path, how == "negate")))
+            out.append(key_for(path, dest, how))
     return tuple(out)
 
 

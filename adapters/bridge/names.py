@@ -5,5 +5,9 @@ loads), which a check of a DeepSpeed JSON never needs."""
 from __future__ import annotations
 
 FORMAT = "bridge"
+ENGINE = "megatron"
+"""A Bridge run is a Megatron-Core run: its spec's ``framework`` (``format`` is :data:`FORMAT`). Here, in the
+leaf, so that the adapter asks that framework for its key catalog without importing ``framework.py``
+(which imports the adapter: an import cycle)."""
 SETTING_PREFIX = "bridge:"
 """``spec.settings`` keys of the ConfigContainer's fields as written (``bridge:train.train_iters``)."""

@@ -248,7 +248,7 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
 
     from trainlint.frameworks.removed_keys import reads_it
 
-    keys = _key_catalog()
+    keys = _key_catalog(target)  # with the checked release's key names, when the target carries them
 
     out = []
     for d in diags:
@@ -256,16 +256,16 @@ def _judged(diags: list[Diagnostic], target) -> list[Diagnostic]:
             out.append(d)
             continue
         key = pointer_parts(d.subject)[-1]
-        catalog = getattr(target, "catalog", None)
+        release = keys.release()
         legacy = keys.removed(d.subject)
-        if legacy is not None and (target is None or not target.known or catalog is None):
+        if legacy is not None and (target is None or not target.known or release is None):
             out.append(_removed_unknown_target(d, legacy, target))
             continue
         if legacy is not None and reads_it(legacy, getattr(target, "version", None)) is False:
             d = replace(d, message=f"{d.message}; DeepSpeed {legacy.removed} removed it (read by {legacy.first} "
                                    f"to {legacy.last}); on {legacy.removed} and later write {legacy.replacement}")
-        if target is not None and target.known and catalog is not None:
-            if key in catalog:
+        if target is not None and target.known and release is not None:
+            if keys.defines(key):
                 d = replace(d, severity=Severity.WARNING,
                             message=f"{d.message}; {target.describe()} reads a key of that name (where is not "
                                     "checked against it)", applicability=None, edits=())
@@ -852,8 +852,9 @@ def set_engine(spec: TrainingSpec) -> None:
                                                    "(_set_batch_related_parameters, deepspeed/runtime/config.py)")
 
 
-def _key_catalog():
-    """The DeepSpeed framework's one key catalog (schema, shipped releases, removed keys)."""
+def _key_catalog(target=None):
+    """The DeepSpeed framework's one key catalog (schema, shipped releases, removed keys; with
+    ``target``, the names the checked release reads)."""
     from trainlint.framework import framework_of
 
-    return framework_of("deepspeed").key_catalog()
+    return framework_of("deepspeed").key_catalog(target)

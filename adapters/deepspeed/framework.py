@@ -78,10 +78,10 @@ class DeepSpeedFramework(Framework):
 
         return [DeepSpeedAdapter(), HFTrainerYamlAdapter(), HFLaunchScriptAdapter()]
 
-    def key_catalog(self) -> KeyCatalog:
-        from trainlint.frameworks.keys import shipped_key_catalog
+    def key_catalog(self, target: Any = None) -> KeyCatalog:
+        from trainlint.frameworks.keys import key_catalog_for
 
-        return shipped_key_catalog(self.catalog_family, self.schema_name())
+        return key_catalog_for(self.catalog_family, self.schema_name(), target)
 
     def rules(self) -> Sequence[str | type]:
         # DeepSpeed's own start-up checks, by name: the rules layer sits above the frameworks

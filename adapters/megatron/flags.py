@@ -133,10 +133,13 @@ class ArgReader:
                  dialect: str, entry: str | None, default_path: str, target: Any = None) -> None:
         self.target = target
         """The :class:`~trainlint.frameworks.target.FrameworkTarget` checked against (None: assumed upstream)."""
-        if target is not None and target.catalog is not None:
+        self.keys = framework_of("megatron").key_catalog(target)
+        """The framework's one key catalog for this target (the checked release's arguments, when read)."""
+        release = self.keys.release()
+        if release is not None:
             from trainlint.adapters.megatron.target_flags import table_for
 
-            table = table_for(target.catalog)
+            table = table_for(release)
         from trainlint.frameworks.entry_args import entry_arguments
 
         read = entry_arguments(entry, default_path, target.path if target is not None else None)
@@ -203,7 +206,7 @@ class ArgReader:
             return f"checked against {what}, assumed"  # the file's statement says once how to state another
         if not t.complete:
             return (f"checked against {t.describe()}, whose arguments trainlint could not all read statically "
-                    f"({t.catalog.partial[0]})")
+                    f"({self.keys.release().partial[0]})")
         return f"checked against {t.describe()}"
 
     def _removed_in(self, name: str) -> str | None:
@@ -215,7 +218,7 @@ class ArgReader:
         from trainlint.frameworks.catalog import shipped_index
 
         # bit i of the name's mask: the family's i-th shipped release defines it
-        mask = framework_of("megatron").key_catalog().release_masks()[1].get(name, 0)
+        mask = self.keys.release_masks()[1].get(name, 0)
         family = [e for e in shipped_index() if e.family == "megatron"]
         bits = [i for i, e in enumerate(family) if e.variant == t.variant]
         line = [family[i] for i in bits]
@@ -258,12 +261,12 @@ class ArgReader:
         from trainlint.frameworks.locate import fork_beside
 
         fork = fork_beside("megatron", self.default_path)
-        if fork is None or fork.path == t.path or name not in fork.catalog:
+        if fork is None or fork.path == t.path or not framework_of("megatron").key_catalog(fork).defines(name):
             return None
         return fork
 
     def _elsewhere(self, name: str) -> str:
-        where = framework_of("megatron").key_catalog().defined_by(name)
+        where = self.keys.defined_by(name)
         return f" ({where})" if where else ""
 
     def _use_site(self, loc: Loc | None) -> tuple[Related, ...]:

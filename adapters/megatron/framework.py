@@ -68,10 +68,10 @@ class MegatronFramework(Framework):
         # a Megatron-Bridge ConfigContainer (YAML, recipe launch line) is a format of this engine
         return [MegatronAdapter(), BridgeAdapter()]
 
-    def key_catalog(self) -> KeyCatalog:
-        from trainlint.frameworks.keys import shipped_key_catalog
+    def key_catalog(self, target: Any = None) -> KeyCatalog:
+        from trainlint.frameworks.keys import key_catalog_for
 
-        return shipped_key_catalog(self.catalog_family, self.schema_name())
+        return key_catalog_for(self.catalog_family, self.schema_name(), target)
 
     def rules(self) -> Sequence[str | type]:
         # Megatron-LM's and Megatron-Core's own checks; Megatron-Bridge's ConfigContainer checks (a format of this

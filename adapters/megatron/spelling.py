@@ -126,9 +126,11 @@ def defines(spec: TrainingSpec, dest: str) -> bool:
     Megatron-DeepSpeed or old copy of unknown version is taken to lack it, so that a hint never
     spells a flag the version may not have (Megatron-DeepSpeed gained ``--recompute-granularity``
     in its sync with Megatron-LM; bigscience's copy and Megatron-LM v1.1.5 have none)."""
-    catalog = getattr(spec.target, "catalog", None)
-    if catalog is not None:  # keyed by option string (--recompute-granularity)
-        return any(arg.dest == dest for arg in catalog.args.values())
+    from trainlint.framework import framework_of
+
+    released = framework_of(spec).key_catalog(spec.target).defines_dest(dest)  # the checked release's catalog
+    if released is not None:
+        return released
     if _current(spec):
         from trainlint.adapters.megatron.arguments import _properties
 

@@ -54,10 +54,12 @@ class NeoXFramework(Framework):
 
         return [NeoXAdapter()]
 
-    def key_catalog(self) -> KeyCatalog:
-        from trainlint.frameworks.keys import shipped_key_catalog
+    def key_catalog(self, target: Any = None) -> KeyCatalog:
+        from trainlint.adapters.neox.release_keys import NeoXReleaseKeys
+        from trainlint.frameworks.keys import key_catalog_for
 
-        return shipped_key_catalog(self.catalog_family, self.schema_name())
+        # a release's catalog answers with its own schema: exactly the keys the release defines
+        return key_catalog_for(self.catalog_family, self.schema_name(), target, NeoXReleaseKeys)
 
     def rules(self) -> Sequence[str | type]:
         # GPT-NeoX's own start-up checks, by name: the rules layer sits above the frameworks

@@ -55,35 +55,20 @@ _REMOVED = {
 _GATED = {"swiglu", "geglu", "reglu", "glu", "bilinear"}
 _PRECISION = {"fp16": "fp16", "fp32": "fp32", "bfloat16": "bf16"}
 
-_TARGET_SCHEMAS: dict[int, tuple[object, dict]] = {}
-
-
-def _target_schema(catalog) -> dict:
-    """The NeoX schema of one target: exactly the keys its argument dataclasses define, with the
-    choices its ``Literal`` annotations give (a fork's own values), typed as upstream where upstream
-    has the key. Memoised per catalog (the schema checker caches per schema object)."""
-    hit = _TARGET_SCHEMAS.get(id(catalog))
-    if hit is not None and hit[0] is catalog:
-        return hit[1]
-    base = _schema()
-    props: dict = {}
-    for key, arg in catalog.args.items():
-        prop = dict(base["properties"].get(key, {}))
-        prop.pop("enum", None)
-        if arg.choices:
-            prop["enum"] = list(arg.choices) + ([None] if None not in arg.choices and "null" in str(prop.get("type")) else [])
-        props[key] = prop
-    schema = dict(base, properties=props)
-    _TARGET_SCHEMAS[id(catalog)] = (catalog, schema)
-    return schema
-
-
 def _against(target) -> str:
     """Short: the file's statement of its target (trainlint.frameworks.target.statement) says once
     how to state another one."""
     commit = getattr(target, "commit", None)
     what = f"upstream GPT-NeoX at {commit}" if commit else "upstream GPT-NeoX"
     return f"checked against {what}, assumed"
+
+
+def _keys(target):
+    """The NeoX framework's key catalog for a run checked against ``target`` (the release's own keys
+    when the target carries its catalog)."""
+    from trainlint.framework import framework_of
+
+    return framework_of("neox").key_catalog(target)
 
 
 def _elsewhere(key: str) -> str:
@@ -159,7 +144,7 @@ def _judged(diags: list[Diagnostic], target, path: str | None = None) -> list[Di
     unlisted: list[tuple[Diagnostic, str]] = []
     for d in diags:
         top = _top_level_key(d) if fork is not None and d.code == "TL004" else None
-        if fork is not None and top is not None and top in fork.catalog:
+        if fork is not None and top is not None and _keys(fork).defines(top):
             out.append(replace(d, severity=Severity.WARNING, applicability=None, edits=(), fix=None,
                                message=f"{d.message.split('; did you mean')[0]}; {fork.describe()}, found beside the "
                                        "config, defines it"))
@@ -358,7 +343,7 @@ class NeoXReader:
         from trainlint.schema_check import check_document
 
         props = _schema()["properties"]
-        catalog = target.catalog if target is not None else None
+        keys = _keys(target)  # the framework's one key catalog, with the checked release's keys
         out: list[Diagnostic] = []
         unresolved: dict[str, str] = {}
         for sci in tree.sci_strings:
@@ -372,9 +357,9 @@ class NeoXReader:
             if diag is not None:
                 out.append(diag)
         for key in doc.data:
-            if key in _REMOVED and key not in props and (catalog is None or key not in catalog):
+            if key in _REMOVED and key not in props and not keys.defines(key):
                 unresolved["/" + _escape(key)] = "removed option (TL008)"
-                if catalog is None:
+                if keys.release() is None:
                     # Upstream removed it; the config may be written for a release or a fork that has it.
                     out.append(input_diagnostic(
                         "TL008", f"`{key}` is no longer a GPT-NeoX option: {_REMOVED[key]}{_elsewhere(key)}; "
@@ -395,7 +380,7 @@ class NeoXReader:
                                  "its value is not checked", doc.locate(ptr), path=path))
         check_doc = Document(doc.path, doc.format, doc.text, _canonical_literals(doc.data, props),
                              doc.key_spans, doc.value_spans, unresolved)
-        schema = _target_schema(catalog) if catalog is not None else _schema()
+        schema = keys.schema() or _schema()
         out.extend(_judged(check_document(check_doc, schema, refusal=_refusal(target)), target, path))
         out.extend(self._exact_integer_check(check_doc, props, path))
         return _older_release_types(out, target)

@@ -1,8 +1,10 @@
 """The shipped key catalog of a framework: one object answering "which keys exist" from the data files.
 
-A framework's ``key_catalog()`` (:class:`trainlint.framework.KeyCatalog`) is the one API every
+A framework's ``key_catalog(target)`` (:class:`trainlint.framework.KeyCatalog`) is the one API every
 consumer asks: the adapters' schema validation and unknown-key findings (TL004, its did-you-mean, the
-releases that define a key), the language server's hovers. The data stays where it is generated:
+releases that define a key), the language server's hovers, and, given the run's target, what the
+checked release defines (:class:`ReleaseKeyCatalog`: a located checkout's arguments read statically, a
+stated release's shipped catalog). The data stays where it is generated:
 
 * ``schemas/<name>.schema.json``: every key by section, type, choices, description, deprecation;
 * ``linter/data/frameworks/*.json`` and ``names-<family>.json`` (``scripts/build_framework_catalogs.py``,
@@ -85,7 +87,47 @@ class ShippedKeyCatalog(KeyCatalog):
         return removed_key(self.family, pointer) if self.family else None
 
 
+class ReleaseKeyCatalog(ShippedKeyCatalog):
+    """The shipped catalog plus the argument catalog of the release a run is checked against (a
+    located checkout read statically, a stated release, a pinned submodule: the target's)."""
+
+    def __init__(self, shipped: ShippedKeyCatalog, release: Any) -> None:
+        super().__init__(shipped.family, shipped.schema_name)
+        self._release = release
+
+    def release(self) -> Any:
+        return self._release
+
+
 @cache
 def shipped_key_catalog(family: str, schema_name: str | None) -> ShippedKeyCatalog:
     """The one catalog object of a framework (memoised: its schema is loaded once)."""
     return ShippedKeyCatalog(family, schema_name)
+
+
+_RELEASES: dict[tuple[int, str, str | None, type], tuple[Any, ShippedKeyCatalog]] = {}
+"""(id of the release's argument catalog, family, schema, class) -> (that catalog, its key catalog):
+one object per release read, so that memos keyed by it hold while the checkout is unchanged."""
+_RELEASES_KEPT = 64
+"""Releases remembered (a language server re-reads a checkout that changes; the oldest are dropped)."""
+
+
+def key_catalog_for(family: str, schema_name: str | None, target: Any = None,
+                    kind: type[ReleaseKeyCatalog] = ReleaseKeyCatalog) -> ShippedKeyCatalog:
+    """A framework's catalog for a run checked against ``target`` (a
+    :class:`~trainlint.frameworks.target.FrameworkTarget`, or None): the shipped one when the target
+    carries no release catalog, else the shipped one with that release (``kind``: a framework's own
+    subclass, e.g. NeoX's schema of the release)."""
+    shipped = shipped_key_catalog(family, schema_name)
+    release = getattr(target, "catalog", None) if target is not None else None  # the one read of it
+    if release is None:
+        return shipped
+    key = (id(release), family, schema_name, kind)
+    hit = _RELEASES.get(key)
+    if hit is not None and hit[0] is release:
+        return hit[1]
+    if len(_RELEASES) >= _RELEASES_KEPT:
+        _RELEASES.pop(next(iter(_RELEASES)))
+    made = kind(shipped, release)
+    _RELEASES[key] = (release, made)
+    return made

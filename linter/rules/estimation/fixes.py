@@ -517,7 +517,7 @@ class _Answer:
 def _fixed(spec: TrainingSpec) -> tuple:
     """The spec's own attributes (not traced): compared whole, the file and its run included."""
     return (spec.framework, spec.format, spec.dialect, spec.entry_point, spec.core_configs_only, spec.path, spec.named,
-            tuple(spec.sources), spec.target, getattr(spec.target, "catalog", None))
+            tuple(spec.sources), spec.target, framework_of(spec).key_catalog(spec.target))
 
 
 def _same_fixed(a: tuple, b: tuple) -> bool:

@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator
 
+from trainlint.framework import framework_of
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.derive import from_checkpoint
 from trainlint.rules.startup.megatron.base import MegatronRule
@@ -304,7 +305,8 @@ class ReleaseValues:
         self.a = a
         target = a.spec.target
         self.target = target
-        self.catalog = getattr(target, "catalog", None) if target is not None and target.known else None
+        # the checked release's argument catalog, from the framework's one key catalog
+        self.catalog = framework_of(a.spec).key_catalog(target).release() if target is not None and target.known else None
         self.loaded = from_checkpoint(a.spec)
 
     def raw(self, dest: str) -> Any:
