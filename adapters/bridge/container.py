@@ -17,6 +17,7 @@ from typing import Any
 from trainlint.positions import Span
 
 from trainlint.adapters.bridge.keys import TARGET_KEY
+from trainlint.adapters.bridge.names import BAD_ENV_NAME
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,13 @@ def from_tree(data: Any, key_spans: dict[str, Span], value_spans: dict[str, Span
                 if is_object:
                     out.set(Entry(path, value, value_spans.get(ptr), key_spans.get(ptr)))
                 elif dotted == "" and key == "env_vars":
-                    for name, v in child.items():
+                    for index, (name, v) in enumerate(child.items()):
                         sub = ptr + "/" + str(name).replace("~", "~0").replace("/", "~1")
+                        if not isinstance(name, str) or not name:
+                            # a name YAML reads as a number, boolean or null, or an empty one: kept as written,
+                            # at its key (Bridge refuses it; rule TL695)
+                            out.set(Entry(f"{BAD_ENV_NAME}.{index}", name, key_spans.get(sub), key_spans.get(sub)))
+                            continue
                         out.set(Entry(f"env_vars.{name}", v, value_spans.get(sub), key_spans.get(sub)))
                 else:
                     stack.append((path, ptr, child))

@@ -9,5 +9,8 @@ ENGINE = "megatron"
 """A Bridge run is a Megatron-Core run: its spec's ``framework`` (``format`` is :data:`FORMAT`). Here, in the
 leaf, so that the adapter asks that framework for its key catalog without importing ``framework.py``
 (which imports the adapter: an import cycle)."""
+BAD_ENV_NAME = "env_vars!name"
+"""Where an ``env_vars`` name that is not a non-empty string is kept (``env_vars!name.<index>``: its value is the
+name as YAML read it), apart from the variables, so no environment reader takes it for one."""
 SETTING_PREFIX = "bridge:"
 """``spec.settings`` keys of the ConfigContainer's fields as written (``bridge:train.train_iters``)."""

@@ -221,6 +221,12 @@ CODES: tuple[Code, ...] = (
     Code("TL687", "bridge", "bridge-gloo-process-groups"),
     Code("TL688", "bridge", "bridge-fine-grained-offloading"),
     Code("TL689", "bridge", "bridge-offline-packing-specs"),
+    Code("TL690", "bridge", "bridge-gpt-dataset-flags"),
+    Code("TL691", "bridge", "bridge-reshardable-optimizer"),
+    Code("TL692", "bridge", "bridge-hf-export-source"),
+    Code("TL693", "bridge", "bridge-eval-batch-source"),
+    Code("TL694", "bridge", "bridge-lr-decay-steps"),
+    Code("TL695", "bridge", "bridge-env-vars"),
 )
 
 BY_CODE: dict[str, Code] = {row.code: row for row in CODES}
