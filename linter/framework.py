@@ -32,6 +32,9 @@ Subclass :class:`Framework` in ``adapters/<name>/framework.py`` and return an in
   treat a run as a plain data-parallel job whose batch triple and recompute are named by field.
 * ``catalog_family``: the name of your argument catalogs (``linter/data/frameworks/names-<family>.json``)
   and of your table in the project config's ``framework = {...}``; empty: no catalog.
+* ``key_catalog(target=None)``: the one answer to "which keys exist" (:class:`KeyCatalog`); with the
+  run's target (``spec.target``), what the checked release defines too (``KeyCatalog.release``).
+  Callers always pass the target, so an override takes the ``target`` parameter.
 * ``launch_kinds`` / ``read_launch(...)``: the ``trainlint run -- CMD`` forms you read.
 * ``rules()``: your own start-up rules (what your framework refuses at launch): rule classes, or
   the module names of rule bundles; the host registers them as the built-in ones are.

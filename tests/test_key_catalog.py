@@ -80,6 +80,6 @@ def test_the_deepspeed_adapter_and_the_hover_ask_the_framework_catalog(tmp_path,
     assert schema_entry("deepspeed", "my_extra_key") is None
     shipped = DeepSpeedFramework.key_catalog
     widened = _Widened(shipped(DeepSpeedFramework()))
-    monkeypatch.setattr(DeepSpeedFramework, "key_catalog", lambda self: widened)
+    monkeypatch.setattr(DeepSpeedFramework, "key_catalog", lambda self, target=None: widened)
     assert not any("my_extra_key" in m for m in unknown())
     assert schema_entry("deepspeed", "my_extra_key") == {"type": "integer", "description": "a widened key"}

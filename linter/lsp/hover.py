@@ -244,12 +244,13 @@ def _code(value: Any, fmt: str | None = None) -> str:
     return "`" + text.replace("`", "'") + "`"
 
 
-def schema_entry(fmt: str | None, key: str | None) -> dict | None:
-    """The schema property for a key (dotted or a JSON pointer) of a format, if the schema has it."""
+def schema_entry(fmt: str | None, key: str | None, spec: Any = None) -> dict | None:
+    """The schema property for a key (dotted or a JSON pointer) of a format, if the schema has it: the
+    framework's one key catalog for the release ``spec`` is checked against (its ``target``)."""
     if not fmt or not key:
         return None
     try:
-        return framework_of(fmt).key_catalog().entry(key)  # the framework's one key catalog
+        return framework_of(fmt).key_catalog(getattr(spec, "target", None)).entry(key)
     except Exception:  # noqa: BLE001 - no schema, no description
         return None
 
@@ -305,9 +306,9 @@ def render_target(target: Target, estimate_fn: Callable | None, *, partial: bool
         prov = spec.unresolved.get(setting)
         key = prov.key if prov and prov.key else setting
         return "\n\n".join([f"**{key}**", f"Not known before launch: {prov.note if prov else 'unresolved'}; "
-                             "trainlint does not guess it.", *_schema_lines(schema_entry(_format_of(target), setting))])
+                             "trainlint does not guess it.", *_schema_lines(schema_entry(_format_of(target), setting, target.spec))])
     if not name:  # a key no spec value comes from
-        entry = schema_entry(_format_of(target), target.pointer)
+        entry = schema_entry(_format_of(target), target.pointer, target.spec)
         label = (target.pointer or "").rsplit("/", 1)[-1] or "(root)"
         body = _schema_lines(entry)
         if not body:
@@ -318,7 +319,7 @@ def render_target(target: Target, estimate_fn: Callable | None, *, partial: bool
     field = None if name.startswith("settings:") else name
     blocks = [f"**{key}**{shown}" + (f" — {field}" if field else "")]
     schema_key = name[len("settings:"):] if not field else target.pointer
-    entry = schema_entry(_format_of(target), schema_key)
+    entry = schema_entry(_format_of(target), schema_key, target.spec)
     if field and field in FIELD_DOCS:
         blocks.append(FIELD_DOCS[field])
         entry = {k: v for k, v in (entry or {}).items() if k != "description"}
