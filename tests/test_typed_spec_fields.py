@@ -49,6 +49,8 @@ FILE_TEXT_USES: dict[tuple[str, str], str] = {
         "which checkpoint fields a Bridge config writes at all (its own ConfigContainer check)",
     ("rules/startup/bridge/bridge_packing_settings.py", "PackingSettings.findings"):
         "whether a Bridge config writes offline packing specs (its own ConfigContainer check)",
+    ("rules/startup/bridge/bridge_env_vars.py", "EnvVars.findings"):
+        "every env_vars entry a Bridge config writes, names and values as written (its own ConfigContainer check)",
     ("rules/startup/bridge/cuda_device_max_connections.py", "DeviceMaxConnections.check"):
         "whether overlap_moe_expert_parallel_comm is written on (file text beside the variable)",
 }
