@@ -218,6 +218,18 @@ class Framework:
     """One training framework. See the module docstring for the contract; every method has a
     framework-neutral default, so a subclass overrides only what its framework does differently."""
 
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("key_catalog")
+        if own is not None and own.__code__.co_argcount < 2:
+            # A plugin written before ``key_catalog`` took the run's target (``def key_catalog(self)``)
+            # keeps working: it answers for its shipped keys whatever the target.
+            def key_catalog(self: Any, target: Any = None, _own: Any = own) -> KeyCatalog:
+                return _own(self)
+
+            key_catalog.__doc__ = own.__doc__
+            cls.key_catalog = key_catalog  # type: ignore[method-assign]
+
     name: ClassVar[str] = ""
     """``TrainingSpec.framework`` of this framework's runs (``megatron``)."""
     title: ClassVar[str] = ""

@@ -123,3 +123,18 @@ def test_no_consumer_reads_the_target_catalog_beside_the_key_catalog():
                         and "trainlint.catalog" not in code:
                     offenders.append(f"{rel}:{number}: {line.strip()}")
     assert offenders == []
+
+
+def test_a_plugin_catalog_without_the_target_parameter_still_answers() -> None:
+    """A plugin framework written before ``key_catalog`` took the run's target overrides it as
+    ``key_catalog(self)``; every consumer now passes the target, which must not be a TypeError."""
+    from trainlint.framework import EMPTY_KEYS, Framework
+
+    class OldPlugin(Framework):
+        name = "old-plugin"
+
+        def key_catalog(self):  # type: ignore[override]
+            return EMPTY_KEYS
+
+    assert OldPlugin().key_catalog(object()) is EMPTY_KEYS
+    assert OldPlugin().key_catalog() is EMPTY_KEYS
