@@ -181,9 +181,9 @@ class CheckTable(MegatronRule):
         loaded = from_checkpoint(a.spec)
         said: set[tuple[str, int]] = set()
         core_only = a.spec.core_configs_only
-        settings = a.spec.settings
+        given = a.given
         for check, head, dests, releases in self._rows():
-            if dests[0] not in settings:  # a.given(dests[0]): most rows' first option is not written
+            if not given(dests[0]):  # most rows' first option is not written: the cheapest test first
                 continue
             if (check.path, check.line) in said or (core_only and check.path not in CORE_CONFIGS):
                 continue  # one finding per source check (several rows spell one `or`)

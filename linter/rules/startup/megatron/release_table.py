@@ -369,12 +369,12 @@ class ReleaseCheckTable(MegatronRule):
         target = a.spec.target
         look: ReleaseValues | None = None
         said: set[tuple[str, int, str | None]] = set()
-        settings = a.spec.settings
+        given = a.given
         for check in self.checks:
             # the first condition's option first (a.given): most rows' is not written, and it is the
             # cheapest test; the release range (check.applies) only for the rows it leaves
             head = check.when[0][0]
-            if head not in settings and not (head in DERIVED and any(a.given(d) for d in DERIVED[head][0])):
+            if not given(head) and not (head in DERIVED and any(given(d) for d in DERIVED[head][0])):
                 continue
             if (check.path, check.line, check.last) in said or not check.applies(target):
                 continue
