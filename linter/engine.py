@@ -191,17 +191,19 @@ def _rules_for(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
                rules_key: tuple | None) -> tuple[tuple | None, list[tuple[type[Rule], dict]]]:
     """The rules that run on a spec: its framework's, selected for its file; and the key they are
     memoised under (None without a ``rules_key``): the rule list, the selection (by value: a
-    Selection is a plain dataclass), the file and the framework."""
+    Selection is a plain dataclass), the framework and its capabilities, and the file only when
+    per-file ignores make the selection depend on it (else every file of a framework shares one
+    entry: a repository of 10,000 files chose the same rules 10,000 times)."""
     sel = settings.selection
     key = None
+    caps = capabilities(spec)
     if rules_key is not None:
         key = ("for", rules_key, settings.preview, tuple(sel.select), tuple(sel.extend_select), tuple(sel.ignore),
-               tuple((k, tuple(v)) for k, v in sel.per_file_ignores.items()), sel.root, spec.path, spec.framework,
-               capabilities(spec))
+               tuple((k, tuple(v)) for k, v in sel.per_file_ignores.items()), sel.root,
+               spec.path if sel.per_file_ignores else None, spec.framework, caps)
         chosen = settings.memo.get(key)
         if chosen is not None:
             return key, chosen
-    caps = capabilities(spec)
     chosen = [(rule, options) for rule, options in rules
               if applies(rule, spec, caps)
               and (settings.preview or rule.lifecycle != "preview")
@@ -236,7 +238,7 @@ def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
         # positions included, the framework target and the catalog object it was read with),
         # gets the same diagnostics. A plugin's rule may read anything: never reused. Written
         # fixes read the file itself: never reused either.
-        key = (for_key, spec.label, estimate)
+        key = (for_key, spec.path, spec.label, estimate)
         kept = settings.findings.get(key)
         if kept is not None and kept[1] is _catalog(spec) and kept[0] == spec:
             return list(kept[2])

@@ -95,6 +95,8 @@ def clear_caches() -> None:
     _roots.clear()
     _git_roots.clear()
     _config_roots.clear()
+    _folders.clear()
+    _installed.clear()
 
 
 def configure(settings: Mapping[str, str] | None, base: str | None = None) -> FrameworkSettings:
@@ -162,9 +164,25 @@ def _folder(config_path: str | None) -> str:
     if not config_path or config_path.startswith("<"):
         return os.getcwd()
     try:
+        # The folder of a file that is not itself a link, written without `..`, is its resolved
+        # parent folder: resolved once per folder (a walk of every path component), not once per
+        # config. A linked file, or `..` (which resolves after the links before it), the long way.
+        parent, name = os.path.split(os.path.abspath(config_path))
+        if ".." not in config_path.replace("\\", "/").split("/") and name and not os.path.islink(config_path):
+            hit = _folders.get(parent)
+            if hit is None:
+                if len(_folders) > 4096:
+                    _folders.clear()
+                hit = _folders[parent] = str(Path(parent).resolve())
+            return hit
         return str(Path(config_path).resolve().parent)
     except OSError:
         return os.getcwd()
+
+
+_folders: dict[str, str] = {}
+"""Absolute folder -> resolved folder (as :data:`_roots`, this assumes the folders do not change while
+trainlint runs; :func:`clear_caches` forgets them)."""
 
 
 def _resolve(family: str, folder: str, settings: FrameworkSettings) -> FrameworkTarget:
@@ -430,7 +448,25 @@ def _vendored(folder: Path) -> list[Path]:
 
 def find_installed(family: str) -> Path | None:
     """The root above the installed top-level package, located by ``importlib.util.find_spec``
-    (which, for a top-level name, imports nothing)."""
+    (which, for a top-level name, imports nothing). Remembered per family and import path: each
+    config folder without a checkout beside it asks (a search of every ``sys.path`` entry)."""
+    import sys
+
+    key = (family, tuple(sys.path))
+    if key in _installed:
+        return _installed[key]
+    found = _find_installed(family)
+    if len(_installed) > 64:
+        _installed.clear()
+    _installed[key] = found
+    return found
+
+
+_installed: dict[tuple[str, tuple[str, ...]], Path | None] = {}
+"""(family, sys.path) -> :func:`find_installed`'s answer; :func:`clear_caches` forgets them."""
+
+
+def _find_installed(family: str) -> Path | None:
     import importlib.util
 
     from trainlint.frameworks.families import family as framework_of_family

@@ -155,6 +155,25 @@ class CheckTable(MegatronRule):
     checks: ClassVar[tuple[Check, ...]] = ()
     core_config_check = True  # row by row: see CORE_CONFIGS
 
+    @classmethod
+    def _rows(cls) -> tuple[tuple[Check, str, tuple[str, ...], Releases], ...]:
+        """Each check with what depends on the check alone, made once per class (not once per row
+        and run): its first condition's dest, every dest it reads (a derived option by its source,
+        then the operands of ``not a multiple of``) and its releases."""
+        rows = cls.__dict__.get("_rows_made")
+        if rows is None:
+            made = []
+            for check in cls.checks:
+                dests = [_DERIVED[c[0]][0] if c[0] in _DERIVED else c[0] for c in check.when]
+                dests += [c[2] for c in check.when if c[1] == "not a multiple of"]
+                made.append((check, check.when[0][0], tuple(dests),
+                             Releases("megatron", first=check.first, last=check.last)))
+            rows = tuple(made)
+            cls._rows_made = rows
+        return rows
+
+    _rows_made: ClassVar[tuple | None] = None
+
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
         target = a.spec.target
         # --use-checkpoint-args: the checkpoint's arguments replace the defaults (and most flags), so a
@@ -162,15 +181,15 @@ class CheckTable(MegatronRule):
         loaded = from_checkpoint(a.spec)
         said: set[tuple[str, int]] = set()
         core_only = a.spec.core_configs_only
-        for check in self.checks:
+        given = a.given
+        for check, head, dests, releases in self._rows():
+            if not given(dests[0]):  # most rows' first option is not written: the cheapest test first
+                continue
             if (check.path, check.line) in said or (core_only and check.path not in CORE_CONFIGS):
                 continue  # one finding per source check (several rows spell one `or`)
-            head = check.when[0][0]
-            dests = [_DERIVED[c[0]][0] if c[0] in _DERIVED else c[0] for c in check.when]
-            dests += [c[2] for c in check.when if c[1] == "not a multiple of"]
-            if not a.given(dests[0]) or not a.known(*dests) or (loaded and not all(a.given(d) for d in dests)):
+            if not a.known(*dests) or (loaded and not all(a.given(d) for d in dests)):
                 continue
-            if not Releases("megatron", first=check.first, last=check.last).includes(target):
+            if not releases.includes(target):
                 continue
             if check.last is not None and not release_stated(target):
                 continue  # a check later releases dropped: only when the run states or locates such a release
