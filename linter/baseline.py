@@ -21,7 +21,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from trainlint.diagnostics import Diagnostic
 
@@ -192,27 +192,43 @@ class Outcome:
     """Baseline entries, of the files checked, that no longer occur."""
 
 
+class Matcher:
+    """Leaves out the recorded findings one result at a time, in run order (a recorded finding
+    matches its first occurrences, as many as recorded), so that a check need not keep its results;
+    :meth:`outcome` says how many were left out and how many recorded ones, of the files checked,
+    no longer occur."""
+
+    def __init__(self, baseline: Baseline) -> None:
+        self.root = baseline.root
+        self.left = Counter(baseline.recorded)
+        self.checked: set[str] = set()
+        self.suppressed = 0
+
+    def filter(self, result: Any) -> Any:
+        """``result`` without its recorded findings (the same object when it has none)."""
+        from dataclasses import replace
+
+        gone: set[int] = set()
+        for entry, _, diagnostic in entries([result], self.root):
+            self.checked.add(entry.path)
+            if self.left[entry.key] > 0:
+                self.left[entry.key] -= 1
+                gone.add(id(diagnostic))
+        for member in result.run or [result.path]:
+            self.checked.add(relative(member, self.root))
+        self.suppressed += len(gone)
+        return replace(result, diagnostics=[d for d in result.diagnostics if id(d) not in gone]) if gone else result
+
+    def outcome(self) -> Outcome:
+        stale = sum(n for (code, path, _), n in self.left.items() if n > 0 and path in self.checked)
+        return Outcome(self.suppressed, stale)
+
+
 def apply(results: list, baseline: Baseline) -> tuple[list, Outcome]:
     """``results`` without the findings the baseline records (as many of each as recorded)."""
-    from dataclasses import replace
-
-    left = Counter(baseline.recorded)
-    dropped: dict[int, set[int]] = {}
-    checked: set[str] = set()
-    for entry, result, diagnostic in entries(results, baseline.root):
-        checked.add(entry.path)
-        if left[entry.key] > 0:
-            left[entry.key] -= 1
-            dropped.setdefault(id(result), set()).add(id(diagnostic))
-    for result in results:
-        for member in result.run or [result.path]:
-            checked.add(relative(member, baseline.root))
-    out = []
-    for result in results:
-        gone = dropped.get(id(result))
-        out.append(replace(result, diagnostics=[d for d in result.diagnostics if id(d) not in gone]) if gone else result)
-    stale = sum(n for (code, path, _), n in left.items() if n > 0 and path in checked)
-    return out, Outcome(sum(len(v) for v in dropped.values()), stale)
+    matcher = Matcher(baseline)
+    out = [matcher.filter(result) for result in results]
+    return out, matcher.outcome()
 
 
 def describe(outcome: Outcome, baseline_path: str) -> str:

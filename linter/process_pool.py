@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Callable, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from trainlint.checker import FileTask
 from trainlint.results import FileResult
@@ -33,7 +33,7 @@ _T = TypeVar("_T")
 
 # The work function of the current run, set in the parent before the fork: forked workers
 # inherit it (a closure over the session, which holds plugins and cannot be pickled).
-_WORK: Callable[[Sequence[FileTask]], list[FileResult]] | None = None
+_WORK: Callable[[Sequence[Any]], list[FileResult]] | None = None
 
 
 def usable_cpus() -> int:
@@ -73,60 +73,81 @@ def run_tasks(tasks: Sequence[FileTask], work: Callable[[Sequence[FileTask]], li
     ``work`` must return one result per task of its chunk. ``on_chunk(n)``: called in this process
     as a worker's chunk of ``n`` tasks comes back (progress); not called when no process is forked.
     ``streamed``: the caller needs only what a report needs (:func:`lean`), so the serial path too
-    works chunk by chunk and keeps no file's specs and documents past its chunk (memory flat in the
-    number of files, as with workers); otherwise the serial path returns ``work``'s full results."""
+    works chunk by chunk and keeps no file's specs and documents past its chunk (as with workers);
+    otherwise the serial path returns ``work``'s full results. (:func:`iter_results` gives them one
+    at a time.)"""
+    if not streamed and workers_for(len(tasks), jobs) <= 1:
+        return work(tasks)
+    return list(iter_results(tasks, work, jobs, on_chunk))
+
+
+def iter_results(tasks: Sequence[_T], work: Callable[[Sequence[_T]], list[FileResult]],
+                 jobs: int | None, on_chunk: Callable[[int], None] | None = None) -> Iterator[FileResult]:
+    """What a report needs of ``work``'s result for each task (:func:`lean`), one at a time and in
+    order, as :func:`run_tasks` with ``streamed``: the caller keeps what it needs of each and
+    nothing more, so neither this process nor a worker holds more than a few chunks of results."""
     workers = workers_for(len(tasks), jobs)
     chunks = [tasks[i:i + CHUNK] for i in range(0, len(tasks), CHUNK)]
     if workers <= 1:
-        if not streamed:
-            return work(tasks)
-        return [lean(result) for chunk in chunks for result in work(chunk)]
+        for chunk in chunks:
+            for result in work(chunk):
+                yield lean(result)
+        return
     global _WORK
     _WORK = work
     try:
-        return _run_forked(chunks, work, workers, on_chunk)
+        yield from _iter_forked(chunks, work, workers, on_chunk)
     finally:
         _WORK = None
 
 
-def _run_forked(chunks: list[Sequence[FileTask]], work: Callable[[Sequence[FileTask]], list[FileResult]],
-                workers: int, on_chunk: Callable[[int], None] | None = None) -> list[FileResult]:
+def _iter_forked(chunks: list[Sequence[_T]], work: Callable[[Sequence[_T]], list[FileResult]],
+                 workers: int, on_chunk: Callable[[int], None] | None = None) -> Iterator[FileResult]:
+    """The lean results of every chunk in order, as the workers send them back; a chunk whose
+    worker failed (died, or sent what cannot be pickled) is checked again here."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
-    results: list[list[FileResult] | None] = [None] * len(chunks)
     try:
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
-                                 initializer=_ignore_sigint) as pool:
-            futures = [pool.submit(_work_in_child, chunk) for chunk in chunks]
-            try:
-                for index, future in enumerate(futures):
-                    try:
-                        results[index] = future.result()
-                        if on_chunk is not None:
-                            on_chunk(len(chunks[index]))
-                    except BrokenProcessPool:
-                        break  # a worker died: the rest are redone below
-                    except Exception:  # noqa: BLE001 - e.g. a plugin's finding that cannot be pickled: redone below
-                        continue
-            except KeyboardInterrupt:
-                # Ctrl-C: the workers ignore it (no traceback from each); stop them, and let the
-                # CLI end with 130
-                for process in list(getattr(pool, "_processes", {}).values()):
-                    process.terminate()
-                # wait=True: the executor's manager thread sees the terminated workers and closes its
-                # wake-up pipe itself; with wait=False the interpreter's exit hook later writes to the
-                # closed pipe and prints an OSError traceback after the quiet 130.
-                pool.shutdown(wait=True, cancel_futures=True)
-                raise
-    except (OSError, BrokenProcessPool):  # cannot fork (process limit), or the pool broke on shutdown
-        pass
-    out: list[FileResult] = []
-    for index, chunk in enumerate(chunks):
-        done = results[index]
-        out.extend(done if done is not None else work(chunk))
-    return out
+        pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
+                                   initializer=_ignore_sigint)
+        futures: list = [pool.submit(_work_in_child, chunk) for chunk in chunks]
+    except (OSError, BrokenProcessPool):  # cannot fork (process limit)
+        for chunk in chunks:
+            yield from (lean(r) for r in work(chunk))
+        return
+    broken = False
+    finished = False
+    try:
+        for index, chunk in enumerate(chunks):
+            done: list[FileResult] | None = None
+            if not broken:
+                try:
+                    done = futures[index].result()
+                    if on_chunk is not None:
+                        on_chunk(len(chunk))
+                except BrokenProcessPool:
+                    broken = True  # a worker died: this chunk and the rest are checked here
+                except Exception:  # noqa: BLE001 - e.g. a plugin's finding that cannot be pickled: redone here
+                    pass
+            futures[index] = None  # its results are the caller's now
+            yield from (done if done is not None else (lean(r) for r in work(chunk)))
+        finished = True
+    except KeyboardInterrupt:
+        # Ctrl-C: the workers ignore it (no traceback from each); stop them, and let the CLI end with 130
+        for process in list(getattr(pool, "_processes", {}).values()):
+            process.terminate()
+        raise
+    finally:
+        # wait=True: the executor's manager thread sees ended workers and closes its wake-up pipe
+        # itself (with wait=False the interpreter's exit hook later writes to the closed pipe and
+        # prints an OSError traceback after a quiet 130). A caller that stopped early (an error)
+        # cancels the chunks not started.
+        try:
+            pool.shutdown(wait=True, cancel_futures=not finished)
+        except (OSError, BrokenProcessPool):
+            pass
 
 
 def _ignore_sigint() -> None:
@@ -136,6 +157,6 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def _work_in_child(chunk: Sequence[FileTask]) -> list[FileResult]:
+def _work_in_child(chunk: Sequence[Any]) -> list[FileResult]:
     assert _WORK is not None, "the work function is set before the workers are forked"
     return [lean(r) for r in _WORK(chunk)]

@@ -74,31 +74,71 @@ def report_unused(results: Sequence[FileResult], selection=None, project=None,
                   per_file_ignores: bool = False) -> list[FileResult]:
     """``results`` with a TL020 added for every suppression nothing used, in the file that has it
     (per-file-ignores entries: in the project config). TL020 itself obeys the selection."""
-    from trainlint.engine import suppressions_of
-
-    if selection is not None and not selection.enabled(CODE, "unused-suppression", None):
+    unused = UnusedSuppressions(selection, project, per_file_ignores)
+    if not unused.enabled:
         return list(results)
-    used: set = set()
-    for result in results:
-        used |= result.used_suppressions
-    cache: dict[str, Suppressions] = {}
-    out, seen = [], set()
-    for result in results:
-        added: list[Diagnostic] = []
-        if result.format is not None:
-            for path in result.run or [result.path]:
-                if path in seen:
-                    continue
-                seen.add(path)
-                if selection is not None and not selection.enabled(CODE, "unused-suppression", path):
-                    continue
-                added += _inline_findings(path, suppressions_of(path, result, cache), used, selection)
-        out.append(replace(result, diagnostics=[*result.diagnostics, *added]) if added else result)
-    if per_file_ignores and project is not None and project.path and project.per_file_ignores:
-        stale = _per_file_findings(project, used, selection)
-        if stale:
-            out.append(FileResult(project.path, None, stale))
+    for index, result in enumerate(results):
+        unused.add(result, index)
+    out = list(results)
+    for index, _, found in unused.inline_findings():
+        out[index] = replace(out[index], diagnostics=[*out[index].diagnostics, *found])
+    stale = unused.per_file_result()
+    if stale is not None:
+        out.append(stale)
     return out
+
+
+class UnusedSuppressions:
+    """:func:`report_unused` fed one result at a time (``check`` keeps no results): what each
+    result used is gathered as it comes, the suppression comments of each file read on its own are
+    kept only when it has some, and they are judged at the end of the run (a comment in a file that
+    a later script sources can still be used by that script)."""
+
+    def __init__(self, selection=None, project=None, per_file_ignores: bool = False) -> None:
+        self.selection = selection
+        self.project = project
+        self.per_file_ignores = per_file_ignores
+        self.enabled = selection is None or selection.enabled(CODE, "unused-suppression", None)
+        self.used: set = set()
+        self._seen: set[str] = set()
+        self._files: list[tuple[int, str, Suppressions]] = []
+
+    def add(self, result: FileResult, index: int) -> None:
+        """``result``, the ``index``-th of the run (its TL020 findings are given with that index)."""
+        from trainlint.engine import suppressions_of
+
+        if not self.enabled:
+            return
+        self.used |= result.used_suppressions
+        if result.format is None:
+            return
+        for path in result.run or [result.path]:
+            if path in self._seen:
+                continue
+            self._seen.add(path)
+            if self.selection is not None and not self.selection.enabled(CODE, "unused-suppression", path):
+                continue
+            suppressions = suppressions_of(path, result, {})
+            if suppressions.directives:
+                self._files.append((index, path, suppressions))
+
+    def inline_findings(self) -> list[tuple[int, str, list[Diagnostic]]]:
+        """(index of the result, file, its TL020 findings) for every file with an unused comment, in run order."""
+        out = []
+        for index, path, suppressions in self._files:
+            found = _inline_findings(path, suppressions, self.used, self.selection)
+            if found:
+                out.append((index, path, found))
+        return out
+
+    def per_file_result(self) -> FileResult | None:
+        """The unused ``per-file-ignores`` entries, as a result of the project config (None when none)."""
+        project = self.project
+        if not (self.enabled and self.per_file_ignores and project is not None and project.path
+                and project.per_file_ignores):
+            return None
+        stale = _per_file_findings(project, self.used, self.selection)
+        return FileResult(project.path, None, stale) if stale else None
 
 
 def _per_file_findings(project, used: set, selection) -> list[Diagnostic]:

@@ -6,12 +6,13 @@ from trainlint.commands.argtypes import int_at_most
 
 import argparse
 import sys
+from itertools import groupby
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from trainlint.exit_codes import EXIT_ERROR
 from trainlint.output.style import COLOR_CHOICES
-from trainlint.session import Session, SessionOptions, exit_code, open_session
+from trainlint.session import Session, SessionOptions, open_session
 
 
 TEXT_FORMATS = ("full", "concise", "grouped", "text")
@@ -212,42 +213,16 @@ def report(linted: list, args: argparse.Namespace, session: Session, out=None,
     """Plugin failures added to linted results, rendered in ``args.format``; the exit code.
     ``owners[i]``: the session of ``linted[i]`` when files of several project configs were checked
     (each config's unused suppressions, plugin failures and baseline apply to its own files);
-    ``session`` renders (the first config's)."""
-    from trainlint.unused_suppressions import report_unused
+    ``session`` renders (the first config's). Returns the results as reported (after the
+    baselines, before --min-severity). ``check`` itself feeds a :class:`CheckReport` one result at
+    a time instead of a list."""
+    from trainlint.commands.check_report import CheckReport
 
     owners = list(owners) if owners is not None else [session] * len(linted)
-    sessions = _distinct([session, *owners])
-    failures: list = []
-    kept: dict[int, Any] = {}
-    extra: list = []
-    baseline = None
-    command_line_baseline = bool(getattr(args, "baseline", None) or getattr(args, "write_baseline", None))
-    for one in sessions:
-        indexes = [i for i, owner in enumerate(owners) if owner is one]
-        if not indexes and one is not session:
-            continue
-        mine = [linted[i] for i in indexes]
-        done = report_unused(mine, one.settings.selection, one.project, one.project.report_unused_per_file_ignores)
-        failures += one.plugin_failures()
-        if not command_line_baseline:
-            done, outcome = apply_baseline(done, args, one)
-            baseline = baseline or outcome
-        kept.update(zip(indexes, done[:len(mine)], strict=True))
-        extra += done[len(mine):]
-    results = failures + [kept[i] for i in range(len(linted))] + extra
-    if command_line_baseline:
-        results, baseline = apply_baseline(results, args, session)
-    code = exit_code(results, exit_zero=bool(getattr(args, "exit_zero", False)))
-    stream = out or sys.stdout
-    shown = at_least(results, getattr(args, "min_severity", "info"))
-    if args.format == "json" and not getattr(args, "statistics", False):
-        from trainlint.output.json_format import render_pieces
-
-        for piece in render_pieces(shown, baseline=baseline):  # one file at a time: flat memory
-            stream.write(piece)
-    else:
-        stream.write(render_results(shown, args, session, baseline, stream=stream))
-    return results, code
+    reporter = CheckReport(args, session, owners, keep=True)
+    for result, owner in zip(linted, owners, strict=True):
+        reporter.add(result, owner)
+    return reporter.finish(out)
 
 
 def at_least(results: list, level: str) -> list:
@@ -263,14 +238,6 @@ def at_least(results: list, level: str) -> list:
     return [replace(r, diagnostics=[d for d in r.diagnostics if d.severity.rank >= rank]) for r in results]
 
 
-def _distinct(sessions: Sequence[Session]) -> list[Session]:
-    out: list[Session] = []
-    for one in sessions:
-        if not any(one is s for s in out):
-            out.append(one)
-    return out
-
-
 def baseline_file(args: argparse.Namespace, session: Session) -> str | None:
     """--baseline, else ``baseline`` in the project config (relative to the config's folder)."""
     if getattr(args, "baseline", None):
@@ -279,29 +246,6 @@ def baseline_file(args: argparse.Namespace, session: Session) -> str | None:
     if configured and not getattr(args, "write_baseline", None):
         return str(Path(session.project.root or ".") / configured)
     return None
-
-
-def apply_baseline(results: list, args: argparse.Namespace, session: Session) -> tuple[list, tuple | None]:
-    """--write-baseline records the findings (then none is reported); --baseline / the config's
-    ``baseline`` leaves out the recorded ones. Returns the results and (path, Outcome) or None.
-    Raises BaselineError (exit 2)."""
-    if not hasattr(args, "baseline"):
-        return results, None  # a command without baselines (run)
-    path = getattr(args, "write_baseline", None)
-    if path:
-        from trainlint import baseline as baselines
-
-        count = baselines.write(results, path)
-        print(f"Wrote {count} finding{'s' if count != 1 else ''} to the baseline {path}.", file=sys.stderr)
-    else:
-        path = baseline_file(args, session)
-    if not path:
-        return results, None  # no baseline in play: the module (and hashlib) is never imported
-    from trainlint import baseline as baselines
-
-    results, outcome = baselines.apply(results, baselines.load(path))
-    print(baselines.describe(outcome, path), file=sys.stderr)
-    return results, (path, outcome)
 
 
 def finish(results: list, args: argparse.Namespace, session: Session, out=None) -> tuple[list, int]:
@@ -316,39 +260,52 @@ def statistics_conflict(args: argparse.Namespace) -> str | None:
     return None
 
 
-def render_results(results: list, args: argparse.Namespace, session: Session, baseline: tuple | None = None,
+def render_results(results: Any, args: argparse.Namespace, session: Session, baseline: tuple | None = None,
                    stream=None) -> str:
-    """The report in ``args.format``; each format's module is imported only when it is used.
-    ``baseline``: (path, Outcome) when a baseline left findings out (json and sarif say so);
-    ``stream``: where it goes (colour is for a terminal; see :func:`trainlint.output.style.use_color`)."""
+    """The report in ``args.format`` (``results``: a list of results or a Report); each format's
+    module is imported only when it is used. ``baseline``: (path, Outcome) when a baseline left
+    findings out (json and sarif say so); ``stream``: where it goes (colour is for a terminal; see
+    :func:`trainlint.output.style.use_color`)."""
+    return "".join(render_pieces(results, args, session, baseline, stream=stream))
+
+
+def render_pieces(results: Any, args: argparse.Namespace, session: Session, baseline: tuple | None = None,
+                  stream=None) -> Iterator[str]:
+    """:func:`render_results` in pieces: the formats a long check writes much of (json, sarif,
+    github, the text layouts) one file at a time, never the whole text at once."""
     fmt = args.format
     show_summary = not (getattr(args, "no_summary", False) or getattr(args, "quiet", False))
     # "fixable" is said only by a command that fixes (check; not run), and only of what --fix applies
     fix_marks, unsafe = hasattr(args, "fix"), bool(getattr(args, "unsafe_fixes", False))
     if getattr(args, "statistics", False):
         from trainlint.output.statistics import render
-        return render(results, fmt if fmt in ("json", "markdown") else "text",
-                      show_summary=show_summary, fix_marks=fix_marks, unsafe=unsafe)
+        yield render(results, fmt if fmt in ("json", "markdown") else "text",
+                     show_summary=show_summary, fix_marks=fix_marks, unsafe=unsafe)
+        return
     # each format's render under its own name: the signatures differ
     if fmt == "json":
-        from trainlint.output.json_format import render as render_json
-        return render_json(results, baseline=baseline)
+        from trainlint.output.json_format import render_pieces as json_pieces
+        yield from json_pieces(results, baseline=baseline)
+        return
     if fmt == "sarif":
-        from trainlint.output.sarif import render as render_sarif
-        return render_sarif(results, registry=session.registry, baseline=baseline)
+        from trainlint.output.sarif import render_pieces as sarif_pieces
+        yield from sarif_pieces(results, registry=session.registry, baseline=baseline)
+        return
     if fmt == "github":
-        from trainlint.output.github import render as render_github
-        return render_github(results)
+        from trainlint.output.github import render_lines as github_lines
+        yield from github_lines(results)
+        return
     if fmt == "markdown":
         from trainlint.output.markdown import render as render_markdown
-        return render_markdown(results, registry=session.registry)
+        yield render_markdown(results, registry=session.registry)
+        return
     from trainlint.output.style import Style, use_color
-    from trainlint.output.text import render as render_text
+    from trainlint.output.text import render_lines as text_lines
     # `run` renders into a buffer that it writes to stderr: the terminal to ask about is stderr
     terminal = sys.stderr if getattr(args, "report_stream", None) == "stderr" else stream or sys.stdout
     style = Style(use_color(getattr(args, "color", "auto"), terminal))
-    return render_text(results, show_summary=show_summary, fix_marks=fix_marks, unsafe=unsafe,
-                       layout="full" if fmt == "text" else fmt, style=style)
+    yield from text_lines(results, show_summary=show_summary, fix_marks=fix_marks, unsafe=unsafe,
+                          layout="full" if fmt == "text" else fmt, style=style)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -395,17 +352,19 @@ def run(args: argparse.Namespace) -> int:
         return result
 
     fixing = bool(getattr(args, "fix", False) or getattr(args, "diff", False))
-    # --fix / --diff apply fixes, and SARIF carries them (checked by reading each fixed file again,
-    # honest_marks): both need the read documents, which streamed (lean) results drop
-    keep_documents = fixing or args.format == "sarif"
 
-    def lint_all() -> list:
-        from trainlint.frameworks.locate import once_per_run
+    def start_progress() -> None:
         from trainlint.output import progress as progress_line
 
         nonlocal progress
         progress = progress_line.Progress(len(plan.tasks), sys.stderr) if progress_line.wanted(
             sys.stderr, args.format, args.quiet) else None
+
+    def lint_all() -> list:
+        """Every file's result, kept with its specs and documents (--fix and --diff fix them)."""
+        from trainlint.frameworks.locate import once_per_run
+
+        start_progress()
         results: list = [None] * len(plan.tasks)
         try:
             for one in sessions:
@@ -414,9 +373,8 @@ def run(args: argparse.Namespace) -> int:
                 def check_and_lint(chunk, one=one):
                     return one.lint([checked(one, task) for task in chunk])
 
-                # --fix and --diff read the specs and documents of what they fix; a report needs neither
                 done = run_tasks([plan.tasks[i] for i in indexes], check_and_lint, args.jobs,
-                                 progress.advance if progress is not None else None, streamed=not keep_documents)
+                                 progress.advance if progress is not None else None)
                 for i, result in zip(indexes, done, strict=True):
                     results[i] = result
         finally:
@@ -434,6 +392,41 @@ def run(args: argparse.Namespace) -> int:
             results = honest_marks(results, session)
         return report(results, args, session, owners=plan.owners)
 
+    def check_streamed() -> int:
+        """Each file checked, linted and handed to the report as it is done (on the workers, in
+        check order): no file's result is kept (memory flat in the number of files)."""
+        from trainlint.commands.check_report import CheckReport
+        from trainlint.process_pool import iter_results
+
+        reporter = CheckReport(args, session, plan.owners, once_per_run=True)
+        sarif = args.format == "sarif"
+
+        def check_and_lint(chunk: Sequence[int]) -> list:
+            out: list = []
+            for _, group in groupby(chunk, key=lambda i: id(plan.owners[i])):
+                indexes = list(group)
+                one = plan.owners[indexes[0]]
+                linted = one.lint([checked(one, plan.tasks[i]) for i in indexes])
+                if sarif:
+                    # SARIF carries the edits themselves (`fixes`), which a code-scanning tool may
+                    # apply without trainlint: each is checked as --fix checks it, by reading the
+                    # fixed file again, while the file's documents are at hand
+                    from trainlint.commands.check_fix import honest_marks
+
+                    linted = [honest_marks([result], one)[0] for result in linted]
+                out += linted
+            return out
+
+        start_progress()
+        try:
+            for index, result in enumerate(iter_results(range(len(plan.tasks)), check_and_lint, args.jobs,
+                                                        progress.advance if progress is not None else None)):
+                reporter.add(result, plan.owners[index])
+        finally:
+            if progress is not None:
+                progress.finish()
+        return reporter.finish()[1]
+
     # rules' layout changes become edits (the run's adapter writes them), so that what is marked
     # fixable (text [*], the footer, JSON applicability) is what --fix --unsafe-fixes would apply
     for one in sessions:
@@ -443,11 +436,10 @@ def run(args: argparse.Namespace) -> int:
             from trainlint.commands.check_fix import fix_then_report
 
             return fix_then_report(args, session, lint_all, report_all)
-        _, code = report_all(lint_all())
+        return check_streamed()
     except _baseline_error() as exc:
         print(f"trainlint: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    return code
 
 
 def _baseline_error() -> type[Exception]:

@@ -32,47 +32,14 @@ def file_entries(results: Sequence[FileResult]) -> list[FileEntry]:
     launch script, the second YAML of a NeoX run, a file of arguments several scripts source):
     those go to their own file's entry. One file is one entry however its path is spelled (the
     shell resolves ``$(dirname $0)/conf/args.sh`` to an absolute path while the user named the
-    folder relatively): the first spelling met names it. A finding several results report
-    alike (five scripts sourcing one file with an undecidable condition) is shown once."""
-    order: list[str] = []
-    formats: dict[str, str | None] = {}
-    by_path: dict[str, list[Diagnostic]] = {}
-    seen: dict[str, set[tuple]] = {}
-    spelled: dict[str, str] = {}
+    folder relatively): the spelling of the first result that is the file names it, else the
+    first spelling met. A finding several results report alike (five scripts sourcing one file
+    with an undecidable condition) is shown once. The entries are in order of first mention.
+    (:class:`trainlint.output.report.Report` is the one implementation: ``check`` feeds it one
+    result at a time.)"""
+    from trainlint.output.report import as_report
 
-    def entry_of(path: str, fmt: str | None) -> str:
-        key = _same_file(path)
-        name = spelled.setdefault(key, path)
-        if name not in formats:
-            order.append(name)
-            formats[name] = fmt
-            by_path[name] = []
-            seen[name] = set()
-        elif formats[name] is None:
-            formats[name] = fmt  # read on its own as no config, but part of a run that is one
-        return name
-
-    for result in results:  # a file checked itself is named as the user's walk spelled it
-        for member in result.run or [result.path]:
-            spelled.setdefault(_same_file(member), member)
-    for result in results:
-        for member in result.run or [result.path]:
-            entry_of(member, result.format)
-        for diag in result.diagnostics:
-            name = entry_of(diag.path or result.path, result.format)
-            identity = _identity(diag)
-            if identity in seen[name]:
-                continue
-            seen[name].add(identity)
-            by_path[name].append(diag)
-    from trainlint.frameworks.target import target_of
-
-    targets: dict[str, dict] = {}
-    for result in results:
-        target = target_of(result)
-        if target is not None:
-            targets.setdefault(spelled.get(_same_file(result.path), result.path), target)
-    return [FileEntry(p, formats[p], sorted(by_path[p], key=Diagnostic.sort_key), targets.get(p)) for p in order]
+    return list(as_report(results).entries())
 
 
 def display_path(path: str, cwd: str | None = None) -> str:
@@ -113,14 +80,20 @@ def _identity(diag: Diagnostic) -> tuple:
 
 def severity_counts(results: Sequence[FileResult]) -> Counter:
     """Findings by severity, as the report shows them (a finding several results share counted once)."""
-    return Counter(d.severity for e in file_entries(results) for d in e.diagnostics)
+    from trainlint.output.report import as_report
+
+    return as_report(results).severity_counts()
 
 
 def summary_line(results: Sequence[FileResult]) -> str:
-    counts = severity_counts(results)
-    # files, not results: a multi-file run is one result holding several files
-    checked = len({p for r in results if r.format or r.diagnostics for p in (r.run or [r.path])})
-    skipped = sum(1 for r in results if not (r.format or r.diagnostics))
+    from trainlint.output.report import as_report
+
+    return as_report(results).summary_line()
+
+
+def summary_text(counts: Counter, checked: int, skipped: int) -> str:
+    """``Found 3 problems (1 error, 2 warnings) in 10 files.``: ``checked`` files read as a config or
+    with a finding (a multi-file run counts each of its files), ``skipped`` results neither."""
     total = sum(counts.values())
     parts = [f"{counts[s]} {s.value}{'s' if counts[s] != 1 and s is not Severity.INFO else ''}"
              for s in (Severity.ERROR, Severity.WARNING, Severity.INFO) if counts[s]]
@@ -142,14 +115,9 @@ class FixableCount:
 def fixable_count(results: Sequence[FileResult], unsafe: bool = False) -> FixableCount:
     """Over the findings as the report shows them (:func:`file_entries`): a hint without edits, or a
     display-only fix, counts for neither."""
-    fixable = hidden = 0
-    for entry in file_entries(results):
-        for d in entry.diagnostics:
-            if d.applies(unsafe):
-                fixable += 1
-            elif d.applies(True):
-                hidden += 1
-    return FixableCount(fixable, hidden)
+    from trainlint.output.report import as_report
+
+    return as_report(results).fixable_count(unsafe)
 
 
 def fixable_line(count: FixableCount, unsafe: bool = False) -> str | None:

@@ -11,14 +11,17 @@ annotations of each kind, the log keeps every line. Then the summary line as pla
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from trainlint.results import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.output import file_entries, summary_line
+from trainlint.output.report import as_report
 from trainlint.escape import printable
 from trainlint.output.sarif import is_pseudo_path, relative_path, source_root
 from trainlint.positions import Span
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.output.report import Report
 
 BREAKS = "\r\n"
 """Left to escape_data, which encodes them as %0D %0A (shown as line breaks inside one annotation)."""
@@ -67,9 +70,15 @@ def display_path(path: str, root: Path) -> str:
     return relative_path(path, root) or path
 
 
-def render(results: Sequence[FileResult], *, root: str | None = None) -> str:
+def render(results: Sequence[FileResult] | Report, *, root: str | None = None) -> str:
+    return "".join(render_lines(results, root=root))
+
+
+def render_lines(results: Sequence[FileResult] | Report, *, root: str | None = None) -> Iterator[str]:
+    """:func:`render`'s text a line at a time, one file after another."""
+    report = as_report(results)
     base = Path(root).resolve() if root is not None else source_root()
-    lines = [annotation(d, display_path(d.path or entry.path, base))
-             for entry in file_entries(results) for d in entry.diagnostics]
-    lines.append(summary_line(results))
-    return "\n".join(lines) + "\n"
+    for entry in report.entries():
+        for d in entry.diagnostics:
+            yield annotation(d, display_path(d.path or entry.path, base)) + "\n"
+    yield report.summary_line() + "\n"

@@ -8,13 +8,16 @@ so the findings table stops after :data:`MAX_ROWS` rows and says how many it lef
 from __future__ import annotations
 
 import re
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from trainlint.results import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.output import file_entries, severity_counts, summary_line
 from trainlint.escape import printable
+from trainlint.output.report import as_report
 from trainlint.output.statistics import code_counts
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.output.report import Report
 
 MAX_ROWS = 500
 ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
@@ -81,33 +84,43 @@ def rule_link(code: str, name: str, registry: Any) -> str:
     return (f"[{code}]({help_uri(code, name)})" if builtin and name else code) + (f" {name}" if name else "")
 
 
-def _findings(results: Sequence[FileResult]) -> list[tuple[str, Diagnostic]]:
-    """(path relative to the repository root, as in the annotations; diagnostic), errors first."""
+def _findings(report: Report, max_rows: int) -> tuple[list[tuple[str, Diagnostic]], int]:
+    """The first ``max_rows`` findings, errors first (in file order within a severity), each with
+    its path relative to the repository root as in the annotations; and how many there are. Only
+    the rows shown are kept: at most ``max_rows`` of each severity."""
     from trainlint.output.github import display_path
     from trainlint.output.sarif import source_root
 
     root = source_root()
-    rows = [(display_path(d.path or entry.path, root), d) for entry in file_entries(results) for d in entry.diagnostics]
-    return sorted(rows, key=lambda row: -row[1].severity.rank)  # stable: file order within a severity
+    kept: dict[Severity, list[tuple[str, Diagnostic]]] = {s: [] for s in ORDER}
+    total = 0
+    for entry in report.entries():
+        for d in entry.diagnostics:
+            total += 1
+            rows = kept[d.severity]
+            if len(rows) < max_rows:
+                rows.append((display_path(d.path or entry.path, root), d))
+    return [row for s in ORDER for row in kept[s]][:max_rows], total
 
 
-def render(results: Sequence[FileResult], *, registry: Any = None, max_rows: int | None = None) -> str:
+def render(results: Sequence[FileResult] | Report, *, registry: Any = None, max_rows: int | None = None) -> str:
     max_rows = MAX_ROWS if max_rows is None else max_rows
-    counts = severity_counts(results)
-    out = ["## trainlint", "", summary_line(results), ""]
+    report = as_report(results)
+    counts = report.severity_counts()
+    out = ["## trainlint", "", report.summary_line(), ""]
     if not sum(counts.values()):
         out.append("No problems found.")
         return "\n".join(out) + "\n"
     out += ["| severity | count |", "|---|---:|"]
     out += [f"| {s.value} | {counts[s]} |" for s in ORDER if counts[s]]
-    findings = _findings(results)
+    findings, total = _findings(report, max_rows)
     out += ["", "### Findings", "", "| location | code | severity | message |", "|---|---|---|---|"]
-    for path, d in findings[:max_rows]:
+    for path, d in findings:
         message = d.message + (f"\nfix: {d.fix}" if d.fix else "")
         out.append(f"| {literal(f'{path}:{d.line}:{d.column}')} | {rule_link(d.code, d.name, registry)} | "
                    f"{d.severity.value} | {cell(message)} |")
-    if len(findings) > max_rows:
-        out += ["", f"{len(findings) - max_rows} more findings not shown (the job log and the SARIF list all)."]
+    if total > max_rows:
+        out += ["", f"{total - max_rows} more findings not shown (the job log and the SARIF list all)."]
     out += ["", "### By rule", "", "| code | rule | severity | count |", "|---|---|---|---:|"]
-    out += [f"| {row.code} | {row.name} | {row.severity.value} | {row.count} |" for row in code_counts(results)]
+    out += [f"| {row.code} | {row.name} | {row.severity.value} | {row.count} |" for row in code_counts(report)]
     return "\n".join(out) + "\n"

@@ -15,15 +15,18 @@ import os
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 from urllib.parse import quote
 
 from trainlint import __version__
 from trainlint.rules import frameworks_of
 from trainlint.results import FileResult
 from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.output import file_entries
+from trainlint.output.report import as_report
 from trainlint.positions import Span
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.output.report import Report
 
 SCHEMA_URI = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://github.com/trainlint/trainlint"
@@ -158,13 +161,15 @@ def region(span: Span) -> dict[str, int]:
 
 
 class _Artifacts:
-    """The run's artifact list, each file's lines (for fingerprints) read once."""
+    """The run's artifact list; the lines (for fingerprints) of the file being reported."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
         self.index: dict[str, int] = {}
         self.entries: list[dict[str, Any]] = []
         self.lines: dict[str, list[str]] = {}
+        """Read when a result first needs them; emptied after each file (:meth:`done`), so a
+        report of 10,000 files never holds their texts."""
 
     def location(self, path: str) -> dict[str, Any]:
         """The artifactLocation of ``path``, adding the file to the artifact list once."""
@@ -173,8 +178,15 @@ class _Artifacts:
         if key not in self.index:
             self.index[key] = len(self.entries)
             self.entries.append({"location": dict(location)})
-            self.lines[key] = _read_lines(path)
         return {**location, "index": self.index[key]}
+
+    def lines_of(self, uri: str, path: str) -> list[str]:
+        if uri not in self.lines:
+            self.lines[uri] = _read_lines(path)
+        return self.lines[uri]
+
+    def done(self) -> None:
+        self.lines.clear()
 
 
 def _read_lines(path: str) -> list[str]:
@@ -208,7 +220,7 @@ def _result(d: Diagnostic, path: str, rule_index: int, artifacts: _Artifacts, se
     }
     if "physicalLocation" in location:
         uri = location["physicalLocation"]["artifactLocation"]["uri"]
-        digest = _line_hash(d.code, uri, d.span, artifacts.lines.get(uri, []))
+        digest = _line_hash(d.code, uri, d.span, artifacts.lines_of(uri, path))
         seen[digest] += 1  # GitHub's own form, "hash:occurrence", keeps equal lines apart
         result["partialFingerprints"] = {"primaryLocationLineHash": f"{digest}:{seen[digest]}"}
     fixes = _fixes(d, path, artifacts)
@@ -246,49 +258,84 @@ def _fixes(d: Diagnostic, path: str, artifacts: _Artifacts) -> list[dict[str, An
                                  for target, replacements in changes.items()]}]
 
 
-def render(results: Sequence[FileResult], *, registry: Any = None, root: str | os.PathLike | None = None,
+def render(results: Sequence[FileResult] | Report, *, registry: Any = None, root: str | os.PathLike | None = None,
            baseline: tuple | None = None) -> str:
     """The SARIF log as JSON text. ``root``: where relative URIs start (default: see
     :func:`source_root`). ``baseline``: (path, Outcome) when a baseline left findings out: every
     result reported is then ``baselineState: new``, and the run's properties say how many were
     left out and how many recorded ones no longer occur."""
+    return "".join(render_pieces(results, registry=registry, root=root, baseline=baseline))
+
+
+_RESULTS_INDENT = "\n" + " " * 8
+"""A result is at depth 4 of the log ({runs: [{results: [...]}]}): json.dumps(indent=2) indents it by 8."""
+
+
+def render_pieces(results: Sequence[FileResult] | Report, *, registry: Any = None,
+                  root: str | os.PathLike | None = None, baseline: tuple | None = None) -> Iterator[str]:
+    """:func:`render`'s text in pieces: the same bytes as ``json.dumps(log, indent=2)``. The rules,
+    the artifacts and whether the run succeeded come before the results in the log and are known
+    only once every result is made: the results are written to a temporary file (in memory while
+    small) as they are made, one file's at a time, and copied out after the rest of the log."""
+    import tempfile
+
     base = Path(root).resolve() if root is not None else source_root()
     rule_index: dict[str, int] = {}
     rules: list[dict[str, Any]] = []
     artifacts = _Artifacts(base)
     seen: Counter = Counter()
-    sarif_results: list[dict[str, Any]] = []
     failed = False
-    for entry in file_entries(results):
-        for d in entry.diagnostics:
-            if d.code not in rule_index:
-                rule_index[d.code] = len(rules)
-                rules.append(rule_descriptor(d.code, d.name, registry))
-            failed = failed or d.code in FAILURE_CODES
-            sarif_results.append(_result(d, d.path or entry.path, rule_index[d.code], artifacts, seen))
-            if baseline is not None:
-                sarif_results[-1]["baselineState"] = "new"
-        if entry.target is not None and entry.diagnostics and not is_pseudo_path(entry.path):
-            # the framework the file's findings are about: a property of the file, not of each result
-            index = artifacts.location(entry.path)["index"]
-            artifacts.entries[index].setdefault("properties", {})["target"] = entry.target
-    run = {
-        "tool": {"driver": {
-            "name": "trainlint",
-            "version": __version__,
-            "semanticVersion": __version__,
-            "informationUri": INFORMATION_URI,
-            "rules": rules,
-        }},
-        # No workingDirectory: GitHub would take it as the base of absolute URIs, and the base
-        # of ours is %SRCROOT%, which need not be the directory trainlint ran in.
-        "invocations": [{"executionSuccessful": not failed}],
-        "originalUriBaseIds": {SRCROOT: {"uri": base.as_uri().rstrip("/") + "/"}},
-        "artifacts": artifacts.entries,
-        "results": sarif_results,
-        "columnKind": "unicodeCodePoints",
-    }
-    if baseline is not None:
-        path, outcome = baseline
-        run["properties"] = {"baseline": {"path": str(path), "suppressed": outcome.suppressed, "stale": outcome.stale}}
-    return json.dumps({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
+    count = 0
+    with tempfile.SpooledTemporaryFile(max_size=4 * 1024 * 1024, mode="w+", encoding="utf-8",
+                                       errors="surrogatepass") as spool:
+        for entry in as_report(results).entries():
+            for d in entry.diagnostics:
+                if d.code not in rule_index:
+                    rule_index[d.code] = len(rules)
+                    rules.append(rule_descriptor(d.code, d.name, registry))
+                failed = failed or d.code in FAILURE_CODES
+                result = _result(d, d.path or entry.path, rule_index[d.code], artifacts, seen)
+                if baseline is not None:
+                    result["baselineState"] = "new"
+                spool.write((",", "")[count == 0] + _RESULTS_INDENT + json.dumps(result, indent=2).replace(
+                    "\n", _RESULTS_INDENT))
+                count += 1
+            if entry.target is not None and entry.diagnostics and not is_pseudo_path(entry.path):
+                # the framework the file's findings are about: a property of the file, not of each result
+                index = artifacts.location(entry.path)["index"]
+                artifacts.entries[index].setdefault("properties", {})["target"] = entry.target
+            artifacts.done()
+        run = {
+            "tool": {"driver": {
+                "name": "trainlint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": rules,
+            }},
+            # No workingDirectory: GitHub would take it as the base of absolute URIs, and the base
+            # of ours is %SRCROOT%, which need not be the directory trainlint ran in.
+            "invocations": [{"executionSuccessful": not failed}],
+            "originalUriBaseIds": {SRCROOT: {"uri": base.as_uri().rstrip("/") + "/"}},
+            "artifacts": artifacts.entries,
+            "results": [],
+            "columnKind": "unicodeCodePoints",
+        }
+        if baseline is not None:
+            path, outcome = baseline
+            run["properties"] = {"baseline": {"path": str(path), "suppressed": outcome.suppressed,
+                                              "stale": outcome.stale}}
+        text = json.dumps({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
+        # the results go where json.dumps put the empty list: the last `"results": []` of the log
+        # (a string value holding those characters has its quotes escaped)
+        cut = text.rindex('"results": []') + len('"results": [')
+        yield text[:cut]
+        if count:
+            spool.seek(0)
+            while True:
+                block = spool.read(1 << 16)
+                if not block:
+                    break
+                yield block
+            yield "\n      "
+        yield text[cut:]

@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from trainlint.results import FileResult
 from trainlint.diagnostics import Severity
-from trainlint.output import file_entries, fixable_count, fixable_line, summary_line
+from trainlint.output import fixable_line
+from trainlint.output.report import as_report
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.output.report import Report
 
 
 @dataclass
@@ -33,11 +37,11 @@ class CodeCount:
                 "fixable": self.fixes > 0}
 
 
-def code_counts(results: Sequence[FileResult], fix_marks: bool = False, unsafe: bool = False) -> list[CodeCount]:
+def code_counts(results: Sequence[FileResult] | Report, fix_marks: bool = False, unsafe: bool = False) -> list[CodeCount]:
     """One row per code over the same findings the other formats list; by count, then code.
     ``fix_marks``: count what ``--fix`` fixes (``unsafe``: with ``--unsafe-fixes``)."""
     rows: dict[tuple[str, Severity], CodeCount] = {}
-    for entry in file_entries(results):
+    for entry in as_report(results).entries():
         for d in entry.diagnostics:
             row = rows.setdefault((d.code, d.severity), CodeCount(d.code, d.name, d.severity))
             row.count += 1
@@ -45,7 +49,7 @@ def code_counts(results: Sequence[FileResult], fix_marks: bool = False, unsafe: 
     return sorted(rows.values(), key=lambda r: (-r.count, r.code, -r.severity.rank))
 
 
-def counts(results: Sequence[FileResult]) -> list[dict[str, Any]]:
+def counts(results: Sequence[FileResult] | Report) -> list[dict[str, Any]]:
     return [row.to_dict() for row in code_counts(results)]
 
 
@@ -59,16 +63,17 @@ def render_text(rows: list[CodeCount]) -> list[str]:
             f"{r.severity.value}".rstrip() for r in rows]
 
 
-def render_markdown(rows: list[CodeCount], results: Sequence[FileResult]) -> list[str]:
-    out = ["## trainlint statistics", "", summary_line(results), ""]
+def render_markdown(rows: list[CodeCount], results: Sequence[FileResult] | Report) -> list[str]:
+    out = ["## trainlint statistics", "", as_report(results).summary_line(), ""]
     if not rows:
         return out + ["No problems found."]
     out += ["| count | code | rule | severity |", "|---:|---|---|---|"]
     return out + [f"| {r.count} | {r.code} | {r.name} | {r.severity.value} |" for r in rows]
 
 
-def render(results: Sequence[FileResult], fmt: str = "text", *, show_summary: bool = True, fix_marks: bool = False,
-           unsafe: bool = False) -> str:
+def render(results: Sequence[FileResult] | Report, fmt: str = "text", *, show_summary: bool = True,
+           fix_marks: bool = False, unsafe: bool = False) -> str:
+    results = as_report(results)
     rows = code_counts(results, fix_marks, unsafe)
     if fmt == "json":
         return json.dumps([r.to_dict() for r in rows], indent=2) + "\n"
@@ -76,8 +81,8 @@ def render(results: Sequence[FileResult], fmt: str = "text", *, show_summary: bo
         return "\n".join(render_markdown(rows, results)) + "\n"
     lines = render_text(rows)
     if show_summary:
-        lines.append(summary_line(results))
-        footer = fixable_line(fixable_count(results, unsafe), unsafe) if fix_marks else None
+        lines.append(results.summary_line())
+        footer = fixable_line(results.fixable_count(unsafe), unsafe) if fix_marks else None
         if footer:
             lines.append(footer)
     return "\n".join(lines) + ("\n" if lines else "")

@@ -24,13 +24,17 @@ escape sequences reach a terminal.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Iterator, Sequence
 
 from trainlint.results import FileResult
 from trainlint.diagnostics import Diagnostic
-from trainlint.output import display_path, file_entries, fixable_count, fixable_line, summary_line
+from trainlint.output import display_path, fixable_line
+from trainlint.output.report import as_report
 from trainlint.escape import printable
 from trainlint.output.style import PLAIN, Style
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.output.report import Report
 
 LAYOUTS = ("full", "concise", "grouped")
 """The text layouts; ``text`` is another name of ``full`` (the spelling before the layouts)."""
@@ -42,40 +46,48 @@ def _finding(d: Diagnostic, *, fix_marks: bool, unsafe: bool, style: Style) -> s
     return f"{style.severity(d.severity)} {style.code(d.code)}{mark} {printable(d.message)}"
 
 
-def render(results: Sequence[FileResult], *, show_summary: bool = True, fix_marks: bool = False,
+def render(results: Sequence[FileResult] | Report, *, show_summary: bool = True, fix_marks: bool = False,
            unsafe: bool = False, layout: str = "full", style: Style = PLAIN) -> str:
     """``fix_marks``: mark what ``--fix`` fixes and add the footer; ``unsafe``: ``--unsafe-fixes``
     was given, so unsafe fixes count as fixable. ``layout``: one of :data:`LAYOUTS` (or ``text``)."""
-    lines: list[str] = []
+    return "".join(render_lines(results, show_summary=show_summary, fix_marks=fix_marks, unsafe=unsafe,
+                                layout=layout, style=style))
+
+
+def render_lines(results: Sequence[FileResult] | Report, *, show_summary: bool = True, fix_marks: bool = False,
+                 unsafe: bool = False, layout: str = "full", style: Style = PLAIN) -> Iterator[str]:
+    """:func:`render`'s text a line at a time (each with its line break), one file after another."""
+    report = as_report(results)
     grouped = layout == "grouped"
-    for entry in file_entries(results):
+    any_line = False
+    for entry in report.entries():
         if not entry.diagnostics:
             continue
         path = style.path(printable(display_path(entry.path)))
         if grouped:
-            if lines:
-                lines.append("")
-            lines.append(f"{path}:")
+            if any_line:
+                yield "\n"
+            yield f"{path}:\n"
+        any_line = True
         if entry.target is not None and layout != "concise":
             # which framework the findings below are about: once per file, not a tail on each
             # finding (issue 28); a ``note`` line, so that every finding line keeps its severity
             note = f"{style.dim('note:')} {printable(entry.target['statement'])}"
-            lines.append(f"  {note}" if grouped else f"{path}: {note}")
+            yield f"  {note}\n" if grouped else f"{path}: {note}\n"
         for d in entry.diagnostics:
             finding = _finding(d, fix_marks=fix_marks, unsafe=unsafe, style=style)
             if grouped:
-                lines.append(f"  {d.line}:{d.column} {finding}")
+                yield f"  {d.line}:{d.column} {finding}\n"
             else:
                 # one finding, one line: config text and file names cannot start lines of their own
-                lines.append(f"{path}:{d.line}:{d.column}: {finding}")
+                yield f"{path}:{d.line}:{d.column}: {finding}\n"
             if d.fix and layout not in ("concise",):
                 indent = "      " if grouped else "    "
-                lines.append(f"{indent}{style.dim('fix:')} {printable(d.fix)}")
+                yield f"{indent}{style.dim('fix:')} {printable(d.fix)}\n"
     if show_summary:
-        if grouped and lines:
-            lines.append("")
-        lines.append(summary_line(results))
-        footer = fixable_line(fixable_count(results, unsafe), unsafe) if fix_marks else None
+        if grouped and any_line:
+            yield "\n"
+        yield report.summary_line() + "\n"
+        footer = fixable_line(report.fixable_count(unsafe), unsafe) if fix_marks else None
         if footer:
-            lines.append(footer)
-    return "\n".join(lines) + ("\n" if lines else "")
+            yield footer + "\n"

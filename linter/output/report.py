@@ -1,0 +1,270 @@
+"""A report fed one checked file at a time: what every output format reads, kept small.
+
+``trainlint check`` gives each file's result to :meth:`Report.add` as soon as the file is linted,
+and keeps nothing else of it. The report keeps, per file of the report (one entry however its path
+is spelled), only its name, format, framework target and where its findings are stored; the
+findings themselves go to a :class:`Store`: in memory for a report made from a list of results
+(:meth:`Report.of`: ``trainlint run``, the language server, tests), and for ``check`` a temporary
+file that stays in memory up to :data:`SPOOL_BYTES` (:class:`SpoolStore`), so the memory of a
+check is flat in the number of files while the report stays exactly the one a list of every
+result would give.
+
+Why findings are stored rather than printed at once: the report is ordered by each file's first
+mention, and a file's entry is complete only at the end of the run. A file sourced by several
+launch scripts gets findings from each of them (shown once when they are alike); a script read
+before the file that sources it, a later script sourcing an already reported file, or the run-level
+findings (plugin failures, which come first; unused ``per-file-ignores``, which come last) can all
+add to an entry after it was first named. Each finding is stored with the position of its result
+in the run (``seq``), so the entries come out as :func:`trainlint.output.file_entries` orders a list
+of every result: by first mention, a file's findings sorted, a finding several results share once.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+from collections import Counter
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol, Sequence
+
+from trainlint.diagnostics import Diagnostic
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.output import FileEntry, FixableCount
+    from trainlint.results import FileResult
+
+SPOOL_BYTES = 4 * 1024 * 1024
+"""Findings of a check kept in memory before they go to a temporary file."""
+
+Seq = tuple[int, int, int]
+"""Where a result stands in the run: (part, index, order). Part 0: plugin failures (reported
+first), 1: the checked files in check order, 2: run-level findings after them; ``order`` 1 for
+findings added to a file's result at the end of the run (its unused suppressions)."""
+
+
+class Store(Protocol):
+    def put(self, diagnostics: list[Diagnostic]) -> Any: ...
+
+    def get(self, handle: Any) -> list[Diagnostic]: ...
+
+    def close(self) -> None: ...
+
+
+class MemoryStore:
+    """The findings as they are (a report of a list of results, which is in memory anyway)."""
+
+    def put(self, diagnostics: list[Diagnostic]) -> Any:
+        return diagnostics
+
+    def get(self, handle: Any) -> list[Diagnostic]:
+        return list(handle)
+
+    def close(self) -> None:
+        pass
+
+
+class SpoolStore:
+    """The findings pickled into a temporary file (in memory until :data:`SPOOL_BYTES`), each
+    batch found again by its offset."""
+
+    def __init__(self, max_size: int = SPOOL_BYTES) -> None:
+        import tempfile
+
+        self.file: Any = tempfile.SpooledTemporaryFile(max_size=max_size, mode="w+b")  # noqa: SIM115 - closed by close()
+        self.end = 0
+
+    def put(self, diagnostics: list[Diagnostic]) -> Any:
+        data = pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL)
+        offset = self.end
+        self.file.seek(offset)
+        self.file.write(data)
+        self.end += len(data)
+        return offset
+
+    def get(self, handle: Any) -> list[Diagnostic]:
+        self.file.seek(handle)
+        found: list[Diagnostic] = pickle.load(self.file)
+        return found
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class _Entry:
+    """One file of the report while the run goes on."""
+
+    __slots__ = ("first", "format", "format_seq", "own", "own_seq", "parts", "spelling", "target", "target_seq")
+
+    def __init__(self, first: tuple[Seq, int], spelling: str) -> None:
+        self.first = first
+        """(seq, place within that result's mentions) of the first mention."""
+        self.spelling = spelling
+        """The first spelling met (a finding's path), when no result names the file itself."""
+        self.own: str | None = None
+        """The spelling of the first result that is this file (or a member of its run)."""
+        self.own_seq: Seq | None = None
+        self.format: str | None = None
+        self.format_seq: Seq | None = None
+        self.target: dict | None = None
+        self.target_seq: Seq | None = None
+        self.parts: list[tuple[Seq, Any]] | None = None
+        """(seq, store handle) of each batch of this file's findings."""
+
+
+@dataclass
+class Tally:
+    """What the summary and the footers count, over the findings as the entries show them."""
+
+    severities: Counter
+    fixable: dict[bool, tuple[int, int]]
+    """unsafe -> (fixable, fixable only with --unsafe-fixes)."""
+
+
+class Report:
+    """The files of a report and their findings, fed one result at a time (:meth:`add`)."""
+
+    def __init__(self, store: Store | None = None) -> None:
+        self.store: Store = store if store is not None else MemoryStore()
+        self._entries: dict[str, _Entry] = {}
+        self._checked: set[str] = set()
+        self._skipped = 0
+        self._targets: dict[str, dict] = {}
+        self._tally: Tally | None = None
+        self._next = 0
+
+    @classmethod
+    def of(cls, results: Iterable[FileResult]) -> Report:
+        report = cls()
+        for result in results:
+            report.add(result)
+        return report
+
+    # ------------------------------------------------------------------ feeding
+
+    def add(self, result: FileResult, seq: Seq | None = None) -> None:
+        """One result, as reported (after baselines and --min-severity). ``seq``: its place in the
+        run (default: after every result added so far)."""
+        from trainlint.frameworks.target import target_of
+        from trainlint.output import _same_file
+
+        if seq is None:
+            seq = (1, self._next, 0)
+            self._next += 1
+        self._tally = None
+        if result.format or result.diagnostics:
+            self._checked.update(result.run or [result.path])
+        else:
+            self._skipped += 1
+        members = result.run or [result.path]
+        for place, member in enumerate(members):
+            entry = self._entry(_same_file(member), member, (seq, place))
+            if entry.own_seq is None or seq < entry.own_seq:
+                entry.own, entry.own_seq = member, seq
+            self._format(entry, result.format, seq)
+        home = self._entries[_same_file(result.path)]
+        target = target_of(result)  # kept in the result when its specs were dropped
+        if target is not None and (home.target_seq is None or seq < home.target_seq):
+            home.target, home.target_seq = self._shared(target), seq
+        self.add_findings(result.path, result.diagnostics, seq, result.format, first_place=len(members))
+
+    def add_findings(self, path: str, diagnostics: Sequence[Diagnostic], seq: Seq, fmt: str | None = None, *,
+                     first_place: int = 0) -> None:
+        """Findings of the result at ``seq`` whose home is ``path`` (each goes to the entry of its own
+        file: a finding of a launch script can lie in the file it sources)."""
+        from trainlint.output import _same_file
+
+        self._tally = None
+        by_file: dict[str, list[Diagnostic]] = {}
+        for place, diagnostic in enumerate(diagnostics, start=first_place):
+            where = diagnostic.path or path
+            key = _same_file(where)
+            entry = self._entry(key, where, (seq, place))
+            self._format(entry, fmt, seq)
+            by_file.setdefault(key, []).append(diagnostic)
+        for key, found in by_file.items():
+            entry = self._entries[key]
+            if entry.parts is None:
+                entry.parts = []
+            entry.parts.append((seq, self.store.put(found)))
+
+    def _entry(self, key: str, spelling: str, first: tuple[Seq, int]) -> _Entry:
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = _Entry(first, spelling)
+        elif first < entry.first:  # a result placed before the others (a plugin failure): its spelling
+            entry.first, entry.spelling = first, spelling
+        return entry
+
+    @staticmethod
+    def _format(entry: _Entry, fmt: str | None, seq: Seq) -> None:
+        # the first format any mention gives, in run order (a file read on its own as no config
+        # is still what the runs that read it say)
+        if fmt and (entry.format_seq is None or seq < entry.format_seq):
+            entry.format, entry.format_seq = fmt, seq
+
+    def _shared(self, target: dict) -> dict:
+        """One dict for equal targets: thousands of files judged against one release share it."""
+        key = json.dumps(target, sort_keys=True, default=str)
+        return self._targets.setdefault(key, target)
+
+    # ------------------------------------------------------------------ reading
+
+    def entries(self) -> Iterator[FileEntry]:
+        """One entry per file in order of first mention, each with its findings sorted, a finding
+        several results report alike shown once (see :func:`trainlint.output.file_entries`)."""
+        from trainlint.output import FileEntry, _identity
+
+        severities: Counter = Counter()
+        fixable = {False: [0, 0], True: [0, 0]}
+        for entry in sorted(self._entries.values(), key=lambda e: e.first):
+            found: list[Diagnostic] = []
+            seen: set[tuple] = set()
+            for _, handle in sorted(entry.parts or (), key=lambda part: part[0]):
+                for diagnostic in self.store.get(handle):
+                    identity = _identity(diagnostic)
+                    if identity not in seen:
+                        seen.add(identity)
+                        found.append(diagnostic)
+            found.sort(key=Diagnostic.sort_key)
+            for d in found:
+                severities[d.severity] += 1
+                for unsafe, counts in fixable.items():
+                    if d.applies(unsafe):
+                        counts[0] += 1
+                    elif d.applies(True):
+                        counts[1] += 1
+            yield FileEntry(entry.own or entry.spelling, entry.format, found, entry.target)
+        self._tally = Tally(severities, {k: (v[0], v[1]) for k, v in fixable.items()})
+
+    def tally(self) -> Tally:
+        if self._tally is None:
+            for _ in self.entries():
+                pass
+        assert self._tally is not None
+        return self._tally
+
+    def severity_counts(self) -> Counter:
+        return Counter(self.tally().severities)
+
+    def fixable_count(self, unsafe: bool = False) -> FixableCount:
+        from trainlint.output import FixableCount
+
+        return FixableCount(*self.tally().fixable[unsafe])
+
+    def summary_line(self) -> str:
+        from trainlint.output import summary_text
+
+        return summary_text(self.severity_counts(), len(self._checked), self._skipped)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def as_report(results: Report | Sequence[FileResult]) -> Report:
+    """``results`` as a :class:`Report` (a list of results is read into one)."""
+    return results if isinstance(results, Report) else Report.of(results)
+
+
+def spooled() -> Report:
+    """A report for a check of many files: findings spooled out of memory."""
+    return Report(SpoolStore())
