@@ -7,3 +7,5 @@ from __future__ import annotations
 FORMAT = "bridge"
 SETTING_PREFIX = "bridge:"
 """``spec.settings`` keys of the ConfigContainer's fields as written (``bridge:train.train_iters``)."""
+TARGET_KEY = "_target_"
+"""The key that names a ConfigContainer node's class (``_target_: megatron.bridge...``)."""
