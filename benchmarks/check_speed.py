@@ -83,17 +83,6 @@ def run_once(cmd: Sequence[str], env: dict[str, str], capture: bool = False) -> 
     return time.perf_counter() - start, done.stdout if capture else ""
 
 
-def time_interleaved(commands: dict[str, Sequence[str]], env: dict[str, str], repeat: int) -> dict[str, float]:
-    """Median wall time (s) of each command; one untimed warm-up run each, then ``repeat`` rounds."""
-    for cmd in commands.values():
-        run_once(cmd, env)
-    times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(repeat):
-        for name, cmd in commands.items():
-            times[name].append(run_once(cmd, env)[0])
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 PYTHON = sys.executable
 """The interpreter whose environment is measured (``--python``): this one by default."""
 
@@ -298,14 +287,17 @@ def _wall_and_cpu(cmd: Sequence[str], env: dict[str, str]) -> tuple[float, float
 
 
 def _compare(commands: dict[str, Sequence[str]], env: dict[str, str], repeat: int) -> dict[str, tuple[float, float]]:
-    """Median (wall, CPU) of each command over interleaved rounds, after one untimed run each. CPU
-    time moves much less than wall time on a machine others load: both are printed."""
+    """Median (wall, CPU) of each command over interleaved rounds, after one untimed run each; the
+    order alternates round by round (A B, B A, ...), so that neither side always runs right after
+    the other (a warmed page cache, a machine getting busier). CPU time moves much less than wall
+    time on a machine others load: both are printed."""
     for cmd in commands.values():
         run_once(cmd, env)
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
-    for _ in range(repeat):
-        for name, cmd in commands.items():
-            runs[name].append(_wall_and_cpu(cmd, env))
+    order = list(commands)
+    for round_ in range(repeat):
+        for name in order if round_ % 2 == 0 else order[::-1]:
+            runs[name].append(_wall_and_cpu(commands[name], env))
     return {name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for name, v in runs.items()}
 
 
