@@ -67,11 +67,14 @@ def test_a_deepspeed_json_check_imports_only_the_rules_that_apply_to_it():
     assert "yaml" not in modules and "jsonschema" not in modules
 
 
-def test_selecting_start_up_rules_imports_no_estimation_rule():
+def test_selecting_start_up_rules_imports_no_estimation_rule_nor_the_estimate():
     found = _imported_after_check("--select", "TL1", str(DS_JSON))
     modules = set(found["modules"])
     assert found["status"] == 0
     assert not [m for m in modules if m.startswith(FAMILIES["estimation"] + ".")]
+    # the session's GPU table (the estimator's context) is read; the model of the estimate is not
+    assert "trainlint.estimator.context" in modules
+    assert not {"trainlint.estimator.core", "trainlint.estimator.inputs"} & modules
     assert [m for m in modules if m.startswith(FAMILIES["deepspeed"] + ".ds_")]
 
 
