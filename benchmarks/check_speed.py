@@ -30,6 +30,7 @@ has its ``.pyc`` files; ``--no-bytecode-cache`` measures with whatever the envir
 
     python benchmarks/check_speed.py [--repeat 11] [--files 1000,10000] [--throughput-runs 3] [--corpus ../shared/corpus]
     python benchmarks/cold_start.py                     # the cold-start lines only
+    python benchmarks/cold_start.py --instructions      # and its instruction counts (valgrind), load-independent
 
 Against an earlier trainlint (issue 17: the framework catalogs may not slow a cold check by more than
 10%): ``--baseline OTHER_PYTHON`` (the Python of another checkout's venv, e.g. a worktree of the
@@ -83,17 +84,6 @@ def run_once(cmd: Sequence[str], env: dict[str, str], capture: bool = False) -> 
     return time.perf_counter() - start, done.stdout if capture else ""
 
 
-def time_interleaved(commands: dict[str, Sequence[str]], env: dict[str, str], repeat: int) -> dict[str, float]:
-    """Median wall time (s) of each command; one untimed warm-up run each, then ``repeat`` rounds."""
-    for cmd in commands.values():
-        run_once(cmd, env)
-    times: dict[str, list[float]] = {name: [] for name in commands}
-    for _ in range(repeat):
-        for name, cmd in commands.items():
-            times[name].append(run_once(cmd, env)[0])
-    return {name: statistics.median(values) for name, values in times.items()}
-
-
 PYTHON = sys.executable
 """The interpreter whose environment is measured (``--python``): this one by default."""
 
@@ -125,6 +115,37 @@ def cold_start(file: str, env: dict[str, str], repeat: int) -> dict[str, float]:
         commands["check-jsonschema"] = jsonschema_cli + ["--schemafile", str(DEEPSPEED_SCHEMA), file]
     both = _compare(commands, env, repeat)
     return {**{name: w for name, (w, _) in both.items()}, **{f"cpu:{name}": c for name, (_, c) in both.items()}}
+
+
+def instructions(cmd: Sequence[str], env: dict[str, str]) -> int:
+    """Instructions one run of ``cmd`` executes, counted by ``valgrind --tool=callgrind`` (a count the
+    machine's load does not move, unlike wall and CPU time). InternalError when the command fails or
+    valgrind prints no count."""
+    done = subprocess.run(["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *cmd], env=env,
+                          check=False, text=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    if done.returncode not in (0, 1):
+        raise InternalError(f"{' '.join(cmd)} under valgrind exited with {done.returncode}")
+    counts = [line.split(":", 1)[1].strip().replace(",", "") for line in done.stderr.splitlines() if "Collected :" in line]
+    if not counts or not counts[-1].isdigit():
+        raise InternalError(f"valgrind printed no instruction count for {' '.join(cmd)}")
+    return int(counts[-1])
+
+
+def report_instructions(file: str, env: dict[str, str], baseline: str | None) -> None:
+    """The cold start in instructions (``--instructions``): import yaml, this trainlint and, with
+    ``--baseline``, that one; each command run once untimed first (its bytecode cache written)."""
+    commands: dict[str, Sequence[str]] = {"python -c 'import yaml'": [PYTHON, "-c", "import yaml"],
+                                          "trainlint check --isolated FILE": trainlint_command() + ["check", "--isolated", file]}
+    if baseline:
+        commands["baseline trainlint check --isolated FILE"] = trainlint_command(baseline) + ["check", "--isolated", file]
+    counted = {}
+    for name, cmd in commands.items():
+        run_once(cmd, env)
+        counted[name] = instructions(cmd, env)
+    floor = counted["python -c 'import yaml'"]
+    print(f"cold start in instructions (valgrind --tool=callgrind, one run each), {Path(file).name}:")
+    for name, count in counted.items():
+        print(f"  {name:42s} {count / 1e6:8.1f} M   ({count / floor:.2f}x import yaml)")
 
 
 def report_cold_start(medians: dict[str, float], file: str) -> bool:
@@ -298,14 +319,17 @@ def _wall_and_cpu(cmd: Sequence[str], env: dict[str, str]) -> tuple[float, float
 
 
 def _compare(commands: dict[str, Sequence[str]], env: dict[str, str], repeat: int) -> dict[str, tuple[float, float]]:
-    """Median (wall, CPU) of each command over interleaved rounds, after one untimed run each. CPU
-    time moves much less than wall time on a machine others load: both are printed."""
+    """Median (wall, CPU) of each command over interleaved rounds, after one untimed run each; the
+    order alternates round by round (A B, B A, ...), so that neither side always runs right after
+    the other (a warmed page cache, a machine getting busier). CPU time moves much less than wall
+    time on a machine others load: both are printed."""
     for cmd in commands.values():
         run_once(cmd, env)
     runs: dict[str, list[tuple[float, float]]] = {name: [] for name in commands}
-    for _ in range(repeat):
-        for name, cmd in commands.items():
-            runs[name].append(_wall_and_cpu(cmd, env))
+    order = list(commands)
+    for round_ in range(repeat):
+        for name in order if round_ % 2 == 0 else order[::-1]:
+            runs[name].append(_wall_and_cpu(commands[name], env))
     return {name: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for name, v in runs.items()}
 
 
@@ -361,6 +385,9 @@ def main(argv: Sequence[str] | None = None, *, throughput_too: bool = True) -> i
                         help="with --baseline: another file for a cold one-file check (repeatable)")
     parser.add_argument("--baseline-only", action="store_true",
                         help="with --baseline: only the comparison, not the targets")
+    parser.add_argument("--instructions", action="store_true",
+                        help="also count the cold start's instructions with valgrind (callgrind): ratios the machine's "
+                             "load does not move (with --baseline, that install's too)")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="do not give the child processes a bytecode cache (measure as the environment is)")
     args = parser.parse_args(argv)
@@ -379,6 +406,10 @@ def measure(args: argparse.Namespace, throughput_too: bool) -> int:
         env = child_env(not args.no_bytecode_cache, cache)
         print(f"{PYTHON} (python {sys.version.split()[0]}) on {os.cpu_count()} CPUs, {load_average()}; bytecode "
               f"cache: {'private, warmed' if cache else 'as the environment says'}")
+        if args.instructions:
+            if shutil.which("valgrind") is None:
+                raise InternalError("--instructions needs valgrind on PATH")
+            report_instructions(args.file, env, args.baseline)
         if args.baseline:
             against_baseline(args.baseline, [args.file, *args.extra_file], Path(args.corpus), env, args.repeat)
             if args.baseline_only:

@@ -18,7 +18,7 @@ from trainlint import cancel
 from trainlint.numbers import long_numbers
 from trainlint.provenance import Value, first_span
 from trainlint.registry import Registry
-from trainlint.rules import Finding, Rule, RuleContext, Target, applies, capabilities
+from trainlint.rules import Finding, Rule, RuleContext, RuleEntry, Target, applies, capabilities, load
 from trainlint.selection import Selection
 from trainlint.spec import TrainingSpec
 from trainlint.did_you_mean import hint
@@ -49,11 +49,12 @@ class LintSettings:
     write_fixes: bool = False
     """Turn findings' ``changes`` into edits through the run's adapter (``check --fix`` / ``--diff``):
     a write-back and a re-read per finding, so only when a fix will be applied or shown."""
-    memo: dict[tuple, list[tuple[type[Rule], dict[str, Any]]]] = field(default_factory=dict, repr=False,
-                                                                      compare=False)
-    """The rules with their options, and those of them that run on a file, for each state of the
-    registry, options and selection they come from (see :func:`_rules_for`): the same on every
-    lint of a session (the language server lints on each change)."""
+    memo: dict[tuple, list] = field(default_factory=dict, repr=False, compare=False)
+    """The registered rules, and those of them that run on a file with their options, for each
+    state of the registry, options and selection they come from (see :func:`_rules_for`): the same
+    on every lint of a session (the language server lints on each change)."""
+    options_memo: dict[tuple, dict[type[Rule], dict[str, Any]]] = field(default_factory=dict, repr=False, compare=False)
+    """Each rule's options (:func:`resolve_options`), once per state of the registry and options."""
     preview: bool = False
     """Run the preview rules too (``--preview`` / ``preview = true``; :mod:`trainlint.rules.codes`)."""
     warnings: list[str] = field(default_factory=list)
@@ -112,21 +113,24 @@ def startup_rules(registry: Registry, rule_options: dict[str, dict[str, Any]] | 
                   preview: bool = False) -> StartupRules:
     """The registry's TL1xx rules with their options (the project's, else the defaults), for the
     layout search's start-up check; the preview rules only in preview mode, as in a check."""
-    return [(rule, resolve_options(rule, rule_options or {})) for rule in registry.by_selector("TL1")
-            if preview or rule.lifecycle != "preview"]
+    return [(load(entry), resolve_options(load(entry), rule_options or {})) for entry in registry.entries_by_selector("TL1")
+            if preview or entry.lifecycle != "preview"]
 
 
 def check_settings(registry: Registry, settings: LintSettings) -> None:
     """Fail early (exit 2) on settings that name rules or options that do not exist."""
     from trainlint.input_codes import INPUT_CODES
 
-    names = {r.name for r in registry.rules.values()} | {c.name for c in INPUT_CODES.values()}
-    codes = set(registry.rules) | set(INPUT_CODES)
+    entries = registry.rules.entries
+    names = {r.name for r in entries.values()} | {c.name for c in INPUT_CODES.values()}
+    codes = set(entries) | set(INPUT_CODES)
     for key in [*settings.severity, *settings.rule_options]:
         if key not in codes and key not in names:
             raise ConfigError(f"no rule named `{key}`{hint(key, codes | names)}")
-    for rule in registry.rules.values():
-        resolve_options(rule, settings.rule_options)
+    # only a rule the options name can have an option that does not exist: only those are imported
+    for entry in entries.values():
+        if entry.code in settings.rule_options or entry.name in settings.rule_options:
+            resolve_options(load(entry), settings.rule_options)
 
 
 def lint(results: Sequence[FileResult], registry: Registry, settings: LintSettings) -> list[FileResult]:
@@ -174,26 +178,37 @@ def _file_ignores_used(selection: Selection, diag: Diagnostic, path: str) -> lis
     return out
 
 
-def _with_options(registry: Registry, settings: LintSettings) -> tuple[tuple, list[tuple[type[Rule], dict[str, Any]]]]:
-    """Every rule with its options (see :func:`resolve_options`), and the key they are memoised
-    under: the registry's rules and the options, by value."""
-    key = ("options", tuple(registry.rules.values()), repr(settings.rule_options))
-    rules = settings.memo.get(key)
-    if rules is None:
-        rules = [(r, resolve_options(r, settings.rule_options)) for r in registry.rules.values()]
-        if len(settings.memo) > 64:  # a session's settings rarely change: bound the memo all the same
-            settings.memo.clear()
-        settings.memo[key] = rules
-    return key, rules
+def _with_options(registry: Registry, settings: LintSettings) -> tuple[tuple, list[RuleEntry]]:
+    """Every registered rule (a class, or a declaration not imported yet), and the key the rules
+    chosen from them are memoised under: the registry's rules and the options, by value."""
+    entries = tuple(registry.rules.entries.values())
+    return ("options", entries, repr(settings.rule_options)), list(entries)
 
 
-def _rules_for(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings,
+def _options(rule: type[Rule], settings: LintSettings, rules_key: tuple | None) -> dict[str, Any]:
+    """:func:`resolve_options` of a rule, once per rule and state of the options (``rules_key``)."""
+    if rules_key is None:
+        return resolve_options(rule, settings.rule_options)
+    by_rule = settings.options_memo.get(rules_key)
+    if by_rule is None:
+        if len(settings.options_memo) > 64:  # a session's settings rarely change: bound the memo all the same
+            settings.options_memo.clear()
+        by_rule = settings.options_memo[rules_key] = {}
+    options = by_rule.get(rule)
+    if options is None:
+        options = by_rule[rule] = resolve_options(rule, settings.rule_options)
+    return options
+
+
+def _rules_for(spec: TrainingSpec, rules: list[RuleEntry], settings: LintSettings,
                rules_key: tuple | None) -> tuple[tuple | None, list[tuple[type[Rule], dict]]]:
-    """The rules that run on a spec: its framework's, selected for its file; and the key they are
-    memoised under (None without a ``rules_key``): the rule list, the selection (by value: a
-    Selection is a plain dataclass), the framework and its capabilities, and the file only when
-    per-file ignores make the selection depend on it (else every file of a framework shares one
-    entry: a repository of 10,000 files chose the same rules 10,000 times)."""
+    """The rules that run on a spec with their options (see :func:`resolve_options`): its
+    framework's, selected for its file; and the key they are memoised under (None without a
+    ``rules_key``): the rule list, the selection (by value: a Selection is a plain dataclass), the
+    framework and its capabilities, and the file only when per-file
+    ignores make the selection depend on it (a repository of 10,000 files would choose the same
+    rules 10,000 times). Only these rules are imported (a declared rule is decided on its
+    declaration: code, name, lifecycle, capabilities)."""
     sel = settings.selection
     key = None
     caps = capabilities(spec)
@@ -204,10 +219,12 @@ def _rules_for(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], setting
         chosen = settings.memo.get(key)
         if chosen is not None:
             return key, chosen
-    chosen = [(rule, options) for rule, options in rules
-              if applies(rule, spec, caps)
-              and (settings.preview or rule.lifecycle != "preview")
-              and sel.enabled(rule.code, rule.name, spec.path)]
+    chosen = []
+    for entry in rules:
+        if applies(entry, spec, caps) and (settings.preview or entry.lifecycle != "preview") \
+                and sel.enabled(entry.code, entry.name, spec.path):
+            rule = load(entry)
+            chosen.append((rule, _options(rule, settings, rules_key)))
     if key is not None:
         if len(settings.memo) > 64:
             settings.memo.clear()
@@ -227,7 +244,7 @@ def plugin_failures(registry: Registry, project: ProjectConfig | None) -> list[F
         for f in registry.failures])]
 
 
-def _run_rules(spec: TrainingSpec, rules: list[tuple[type[Rule], dict]], settings: LintSettings,
+def _run_rules(spec: TrainingSpec, rules: list[RuleEntry], settings: LintSettings,
                estimate: bool = True, result: FileResult | None = None, rules_key: tuple | None = None) -> list[Diagnostic]:
     for_key, chosen = _rules_for(spec, rules, settings, rules_key)
     key = None

@@ -37,9 +37,12 @@ def trainlint_rules() -> list[type]:
 
     Each class derives from :class:`trainlint.rules.Rule` and declares ``code``, ``name``,
     ``default_severity``, ``summary`` and its documentation. Import rule modules inside the
-    implementation, not at module top, so that start-up stays fast.
+    implementation, not at module top, so that start-up stays fast. Or return a
+    :class:`trainlint.rules.DeferredRule` per rule (its code, name, module and the capabilities it
+    requires): its module is imported only when a check selects the rule for a run that has them,
+    as trainlint's own rules are.
 
-    :return: a list of rule classes (not instances).
+    :return: a list of rule classes (not instances) or rule declarations.
     """
 
 

@@ -7,18 +7,43 @@ is reported with the plugin's name and the other plugins' rules still run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator, Mapping
 
 from trainlint.framework import Framework, Frameworks
 from trainlint.plugins import BUILTIN_PLUGIN, BUILTIN_PLUGINS, PluginFailure, PluginHost, register_framework_rules
-from trainlint.rules import Rule
+from trainlint.rules import CODE_PATTERN, NAME_PATTERN, DeferredRule, Rule, RuleEntry, load
+
+
+class RuleTable(Mapping[str, type[Rule]]):
+    """The registered rules by code, in code order. Looking a rule up (``table[code]``, ``.values()``)
+    gives its class, importing a deferred rule's module then; :attr:`entries` gives what was
+    registered, a class or a :class:`~trainlint.rules.DeferredRule`, without importing anything
+    (code, name, lifecycle, ``requires``, ``frameworks``, ``plugin``: what selection needs)."""
+
+    def __init__(self, entries: Mapping[str, RuleEntry] | None = None) -> None:
+        self.entries: dict[str, RuleEntry] = dict(entries or {})
+
+    def __getitem__(self, code: str) -> type[Rule]:
+        return load(self.entries[code])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __contains__(self, code: object) -> bool:
+        return code in self.entries
+
+    def __repr__(self) -> str:
+        return f"RuleTable({list(self.entries)})"
 
 
 @dataclass
 class Registry:
     """What the plugins contributed: rules by code, adapters, GPUs, model presets, and the plugins that failed."""
 
-    rules: dict[str, type[Rule]] = field(default_factory=dict)
+    rules: RuleTable = field(default_factory=RuleTable)
     adapters: list = field(default_factory=list)
     failures: list[PluginFailure] = field(default_factory=list)
     gpus: dict[str, Any] = field(default_factory=dict)
@@ -32,13 +57,18 @@ class Registry:
 
     def by_selector(self, selector: str) -> list[type[Rule]]:
         """``ALL``, a code (``TL110``), a prefix (``TL1``, ``TL``) or a rule name."""
+        return [load(entry) for entry in self.entries_by_selector(selector)]
+
+    def entries_by_selector(self, selector: str) -> list[RuleEntry]:
+        """:meth:`by_selector` without importing the rules (see :class:`RuleTable`)."""
         selector = selector.strip()
+        entries = self.rules.entries
         if selector.upper() == "ALL":
-            return list(self.rules.values())
+            return list(entries.values())
         upper = selector.upper()
-        found = [r for code, r in self.rules.items() if code.startswith(upper)]
+        found = [r for code, r in entries.items() if code.startswith(upper)]
         if not found:
-            found = [r for r in self.rules.values() if r.name == selector]
+            found = [r for r in entries.values() if r.name == selector]
         return found
 
 
@@ -63,20 +93,21 @@ def build_registry(host: PluginHost) -> Registry:
     known_failures = len(host.failures)
     register_framework_rules(host, frameworks)
     registry.failures.extend(host.failures[known_failures:])
-    for bundle, rules in _call_each(host, "trainlint_rules", registry.failures):
+    rules: dict[str, RuleEntry] = {}
+    for bundle, returned in _call_each(host, "trainlint_rules", registry.failures):
         plugin_name = host.owners.get(bundle, bundle)
-        for rule in rules:
-            problems = rule.validate() if isinstance(rule, type) and issubclass(rule, Rule) else ["not a Rule subclass"]
+        for rule in returned:
+            problems = _problems(rule)
             if problems:
                 registry.failures.append(PluginFailure(plugin_name, f"rule {getattr(rule, 'code', rule)!r}: {'; '.join(problems)}"))
                 continue
-            if rule.code in registry.rules:
-                other = registry.rules[rule.code]
+            if rule.code in rules:
+                other = rules[rule.code]
                 registry.failures.append(PluginFailure(
                     plugin_name, f"rule code {rule.code} already used by {other.plugin} ({other.name})"))
                 continue
             rule.plugin = BUILTIN_PLUGIN if plugin_name in BUILTIN_PLUGINS else plugin_name
-            registry.rules[rule.code] = rule
+            rules[rule.code] = rule
     for _, adapters in _call_each(host, "trainlint_adapters", registry.failures):
         registry.adapters.extend(adapters)
     registry.frameworks = Frameworks([f for _, f in frameworks])
@@ -91,8 +122,21 @@ def build_registry(host: PluginHost) -> Registry:
         _add_entries(plugin_name, entries, "GPU", registry.gpus, registry.failures)
     for plugin_name, entries in _call_each(host, "trainlint_model_presets", registry.failures):
         _add_entries(plugin_name, entries, "model preset", registry.model_presets, registry.failures)
-    registry.rules = dict(sorted(registry.rules.items()))
+    registry.rules = RuleTable(dict(sorted(rules.items())))
     return registry
+
+
+def _problems(rule: Any) -> list[str]:
+    """What is wrong with a rule a bundle returned: a class is validated whole; a declaration by
+    what it declares (its class is checked against it when loaded, :class:`DeferredRule`)."""
+    if isinstance(rule, DeferredRule):
+        problems = []
+        if not isinstance(rule.code, str) or not CODE_PATTERN.match(rule.code):
+            problems.append(f"code {rule.code!r} is not 1-3 capitals and 3 digits")
+        if not isinstance(rule.name, str) or not NAME_PATTERN.match(rule.name):
+            problems.append(f"name {rule.name!r} is not kebab-case")
+        return problems
+    return rule.validate() if isinstance(rule, type) and issubclass(rule, Rule) else ["not a Rule subclass"]
 
 
 def _frameworks(host: PluginHost, failures: list[PluginFailure]) -> list[tuple[str, Framework]]:

@@ -4,7 +4,7 @@ and shell scripts that launch ``scripts/training/run_recipe.py --recipe NAME KEY
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trainlint.document import Document
 from trainlint.framework import KeyCatalog, framework_of
@@ -14,7 +14,9 @@ from trainlint.sources import SourceText
 
 from trainlint.adapters.base import BY_CONTENT, CERTAIN, NOT_MINE, Adapter, LoadContext, LoadResult, looks_like_shell
 from trainlint.adapters.bridge.names import ENGINE, FORMAT
-from trainlint.adapters.bridge.container import Container, Entry, from_tree
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.adapters.bridge.container import Container
 
 _SECTIONS = re.compile(r"^(model|train|optimizer|ddp|scheduler|checkpoint|dataset|tokenizer|dist|logger|env_vars|validation|"
                        r"rng|mixed_precision|comm_overlap|peft|profiling|rerun_state_machine):", re.M)
@@ -98,6 +100,8 @@ def _load_yaml(source: SourceText, context: LoadContext) -> LoadResult:
         return result
     result.documents.append(Document(source.path, FORMAT, source.text, tree.data, dict(tree.key_spans),
                                      dict(tree.value_spans)))
+    from trainlint.adapters.bridge.container import from_tree  # read only for a Bridge file, not on every sniff
+
     container = from_tree(tree.data, tree.key_spans, tree.value_spans)
     target = _target(source, context, result, None)
     from trainlint.adapters.bridge.build import build_spec  # the spec builder (and Megatron-LM's flags): only to load
@@ -114,6 +118,7 @@ def _load_yaml(source: SourceText, context: LoadContext) -> LoadResult:
 def _load_launch(source: SourceText, context: LoadContext) -> LoadResult:
     from trainlint.input_codes import input_diagnostic
 
+    from trainlint.adapters.bridge.container import Container, Entry
     from trainlint.adapters.bridge.launch import find_launches
     from trainlint.adapters.bridge.model_shape import preset_entries
     from trainlint.adapters.bridge.recipes import find_recipe

@@ -16,8 +16,7 @@ from typing import Any
 
 from trainlint.positions import Span
 
-from trainlint.adapters.bridge.keys import TARGET_KEY
-from trainlint.adapters.bridge.names import BAD_ENV_NAME
+from trainlint.adapters.bridge.names import BAD_ENV_NAME, TARGET_KEY  # not .keys: the field map is read only by a Bridge run's build
 
 
 @dataclass(frozen=True)

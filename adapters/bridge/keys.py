@@ -149,7 +149,6 @@ KEYS = _HAND + CORE_KEYS
 EITHER_TRUE = frozenset({"use_distributed_optimizer", "use_megatron_fsdp"})
 """Dests that two Bridge fields feed and that are on when either is (config.py syncs them)."""
 
-TARGET_KEY = "_target_"
 
 
 @lru_cache(maxsize=1)

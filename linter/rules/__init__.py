@@ -9,6 +9,7 @@ positioned diagnostics, so a rule never computes a line number.
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
@@ -87,7 +88,7 @@ def capabilities(spec: TrainingSpec) -> frozenset[str]:
     return framework_of(spec).capabilities(spec)
 
 
-def applies(rule: type[Rule], spec: TrainingSpec, caps: frozenset[str] | None = None) -> bool:
+def applies(rule: type[Rule] | DeferredRule, spec: TrainingSpec, caps: frozenset[str] | None = None) -> bool:
     """Whether ``rule`` runs on ``spec``: its framework has every capability the rule requires (and,
     for a rule limited by name, it is one of the rule's frameworks)."""
     if rule.frameworks and spec.framework not in rule.frameworks:
@@ -163,3 +164,95 @@ class Rule:
         if not isinstance(getattr(cls, "default_severity", None), Severity):
             problems.append("default_severity is not a Severity")
         return problems
+
+
+class DeferredRule:
+    """A rule declared without importing it: its code, name, module, the capabilities it requires
+    and its lifecycle, which are all the engine needs to decide whether the rule runs on a run.
+    The module is imported on the first :meth:`load` (the engine loads a rule once it is selected
+    and applies to a run it read), so a check imports only the rules of the files it meets.
+
+    A rule bundle's ``trainlint_rules`` may return these beside (or instead of) rule classes;
+    trainlint's own families return one per row of the codes table
+    (:func:`trainlint.rules.codes.family_declarations`). A module that cannot be imported, or
+    whose rule does not match its declaration, loads as a rule that fails when it runs (a TL998
+    naming the plugin), never as a traceback."""
+
+    __slots__ = ("_lifecycle", "_rule", "code", "frameworks", "module", "name", "plugin", "requires")
+
+    def __init__(self, code: str, name: str, module: str, *, requires: frozenset[str] = frozenset(),
+                 frameworks: tuple[str, ...] = (), lifecycle: str = "stable") -> None:
+        self.code, self.name, self.module = code, name, module
+        self.requires, self.frameworks, self._lifecycle = frozenset(requires), tuple(frameworks), lifecycle
+        self.plugin = "trainlint"
+        """Set by the registry: which plugin declared the rule (given to the class when loaded)."""
+        self._rule: type[Rule] | None = None
+
+    def __repr__(self) -> str:
+        return f"DeferredRule({self.code!r}, {self.name!r}, {self.module!r})"
+
+    @property
+    def loaded(self) -> bool:
+        return self._rule is not None
+
+    @property
+    def lifecycle(self) -> str:
+        """As declared; once loaded, the class's (which the declaration set, and which is the rule's
+        own attribute for everything else that reads it)."""
+        return self._rule.lifecycle if self._rule is not None else self._lifecycle
+
+    def load(self) -> type[Rule]:
+        """The rule class, its module imported on the first call."""
+        rule = self._rule
+        if rule is None:
+            rule = self._rule = self._import()
+        return rule
+
+    def _import(self) -> type[Rule]:
+        try:
+            module = importlib.import_module(self.module)
+        except Exception as exc:  # noqa: BLE001 - a plugin's module may fail in any way
+            return self._unloadable(f"{self.module} not imported: {type(exc).__name__}: {exc}")
+        rule = next((value for value in vars(module).values()
+                     if isinstance(value, type) and issubclass(value, Rule) and value.__module__ == module.__name__
+                     and getattr(value, "code", None) == self.code), None)
+        if rule is None:
+            return self._unloadable(f"{self.module} defines no rule with code {self.code}")
+        problems = rule.validate()
+        if rule.name != self.name:
+            problems.append(f"declared as {self.name!r}, its class says {rule.name!r}")
+        if rule.requires != self.requires or tuple(rule.frameworks) != self.frameworks:
+            problems.append("its class requires other capabilities or frameworks than declared")
+        if problems:
+            return self._unloadable("; ".join(problems))
+        rule.lifecycle = self._lifecycle
+        rule.plugin = self.plugin
+        return rule
+
+    def _unloadable(self, reason: str) -> type[Rule]:
+        declared = self
+
+        class Unloadable(Rule):
+            code = declared.code
+            name = declared.name
+            summary = f"not loaded: {reason}"
+            requires = declared.requires
+            frameworks = declared.frameworks
+            lifecycle = declared._lifecycle
+            plugin = declared.plugin
+            release_dependent = False
+
+            def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
+                raise RuntimeError(f"rule not loaded: {reason}")
+
+        Unloadable.__module__ = self.module
+        return Unloadable
+
+
+RuleEntry = type[Rule] | DeferredRule
+"""A registered rule: its class, or its declaration (:class:`DeferredRule`) until it is needed."""
+
+
+def load(entry: RuleEntry) -> type[Rule]:
+    """The rule class of a registered rule (importing a deferred rule's module)."""
+    return entry.load() if isinstance(entry, DeferredRule) else entry

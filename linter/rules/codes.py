@@ -25,6 +25,20 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 from enum import Enum
+from typing import TYPE_CHECKING
+
+from trainlint.framework import (
+    CAP_DEEPSPEED_CONFIG,
+    CAP_DEEPSPEED_ENGINE,
+    CAP_MEGATRON_ARGUMENTS,
+    CAP_MEGATRON_CORE,
+    CAP_MEGATRON_MODEL,
+    CAP_NEOX_ARGUMENTS,
+    CAP_STARTUP_CHECKS,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.rules import DeferredRule
 
 
 class Lifecycle(str, Enum):
@@ -53,9 +67,30 @@ framework's own start-up checks, registered through its Framework object (``Fram
 names the family package; :func:`trainlint.plugins.register_framework_rules`)."""
 
 
+_MODEL, _CORE, _STARTUP = frozenset({CAP_MEGATRON_MODEL}), frozenset({CAP_MEGATRON_CORE}), frozenset({CAP_STARTUP_CHECKS})
+_DS_ENGINE, _DS_CONFIG = frozenset({CAP_DEEPSPEED_ENGINE}), frozenset({CAP_DEEPSPEED_CONFIG})
+
+FAMILY_REQUIRES: dict[str, frozenset[str]] = {
+    "startup": frozenset(),
+    "deepspeed": _DS_CONFIG,
+    "neox": frozenset({CAP_NEOX_ARGUMENTS}),
+    "megatron": frozenset({CAP_MEGATRON_ARGUMENTS}),
+    "estimation": frozenset(),
+    "planning": _MODEL,
+    "bridge": _CORE,
+}
+"""The capabilities a family's rules require unless their row says otherwise (``Code.requires``)."""
+
+
 @dataclass(frozen=True)
 class Code:
-    """One row: a rule code, its family, its name (kebab-case; the module is its slug) and lifecycle."""
+    """One row: a rule code, its family, its name (kebab-case; the module is its slug) and lifecycle,
+    and the capabilities its rule requires (``Rule.requires``; None: its family's, :data:`FAMILY_REQUIRES`).
+
+    The row's capabilities let the registry decide whether a rule runs on a file without importing
+    its module (:func:`family_declarations`): a check imports only the rules selected for, and
+    applicable to, the runs it read. ``tests/rules/test_codes_table.py`` fails when a row and its
+    rule's ``requires`` disagree."""
 
     code: str
     family: str
@@ -63,6 +98,12 @@ class Code:
     lifecycle: Lifecycle = STABLE
     redirect: str | None = None
     """For a removed code: the code that replaced it."""
+    requires: frozenset[str] | None = None
+
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What a run's framework must have for the rule to run on it (its ``Rule.requires``)."""
+        return self.requires if self.requires is not None else FAMILY_REQUIRES[self.family]
 
     @property
     def module(self) -> str | None:
@@ -74,17 +115,17 @@ class Code:
 
 CODES: tuple[Code, ...] = (
     Code("TL100", "startup", "batch-size-mismatch"),
-    Code("TL101", "startup", "world-size-not-divisible"),
-    Code("TL103", "startup", "precision-conflict"),
-    Code("TL104", "startup", "attention-heads-layout"),
-    Code("TL105", "startup", "layers-pipeline-indivisible"),
-    Code("TL106", "startup", "sequence-parallel-without-tp"),
-    Code("TL107", "startup", "seq-length-exceeds-positions"),
-    Code("TL108", "startup", "seq-length-context-parallel"),
-    Code("TL109", "startup", "experts-expert-parallel"),
-    Code("TL110", "startup", "zero-pipeline-conflict"),
-    Code("TL111", "startup", "moe-zero-conflict"),
-    Code("TL112", "startup", "precision-unsupported-gpu"),
+    Code("TL101", "startup", "world-size-not-divisible", requires=_MODEL),
+    Code("TL103", "startup", "precision-conflict", requires=_STARTUP),
+    Code("TL104", "startup", "attention-heads-layout", requires=_MODEL),
+    Code("TL105", "startup", "layers-pipeline-indivisible", requires=_CORE),
+    Code("TL106", "startup", "sequence-parallel-without-tp", requires=_MODEL),
+    Code("TL107", "startup", "seq-length-exceeds-positions", requires=_MODEL),
+    Code("TL108", "startup", "seq-length-context-parallel", requires=_CORE),
+    Code("TL109", "startup", "experts-expert-parallel", requires=_CORE),
+    Code("TL110", "startup", "zero-pipeline-conflict", requires=_STARTUP),
+    Code("TL111", "startup", "moe-zero-conflict", requires=_MODEL),
+    Code("TL112", "startup", "precision-unsupported-gpu", requires=_STARTUP),
     Code("TL113", "deepspeed", "ds-optimizer-max-grad-norm"),
     Code("TL114", "deepspeed", "ds-amp-grad-accum-dtype"),
     Code("TL115", "deepspeed", "ds-legacy-stage1"),
@@ -102,10 +143,10 @@ CODES: tuple[Code, ...] = (
     Code("TL131", "deepspeed", "ds-onebit-optimizer-with-zero"),
     Code("TL132", "deepspeed", "ds-elastic-batch-params"),
     Code("TL133", "deepspeed", "ds-elastic-pipeline"),
-    Code("TL134", "deepspeed", "ds-bf16-grad-accum-pipeline"),
+    Code("TL134", "deepspeed", "ds-bf16-grad-accum-pipeline", requires=_DS_ENGINE),
     Code("TL135", "deepspeed", "ds-max-grad-norm-ignored"),
     Code("TL136", "deepspeed", "ds-nvme-path-missing"),
-    Code("TL137", "startup", "hf-trainer-deepspeed-mismatch"),
+    Code("TL137", "startup", "hf-trainer-deepspeed-mismatch", requires=_DS_CONFIG),
     Code("TL138", "deepspeed", "ds-dynamic-loss-scale-range"),
     Code("TL139", "deepspeed", "ds-elasticity-config"),
     Code("TL140", "megatron", "megatron-overlap-param-gather"),
@@ -187,14 +228,14 @@ CODES: tuple[Code, ...] = (
     Code("TL191", "neox", "neox-incomplete-run"),
     Code("TL192", "neox", "neox-deepspeed-disabled"),
     Code("TL201", "estimation", "oom-risk"),
-    Code("TL202", "estimation", "buffers-dominate-memory"),
+    Code("TL202", "estimation", "buffers-dominate-memory", requires=_DS_ENGINE),
     Code("TL301", "estimation", "low-expected-mfu"),
-    Code("TL302", "estimation", "large-pipeline-bubble"),
-    Code("TL303", "estimation", "tp-across-nodes"),
+    Code("TL302", "estimation", "large-pipeline-bubble", requires=_MODEL),
+    Code("TL303", "estimation", "tp-across-nodes", requires=_MODEL),
     Code("TL304", "estimation", "memory-bound"),
-    Code("TL305", "estimation", "small-gemms"),
+    Code("TL305", "estimation", "small-gemms", requires=_MODEL),
     Code("TL401", "estimation", "network-bound-dp"),
-    Code("TL402", "estimation", "zero3-large-dp"),
+    Code("TL402", "estimation", "zero3-large-dp", requires=_DS_ENGINE),
     Code("TL501", "planning", "few-tokens-per-parameter"),
     Code("TL502", "planning", "short-pretraining-run"),
     Code("TL503", "planning", "run-exceeds-max-days"),
@@ -250,6 +291,17 @@ def family_rules(package: str) -> list[type]:
         rule.lifecycle = row.lifecycle.value
         rules.append(rule)
     return rules
+
+
+def family_declarations(package: str) -> list[DeferredRule]:
+    """The rules of one family (its package name) as declarations read from their rows, each
+    importing its module when the engine first needs the rule (it is selected and its run's
+    framework has the capabilities it requires), or when anything asks for the rule class itself;
+    the family package's ``trainlint_rules`` hook returns them."""
+    from trainlint.rules import DeferredRule
+
+    return [DeferredRule(row.code, row.name, row.module, requires=row.capabilities, lifecycle=row.lifecycle.value)
+            for row in CODES if row.module is not None and FAMILIES[row.family] == package]
 
 
 def removed(code: str) -> Code | None:

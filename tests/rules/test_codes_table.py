@@ -41,6 +41,36 @@ def test_every_row_is_a_registered_rule_and_every_builtin_rule_has_its_row(regis
     assert not registry.failures
 
 
+def test_every_row_declares_what_its_rule_requires(registry):
+    """The registry decides whether a rule runs on a run from its row (without importing it): the row's
+    capabilities must be its rule's ``requires``, and no built-in rule is limited by framework name."""
+    for row in CODES:
+        if row.lifecycle is REMOVED:
+            continue
+        rule = registry.rules[row.code]
+        assert (row.capabilities, rule.frameworks) == (rule.requires, ()), row.code
+
+
+def test_a_registry_imports_no_rule_until_one_is_needed():
+    """Building a registry imports the family packages, not their rule modules; asking for one rule
+    imports that rule's module only."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom trainlint.plugins import create_host\nfrom trainlint.registry import build_registry\n"
+            "from trainlint.rules.codes import CODES\n"
+            "registry = build_registry(create_host(entry_points=False))\n"
+            "modules = {row.module for row in CODES if row.module}\n"
+            "before = sorted(m for m in modules if m in sys.modules)\n"
+            "rule = registry.rules['TL152']\n"
+            "after = sorted(m for m in modules if m in sys.modules)\n"
+            "print(len(registry.rules), before, after, rule.plugin, rule.lifecycle)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    live = sum(row.lifecycle is not REMOVED for row in CODES)
+    expected = f"{live} [] ['{codes.BY_CODE['TL152'].module}'] trainlint.builtin {codes.BY_CODE['TL152'].lifecycle.value}"
+    assert done.stdout.strip() == expected, done.stdout + done.stderr
+
+
 def test_removed_codes_redirect_to_a_live_code_and_have_no_rule(registry):
     for row in CODES:
         if row.lifecycle is REMOVED:

@@ -4,12 +4,17 @@ gate on spend). Shared helpers are in :mod:`.helpers`."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from trainlint import hookimpl
+
+if TYPE_CHECKING:  # pragma: no cover
+    from trainlint.rules import DeferredRule
 
 
 @hookimpl
-def trainlint_rules() -> list[type]:
-    """This family's rules (one module each, named by the rule's slug), as listed in the codes table."""
-    from trainlint.rules.codes import family_rules
+def trainlint_rules() -> list[DeferredRule]:
+    """This family's rules as the codes table declares them (one module each, named by the rule's slug), each imported when first needed."""
+    from trainlint.rules.codes import family_declarations
 
-    return family_rules(__name__)
+    return family_declarations(__name__)
