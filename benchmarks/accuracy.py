@@ -606,6 +606,18 @@ def print_families(shipped: list[Result], loso: list[Result] | None) -> None:
     print()
 
 
+def refit_swings(full_fit: dict[str, float], refits: dict[str, dict[str, float]]) -> list[tuple[str, float, str]]:
+    """(coefficient, refit / in-sample ratio, held-out source) of each fitted coefficient's largest move across the
+    leave-one-source-out refits (the ratio furthest from 1 on a log scale), largest first."""
+    out = []
+    for name, base in full_fit.items():
+        moves = [(value[name] / base, source) for source, value in refits.items() if base and value[name] > 0]
+        if moves:
+            ratio, source = max(moves, key=lambda m: abs(math.log(m[0])))
+            out.append((name, ratio, source))
+    return sorted(out, key=lambda m: -abs(math.log(m[1])))
+
+
 def dump_rows(loaded: list[Loaded], results: list[Result], path: Path) -> None:
     """One JSON line per estimated row: its family, the error at the shipped coefficients, the inputs
     the formulas read and the step-time breakdown (what ``--dump`` writes)."""
@@ -720,6 +732,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:28} range [{spec.low:g}, {spec.high:g}]  shipped {getattr(C, name):.4g}  "
                   f"fit {full_fit[name]:.4g}  {per}")
         print()
+        if refits:
+            print("refit swing: the largest move of each coefficient when one source is held out (refit / in-sample "
+                  "fit); a coefficient that swings stands in for physics the other sources do not pin down:")
+            for name, ratio, source in refit_swings(full_fit, refits):
+                print(f"  {name:28} x{ratio:5.2f}  without {source}")
+            print()
     print(f"timing: {len(rows)} rows written and read through the CLI path (+ CLI JSON check) {t_load:.1f} s; "
           f"fits ({'in-sample + ' if insample is not None else ''}{len(refits)} leave-one-out) {t_fit:.1f} s")
     return 0

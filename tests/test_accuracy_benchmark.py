@@ -55,3 +55,15 @@ def test_written_files_are_valid_configs_of_their_framework(loaded, capsys) -> N
 def test_scored_estimate_is_what_trainlint_estimate_prints(accuracy, loaded) -> None:
     assert all(item.cli is not None for item in loaded)
     assert accuracy.cli_agreement(loaded) == []
+
+
+def test_refit_swing_names_the_largest_move_and_its_source(accuracy) -> None:
+    """The benchmark's swing report: for each fitted coefficient, the held-out source whose refit moved it
+    furthest from the in-sample fit (a fall to an eighth outranks a doubling), largest first."""
+    fit = {"DP": 0.8, "HOST": 2e-3, "STILL": 0.5}
+    refits = {"vTrain:data": {"DP": 0.1, "HOST": 2e-3, "STILL": 0.5},
+              "BLOOM": {"DP": 0.8, "HOST": 4e-3, "STILL": 0.5}}
+    swings = accuracy.refit_swings(fit, refits)
+    assert [(name, source) for name, _, source in swings][:2] == [("DP", "vTrain:data"), ("HOST", "BLOOM")]
+    assert swings[0][1] == 0.125 and swings[1][1] == 2.0
+    assert swings[2][0] == "STILL" and swings[2][1] == 1.0

@@ -220,11 +220,16 @@ def test_seed000_13b_zero3_exercise(tmp_path: Path, capsys) -> None:
 
 
 CLEAN_EXAMPLES = [
-    # the README: "trainlint check examples/megatron_gpt_8b.sh --model llama3-8b --gpu h100-sxm: Found 0 problems"
+    # docs/estimation.md: "trainlint check examples/megatron_gpt_8b.sh --model llama3-8b --gpu h100-sxm": no error
+    # and no other warning than TL301's advice (since the data-parallel overlap follows Megatron's buckets, which
+    # hide the distributed optimizer's parameter gather behind the forward, the search's best layout, CP 4 without
+    # recompute, is 15% faster: at the rule's limit); NeoX 1.3B has Pythia-1.4B's shape and tokenizer; an MFU
+    # below TL301's threshold is advice, not a fault
     ("megatron_gpt_8b.sh", ["--model", "llama3-8b", "--gpu", "h100-sxm"], ("error", "warning", "info")),
-    # NeoX 1.3B has Pythia-1.4B's shape and tokenizer; an MFU below TL301's threshold is advice, not a fault
     ("neox_1-3B.yml", ["--model", "pythia-1.4b", "--nodes", "2"], ("error",)),
 ]
+ADVICE = ("TL301",)
+"""Findings that are advice on a clean example (another layout is faster), not a fault of the config."""
 
 
 def check_findings(capsys, *argv: str) -> tuple[int, list[dict]]:
@@ -237,13 +242,14 @@ def check_findings(capsys, *argv: str) -> tuple[int, list[dict]]:
 def test_clean_examples_fit_and_check_clean(name: str, flags: list[str], not_allowed: tuple[str, ...], capsys) -> None:
     """The README's clean Megatron-LM and GPT-NeoX examples, estimated with the model they train (the
     README's own invocation for the Megatron one): each fits its GPU with a plausible MFU, and `trainlint
-    check` with the same inputs finds no error (nothing at all for the Megatron one, as the README shows)."""
+    check` with the same inputs finds no error (for the Megatron one nothing but TL301's layout advice, as
+    docs/estimation.md shows)."""
     path = str(EXAMPLES / name)
     data = estimate_json(capsys, path, *flags)
     assert data["fits"], data["memory_gib"]
     assert 0.05 < data["mfu"] <= 1
     code, findings = check_findings(capsys, path, *flags)
-    bad = [d for d in findings if d.get("severity") in not_allowed]
+    bad = [d for d in findings if d.get("severity") in not_allowed and d.get("code") not in ADVICE]
     assert code == 0 and not bad, bad
 
 

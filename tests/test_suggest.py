@@ -160,7 +160,8 @@ def per_stage_step_time(i) -> float:
     n_max = max(stage_params_per_gpu(i, s, layers) for s, layers in enumerate(stage_layers(i)))
     bubble = (i.pp - 1) / i.vpp * sum(totals) / len(totals) if i.pp > 1 else 0.0
     return (i.grad_accum * (compute.total + C.MICROBATCH_OVERHEAD_S + launch[w] + tp + p2p) + bubble
-            + data_parallel(i, n_max, totals[w], bwd.total) + optimizer_time(i, n_max) + C.STEP_OVERHEAD_S)
+            + data_parallel(i, n_max, totals[w], totals[w] * bwd.total / compute.total)  # the backward's wall time
+            + optimizer_time(i, n_max) + C.STEP_OVERHEAD_S)
 
 
 @pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])

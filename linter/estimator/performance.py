@@ -8,6 +8,7 @@ ring costs over NVLink inside a node and the per-GPU NIC across nodes.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from trainlint.estimator import coefficients as C
@@ -402,8 +403,41 @@ def _grad_bytes(i: Inputs) -> float:
     return 4.0 if i.dtype == "fp32" else i.grad_bytes
 
 
+def exposed_behind(comm: float, window: float, buckets: int) -> float:
+    """Seconds of a collective of ``comm`` seconds, cut into ``buckets`` equal buckets, left exposed
+    after a compute window of ``window`` seconds that produces them one by one (a gradient bucket is
+    ready when the backward has passed its layers; a parameter bucket is needed when the forward reaches
+    them). The communication stream runs the buckets in order: the last bucket is always exposed, and
+    when the exchange outruns the window the rest of it too: max(comm / b, comm - window x (b - 1) / b).
+    What the engine overlaps, not a fitted share (DP_OVERLAP_FRACTION, fitted 0.1-0.8 depending on
+    which source was held out, is gone)."""
+    if comm <= 0.0:
+        return 0.0
+    b = max(1, buckets)
+    return max(comm / b, comm - max(0.0, window) * (b - 1) / b)
+
+
+def dp_buckets(i: Inputs, n_local: float) -> int:
+    """Gradient buckets of the data-parallel exchange when the engine overlaps it: Megatron's DDP cuts
+    the local parameters into buckets of max(MEGATRON_BUCKET_MIN_PARAMS, MEGATRON_BUCKET_PARAMS_PER_DP x DP x
+    CP) parameters (core/distributed/distributed_data_parallel.py, with --overlap-grad-reduce; one bucket
+    without it); DeepSpeed ZeRO 1/2 reduces its gradient buckets of ``reduce_bucket_size`` elements
+    (stage_1_and_2.py, with overlap_comm)."""
+    if i.owner == "megatron":
+        size = max(C.MEGATRON_BUCKET_MIN_PARAMS, C.MEGATRON_BUCKET_PARAMS_PER_DP * i.dp * i.cp)
+    else:
+        size = i.reduce_bucket
+    return max(1, math.ceil(n_local / max(1.0, size)))
+
+
 def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float:
-    """Exposed data-parallel / ZeRO communication per step."""
+    """Exposed data-parallel / ZeRO communication per step. ``t_mb``: one micro-batch on the slowest
+    stage; ``t_bwd``: its backward (with recompute). With the exchange overlapped, its buckets run
+    behind the backward of the micro-batch that produces them (:func:`exposed_behind`): only the last
+    micro-batch's for Megatron's DDP and DeepSpeed's ZeRO 0/1 (gradients accumulate locally until the
+    accumulation boundary: Megatron's no_sync on the other micro-batches), every micro-batch's for ZeRO-2
+    (it reduces each micro-batch's gradients into the partitions). Megatron's --overlap-param-gather
+    gathers the updated parameters bucket by bucket behind the next step's first forward."""
     d = shard_group(i)
     if d <= 1:
         return 0.0
@@ -419,11 +453,12 @@ def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float
         layers = max(1, i.layers)
         unhidden = ring_time(2 * n_local / layers, d, bw, 1.0) + ring_time(gb * n_local / layers, d, bw, 1.0)
         return i.grad_accum * max(unhidden, per_mb - C.ZERO3_OVERLAP_FRACTION * t_mb)
+    buckets = dp_buckets(i, n_local)
     if i.shard_stage == 2:
-        reduce = i.grad_accum * ring_time(gb * n_local, d, bw, 1.0)
+        reduce = ring_time(gb * n_local, d, bw, 1.0)
         gather = ring_time(2 * n_local, d, bw, 1.0)
-        hidden = C.DP_OVERLAP_FRACTION * t_bwd * i.grad_accum if i.overlap_dp else 0.0
-        return max(0.0, reduce - hidden) + gather
+        per_mb = exposed_behind(reduce, t_bwd, buckets) if i.overlap_dp else reduce
+        return i.grad_accum * per_mb + gather
     if i.shard_stage == 1:
         # BF16_Optimizer all-reduces its whole fp32 gradient buffer, then all-gathers the updated
         # 16-bit weights; the distributed optimizer and ZeRO-1 reduce-scatter instead.
@@ -431,9 +466,11 @@ def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float
         gather = ring_time(2 * n_local, d, bw, 1.0)
     else:
         reduce, gather = ring_time(gb * n_local, d, bw, 2.0), 0.0
-    hidden = C.DP_OVERLAP_FRACTION * t_bwd if i.overlap_dp else 0.0
-    overlap_gather = i.overlap_dp and i.owner == "megatron"  # --overlap-param-gather goes with the distributed optimizer
-    return max(0.0, reduce - hidden) + gather * (1 - (C.DP_OVERLAP_FRACTION if overlap_gather else 0.0))
+    exposed = exposed_behind(reduce, t_bwd, buckets) if i.overlap_dp else reduce
+    if i.overlap_dp and i.owner == "megatron":
+        # --overlap-param-gather goes with the distributed optimizer: the same buckets, behind the forward
+        gather = exposed_behind(gather, t_mb - t_bwd, buckets)
+    return exposed + gather
 
 
 def optimizer_time(i: Inputs, n_local: float) -> float:
@@ -463,7 +500,10 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
     mean_mb = sum(t * k[5] for t, k in zip(totals, per_kind, strict=True)) / i.pp
     bubble = (i.pp - 1) / i.vpp * mean_mb if i.pp > 1 else 0.0
     n_max = max(k[4] for k in per_kind)
-    dp = data_parallel(i, n_max, totals[worst], bwd.total)
+    # the backward's share of the slowest stage's micro-batch as the GPU runs it (its exposed TP time and
+    # host waits included): the window the gradient buckets are reduced behind
+    bwd_wall = totals[worst] * bwd.total / compute.total if compute.total else 0.0
+    dp = data_parallel(i, n_max, totals[worst], bwd_wall)
     opt = optimizer_time(i, n_max)
     bubble_cost = compute.scale(bubble / totals[worst]) if totals[worst] else Cost()
     ep = m * kinds[worst][1] * ep_comm_per_layer(i) if i.moe and i.ep > 1 else 0.0

@@ -39,7 +39,6 @@ RANGES: dict[str, Bounds] = {
     "INTRA_NODE_LINK_FRACTION": Bounds("throughput", 0.40, 0.90, "nccl-tests bus bandwidth over NVLink/NVSwitch: "
                                        "40-90% of the per-direction link rate depending on message size"),
     "INTER_NODE_LINK_FRACTION": Bounds("throughput", 0.50, 0.95, "NCCL over InfiniBand/RoCE reaches 50-95% of the NIC rate"),
-    "DP_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the backward pass: between none and all of it"),
     "ALLOCATOR_CACHE": Bounds("memory", 0.0, 0.6, "max_reserved over max_allocated in long runs is 0-35% of "
                               "the whole; charged on the per-step pool alone (activations, transient "
                               "buffers), the same gap is a larger share of a smaller base"),
@@ -70,6 +69,10 @@ RANGES: dict[str, Bounds] = {
     "FP16_OPTIMIZER_STEP_BYTES": Bounds("memory", 4.0, 8.0, "FP16_Optimizer's step: the per-parameter fp32 "
                                         "gradients and their flattened copy (8), at least the flat copy (4)",
                                         fitted=False),
+    "MEGATRON_BUCKET_MIN_PARAMS": Bounds("throughput", 1e6, 1e9, "Megatron-Core's default gradient bucket: "
+                                         "40M parameters (a fact of the source; the range only bounds it)", fitted=False),
+    "MEGATRON_BUCKET_PARAMS_PER_DP": Bounds("throughput", 0.0, 1e7, "Megatron-Core's default bucket grows by 1M "
+                                            "parameters per data-parallel rank", fitted=False),
     "FLASH_BACKWARD_FLOP_RATIO": Bounds("throughput", 2.0, 3.0, "FlashAttention-2 backward: 5 GEMMs to the "
                                         "forward's 2", fitted=False),
 }

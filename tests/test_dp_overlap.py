@@ -1,0 +1,77 @@
+"""Data-parallel overlap as the engines run it (issue 30): gradient buckets reduced one by one behind the
+backward that produces them, the last bucket always exposed; Megatron's default bucket size from its DP
+size; gradient accumulation reducing only on the last micro-batch (Megatron DDP, ZeRO 0/1) or on every one
+(ZeRO-2); no fitted overlap share."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trainlint.estimator import coefficients as C
+from trainlint.estimator.memory import shard_group
+from trainlint.estimator.performance import (data_parallel, dp_buckets, dp_link_bw, exposed_behind, ring_time,
+                                             step_time)
+
+from test_estimator import make_inputs
+
+
+def test_exposed_behind_keeps_the_last_bucket_exposed():
+    # a long window hides every bucket but the last one
+    assert exposed_behind(1.0, 100.0, 10) == pytest.approx(0.1)
+    # an exchange longer than the window: what the window cannot cover, and never less than one bucket
+    assert exposed_behind(1.0, 0.5, 10) == pytest.approx(1.0 - 0.5 * 0.9)
+    # one bucket (no overlap possible): all of it
+    assert exposed_behind(1.0, 100.0, 1) == pytest.approx(1.0)
+    assert exposed_behind(0.0, 1.0, 4) == 0.0
+    # more buckets never expose more, a longer window never exposes more
+    assert [exposed_behind(1.0, 0.8, b) for b in (1, 2, 4, 8)] == sorted(
+        (exposed_behind(1.0, 0.8, b) for b in (1, 2, 4, 8)), reverse=True)
+    assert exposed_behind(1.0, 2.0, 4) <= exposed_behind(1.0, 0.5, 4)
+
+
+def test_megatron_bucket_grows_with_data_parallel_size():
+    small = make_inputs(dp=8, dist_opt=True)
+    large = make_inputs(dp=512, dist_opt=True)
+    n = 4e9
+    # max(40M, 1M x DP) parameters per bucket (core/distributed/distributed_data_parallel_config.py)
+    assert dp_buckets(small, n) == 100
+    assert dp_buckets(large, n) == 8
+    # DeepSpeed: its reduce_bucket_size
+    ds = make_inputs(framework="deepspeed", zero=2, reduce_bucket=5e8)
+    assert dp_buckets(ds, n) == 8
+
+
+def test_overlap_off_exposes_the_whole_exchange():
+    i = make_inputs(dp=64, world=64, overlap_dp=False)
+    d = shard_group(i)
+    n = 7e9
+    raw = ring_time(i.grad_bytes * n, d, dp_link_bw(i, d), 2.0)
+    assert data_parallel(i, n, 1.0, 0.7) == pytest.approx(raw)
+    on = dataclasses.replace(i, overlap_dp=True)
+    assert raw / dp_buckets(on, n) <= data_parallel(on, n, 1.0, 0.7) < raw
+
+
+def test_accumulation_reduces_once_for_megatron_every_micro_batch_for_zero2():
+    meg = make_inputs(dp=64, world=64, dist_opt=True, grad_accum=4)
+    meg16 = dataclasses.replace(meg, grad_accum=16, global_batch=meg.global_batch * 4)
+    assert data_parallel(meg, 7e9, 0.5, 0.3) == pytest.approx(data_parallel(meg16, 7e9, 0.5, 0.3))
+    z2 = make_inputs(framework="deepspeed", zero=2, dp=64, world=64, grad_accum=4, overlap_dp=True)
+    z2_16 = dataclasses.replace(z2, grad_accum=16, global_batch=z2.global_batch * 4)
+    assert data_parallel(z2_16, 7e9, 0.5, 0.3) > 3 * data_parallel(z2, 7e9, 0.5, 0.3) / 2
+
+
+def test_no_fitted_overlap_share_remains():
+    assert not hasattr(C, "DP_OVERLAP_FRACTION")
+    assert "DP_OVERLAP_FRACTION" not in C.RANGES
+    for name in ("MEGATRON_BUCKET_MIN_PARAMS", "MEGATRON_BUCKET_PARAMS_PER_DP"):
+        assert not C.RANGES[name].fitted
+
+
+def test_step_time_dp_line_follows_the_buckets():
+    # a large model over 8 nodes: overlapped, the exposed exchange is about one bucket's share
+    i = make_inputs(dp=64, world=64, dist_opt=True, micro=1, grad_accum=8)
+    off = step_time(dataclasses.replace(i, overlap_dp=False)).dp_comm
+    on = step_time(i).dp_comm
+    assert 0 < on < off
