@@ -231,6 +231,37 @@ def no_dropout(row: dict) -> bool:
     return bridge_recipe(row) or (translated is not None and translated[0] == "llm-foundry")
 
 
+def bridge_split(row: dict, layers: int, pp: int, vpp: int) -> str | None:
+    """The pipeline split a Megatron-Bridge perf recipe sets for an uneven model, as the Megatron-LM flag
+    that states it (Megatron-Bridge at 067f987), or None for an even split:
+
+    * Llama-3.1-405B and Qwen3-235B-A22B count the embedding and the loss as one layer each
+      (recipes/llama/h100/llama3.py and recipes/qwen/h100/qwen3_moe.py: account_for_embedding_in_pipeline_split
+      and account_for_loss_in_pipeline_split = True): (layers + 2) over PP x VPP virtual stages;
+    * DeepSeek-V3 and Kimi-K2 (61 layers) take a layout per (PP, VPP) (recipes/deepseek/h100/deepseek_v3.py
+      _get_deepseek_v3_pipeline_layout, recipes/kimi/..._get_kimi_k2_pipeline_layout; the perf recipes'
+      explicit "Et*4|(t*4|)*14tmL" and "Et|(tt|)*30mL"): every stage ceil(layers / stages) layers, the
+      embedding's first and the loss's last stage taking the rest. The MTP layer of those layouts is left out:
+      the rows do not state that MTP was on."""
+    stages = pp * vpp
+    if pp <= 1 or (layers % pp == 0 and (layers // pp) % vpp == 0):
+        return None
+    arch = str(row["model"].get("arch") or "").lower()
+    if ("llama" in arch or "qwen3" in arch) and (layers + 2) % stages == 0:
+        return "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+    if "deepseek" in arch or "kimi" in arch:
+        k = -(-layers // stages)
+        if k * (stages - 1) <= layers:
+            first, last = k, layers - k * (stages - 1)
+        else:
+            first, last = layers - k * (stages - 2), 0
+        if first < 0 or stages < 2:
+            return None
+        middle = f"(t*{k}|)*{stages - 2}" if stages > 2 else ""
+        return f'--pipeline-model-parallel-layout "Et*{first}|{middle}' + (f"t*{last}" if last else "") + 'L"'
+    return None
+
+
 def _layout(row: dict) -> tuple[int, int, int, int]:
     p = row["parallel"]
     n = int(row["num_gpus"])
@@ -317,11 +348,15 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
     args.append(f"--micro-batch-size {_need(b.get('micro'), 'micro batch')} --global-batch-size {_need(b.get('global'), 'global batch')}")
     args.append(f"--tensor-model-parallel-size {tp} --pipeline-model-parallel-size {pp}")
     layers = int(m["layers"])
-    if pp > 1 and layers % pp and p.get("vpp") and int(p["vpp"]) > 1:
+    vpp = int(p.get("vpp") or 1)
+    recipe_split = bridge_split(row, layers, pp, vpp) if bridge_recipe(row) and not deepspeed else None
+    if recipe_split is not None:
+        args.append(recipe_split)
+    elif pp > 1 and layers % pp and vpp > 1:
         raise Skip("uneven pipeline with interleaving: the recipe's --pipeline-model-parallel-layout is not restated")
-    if pp > 1 and layers % pp and layers - -(-layers // pp) * (pp - 1) < 1:
+    elif pp > 1 and layers % pp and layers - -(-layers // pp) * (pp - 1) < 1:
         raise Skip(f"{layers} layers over {pp} stages: no first/last-stage split Megatron takes")
-    if pp > 1 and layers % pp:
+    elif pp > 1 and layers % pp:
         # an uneven split (DeepSeek-V3's 61 layers): the last stage takes what is left
         base = -(-layers // pp)
         args.append(f"--decoder-last-pipeline-num-layers {layers - base * (pp - 1)}")
@@ -331,7 +366,7 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         args.append(f"--ds-sequence-parallel-size {cp}")
     elif cp > 1:
         args.append(f"--context-parallel-size {cp}")
-    if p.get("vpp") and int(p["vpp"]) > 1:
+    if p.get("vpp") and int(p["vpp"]) > 1 and not (recipe_split or "").startswith("--pipeline-model-parallel-layout"):
         per_stage = int(m["layers"]) // pp
         if per_stage % int(p["vpp"]) or int(m["layers"]) % pp:
             args.append(f"--num-virtual-stages-per-pipeline-rank {int(p['vpp'])}")

@@ -89,6 +89,9 @@ class ParallelSpec:
     pipeline_split_extra: Value | None = None
     """Extra layers counted in the pipeline split, as written: a list of the flags given
     (Megatron ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``)."""
+    stage_layers: Value | None = None
+    """Decoder layers of every chunk of every pipeline rank, ``[[rank 0 chunk 0, ...], ...]``, where the
+    config splits them other than evenly (read by adapters/megatron/pipeline_split.py); None: even."""
     virtual_stage_layers: Value | None = None
     """Layers per virtual pipeline stage as written (Megatron ``--num-layers-per-virtual-pipeline-stage``);
     ``virtual_pipeline`` is the chunk count derived from it."""

@@ -16,6 +16,7 @@ from trainlint.positions import Span
 from trainlint.provenance import Origin, Provenance, Value, default, derived
 from trainlint.spec import EngineSpec, TrainingSpec
 
+from trainlint.adapters.megatron.pipeline_split import pipeline_split
 from trainlint.adapters.megatron.flags import CURRENT, DEEPSPEED, LEGACY, ParsedArgs, Setting, is_core_entry
 from trainlint.adapters.megatron.vocab import vocab_fields
 from trainlint.adapters.megatron.words import Field, Loc
@@ -494,6 +495,7 @@ def framework_facts(spec: TrainingSpec) -> None:
              if settings.get(d) is not None and settings[d].value is True and not settings[d].provenance.uncertain]
     if extra:
         p.pipeline_split_extra = Value(["--" + d.replace("_", "-") for d, _ in extra], extra[0][1].provenance)
+    _stage_layers(spec)
     p.virtual_stage_layers = settings.get("num_layers_per_virtual_pipeline_stage")
     p.virtual_stages = settings.get("num_virtual_stages_per_pipeline_rank")
     spec.memory.distribute_saved_activations = settings.get("distribute_saved_activations")
@@ -512,6 +514,31 @@ def framework_facts(spec: TrainingSpec) -> None:
                                 if d in spec.unresolved and settings.get(d) is None)]
     if launch_only:
         r.launch_only = derived(launch_only, "written but only known at launch")
+
+
+def _stage_layers(spec: TrainingSpec) -> None:
+    """The uneven split of the layers over the pipeline (and its chunk count when a layout states it)."""
+    settings, p = spec.settings, spec.parallel
+    dests = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+             "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
+    given = [settings[d] for d in dests if settings.get(d) is not None]
+    if not given:
+        return
+    layers, pp, vpp = spec.model.num_layers, p.pipeline, p.virtual_pipeline
+    split = pipeline_split({d: settings[d].value for d in dests if settings.get(d) is not None},
+                           _plain_int(layers), _plain_int(pp), _plain_int(vpp))
+    if split is None:
+        return
+    p.stage_layers = derived([list(chunks) for chunks in split.layers],
+                             f"decoder layers per pipeline rank and chunk ({split.how})", *given, layers, pp)
+    if split.chunks > 1 and vpp is None:
+        p.virtual_pipeline = derived(split.chunks, "stages of --pipeline-model-parallel-layout / pipeline size",
+                                     settings["pipeline_model_parallel_layout"], pp)
+
+
+def _plain_int(entry: Value | None) -> int | None:
+    value = None if entry is None else entry.value
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _truthy(value: Any) -> bool:

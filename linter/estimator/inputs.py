@@ -130,6 +130,11 @@ class Inputs:
     cpu_checkpointing: bool = False
     """DeepSpeed activation checkpointing's ``cpu_checkpointing`` (Megatron-DeepSpeed --checkpoint-in-cpu,
     NeoX checkpoint_in_cpu): the checkpointed layer inputs live in host memory between the passes."""
+    stage_split: tuple[int, ...] = ()
+    """Decoder layers per pipeline rank where the config splits them unevenly (``parallel.stage_layers``:
+    a layout, first/last-stage layer counts, embedding/loss counted in the split); () = even. Valid for
+    ``split_layout`` = (PP, VPP) only: a layout search changing either splits evenly."""
+    split_layout: tuple[int, int] = (0, 0)
     residual_dropout: bool = True
     """Dropout on the residual branches and the embedding keeps a mask (and the embedding an output
     copy); False when the config sets ``hidden_dropout`` to 0, where torch's dropout is the identity."""
@@ -168,6 +173,23 @@ class Inputs:
     @property
     def nodes(self) -> int:
         return max(1, -(-self.world // self.gpus_per_node))
+
+
+def _stage_split(r: _Reader, spec: TrainingSpec, layers: int, pp: int, vpp: int) -> tuple[int, ...]:
+    """Decoder layers per pipeline rank from ``parallel.stage_layers``, or () for an even split: also when
+    the stated split does not hold the model's layers over PP ranks of VPP chunks (Megatron refuses it)."""
+    entry = spec.parallel.stage_layers
+    if entry is None or pp <= 1 or not isinstance(entry.value, list):
+        return ()
+    rows = entry.value
+    if len(rows) != pp or not all(isinstance(c, list) and len(c) == vpp and all(type(n) is int and n >= 0 for n in c)
+                                  for c in rows):
+        return ()
+    split = tuple(sum(c) for c in rows)
+    if sum(split) != layers:
+        return ()
+    r.note("parallel.stage_layers", entry)
+    return split
 
 
 MAX_COUNT = 10**12
@@ -506,7 +528,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     cpu_ckpt = recompute == "full" and _bool(r.get("memory.cpu_checkpointing", fallback=False,
                                                    why="checkpointed activations kept on the GPU"))
     residual_dropout = _dropout_on(spec)
-
+    split = _stage_split(r, spec, layers, pp, max(1, vpp))
 
     inputs = Inputs(
         gpu=gpu, gpus_per_node=int(ctx.gpus_per_node.value),
@@ -524,6 +546,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         assumptions=r.assumptions,
         vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
         residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt,
+        stage_split=split, split_layout=(pp, max(1, vpp)) if split else (0, 0),
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)

@@ -99,7 +99,18 @@ def layer_params_per_gpu(i: Inputs) -> float:
     return split / i.tp + rep + expert / (i.ep * i.etp)
 
 
+def uneven_split(i: Inputs) -> tuple[int, ...] | None:
+    """The config's own split of the layers over the ranks (:attr:`Inputs.stage_split`) when it holds for
+    this layout's PP and VPP, else None (an even split)."""
+    if i.stage_split and i.split_layout == (i.pp, i.vpp) and len(i.stage_split) == i.pp:
+        return i.stage_split
+    return None
+
+
 def stage_layers(i: Inputs) -> list[int]:
+    split = uneven_split(i)
+    if split is not None:
+        return list(split)
     base, extra = divmod(i.layers, i.pp)
     return [base + (1 if s < extra else 0) for s in range(i.pp)]
 
@@ -109,6 +120,9 @@ def stage_kinds(i: Inputs) -> list[tuple[int, int, int]]:
     stages of a layout come in at most four kinds whose time per micro-batch is identical within a
     kind (the first stage, middle stages with one layer more or not, the last stage), so the step
     time is computed once per kind, not once per stage (PP 64 costs what PP 4 does)."""
+    split = uneven_split(i)
+    if split is not None:
+        return _split_kinds(split)
     base, extra = divmod(i.layers, i.pp)
     last = i.pp - 1
     kinds = [(0, base + (1 if extra > 0 else 0), 1)]
@@ -121,6 +135,23 @@ def stage_kinds(i: Inputs) -> list[tuple[int, int, int]]:
     if shorter:
         kinds.append((1 + longer, base, shorter))
     kinds.append((last, base + (1 if last < extra else 0), 1))
+    return kinds
+
+
+def _split_kinds(split: tuple[int, ...]) -> list[tuple[int, int, int]]:
+    """:func:`stage_kinds` of an uneven split: the first and the last rank on their own, the middle ranks
+    in runs of equal layer counts (the first rank of a run holds the most micro-batches in flight)."""
+    last = len(split) - 1
+    kinds = [(0, split[0], 1)]
+    s = 1
+    while s < last:
+        end = s
+        while end + 1 < last and split[end + 1] == split[s]:
+            end += 1
+        kinds.append((s, split[s], end - s + 1))
+        s = end + 1
+    if last > 0:
+        kinds.append((last, split[last], 1))
     return kinds
 
 
@@ -484,6 +515,8 @@ def worst_stage_total(i: Inputs, cache: Cache | None = None) -> float:
     first holds at least as many layers, micro-batches in flight and parameters as any middle
     stage, and the embedding; the last holds the output layer and the logits)."""
     kinds = stage_kinds(i)
+    if uneven_split(i) is not None:  # any rank may hold the most layers: each kind's first rank
+        return max(one_stage(i, stage, layers, cache).total for stage, layers, _ in kinds)
     first = one_stage(i, 0, kinds[0][1], cache).total
     if i.pp == 1:
         return first
@@ -496,7 +529,8 @@ def static_floor(i: Inputs, cache: Cache | None = None) -> float:
     fragmentation, CUDA context, NCCL), from the same functions."""
     kinds = stage_kinds(i)
     out = 0.0
-    for stage, layers in ((0, kinds[0][1]), (i.pp - 1, kinds[-1][1])):
+    for stage, layers in ([(k[0], k[1]) for k in kinds] if uneven_split(i) is not None
+                          else [(0, kinds[0][1]), (i.pp - 1, kinds[-1][1])]):
         _, params, grads, opt, buffers, _, _ = _stage_static(i, stage, layers, cache)
         out = max(out, params + grads + opt + buffers + fragmentation_bytes(0.0, buffers))
     return out + fixed_overhead_bytes(i)
