@@ -262,6 +262,17 @@ def bridge_split(row: dict, layers: int, pp: int, vpp: int) -> str | None:
     return None
 
 
+def bridge_ep_overlap(row: dict) -> bool:
+    """The recipe overlaps the expert all-to-all with another micro-batch (comm_overlap.
+    overlap_moe_expert_parallel_comm): DeepSeek-V3 MXFP8 on GB200 / GB300 / B300 in the 26.08 container, whose
+    recipes are those of the snapshot the rows cite (Megatron-Bridge 067f987, perf_recipes/deepseek/{gb200,gb300,
+    b300}/deepseek_v3.py *_fp8mx_config -> common._enable_deepseek_full_iteration_mxfp8). Rows of other releases
+    cite no recipe source, and the flag is not written for them."""
+    text = f"{row['parallel'].get('framework') or ''} {row['id']}".lower()
+    return ("nemo 26.08 container" in text and "deepseek" in text and "mxfp8" in text
+            and re.search(r"-(gb200|gb300|b300)-", text) is not None)
+
+
 def _layout(row: dict) -> tuple[int, int, int, int]:
     p = row["parallel"]
     n = int(row["num_gpus"])
@@ -394,6 +405,8 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         # grad_reduce_in_fp32 = False, and grad_reduce_in_fp32: false in the release YAMLs since 2025-08;
         # Kimi-K2's recipe sets it back to True)
         args.append("--grad-reduce-in-bf16")
+    if recipe and bridge_ep_overlap(row):
+        args.append("--overlap-moe-expert-parallel-comm")
     if p.get("tp_comm_overlap") or (recipe and tp > 1 and p.get("tp_comm_overlap") is None):
         args.append("--tp-comm-overlap")
     dtype = precision_of(row)

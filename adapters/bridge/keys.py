@@ -55,6 +55,7 @@ _SAME_MODEL = (
     "hierarchical_context_parallel_sizes", "mtp_num_layers", "cuda_graph_impl",
     "normalization", "position_embedding_type", "add_bias_linear", "apply_query_key_layer_scaling",
     "attention_dropout", "overlap_moe_expert_parallel_comm", "fine_grained_activation_offloading",
+    "recompute_modules",
 )
 
 _HAND: tuple[KeyMap, ...] = (

@@ -434,6 +434,8 @@ class SpecBuilder:
             mem.recompute_num_layers = self.get("recompute_num_layers")
         elif legacy and mem.recompute is not None and mem.recompute.value == "full":
             mem.recompute_num_layers = self.get_or_default("checkpoint_num_layers", 1)
+        if self.given("recompute_modules"):
+            mem.recompute_modules = self.get("recompute_modules")
         if self.given("use_flash_attn") and self.raw("use_flash_attn"):
             mem.flash_attention = self.get("use_flash_attn")
         elif self.given("use_flash_attn_v2") and self.raw("use_flash_attn_v2"):
@@ -699,6 +701,15 @@ def set_engine(spec: TrainingSpec) -> None:
         deepspeed_engine(spec, prefix="deepspeed:", pipeline=bool(pipe is not None and pipe.value))
     else:
         _megatron_optimizer(spec, note)
+    ep_overlap = _setting(spec, "overlap_moe_expert_parallel_comm")
+    e.ep_overlap = ep_overlap if ep_overlap is not None and isinstance(ep_overlap.value, bool) else \
+        default(False, f"{note}: expert all-to-all not overlapped (--overlap-moe-expert-parallel-comm off)")
+    uly = _setting(spec, "ds_sequence_parallel_size") if spec.dialect == DEEPSPEED else None
+    if uly is not None and type(uly.value) is int and uly.value > 1 and _setting(spec, "context_parallel_size") is None:
+        # DeepSpeed-Ulysses (deepspeed/sequence/layer.py DistributedAttention): all-to-alls of Q, K, V before
+        # the attention core and of its output after it, over the sequence-parallel group
+        e.sequence_exchange = derived("all-to-all", "DeepSpeed-Ulysses sequence parallelism (--ds-sequence-parallel-size): "
+                                                    "all-to-all of Q, K, V and the attention output", uly)
     # attention kernel
     flash_flag = next((v for v in (_on(spec, d) for d in ("use_flash_attn", "use_flash_attn_v2", "use_flash_attn_triton",
                                                           "use_flash_attn_builder")) if v is not None), None)

@@ -302,6 +302,19 @@ def step_grad_copy_bytes(i: Inputs, n: float) -> float:
 # --------------------------------------------------------------------------- activations
 
 
+def moe_tokens_per_gpu(i: Inputs) -> float:
+    """Tokens one GPU's experts take per MoE layer and micro-batch (each counted once, before top-k): the
+    tokens of the GPU's own sequence shard (1/TP with sequence parallelism) dispatched over the expert-parallel
+    group, which on average returns as many, then gathered over the expert-tensor-parallel group
+    (core/transformer/moe/token_dispatcher.py: the all-to-all over EP, the all-gather over ETP; the allgather
+    dispatcher of core_v0.6 gathers over TP = ETP the same way). Without sequence parallelism the TP ranks
+    already hold the same tokens."""
+    sb = i.seq / i.cp * i.micro
+    if i.sp and i.tp > 1:
+        return sb / i.tp * i.etp
+    return sb * max(1.0, i.etp / i.tp)
+
+
 def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
     """Bytes one layer stores for one micro-batch without recompute (Korthikanti et al. 2022,
     Sec. 4, tensor by tensor), generalised to GQA, gated MLPs, any FFN size, MoE, CP and SP.
@@ -337,12 +350,48 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
     dense_inner = per_width * i.ffn / t
     if i.moe:
         f = i.moe_fraction  # MoE layers hold top-k expert activations, the others a dense MLP
-        inner = f * per_width * i.moe_ffn * i.top_k / i.etp + (1 - f) * dense_inner
+        tokens = moe_tokens_per_gpu(i)
+        # the experts' FC1 input: the dispatched (permuted) copies of the tokens routed here, kept for the
+        # weight gradient of the grouped GEMM (FP8 under TE), beside the router's input (the norm output)
+        dispatched = lin * tokens * i.top_k * h
+        inner = f * (per_width / sb * tokens * i.moe_ffn * i.top_k / i.etp + dispatched) + (1 - f) * dense_inner
     else:
         inner = dense_inner
     mlp = lin * sb * h / rep + inner + mask  # norm output = FC1 input, MLP dropout mask
     norms = 2 * a * sb * h / rep
     return attention + mlp + norms
+
+
+def recomputed_module_bytes(i: Inputs) -> float:
+    """What selective recompute of ``i.recompute_modules`` other than core_attn keeps from being stored, per
+    layer and micro-batch (Megatron-Core TransformerConfig.recompute_modules): "mlp" the dense MLP's inner
+    activations (normal checkpointing: its input stays), "moe" the MoE layer's expert activations and dispatched
+    tokens (its input, the norm output, stays), "moe_act" the experts' activation output (the FC2 input;
+    output-discarding checkpointing), "layernorm" the MoE layers' separate pre-MLP norm output (Transformer
+    Engine fuses the other norms into their linear layers, where there is no separate output to discard).
+    "mla_up_proj" and "shared_experts" touch parts the estimate does not describe apart: nothing."""
+    modules = set(i.recompute_modules)
+    if not modules - {"core_attn"}:
+        return 0.0
+    a = i.act_bytes
+    lin = 1 if i.fp8 else a
+    sb = i.seq / i.cp * i.micro
+    t = i.tp
+    rep = t if i.sp else 1
+    per_width = sb * (a * (2 if i.gated else 1) + lin)
+    f = i.moe_fraction if i.moe else 0.0
+    saved = 0.0
+    if "mlp" in modules:
+        saved += (1 - f) * per_width * i.ffn / t
+    if i.moe:
+        tokens = moe_tokens_per_gpu(i)
+        if "moe" in modules:
+            saved += f * (per_width / sb * tokens * i.moe_ffn * i.top_k / i.etp + lin * tokens * i.top_k * i.hidden)
+        elif "moe_act" in modules:
+            saved += f * lin * tokens * i.top_k * i.moe_ffn / i.etp
+        if "layernorm" in modules:
+            saved += f * a * sb * i.hidden / rep
+    return saved
 
 
 def layer_input_bytes(i: Inputs) -> float:
@@ -377,12 +426,14 @@ costs keyed by what varies between layouts. Never shared across runs, GPUs or co
 def _layer_acts(i: Inputs, cache: Cache | None) -> tuple[float, float, float]:
     """(stored without recompute, stored with selective recompute, checkpointed input) of one layer."""
     key = ("acts", i.tp, i.cp, i.micro, i.sp, i.etp, i.recompute, i.partition_activations, i.cpu_checkpointing,
-           i.residual_dropout)
+           i.residual_dropout, i.recompute_modules)
     found = cache.get(key) if cache is not None else None
     if found is None:
         full = layer_activation_bytes(i, keep_scores=not i.flash)
         if i.recompute == "selective":
-            selective = layer_activation_bytes(i, keep_scores=False)
+            # the scores are recomputed with core_attn (Megatron-Core's default module), kept without it
+            keep = not i.flash and "core_attn" not in i.recompute_modules
+            selective = layer_activation_bytes(i, keep_scores=keep) - recomputed_module_bytes(i)
         else:
             selective = full
         found = (full, selective, layer_input_bytes(i))
