@@ -140,6 +140,9 @@ class MemorySpec:
     flash_attention: Value | None = None
     partition_activations: Value | None = None
     cpu_checkpointing: Value | None = None
+    cpu_offload_layers: Value | None = None
+    """Layers whose activations Megatron-Core offloads to host memory (``--cpu-offloading-num-layers``, with
+    ``cpu_offloading_activations`` on, its default; Bridge ``model.cpu_offloading_num_layers``)."""
     recompute_modules: Value | None = None
     """The submodules selective recompute runs again, as written (Megatron-Core ``--recompute-modules``,
     Bridge ``model.recompute_modules``; Megatron-Core's default ``["core_attn"]``)."""

@@ -119,3 +119,36 @@ def test_recompute_modules_trade_memory_for_compute() -> None:
     unfused = dataclasses.replace(base, flash=False)
     kept = dataclasses.replace(unfused, recompute_modules=("moe_act",))
     assert one_stage(kept, 0, kept.layers).activations > one_stage(unfused, 0, unfused.layers).activations
+
+
+def test_cpu_offloading_keeps_offloaded_layers_off_the_gpu() -> None:
+    from trainlint.estimator.memory import stage_activation_bytes
+
+    text = ("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 8 --hidden-size 1024 --num-attention-heads 8 "
+            "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 --bf16 "
+            "--cpu-offloading-num-layers 4\n")
+    (spec,) = MegatronAdapter().load(SourceText(str(Path("inline.sh").resolve()), text), LoadContext()).specs
+    assert spec.memory.cpu_offload_layers is not None and spec.memory.cpu_offload_layers.value == 4
+    i = make_inputs(layers=8)
+    on_gpu = stage_activation_bytes(i, 0, 8)[1]["stored_per_microbatch"]
+    off = stage_activation_bytes(dataclasses.replace(i, cpu_offload_layers=4), 0, 8)[1]["stored_per_microbatch"]
+    assert off == on_gpu * (8 - 3) / 8  # the layer being copied is still on the GPU
+
+
+def test_bridge_fields_of_the_same_meaning(tmp_path: Path) -> None:
+    from trainlint.adapters.bridge.adapter import BridgeAdapter
+    from trainlint.sources import read_source
+
+    path = tmp_path / "run.yaml"
+    path.write_text("_target_: megatron.bridge.training.config.ConfigContainer\nmodel:\n"
+                    "  _target_: megatron.bridge.models.gpt_provider.GPTModelProvider\n"
+                    "  num_layers: 8\n  hidden_size: 1024\n  num_attention_heads: 8\n  seq_length: 2048\n"
+                    "  pipeline_model_parallel_size: 2\n  pipeline_model_parallel_layout: 'Et*3|t*5L'\n"
+                    "  recompute_granularity: selective\n  recompute_modules: [mlp, core_attn]\n"
+                    "  num_moe_experts: 8\n  expert_model_parallel_size: 8\n"
+                    "comm_overlap:\n  overlap_moe_expert_parallel_comm: true\n"
+                    "train:\n  micro_batch_size: 1\n  global_batch_size: 64\n")
+    (spec,) = BridgeAdapter().load(read_source(str(path)), LoadContext()).specs
+    assert list(spec.memory.recompute_modules.value) == ["mlp", "core_attn"]
+    assert spec.parallel.stage_layers is not None and spec.parallel.stage_layers.value == [[3], [5]]
+    assert spec.engine.ep_overlap is not None and spec.engine.ep_overlap.value is True

@@ -55,7 +55,6 @@ _SAME_MODEL = (
     "hierarchical_context_parallel_sizes", "mtp_num_layers", "cuda_graph_impl",
     "normalization", "position_embedding_type", "add_bias_linear", "apply_query_key_layer_scaling",
     "attention_dropout", "overlap_moe_expert_parallel_comm", "fine_grained_activation_offloading",
-    "recompute_modules",
 )
 
 _HAND: tuple[KeyMap, ...] = (
@@ -89,6 +88,8 @@ _HAND: tuple[KeyMap, ...] = (
     KeyMap("tokenizer.tokenizer_type", "tokenizer_type"),
     KeyMap("tokenizer.vocab_size", "vocab_size"),
     KeyMap("tokenizer.tokenizer_model", "tokenizer_model"),
+    # CommOverlapConfig applies its own value to the model's field (training/comm_overlap.py)
+    KeyMap("comm_overlap.overlap_moe_expert_parallel_comm", "overlap_moe_expert_parallel_comm"),
 )
 """The fields trainlint has always read (hand-listed, checked against the sources named above), then
 :data:`CORE_KEYS`."""
@@ -148,7 +149,7 @@ KEYS = _HAND + CORE_KEYS
 ``optimizer.use_distributed_optimizer``), a true one wins (Bridge's
 ``_validate_and_sync_distributed_optimizer_settings`` turns both on when either is)."""
 
-EITHER_TRUE = frozenset({"use_distributed_optimizer", "use_megatron_fsdp"})
+EITHER_TRUE = frozenset({"use_distributed_optimizer", "use_megatron_fsdp", "overlap_moe_expert_parallel_comm"})
 """Dests that two Bridge fields feed and that are on when either is (config.py syncs them)."""
 
 TARGET_KEY = "_target_"

@@ -436,6 +436,11 @@ class SpecBuilder:
             mem.recompute_num_layers = self.get_or_default("checkpoint_num_layers", 1)
         if self.given("recompute_modules"):
             mem.recompute_modules = self.get("recompute_modules")
+        offload = self.get("cpu_offloading_num_layers") if self.given("cpu_offloading_num_layers") else None
+        acts = self.get("cpu_offloading_activations") if self.given("cpu_offloading_activations") else None
+        if offload is not None and type(offload.value) is int and offload.value > 0 and \
+                (acts is None or acts.value is not False):
+            mem.cpu_offload_layers = offload
         if self.given("use_flash_attn") and self.raw("use_flash_attn"):
             mem.flash_attention = self.get("use_flash_attn")
         elif self.given("use_flash_attn_v2") and self.raw("use_flash_attn_v2"):

@@ -130,6 +130,8 @@ class Inputs:
     cpu_checkpointing: bool = False
     """DeepSpeed activation checkpointing's ``cpu_checkpointing`` (Megatron-DeepSpeed --checkpoint-in-cpu,
     NeoX checkpoint_in_cpu): the checkpointed layer inputs live in host memory between the passes."""
+    cpu_offload_layers: int = 0
+    """Layers whose activations live in host memory between the passes (memory.cpu_offload_layers)."""
     recompute_modules: tuple[str, ...] = ("core_attn",)
     """What selective recompute runs again (memory.recompute_modules; Megatron-Core's default core_attn)."""
     overlap_ep: bool = False
@@ -549,6 +551,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     residual_dropout = _dropout_on(spec)
     split = _stage_split(r, spec, layers, pp, max(1, vpp))
     modules = _recompute_modules(r, spec) if recompute == "selective" else ("core_attn",)
+    offload = r.get("memory.cpu_offload_layers", fallback=0, why="", cast=int) if spec.memory.cpu_offload_layers else 0
 
     inputs = Inputs(
         gpu=gpu, gpus_per_node=int(ctx.gpus_per_node.value),
@@ -568,6 +571,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
         residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt,
         stage_split=split, split_layout=(pp, max(1, vpp)) if split else (0, 0), recompute_modules=modules,
+        cpu_offload_layers=min(int(offload or 0), layers),
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)

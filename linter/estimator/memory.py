@@ -406,6 +406,16 @@ def layer_input_bytes(i: Inputs) -> float:
     return i.act_bytes * i.seq / i.cp * i.micro * i.hidden / split
 
 
+def offloaded_layers(i: Inputs, layers: int) -> int:
+    """Layers of a stage whose stored activations are in host memory (Megatron-Core activation CPU
+    offloading, --cpu-offloading-num-layers N: core/cpu_offload.py copies each offloaded layer's saved tensors
+    to the host after its forward and back before its backward). The layer whose copy is in flight is still
+    on the GPU: one fewer than N."""
+    if i.cpu_offload_layers <= 0:
+        return 0
+    return max(0, min(i.cpu_offload_layers, layers) - 1)
+
+
 def in_flight(i: Inputs, stage: int) -> float:
     """Micro-batches whose activations a stage holds at its peak: 1F1B keeps p - stage (at most
     m); the interleaved schedule adds (p - 1)/v (Megatron: x (1 + (p-1)/(p v)) on stage 0)."""
@@ -455,7 +465,7 @@ def stage_activation_bytes(i: Inputs, stage: int, layers: int, cache: Cache | No
             group = n_rec
         workspace = C.ACTIVATION_WORKSPACE_LAYERS * group * full
     else:
-        stored = layers * stored_layer
+        stored = max(0, layers - offloaded_layers(i, layers)) * stored_layer
         workspace = C.ACTIVATION_WORKSPACE_LAYERS * (full - stored_layer) + 0.0
     flight = in_flight(i, stage)
     detail = {"stored_per_microbatch": stored, "workspace": workspace}
