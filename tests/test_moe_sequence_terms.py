@@ -152,3 +152,11 @@ def test_bridge_fields_of_the_same_meaning(tmp_path: Path) -> None:
     assert list(spec.memory.recompute_modules.value) == ["mlp", "core_attn"]
     assert spec.parallel.stage_layers is not None and spec.parallel.stage_layers.value == [[3], [5]]
     assert spec.engine.ep_overlap is not None and spec.engine.ep_overlap.value is True
+
+
+def test_hardware_flops_count_the_recomputed_modules() -> None:
+    from trainlint.estimator.performance import hardware_flops_per_step
+
+    base = _moe(recompute="selective", ffn=8192, moe_interval=2)
+    assert hardware_flops_per_step(dataclasses.replace(base, recompute_modules=("core_attn", "mlp", "moe"))) > \
+        hardware_flops_per_step(base) > hardware_flops_per_step(dataclasses.replace(base, recompute_modules=("moe_act",)))

@@ -572,7 +572,7 @@ def model_flops_per_step(i: Inputs) -> float:
 
 def hardware_flops_per_step(i: Inputs) -> float:
     """Model FLOPs plus what recompute executes again (full: one more forward of every layer;
-    selective: the attention core)."""
+    selective: the modules it names, by default the attention core)."""
     tokens = i.global_batch * i.seq
     split, _, expert = layer_params(i)
     if i.moe:
@@ -582,7 +582,14 @@ def hardware_flops_per_step(i: Inputs) -> float:
     if i.recompute == "full":
         extra = 2 * i.layers * (split + expert) * tokens + attn
     elif i.recompute == "selective":
-        extra = attn
+        modules = set(i.recompute_modules)
+        extra = attn if "core_attn" in modules else 0.0
+        mats = 3 if i.gated else 2
+        f = i.moe_fraction if i.moe else 0.0
+        if "mlp" in modules:  # the dense MLPs' forward again
+            extra += 2 * i.layers * (1 - f) * mats * i.hidden * i.ffn * tokens
+        if "moe" in modules and i.moe:  # the routed experts' forward again
+            extra += 2 * i.layers * expert * tokens
     return model_flops_per_step(i) + extra
 
 
