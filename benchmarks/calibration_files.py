@@ -348,6 +348,15 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
             args.append(f"--expert-model-parallel-size {ep}")
         if p.get("etp"):
             args.append(f"--expert-tensor-parallel-size {p['etp']}")
+        elif bridge_recipe(row) and tp > 1 and re.search(r"qwen3|deepseek", str(m.get("arch") or "").lower()):
+            # the Qwen3 MoE and DeepSeek-V3 recipes set expert_tensor_parallel_size = 1 (recipes/qwen/h100/
+            # qwen3_moe.py, perf_recipes/qwen/*/qwen3_moe.py, recipes/deepseek/h100/deepseek_v3.py at 067f987);
+            # Megatron's default would be the TP size
+            args.append("--expert-tensor-parallel-size 1")
+        etp = int(p.get("etp") or (1 if any("--expert-tensor-parallel-size 1" in a for a in args) else tp))
+        if int(row["num_gpus"]) % (ep * etp * pp):
+            raise Skip(f"the expert grid EP {ep} x expert-TP {etp} x PP {pp} does not divide {row['num_gpus']} GPUs: "
+                       "not a layout Megatron-Core takes")
         dense = int(m.get("moe_first_k_dense_layers") or 0)
         if dense:
             # Megatron's list form of --moe-layer-freq: the first k layers dense
@@ -406,7 +415,8 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         # Kimi-K2's recipe sets it back to True)
         args.append("--grad-reduce-in-bf16")
     if recipe and bridge_ep_overlap(row):
-        args.append("--overlap-moe-expert-parallel-comm")
+        # with the flex dispatcher the same recipe function sets (_enable_deepseek_full_iteration_mxfp8)
+        args.append("--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type flex")
     if p.get("tp_comm_overlap") or (recipe and tp > 1 and p.get("tp_comm_overlap") is None):
         args.append("--tp-comm-overlap")
     dtype = precision_of(row)
