@@ -231,6 +231,48 @@ def no_dropout(row: dict) -> bool:
     return bridge_recipe(row) or (translated is not None and translated[0] == "llm-foundry")
 
 
+def bridge_split(row: dict, layers: int, pp: int, vpp: int) -> str | None:
+    """The pipeline split a Megatron-Bridge perf recipe sets for an uneven model, as the Megatron-LM flag
+    that states it (Megatron-Bridge at 067f987), or None for an even split:
+
+    * Llama-3.1-405B and Qwen3-235B-A22B count the embedding and the loss as one layer each
+      (recipes/llama/h100/llama3.py and recipes/qwen/h100/qwen3_moe.py: account_for_embedding_in_pipeline_split
+      and account_for_loss_in_pipeline_split = True): (layers + 2) over PP x VPP virtual stages;
+    * DeepSeek-V3 and Kimi-K2 (61 layers) take a layout per (PP, VPP) (recipes/deepseek/h100/deepseek_v3.py
+      _get_deepseek_v3_pipeline_layout, recipes/kimi/..._get_kimi_k2_pipeline_layout; the perf recipes'
+      explicit "Et*4|(t*4|)*14tmL" and "Et|(tt|)*30mL"): every stage ceil(layers / stages) layers, the
+      embedding's first and the loss's last stage taking the rest. The MTP layer of those layouts is left out:
+      the rows do not state that MTP was on."""
+    stages = pp * vpp
+    if pp <= 1 or (layers % pp == 0 and (layers // pp) % vpp == 0):
+        return None
+    arch = str(row["model"].get("arch") or "").lower()
+    if ("llama" in arch or "qwen3" in arch) and (layers + 2) % stages == 0:
+        return "--account-for-embedding-in-pipeline-split --account-for-loss-in-pipeline-split"
+    if "deepseek" in arch or "kimi" in arch:
+        k = -(-layers // stages)
+        if k * (stages - 1) <= layers:
+            first, last = k, layers - k * (stages - 1)
+        else:
+            first, last = layers - k * (stages - 2), 0
+        if first < 0 or stages < 2:
+            return None
+        middle = f"(t*{k}|)*{stages - 2}" if stages > 2 else ""
+        return f'--pipeline-model-parallel-layout "Et*{first}|{middle}' + (f"t*{last}" if last else "") + 'L"'
+    return None
+
+
+def bridge_ep_overlap(row: dict) -> bool:
+    """The recipe overlaps the expert all-to-all with another micro-batch (comm_overlap.
+    overlap_moe_expert_parallel_comm): DeepSeek-V3 MXFP8 on GB200 / GB300 / B300 in the 26.08 container, whose
+    recipes are those of the snapshot the rows cite (Megatron-Bridge 067f987, perf_recipes/deepseek/{gb200,gb300,
+    b300}/deepseek_v3.py *_fp8mx_config -> common._enable_deepseek_full_iteration_mxfp8). Rows of other releases
+    cite no recipe source, and the flag is not written for them."""
+    text = f"{row['parallel'].get('framework') or ''} {row['id']}".lower()
+    return ("nemo 26.08 container" in text and "deepseek" in text and "mxfp8" in text
+            and re.search(r"-(gb200|gb300|b300)-", text) is not None)
+
+
 def _layout(row: dict) -> tuple[int, int, int, int]:
     p = row["parallel"]
     n = int(row["num_gpus"])
@@ -306,6 +348,15 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
             args.append(f"--expert-model-parallel-size {ep}")
         if p.get("etp"):
             args.append(f"--expert-tensor-parallel-size {p['etp']}")
+        elif bridge_recipe(row) and tp > 1 and re.search(r"qwen3|deepseek", str(m.get("arch") or "").lower()):
+            # the Qwen3 MoE and DeepSeek-V3 recipes set expert_tensor_parallel_size = 1 (recipes/qwen/h100/
+            # qwen3_moe.py, perf_recipes/qwen/*/qwen3_moe.py, recipes/deepseek/h100/deepseek_v3.py at 067f987);
+            # Megatron's default would be the TP size
+            args.append("--expert-tensor-parallel-size 1")
+        etp = int(p.get("etp") or (1 if any("--expert-tensor-parallel-size 1" in a for a in args) else tp))
+        if int(row["num_gpus"]) % (ep * etp * pp):
+            raise Skip(f"the expert grid EP {ep} x expert-TP {etp} x PP {pp} does not divide {row['num_gpus']} GPUs: "
+                       "not a layout Megatron-Core takes")
         dense = int(m.get("moe_first_k_dense_layers") or 0)
         if dense:
             # Megatron's list form of --moe-layer-freq: the first k layers dense
@@ -317,11 +368,15 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
     args.append(f"--micro-batch-size {_need(b.get('micro'), 'micro batch')} --global-batch-size {_need(b.get('global'), 'global batch')}")
     args.append(f"--tensor-model-parallel-size {tp} --pipeline-model-parallel-size {pp}")
     layers = int(m["layers"])
-    if pp > 1 and layers % pp and p.get("vpp") and int(p["vpp"]) > 1:
+    vpp = int(p.get("vpp") or 1)
+    recipe_split = bridge_split(row, layers, pp, vpp) if bridge_recipe(row) and not deepspeed else None
+    if recipe_split is not None:
+        args.append(recipe_split)
+    elif pp > 1 and layers % pp and vpp > 1:
         raise Skip("uneven pipeline with interleaving: the recipe's --pipeline-model-parallel-layout is not restated")
-    if pp > 1 and layers % pp and layers - -(-layers // pp) * (pp - 1) < 1:
+    elif pp > 1 and layers % pp and layers - -(-layers // pp) * (pp - 1) < 1:
         raise Skip(f"{layers} layers over {pp} stages: no first/last-stage split Megatron takes")
-    if pp > 1 and layers % pp:
+    elif pp > 1 and layers % pp:
         # an uneven split (DeepSeek-V3's 61 layers): the last stage takes what is left
         base = -(-layers // pp)
         args.append(f"--decoder-last-pipeline-num-layers {layers - base * (pp - 1)}")
@@ -331,7 +386,7 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         args.append(f"--ds-sequence-parallel-size {cp}")
     elif cp > 1:
         args.append(f"--context-parallel-size {cp}")
-    if p.get("vpp") and int(p["vpp"]) > 1:
+    if p.get("vpp") and int(p["vpp"]) > 1 and not (recipe_split or "").startswith("--pipeline-model-parallel-layout"):
         per_stage = int(m["layers"]) // pp
         if per_stage % int(p["vpp"]) or int(m["layers"]) % pp:
             args.append(f"--num-virtual-stages-per-pipeline-rank {int(p['vpp'])}")
@@ -359,6 +414,9 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         # grad_reduce_in_fp32 = False, and grad_reduce_in_fp32: false in the release YAMLs since 2025-08;
         # Kimi-K2's recipe sets it back to True)
         args.append("--grad-reduce-in-bf16")
+    if recipe and bridge_ep_overlap(row):
+        # with the flex dispatcher the same recipe function sets (_enable_deepseek_full_iteration_mxfp8)
+        args.append("--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type flex")
     if p.get("tp_comm_overlap") or (recipe and tp > 1 and p.get("tp_comm_overlap") is None):
         args.append("--tp-comm-overlap")
     dtype = precision_of(row)

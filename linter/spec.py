@@ -89,6 +89,9 @@ class ParallelSpec:
     pipeline_split_extra: Value | None = None
     """Extra layers counted in the pipeline split, as written: a list of the flags given
     (Megatron ``--account-for-embedding-in-pipeline-split`` / ``--account-for-loss-in-pipeline-split``)."""
+    stage_layers: Value | None = None
+    """Decoder layers of every chunk of every pipeline rank, ``[[rank 0 chunk 0, ...], ...]``, where the
+    config splits them other than evenly (read by adapters/megatron/pipeline_split.py); None: even."""
     virtual_stage_layers: Value | None = None
     """Layers per virtual pipeline stage as written (Megatron ``--num-layers-per-virtual-pipeline-stage``);
     ``virtual_pipeline`` is the chunk count derived from it."""
@@ -137,6 +140,12 @@ class MemorySpec:
     flash_attention: Value | None = None
     partition_activations: Value | None = None
     cpu_checkpointing: Value | None = None
+    cpu_offload_layers: Value | None = None
+    """Layers whose activations Megatron-Core offloads to host memory (``--cpu-offloading-num-layers``, with
+    ``cpu_offloading_activations`` on, its default; Bridge ``model.cpu_offloading_num_layers``)."""
+    recompute_modules: Value | None = None
+    """The submodules selective recompute runs again, as written (Megatron-Core ``--recompute-modules``,
+    Bridge ``model.recompute_modules``; Megatron-Core's default ``["core_attn"]``)."""
     distribute_saved_activations: Value | None = None
     """Recomputed layers' saved inputs split over the tensor-parallel ranks (Megatron
     ``--distribute-saved-activations``): sequence parallelism is then not a free choice."""
@@ -189,6 +198,13 @@ class EngineSpec:
     p2p_overlap: Value | None = None
     """Pipeline sends and receives overlapped with compute under the interleaved schedule (Megatron's
     default overlap_p2p_comm; ``--no-overlap-p2p-communication`` turns it off)."""
+    ep_overlap: Value | None = None
+    """The expert all-to-all overlapped with another micro-batch's compute (Megatron-Core
+    ``--overlap-moe-expert-parallel-comm``, Bridge ``comm_overlap.overlap_moe_expert_parallel_comm``)."""
+    sequence_exchange: Value | None = None
+    """How the context-parallel ranks exchange the sequence: ``ring`` (Megatron's ring attention, K/V passed
+    around) or ``all-to-all`` (DeepSpeed-Ulysses, Megatron-DeepSpeed ``--ds-sequence-parallel-size``: heads and
+    sequence swapped around the attention core)."""
     reduce_bucket: Value | None = None        # elements (DeepSpeed reduce_bucket_size)
     allgather_bucket: Value | None = None     # elements (DeepSpeed allgather_bucket_size)
     zero3_max_live: Value | None = None       # elements (stage3_max_live_parameters)

@@ -92,6 +92,8 @@ _HAND: tuple[KeyMap, ...] = (
     KeyMap("tokenizer.tokenizer_type", "tokenizer_type"),
     KeyMap("tokenizer.vocab_size", "vocab_size"),
     KeyMap("tokenizer.tokenizer_model", "tokenizer_model"),
+    # CommOverlapConfig applies its own value to the model's field (training/comm_overlap.py)
+    KeyMap("comm_overlap.overlap_moe_expert_parallel_comm", "overlap_moe_expert_parallel_comm"),
 )
 """The fields trainlint has always read (hand-listed, checked against the sources named above), then
 :data:`CORE_KEYS`."""
@@ -146,7 +148,7 @@ KEYS = _HAND + CORE_KEYS
 ``optimizer.use_distributed_optimizer``), a true one wins (Bridge's
 ``_validate_and_sync_distributed_optimizer_settings`` turns both on when either is)."""
 
-EITHER_TRUE = frozenset({"use_distributed_optimizer", "use_megatron_fsdp"})
+EITHER_TRUE = frozenset({"use_distributed_optimizer", "use_megatron_fsdp", "overlap_moe_expert_parallel_comm"})
 """Dests that two Bridge fields feed and that are on when either is (config.py syncs them)."""
 
 

@@ -16,6 +16,7 @@ from trainlint.positions import Span
 from trainlint.provenance import Origin, Provenance, Value, default, derived
 from trainlint.spec import EngineSpec, TrainingSpec
 
+from trainlint.adapters.megatron.pipeline_split import pipeline_split
 from trainlint.adapters.megatron.flags import CURRENT, DEEPSPEED, LEGACY, ParsedArgs, Setting, is_core_entry
 from trainlint.adapters.megatron.vocab import vocab_fields
 from trainlint.adapters.megatron.words import Field, Loc
@@ -433,6 +434,13 @@ class SpecBuilder:
             mem.recompute_num_layers = self.get("recompute_num_layers")
         elif legacy and mem.recompute is not None and mem.recompute.value == "full":
             mem.recompute_num_layers = self.get_or_default("checkpoint_num_layers", 1)
+        if self.given("recompute_modules"):
+            mem.recompute_modules = self.get("recompute_modules")
+        offload = self.get("cpu_offloading_num_layers") if self.given("cpu_offloading_num_layers") else None
+        acts = self.get("cpu_offloading_activations") if self.given("cpu_offloading_activations") else None
+        if offload is not None and type(offload.value) is int and offload.value > 0 and \
+                (acts is None or acts.value is not False):
+            mem.cpu_offload_layers = offload
         if self.given("use_flash_attn") and self.raw("use_flash_attn"):
             mem.flash_attention = self.get("use_flash_attn")
         elif self.given("use_flash_attn_v2") and self.raw("use_flash_attn_v2"):
@@ -494,6 +502,7 @@ def framework_facts(spec: TrainingSpec) -> None:
              if settings.get(d) is not None and settings[d].value is True and not settings[d].provenance.uncertain]
     if extra:
         p.pipeline_split_extra = Value(["--" + d.replace("_", "-") for d, _ in extra], extra[0][1].provenance)
+    _stage_layers(spec)
     p.virtual_stage_layers = settings.get("num_layers_per_virtual_pipeline_stage")
     p.virtual_stages = settings.get("num_virtual_stages_per_pipeline_rank")
     spec.memory.distribute_saved_activations = settings.get("distribute_saved_activations")
@@ -512,6 +521,31 @@ def framework_facts(spec: TrainingSpec) -> None:
                                 if d in spec.unresolved and settings.get(d) is None)]
     if launch_only:
         r.launch_only = derived(launch_only, "written but only known at launch")
+
+
+def _stage_layers(spec: TrainingSpec) -> None:
+    """The uneven split of the layers over the pipeline (and its chunk count when a layout states it)."""
+    settings, p = spec.settings, spec.parallel
+    dests = ("pipeline_model_parallel_layout", "decoder_first_pipeline_num_layers", "decoder_last_pipeline_num_layers",
+             "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split")
+    given = [settings[d] for d in dests if settings.get(d) is not None]
+    if not given:
+        return
+    layers, pp, vpp = spec.model.num_layers, p.pipeline, p.virtual_pipeline
+    split = pipeline_split({d: settings[d].value for d in dests if settings.get(d) is not None},
+                           _plain_int(layers), _plain_int(pp), _plain_int(vpp))
+    if split is None:
+        return
+    p.stage_layers = derived([list(chunks) for chunks in split.layers],
+                             f"decoder layers per pipeline rank and chunk ({split.how})", *given, layers, pp)
+    if split.chunks > 1 and vpp is None:
+        p.virtual_pipeline = derived(split.chunks, "stages of --pipeline-model-parallel-layout / pipeline size",
+                                     settings["pipeline_model_parallel_layout"], pp)
+
+
+def _plain_int(entry: Value | None) -> int | None:
+    value = None if entry is None else entry.value
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _truthy(value: Any) -> bool:
@@ -672,6 +706,15 @@ def set_engine(spec: TrainingSpec) -> None:
         deepspeed_engine(spec, prefix="deepspeed:", pipeline=bool(pipe is not None and pipe.value))
     else:
         _megatron_optimizer(spec, note)
+    ep_overlap = _setting(spec, "overlap_moe_expert_parallel_comm")
+    e.ep_overlap = ep_overlap if ep_overlap is not None and isinstance(ep_overlap.value, bool) else \
+        default(False, f"{note}: expert all-to-all not overlapped (--overlap-moe-expert-parallel-comm off)")
+    uly = _setting(spec, "ds_sequence_parallel_size") if spec.dialect == DEEPSPEED else None
+    if uly is not None and type(uly.value) is int and uly.value > 1 and _setting(spec, "context_parallel_size") is None:
+        # DeepSpeed-Ulysses (deepspeed/sequence/layer.py DistributedAttention): all-to-alls of Q, K, V before
+        # the attention core and of its output after it, over the sequence-parallel group
+        e.sequence_exchange = derived("all-to-all", "DeepSpeed-Ulysses sequence parallelism (--ds-sequence-parallel-size): "
+                                                    "all-to-all of Q, K, V and the attention output", uly)
     # attention kernel
     flash_flag = next((v for v in (_on(spec, d) for d in ("use_flash_attn", "use_flash_attn_v2", "use_flash_attn_triton",
                                                           "use_flash_attn_builder")) if v is not None), None)

@@ -181,14 +181,29 @@ CP_RING_PASSES = 3.0
 """Physical: ring-attention K/V exchanges per layer per micro-batch: one in the forward, two in the
 backward (K and V again, and their gradients) (Megatron/TE context_parallel.py AttnFuncWithCPAndKVP2P)."""
 
+ULYSSES_A2A_PASSES = 2.0
+"""Physical: DeepSpeed-Ulysses all-to-all rounds per layer per micro-batch, each moving Q, K, V in and the
+attention output back (deepspeed/sequence/layer.py DistributedAttention: _SeqAllToAll before and after the
+local attention): one round in the forward, one in the backward (the gradients of the same tensors), on the
+compute stream (not overlapped); full recompute adds the forward's again."""
+
 CP_RING_EXPOSED_FRACTION = 0.5
 """Physical estimate, not fitted (range 0-1). Share of each ring step left exposed: the exchange of
 step k+1 runs beside the attention block of step k; short blocks (small seq / CP) hide less."""
 
 EP_A2A_OVERLAP_FRACTION = 0.0
-"""Physical, not fitted (range 0-1): share of the expert all-to-all hidden behind compute. Megatron's
-alltoall and DeepEP dispatchers run it on the critical path unless --overlap-moe-expert-parallel-comm
-(1F1B A2A overlap) is set, which trainlint does not read yet: 0."""
+"""Physical, not fitted (range 0-1): share of the expert all-to-all hidden behind compute without
+--overlap-moe-expert-parallel-comm: Megatron's alltoall and DeepEP dispatchers run it on the critical
+path, 0 (with the flag: EP_A2A_1F1B_OVERLAP_FRACTION)."""
+
+EP_A2A_1F1B_OVERLAP_FRACTION = 0.8
+"""Physical estimate, not fitted (range 0.5-1). Share of the expert all-to-all hidden with Megatron-Core's
+--overlap-moe-expert-parallel-comm (0.14+; Bridge comm_overlap.overlap_moe_expert_parallel_comm): the
+dispatch and combine of one micro-batch run on their own stream beside the attention and expert compute of
+another ("Overlap EP A2A communications with independent computations of different micro-batches in 1f1b
+phase", core/model_parallel_config.py; core/pipeline_parallel/combined_1f1b.py). The warm-up and cool-down
+micro-batches of the schedule have no partner and stay exposed, and a layer whose exchange outlasts the
+other micro-batch's compute shows the rest: below 1."""
 
 MEGATRON_BUCKET_MIN_PARAMS = 40e6
 """Physical, from the source (range: a fact of the engine, not fitted): Megatron-Core's DDP cuts its gradient

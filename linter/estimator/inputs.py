@@ -130,6 +130,19 @@ class Inputs:
     cpu_checkpointing: bool = False
     """DeepSpeed activation checkpointing's ``cpu_checkpointing`` (Megatron-DeepSpeed --checkpoint-in-cpu,
     NeoX checkpoint_in_cpu): the checkpointed layer inputs live in host memory between the passes."""
+    cpu_offload_layers: int = 0
+    """Layers whose activations live in host memory between the passes (memory.cpu_offload_layers)."""
+    recompute_modules: tuple[str, ...] = ("core_attn",)
+    """What selective recompute runs again (memory.recompute_modules; Megatron-Core's default core_attn)."""
+    overlap_ep: bool = False
+    """The expert all-to-all overlaps another micro-batch's compute (engine.ep_overlap)."""
+    cp_all_to_all: bool = False
+    """The context-parallel group exchanges by all-to-all (DeepSpeed-Ulysses), not by ring (engine.sequence_exchange)."""
+    stage_split: tuple[int, ...] = ()
+    """Decoder layers per pipeline rank where the config splits them unevenly (``parallel.stage_layers``:
+    a layout, first/last-stage layer counts, embedding/loss counted in the split); () = even. Valid for
+    ``split_layout`` = (PP, VPP) only: a layout search changing either splits evenly."""
+    split_layout: tuple[int, int] = (0, 0)
     residual_dropout: bool = True
     """Dropout on the residual branches and the embedding keeps a mask (and the embedding an output
     copy); False when the config sets ``hidden_dropout`` to 0, where torch's dropout is the identity."""
@@ -168,6 +181,36 @@ class Inputs:
     @property
     def nodes(self) -> int:
         return max(1, -(-self.world // self.gpus_per_node))
+
+
+def _recompute_modules(r: _Reader, spec: TrainingSpec) -> tuple[str, ...]:
+    """The modules selective recompute runs again: as written, or Megatron-Core's default core_attn."""
+    entry = spec.memory.recompute_modules
+    if entry is None:
+        return ("core_attn",)
+    value = entry.value
+    names = value.split() if isinstance(value, str) else value
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        return ("core_attn",)
+    r.note("memory.recompute_modules", entry)
+    return tuple(dict.fromkeys(names))
+
+
+def _stage_split(r: _Reader, spec: TrainingSpec, layers: int, pp: int, vpp: int) -> tuple[int, ...]:
+    """Decoder layers per pipeline rank from ``parallel.stage_layers``, or () for an even split: also when
+    the stated split does not hold the model's layers over PP ranks of VPP chunks (Megatron refuses it)."""
+    entry = spec.parallel.stage_layers
+    if entry is None or pp <= 1 or not isinstance(entry.value, list):
+        return ()
+    rows = entry.value
+    if len(rows) != pp or not all(isinstance(c, list) and len(c) == vpp and all(type(n) is int and n >= 0 for n in c)
+                                  for c in rows):
+        return ()
+    split = tuple(sum(c) for c in rows)
+    if sum(split) != layers:
+        return ()
+    r.note("parallel.stage_layers", entry)
+    return split
 
 
 MAX_COUNT = 10**12
@@ -506,7 +549,9 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     cpu_ckpt = recompute == "full" and _bool(r.get("memory.cpu_checkpointing", fallback=False,
                                                    why="checkpointed activations kept on the GPU"))
     residual_dropout = _dropout_on(spec)
-
+    split = _stage_split(r, spec, layers, pp, max(1, vpp))
+    modules = _recompute_modules(r, spec) if recompute == "selective" else ("core_attn",)
+    offload = r.get("memory.cpu_offload_layers", fallback=0, why="", cast=int) if spec.memory.cpu_offload_layers else 0
 
     inputs = Inputs(
         gpu=gpu, gpus_per_node=int(ctx.gpus_per_node.value),
@@ -520,10 +565,13 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         recompute=recompute, recompute_method=method, recompute_layers=max(1, rlayers), flash=flash,
         partition_activations=part_act, reduce_bucket=e["reduce_bucket"], allgather_bucket=e["allgather_bucket"],
         max_live_params=e["zero3_max_live"], prefetch_bucket=e["zero3_prefetch"], overlap_dp=e["dp_overlap"],
-        overlap_tp=e["tp_overlap"], overlap_p2p=e["p2p_overlap"],
+        overlap_tp=e["tp_overlap"], overlap_p2p=e["p2p_overlap"], overlap_ep=e["ep_overlap"],
+        cp_all_to_all=e["sequence_exchange"] == "all-to-all",
         assumptions=r.assumptions,
         vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
         residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt,
+        stage_split=split, split_layout=(pp, max(1, vpp)) if split else (0, 0), recompute_modules=modules,
+        cpu_offload_layers=min(int(offload or 0), layers),
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)
@@ -708,6 +756,8 @@ _ENGINE_FALLBACK: dict[str, tuple[Any, str]] = {
     "dp_overlap": (False, ""),
     "tp_overlap": (False, ""),
     "p2p_overlap": (True, ""),
+    "ep_overlap": (False, ""),
+    "sequence_exchange": ("ring", ""),
     "reduce_bucket": (5e8, ""),
     "allgather_bucket": (5e8, ""),
     "zero3_max_live": (1e9, ""),
@@ -721,6 +771,7 @@ _ENGINE_CHOICES = {
     "shard_group": ("dp", "dp_cp"),
     "grad_dtype": tuple(_DTYPE_BYTES),
     "attention": ("flash", "unfused"),
+    "sequence_exchange": ("ring", "all-to-all"),
 }
 
 

@@ -99,7 +99,18 @@ def layer_params_per_gpu(i: Inputs) -> float:
     return split / i.tp + rep + expert / (i.ep * i.etp)
 
 
+def uneven_split(i: Inputs) -> tuple[int, ...] | None:
+    """The config's own split of the layers over the ranks (:attr:`Inputs.stage_split`) when it holds for
+    this layout's PP and VPP, else None (an even split)."""
+    if i.stage_split and i.split_layout == (i.pp, i.vpp) and len(i.stage_split) == i.pp:
+        return i.stage_split
+    return None
+
+
 def stage_layers(i: Inputs) -> list[int]:
+    split = uneven_split(i)
+    if split is not None:
+        return list(split)
     base, extra = divmod(i.layers, i.pp)
     return [base + (1 if s < extra else 0) for s in range(i.pp)]
 
@@ -109,6 +120,9 @@ def stage_kinds(i: Inputs) -> list[tuple[int, int, int]]:
     stages of a layout come in at most four kinds whose time per micro-batch is identical within a
     kind (the first stage, middle stages with one layer more or not, the last stage), so the step
     time is computed once per kind, not once per stage (PP 64 costs what PP 4 does)."""
+    split = uneven_split(i)
+    if split is not None:
+        return _split_kinds(split)
     base, extra = divmod(i.layers, i.pp)
     last = i.pp - 1
     kinds = [(0, base + (1 if extra > 0 else 0), 1)]
@@ -121,6 +135,23 @@ def stage_kinds(i: Inputs) -> list[tuple[int, int, int]]:
     if shorter:
         kinds.append((1 + longer, base, shorter))
     kinds.append((last, base + (1 if last < extra else 0), 1))
+    return kinds
+
+
+def _split_kinds(split: tuple[int, ...]) -> list[tuple[int, int, int]]:
+    """:func:`stage_kinds` of an uneven split: the first and the last rank on their own, the middle ranks
+    in runs of equal layer counts (the first rank of a run holds the most micro-batches in flight)."""
+    last = len(split) - 1
+    kinds = [(0, split[0], 1)]
+    s = 1
+    while s < last:
+        end = s
+        while end + 1 < last and split[end + 1] == split[s]:
+            end += 1
+        kinds.append((s, split[s], end - s + 1))
+        s = end + 1
+    if last > 0:
+        kinds.append((last, split[last], 1))
     return kinds
 
 
@@ -271,6 +302,19 @@ def step_grad_copy_bytes(i: Inputs, n: float) -> float:
 # --------------------------------------------------------------------------- activations
 
 
+def moe_tokens_per_gpu(i: Inputs) -> float:
+    """Tokens one GPU's experts take per MoE layer and micro-batch (each counted once, before top-k): the
+    tokens of the GPU's own sequence shard (1/TP with sequence parallelism) dispatched over the expert-parallel
+    group, which on average returns as many, then gathered over the expert-tensor-parallel group
+    (core/transformer/moe/token_dispatcher.py: the all-to-all over EP, the all-gather over ETP; the allgather
+    dispatcher of core_v0.6 gathers over TP = ETP the same way). Without sequence parallelism the TP ranks
+    already hold the same tokens."""
+    sb = i.seq / i.cp * i.micro
+    if i.sp and i.tp > 1:
+        return sb / i.tp * i.etp
+    return sb * max(1.0, i.etp / i.tp)
+
+
 def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
     """Bytes one layer stores for one micro-batch without recompute (Korthikanti et al. 2022,
     Sec. 4, tensor by tensor), generalised to GQA, gated MLPs, any FFN size, MoE, CP and SP.
@@ -306,12 +350,48 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
     dense_inner = per_width * i.ffn / t
     if i.moe:
         f = i.moe_fraction  # MoE layers hold top-k expert activations, the others a dense MLP
-        inner = f * per_width * i.moe_ffn * i.top_k / i.etp + (1 - f) * dense_inner
+        tokens = moe_tokens_per_gpu(i)
+        # the experts' FC1 input: the dispatched (permuted) copies of the tokens routed here, kept for the
+        # weight gradient of the grouped GEMM (FP8 under TE), beside the router's input (the norm output)
+        dispatched = lin * tokens * i.top_k * h
+        inner = f * (per_width / sb * tokens * i.moe_ffn * i.top_k / i.etp + dispatched) + (1 - f) * dense_inner
     else:
         inner = dense_inner
     mlp = lin * sb * h / rep + inner + mask  # norm output = FC1 input, MLP dropout mask
     norms = 2 * a * sb * h / rep
     return attention + mlp + norms
+
+
+def recomputed_module_bytes(i: Inputs) -> float:
+    """What selective recompute of ``i.recompute_modules`` other than core_attn keeps from being stored, per
+    layer and micro-batch (Megatron-Core TransformerConfig.recompute_modules): "mlp" the dense MLP's inner
+    activations (normal checkpointing: its input stays), "moe" the MoE layer's expert activations and dispatched
+    tokens (its input, the norm output, stays), "moe_act" the experts' activation output (the FC2 input;
+    output-discarding checkpointing), "layernorm" the MoE layers' separate pre-MLP norm output (Transformer
+    Engine fuses the other norms into their linear layers, where there is no separate output to discard).
+    "mla_up_proj" and "shared_experts" touch parts the estimate does not describe apart: nothing."""
+    modules = set(i.recompute_modules)
+    if not modules - {"core_attn"}:
+        return 0.0
+    a = i.act_bytes
+    lin = 1 if i.fp8 else a
+    sb = i.seq / i.cp * i.micro
+    t = i.tp
+    rep = t if i.sp else 1
+    per_width = sb * (a * (2 if i.gated else 1) + lin)
+    f = i.moe_fraction if i.moe else 0.0
+    saved = 0.0
+    if "mlp" in modules:
+        saved += (1 - f) * per_width * i.ffn / t
+    if i.moe:
+        tokens = moe_tokens_per_gpu(i)
+        if "moe" in modules:
+            saved += f * (per_width / sb * tokens * i.moe_ffn * i.top_k / i.etp + lin * tokens * i.top_k * i.hidden)
+        elif "moe_act" in modules:
+            saved += f * lin * tokens * i.top_k * i.moe_ffn / i.etp
+        if "layernorm" in modules:
+            saved += f * a * sb * i.hidden / rep
+    return saved
 
 
 def layer_input_bytes(i: Inputs) -> float:
@@ -324,6 +404,16 @@ def layer_input_bytes(i: Inputs) -> float:
         return 0.0
     split = i.tp if (i.sp or i.partition_activations) else 1
     return i.act_bytes * i.seq / i.cp * i.micro * i.hidden / split
+
+
+def offloaded_layers(i: Inputs, layers: int) -> int:
+    """Layers of a stage whose stored activations are in host memory (Megatron-Core activation CPU
+    offloading, --cpu-offloading-num-layers N: core/cpu_offload.py copies each offloaded layer's saved tensors
+    to the host after its forward and back before its backward). The layer whose copy is in flight is still
+    on the GPU: one fewer than N."""
+    if i.cpu_offload_layers <= 0:
+        return 0
+    return max(0, min(i.cpu_offload_layers, layers) - 1)
 
 
 def in_flight(i: Inputs, stage: int) -> float:
@@ -346,12 +436,14 @@ costs keyed by what varies between layouts. Never shared across runs, GPUs or co
 def _layer_acts(i: Inputs, cache: Cache | None) -> tuple[float, float, float]:
     """(stored without recompute, stored with selective recompute, checkpointed input) of one layer."""
     key = ("acts", i.tp, i.cp, i.micro, i.sp, i.etp, i.recompute, i.partition_activations, i.cpu_checkpointing,
-           i.residual_dropout)
+           i.residual_dropout, i.recompute_modules)
     found = cache.get(key) if cache is not None else None
     if found is None:
         full = layer_activation_bytes(i, keep_scores=not i.flash)
         if i.recompute == "selective":
-            selective = layer_activation_bytes(i, keep_scores=False)
+            # the scores are recomputed with core_attn (Megatron-Core's default module), kept without it
+            keep = not i.flash and "core_attn" not in i.recompute_modules
+            selective = layer_activation_bytes(i, keep_scores=keep) - recomputed_module_bytes(i)
         else:
             selective = full
         found = (full, selective, layer_input_bytes(i))
@@ -373,7 +465,7 @@ def stage_activation_bytes(i: Inputs, stage: int, layers: int, cache: Cache | No
             group = n_rec
         workspace = C.ACTIVATION_WORKSPACE_LAYERS * group * full
     else:
-        stored = layers * stored_layer
+        stored = max(0, layers - offloaded_layers(i, layers)) * stored_layer
         workspace = C.ACTIVATION_WORKSPACE_LAYERS * (full - stored_layer) + 0.0
     flight = in_flight(i, stage)
     detail = {"stored_per_microbatch": stored, "workspace": workspace}
@@ -484,6 +576,8 @@ def worst_stage_total(i: Inputs, cache: Cache | None = None) -> float:
     first holds at least as many layers, micro-batches in flight and parameters as any middle
     stage, and the embedding; the last holds the output layer and the logits)."""
     kinds = stage_kinds(i)
+    if uneven_split(i) is not None:  # any rank may hold the most layers: each kind's first rank
+        return max(one_stage(i, stage, layers, cache).total for stage, layers, _ in kinds)
     first = one_stage(i, 0, kinds[0][1], cache).total
     if i.pp == 1:
         return first
@@ -496,7 +590,8 @@ def static_floor(i: Inputs, cache: Cache | None = None) -> float:
     fragmentation, CUDA context, NCCL), from the same functions."""
     kinds = stage_kinds(i)
     out = 0.0
-    for stage, layers in ((0, kinds[0][1]), (i.pp - 1, kinds[-1][1])):
+    for stage, layers in ([(k[0], k[1]) for k in kinds] if uneven_split(i) is not None
+                          else [(0, kinds[0][1]), (i.pp - 1, kinds[-1][1])]):
         _, params, grads, opt, buffers, _, _ = _stage_static(i, stage, layers, cache)
         out = max(out, params + grads + opt + buffers + fragmentation_bytes(0.0, buffers))
     return out + fixed_overhead_bytes(i)

@@ -164,17 +164,11 @@ def layer_forward(i: Inputs) -> tuple[Cost, Cost]:
     h = i.hidden
     fp8 = i.fp8
     cost = gemm(i, m, h, (i.q_dim + 2 * i.kv_dim) / t, fp8=fp8) + gemm(i, m, i.q_dim / t, h, fp8=fp8)
-    mats = 2 if i.gated else 1
-    dense = gemm(i, m, h, mats * i.ffn / t, fp8=fp8) + gemm(i, m, i.ffn / t, h, fp8=fp8)
+    dense, moe = mlp_gemms(i)
     dense_elems = m * i.ffn / t
     if i.moe:
         # the average layer: a share f of MoE layers (top-k experts + router), the rest dense
         f = i.moe_fraction
-        local_experts = max(1.0, i.experts / i.ep)
-        tokens = m * i.top_k * i.ep / i.experts
-        moe = gemm(i, tokens, h, mats * i.moe_ffn / i.etp, local_experts, fp8=fp8)
-        moe = moe + gemm(i, tokens, i.moe_ffn / i.etp, h, local_experts, fp8=fp8)
-        moe = moe + gemm(i, m, h, i.experts)  # router
         cost = cost + moe.scale(f) + dense.scale(1 - f)
         act_elems = f * m * i.top_k * i.moe_ffn / i.etp + (1 - f) * dense_elems
     else:
@@ -188,6 +182,40 @@ def layer_forward(i: Inputs) -> tuple[Cost, Cost]:
         elementwise += i.moe_fraction * C.MOE_PERMUTE_BYTES_PER_ELEMENT * m / rep * i.top_k * h
     cost = cost + Cost(0.0, elementwise / hbm(i))
     return cost, attention_forward(i)
+
+
+def mlp_gemms(i: Inputs) -> tuple[Cost, Cost]:
+    """(a dense MLP's, a MoE layer's) forward GEMMs for one micro-batch (the MoE one with its router)."""
+    t = i.tp
+    m = i.micro * i.seq / i.cp
+    h = i.hidden
+    fp8 = i.fp8
+    mats = 2 if i.gated else 1
+    dense = gemm(i, m, h, mats * i.ffn / t, fp8=fp8) + gemm(i, m, i.ffn / t, h, fp8=fp8)
+    if not i.moe:
+        return dense, Cost()
+    local_experts = max(1.0, i.experts / i.ep)
+    tokens = m * i.top_k * i.ep / i.experts
+    moe = gemm(i, tokens, h, mats * i.moe_ffn / i.etp, local_experts, fp8=fp8)
+    moe = moe + gemm(i, tokens, i.moe_ffn / i.etp, h, local_experts, fp8=fp8)
+    moe = moe + gemm(i, m, h, i.experts)  # router
+    return dense, moe
+
+
+def recomputed_modules_forward(i: Inputs, attn: Cost) -> Cost:
+    """The forward selective recompute runs again for one layer and micro-batch (Megatron-Core
+    recompute_modules): the attention core (core_attn), the dense MLP (mlp), the MoE layer's experts (moe);
+    the output-discarding modules (moe_act, layernorm) rerun elementwise kernels only, left out."""
+    modules = set(i.recompute_modules)
+    extra = attn if "core_attn" in modules else Cost()
+    if modules & {"mlp", "moe"}:
+        dense, moe = mlp_gemms(i)
+        f = i.moe_fraction if i.moe else 0.0
+        if "mlp" in modules:
+            extra = extra + dense.scale(1 - f)
+        if "moe" in modules and i.moe:
+            extra = extra + moe.scale(f)
+    return extra
 
 
 def attention_forward(i: Inputs) -> Cost:
@@ -239,7 +267,8 @@ def ep_comm_per_layer(i: Inputs) -> float:
     msg = i.act_bytes * i.micro * i.seq / i.cp * i.hidden * i.top_k
     # EP ranks sit ETP apart inside the data x context group (Megatron's expert grid)
     bw = link_bw(i, i.etp * i.ep, members_per_node(i, i.etp, i.ep))
-    return i.moe_fraction * passes * ring_time(msg, i.ep, bw, phases=1.0) * (1 - C.EP_A2A_OVERLAP_FRACTION)
+    hidden = C.EP_A2A_1F1B_OVERLAP_FRACTION if i.overlap_ep else C.EP_A2A_OVERLAP_FRACTION
+    return i.moe_fraction * passes * ring_time(msg, i.ep, bw, phases=1.0) * (1 - hidden)
 
 
 def tp_comm_per_layer(i: Inputs) -> float:
@@ -254,7 +283,9 @@ def tp_comm_per_layer(i: Inputs) -> float:
         if i.overlap_tp:
             total *= 1 - C.TP_COMM_OVERLAP_FRACTION
     total += ep_comm_per_layer(i)
-    if i.cp > 1:
+    if i.cp > 1 and i.cp_all_to_all:
+        total += ulysses_per_layer(i)
+    elif i.cp > 1:
         # ring attention passes K and V around the CP group (forward, and twice in backward: K, V and
         # their gradients), each step behind the previous block's attention: the exposed share is
         # CP_RING_EXPOSED_FRACTION
@@ -262,6 +293,16 @@ def tp_comm_per_layer(i: Inputs) -> float:
         bw = link_bw(i, i.tp * i.cp, members_per_node(i, i.tp, i.cp))
         total += C.CP_RING_PASSES * ring_time(kv * i.cp, i.cp, bw, phases=1.0) * C.CP_RING_EXPOSED_FRACTION
     return total
+
+
+def ulysses_per_layer(i: Inputs) -> float:
+    """DeepSpeed-Ulysses' all-to-alls per layer per micro-batch, all passes: each GPU holds 1/CP of the
+    sequence and sends (CP - 1)/CP of its Q, K, V and attention output to the others (heads for sequence and
+    back), ULYSSES_A2A_PASSES rounds (+1 with full recompute), exposed."""
+    local = i.act_bytes * i.micro * i.seq / i.cp * (2 * i.q_dim + 2 * i.kv_dim) / i.tp
+    rounds = C.ULYSSES_A2A_PASSES + (1.0 if i.recompute == "full" else 0.0)
+    bw = link_bw(i, i.tp * i.cp, members_per_node(i, i.tp, i.cp))
+    return rounds * ring_time(local, i.cp, bw, phases=1.0)
 
 
 # --------------------------------------------------------------------------- per micro-batch, per stage
@@ -283,7 +324,7 @@ def layer_costs(i: Inputs, cache: dict | None = None) -> tuple[Cost, Cost, float
 def layer_costs_key(i: Inputs, micro: int, recompute: str) -> tuple:
     """What :func:`layer_costs` depends on: its key in a search's cache, for ``i`` at another micro
     batch and recompute mode (a search looks a layout's costs up before making its inputs)."""
-    return ("layer", i.tp, i.cp, micro, i.sp, i.etp, i.ep, recompute)
+    return ("layer", i.tp, i.cp, micro, i.sp, i.etp, i.ep, recompute, i.recompute_modules)
 
 
 def _layer_costs(i: Inputs) -> tuple[Cost, Cost, float]:
@@ -293,7 +334,7 @@ def _layer_costs(i: Inputs) -> tuple[Cost, Cost, float]:
     if i.recompute == "full":
         extra = fwd
     elif i.recompute == "selective":
-        extra = attn
+        extra = recomputed_modules_forward(i, attn)
     else:
         extra = Cost()
     return fwd + bwd + extra, bwd + extra, tp_comm_per_layer(i)
@@ -571,7 +612,7 @@ def model_flops_per_step(i: Inputs) -> float:
 
 def hardware_flops_per_step(i: Inputs) -> float:
     """Model FLOPs plus what recompute executes again (full: one more forward of every layer;
-    selective: the attention core)."""
+    selective: the modules it names, by default the attention core)."""
     tokens = i.global_batch * i.seq
     split, _, expert = layer_params(i)
     if i.moe:
@@ -581,7 +622,14 @@ def hardware_flops_per_step(i: Inputs) -> float:
     if i.recompute == "full":
         extra = 2 * i.layers * (split + expert) * tokens + attn
     elif i.recompute == "selective":
-        extra = attn
+        modules = set(i.recompute_modules)
+        extra = attn if "core_attn" in modules else 0.0
+        mats = 3 if i.gated else 2
+        f = i.moe_fraction if i.moe else 0.0
+        if "mlp" in modules:  # the dense MLPs' forward again
+            extra += 2 * i.layers * (1 - f) * mats * i.hidden * i.ffn * tokens
+        if "moe" in modules and i.moe:  # the routed experts' forward again
+            extra += 2 * i.layers * expert * tokens
     return model_flops_per_step(i) + extra
 
 

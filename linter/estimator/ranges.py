@@ -61,6 +61,10 @@ RANGES: dict[str, Bounds] = {
     "P2P_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the interleaved pipeline's sends", fitted=False),
     "CP_RING_EXPOSED_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of each ring step", fitted=False),
     "EP_A2A_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the all-to-all", fitted=False),
+    "EP_A2A_1F1B_OVERLAP_FRACTION": Bounds("throughput", 0.5, 1.0, "the all-to-all beside another micro-batch's "
+                                           "compute, except the schedule's warm-up and cool-down", fitted=False),
+    "ULYSSES_A2A_PASSES": Bounds("throughput", 2.0, 3.0, "one round forward, one backward, one more with full "
+                                 "recompute", fitted=False),
     "ALLOCATOR_FRAGMENTATION": Bounds("memory", 0.0, 0.6, "the part of the allocator's per-step cache held in "
                                       "split blocks it cannot release: at most the whole max_reserved - "
                                       "max_allocated gap", fitted=False),
