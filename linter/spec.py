@@ -137,6 +137,10 @@ class MemorySpec:
     flash_attention: Value | None = None
     partition_activations: Value | None = None
     cpu_checkpointing: Value | None = None
+    cpu_offload_layers: Value | None = None
+    """Transformer layers whose saved activations live in host memory between the passes (Megatron-Core
+    ``--cpu-offloading-num-layers N`` with ``cpu_offloading_activations``, its default; Transformer Engine's
+    CPU offload context). None or 0: none."""
     distribute_saved_activations: Value | None = None
     """Recomputed layers' saved inputs split over the tensor-parallel ranks (Megatron
     ``--distribute-saved-activations``): sequence parallelism is then not a free choice."""

@@ -139,3 +139,40 @@ def test_deepspeed_ulysses_splits_the_sequence_and_zero_shards_over_it(tmp_path)
     # ZeRO-3 over the same 8 ranks (DP x SP): the same static memory; activations 1/4 of the sequence
     assert uly.stages[0].optimizer == plain.stages[0].optimizer
     assert uly.stages[0].activations < 0.3 * plain.stages[0].activations
+
+
+def _megatron_lm_spec(tmp_path, *flags: str):
+    from trainlint.adapters import builtin_adapters
+    from trainlint.checker import check_paths
+
+    script = tmp_path / "train.sh"
+    script.write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 16 --hidden-size 2048 "
+                      "--num-attention-heads 16 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 2 "
+                      "--global-batch-size 64 --bf16 --use-distributed-optimizer " + " ".join(flags) + "\n")
+    results = check_paths([str(script)], builtin_adapters())
+    return next(spec for r in results for spec in r.specs)
+
+
+def test_cpu_activation_offloading_keeps_the_other_layers_and_one_in_transit(tmp_path) -> None:
+    """Megatron-Core --cpu-offloading-num-layers N (TE's CPU offload context): the first N layers' saved
+    activations go to host memory; the L - N others and the layer being copied stay on the GPU."""
+    from trainlint.estimator import build_context, estimate
+
+    off = _megatron_lm_spec(tmp_path, "--cpu-offloading-num-layers 6")
+    assert off.memory.cpu_offload_layers.value == 6
+    i = make_inputs(layers=16, pp=1, micro=2, recompute="none")
+    kept, detail = stage_activation_bytes(i, 0, 16)
+    moved, moved_detail = stage_activation_bytes(dataclasses.replace(i, cpu_offload_layers=6), 0, 16)
+    per_layer = detail["stored_per_microbatch"] / 16
+    assert moved_detail["stored_per_microbatch"] == pytest.approx(per_layer * (16 - 6 + 1))
+    assert kept - moved == pytest.approx(5 * per_layer)
+    # through the adapter and the estimate: less activation memory than the same launch without offloading
+    est_off = estimate(off, build_context(off, gpu="h100-sxm"))
+    on = _megatron_lm_spec(tmp_path)
+    est_on = estimate(on, build_context(on, gpu="h100-sxm"))
+    assert est_off.ok and est_on.ok
+    assert est_off.inputs.cpu_offload_layers == 6 and est_on.inputs.cpu_offload_layers == 0
+    assert est_off.worst_stage.activations < est_on.worst_stage.activations
+    # no offloading with full recompute (Megatron-Core refuses the pair; the checkpoints are what is stored)
+    full = dataclasses.replace(i, recompute="full", cpu_offload_layers=6)
+    assert stage_activation_bytes(full, 0, 16)[0] == stage_activation_bytes(dataclasses.replace(full, cpu_offload_layers=0), 0, 16)[0]

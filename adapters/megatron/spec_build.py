@@ -459,6 +459,17 @@ class SpecBuilder:
                                        "--deepspeed-activation-checkpointing (megatron/initialize.py)", value)
             setattr(mem, field_name, value)
 
+        # Megatron-Core's CPU activation offloading (core/transformer/transformer_block.py: TE's
+        # get_cpu_offload_context(cpu_offloading, cpu_offloading_num_layers, num_layers,
+        # cpu_offloading_activations, cpu_offloading_weights, ...)); arguments.py turns cpu_offloading on for
+        # --cpu-offloading-num-layers > 0, with cpu_offloading_activations True (model_parallel_config.py)
+        if self.given("cpu_offloading_num_layers"):
+            layers = self.get("cpu_offloading_num_layers")
+            acts = self.parsed.settings.get("cpu_offloading_activations")
+            if layers is not None and acts is not None and acts.value is False:
+                layers = derived(0, "cpu_offloading_activations false: only weights are offloaded", layers)
+            mem.cpu_offload_layers = layers
+
     def _run(self) -> None:
         r = self.spec.run
         r.train_iters = self.get("train_iters")

@@ -130,6 +130,9 @@ class Inputs:
     cpu_checkpointing: bool = False
     """DeepSpeed activation checkpointing's ``cpu_checkpointing`` (Megatron-DeepSpeed --checkpoint-in-cpu,
     NeoX checkpoint_in_cpu): the checkpointed layer inputs live in host memory between the passes."""
+    cpu_offload_layers: int = 0
+    """Layers whose saved activations Megatron-Core / Transformer Engine offload to host memory between the
+    passes (``--cpu-offloading-num-layers``); 0: none."""
     residual_dropout: bool = True
     """Dropout on the residual branches and the embedding keeps a mask (and the embedding an output
     copy); False when the config sets ``hidden_dropout`` to 0, where torch's dropout is the identity."""
@@ -172,7 +175,8 @@ class Inputs:
 
 MAX_COUNT = 10**12
 """Sizes and counts above this are not a real run (and would overflow float arithmetic)."""
-ZERO_ALLOWED = frozenset({"parallel.zero_stage", "memory.recompute_num_layers", "model.num_experts"})
+ZERO_ALLOWED = frozenset({"parallel.zero_stage", "memory.recompute_num_layers", "model.num_experts",
+                          "memory.cpu_offload_layers"})
 """Integer inputs where 0 is meaningful; every other integer input must be at least 1."""
 
 
@@ -506,6 +510,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     cpu_ckpt = recompute == "full" and _bool(r.get("memory.cpu_checkpointing", fallback=False,
                                                    why="checkpointed activations kept on the GPU"))
     residual_dropout = _dropout_on(spec)
+    offload_layers = int(r.get("memory.cpu_offload_layers", fallback=0, cast=int) or 0)
 
 
     inputs = Inputs(
@@ -523,7 +528,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         overlap_tp=e["tp_overlap"], overlap_p2p=e["p2p_overlap"],
         assumptions=r.assumptions,
         vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
-        residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt,
+        residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt, cpu_offload_layers=offload_layers,
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)

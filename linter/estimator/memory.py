@@ -346,7 +346,7 @@ costs keyed by what varies between layouts. Never shared across runs, GPUs or co
 def _layer_acts(i: Inputs, cache: Cache | None) -> tuple[float, float, float]:
     """(stored without recompute, stored with selective recompute, checkpointed input) of one layer."""
     key = ("acts", i.tp, i.cp, i.micro, i.sp, i.etp, i.recompute, i.partition_activations, i.cpu_checkpointing,
-           i.residual_dropout)
+           i.residual_dropout)  # cpu_offload_layers enters stage_activation_bytes, not the per-layer bytes
     found = cache.get(key) if cache is not None else None
     if found is None:
         full = layer_activation_bytes(i, keep_scores=not i.flash)
@@ -358,6 +358,20 @@ def _layer_acts(i: Inputs, cache: Cache | None) -> tuple[float, float, float]:
         if cache is not None:
             cache[key] = found
     return found
+
+
+def offloaded_layers(i: Inputs, layers: int) -> float:
+    """Layers' worth of saved activations a stage keeps in host memory at its peak under Megatron-Core's CPU
+    activation offloading (``--cpu-offloading-num-layers N``: Transformer Engine's get_cpu_offload_context with
+    its double-buffered group handler): the first N layers' saved tensors go to the host after their forward
+    and come back one layer ahead of their backward, so besides the L - N layers kept, one offloaded layer is
+    on the GPU at a time (the one being copied out while the next runs). Megatron-Core takes it only with
+    N < num_layers, no recompute and one pipeline stage (transformer_config.py), which are not re-checked
+    here: the launch rules report them."""
+    n = min(i.cpu_offload_layers, layers - 1)
+    if n <= 0 or i.recompute == "full":
+        return 0.0
+    return float(n - 1)
 
 
 def stage_activation_bytes(i: Inputs, stage: int, layers: int, cache: Cache | None = None) -> tuple[float, dict[str, float]]:
@@ -373,7 +387,7 @@ def stage_activation_bytes(i: Inputs, stage: int, layers: int, cache: Cache | No
             group = n_rec
         workspace = C.ACTIVATION_WORKSPACE_LAYERS * group * full
     else:
-        stored = layers * stored_layer
+        stored = (layers - offloaded_layers(i, layers)) * stored_layer
         workspace = C.ACTIVATION_WORKSPACE_LAYERS * (full - stored_layer) + 0.0
     flight = in_flight(i, stage)
     detail = {"stored_per_microbatch": stored, "workspace": workspace}
