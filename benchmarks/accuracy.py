@@ -328,7 +328,7 @@ def evaluate(loaded: list[Loaded], *, strict: bool = False) -> tuple[list[Result
                     raise Skip("no measured value")
                 results.append(Result(row, source, "memory", float(meas["value"] or 0), unit, pred, seed_memory(row, est.inputs), None,
                                       item.case.notes, oom=oom, capacity=est.capacity_bytes / C.GIB, fits=est.fits,
-                                      assumed=_assumed(est)))
+                                      assumed=_assumed(est, item.case)))
             else:
                 t_meas = measured_step_time(row)
                 t000, t002 = seed_step_times(row, est.inputs.gpu, est.inputs.dtype, est.inputs)
@@ -337,7 +337,7 @@ def evaluate(loaded: list[Loaded], *, strict: bool = False) -> tuple[list[Result
                 results.append(Result(row, source, "throughput", value, str(meas.get("unit")),
                                       value * t_meas / est.step_time, value * t_meas / t000, value * t_meas / t002,
                                       item.case.notes, capacity=est.capacity_bytes / C.GIB, fits=est.fits,
-                                      assumed=_assumed(est)))
+                                      assumed=_assumed(est, item.case)))
         except Skip as why:
             skipped.append((row, str(why)))
         except InvariantError as why:
@@ -347,8 +347,13 @@ def evaluate(loaded: list[Loaded], *, strict: bool = False) -> tuple[list[Result
     return results, skipped
 
 
-def _assumed(est: Any) -> str:
-    return "; ".join(f"{a.field} {a.value}" for a in est.verdict_assumptions)
+def _assumed(est: Any, case: Case) -> str:
+    """Why a "does not fit" on this row would not be a verdict on the run: the engine facts the estimate assumed
+    (Estimate.verdict_assumptions), or a run whose memory policy the written launch cannot state."""
+    if case.memory_unwritten:
+        return case.memory_unwritten
+    assumed = "; ".join(f"{a.field} {a.value}" for a in est.verdict_assumptions)
+    return f"assumed {assumed}" if assumed else ""
 
 
 def cli_agreement(loaded: list[Loaded]) -> list[str]:
@@ -594,9 +599,14 @@ def print_summary(shipped: list[Result], insample: list[Result] | None, loso: li
           f"({100 * n_bad / max(1, n_runs):.1f}%)" + (f"  e.g. {', '.join(bad[:4])}" if bad else ""))
     n_under, _, under = does_not_fit(shipped, assumed=True)
     if n_under:
-        why = next((r.assumed for r in shipped if run_key(r.row) == under[0] and r.assumed), "")
-        print(f"  and {n_under} more over capacity only under an assumed engine fact ({why}): a warning that "
-              f"names the assumption, as TL201 says it, not a verdict  e.g. {', '.join(under[:2])}")
+        print(f"  and {n_under} more over capacity on a setting the written files do not state as the run had it "
+              "(a warning naming the assumption, as TL201 words it; not a verdict on the run):")
+        reasons: dict[str, list[str]] = {}
+        for key in under:
+            why = next((r.assumed for r in shipped if run_key(r.row) == key and r.assumed), "")
+            reasons.setdefault(why, []).append(key)
+        for why, keys in sorted(reasons.items()):
+            print(f"    {len(keys):3d}  {why}  e.g. {keys[0]}")
 
 
 def signed_median(results: list[Result]) -> float | None:

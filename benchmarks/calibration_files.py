@@ -53,6 +53,9 @@ class Case:
     paths: list[str] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    memory_unwritten: str = ""
+    """Why the written launch cannot carry the run's memory policy (empty: it does): the run's "fits" verdict is
+    then one on the written files, not on the run, and the benchmark counts it apart."""
 
 
 # --------------------------------------------------------------------------- facts of a row
@@ -85,6 +88,16 @@ def translation_of(row: dict) -> tuple[str, str] | None:
     return None
 
 
+OP_LEVEL_SAC = ("torchtitan op-level selective activation checkpointing (matmul outputs saved, the rest recomputed): "
+                "no format trainlint reads states it; the launch's selective recompute keeps what no recompute keeps")
+
+
+def op_level_sac(row: dict) -> bool:
+    """A torchtitan run with its op-level selective activation checkpointing (the row's "selective")."""
+    translated = translation_of(row)
+    return translated is not None and translated[0] == "torchtitan" and recompute_of(row) == "selective"
+
+
 def framework_of(row: dict) -> str:
     """Which engine ran the row, from what the row says (``parallel.framework`` or its source); a framework
     with no adapter is written as its nearest user path (:func:`translation_of`)."""
@@ -95,8 +108,7 @@ def framework_of(row: dict) -> str:
         if sharded and int(p.get("cp") or 1) > 1 and int(p.get("pp") or 1) > 1:
             raise NoUserPath("FSDP with context and pipeline parallelism: no fully sharded engine trainlint reads "
                              "takes both")
-        if translation_of(row)[0] == "torchtitan" and row["kind"] == "peak_memory_gb" \
-                and recompute_of(row) == "selective":
+        if op_level_sac(row) and row["kind"] == "peak_memory_gb":
             # torchtitan's op-level SAC saves matmul outputs and recomputes the rest (every other mm): no
             # format trainlint reads states that policy, and the memory depends on it (throughput rows stay)
             raise NoUserPath("torchtitan op-level selective activation checkpointing: no equivalent in a format "
@@ -528,6 +540,8 @@ def write_case(row: dict) -> Case:
     gpu, custom, gnote = gpu_of(row)
     vocab, preset, vnote = vocab_of(row)
     case = Case(row, how)
+    if op_level_sac(row):
+        case.memory_unwritten = OP_LEVEL_SAC
     translated = translation_of(row)
     for note in (translated[1] if translated else "", gnote, vnote,
                  "precision not stated: fp16, as vTrain profiles" if row.get("precision") is None else "",

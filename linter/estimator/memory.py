@@ -461,9 +461,9 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
         buffers += copy - acts
         detail["step_grad_copy"] = copy - acts
     ctx = C.CUDA_CONTEXT_GIB * C.GIB
+    flight = in_flight(i, stage)
     frag = fragmentation_bytes(acts, buffers)
     detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
-    flight = in_flight(i, stage)
     # the cache grows with what one micro-batch allocates and frees: the stored activations of the other
     # micro-batches in flight are blocks of the very sizes the next micro-batch asks for again
     churn = acts - (flight - 1.0) * detail.get("stored_per_microbatch", 0.0)
