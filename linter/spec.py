@@ -141,6 +141,11 @@ class MemorySpec:
     """Transformer layers whose saved activations live in host memory between the passes (Megatron-Core
     ``--cpu-offloading-num-layers N`` with ``cpu_offloading_activations``, its default; Transformer Engine's
     CPU offload context). None or 0: none."""
+    cross_entropy: Value | None = None
+    """How the loss keeps the logits: ``fp32`` (Megatron's vocab-parallel cross entropy, fused or not, casts them
+    to fp32 and keeps the fp32 softmax) or ``in-place`` (Transformer Engine's fused cross entropy writes the
+    gradient into the 16-bit logits: Megatron ``--cross-entropy-loss-fusion --cross-entropy-fusion-impl te``).
+    None: not stated (the fp32 form is taken)."""
     distribute_saved_activations: Value | None = None
     """Recomputed layers' saved inputs split over the tensor-parallel ranks (Megatron
     ``--distribute-saved-activations``): sequence parallelism is then not a free choice."""

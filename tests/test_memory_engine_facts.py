@@ -176,3 +176,24 @@ def test_cpu_activation_offloading_keeps_the_other_layers_and_one_in_transit(tmp
     # no offloading with full recompute (Megatron-Core refuses the pair; the checkpoints are what is stored)
     full = dataclasses.replace(i, recompute="full", cpu_offload_layers=6)
     assert stage_activation_bytes(full, 0, 16)[0] == stage_activation_bytes(dataclasses.replace(full, cpu_offload_layers=0), 0, 16)[0]
+
+
+def test_te_fused_cross_entropy_keeps_only_the_16_bit_logits(tmp_path) -> None:
+    """--cross-entropy-loss-fusion --cross-entropy-fusion-impl te: Transformer Engine's kernel writes the gradient
+    into the 16-bit logits (2 bytes each); Megatron's own cross entropy, fused ('native') or not, keeps an fp32
+    copy (LOGITS_BYTES_PER_ELEMENT)."""
+    from trainlint.estimator import build_context, estimate
+
+    def logits(*flags: str) -> tuple[float, object]:
+        spec = _megatron_lm_spec(tmp_path, "--vocab-size 128000", *flags)
+        est = estimate(spec, build_context(spec, gpu="h100-sxm"))
+        assert est.ok
+        return est.worst_stage.detail["logits"], est.inputs
+
+    plain, i = logits()
+    native, _ = logits("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl native")
+    te, te_inputs = logits("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl te")
+    assert not i.logits_in_place and te_inputs.logits_in_place
+    assert native == plain
+    per_logit = i.seq * i.micro * i.vocab / i.tp
+    assert plain - te == pytest.approx((C.LOGITS_BYTES_PER_ELEMENT - C.LOGITS_IN_PLACE_BYTES_PER_ELEMENT) * per_logit)

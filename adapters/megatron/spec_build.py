@@ -459,6 +459,18 @@ class SpecBuilder:
                                        "--deepspeed-activation-checkpointing (megatron/initialize.py)", value)
             setattr(mem, field_name, value)
 
+        # the loss: Megatron-Core's compute_language_model_loss (models/common/language_module/language_module.py)
+        # calls TE's parallel_cross_entropy for cross_entropy_loss_fusion with cross_entropy_fusion_impl 'te', whose
+        # triton kernel stores the gradient into the 16-bit logits in place (transformer_engine/pytorch/triton/
+        # cross_entropy.py); the native fusion and the unfused path cast the logits to fp32 (calculate_logits_max)
+        if self.given("cross_entropy_loss_fusion"):
+            fused = self.get("cross_entropy_loss_fusion")
+            impl = self.get_or_default("cross_entropy_fusion_impl", "native")
+            if fused is not None and fused.value is True and impl is not None and impl.value == "te":
+                mem.cross_entropy = derived("in-place", "Transformer Engine's fused cross entropy writes the gradient "
+                                                        "into the 16-bit logits", fused, impl)
+            elif fused is not None and impl is not None:
+                mem.cross_entropy = derived("fp32", "Megatron's vocab-parallel cross entropy on fp32 logits", fused, impl)
         # Megatron-Core's CPU activation offloading (core/transformer/transformer_block.py: TE's
         # get_cpu_offload_context(cpu_offloading, cpu_offloading_num_layers, num_layers,
         # cpu_offloading_activations, cpu_offloading_weights, ...)); arguments.py turns cpu_offloading on for

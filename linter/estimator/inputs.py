@@ -130,6 +130,9 @@ class Inputs:
     cpu_checkpointing: bool = False
     """DeepSpeed activation checkpointing's ``cpu_checkpointing`` (Megatron-DeepSpeed --checkpoint-in-cpu,
     NeoX checkpoint_in_cpu): the checkpointed layer inputs live in host memory between the passes."""
+    logits_in_place: bool = False
+    """The loss writes its gradient into the 16-bit logits (Transformer Engine's fused cross entropy): no fp32
+    copy of them (memory.cross_entropy)."""
     cpu_offload_layers: int = 0
     """Layers whose saved activations Megatron-Core / Transformer Engine offload to host memory between the
     passes (``--cpu-offloading-num-layers``); 0: none."""
@@ -511,6 +514,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
                                                    why="checkpointed activations kept on the GPU"))
     residual_dropout = _dropout_on(spec)
     offload_layers = int(r.get("memory.cpu_offload_layers", fallback=0, cast=int) or 0)
+    logits_in_place = str(r.get("memory.cross_entropy", fallback="fp32", why="") or "fp32") == "in-place"
 
 
     inputs = Inputs(
@@ -529,6 +533,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         assumptions=r.assumptions,
         vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
         residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt, cpu_offload_layers=offload_layers,
+        logits_in_place=logits_in_place,
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)

@@ -399,7 +399,8 @@ def stage_activation_bytes(i: Inputs, stage: int, layers: int, cache: Cache | No
         detail["embedding"] = emb
         total += emb
     if stage == i.pp - 1:
-        logits = C.LOGITS_BYTES_PER_ELEMENT * sb * i.vocab / i.tp + i.act_bytes * sb * i.hidden
+        per_logit = C.LOGITS_IN_PLACE_BYTES_PER_ELEMENT if i.logits_in_place else C.LOGITS_BYTES_PER_ELEMENT
+        logits = per_logit * sb * i.vocab / i.tp + i.act_bytes * sb * i.hidden
         detail["logits"] = logits
         total += logits
     return total, detail

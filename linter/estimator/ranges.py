@@ -70,6 +70,8 @@ RANGES: dict[str, Bounds] = {
     "FP16_OPTIMIZER_STEP_BYTES": Bounds("memory", 4.0, 8.0, "FP16_Optimizer's step: the per-parameter fp32 "
                                         "gradients and their flattened copy (8), at least the flat copy (4)",
                                         fitted=False),
+    "LOGITS_IN_PLACE_BYTES_PER_ELEMENT": Bounds("memory", 2.0, 4.0, "the 16-bit logits holding their own gradient "
+                                                "(2), at most with a separate 16-bit gradient (4)", fitted=False),
     "FLASH_BACKWARD_FLOP_RATIO": Bounds("throughput", 2.0, 3.0, "FlashAttention-2 backward: 5 GEMMs to the "
                                         "forward's 2", fitted=False),
 }
