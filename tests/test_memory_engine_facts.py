@@ -197,3 +197,20 @@ def test_te_fused_cross_entropy_keeps_only_the_16_bit_logits(tmp_path) -> None:
     assert native == plain
     per_logit = i.seq * i.micro * i.vocab / i.tp
     assert plain - te == pytest.approx((C.LOGITS_BYTES_PER_ELEMENT - C.LOGITS_IN_PLACE_BYTES_PER_ELEMENT) * per_logit)
+
+
+@pytest.mark.parametrize("switch, expected", [("  cpu_offloading: true\n", 4), ("", 0)])
+def test_bridge_reads_activation_offloading_and_the_fused_loss(tmp_path, switch: str, expected: int) -> None:
+    """A ConfigContainer offloads only with model.cpu_offloading true (Megatron-LM derives it from the layer
+    count; TransformerConfig does not), and names the TE loss as Megatron-LM's flags do."""
+    from trainlint.adapters import builtin_adapters
+    from trainlint.checker import check_paths
+
+    path = tmp_path / "run_config.yaml"
+    path.write_text("model:\n  num_layers: 16\n  hidden_size: 1024\n  num_attention_heads: 16\n  seq_length: 2048\n"
+                    + switch + "  cpu_offloading_num_layers: 4\n  cross_entropy_loss_fusion: true\n"
+                    "  cross_entropy_fusion_impl: te\ntrain:\n  micro_batch_size: 1\n  global_batch_size: 64\n"
+                    "dataset:\n  seq_length: 2048\n", encoding="utf-8")
+    spec = next(s for r in check_paths([str(path)], builtin_adapters()) for s in r.specs)
+    assert spec.memory.cpu_offload_layers.value == expected
+    assert spec.memory.cross_entropy.value == "in-place"
