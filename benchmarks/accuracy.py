@@ -251,6 +251,9 @@ class Result:
     oom: bool = False
     capacity: float = 0.0
     fits: bool = True
+    assumed: str = ""
+    """The assumptions a "does not fit" verdict rests on (Estimate.verdict_assumptions): such a verdict is
+    counted apart, as TL201 words it (a warning naming the assumption), not as "does not fit"."""
 
     def err(self, value: float | None) -> float | None:
         if value is None or self.oom:
@@ -324,7 +327,8 @@ def evaluate(loaded: list[Loaded], *, strict: bool = False) -> tuple[list[Result
                 if meas.get("value") is None and not oom:
                     raise Skip("no measured value")
                 results.append(Result(row, source, "memory", float(meas["value"] or 0), unit, pred, seed_memory(row, est.inputs), None,
-                                      item.case.notes, oom=oom, capacity=est.capacity_bytes / C.GIB, fits=est.fits))
+                                      item.case.notes, oom=oom, capacity=est.capacity_bytes / C.GIB, fits=est.fits,
+                                      assumed=_assumed(est, item.case)))
             else:
                 t_meas = measured_step_time(row)
                 t000, t002 = seed_step_times(row, est.inputs.gpu, est.inputs.dtype, est.inputs)
@@ -332,7 +336,8 @@ def evaluate(loaded: list[Loaded], *, strict: bool = False) -> tuple[list[Result
                 # every prediction in the row's own unit: value x t_measured / t_predicted
                 results.append(Result(row, source, "throughput", value, str(meas.get("unit")),
                                       value * t_meas / est.step_time, value * t_meas / t000, value * t_meas / t002,
-                                      item.case.notes, capacity=est.capacity_bytes / C.GIB, fits=est.fits))
+                                      item.case.notes, capacity=est.capacity_bytes / C.GIB, fits=est.fits,
+                                      assumed=_assumed(est, item.case)))
         except Skip as why:
             skipped.append((row, str(why)))
         except InvariantError as why:
@@ -340,6 +345,15 @@ def evaluate(loaded: list[Loaded], *, strict: bool = False) -> tuple[list[Result
                 raise
             skipped.append((row, f"estimate broke its invariants: {why}"))
     return results, skipped
+
+
+def _assumed(est: Any, case: Case) -> str:
+    """Why a "does not fit" on this row would not be a verdict on the run: the engine facts the estimate assumed
+    (Estimate.verdict_assumptions), or a run whose memory policy the written launch cannot state."""
+    if case.memory_unwritten:
+        return case.memory_unwritten
+    assumed = "; ".join(f"{a.field} {a.value}" for a in est.verdict_assumptions)
+    return f"assumed {assumed}" if assumed else ""
 
 
 def cli_agreement(loaded: list[Loaded]) -> list[str]:
@@ -583,6 +597,16 @@ def print_summary(shipped: list[Result], insample: list[Result] | None, loso: li
     n_bad, n_runs, bad = does_not_fit(shipped)
     print(f"completed runs (every kind) the estimate calls \"does not fit\": {n_bad}/{n_runs} "
           f"({100 * n_bad / max(1, n_runs):.1f}%)" + (f"  e.g. {', '.join(bad[:4])}" if bad else ""))
+    n_under, _, under = does_not_fit(shipped, assumed=True)
+    if n_under:
+        print(f"  and {n_under} more over capacity on a setting the written files do not state as the run had it "
+              "(a warning naming the assumption, as TL201 words it; not a verdict on the run):")
+        reasons: dict[str, list[str]] = {}
+        for key in under:
+            why = next((r.assumed for r in shipped if run_key(r.row) == key and r.assumed), "")
+            reasons.setdefault(why, []).append(key)
+        for why, keys in sorted(reasons.items()):
+            print(f"    {len(keys):3d}  {why}  e.g. {keys[0]}")
 
 
 def signed_median(results: list[Result]) -> float | None:
@@ -640,16 +664,21 @@ def dump_rows(loaded: list[Loaded], results: list[Result], path: Path) -> None:
                                   "inputs": inputs}) + "\n")
 
 
-def does_not_fit(results: list[Result]) -> tuple[int, int, list[str]]:
+def does_not_fit(results: list[Result], *, assumed: bool = False) -> tuple[int, int, list[str]]:
     """(completed runs the estimate calls "does not fit", completed runs, their ids): every estimated
-    row that is not a recorded OOM is a run that completed, whatever it measured; one count per run."""
+    row that is not a recorded OOM is a run that completed, whatever it measured; one count per run.
+    A verdict that rests on an assumed engine fact (``Result.assumed``: the ZeRO stage of a DeepSpeed
+    config nobody published) is no verdict on the run: counted apart (``assumed=True`` counts those)."""
     done: dict[str, bool] = {}
+    under: set[str] = set()
     for r in results:
         if r.oom:
             continue
         key = run_key(r.row)
         done[key] = done.get(key, True) and r.fits
-    bad = sorted(k for k, ok in done.items() if not ok)
+        if not r.fits and r.assumed:
+            under.add(key)
+    bad = sorted(k for k, ok in done.items() if not ok and ((k in under) == assumed))
     return len(bad), len(done), bad
 
 

@@ -53,6 +53,9 @@ class Case:
     paths: list[str] = field(default_factory=list)
     argv: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    memory_unwritten: str = ""
+    """Why the written launch cannot carry the run's memory policy (empty: it does): the run's "fits" verdict is
+    then one on the written files, not on the run, and the benchmark counts it apart."""
 
 
 # --------------------------------------------------------------------------- facts of a row
@@ -85,6 +88,16 @@ def translation_of(row: dict) -> tuple[str, str] | None:
     return None
 
 
+OP_LEVEL_SAC = ("torchtitan op-level selective activation checkpointing (matmul outputs saved, the rest recomputed): "
+                "no format trainlint reads states it; the launch's selective recompute keeps what no recompute keeps")
+
+
+def op_level_sac(row: dict) -> bool:
+    """A torchtitan run with its op-level selective activation checkpointing (the row's "selective")."""
+    translated = translation_of(row)
+    return translated is not None and translated[0] == "torchtitan" and recompute_of(row) == "selective"
+
+
 def framework_of(row: dict) -> str:
     """Which engine ran the row, from what the row says (``parallel.framework`` or its source); a framework
     with no adapter is written as its nearest user path (:func:`translation_of`)."""
@@ -95,8 +108,7 @@ def framework_of(row: dict) -> str:
         if sharded and int(p.get("cp") or 1) > 1 and int(p.get("pp") or 1) > 1:
             raise NoUserPath("FSDP with context and pipeline parallelism: no fully sharded engine trainlint reads "
                              "takes both")
-        if translation_of(row)[0] == "torchtitan" and row["kind"] == "peak_memory_gb" \
-                and recompute_of(row) == "selective":
+        if op_level_sac(row) and row["kind"] == "peak_memory_gb":
             # torchtitan's op-level SAC saves matmul outputs and recomputes the rest (every other mm): no
             # format trainlint reads states that policy, and the memory depends on it (throughput rows stay)
             raise NoUserPath("torchtitan op-level selective activation checkpointing: no equivalent in a format "
@@ -206,6 +218,14 @@ def zero_of(row: dict) -> int:
     return int(p.get("zero_stage") or 0)
 
 
+def zero_unknown(row: dict) -> bool:
+    """A Megatron-DeepSpeed row whose ZeRO stage its source does not publish (vTrain: ``zero_stage`` null): its
+    DeepSpeed config is not written (nothing in it is known), and the estimate assumes the stage and says so."""
+    p = row["parallel"]
+    return (p.get("zero_stage") is None and translation_of(row) is None and not (p.get("fsdp") or p.get("fsdp_degree"))
+            and "megatron-deepspeed" in f"{p.get('framework') or ''} {row.get('source') or ''}".lower())
+
+
 def recompute_of(row: dict) -> str:
     """none | selective | full, from the row's words ("selective (--recompute-activations)")."""
     text = str(row.get("recompute") or "none").lower()
@@ -271,6 +291,44 @@ def bridge_ep_overlap(row: dict) -> bool:
     text = f"{row['parallel'].get('framework') or ''} {row['id']}".lower()
     return ("nemo 26.08 container" in text and "deepseek" in text and "mxfp8" in text
             and re.search(r"-(gb200|gb300|b300)-", text) is not None)
+
+
+BRIDGE_FSDP_OFFLOAD = {
+    ("llama3-70b", "gb200", "bf16"): 20, ("llama3-70b", "gb200", "fp8"): 40,
+    ("llama3-70b", "gb300", "bf16"): 30, ("llama3-70b", "gb300", "fp8"): 20,
+    ("llama3-70b", "b200", "fp8"): 5,
+    ("llama31-405b", "gb200", "fp8"): 92, ("llama31-405b", "gb300", "bf16"): 40, ("llama31-405b", "gb300", "fp8"): 10,
+}
+"""``cpu_offloading_num_layers`` of Megatron-Bridge's Megatron-FSDP perf recipes (the layers whose activations
+Megatron-Core offloads to host memory), by model, GPU and precision, as every release from 25.11 to 26.04 sets them:
+scripts/performance/configs/llama/llama3_workload_base_configs.py and llama31_workload_base_configs.py at v0.2.0,
+v0.3.0 and v0.4.0 (LLAMA3_70B_PRETRAIN_CONFIG_GB200_FP8_CS_V1/V2 ``cpu_offloading_num_layers=40`` ...), and the
+flat recipes at 067f987 (perf_recipes/llama/gb200/llama3.py ...). 25.09 (scripts/performance/configs/llama3/
+llama3_70b_llm_pretrain.yaml at v0.1.0rc4) sets the same Llama-3 70B values; its Llama-3.1 405B GB200 FP8 run
+offloads 95 layers (llama31_405b_llm_pretrain.yaml), :data:`BRIDGE_FSDP_OFFLOAD_2509`. The tables restate the layout,
+not the recipe's memory settings, so the writer takes them from the recipe the run used, as its user would."""
+
+BRIDGE_FSDP_OFFLOAD_2509 = {("llama31-405b", "gb200", "fp8"): 95}
+
+
+def bridge_offload_layers(row: dict) -> int:
+    """The recipe's CPU activation offloading of a Megatron-Bridge Megatron-FSDP row (0: none or not a recipe
+    that offloads)."""
+    p = row["parallel"]
+    if not bridge_recipe(row) or not (p.get("fsdp_column") or 0) > 0:
+        return 0
+    rid = str(row["id"]).lower()
+    model = next((m for m in ("llama31-405b", "llama3-70b") if m in rid), None)
+    if model is None:
+        return 0
+    try:
+        gpu, dtype = gpu_of(row)[0], precision_of(row)
+    except Skip:
+        return 0
+    key = (model, gpu, dtype)
+    if rid.startswith("mbridge-2509-") and key in BRIDGE_FSDP_OFFLOAD_2509:
+        return BRIDGE_FSDP_OFFLOAD_2509[key]
+    return BRIDGE_FSDP_OFFLOAD.get(key, 0)
 
 
 def _layout(row: dict) -> tuple[int, int, int, int]:
@@ -423,6 +481,13 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
     args.append("--fp16" if dtype == "fp16" else "--bf16")
     if dtype == "fp8":
         args.append("--fp8-format hybrid")
+        if recipe:
+            # every FP8 recipe of Megatron-Bridge (current scaling, MXFP8, delayed) keeps FP8 primary weights:
+            # training/mixed_precision.py bf16_with_*_mixed ``cfg.fp8_param_gather = True``, since 2025-08 (#450)
+            args.append("--fp8-param-gather")
+    offload = bridge_offload_layers(row) if recipe else 0
+    if offload:
+        args.append(f"--cpu-offloading-num-layers {offload}")
     if no_dropout(row):
         args.append("--hidden-dropout 0 --attention-dropout 0")
     recompute = recompute_of(row)
@@ -438,8 +503,13 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         # llm-foundry (triton / flash attn_impl) and torchtitan (SDPA flash) use fused attention
         args.append("--use-flash-attn-v2")
     if deepspeed:
-        args.append(f"--deepspeed --deepspeed_config ds_config.json --zero-stage {zero_of(row)}"
-                    + (" --no-pipeline-parallel" if zero_of(row) >= 3 and pp == 1 else ""))
+        if zero_unknown(row):
+            # the source does not publish its DeepSpeed config: the launch names one the reader cannot see (a path
+            # only known at launch), so the engine's ZeRO stage is trainlint's stated assumption, not a fact
+            args.append('--deepspeed --deepspeed_config "$DS_CONFIG"')
+        else:
+            args.append(f"--deepspeed --deepspeed_config ds_config.json --zero-stage {zero_of(row)}"
+                        + (" --no-pipeline-parallel" if zero_of(row) >= 3 and pp == 1 else ""))
         if recompute == "full":
             args.append("--deepspeed-activation-checkpointing")
     args.append("--train-iters 100 --lr 1e-4")
@@ -528,12 +598,15 @@ def write_case(row: dict) -> Case:
     gpu, custom, gnote = gpu_of(row)
     vocab, preset, vnote = vocab_of(row)
     case = Case(row, how)
+    if op_level_sac(row):
+        case.memory_unwritten = OP_LEVEL_SAC
     translated = translation_of(row)
     for note in (translated[1] if translated else "", gnote, vnote,
                  "precision not stated: fp16, as vTrain profiles" if row.get("precision") is None else "",
                  "the release's perf recipe: distributed optimizer, grad-reduce / param-gather overlap, sequence "
                  "parallelism and TP-communication overlap with TP > 1, bf16 gradient reduction (not Kimi-K2), no "
-                 "dropout" if bridge_recipe(row) else ""):
+                 "dropout, FP8 primary weights (--fp8-param-gather) with FP8, and the Megatron-FSDP recipes' CPU "
+                 "activation offloading" if bridge_recipe(row) else ""):
         if note:
             case.notes.append(note)
     if how == "megatron-lm":
@@ -541,7 +614,11 @@ def write_case(row: dict) -> Case:
         case.paths = ["train.sh"]
     elif how == "megatron-deepspeed":
         case.files["train.sh"] = _script(row, _megatron_args(row, vocab, deepspeed=True))
-        case.files["ds_config.json"] = _ds_json(row, with_batch=False)
+        if zero_unknown(row):
+            case.notes.append("ZeRO stage not published: the DeepSpeed config is named by $DS_CONFIG, which the "
+                              "estimate cannot read; it assumes ZeRO 0 and says so")
+        else:
+            case.files["ds_config.json"] = _ds_json(row, with_batch=False)
         case.paths = ["train.sh"]
     elif how == "neox":
         case.files["run.yml"] = _neox_yaml(row, vocab)

@@ -141,11 +141,17 @@ class MemorySpec:
     partition_activations: Value | None = None
     cpu_checkpointing: Value | None = None
     cpu_offload_layers: Value | None = None
-    """Layers whose activations Megatron-Core offloads to host memory (``--cpu-offloading-num-layers``, with
-    ``cpu_offloading_activations`` on, its default; Bridge ``model.cpu_offloading_num_layers``)."""
+    """Transformer layers whose saved activations live in host memory between the passes (Megatron-Core
+    ``--cpu-offloading-num-layers N`` with ``cpu_offloading_activations``, its default; Transformer Engine's
+    CPU offload context). None or 0: none."""
     recompute_modules: Value | None = None
     """The submodules selective recompute runs again, as written (Megatron-Core ``--recompute-modules``,
     Bridge ``model.recompute_modules``; Megatron-Core's default ``["core_attn"]``)."""
+    cross_entropy: Value | None = None
+    """How the loss keeps the logits: ``fp32`` (Megatron's vocab-parallel cross entropy, fused or not, casts them
+    to fp32 and keeps the fp32 softmax) or ``in-place`` (Transformer Engine's fused cross entropy writes the
+    gradient into the 16-bit logits: Megatron ``--cross-entropy-loss-fusion --cross-entropy-fusion-impl te``).
+    None: not stated (the fp32 form is taken)."""
     distribute_saved_activations: Value | None = None
     """Recomputed layers' saved inputs split over the tensor-parallel ranks (Megatron
     ``--distribute-saved-activations``): sequence parallelism is then not a free choice."""

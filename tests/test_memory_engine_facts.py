@@ -139,3 +139,78 @@ def test_deepspeed_ulysses_splits_the_sequence_and_zero_shards_over_it(tmp_path)
     # ZeRO-3 over the same 8 ranks (DP x SP): the same static memory; activations 1/4 of the sequence
     assert uly.stages[0].optimizer == plain.stages[0].optimizer
     assert uly.stages[0].activations < 0.3 * plain.stages[0].activations
+
+
+def _megatron_lm_spec(tmp_path, *flags: str):
+    from trainlint.adapters import builtin_adapters
+    from trainlint.checker import check_paths
+
+    script = tmp_path / "train.sh"
+    script.write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 16 --hidden-size 2048 "
+                      "--num-attention-heads 16 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 2 "
+                      "--global-batch-size 64 --bf16 --use-distributed-optimizer " + " ".join(flags) + "\n")
+    results = check_paths([str(script)], builtin_adapters())
+    return next(spec for r in results for spec in r.specs)
+
+
+def test_cpu_activation_offloading_keeps_the_other_layers_and_one_in_transit(tmp_path) -> None:
+    """Megatron-Core --cpu-offloading-num-layers N (TE's CPU offload context): the first N layers' saved
+    activations go to host memory; the L - N others and the layer being copied stay on the GPU."""
+    from trainlint.estimator import build_context, estimate
+
+    off = _megatron_lm_spec(tmp_path, "--cpu-offloading-num-layers 6")
+    assert off.memory.cpu_offload_layers.value == 6
+    i = make_inputs(layers=16, pp=1, micro=2, recompute="none")
+    kept, detail = stage_activation_bytes(i, 0, 16)
+    moved, moved_detail = stage_activation_bytes(dataclasses.replace(i, cpu_offload_layers=6), 0, 16)
+    per_layer = detail["stored_per_microbatch"] / 16
+    assert moved_detail["stored_per_microbatch"] == pytest.approx(per_layer * (16 - 6 + 1))
+    assert kept - moved == pytest.approx(5 * per_layer)
+    # through the adapter and the estimate: less activation memory than the same launch without offloading
+    est_off = estimate(off, build_context(off, gpu="h100-sxm"))
+    on = _megatron_lm_spec(tmp_path)
+    est_on = estimate(on, build_context(on, gpu="h100-sxm"))
+    assert est_off.ok and est_on.ok
+    assert est_off.inputs.cpu_offload_layers == 6 and est_on.inputs.cpu_offload_layers == 0
+    assert est_off.worst_stage.activations < est_on.worst_stage.activations
+    # no offloading with full recompute (Megatron-Core refuses the pair; the checkpoints are what is stored)
+    full = dataclasses.replace(i, recompute="full", cpu_offload_layers=6)
+    assert stage_activation_bytes(full, 0, 16)[0] == stage_activation_bytes(dataclasses.replace(full, cpu_offload_layers=0), 0, 16)[0]
+
+
+def test_te_fused_cross_entropy_keeps_only_the_16_bit_logits(tmp_path) -> None:
+    """--cross-entropy-loss-fusion --cross-entropy-fusion-impl te: Transformer Engine's kernel writes the gradient
+    into the 16-bit logits (2 bytes each); Megatron's own cross entropy, fused ('native') or not, keeps an fp32
+    copy (LOGITS_BYTES_PER_ELEMENT)."""
+    from trainlint.estimator import build_context, estimate
+
+    def logits(*flags: str) -> tuple[float, object]:
+        spec = _megatron_lm_spec(tmp_path, "--vocab-size 128000", *flags)
+        est = estimate(spec, build_context(spec, gpu="h100-sxm"))
+        assert est.ok
+        return est.worst_stage.detail["logits"], est.inputs
+
+    plain, i = logits()
+    native, _ = logits("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl native")
+    te, te_inputs = logits("--cross-entropy-loss-fusion", "--cross-entropy-fusion-impl te")
+    assert not i.logits_in_place and te_inputs.logits_in_place
+    assert native == plain
+    per_logit = i.seq * i.micro * i.vocab / i.tp
+    assert plain - te == pytest.approx((C.LOGITS_BYTES_PER_ELEMENT - C.LOGITS_IN_PLACE_BYTES_PER_ELEMENT) * per_logit)
+
+
+@pytest.mark.parametrize("switch, expected", [("  cpu_offloading: true\n", 4), ("", 0)])
+def test_bridge_reads_activation_offloading_and_the_fused_loss(tmp_path, switch: str, expected: int) -> None:
+    """A ConfigContainer offloads only with model.cpu_offloading true (Megatron-LM derives it from the layer
+    count; TransformerConfig does not), and names the TE loss as Megatron-LM's flags do."""
+    from trainlint.adapters import builtin_adapters
+    from trainlint.checker import check_paths
+
+    path = tmp_path / "run_config.yaml"
+    path.write_text("model:\n  num_layers: 16\n  hidden_size: 1024\n  num_attention_heads: 16\n  seq_length: 2048\n"
+                    + switch + "  cpu_offloading_num_layers: 4\n  cross_entropy_loss_fusion: true\n"
+                    "  cross_entropy_fusion_impl: te\ntrain:\n  micro_batch_size: 1\n  global_batch_size: 64\n"
+                    "dataset:\n  seq_length: 2048\n", encoding="utf-8")
+    spec = next(s for r in check_paths([str(path)], builtin_adapters()) for s in r.specs)
+    assert spec.memory.cpu_offload_layers.value == expected
+    assert spec.memory.cross_entropy.value == "in-place"

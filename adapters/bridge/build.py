@@ -87,6 +87,24 @@ class BridgeSpecBuilder(SpecBuilder):
         self.spec.core_configs_only = True  # Bridge never calls Megatron-LM's validate_args
         self.note = "Megatron-Core default (as Megatron-LM's arguments.py)"
         self._world = world
+        self._container = container
+
+    def _memory(self) -> None:
+        super()._memory()
+        # Megatron-LM turns cpu_offloading on from --cpu-offloading-num-layers > 0 (arguments.py); a ConfigContainer
+        # sets TransformerConfig.cpu_offloading itself, and without it Megatron-Core offloads nothing
+        # (transformer_block.py: get_cpu_offload_context(self.config.cpu_offloading, ...))
+        layers = self.spec.memory.cpu_offload_layers
+        if layers is None or not layers.value:
+            return
+        switch = self._container.get("model.cpu_offloading")
+        acts = self._container.get("model.cpu_offloading_activations")
+        if switch is None or switch.value is not True:
+            self.spec.memory.cpu_offload_layers = derived(0, "model.cpu_offloading is not true: no activation "
+                                                             "offloading", layers)
+        elif acts is not None and acts.value is False:
+            self.spec.memory.cpu_offload_layers = derived(0, "model.cpu_offloading_activations false: only weights "
+                                                             "are offloaded", layers)
 
     def value_of(self, setting: Any, value: Any = None, use: Any = ...) -> Value | None:
         v = setting.value if use is ... else use

@@ -436,11 +436,6 @@ class SpecBuilder:
             mem.recompute_num_layers = self.get_or_default("checkpoint_num_layers", 1)
         if self.given("recompute_modules"):
             mem.recompute_modules = self.get("recompute_modules")
-        offload = self.get("cpu_offloading_num_layers") if self.given("cpu_offloading_num_layers") else None
-        acts = self.get("cpu_offloading_activations") if self.given("cpu_offloading_activations") else None
-        if offload is not None and type(offload.value) is int and offload.value > 0 and \
-                (acts is None or acts.value is not False):
-            mem.cpu_offload_layers = offload
         if self.given("use_flash_attn") and self.raw("use_flash_attn"):
             mem.flash_attention = self.get("use_flash_attn")
         elif self.given("use_flash_attn_v2") and self.raw("use_flash_attn_v2"):
@@ -466,6 +461,29 @@ class SpecBuilder:
                 value = derived(False, f"--{dest.replace('_', '-')} acts only with --deepspeed "
                                        "--deepspeed-activation-checkpointing (megatron/initialize.py)", value)
             setattr(mem, field_name, value)
+
+        # the loss: Megatron-Core's compute_language_model_loss (models/common/language_module/language_module.py)
+        # calls TE's parallel_cross_entropy for cross_entropy_loss_fusion with cross_entropy_fusion_impl 'te', whose
+        # triton kernel stores the gradient into the 16-bit logits in place (transformer_engine/pytorch/triton/
+        # cross_entropy.py); the native fusion and the unfused path cast the logits to fp32 (calculate_logits_max)
+        if self.given("cross_entropy_loss_fusion"):
+            fused = self.get("cross_entropy_loss_fusion")
+            impl = self.get_or_default("cross_entropy_fusion_impl", "native")
+            if fused is not None and fused.value is True and impl is not None and impl.value == "te":
+                mem.cross_entropy = derived("in-place", "Transformer Engine's fused cross entropy writes the gradient "
+                                                        "into the 16-bit logits", fused, impl)
+            elif fused is not None and impl is not None:
+                mem.cross_entropy = derived("fp32", "Megatron's vocab-parallel cross entropy on fp32 logits", fused, impl)
+        # Megatron-Core's CPU activation offloading (core/transformer/transformer_block.py: TE's
+        # get_cpu_offload_context(cpu_offloading, cpu_offloading_num_layers, num_layers,
+        # cpu_offloading_activations, cpu_offloading_weights, ...)); arguments.py turns cpu_offloading on for
+        # --cpu-offloading-num-layers > 0, with cpu_offloading_activations True (model_parallel_config.py)
+        if self.given("cpu_offloading_num_layers"):
+            layers = self.get("cpu_offloading_num_layers")
+            acts = self.parsed.settings.get("cpu_offloading_activations")
+            if layers is not None and acts is not None and acts.value is False:
+                layers = derived(0, "cpu_offloading_activations false: only weights are offloaded", layers)
+            mem.cpu_offload_layers = layers
 
     def _run(self) -> None:
         r = self.spec.run

@@ -288,6 +288,15 @@ its backward (4 B), per logit, for the micro-batch at the loss (Megatron
 core/tensor_parallel/cross_entropy.py computes in fp32)."""
 
 
+LOGITS_IN_PLACE_BYTES_PER_ELEMENT = 2.0
+"""Physical, from the source (range 2-4; not fitted): bytes per logit at the loss when Transformer Engine's fused
+cross entropy computes it (Megatron ``--cross-entropy-loss-fusion --cross-entropy-fusion-impl te``, Megatron-Bridge's
+perf recipes): its triton kernel reads the 16-bit logits, computes the loss in fp32 registers and stores the
+gradient into the logits tensor itself (transformer_engine/pytorch/triton/cross_entropy.py cross_entropy_kernel,
+``tl.store(X_ptr + X_offsets, X_block.to(grad_dtype))``), so the 16-bit logits are all (LOGITS_BYTES_PER_ELEMENT
+is the fp32 path's 6)."""
+
+
 def __getattr__(name: str) -> Any:
     """``Bounds``, ``RANGES`` and ``FITTED`` (the coefficients' physical ranges, :mod:`.ranges`):
     read by the accuracy benchmark and the tests, imported on first use so that an estimate does

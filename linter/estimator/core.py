@@ -9,6 +9,7 @@ from trainlint.estimator import coefficients as C
 from trainlint.estimator.context import EstimateContext, fill_run, fill_vocab
 from trainlint.models import fill_model
 from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
+from trainlint.provenance import Origin
 from trainlint.spec import TrainingSpec
 from trainlint.numbers import long_numbers
 
@@ -80,6 +81,14 @@ class Estimate:
         return self.worst_stage.total <= self.capacity_bytes
 
     @property
+    def verdict_assumptions(self) -> list[Assumption]:
+        """The engine facts the memory verdict rests on that nothing stated, trainlint's assumption instead:
+        the ZeRO stage (and with it the optimizer wrapper) of a DeepSpeed config that was not read. A "does not
+        fit" on them is a verdict under an assumption, said as such (TL201 warns and names it; the accuracy
+        benchmark counts it apart)."""
+        return [a for a in self.assumptions if a.field in VERDICT_FACTS and a.origin == Origin.ASSUMED.value]
+
+    @property
     def bound(self) -> str:
         """Seed 002's ceiling: which of compute (FLOPs), memory (HBM bytes) or network
         (exposed communication) takes the largest share of the step."""
@@ -119,6 +128,10 @@ class Estimate:
             ],
             "assumptions": [a.to_dict() for a in self.assumptions],
         }
+
+
+VERDICT_FACTS = frozenset({"engine.shard_stage", "engine.optimizer_owner"})
+"""Assumed engine facts that decide how much of the model state a GPU holds (:attr:`Estimate.verdict_assumptions`)."""
 
 
 class InvariantError(RuntimeError):

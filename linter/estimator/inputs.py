@@ -130,8 +130,12 @@ class Inputs:
     cpu_checkpointing: bool = False
     """DeepSpeed activation checkpointing's ``cpu_checkpointing`` (Megatron-DeepSpeed --checkpoint-in-cpu,
     NeoX checkpoint_in_cpu): the checkpointed layer inputs live in host memory between the passes."""
+    logits_in_place: bool = False
+    """The loss writes its gradient into the 16-bit logits (Transformer Engine's fused cross entropy): no fp32
+    copy of them (memory.cross_entropy)."""
     cpu_offload_layers: int = 0
-    """Layers whose activations live in host memory between the passes (memory.cpu_offload_layers)."""
+    """Layers whose saved activations Megatron-Core / Transformer Engine offload to host memory between the
+    passes (``--cpu-offloading-num-layers``); 0: none."""
     recompute_modules: tuple[str, ...] = ("core_attn",)
     """What selective recompute runs again (memory.recompute_modules; Megatron-Core's default core_attn)."""
     overlap_ep: bool = False
@@ -215,7 +219,8 @@ def _stage_split(r: _Reader, spec: TrainingSpec, layers: int, pp: int, vpp: int)
 
 MAX_COUNT = 10**12
 """Sizes and counts above this are not a real run (and would overflow float arithmetic)."""
-ZERO_ALLOWED = frozenset({"parallel.zero_stage", "memory.recompute_num_layers", "model.num_experts"})
+ZERO_ALLOWED = frozenset({"parallel.zero_stage", "memory.recompute_num_layers", "model.num_experts",
+                          "memory.cpu_offload_layers"})
 """Integer inputs where 0 is meaningful; every other integer input must be at least 1."""
 
 
@@ -551,7 +556,9 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     residual_dropout = _dropout_on(spec)
     split = _stage_split(r, spec, layers, pp, max(1, vpp))
     modules = _recompute_modules(r, spec) if recompute == "selective" else ("core_attn",)
-    offload = r.get("memory.cpu_offload_layers", fallback=0, why="", cast=int) if spec.memory.cpu_offload_layers else 0
+    offload_layers = int(r.get("memory.cpu_offload_layers", fallback=0, cast=int) or 0)
+    logits_in_place = str(r.get("memory.cross_entropy", fallback="fp32", why="") or "fp32") == "in-place"
+
 
     inputs = Inputs(
         gpu=gpu, gpus_per_node=int(ctx.gpus_per_node.value),
@@ -571,7 +578,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
         residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt,
         stage_split=split, split_layout=(pp, max(1, vpp)) if split else (0, 0), recompute_modules=modules,
-        cpu_offload_layers=min(int(offload or 0), layers),
+        cpu_offload_layers=min(offload_layers, layers), logits_in_place=logits_in_place,
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)

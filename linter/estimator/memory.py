@@ -406,16 +406,6 @@ def layer_input_bytes(i: Inputs) -> float:
     return i.act_bytes * i.seq / i.cp * i.micro * i.hidden / split
 
 
-def offloaded_layers(i: Inputs, layers: int) -> int:
-    """Layers of a stage whose stored activations are in host memory (Megatron-Core activation CPU
-    offloading, --cpu-offloading-num-layers N: core/cpu_offload.py copies each offloaded layer's saved tensors
-    to the host after its forward and back before its backward). The layer whose copy is in flight is still
-    on the GPU: one fewer than N."""
-    if i.cpu_offload_layers <= 0:
-        return 0
-    return max(0, min(i.cpu_offload_layers, layers) - 1)
-
-
 def in_flight(i: Inputs, stage: int) -> float:
     """Micro-batches whose activations a stage holds at its peak: 1F1B keeps p - stage (at most
     m); the interleaved schedule adds (p - 1)/v (Megatron: x (1 + (p-1)/(p v)) on stage 0)."""
@@ -452,6 +442,20 @@ def _layer_acts(i: Inputs, cache: Cache | None) -> tuple[float, float, float]:
     return found
 
 
+def offloaded_layers(i: Inputs, layers: int) -> float:
+    """Layers' worth of saved activations a stage keeps in host memory at its peak under Megatron-Core's CPU
+    activation offloading (``--cpu-offloading-num-layers N``: Transformer Engine's get_cpu_offload_context with
+    its double-buffered group handler): the first N layers' saved tensors go to the host after their forward
+    and come back one layer ahead of their backward, so besides the L - N layers kept, one offloaded layer is
+    on the GPU at a time (the one being copied out while the next runs). Megatron-Core takes it only with
+    N < num_layers, no recompute and one pipeline stage (transformer_config.py), which are not re-checked
+    here: the launch rules report them."""
+    n = min(i.cpu_offload_layers, layers - 1)
+    if n <= 0 or i.recompute == "full":
+        return 0.0
+    return float(n - 1)
+
+
 def stage_activation_bytes(i: Inputs, stage: int, layers: int, cache: Cache | None = None) -> tuple[float, dict[str, float]]:
     full, stored_layer, checkpoint = _layer_acts(i, cache)
     if i.recompute == "full":
@@ -477,7 +481,8 @@ def stage_activation_bytes(i: Inputs, stage: int, layers: int, cache: Cache | No
         detail["embedding"] = emb
         total += emb
     if stage == i.pp - 1:
-        logits = C.LOGITS_BYTES_PER_ELEMENT * sb * i.vocab / i.tp + i.act_bytes * sb * i.hidden
+        per_logit = C.LOGITS_IN_PLACE_BYTES_PER_ELEMENT if i.logits_in_place else C.LOGITS_BYTES_PER_ELEMENT
+        logits = per_logit * sb * i.vocab / i.tp + i.act_bytes * sb * i.hidden
         detail["logits"] = logits
         total += logits
     return total, detail
@@ -539,9 +544,9 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
         buffers += copy - acts
         detail["step_grad_copy"] = copy - acts
     ctx = C.CUDA_CONTEXT_GIB * C.GIB
+    flight = in_flight(i, stage)
     frag = fragmentation_bytes(acts, buffers)
     detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
-    flight = in_flight(i, stage)
     # the cache grows with what one micro-batch allocates and frees: the stored activations of the other
     # micro-batches in flight are blocks of the very sizes the next micro-batch asks for again
     churn = acts - (flight - 1.0) * detail.get("stored_per_microbatch", 0.0)

@@ -77,6 +77,8 @@ RANGES: dict[str, Bounds] = {
                                          "40M parameters (a fact of the source; the range only bounds it)", fitted=False),
     "MEGATRON_BUCKET_PARAMS_PER_DP": Bounds("throughput", 0.0, 1e7, "Megatron-Core's default bucket grows by 1M "
                                             "parameters per data-parallel rank", fitted=False),
+    "LOGITS_IN_PLACE_BYTES_PER_ELEMENT": Bounds("memory", 2.0, 4.0, "the 16-bit logits holding their own gradient "
+                                                "(2), at most with a separate 16-bit gradient (4)", fitted=False),
     "FLASH_BACKWARD_FLOP_RATIO": Bounds("throughput", 2.0, 3.0, "FlashAttention-2 backward: 5 GEMMs to the "
                                         "forward's 2", fitted=False),
 }
