@@ -4,7 +4,6 @@ refuses it with."""
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.release_table import ARGS, Dest, R, ReleaseCheckTable, document
 
 MICRO = "megatron/training/microbatches.py"
@@ -60,8 +59,3 @@ class BatchRampupArguments(ReleaseCheckTable):
 
 document(BatchRampupArguments)
 RULES: list[type] = [BatchRampupArguments]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

@@ -7,7 +7,6 @@ GTP with local CUDA graphs recomputing shared experts."""
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.base import TCFG
 from trainlint.rules.startup.megatron.release_table import Dest, R, ReleaseCheckTable, document, quiet
 
@@ -106,8 +105,3 @@ class CoreConfigReleaseChecks(ReleaseCheckTable):
 
 document(CoreConfigReleaseChecks)
 RULES: list[type] = [CoreConfigReleaseChecks]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 from typing import Iterator
 
-from trainlint import hookimpl
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import MegatronRule
 from trainlint.adapters.megatron.arguments import MegatronArgs
@@ -96,8 +95,3 @@ class PipelineLayoutStages(MegatronRule):
 
 
 RULES: list[type] = [PipelineLayoutStages]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

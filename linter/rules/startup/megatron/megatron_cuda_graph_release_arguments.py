@@ -4,7 +4,6 @@ with a --cuda-graph-scope string, a list of scopes, and upstream --cuda-graph-mo
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document, quiet
 
 _NAN = ("check_for_nan_in_loss_and_grad", "on")
@@ -142,8 +141,3 @@ class CudaGraphReleaseArguments(ReleaseCheckTable):
 
 document(CudaGraphReleaseArguments)
 RULES: list[type] = [CudaGraphReleaseArguments]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

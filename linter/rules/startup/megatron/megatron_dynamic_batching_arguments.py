@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document
 
 
@@ -38,8 +37,3 @@ class DynamicBatchingArguments(ReleaseCheckTable):
 
 document(DynamicBatchingArguments)
 RULES: list[type] = [DynamicBatchingArguments]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

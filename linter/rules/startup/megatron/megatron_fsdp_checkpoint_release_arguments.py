@@ -4,7 +4,6 @@ core_v0.18.0, and non-persistent checkpoint types core_v0.9.0 / core_v0.10.0 ref
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document
 
 
@@ -50,8 +49,3 @@ class FsdpCheckpointReleaseArguments(ReleaseCheckTable):
 
 document(FsdpCheckpointReleaseArguments)
 RULES: list[type] = [FsdpCheckpointReleaseArguments]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

@@ -5,7 +5,6 @@ submission per rollout without streaming rollouts (core_v0.19.0)."""
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.base import ARGS
 from trainlint.rules.startup.megatron.release_table import Dest, R, ReleaseCheckTable, document, quiet
 
@@ -57,8 +56,3 @@ class LaunchReleaseChecks(ReleaseCheckTable):
 
 document(LaunchReleaseChecks)
 RULES: list[type] = [LaunchReleaseChecks]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

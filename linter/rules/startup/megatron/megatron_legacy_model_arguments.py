@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document, quiet
 
 _DECOUPLED = ("decoupled_lr", "decoupled_min_lr")
@@ -69,8 +68,3 @@ class LegacyModelArguments(ReleaseCheckTable):
 
 document(LegacyModelArguments)
 RULES: list[type] = [LegacyModelArguments]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

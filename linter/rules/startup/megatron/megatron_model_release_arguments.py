@@ -5,7 +5,6 @@ with sequence or pipeline parallelism, FIM data with legacy tokenizers."""
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document, quiet
 
 _MTP_SAYS = ("Multi-Token Prediction (MTP) is not supported with this position embedding type.The supported "
@@ -74,8 +73,3 @@ class ModelReleaseArguments(ReleaseCheckTable):
 
 document(ModelReleaseArguments)
 RULES: list[type] = [ModelReleaseArguments]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

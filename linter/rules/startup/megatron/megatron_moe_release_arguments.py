@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document
 
 _SPLITS = (("account_for_embedding_in_pipeline_split", 798, "--account-for-embedding-in-pipeline-split"),
@@ -70,8 +69,3 @@ class MoeReleaseArguments(ReleaseCheckTable):
 
 document(MoeReleaseArguments)
 RULES: list[type] = [MoeReleaseArguments]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

@@ -4,7 +4,6 @@ a hybrid layer pattern (core_v0.17.0 and upstream)."""
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.release_table import ARGS, Dest, R, ReleaseCheckTable, document
 
 _PP = "pipeline_model_parallel_size"
@@ -75,8 +74,3 @@ class PipelineReleaseArguments(ReleaseCheckTable):
 
 document(PipelineReleaseArguments)
 RULES: list[type] = [PipelineReleaseArguments]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

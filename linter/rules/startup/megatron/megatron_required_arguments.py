@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterator
 
-from trainlint import hookimpl
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import MegatronRule
 from trainlint.adapters.megatron.arguments import MegatronArgs
@@ -113,8 +112,3 @@ def _stated(target: object) -> bool:
 
 
 RULES: list[type] = [RequiredArguments]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

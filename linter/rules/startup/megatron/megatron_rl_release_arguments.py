@@ -3,7 +3,6 @@ interval arithmetic of GRPO, and the options of releases that TL171 (upstream's)
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.release_table import ARGS, Dest, R, ReleaseCheckTable, document
 
 _RL = ("perform_rl_step", "on")
@@ -90,8 +89,3 @@ class RlReleaseArguments(ReleaseCheckTable):
 
 document(RlReleaseArguments)
 RULES: list[type] = [RlReleaseArguments]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES

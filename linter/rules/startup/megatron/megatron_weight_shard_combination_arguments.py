@@ -3,7 +3,6 @@ factor --tensor-parallel-num-weight-shards / TP above 1), core_v0.19.0 and upstr
 
 from __future__ import annotations
 
-from trainlint import hookimpl
 from trainlint.rules.startup.megatron.release_table import ARGS, R, ReleaseCheckTable, document, quiet
 
 _GTP = ("gtp_weight_remat_size", ">", 1)
@@ -61,8 +60,3 @@ class WeightShardCombinationArguments(ReleaseCheckTable):
 
 document(WeightShardCombinationArguments)
 RULES: list[type] = [WeightShardCombinationArguments]
-
-
-@hookimpl
-def trainlint_rules() -> list[type]:
-    return RULES
