@@ -66,8 +66,13 @@ TRANSLATIONS = {
                    "ZeRO-3 (parameters, gradients and optimizer states sharded over DP); MPT's ALiBi and low-precision "
                    "LayerNorm are not Megatron flags (the positions cost nothing in the estimate)",
     "nanotron": "nanotron TP/PP/DP layout written as Megatron-LM flags (ZeRO-1 = --use-distributed-optimizer, TP mode "
-                "REDUCE_SCATTER = --sequence-parallel); nanotron's own kernels and its 1F1B engine are Megatron's in the "
-                "estimate",
+                "REDUCE_SCATTER = --sequence-parallel, its dropout-free Llama = --hidden-dropout 0 --attention-dropout 0); "
+                "nanotron's own kernels and its 1F1B engine are Megatron's in the estimate. Not carried by any Megatron "
+                "flag: with accumulate_grad_in_fp32 (the benchmark config) nanotron keeps each micro-batch's bf16 "
+                "gradients until its backward ends before adding them to the fp32 buffer (optim/gradient_accumulator.py "
+                "FP32GradientAccumulator.backward), and at ZeRO 0 wraps the model in torch DDP whose bf16 buckets sit "
+                "beside those gradients (trainer.py _init_model, helpers.py init_optimizer_and_grad_accumulator): "
+                "2 bytes per parameter more than Megatron at ZeRO 1 at the end of a backward, 4 at ZeRO 0",
     "torchtitan": "torchtitan FSDP2 (+TP/CP) written as a Megatron-DeepSpeed launch with ZeRO-3 (with PP, which ZeRO-3 "
                   "does not take: Megatron-LM with the distributed optimizer; CP as DeepSpeed-Ulysses "
                   "--ds-sequence-parallel-size, the same split of the activations with an all-to-all instead of "
@@ -246,9 +251,11 @@ def no_dropout(row: dict) -> bool:
     model bridges set ``provider.hidden_dropout = 0.0`` for every model of the perf recipes (llama_bridge.py,
     qwen3_bridge.py, qwen3_moe_bridge.py, deepseek_v3_bridge.py, gpt_oss_bridge.py, kimi_bridge.py at
     067f987); llm-foundry's MPTConfig defaults resid_pdrop, emb_pdrop and attn_pdrop to 0.0, which its
-    benchmark YAMLs keep."""
+    benchmark YAMLs keep; nanotron's Llama has no dropout module at all (src/nanotron/models/llama.py at c252843,
+    the commit of the benchmark rows: its attention calls flash_attn_varlen_func with ``dropout_p=0.0`` and the
+    decoder layer is norm, attention, residual add, norm, MLP, residual add)."""
     translated = translation_of(row)
-    return bridge_recipe(row) or (translated is not None and translated[0] == "llm-foundry")
+    return bridge_recipe(row) or (translated is not None and translated[0] in ("llm-foundry", "nanotron"))
 
 
 def bridge_split(row: dict, layers: int, pp: int, vpp: int) -> str | None:

@@ -57,3 +57,29 @@ def test_bridge_fsdp_recipe_rows_carry_the_recipes_memory_settings(accuracy) -> 
     assert "--cpu-offloading-num-layers 20" in gb300
     bf16 = accuracy.write_case({**row, "precision": "BF16"}).files["train.sh"]
     assert "--fp8-param-gather" not in bf16 and "--cpu-offloading-num-layers 20" in bf16
+
+
+def test_nanotron_rows_are_written_without_dropout(accuracy, tmp_path: Path) -> None:
+    """nanotron's Llama has no dropout module (its attention runs flash-attn with dropout_p=0.0): the Megatron
+    launch it is written as says so, and the estimate keeps no dropout mask; a Megatron-LM row keeps its default."""
+    row = _row(id="nanotron-bench-1.34B-8gpu-dp4tp1pp2-mbs4-gas16-zero1-mem", kind="peak_memory_gb", num_gpus=8,
+               gpu="H100 80GB SXM", precision="bf16 mixed precision", recompute=None,
+               source="github.com/huggingface/nanotron docs/benchmark_summary.svg",
+               model={"layers": 16, "hidden": 2048, "heads": 32, "kv_heads": 32, "ffn_hidden": 8192, "swiglu": True,
+                      "seq_len": 4096, "vocab": 131072, "tie_word_embeddings": True},
+               parallel={"tp": 1, "pp": 2, "dp": 4, "cp": 1, "zero_stage": 1, "framework": "nanotron v0.5"},
+               batch={"micro": 4, "global": 256}, measured={"unit": "GB (torch)", "value": 40.0})
+    case = accuracy.write_case(row)
+    assert "--hidden-dropout 0 --attention-dropout 0" in case.files["train.sh"]
+    assert any("dropout-free" in note for note in case.notes)
+    (spec, ctx), = accuracy.read_case(accuracy.materialise(case, tmp_path / "nanotron"))
+    est = estimate(spec, ctx)
+    assert est.ok and not est.inputs.residual_dropout
+    megatron = {**row, "id": "megatron-llama-1.34B-8gpu-mem", "source": "a Megatron-LM run",
+                "parallel": {**row["parallel"], "framework": "Megatron-LM"}}
+    case = accuracy.write_case(megatron)
+    assert "--hidden-dropout" not in case.files["train.sh"]
+    (spec, ctx), = accuracy.read_case(accuracy.materialise(case, tmp_path / "megatron"))
+    with_dropout = estimate(spec, ctx)
+    assert with_dropout.ok and with_dropout.inputs.residual_dropout
+    assert with_dropout.stages[0].activations > est.stages[0].activations

@@ -70,6 +70,22 @@ def test_the_releasable_allocator_cache_is_shown_but_not_needed(monkeypatch) -> 
     assert bare.observed == bare.total
 
 
+def test_the_allocator_cache_never_shows_more_than_the_gpu_has(monkeypatch) -> None:
+    """The allocator frees its cache and retries before a cudaMalloc fails: a stage that fits shows at most the
+    device memory, however large the cache share (CUDACachingAllocator.cpp)."""
+    i = make_inputs(layers=8, micro=2)
+    monkeypatch.setattr(C, "ALLOCATOR_CACHE", 0.6)
+    roomy = one_stage(i, 0, i.layers)
+    assert roomy.cache > 0 and roomy.observed < i.gpu.memory_bytes  # room to spare: the whole cache shows
+    tight_gpu = dataclasses.replace(i.gpu, memory_gib=(roomy.total + 0.5 * roomy.cache) / 2**30, memory_gb=None)
+    tight = one_stage(dataclasses.replace(i, gpu=tight_gpu), 0, i.layers)
+    assert tight.total == pytest.approx(roomy.total)  # what the run needs does not move
+    assert tight.cache == pytest.approx(0.5 * roomy.cache)
+    assert tight.observed == pytest.approx(tight_gpu.memory_bytes)
+    full_gpu = dataclasses.replace(i.gpu, memory_gib=0.9 * roomy.total / 2**30, memory_gb=None)
+    assert one_stage(dataclasses.replace(i, gpu=full_gpu), 0, i.layers).cache == 0.0  # past capacity: none
+
+
 def test_the_allocator_cache_follows_one_micro_batch_not_the_micro_batches_in_flight() -> None:
     """Micro-batches held by a pipeline stage reuse blocks of one size: more in flight, the same cache."""
     i = make_inputs(layers=8, pp=4, dp=2, world=8, micro=1, grad_accum=16, global_batch=32)

@@ -42,7 +42,9 @@ class StageMemory:
     local_params: float = 0.0
     cache: float = 0.0
     """Blocks the caching allocator keeps reserved beyond ``total`` while the GPU has room, and
-    releases when an allocation fails (ALLOCATOR_CACHE): in what a run shows, not in what it needs."""
+    releases when an allocation fails (ALLOCATOR_CACHE): in what a run shows, not in what it needs;
+    at most the device memory left over ``total`` (the allocator frees cached blocks and retries
+    before a cudaMalloc fails, c10/cuda/CUDACachingAllocator.cpp)."""
 
     @property
     def total(self) -> float:
@@ -550,8 +552,12 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
     # the cache grows with what one micro-batch allocates and frees: the stored activations of the other
     # micro-batches in flight are blocks of the very sizes the next micro-batch asks for again
     churn = acts - (flight - 1.0) * detail.get("stored_per_microbatch", 0.0)
+    total = params + grads + opt + acts + buffers + ctx + nccl + frag
+    # the cache is what the allocator keeps while the GPU has room: it frees it and retries before a cudaMalloc
+    # fails, so it never takes the device past its memory (a run that fits shows at most the whole GPU)
+    releasable = min(allocator_cache_bytes(churn, buffers), max(0.0, i.gpu.memory_bytes - total))
     return StageMemory(stage, layers, params, grads, opt, acts, buffers, ctx + nccl + frag, detail,
-                       flight, n, allocator_cache_bytes(churn, buffers))
+                       flight, n, releasable)
 
 
 def _stage_static(i: Inputs, stage: int, layers: int, cache: Cache | None) -> tuple[float, ...]:
