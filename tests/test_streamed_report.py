@@ -163,3 +163,19 @@ def test_a_baseline_matches_per_file_as_over_the_list(tmp_path: Path, capsys) ->
     report = json.loads(capsys.readouterr().out)
     assert report["baseline"]["stale"] > 0
     assert report["baseline"]["suppressed"] + report["baseline"]["stale"] <= recorded
+
+
+def test_without_a_temporary_file_the_findings_stay_in_memory(tmp_path: Path, monkeypatch) -> None:
+    """A read-only or full temporary folder costs memory, never the report."""
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
+    results = _run(tmp_path)
+    report = Report(SpoolStore(max_size=0))
+    for result in results:
+        report.add(result)
+    assert report.store.file.disk is None and report.store.file.memory is not None
+    assert list(report.entries()) == file_entries(results)

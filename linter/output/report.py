@@ -21,6 +21,7 @@ of every result: by first mention, a file's findings sorted, a finding several r
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 from collections import Counter
@@ -33,8 +34,9 @@ if TYPE_CHECKING:  # pragma: no cover
     from trainlint.output import FileEntry, FixableCount
     from trainlint.results import FileResult
 
-SPOOL_BYTES = 4 * 1024 * 1024
-"""Findings of a check kept in memory before they go to a temporary file."""
+SPOOL_BYTES = 256 * 1024
+"""Findings of a check kept in memory before they go to a temporary file: a few hundred files'
+worth, so that the memory a check ends with does not depend on how many files it checked."""
 
 Seq = tuple[int, int, int]
 """Where a result stands in the run: (part, index, order). Part 0: plugin failures (reported
@@ -64,30 +66,67 @@ class MemoryStore:
 
 
 class SpoolStore:
-    """The findings pickled into a temporary file (in memory until :data:`SPOOL_BYTES`), each
-    batch found again by its offset."""
+    """The findings pickled into a buffer that moves to a temporary file past ``max_size`` bytes
+    (:class:`Spool`), each batch found again by its offset."""
 
     def __init__(self, max_size: int = SPOOL_BYTES) -> None:
-        import tempfile
-
-        self.file: Any = tempfile.SpooledTemporaryFile(max_size=max_size, mode="w+b")  # noqa: SIM115 - closed by close()
-        self.end = 0
+        self.file = Spool(max_size)
 
     def put(self, diagnostics: list[Diagnostic]) -> Any:
-        data = pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL)
-        offset = self.end
-        self.file.seek(offset)
-        self.file.write(data)
-        self.end += len(data)
-        return offset
+        return self.file.append(pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL))
 
     def get(self, handle: Any) -> list[Diagnostic]:
-        self.file.seek(handle)
-        found: list[Diagnostic] = pickle.load(self.file)
+        found: list[Diagnostic] = pickle.loads(self.file.read_at(*handle))
         return found
 
     def close(self) -> None:
         self.file.close()
+
+
+class Spool:
+    """Bytes appended in memory up to ``max_size``, then in an anonymous temporary file (gone when
+    closed, or when the process ends). Where no temporary file can be made (a read-only or full
+    temporary folder) the bytes stay in memory: a report is worth more than its memory."""
+
+    def __init__(self, max_size: int = SPOOL_BYTES) -> None:
+        self.max_size = max_size
+        self.memory: io.BytesIO | None = io.BytesIO()
+        self.disk: Any = None
+        self.end = 0
+
+    def append(self, data: bytes) -> tuple[int, int]:
+        """Where ``data`` is: (offset, length)."""
+        if self.memory is not None and self.end + len(data) > self.max_size:
+            self._to_disk()
+        offset = self.end
+        target = self.memory if self.memory is not None else self.disk
+        target.seek(offset)
+        target.write(data)
+        self.end += len(data)
+        return offset, len(data)
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        source = self.memory if self.memory is not None else self.disk
+        source.seek(offset)
+        data: bytes = source.read(length)
+        return data
+
+    def _to_disk(self) -> None:
+        import tempfile
+
+        assert self.memory is not None
+        try:
+            disk = tempfile.TemporaryFile(prefix="trainlint-")  # noqa: SIM115 - closed by close()
+            disk.write(self.memory.getbuffer())
+        except OSError:
+            self.max_size = 1 << 62  # no temporary file here: stay in memory
+            return
+        self.disk, self.memory = disk, None
+
+    def close(self) -> None:
+        if self.disk is not None:
+            self.disk.close()
+        self.memory = None
 
 
 class _Entry:
