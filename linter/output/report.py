@@ -44,6 +44,17 @@ first), 1: the checked files in check order, 2: run-level findings after them; `
 findings added to a file's result at the end of the run (its unused suppressions)."""
 
 
+_PLACES = 1 << 28
+"""Mentions of files within one result told apart in the packed order (more are ordered as the last)."""
+
+
+def _packed(seq: Seq) -> int:
+    """``seq`` as one int ordered as the tuple (a record per file: one int, not two tuples), with
+    room for the place of a mention within the result."""
+    part, index, order = seq
+    return ((part << 40 | index) << 1 | order) * _PLACES
+
+
 class Store(Protocol):
     def put(self, diagnostics: list[Diagnostic]) -> Any: ...
 
@@ -134,19 +145,19 @@ class _Entry:
 
     __slots__ = ("first", "format", "format_seq", "own", "own_seq", "parts", "spelling", "target", "target_seq")
 
-    def __init__(self, first: tuple[Seq, int], spelling: str) -> None:
+    def __init__(self, first: int, spelling: str) -> None:
         self.first = first
-        """(seq, place within that result's mentions) of the first mention."""
+        """The first mention: its result's seq and its place among that result's mentions, packed."""
         self.spelling = spelling
         """The first spelling met (a finding's path), when no result names the file itself."""
         self.own: str | None = None
         """The spelling of the first result that is this file (or a member of its run)."""
-        self.own_seq: Seq | None = None
+        self.own_seq: int | None = None
         self.format: str | None = None
-        self.format_seq: Seq | None = None
+        self.format_seq: int | None = None
         self.target: dict | None = None
-        self.target_seq: Seq | None = None
-        self.parts: list[tuple[Seq, Any]] | None = None
+        self.target_seq: int | None = None
+        self.parts: list[tuple[int, Any]] | None = None
         """(seq, store handle) of each batch of this file's findings."""
 
 
@@ -189,6 +200,7 @@ class Report:
         if seq is None:
             seq = (1, self._next, 0)
             self._next += 1
+        order = _packed(seq)
         self._tally = None
         if result.format or result.diagnostics:
             self._checked.update(result.run or [result.path])
@@ -196,14 +208,14 @@ class Report:
             self._skipped += 1
         members = result.run or [result.path]
         for place, member in enumerate(members):
-            entry = self._entry(_same_file(member), member, (seq, place))
-            if entry.own_seq is None or seq < entry.own_seq:
-                entry.own, entry.own_seq = member, seq
-            self._format(entry, result.format, seq)
+            entry = self._entry(_same_file(member), member, order + min(place, _PLACES - 1))
+            if entry.own_seq is None or order < entry.own_seq:
+                entry.own, entry.own_seq = member, order
+            self._format(entry, result.format, order)
         home = self._entries[_same_file(result.path)]
         target = target_of(result)  # kept in the result when its specs were dropped
-        if target is not None and (home.target_seq is None or seq < home.target_seq):
-            home.target, home.target_seq = self._shared(target), seq
+        if target is not None and (home.target_seq is None or order < home.target_seq):
+            home.target, home.target_seq = self._shared(target), order
         self.add_findings(result.path, result.diagnostics, seq, result.format, first_place=len(members))
 
     def add_findings(self, path: str, diagnostics: Sequence[Diagnostic], seq: Seq, fmt: str | None = None, *,
@@ -213,20 +225,21 @@ class Report:
         from trainlint.output import _same_file
 
         self._tally = None
+        order = _packed(seq)
         by_file: dict[str, list[Diagnostic]] = {}
         for place, diagnostic in enumerate(diagnostics, start=first_place):
             where = diagnostic.path or path
             key = _same_file(where)
-            entry = self._entry(key, where, (seq, place))
-            self._format(entry, fmt, seq)
+            entry = self._entry(key, where, order + min(place, _PLACES - 1))
+            self._format(entry, fmt, order)
             by_file.setdefault(key, []).append(diagnostic)
         for key, found in by_file.items():
             entry = self._entries[key]
             if entry.parts is None:
                 entry.parts = []
-            entry.parts.append((seq, self.store.put(found)))
+            entry.parts.append((order, self.store.put(found)))
 
-    def _entry(self, key: str, spelling: str, first: tuple[Seq, int]) -> _Entry:
+    def _entry(self, key: str, spelling: str, first: int) -> _Entry:
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = _Entry(first, spelling)
@@ -235,7 +248,7 @@ class Report:
         return entry
 
     @staticmethod
-    def _format(entry: _Entry, fmt: str | None, seq: Seq) -> None:
+    def _format(entry: _Entry, fmt: str | None, seq: int) -> None:
         # the first format any mention gives, in run order (a file read on its own as no config
         # is still what the runs that read it say)
         if fmt and (entry.format_seq is None or seq < entry.format_seq):
