@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol, Sequence
 from trainlint.diagnostics import Diagnostic
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.output import FileEntry, FixableCount
+    from trainlint.output.entries import FileEntry, FixableCount
     from trainlint.results import FileResult
 
 SPOOL_BYTES = 256 * 1024
@@ -195,7 +195,7 @@ class Report:
         """One result, as reported (after baselines and --min-severity). ``seq``: its place in the
         run (default: after every result added so far)."""
         from trainlint.frameworks.target import target_of
-        from trainlint.output import _same_file
+        from trainlint.output.entries import _same_file
 
         if seq is None:
             seq = (1, self._next, 0)
@@ -222,7 +222,7 @@ class Report:
                      first_place: int = 0) -> None:
         """Findings of the result at ``seq`` whose home is ``path`` (each goes to the entry of its own
         file: a finding of a launch script can lie in the file it sources)."""
-        from trainlint.output import _same_file
+        from trainlint.output.entries import _same_file
 
         self._tally = None
         order = _packed(seq)
@@ -264,7 +264,7 @@ class Report:
     def entries(self) -> Iterator[FileEntry]:
         """One entry per file in order of first mention, each with its findings sorted, a finding
         several results report alike shown once (see :func:`trainlint.output.file_entries`)."""
-        from trainlint.output import FileEntry, _identity
+        from trainlint.output.entries import FileEntry, _identity
 
         severities: Counter = Counter()
         fixable = {False: [0, 0], True: [0, 0]}
@@ -299,12 +299,12 @@ class Report:
         return Counter(self.tally().severities)
 
     def fixable_count(self, unsafe: bool = False) -> FixableCount:
-        from trainlint.output import FixableCount
+        from trainlint.output.entries import FixableCount
 
         return FixableCount(*self.tally().fixable[unsafe])
 
     def summary_line(self) -> str:
-        from trainlint.output import summary_text
+        from trainlint.output.entries import summary_text
 
         return summary_text(self.severity_counts(), len(self._checked), self._skipped)
 
