@@ -163,3 +163,36 @@ def test_a_baseline_matches_per_file_as_over_the_list(tmp_path: Path, capsys) ->
     report = json.loads(capsys.readouterr().out)
     assert report["baseline"]["stale"] > 0
     assert report["baseline"]["suppressed"] + report["baseline"]["stale"] <= recorded
+
+
+def test_without_a_temporary_file_the_findings_stay_in_memory(tmp_path: Path, monkeypatch) -> None:
+    """A read-only or full temporary folder costs memory, never the report."""
+    import tempfile
+
+    def refuse(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(tempfile, "TemporaryFile", refuse)
+    results = _run(tmp_path)
+    report = Report(SpoolStore(max_size=0))
+    for result in results:
+        report.add(result)
+    assert report.store.file.disk is None and report.store.file.memory is not None
+    assert list(report.entries()) == file_entries(results)
+
+
+def test_forgetting_folders_changes_no_report(tmp_path: Path, capsys, monkeypatch) -> None:
+    """The framework-target memos start again every MEMO_FOLDERS folders (flat memory over a large
+    tree): the report is the same as with everything remembered."""
+    from trainlint.frameworks import locate
+
+    root = _tree(tmp_path / "tree", 3)
+    command = ["check", "--isolated", "--exit-zero", "--format", "json", "--jobs", "1", str(root)]
+    locate.clear_caches()
+    main(command)
+    remembered = capsys.readouterr().out
+    monkeypatch.setattr(locate, "MEMO_FOLDERS", 2)
+    locate.clear_caches()
+    main(command)
+    assert capsys.readouterr().out == remembered
+    assert len(locate._memo) <= 2 and len(locate._git_roots) <= 2 and len(locate._beside) <= 2

@@ -12,6 +12,7 @@ from typing import Any, Iterator, Sequence
 
 from trainlint.exit_codes import EXIT_ERROR
 from trainlint.output.style import COLOR_CHOICES
+from trainlint.commands.check_report import at_least, baseline_file  # noqa: F401 - also check's API
 from trainlint.session import Session, SessionOptions, open_session
 
 
@@ -222,30 +223,7 @@ def report(linted: list, args: argparse.Namespace, session: Session, out=None,
     reporter = CheckReport(args, session, owners, keep=True)
     for result, owner in zip(linted, owners, strict=True):
         reporter.add(result, owner)
-    return reporter.finish(out)
-
-
-def at_least(results: list, level: str) -> list:
-    """The results with only the findings at ``level`` or above (--min-severity); the same list for info.
-    The exit code is computed before this filter, so hiding warnings never changes it."""
-    if level == "info":
-        return results
-    from dataclasses import replace
-
-    from trainlint.diagnostics import Severity
-
-    rank = Severity(level).rank
-    return [replace(r, diagnostics=[d for d in r.diagnostics if d.severity.rank >= rank]) for r in results]
-
-
-def baseline_file(args: argparse.Namespace, session: Session) -> str | None:
-    """--baseline, else ``baseline`` in the project config (relative to the config's folder)."""
-    if getattr(args, "baseline", None):
-        return args.baseline
-    configured = session.project.baseline
-    if configured and not getattr(args, "write_baseline", None):
-        return str(Path(session.project.root or ".") / configured)
-    return None
+    return reporter.finish(out, render_pieces)
 
 
 def finish(results: list, args: argparse.Namespace, session: Session, out=None) -> tuple[list, int]:
@@ -425,7 +403,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             if progress is not None:
                 progress.finish()
-        return reporter.finish()[1]
+        return reporter.finish(render=render_pieces)[1]
 
     # rules' layout changes become edits (the run's adapter writes them), so that what is marked
     # fixable (text [*], the footer, JSON applicability) is what --fix --unsafe-fixes would apply

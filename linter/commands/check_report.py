@@ -16,7 +16,8 @@ from __future__ import annotations
 import argparse
 import sys
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Sequence
 
 from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
@@ -59,7 +60,6 @@ class CheckReport:
     _kept: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from trainlint.commands.check import baseline_file
         from trainlint.unused_suppressions import UnusedSuppressions
 
         if self.report is None:
@@ -137,20 +137,18 @@ class CheckReport:
 
     def _shown(self, result: FileResult) -> FileResult:
         """Only the findings at --min-severity or above (the exit code is counted before)."""
-        from trainlint.commands.check import at_least
-
         return at_least([result], getattr(self.args, "min_severity", "info"))[0]
 
     # ------------------------------------------------------------------ the end of the run
 
-    def finish(self, out: Any = None) -> tuple[list, int]:
+    def finish(self, out: Any = None, render: Any = None) -> tuple[list, int]:
         """Add what needs the whole run, render the report to ``out`` (stdout), return the results
         (when kept) and the exit code. Raises BaselineError."""
         if self.writes_baseline:
             self._write_baseline()
         self._end_of_run()
         stream = out or sys.stdout
-        for piece in self.pieces(stream):
+        for piece in render(self.report, self.args, self.session, self.baseline(), stream=stream):
             stream.write(piece)
         self.report.close()
         code = EXIT_ERROR if self._failed else EXIT_CLEAN if getattr(self.args, "exit_zero", False) else (
@@ -273,13 +271,6 @@ class CheckReport:
 
     # ------------------------------------------------------------------ rendering
 
-    def pieces(self, stream: Any) -> Iterator[str]:
-        """The report in ``args.format``, in pieces (the big formats one file at a time)."""
-        from trainlint.commands.check import render_pieces
-
-        return render_pieces(self.report, self.args, self.session, self.baseline(), stream=stream)
-
-
 class _Nothing:
     """No unused suppressions to add (already added)."""
 
@@ -291,6 +282,29 @@ class _Nothing:
 
     def add(self, result: Any, index: int) -> None:
         pass
+
+
+def at_least(results: list, level: str) -> list:
+    """The results with only the findings at ``level`` or above (--min-severity); the same list for info.
+    The exit code is computed before this filter, so hiding warnings never changes it."""
+    if level == "info":
+        return results
+    from dataclasses import replace
+
+    from trainlint.diagnostics import Severity
+
+    rank = Severity(level).rank
+    return [replace(r, diagnostics=[d for d in r.diagnostics if d.severity.rank >= rank]) for r in results]
+
+
+def baseline_file(args: argparse.Namespace, session: Session) -> str | None:
+    """--baseline, else ``baseline`` in the project config (relative to the config's folder)."""
+    if getattr(args, "baseline", None):
+        return args.baseline
+    configured = session.project.baseline
+    if configured and not getattr(args, "write_baseline", None):
+        return str(Path(session.project.root or ".") / configured)
+    return None
 
 
 def _matcher(path: str | None) -> Any:

@@ -74,6 +74,11 @@ class FrameworkSettings:
 
 NO_SETTINGS = FrameworkSettings()
 
+MEMO_FOLDERS = 1024
+"""Folders each memo below remembers before it starts again: a check walks its folders in order, so
+the folders a config shares answers with are the recent ones, and a check of 10,000 files in 5,000
+folders holds no more than one of 1,000 (issue 33: memory flat in the number of files)."""
+
 _memo: dict[tuple[FrameworkSettings, str, str, str], FrameworkTarget] = {}
 """(settings, family, folder) -> the target: keyed by the settings, so sessions never share a wrong one."""
 _reported: set[str] = set()
@@ -156,6 +161,8 @@ def resolve(family: str, config_path: str | None, settings: FrameworkSettings | 
     if hit is not None:
         return replace(hit, read_seconds=None) if hit.read_seconds is not None else hit
     target = _resolve(family, folder, settings)
+    if len(_memo) >= MEMO_FOLDERS:
+        _memo.clear()
     _memo[key] = target
     return target
 
@@ -325,6 +332,8 @@ def find_source_beside(family: str, start: Path) -> Path | None:
             break
         folder = folder.parent
     if ended:
+        if len(_beside) + len(walked) > MEMO_FOLDERS:
+            _beside.clear()
         for f in walked:
             _beside[(family, str(f), str(root))] = found
     return found
@@ -345,7 +354,7 @@ def project_root(start: Path) -> Path:
     if root is None:
         cwd = Path(os.getcwd())
         root = cwd if _inside(start, cwd) else start
-    if len(_roots) > 4096:
+    if len(_roots) >= MEMO_FOLDERS:
         _roots.clear()
     _roots[key] = root
     return root
@@ -408,7 +417,7 @@ def _config_root(start: Path) -> Path | None:
 
 
 def _remember(memo: dict[str, Path | None], folders: list[str], found: Path | None) -> None:
-    if len(memo) > 4096:
+    if len(memo) + len(folders) > MEMO_FOLDERS:
         memo.clear()
     for folder in folders:
         memo[folder] = found

@@ -21,6 +21,7 @@ of every result: by first mention, a file's findings sorted, a finding several r
 
 from __future__ import annotations
 
+import io
 import json
 import pickle
 from collections import Counter
@@ -30,16 +31,28 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol, Sequence
 from trainlint.diagnostics import Diagnostic
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.output import FileEntry, FixableCount
+    from trainlint.output.entries import FileEntry, FixableCount
     from trainlint.results import FileResult
 
-SPOOL_BYTES = 4 * 1024 * 1024
-"""Findings of a check kept in memory before they go to a temporary file."""
+SPOOL_BYTES = 256 * 1024
+"""Findings of a check kept in memory before they go to a temporary file: a few hundred files'
+worth, so that the memory a check ends with does not depend on how many files it checked."""
 
 Seq = tuple[int, int, int]
 """Where a result stands in the run: (part, index, order). Part 0: plugin failures (reported
 first), 1: the checked files in check order, 2: run-level findings after them; ``order`` 1 for
 findings added to a file's result at the end of the run (its unused suppressions)."""
+
+
+_PLACES = 1 << 28
+"""Mentions of files within one result told apart in the packed order (more are ordered as the last)."""
+
+
+def _packed(seq: Seq) -> int:
+    """``seq`` as one int ordered as the tuple (a record per file: one int, not two tuples), with
+    room for the place of a mention within the result."""
+    part, index, order = seq
+    return ((part << 40 | index) << 1 | order) * _PLACES
 
 
 class Store(Protocol):
@@ -64,30 +77,67 @@ class MemoryStore:
 
 
 class SpoolStore:
-    """The findings pickled into a temporary file (in memory until :data:`SPOOL_BYTES`), each
-    batch found again by its offset."""
+    """The findings pickled into a buffer that moves to a temporary file past ``max_size`` bytes
+    (:class:`Spool`), each batch found again by its offset."""
 
     def __init__(self, max_size: int = SPOOL_BYTES) -> None:
-        import tempfile
-
-        self.file: Any = tempfile.SpooledTemporaryFile(max_size=max_size, mode="w+b")  # noqa: SIM115 - closed by close()
-        self.end = 0
+        self.file = Spool(max_size)
 
     def put(self, diagnostics: list[Diagnostic]) -> Any:
-        data = pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL)
-        offset = self.end
-        self.file.seek(offset)
-        self.file.write(data)
-        self.end += len(data)
-        return offset
+        return self.file.append(pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL))
 
     def get(self, handle: Any) -> list[Diagnostic]:
-        self.file.seek(handle)
-        found: list[Diagnostic] = pickle.load(self.file)
+        found: list[Diagnostic] = pickle.loads(self.file.read_at(*handle))
         return found
 
     def close(self) -> None:
         self.file.close()
+
+
+class Spool:
+    """Bytes appended in memory up to ``max_size``, then in an anonymous temporary file (gone when
+    closed, or when the process ends). Where no temporary file can be made (a read-only or full
+    temporary folder) the bytes stay in memory: a report is worth more than its memory."""
+
+    def __init__(self, max_size: int = SPOOL_BYTES) -> None:
+        self.max_size = max_size
+        self.memory: io.BytesIO | None = io.BytesIO()
+        self.disk: Any = None
+        self.end = 0
+
+    def append(self, data: bytes) -> tuple[int, int]:
+        """Where ``data`` is: (offset, length)."""
+        if self.memory is not None and self.end + len(data) > self.max_size:
+            self._to_disk()
+        offset = self.end
+        target = self.memory if self.memory is not None else self.disk
+        target.seek(offset)
+        target.write(data)
+        self.end += len(data)
+        return offset, len(data)
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        source = self.memory if self.memory is not None else self.disk
+        source.seek(offset)
+        data: bytes = source.read(length)
+        return data
+
+    def _to_disk(self) -> None:
+        import tempfile
+
+        assert self.memory is not None
+        try:
+            disk = tempfile.TemporaryFile(prefix="trainlint-")  # noqa: SIM115 - closed by close()
+            disk.write(self.memory.getbuffer())
+        except OSError:
+            self.max_size = 1 << 62  # no temporary file here: stay in memory
+            return
+        self.disk, self.memory = disk, None
+
+    def close(self) -> None:
+        if self.disk is not None:
+            self.disk.close()
+        self.memory = None
 
 
 class _Entry:
@@ -95,19 +145,19 @@ class _Entry:
 
     __slots__ = ("first", "format", "format_seq", "own", "own_seq", "parts", "spelling", "target", "target_seq")
 
-    def __init__(self, first: tuple[Seq, int], spelling: str) -> None:
+    def __init__(self, first: int, spelling: str) -> None:
         self.first = first
-        """(seq, place within that result's mentions) of the first mention."""
+        """The first mention: its result's seq and its place among that result's mentions, packed."""
         self.spelling = spelling
         """The first spelling met (a finding's path), when no result names the file itself."""
         self.own: str | None = None
         """The spelling of the first result that is this file (or a member of its run)."""
-        self.own_seq: Seq | None = None
+        self.own_seq: int | None = None
         self.format: str | None = None
-        self.format_seq: Seq | None = None
+        self.format_seq: int | None = None
         self.target: dict | None = None
-        self.target_seq: Seq | None = None
-        self.parts: list[tuple[Seq, Any]] | None = None
+        self.target_seq: int | None = None
+        self.parts: list[tuple[int, Any]] | None = None
         """(seq, store handle) of each batch of this file's findings."""
 
 
@@ -145,11 +195,12 @@ class Report:
         """One result, as reported (after baselines and --min-severity). ``seq``: its place in the
         run (default: after every result added so far)."""
         from trainlint.frameworks.target import target_of
-        from trainlint.output import _same_file
+        from trainlint.output.entries import _same_file
 
         if seq is None:
             seq = (1, self._next, 0)
             self._next += 1
+        order = _packed(seq)
         self._tally = None
         if result.format or result.diagnostics:
             self._checked.update(result.run or [result.path])
@@ -157,37 +208,38 @@ class Report:
             self._skipped += 1
         members = result.run or [result.path]
         for place, member in enumerate(members):
-            entry = self._entry(_same_file(member), member, (seq, place))
-            if entry.own_seq is None or seq < entry.own_seq:
-                entry.own, entry.own_seq = member, seq
-            self._format(entry, result.format, seq)
+            entry = self._entry(_same_file(member), member, order + min(place, _PLACES - 1))
+            if entry.own_seq is None or order < entry.own_seq:
+                entry.own, entry.own_seq = member, order
+            self._format(entry, result.format, order)
         home = self._entries[_same_file(result.path)]
         target = target_of(result)  # kept in the result when its specs were dropped
-        if target is not None and (home.target_seq is None or seq < home.target_seq):
-            home.target, home.target_seq = self._shared(target), seq
+        if target is not None and (home.target_seq is None or order < home.target_seq):
+            home.target, home.target_seq = self._shared(target), order
         self.add_findings(result.path, result.diagnostics, seq, result.format, first_place=len(members))
 
     def add_findings(self, path: str, diagnostics: Sequence[Diagnostic], seq: Seq, fmt: str | None = None, *,
                      first_place: int = 0) -> None:
         """Findings of the result at ``seq`` whose home is ``path`` (each goes to the entry of its own
         file: a finding of a launch script can lie in the file it sources)."""
-        from trainlint.output import _same_file
+        from trainlint.output.entries import _same_file
 
         self._tally = None
+        order = _packed(seq)
         by_file: dict[str, list[Diagnostic]] = {}
         for place, diagnostic in enumerate(diagnostics, start=first_place):
             where = diagnostic.path or path
             key = _same_file(where)
-            entry = self._entry(key, where, (seq, place))
-            self._format(entry, fmt, seq)
+            entry = self._entry(key, where, order + min(place, _PLACES - 1))
+            self._format(entry, fmt, order)
             by_file.setdefault(key, []).append(diagnostic)
         for key, found in by_file.items():
             entry = self._entries[key]
             if entry.parts is None:
                 entry.parts = []
-            entry.parts.append((seq, self.store.put(found)))
+            entry.parts.append((order, self.store.put(found)))
 
-    def _entry(self, key: str, spelling: str, first: tuple[Seq, int]) -> _Entry:
+    def _entry(self, key: str, spelling: str, first: int) -> _Entry:
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = _Entry(first, spelling)
@@ -196,7 +248,7 @@ class Report:
         return entry
 
     @staticmethod
-    def _format(entry: _Entry, fmt: str | None, seq: Seq) -> None:
+    def _format(entry: _Entry, fmt: str | None, seq: int) -> None:
         # the first format any mention gives, in run order (a file read on its own as no config
         # is still what the runs that read it say)
         if fmt and (entry.format_seq is None or seq < entry.format_seq):
@@ -212,7 +264,7 @@ class Report:
     def entries(self) -> Iterator[FileEntry]:
         """One entry per file in order of first mention, each with its findings sorted, a finding
         several results report alike shown once (see :func:`trainlint.output.file_entries`)."""
-        from trainlint.output import FileEntry, _identity
+        from trainlint.output.entries import FileEntry, _identity
 
         severities: Counter = Counter()
         fixable = {False: [0, 0], True: [0, 0]}
@@ -247,12 +299,12 @@ class Report:
         return Counter(self.tally().severities)
 
     def fixable_count(self, unsafe: bool = False) -> FixableCount:
-        from trainlint.output import FixableCount
+        from trainlint.output.entries import FixableCount
 
         return FixableCount(*self.tally().fixable[unsafe])
 
     def summary_line(self) -> str:
-        from trainlint.output import summary_text
+        from trainlint.output.entries import summary_text
 
         return summary_text(self.severity_counts(), len(self._checked), self._skipped)
 

@@ -277,7 +277,7 @@ def render_pieces(results: Sequence[FileResult] | Report, *, registry: Any = Non
     the artifacts and whether the run succeeded come before the results in the log and are known
     only once every result is made: the results are written to a temporary file (in memory while
     small) as they are made, one file's at a time, and copied out after the rest of the log."""
-    import tempfile
+    from trainlint.output.report import Spool
 
     base = Path(root).resolve() if root is not None else source_root()
     rule_index: dict[str, int] = {}
@@ -286,8 +286,8 @@ def render_pieces(results: Sequence[FileResult] | Report, *, registry: Any = Non
     seen: Counter = Counter()
     failed = False
     count = 0
-    with tempfile.SpooledTemporaryFile(max_size=4 * 1024 * 1024, mode="w+", encoding="utf-8",
-                                       errors="surrogatepass") as spool:
+    spool = Spool()
+    try:
         for entry in as_report(results).entries():
             for d in entry.diagnostics:
                 if d.code not in rule_index:
@@ -297,8 +297,8 @@ def render_pieces(results: Sequence[FileResult] | Report, *, registry: Any = Non
                 result = _result(d, d.path or entry.path, rule_index[d.code], artifacts, seen)
                 if baseline is not None:
                     result["baselineState"] = "new"
-                spool.write((",", "")[count == 0] + _RESULTS_INDENT + json.dumps(result, indent=2).replace(
-                    "\n", _RESULTS_INDENT))
+                spool.append(((",", "")[count == 0] + _RESULTS_INDENT + json.dumps(result, indent=2).replace(
+                    "\n", _RESULTS_INDENT)).encode("utf-8", "surrogatepass"))
                 count += 1
             if entry.target is not None and entry.diagnostics and not is_pseudo_path(entry.path):
                 # the framework the file's findings are about: a property of the file, not of each result
@@ -331,11 +331,13 @@ def render_pieces(results: Sequence[FileResult] | Report, *, registry: Any = Non
         cut = text.rindex('"results": []') + len('"results": [')
         yield text[:cut]
         if count:
-            spool.seek(0)
-            while True:
-                block = spool.read(1 << 16)
-                if not block:
-                    break
-                yield block
-            yield "\n      "
+            import codecs
+
+            # an incremental decoder: a block may end inside a character
+            decoder = codecs.getincrementaldecoder("utf-8")("surrogatepass")
+            for start in range(0, spool.end, 1 << 16):
+                yield decoder.decode(spool.read_at(start, min(1 << 16, spool.end - start)))
+            yield decoder.decode(b"", final=True) + "\n      "
         yield text[cut:]
+    finally:
+        spool.close()
