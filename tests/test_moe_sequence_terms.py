@@ -121,6 +121,20 @@ def test_recompute_modules_trade_memory_for_compute() -> None:
     assert one_stage(kept, 0, kept.layers).activations > one_stage(unfused, 0, unfused.layers).activations
 
 
+def test_mla_up_proj_recompute_discards_query_key_and_value() -> None:
+    """mla_up_proj (Megatron-Core multi_latent_attention.py, CheckpointWithoutOutput around the up projections)
+    drops exactly the Q, K and V the layer would otherwise keep, per layer and micro-batch."""
+    from trainlint.estimator.memory import one_stage
+
+    base = _moe(recompute="selective", ffn=8192, moe_interval=2)
+    up = dataclasses.replace(base, recompute_modules=("mla_up_proj",))
+    saved = (one_stage(base, 0, base.layers).detail["stored_per_microbatch"]
+             - one_stage(up, 0, up.layers).detail["stored_per_microbatch"])
+    sb = base.seq / base.cp * base.micro
+    qkv = base.act_bytes * sb * (base.q_dim + 2 * base.kv_dim) / base.tp
+    assert abs(saved - base.layers * qkv) <= 1e-6 * saved
+
+
 def test_cpu_offloading_keeps_offloaded_layers_off_the_gpu() -> None:
     from trainlint.estimator.memory import stage_activation_bytes
 

@@ -369,7 +369,12 @@ def recomputed_module_bytes(i: Inputs) -> float:
     tokens (its input, the norm output, stays), "moe_act" the experts' activation output (the FC2 input;
     output-discarding checkpointing), "layernorm" the MoE layers' separate pre-MLP norm output (Transformer
     Engine fuses the other norms into their linear layers, where there is no separate output to discard).
-    "mla_up_proj" and "shared_experts" touch parts the estimate does not describe apart: nothing."""
+    "mla_up_proj" the query, key and value the multi-latent attention's up projections produce (Megatron-Core
+    multi_latent_attention.py: with recompute_up_proj the up projections and RoPE run under
+    CheckpointWithoutOutput, whose outputs are discarded once core attention has run and recomputed for its
+    backward; the latent inputs the checkpoint keeps are not in the estimate's layer either). Megatron-Core takes
+    mla_up_proj only with --multi-latent-attention (a startup rule reports it otherwise). "shared_experts" touches a
+    part the estimate does not describe apart: nothing."""
     modules = set(i.recompute_modules)
     if not modules - {"core_attn"}:
         return 0.0
@@ -383,6 +388,8 @@ def recomputed_module_bytes(i: Inputs) -> float:
     saved = 0.0
     if "mlp" in modules:
         saved += (1 - f) * per_width * i.ffn / t
+    if "mla_up_proj" in modules:
+        saved += a * sb * (i.q_dim + 2 * i.kv_dim) / t  # Q, K and V as layer_activation_bytes counts them
     if i.moe:
         tokens = moe_tokens_per_gpu(i)
         if "moe" in modules:
