@@ -357,6 +357,22 @@ def bridge_recompute_modules(row: dict) -> tuple[str, ...]:
     return by_dtype.get("bf16" if dtype == "bf16" else "fp8", ()) if dtype in ("bf16", "fp8") else ()
 
 
+def bridge_expandable_segments(row: dict) -> bool:
+    """The recipe's launch sets ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``: Llama-3.1-405B pretraining on
+    GB200 in FP8 (current scaling or MXFP8), in every release the rows cite: scripts/performance/perf_plugins.py at
+    v0.2.0 (``model_name in ["llama31"] and model_size in ["405b"] and gpu in ["gb200"]``, fp8_cs / fp8_mx), v0.3.0
+    and v0.4.0 (``model_recipe_name in ["llama31_405b"]``, gb200 / gb200+gb300, fp8_cs / fp8_mx), and every GB200
+    flat recipe at 067f987 (perf_recipes/llama/gb200/llama31.py ``cfg.env_vars``). Other models' settings of it
+    (DeepSeek-V3 on H100 / GB200, Llama-3.1-405B on GB300 from v0.4.0) are not written here."""
+    rid = str(row["id"]).lower()
+    if not bridge_recipe(row) or "llama31-405b" not in rid or not rid.startswith("mbridge-"):
+        return False
+    try:
+        return gpu_of(row)[0] == "gb200" and precision_of(row) == "fp8"
+    except Skip:
+        return False
+
+
 def _layout(row: dict) -> tuple[int, int, int, int]:
     p = row["parallel"]
     n = int(row["num_gpus"])
@@ -549,7 +565,9 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
 def _script(row: dict, args: list[str]) -> str:
     per_node, nodes = _launcher(int(row["num_gpus"]), row)
     body = " \\\n    ".join(args)
-    return (f"#!/bin/bash\n# {row['id']}: written by benchmarks/accuracy.py from the calibration row\n"
+    # the recipe's allocator setting, exported before the launch as its launcher does (bridge_expandable_segments)
+    env = "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n" if bridge_expandable_segments(row) else ""
+    return (f"#!/bin/bash\n# {row['id']}: written by benchmarks/accuracy.py from the calibration row\n{env}"
             f"torchrun --nproc_per_node {per_node} --nnodes {nodes} pretrain_gpt.py \\\n    {body}\n")
 
 

@@ -520,11 +520,19 @@ def communicator_count(i: Inputs) -> int:
     return count
 
 
-def fragmentation_bytes(per_step: float, buffers: float) -> float:
+def fragmentation_bytes(per_step: float, buffers: float, *, expandable: bool = False) -> float:
     """What the caching allocator holds on top of what it hands out and frees every step (activations,
     workspaces, transient buffers) and cannot give back when an allocation fails: free pieces of split
     blocks in segments still in use (ALLOCATOR_FRAGMENTATION). Not charged on the contiguous parameter /
-    gradient buffers and optimizer state allocated once."""
+    gradient buffers and optimizer state allocated once. None with ``expandable_segments:True``: before it
+    raises out-of-memory the allocator unmaps the physical pages of every free block of an expandable segment,
+    split or not (c10/cuda/CUDACachingAllocator.cpp release_blocks: "if (block->expandable_segment_) ...
+    to_unmap", where fixed segments release only blocks that are not split), so a free piece is given back to
+    within a page (2 MiB); Megatron-Bridge sets it for the recipes that fragmentation would stop
+    (scripts/performance/perf_plugins.py: "expandable_segments lets the allocator reclaim fragmented
+    physical memory")."""
+    if expandable:
+        return 0.0
     return C.ALLOCATOR_FRAGMENTATION * (per_step + buffers)
 
 
@@ -552,7 +560,7 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
         detail["step_grad_copy"] = copy - acts
     ctx = C.CUDA_CONTEXT_GIB * C.GIB
     flight = in_flight(i, stage)
-    frag = fragmentation_bytes(acts, buffers)
+    frag = fragmentation_bytes(acts, buffers, expandable=i.expandable_segments)
     detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
     # the cache grows with what one micro-batch allocates and frees: the stored activations of the other
     # micro-batches in flight are blocks of the very sizes the next micro-batch asks for again
@@ -605,5 +613,5 @@ def static_floor(i: Inputs, cache: Cache | None = None) -> float:
     for stage, layers in ([(k[0], k[1]) for k in kinds] if uneven_split(i) is not None
                           else [(0, kinds[0][1]), (i.pp - 1, kinds[-1][1])]):
         _, params, grads, opt, buffers, _, _ = _stage_static(i, stage, layers, cache)
-        out = max(out, params + grads + opt + buffers + fragmentation_bytes(0.0, buffers))
+        out = max(out, params + grads + opt + buffers + fragmentation_bytes(0.0, buffers, expandable=i.expandable_segments))
     return out + fixed_overhead_bytes(i)
