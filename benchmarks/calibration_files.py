@@ -338,6 +338,48 @@ def bridge_offload_layers(row: dict) -> int:
     return BRIDGE_FSDP_OFFLOAD.get(key, 0)
 
 
+BRIDGE_DSV3_RECOMPUTE_MODULES = {"gb300": {"bf16": ("moe_act",), "fp8": ("mla_up_proj",)}}
+"""``recompute_modules`` (selective recompute) of Megatron-Bridge's DeepSeek-V3 perf recipes on GB300, by compute
+precision, as the 26.02 and 26.04 releases set them: scripts/performance/configs/deepseek/
+deepseek_workload_base_configs.py at v0.3.0 and at v0.4.0 (identical there): DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_V1
+``recompute_modules=["mla_up_proj"]`` (micro batch 2, PP 2 VPP 8, EP 32), which the FP8_CS / FP8_MX / NVFP4 presets
+and the V2 (GBS 4096) presets take, and DEEPSEEK_V3_PRETRAIN_CONFIG_GB300_BF16_V1 ``recompute_modules=["moe_act"]``.
+The 26.06 / 26.08 rows cite the flat recipes of 067f987 (perf_recipes/deepseek/gb300/deepseek_v3.py: MXFP8 at
+micro batch 1 with ``recompute_modules = []``), which differ, and are not written from this table; GB200 changed
+between v0.3.0 (mla_up_proj) and v0.4.0 (mlp) and is left out rather than guessed per release."""
+
+BRIDGE_DSV3_RECOMPUTE_RELEASES = ("mbridge-2602-", "mbridge-260201-", "mbridge-2604-", "mbridge-260401-")
+
+
+def bridge_recompute_modules(row: dict) -> tuple[str, ...]:
+    """The selective recompute modules a Megatron-Bridge DeepSeek-V3 perf recipe sets (empty: none stated)."""
+    rid = str(row["id"]).lower()
+    if not bridge_recipe(row) or "deepseek" not in rid or not rid.startswith(BRIDGE_DSV3_RECOMPUTE_RELEASES):
+        return ()
+    try:
+        gpu, dtype = gpu_of(row)[0], precision_of(row)
+    except Skip:
+        return ()
+    by_dtype = BRIDGE_DSV3_RECOMPUTE_MODULES.get(gpu, {})
+    return by_dtype.get("bf16" if dtype == "bf16" else "fp8", ()) if dtype in ("bf16", "fp8") else ()
+
+
+def bridge_expandable_segments(row: dict) -> bool:
+    """The recipe's launch sets ``PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True``: Llama-3.1-405B pretraining on
+    GB200 in FP8 (current scaling or MXFP8), in every release the rows cite: scripts/performance/perf_plugins.py at
+    v0.2.0 (``model_name in ["llama31"] and model_size in ["405b"] and gpu in ["gb200"]``, fp8_cs / fp8_mx), v0.3.0
+    and v0.4.0 (``model_recipe_name in ["llama31_405b"]``, gb200 / gb200+gb300, fp8_cs / fp8_mx), and every GB200
+    flat recipe at 067f987 (perf_recipes/llama/gb200/llama31.py ``cfg.env_vars``). Other models' settings of it
+    (DeepSeek-V3 on H100 / GB200, Llama-3.1-405B on GB300 from v0.4.0) are not written here."""
+    rid = str(row["id"]).lower()
+    if not bridge_recipe(row) or "llama31-405b" not in rid or not rid.startswith("mbridge-"):
+        return False
+    try:
+        return gpu_of(row)[0] == "gb200" and precision_of(row) == "fp8"
+    except Skip:
+        return False
+
+
 def _layout(row: dict) -> tuple[int, int, int, int]:
     p = row["parallel"]
     n = int(row["num_gpus"])
@@ -503,6 +545,10 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
                     "--recompute-granularity full --recompute-method uniform --recompute-num-layers 1")
     elif recompute == "selective":
         args.append("--recompute-activations")
+    elif recompute == "none" and recipe and bridge_recompute_modules(row):
+        # the recipe's selective recompute (BRIDGE_DSV3_RECOMPUTE_MODULES), as Megatron-Core's flags write it
+        args.append("--recompute-granularity selective --recompute-modules "
+                    + " ".join(bridge_recompute_modules(row)))
     if "narayanan" in row["id"]:
         # 2021 Megatron-LM: Megatron's own attention with a fused softmax, no flash kernel
         args.append("--attention-backend unfused")
@@ -526,7 +572,9 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
 def _script(row: dict, args: list[str]) -> str:
     per_node, nodes = _launcher(int(row["num_gpus"]), row)
     body = " \\\n    ".join(args)
-    return (f"#!/bin/bash\n# {row['id']}: written by benchmarks/accuracy.py from the calibration row\n"
+    # the recipe's allocator setting, exported before the launch as its launcher does (bridge_expandable_segments)
+    env = "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n" if bridge_expandable_segments(row) else ""
+    return (f"#!/bin/bash\n# {row['id']}: written by benchmarks/accuracy.py from the calibration row\n{env}"
             f"torchrun --nproc_per_node {per_node} --nnodes {nodes} pretrain_gpt.py \\\n    {body}\n")
 
 

@@ -226,6 +226,9 @@ class EngineSpec:
     device_max_connections: Value | None = None
     """``CUDA_DEVICE_MAX_CONNECTIONS`` as the run's launch environment sets it (a string, as the process
     sees it: an ``export`` before the launch, a Megatron-Bridge ``env_vars`` default); None: not set."""
+    cuda_alloc_conf: Value | None = None
+    """``PYTORCH_CUDA_ALLOC_CONF`` as the run's launch environment sets it (``expandable_segments:True`` ...), a
+    string as the process sees it; None: not set (PyTorch's caching allocator with fixed segments)."""
     deepspeed_micro_batch: Value | None = None
     """A Megatron front end's DeepSpeed JSON ``train_micro_batch_size_per_gpu``, as written: DeepSpeed's
     own bookkeeping when Megatron owns the batch (old Megatron copies feed ``--batch-size``, and

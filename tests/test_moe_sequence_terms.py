@@ -121,6 +121,20 @@ def test_recompute_modules_trade_memory_for_compute() -> None:
     assert one_stage(kept, 0, kept.layers).activations > one_stage(unfused, 0, unfused.layers).activations
 
 
+def test_mla_up_proj_recompute_discards_query_key_and_value() -> None:
+    """mla_up_proj (Megatron-Core multi_latent_attention.py, CheckpointWithoutOutput around the up projections)
+    drops exactly the Q, K and V the layer would otherwise keep, per layer and micro-batch."""
+    from trainlint.estimator.memory import one_stage
+
+    base = _moe(recompute="selective", ffn=8192, moe_interval=2)
+    up = dataclasses.replace(base, recompute_modules=("mla_up_proj",))
+    saved = (one_stage(base, 0, base.layers).detail["stored_per_microbatch"]
+             - one_stage(up, 0, up.layers).detail["stored_per_microbatch"])
+    sb = base.seq / base.cp * base.micro
+    qkv = base.act_bytes * sb * (base.q_dim + 2 * base.kv_dim) / base.tp
+    assert abs(saved - base.layers * qkv) <= 1e-6 * saved
+
+
 def test_cpu_offloading_keeps_offloaded_layers_off_the_gpu() -> None:
     from trainlint.estimator.memory import stage_activation_bytes
 
@@ -160,3 +174,23 @@ def test_hardware_flops_count_the_recomputed_modules() -> None:
     base = _moe(recompute="selective", ffn=8192, moe_interval=2)
     assert hardware_flops_per_step(dataclasses.replace(base, recompute_modules=("core_attn", "mlp", "moe"))) > \
         hardware_flops_per_step(base) > hardware_flops_per_step(dataclasses.replace(base, recompute_modules=("moe_act",)))
+
+
+def test_expandable_segments_are_read_and_leave_no_fragmentation() -> None:
+    """An exported PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is an engine fact of the launch; under it the
+    allocator unmaps free blocks' pages before it raises out-of-memory, so no fragmentation is charged."""
+    from trainlint.estimator.memory import one_stage
+
+    launch = ("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 8 --hidden-size 1024 --num-attention-heads 8 "
+              "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 --bf16\n")
+    for text, expected in ((launch, None),
+                           ("export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True\n" + launch,
+                            "expandable_segments:True")):
+        (spec,) = MegatronAdapter().load(SourceText(str(Path("inline.sh").resolve()), text), LoadContext()).specs
+        got = spec.engine.cuda_alloc_conf
+        assert (got.value if got is not None else None) == expected
+    base = _moe()
+    fixed = one_stage(base, 0, base.layers)
+    expandable = one_stage(dataclasses.replace(base, expandable_segments=True), 0, base.layers)
+    assert fixed.detail["fragmentation"] > 0 and expandable.detail["fragmentation"] == 0.0
+    assert expandable.total == fixed.total - fixed.detail["fragmentation"]

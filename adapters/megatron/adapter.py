@@ -219,6 +219,7 @@ def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shel
     if shell is not None:
         spec.engine.device_max_connections = _launch_variable(shell, "CUDA_DEVICE_MAX_CONNECTIONS", build.anchor,
                                                               source.path)
+        spec.engine.cuda_alloc_conf = _launch_variable(shell, "PYTORCH_CUDA_ALLOC_CONF", build.anchor, source.path)
     result.specs.append(spec)
     result.documents.append(_document(source, parsed, spans))
     if collect is not None:

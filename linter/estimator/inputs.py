@@ -138,6 +138,8 @@ class Inputs:
     passes (``--cpu-offloading-num-layers``); 0: none."""
     recompute_modules: tuple[str, ...] = ("core_attn",)
     """What selective recompute runs again (memory.recompute_modules; Megatron-Core's default core_attn)."""
+    expandable_segments: bool = False
+    """PyTorch's caching allocator runs with ``expandable_segments:True`` (engine.cuda_alloc_conf)."""
     overlap_ep: bool = False
     """The expert all-to-all overlaps another micro-batch's compute (engine.ep_overlap)."""
     cp_all_to_all: bool = False
@@ -557,6 +559,8 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     split = _stage_split(r, spec, layers, pp, max(1, vpp))
     modules = _recompute_modules(r, spec) if recompute == "selective" else ("core_attn",)
     offload_layers = int(r.get("memory.cpu_offload_layers", fallback=0, cast=int) or 0)
+    conf = spec.engine.cuda_alloc_conf
+    expandable = conf is not None and "expandable_segments:true" in str(conf.value).replace(" ", "").lower()
     logits_in_place = str(r.get("memory.cross_entropy", fallback="fp32", why="") or "fp32") == "in-place"
 
 
@@ -579,6 +583,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt,
         stage_split=split, split_layout=(pp, max(1, vpp)) if split else (0, 0), recompute_modules=modules,
         cpu_offload_layers=min(offload_layers, layers), logits_in_place=logits_in_place,
+        expandable_segments=expandable,
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)

@@ -371,7 +371,12 @@ def recomputed_module_bytes(i: Inputs) -> float:
     tokens (its input, the norm output, stays), "moe_act" the experts' activation output (the FC2 input;
     output-discarding checkpointing), "layernorm" the MoE layers' separate pre-MLP norm output (Transformer
     Engine fuses the other norms into their linear layers, where there is no separate output to discard).
-    "mla_up_proj" and "shared_experts" touch parts the estimate does not describe apart: nothing."""
+    "mla_up_proj" the query, key and value the multi-latent attention's up projections produce (Megatron-Core
+    multi_latent_attention.py: with recompute_up_proj the up projections and RoPE run under
+    CheckpointWithoutOutput, whose outputs are discarded once core attention has run and recomputed for its
+    backward; the latent inputs the checkpoint keeps are not in the estimate's layer either). Megatron-Core takes
+    mla_up_proj only with --multi-latent-attention (a startup rule reports it otherwise). "shared_experts" touches a
+    part the estimate does not describe apart: nothing."""
     modules = set(i.recompute_modules)
     if not modules - {"core_attn"}:
         return 0.0
@@ -385,6 +390,8 @@ def recomputed_module_bytes(i: Inputs) -> float:
     saved = 0.0
     if "mlp" in modules:
         saved += (1 - f) * per_width * i.ffn / t
+    if "mla_up_proj" in modules:
+        saved += a * sb * (i.q_dim + 2 * i.kv_dim) / t  # Q, K and V as layer_activation_bytes counts them
     if i.moe:
         tokens = moe_tokens_per_gpu(i)
         if "moe" in modules:
@@ -515,11 +522,19 @@ def communicator_count(i: Inputs) -> int:
     return count
 
 
-def fragmentation_bytes(per_step: float, buffers: float) -> float:
+def fragmentation_bytes(per_step: float, buffers: float, *, expandable: bool = False) -> float:
     """What the caching allocator holds on top of what it hands out and frees every step (activations,
     workspaces, transient buffers) and cannot give back when an allocation fails: free pieces of split
     blocks in segments still in use (ALLOCATOR_FRAGMENTATION). Not charged on the contiguous parameter /
-    gradient buffers and optimizer state allocated once."""
+    gradient buffers and optimizer state allocated once. None with ``expandable_segments:True``: before it
+    raises out-of-memory the allocator unmaps the physical pages of every free block of an expandable segment,
+    split or not (c10/cuda/CUDACachingAllocator.cpp release_blocks: "if (block->expandable_segment_) ...
+    to_unmap", where fixed segments release only blocks that are not split), so a free piece is given back to
+    within a page (2 MiB); Megatron-Bridge sets it for the recipes that fragmentation would stop
+    (scripts/performance/perf_plugins.py: "expandable_segments lets the allocator reclaim fragmented
+    physical memory")."""
+    if expandable:
+        return 0.0
     return C.ALLOCATOR_FRAGMENTATION * (per_step + buffers)
 
 
@@ -547,7 +562,7 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
         detail["step_grad_copy"] = copy - acts
     ctx = C.CUDA_CONTEXT_GIB * C.GIB
     flight = in_flight(i, stage)
-    frag = fragmentation_bytes(acts, buffers)
+    frag = fragmentation_bytes(acts, buffers, expandable=i.expandable_segments)
     detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
     # the cache grows with what one micro-batch allocates and frees: the stored activations of the other
     # micro-batches in flight are blocks of the very sizes the next micro-batch asks for again
@@ -604,5 +619,5 @@ def static_floor(i: Inputs, cache: Cache | None = None) -> float:
     for stage, layers in ([(k[0], k[1]) for k in kinds] if uneven_split(i) is not None
                           else [(0, kinds[0][1]), (i.pp - 1, kinds[-1][1])]):
         _, params, grads, opt, buffers, _, _ = _stage_static(i, stage, layers, cache)
-        out = max(out, params + grads + opt + buffers + fragmentation_bytes(0.0, buffers))
+        out = max(out, params + grads + opt + buffers + fragmentation_bytes(0.0, buffers, expandable=i.expandable_segments))
     return out + fixed_overhead_bytes(i)

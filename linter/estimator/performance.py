@@ -205,7 +205,8 @@ def mlp_gemms(i: Inputs) -> tuple[Cost, Cost]:
 def recomputed_modules_forward(i: Inputs, attn: Cost) -> Cost:
     """The forward selective recompute runs again for one layer and micro-batch (Megatron-Core
     recompute_modules): the attention core (core_attn), the dense MLP (mlp), the MoE layer's experts (moe);
-    the output-discarding modules (moe_act, layernorm) rerun elementwise kernels only, left out."""
+    the output-discarding modules (moe_act, layernorm) rerun elementwise kernels only, left out; mla_up_proj
+    reruns the multi-latent attention's up projections from the latent ranks, small beside the layer, left out."""
     modules = set(i.recompute_modules)
     extra = attn if "core_attn" in modules else Cost()
     if modules & {"mlp", "moe"}:
