@@ -3,7 +3,7 @@ Megatron-LM arguments and Megatron-Bridge ConfigContainers (both on the Megatron
 
 Each adapter turns one file (and what it references) into Documents with positions and one
 TrainingSpec per training run (the interface: :mod:`trainlint.adapters.base`). Each framework
-(:class:`trainlint.framework.Framework`) holds everything of one framework: its adapters, engine
+(:class:`trainlint.core.framework.Framework`) holds everything of one framework: its adapters, engine
 semantics, layout search space, launch forms and capabilities.
 """
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from trainlint.adapters.base import Adapter
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.framework import Framework
+    from trainlint.core.framework import Framework
 
 
 def builtin_adapters() -> list[Adapter]:

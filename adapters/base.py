@@ -13,15 +13,15 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from trainlint.diagnostics import Diagnostic
-from trainlint.document import Document
-from trainlint.sources import SourceText, read_source
-from trainlint.spec import TrainingSpec
+from trainlint.core.diagnostics import Diagnostic
+from trainlint.core.document import Document
+from trainlint.files.sources import SourceText, read_source
+from trainlint.core.spec import TrainingSpec
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.results import FileResult
+    from trainlint.core.results import FileResult
     from trainlint.frameworks.locate import FrameworkSettings
-    from trainlint.writing import Texts, Writer
+    from trainlint.files.writing import Texts, Writer
 
 # sniff() scores
 NOT_MINE = 0
@@ -112,8 +112,8 @@ class Adapter(ABC):
     def writer(self, texts: Texts, result: FileResult, spec: TrainingSpec, changes: dict[str, Any],
                index: int) -> Writer | None:
         """The writer that applies ``changes`` to run ``index`` of ``result`` (``spec``) as text edits
-        on ``texts`` (:class:`trainlint.writing.Writer`; written to disk through
-        :mod:`trainlint.safe_write` after the round trip is verified). None: this format is not
+        on ``texts`` (:class:`trainlint.files.writing.Writer`; written to disk through
+        :mod:`trainlint.files.safe_write` after the round trip is verified). None: this format is not
         written back."""
         return None
 

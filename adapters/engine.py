@@ -1,13 +1,13 @@
 """Re-derive ``spec.engine`` after a spec was changed in memory (a suggested layout, a candidate fix):
 the same framework rules each adapter applies when it reads the file, asked of the run's
-:class:`trainlint.framework.Framework` (a run no framework names keeps its engine)."""
+:class:`trainlint.core.framework.Framework` (a run no framework names keeps its engine)."""
 
 from __future__ import annotations
 
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 def set_engine(spec: TrainingSpec) -> None:
-    from trainlint.framework import framework_of
+    from trainlint.core.framework import framework_of
 
     framework_of(spec).set_engine(spec)

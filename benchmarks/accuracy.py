@@ -112,10 +112,10 @@ def read_case(argv: list[str]) -> list[tuple[Any, Any]]:
     """(spec, context) of every run in the files, by the steps ``trainlint estimate`` takes
     (trainlint/commands/estimate.py:run): its parser, project discovery, check_paths, build_context."""
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_paths
+    from trainlint.files.checker import check_paths
     from trainlint.cli import build_parser
     from trainlint.commands.check import parse_env
-    from trainlint.config import discover
+    from trainlint.project.config import discover
     from trainlint.estimator import build_context
 
     args = build_parser("estimate").parse_args(["estimate", *argv])

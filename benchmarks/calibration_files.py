@@ -166,7 +166,7 @@ def vocab_of(row: dict) -> tuple[int | None, str | None, str]:
 def _preset_named_by(row_id: str) -> str | None:
     """The longest model-preset id that the row's id spells (ignoring case and punctuation): the model a
     user would pass with --model for the tokenizer, as the estimate's message asks."""
-    from trainlint.models import load_model_presets
+    from trainlint.presets.models import load_model_presets
 
     squash = lambda text: re.sub(r"[^a-z0-9]", "", text.lower())  # noqa: E731
     name = squash(row_id)
@@ -402,7 +402,7 @@ def _launcher(n: int, row: dict | None = None) -> tuple[int, int]:
 def _node_of(row: dict | None) -> int:
     if row is None:
         return 8
-    from trainlint.catalog import load_gpus
+    from trainlint.presets.catalog import load_gpus
 
     try:
         gpu = load_gpus().get(gpu_of(row)[0])

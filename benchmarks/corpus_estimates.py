@@ -21,9 +21,9 @@ from pathlib import Path
 
 from trainlint.adapters import builtin_adapters
 from trainlint.adapters.engine import set_engine
-from trainlint.checker import check_paths
+from trainlint.files.checker import check_paths
 from trainlint.estimator import ContextError, InvariantError, build_context, estimate
-from trainlint.provenance import Origin, Provenance, Value
+from trainlint.core.provenance import Origin, Provenance, Value
 from trainlint.rules.estimation.scope import unmodelled
 
 REPO = Path(__file__).resolve().parents[1]

@@ -16,7 +16,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_paths
+from trainlint.files.checker import check_paths
 
 REPO = Path(__file__).resolve().parents[1]
 LABELS = {"deepspeed-json": "deepspeed", "megatron-args": "megatron", "neox-yaml": "neox", "other": None}

@@ -27,7 +27,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_paths
+from trainlint.files.checker import check_paths
 from trainlint.estimator import ContextError, build_context, estimate
 from trainlint.estimator.inputs import unjudged
 from trainlint.rules.estimation.scope import unmodelled, usable_estimate

@@ -14,8 +14,8 @@ import time
 
 from trainlint.estimator import build_context, estimate
 from trainlint.adapters.engine import set_engine
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import TrainingSpec
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.core.spec import TrainingSpec
 
 F = Provenance(Origin.FILE, path="bench.sh", key="--x")
 

@@ -13,7 +13,7 @@ Prints three figures, each with its count:
 2. **fixes that change another setting**: every finding with a fix ``check --fix --unsafe-fixes``
    would apply (its edits as the finding gives them, before any refusal), applied alone to its
    file's text; the file's runs are read again by their adapter and compared with
-   :mod:`trainlint.fix_check` (every value the file writes that the fix does not name keeps its
+   :mod:`trainlint.project.fix_check` (every value the file writes that the fix does not name keeps its
    value, spelling and moved place). Target: 0.
 3. **files changed outside their fixes by ``check --fix --unsafe-fixes``**: the corpus copied to a
    temporary folder, ``trainlint check --fix --unsafe-fixes --isolated`` run on the copy, every run
@@ -46,7 +46,7 @@ def _norm(word: str) -> str:
 
 
 def span_text(text: str, diag) -> str | None:
-    from trainlint.key_edits import span_text as single_line
+    from trainlint.files.key_edits import span_text as single_line
 
     return single_line(text, diag.span)
 
@@ -70,7 +70,7 @@ def at_word(text: str, diag) -> bool:
 
 
 def open_session(paths: list[str]):
-    from trainlint.session import SessionOptions, open_session as opening
+    from trainlint.project.session import SessionOptions, open_session as opening
 
     return opening(SessionOptions(isolated=True), Path(paths[0]))
 
@@ -114,7 +114,7 @@ def positions(results, texts: dict[str, str], show: int) -> tuple[int, int, list
 def fixable(results):
     """(path, diagnostic) for every finding ``--fix --unsafe-fixes`` would apply, once each: the
     fixes ``check --fix`` plans, those it defers for overlapping another included (each is applied alone here)."""
-    from trainlint.fixes import collect
+    from trainlint.project.fixes import collect
 
     for plan in collect(results, True).values():
         for fix in plan.fixes + plan.deferred:
@@ -122,8 +122,8 @@ def fixable(results):
 
 
 def fixes_alone(session, results, texts: dict[str, str], show: int) -> tuple[int, int, list[str]]:
-    from trainlint.fix_check import check_edits
-    from trainlint.fixes import EditOutsideText, Fix, apply
+    from trainlint.project.fix_check import check_edits
+    from trainlint.project.fixes import EditOutsideText, Fix, apply
 
     total = changed = 0
     bad: list[str] = []
@@ -158,8 +158,8 @@ def _writable(root: Path) -> None:
 def whole_copy(paths: list[str], show: int) -> tuple[int, int, list[str], int]:
     """Returns (files changed outside their fixes, files changed, examples, fix command exit code)."""
     from trainlint.cli import main
-    from trainlint.fix_check import compare, file_edits, written_values
-    from trainlint.fixes import edits_between
+    from trainlint.project.fix_check import compare, file_edits, written_values
+    from trainlint.project.fixes import edits_between
 
     with tempfile.TemporaryDirectory(prefix="fixpos-") as tmp:
         copies = []

@@ -22,8 +22,8 @@ import json
 import os
 from dataclasses import asdict, dataclass
 
-from trainlint.checker import check_file
-from trainlint.spec import TrainingSpec
+from trainlint.files.checker import check_file
+from trainlint.core.spec import TrainingSpec
 
 FORMATS = ("megatron-lm", "megatron-deepspeed", "neox", "bridge")
 WORLD_NOT_STATED = frozenset({"bridge"})

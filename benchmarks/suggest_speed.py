@@ -28,14 +28,14 @@ import time
 
 from trainlint.estimator import build_context, estimate, estimate_inputs
 from trainlint.layout import SearchOptions, search
-from trainlint.engine import startup_rules
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
+from trainlint.project.engine import startup_rules
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
 from trainlint.layout.search import InputsFactory, _neutral, prepare
 from trainlint.layout.space import build_space
 from trainlint.adapters.engine import set_engine
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import MEGATRON_LM, TrainingSpec
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.core.spec import MEGATRON_LM, TrainingSpec
 
 TARGET_S = 1.0
 F = Provenance(Origin.FILE, path="bench.sh", key="--x")

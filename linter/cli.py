@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from trainlint import __version__
 from trainlint.commands import COMMAND_MODULES
-from trainlint.exit_codes import EXIT_ERROR
+from trainlint.core.exit_codes import EXIT_ERROR
 
 
 def _terminal_width() -> int:
@@ -146,7 +146,7 @@ class _PrintableStream:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        from trainlint.escape import printable
+        from trainlint.core.escape import printable
 
         self._stream.write(printable(text, keep="\n"))
         return len(text)
@@ -207,7 +207,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return EXIT_ERROR
-    from trainlint import containment
+    from trainlint.files import containment
 
     # `source` and --deepspeed_config follow the project config this command uses (--config /
     # --isolated), not just the one found above each script

@@ -19,7 +19,7 @@ Each row is then classified, keeping what an earlier run decided for the same ch
 * ``covered_by``: the trainlint rule that reports it. Found from the rules' own References, which
   cite ``path:lines@commit`` of the upstream commit read (``by: reference``), or set by a reader
   (``by: reading``).
-* ``reason``: why it cannot be known from the files (:data:`trainlint.audit.REASONS`), from the names
+* ``reason``: why it cannot be known from the files (:data:`trainlint.project.audit.REASONS`), from the names
   the condition reads (``by: pattern``: ``torch``, ``os.environ``, a library version, a model object),
   or set by a reader.
 * neither: statically knowable and not covered yet (counted as such; the docs table lists them).
@@ -227,8 +227,8 @@ def rule_references() -> list[tuple[str, str, int, int, str]]:
     """(code, path, first line, last line, commit) for every source line a built-in rule's
     documentation cites: ``path:lines@commit`` (Megatron and NeoX rules), "``path:lines`` @ commit"
     (DeepSpeed rules), and bare "``lines``" after a path on the same line, sharing its commit."""
-    from trainlint.plugins import create_host
-    from trainlint.registry import build_registry
+    from trainlint.project.plugins import create_host
+    from trainlint.project.registry import build_registry
 
     registry = build_registry(create_host(entry_points=False))
     token = re.compile(r"`([\w/.]+\.py):(\d+)(?:-(\d+))?(?:@([0-9a-f]{7,40}))?`|`(\d+)(?:-(\d+))?`|@\s*([0-9a-f]{7,40})")
@@ -336,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("counts")
     args = parser.parse_args(argv)
 
-    from trainlint import audit
+    from trainlint.project import audit
 
     if args.command == "extract":
         rows = []

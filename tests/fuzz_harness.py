@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from trainlint.adapters.base import LoadContext
-from trainlint.checker import check_source
-from trainlint.results import FileResult
-from trainlint.config import ProjectConfig
-from trainlint.engine import lint, settings_from
+from trainlint.files.checker import check_source
+from trainlint.core.results import FileResult
+from trainlint.project.config import ProjectConfig
+from trainlint.project.engine import lint, settings_from
 from trainlint.estimator import build_context, estimate
 from trainlint.estimator.render import render_json, render_text
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
-from trainlint.sources import SourceText
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
+from trainlint.files.sources import SourceText
 
 REPO = Path(__file__).resolve().parents[1]
 # TRAINLINT_NO_SHARED=1 hides ../shared as in a fresh clone (as tests/conftest.py does; this module
@@ -158,7 +158,7 @@ ENCODINGS = {"utf-8": b"", "utf-8-sig": b"\xef\xbb\xbf", "utf-16-le": b"\xff\xfe
 
 
 def exercise_write_back(lines: list[str], ends: list[str], encoding: str, new_text: str, fail: str | None) -> None:
-    """One file written back through trainlint.safe_write, checked: the new text lands with the
+    """One file written back through trainlint.files.safe_write, checked: the new text lands with the
     file's encoding, BOM and line ends; a failure (``fail``: an os function that raises) leaves
     the old bytes and no temporary file. Raises AssertionError on any broken promise."""
     import errno
@@ -166,7 +166,7 @@ def exercise_write_back(lines: list[str], ends: list[str], encoding: str, new_te
     import tempfile
     from unittest import mock
 
-    from trainlint import safe_write
+    from trainlint.files import safe_write
 
     raw = "".join(line + end for line, end in zip(lines, ends))
     codec = encoding.replace("-sig", "") if encoding != "utf-8-sig" else "utf-8"

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_paths
+from trainlint.files.checker import check_paths
 from trainlint.adapters.launch.command_line import parse_launch, read_deepspeed_launch
 from trainlint.estimator import build_context, estimate
-from trainlint.provenance import Origin
+from trainlint.core.provenance import Origin
 from conftest import estimate_run
 
 CONFIG = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,

@@ -14,7 +14,7 @@ import pytest
 
 from trainlint.adapters.launch.command_line import read_deepspeed_launch
 from trainlint.adapters.launch.command_line import parse_launch
-from trainlint.provenance import Origin
+from trainlint.core.provenance import Origin
 
 AUTO = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
         "bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3}}

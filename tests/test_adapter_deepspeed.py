@@ -9,9 +9,9 @@ import pytest
 
 from trainlint.adapters.base import BY_CONTENT, BY_NAME, NOT_MINE, LoadContext
 from trainlint.adapters.deepspeed.adapter import DeepSpeedAdapter, load_deepspeed_config
-from trainlint.provenance import Origin
+from trainlint.core.provenance import Origin
 from trainlint.schemas import load_schema
-from trainlint.sources import SourceText, read_source
+from trainlint.files.sources import SourceText, read_source
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "deepspeed_zero3_offload.json"
 ADAPTER = DeepSpeedAdapter()

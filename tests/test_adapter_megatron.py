@@ -8,9 +8,9 @@ import pytest
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, LoadContext
 from trainlint.adapters.megatron import MegatronAdapter, load_argv
-from trainlint.provenance import Origin
+from trainlint.core.provenance import Origin
 from trainlint.schemas import load_schema
-from trainlint.sources import SourceText, read_source
+from trainlint.files.sources import SourceText, read_source
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "megatron"
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "megatron_gpt_8b.sh"
@@ -354,7 +354,7 @@ def test_eval_of_a_command_chain_golden(entry, expected):
     """`eval $CMD` with CMD = `cd $REPO && pwd && python -m torch.distributed.run ... x.py $ARGS`: torchrun's
     options and the chained commands are not read as Megatron arguments; the one unknown flag is still found."""
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_source
+    from trainlint.files.checker import check_source
 
     result = check_source(SourceText("eval_chain.sh", EVAL_CHAIN.replace("ENTRY", entry)), builtin_adapters())
     assert {(d.code, d.span.line, d.span.column) for d in result.diagnostics} == expected

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
-from trainlint.sources import read_source
+from trainlint.files.sources import read_source
 
 ADAPTER = MegatronAdapter()
 CORE = ("model.num_layers", "model.hidden_size", "model.num_attention_heads", "model.seq_length",

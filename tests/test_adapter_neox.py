@@ -8,10 +8,10 @@ import pytest
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, LoadContext
 from trainlint.adapters.neox.detect import NeoXAdapter
-from trainlint.diagnostics import Severity
-from trainlint.provenance import Origin
+from trainlint.core.diagnostics import Severity
+from trainlint.core.provenance import Origin
 from trainlint.schemas import load_schema
-from trainlint.sources import SourceText, read_source
+from trainlint.files.sources import SourceText, read_source
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "neox"
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "neox_1-3B.yml"

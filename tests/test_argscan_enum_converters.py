@@ -12,7 +12,7 @@ from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron.detect import MegatronAdapter
 from trainlint.frameworks import locate
 from trainlint.frameworks.argscan import scan_megatron
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 ENUMS = textwrap.dedent('''
     import enum

@@ -102,7 +102,7 @@ def test_entries_that_no_longer_occur_are_counted(project, capsys):
 
 
 def test_a_re_estimated_number_is_the_same_finding():
-    from trainlint.baseline import message_kind
+    from trainlint.project.baseline import message_kind
 
     assert message_kind("estimated 84.0 GiB per GPU (105%)") == message_kind("estimated 85.2 GiB per GPU (107%)")
     assert message_kind("unknown key `a`") != message_kind("unknown key `b`")

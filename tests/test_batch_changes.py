@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 
 from trainlint.layout.candidate import batch_changes
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import TrainingSpec
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.core.spec import TrainingSpec
 
 REPO = Path(__file__).resolve().parents[1]
 

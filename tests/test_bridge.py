@@ -88,7 +88,7 @@ def test_launch_line_overrides_and_their_positions() -> None:
 
 def test_launch_spec(tmp_path: Path) -> None:
     from trainlint.adapters.base import LoadContext
-    from trainlint.sources import read_source
+    from trainlint.files.sources import read_source
 
     path = tmp_path / "train.sh"
     path.write_text(LAUNCH, encoding="utf-8")
@@ -195,9 +195,9 @@ def test_core_checks_name_the_bridge_field_and_megatron_core(tmp_path: Path, cap
 
 
 def test_examples_are_read_as_bridge_runs() -> None:
-    from trainlint.checker import check_file
-    from trainlint.plugins import create_host
-    from trainlint.registry import build_registry
+    from trainlint.files.checker import check_file
+    from trainlint.project.plugins import create_host
+    from trainlint.project.registry import build_registry
 
     adapters = build_registry(create_host(entry_points=False)).adapters
     for path in sorted((REPO / "examples" / "bridge").iterdir()):

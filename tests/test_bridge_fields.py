@@ -9,9 +9,9 @@ from importlib import resources
 from pathlib import Path
 
 from trainlint.adapters.bridge.keys import CORE_KEYS, KEYS
-from trainlint.checker import check_file
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
+from trainlint.files.checker import check_file
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
 from trainlint.rules.startup.megatron.check_table import _DERIVED, CORE_CONFIGS, CheckTable
 from trainlint.schemas import load_schema
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from trainlint.adapters.bridge.build import build_spec
 from trainlint.adapters.bridge.container import Container, Entry
-from trainlint.framework import KeyCatalog, framework_of
-from trainlint.positions import Span
+from trainlint.core.framework import KeyCatalog, framework_of
+from trainlint.core.positions import Span
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from trainlint.checker import check_file
+from trainlint.files.checker import check_file
 from trainlint.cli import main
 from trainlint.layout.writeback import WritebackError, rewrite
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
 
 ADAPTERS = build_registry(create_host(entry_points=False)).adapters
 REPO = Path(__file__).resolve().parents[1]

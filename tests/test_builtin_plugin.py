@@ -3,13 +3,13 @@ adapters, GPUs and model presets from the built-in plugin, the rules from one bu
 
 from __future__ import annotations
 
-from trainlint.catalog import load_gpus
-from trainlint.models import load_model_presets
+from trainlint.presets.catalog import load_gpus
+from trainlint.presets.models import load_model_presets
 from trainlint.adapters import builtin_frameworks
-from trainlint.plugins import BUILTIN_PLUGIN, RULE_BUNDLES, create_host
-from trainlint.registry import build_registry
+from trainlint.project.plugins import BUILTIN_PLUGIN, RULE_BUNDLES, create_host
+from trainlint.project.registry import build_registry
 from trainlint.rules.codes import FAMILIES
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 def _implementers(host, hook: str) -> set[str]:

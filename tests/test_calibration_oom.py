@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainlint.diagnostics import Severity
+from trainlint.core.diagnostics import Severity
 from trainlint.estimator import estimate
 from trainlint.rules import RuleContext
 from trainlint.rules.estimation.oom_risk import OomRisk

@@ -1,4 +1,4 @@
-"""Cooperative cancellation (``trainlint.cancel``): a cancelled lint stops at its next safe point
+"""Cooperative cancellation (``trainlint.core.cancel``): a cancelled lint stops at its next safe point
 in every kind of work that repeats (JSON values, YAML values, shell steps, rules), and the
 handlers that turn failures into TL998/TL999 let it through. The language server's use of it is
 tested over stdio in test_lsp_safety.py."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainlint import cancel
+from trainlint.core import cancel
 from trainlint.lsp.workspace import Linter
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from trainlint.catalog import (
+from trainlint.presets.catalog import (
     GPU,
     CatalogError,
     find_gpu,
@@ -15,7 +15,7 @@ from trainlint.catalog import (
     load_gpus,
     name_collisions,
 )
-from trainlint.models import (
+from trainlint.presets.models import (
     ModelPreset,
     count_parameters,
     describe_param_error,
@@ -352,8 +352,8 @@ def test_gpu_dataclass_is_frozen() -> None:
 
 
 def test_tuned_variants_resolve_to_their_base_preset():
-    from trainlint.catalog import CatalogError
-    from trainlint.models import find_model_preset
+    from trainlint.presets.catalog import CatalogError
+    from trainlint.presets.models import find_model_preset
 
     assert find_model_preset("meta-llama/Meta-Llama-3-8B-Instruct").id == "llama3-8b"
     assert find_model_preset("meta-llama/Llama-2-7b-chat-hf").id == "llama2-7b"

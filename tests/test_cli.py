@@ -177,7 +177,7 @@ def test_both_config_file_names_are_read_and_the_dotfile_wins(tmp_path, capsys, 
         body = f'env = {{ FROM = "{name}" }}\n'
         (tmp_path / name).write_text(("[tool.trainlint]\n" + body) if name == "pyproject.toml" else body)
     (tmp_path / "sub").mkdir()
-    from trainlint.config import discover
+    from trainlint.project.config import discover
 
     project = discover(tmp_path / "sub")  # found by walking up, as from a checked file's folder
     assert Path(project.path).name == wins and project.environment == {"FROM": wins}
@@ -188,7 +188,7 @@ def test_a_command_line_config_does_not_outlive_its_command(tmp_path, capsys):
     later read in the same process (the language server, a tool embedding ``main``) must not
     find a ``--deepspeed_config`` beside another script shut out by the earlier config's folder."""
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_file
+    from trainlint.files.checker import check_file
 
     first = tmp_path / "first"
     first.mkdir()

@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters.base import Adapter, BY_CONTENT, LoadResult, NOT_MINE
-from trainlint.checker import check_paths, check_source
-from trainlint.diagnostics import Severity
-from trainlint.discovery import iter_files
-from trainlint.document import Document, pointer, pointer_parts
-from trainlint.positions import LineIndex, Span
-from trainlint.provenance import Origin, default, derived, first_span, from_file
-from trainlint.schema_check import check_document
+from trainlint.files.checker import check_paths, check_source
+from trainlint.core.diagnostics import Severity
+from trainlint.files.discovery import iter_files
+from trainlint.core.document import Document, pointer, pointer_parts
+from trainlint.core.positions import LineIndex, Span
+from trainlint.core.provenance import Origin, default, derived, first_span, from_file
+from trainlint.files.schema_check import check_document
 from trainlint.schemas import load_schema
-from trainlint.sources import SourceText, Unreadable, UnreadableSource, decode, read_source
-from trainlint.spec import TrainingSpec
+from trainlint.files.sources import SourceText, Unreadable, UnreadableSource, decode, read_source
+from trainlint.core.spec import TrainingSpec
 
 
 def test_line_index_positions_are_one_based_and_end_exclusive():
@@ -202,7 +202,7 @@ def test_unclaimed_source_is_skipped():
 
 def test_project_config_is_typed(tmp_path):
     """The settings trainlint reads from the project config are fields, not ``raw[...]`` lookups."""
-    from trainlint.config import load_config
+    from trainlint.project.config import load_config
 
     path = tmp_path / ".trainlint.toml"
     path.write_text('gpu = "a100-80gb"\nnodes = 2\ngpus-per-node = 4\nmodel = "gpt3-1.3b"\nmax-days = 3\n'
@@ -218,8 +218,8 @@ def test_project_config_is_typed(tmp_path):
 def test_prices_come_from_the_typed_planning_settings():
     """price_for reads ProjectConfig.planning (and the custom GPU table), not the raw TOML table:
     a price per GPU kind (aliases resolved), else the project's price per GPU-hour; the flag wins."""
-    from trainlint.config import ProjectConfig
-    from trainlint.project_settings import EstimationSettings, PlanningSettings
+    from trainlint.project.config import ProjectConfig
+    from trainlint.core.project_settings import EstimationSettings, PlanningSettings
     from trainlint.planning.inputs import price_for
 
     project = ProjectConfig(planning=PlanningSettings(price_per_gpu_hour=3.0, prices={"h100": 2.0, "mine": 1.5}),

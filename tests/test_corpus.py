@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_paths
+from trainlint.files.checker import check_paths
 
 LABELS = {"deepspeed-json": "deepspeed", "megatron-args": "megatron", "neox-yaml": "neox"}
 

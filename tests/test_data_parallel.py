@@ -1,4 +1,4 @@
-"""One data-parallel size (issue 31): ``trainlint.framework.data_parallel_size`` is the one
+"""One data-parallel size (issue 31): ``trainlint.core.framework.data_parallel_size`` is the one
 computation the start-up rules (``data_parallel``), the estimator, the layout search and the fix
 hints use; over the corpus the estimator's DP and model-parallel product are the framework's."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from trainlint.framework import data_parallel, data_parallel_size, model_parallel_product
+from trainlint.core.framework import data_parallel, data_parallel_size, model_parallel_product
 
 
 def test_data_parallel_size_is_the_exact_quotient_or_none():
@@ -32,7 +32,7 @@ def test_the_rules_and_search_import_the_one_function():
 @pytest.mark.slow
 def test_estimator_and_rules_agree_on_dp_over_the_corpus(corpus_dir):
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_paths
+    from trainlint.files.checker import check_paths
     from trainlint.estimator import build_context, estimate
 
     compared = 0

@@ -9,7 +9,7 @@ import random
 import pytest
 
 from trainlint.adapters.megatron.flag_table import flag_table
-from trainlint.did_you_mean import _closest, _norm, did_you_mean
+from trainlint.files.did_you_mean import _closest, _norm, did_you_mean
 import functools
 
 
@@ -87,7 +87,7 @@ def test_small_pools_and_repeated_characters():
 
 
 def test_a_lookup_counts_the_characters_of_names_near_its_length_only():
-    from trainlint.did_you_mean import _profiles
+    from trainlint.files.did_you_mean import _profiles
 
     pool = ("--num-layers", "--hidden-size", "--a-very-long-flag-name-nobody-types", "--lr")
     assert _closest("--num-layer", pool, 1) == ("--num-layers",)

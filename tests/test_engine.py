@@ -14,10 +14,10 @@ import pluggy
 import pytest
 
 from trainlint.cli import main
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
-from trainlint.selection import Selection
-from trainlint.suppressions import parse_suppressions
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
+from trainlint.project.selection import Selection
+from trainlint.project.suppressions import parse_suppressions
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE_PLUGIN = REPO / "tests" / "plugins" / "trainlint_plugin_example"
@@ -35,7 +35,7 @@ FP16_CONFIG = textwrap.dedent("""\
 LOCAL_PLUGIN = textwrap.dedent('''\
     import trainlint
     from trainlint.rules import Finding, Rule
-    from trainlint.diagnostics import Severity
+    from trainlint.core.diagnostics import Severity
 
     class NoFp16(Rule):
         """No fp16 here."""
@@ -268,7 +268,7 @@ def test_oom_risk_is_a_warning_above_the_headroom_and_the_headroom_is_an_option(
 def test_entry_point_scan_finds_a_declared_group(tmp_path, monkeypatch):
     """The cheap look at entry_points.txt must say True whenever importlib.metadata could
     find a plugin, and False only when no distribution declares the group."""
-    from trainlint import plugins
+    from trainlint.project import plugins
 
     dist = tmp_path / "some_plugin-1.0.dist-info"
     dist.mkdir()

@@ -11,7 +11,7 @@ whose own triple fails (2047 / DP 2) is refused by DeepSpeed, and the estimator 
 from __future__ import annotations
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_paths
+from trainlint.files.checker import check_paths
 from trainlint.estimator import build_context, estimate
 
 SCRIPT = ("deepspeed --num_gpus 8 pretrain_gpt2.py --model-parallel-size 4 \\\n"

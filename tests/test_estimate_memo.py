@@ -1,4 +1,4 @@
-"""The estimates of one run's lint are made once per distinct spec (trainlint.estimate_memo)."""
+"""The estimates of one run's lint are made once per distinct spec (trainlint.project.estimate_memo)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import dataclasses
 
 import trainlint.estimator as estimator_module
 from trainlint.cli import main
-from trainlint.estimate_memo import EstimateMemo
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import TrainingSpec
+from trainlint.project.estimate_memo import EstimateMemo
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.core.spec import TrainingSpec
 
 FILE = Provenance(Origin.FILE, path="x.json", key="k")
 

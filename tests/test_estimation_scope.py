@@ -4,11 +4,11 @@ saying why, and no TL2xx-TL4xx finding built on a misleading estimate."""
 from __future__ import annotations
 
 from trainlint.adapters.megatron.spec_build import framework_facts
-from trainlint.provenance import Origin, Provenance, Value
+from trainlint.core.provenance import Origin, Provenance, Value
 from trainlint.rules import RuleContext
 from trainlint.rules.estimation.estimate_unavailable import EstimateUnavailable
 from trainlint.rules.estimation.scope import unmodelled, usable_estimate
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 FILE = Provenance(Origin.FILE, path="train.sh", key="flag")
 
@@ -95,7 +95,7 @@ ARGS_ONLY = ("#!/bin/bash\nMODEL_ARGS=(\n  --num-layers 32 --hidden-size 4096 --
 
 def test_a_world_size_nothing_states_is_assumed_and_stated_and_rules_stay_silent(tmp_path):
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_paths
+    from trainlint.files.checker import check_paths
     from trainlint.estimator import build_context, estimate
 
     path = tmp_path / "args.sh"
@@ -117,7 +117,7 @@ def test_neox_without_a_hostfile_runs_on_one_node():
     # global_num_gpus = torch.cuda.device_count() without a hostfile (neox_arguments/arguments.py, calculate_derived)
     from trainlint.adapters.base import LoadContext
     from trainlint.adapters.neox.detect import NeoXAdapter
-    from trainlint.sources import SourceText
+    from trainlint.files.sources import SourceText
 
     base = "num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\n"
     (spec,) = NeoXAdapter().load(SourceText("/x/run.yml", base), LoadContext()).specs
@@ -131,7 +131,7 @@ def test_neox_one_node_of_unstated_gpus_is_an_assumed_world():
     from trainlint.adapters.neox.detect import NeoXAdapter
     from trainlint.estimator import build_context, estimate
     from trainlint.estimator.inputs import world_assumed
-    from trainlint.sources import SourceText
+    from trainlint.files.sources import SourceText
 
     base = ("num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nseq_length: 128\n"
             "train_micro_batch_size_per_gpu: 1\n")
@@ -147,7 +147,7 @@ def test_neox_one_node_of_unstated_gpus_is_an_assumed_world():
 
 def test_generation_and_export_entry_points_are_not_estimated_as_training():
     from trainlint.rules.estimation.scope import unmodelled
-    from trainlint.spec import TrainingSpec
+    from trainlint.core.spec import TrainingSpec
 
     for entry in ("tools/run_text_generation_server.py", "examples/export/ptq_and_trtllm_export/text_generation_ptq.py",
                   "examples/detxoify_lm/generate_samples_gpt.py", "examples/inference/gpt/gpt_dynamic_inference.py",
@@ -161,7 +161,7 @@ def test_a_layout_value_known_only_at_launch_is_not_estimated_with_the_default()
     from trainlint.adapters.base import LoadContext
     from trainlint.adapters.megatron.detect import MegatronAdapter
     from trainlint.rules.estimation.scope import unmodelled
-    from trainlint.sources import SourceText
+    from trainlint.files.sources import SourceText
 
     text = ("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 80 --hidden-size 8192 --num-attention-heads 64 "
             "--seq-length 8192 --max-position-embeddings 8192 --micro-batch-size 1 --global-batch-size 1024 "
@@ -176,7 +176,7 @@ def test_a_model_config_that_states_another_models_arguments_is_not_estimated_as
     # Megatron-LM's CI model_config.yaml names no entry point; --decoder-num-layers (T5's decoder),
     # --bert-no-binary-head (BERT) and --img-h (a vision encoder) say which model it trains.
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_paths
+    from trainlint.files.checker import check_paths
 
     base = ("MODEL_ARGS:\n  --num-layers: 12\n  --hidden-size: 768\n  --num-attention-heads: 12\n"
             "  --seq-length: 512\n  --max-position-embeddings: 512\n  --micro-batch-size: 4\n")
@@ -192,7 +192,7 @@ def test_a_model_config_that_states_another_models_arguments_is_not_estimated_as
 
 def test_a_functional_test_yaml_in_inference_mode_is_not_training(tmp_path):
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_paths
+    from trainlint.files.checker import check_paths
 
     body = ("MODEL_ARGS:\n  --num-layers: 12\n  --hidden-size: 768\n  --num-attention-heads: 12\n"
             "  --seq-length: 512\n  --max-position-embeddings: 512\n  --micro-batch-size: 4\n")

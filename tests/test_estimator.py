@@ -8,16 +8,16 @@ import dataclasses
 import pytest
 
 from trainlint.adapters.deepspeed.adapter import deepspeed_optimizer
-from trainlint.catalog import find_gpu
-from trainlint.config import ProjectConfig
-from trainlint.project_settings import EstimationSettings
+from trainlint.presets.catalog import find_gpu
+from trainlint.project.config import ProjectConfig
+from trainlint.core.project_settings import EstimationSettings
 from trainlint.estimator import MissingInputs, build_context, estimate, estimate_inputs
 from trainlint.estimator import closed_forms as CF
 from trainlint.estimator.inputs import Inputs
 from trainlint.estimator.memory import (layer_activation_bytes, layer_params, one_stage, static_bytes,
                                         step_grad_copy_bytes, te_fp8_weight_cache_bytes)
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import TrainingSpec
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.core.spec import TrainingSpec
 
 FILE = Provenance(Origin.FILE, path="x.json", key="k")
 
@@ -342,7 +342,7 @@ def test_residual_dropout_at_zero_keeps_no_mask():
 def test_megatron_hidden_dropout_reaches_the_estimate(tmp_path, flags, dropout):
     from trainlint.adapters.base import LoadContext
     from trainlint.adapters.megatron.detect import MegatronAdapter
-    from trainlint.sources import SourceText
+    from trainlint.files.sources import SourceText
 
     text = ("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 4 --hidden-size 1024 --num-attention-heads 8 "
             "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 "
@@ -361,7 +361,7 @@ def test_neox_hidden_dropout_is_read_as_written(tmp_path):
     from trainlint.adapters.base import LoadContext
     from trainlint.adapters.neox.detect import NeoXAdapter
     from trainlint.estimator.inputs import _dropout_on
-    from trainlint.sources import SourceText
+    from trainlint.files.sources import SourceText
 
     for text, on in (('{"num_layers": 2, "hidden_size": 64, "hidden_dropout": 0}\n', False),
                      ('{"num_layers": 2, "hidden_size": 64, "hidden_dropout": 0.1}\n', True),

@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from trainlint.catalog import find_gpu
+from trainlint.presets.catalog import find_gpu
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.performance import (attention_efficiency, host_wait_s, layer_costs, layer_launch_s, moe_sync_s,
                                              step_time)

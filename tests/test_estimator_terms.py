@@ -9,7 +9,7 @@ import dataclasses
 
 import pytest
 
-from trainlint.catalog import find_gpu
+from trainlint.presets.catalog import find_gpu
 from trainlint.estimator import coefficients as C
 from trainlint.estimator import estimate_inputs
 from trainlint.estimator.memory import one_stage

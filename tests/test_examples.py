@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_source
-from trainlint.document import pointer_parts
-from trainlint.sources import SourceText, read_source
+from trainlint.files.checker import check_source
+from trainlint.core.document import pointer_parts
+from trainlint.files.sources import SourceText, read_source
 
 from conftest import EXAMPLES
 

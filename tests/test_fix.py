@@ -8,7 +8,7 @@ import os
 
 
 from trainlint.cli import main
-from trainlint.diagnostics import Applicability, Edit
+from trainlint.core.diagnostics import Applicability, Edit
 
 
 def run(capsys, *argv: str) -> tuple[int, str, str]:
@@ -146,7 +146,7 @@ def test_unsafe_fix_needs_unsafe_fixes(tmp_path, capsys):
 def test_a_fix_that_does_not_remove_its_finding_is_reverted(tmp_path, capsys, monkeypatch):
     """A wrong edit (it indents the key instead of renaming it): written, re-checked, the
     finding is still there, so the file gets its original bytes back."""
-    import trainlint.key_edits as key_edits
+    import trainlint.files.key_edits as key_edits
 
     def wrong(doc, ptr, new_name):
         span = doc.key_spans[ptr]
@@ -163,7 +163,7 @@ def test_a_fix_that_does_not_remove_its_finding_is_reverted(tmp_path, capsys, mo
 
 def test_a_file_changed_after_the_check_is_not_written(tmp_path, capsys, monkeypatch):
     """The text the fixes were computed from is compared with the file just before writing."""
-    import trainlint.fixes as fixes
+    import trainlint.project.fixes as fixes
 
     config = tmp_path / "ds_config.json"
     config.write_bytes(DS_BEFORE)
@@ -181,9 +181,9 @@ def test_a_file_changed_after_the_check_is_not_written(tmp_path, capsys, monkeyp
 
 
 def test_apply_defers_overlapping_fixes_and_keeps_the_first():
-    from trainlint.diagnostics import Diagnostic, Severity
-    from trainlint.fixes import FilePlan, Fix, _drop_overlaps, apply
-    from trainlint.positions import Span
+    from trainlint.core.diagnostics import Diagnostic, Severity
+    from trainlint.project.fixes import FilePlan, Fix, _drop_overlaps, apply
+    from trainlint.core.positions import Span
 
     def fix(line, c0, c1, content):
         d = Diagnostic("TL004", "unknown-key", Severity.ERROR, content, Span(line, c0, line, c1),

@@ -159,11 +159,11 @@ def test_key_finding_is_at_its_key_and_its_fix_renames_only_that_key(tmp_path, c
 def test_a_fix_that_would_drop_other_flags_is_refused_with_the_reason(tmp_path, capsys):
     """The edit ``check --fix`` used to make (the whole continued string replaced by the new flag):
     the check reads the fixed script again and finds the other flags gone."""
-    from trainlint import fix_check
+    from trainlint.project import fix_check
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_file
-    from trainlint.diagnostics import Edit
-    from trainlint.positions import Span
+    from trainlint.files.checker import check_file
+    from trainlint.core.diagnostics import Edit
+    from trainlint.core.positions import Span
 
     script = tmp_path / "run.sh"
     script.write_text(CONTINUED)
@@ -186,8 +186,8 @@ def test_check_fix_refuses_a_fix_that_changes_another_setting_and_says_why(tmp_p
     from dataclasses import replace
 
     from trainlint.adapters.megatron import flags
-    from trainlint.diagnostics import Edit
-    from trainlint.positions import Span
+    from trainlint.core.diagnostics import Edit
+    from trainlint.core.positions import Span
 
     script = tmp_path / "run.sh"
     script.write_text(CONTINUED)
@@ -213,8 +213,8 @@ def test_sarif_carries_only_fixes_that_check_fix_would_apply(tmp_path, capsys, m
     from dataclasses import replace
 
     from trainlint.adapters.megatron import flags
-    from trainlint.diagnostics import Edit
-    from trainlint.positions import Span
+    from trainlint.core.diagnostics import Edit
+    from trainlint.core.positions import Span
 
     script = tmp_path / "run.sh"
     script.write_text(CONTINUED)
@@ -245,11 +245,11 @@ def test_the_language_server_offers_the_word_edit_and_refuses_a_wider_one(tmp_pa
     from dataclasses import replace
 
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_file
-    from trainlint.diagnostics import Edit
+    from trainlint.files.checker import check_file
+    from trainlint.core.diagnostics import Edit
     from trainlint.lsp.actions import _refused
     from trainlint.lsp.workspace import Linted
-    from trainlint.positions import Span
+    from trainlint.core.positions import Span
 
     script = tmp_path / "run.sh"
     script.write_text(CONTINUED)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_source
+from trainlint.files.checker import check_source
 from trainlint.frameworks.catalog import load_shipped
 from trainlint.frameworks.target import FrameworkTarget, TargetOrigin
 from trainlint.layout.candidate import adapter_of
 from trainlint.rules.estimation.fixes import communication_candidates, memory_candidates, throughput_candidates
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 LEGACY = """\
 #! /bin/bash

@@ -108,7 +108,7 @@ def test_statistics_mark_only_codes_fix_applies(tmp_path, capsys):
 
 def test_a_fix_hint_without_edits_is_display_in_json(tmp_path, capsys):
     """TL301 suggests a layout in words; with no edits, nothing applies it: JSON says display."""
-    from trainlint.diagnostics import Applicability, Diagnostic, Severity
+    from trainlint.core.diagnostics import Applicability, Diagnostic, Severity
 
     hint = Diagnostic("TL301", "low-expected-mfu", Severity.WARNING, "m", fix="use TP 2",
                       applicability=Applicability.UNSAFE)

@@ -13,7 +13,7 @@ from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron.detect import MegatronAdapter
 from trainlint.frameworks import locate
 from trainlint.frameworks.argscan import scan_megatron
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 MEGATRON = MegatronAdapter()
 BASE_FLAGS = ("--num-layers 2 --hidden-size 64 --num-attention-heads 4 --seq-length 128 "

@@ -6,13 +6,13 @@ from __future__ import annotations
 import pluggy
 
 from trainlint.adapters import builtin_adapters
-from trainlint.framework import framework_of
+from trainlint.core.framework import framework_of
 from trainlint.adapters.base import NOT_MINE, Adapter, LoadResult
-from trainlint.framework import NEUTRAL, Framework
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
+from trainlint.core.framework import NEUTRAL, Framework
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
 from trainlint.rules import Rule
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 hookimpl = pluggy.HookimplMarker("trainlint")
 
@@ -86,7 +86,7 @@ def test_plugin_framework_adds_adapters_rules_and_duplicates_are_tl998():
     assert any(isinstance(a, _ToyAdapter) for a in registry.adapters)
     assert registry.rules["TY001"] is _ToyRule and _ToyRule.plugin == "toy-plugin"
     reasons = [f.reason for f in registry.failures if f.plugin == "toy-plugin"]
-    assert any("already registered" in r for r in reasons) and any("not a trainlint.framework.Framework" in r for r in reasons)
+    assert any("already registered" in r for r in reasons) and any("not a trainlint.core.framework.Framework" in r for r in reasons)
 
 
 def test_unknown_framework_is_neutral():
@@ -105,7 +105,7 @@ class _ToyLaunch(Framework):
         return "toy" if launch.entry and launch.entry.endswith("toy_train.py") else None
 
     def read_launch(self, launch, adapters, environment, frameworks):
-        from trainlint.results import FileResult
+        from trainlint.core.results import FileResult
 
         return [FileResult("<command line>", "toyfmt", [], [TrainingSpec(framework="toyfw", path="<command line>")])]
 
@@ -129,7 +129,7 @@ def test_neox_full_recompute_keeps_its_default_layers_per_checkpoint():
     """NeoX checkpoints 1 layer at a time unless checkpoint_num_layers says otherwise: a layout that
     switches full recompute on keeps that default, and writes no checkpoint_num_layers."""
     from trainlint.adapters.neox.framework import NeoXFramework
-    from trainlint.provenance import Origin, Provenance, Value
+    from trainlint.core.provenance import Origin, Provenance, Value
 
     spec = TrainingSpec(framework="neox", path="run.yml")
     assert NeoXFramework().recompute_layers_written(spec) == 1
@@ -139,7 +139,7 @@ def test_neox_full_recompute_keeps_its_default_layers_per_checkpoint():
 
 _TOY_FRAMEWORK = '''\
 import trainlint
-from trainlint.framework import Framework
+from trainlint.core.framework import Framework
 from trainlint.rules import Finding, Rule
 
 

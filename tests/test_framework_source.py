@@ -129,7 +129,7 @@ def test_the_language_server_hovers_the_target_on_line_one(tmp_path: Path, monke
     from types import SimpleNamespace
 
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_paths
+    from trainlint.files.checker import check_paths
     from trainlint.lsp.server import TrainlintServer
 
     src = _layout(tmp_path)

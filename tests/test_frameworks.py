@@ -12,12 +12,12 @@ import pytest
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron.detect import MegatronAdapter
 from trainlint.adapters.neox.detect import NeoXAdapter
-from trainlint.diagnostics import Applicability, Severity
+from trainlint.core.diagnostics import Applicability, Severity
 from trainlint.frameworks import locate
 from trainlint.frameworks.argscan import scan_megatron, scan_neox
 from trainlint.frameworks.catalog import load_shipped, read_checkout, shipped_index
 from trainlint.frameworks.target import TargetOrigin
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 MEGATRON = MegatronAdapter()
 NEOX = NeoXAdapter()
@@ -242,10 +242,10 @@ def test_the_read_note_appears_once_per_run_under_jobs(tmp_path):
 
 
 def test_once_per_run_keeps_the_first_note_of_each_source():
-    from trainlint.results import FileResult
-    from trainlint.diagnostics import Related
-    from trainlint.input_codes import input_diagnostic
-    from trainlint.positions import FILE_START
+    from trainlint.core.results import FileResult
+    from trainlint.core.diagnostics import Related
+    from trainlint.core.input_codes import input_diagnostic
+    from trainlint.core.positions import FILE_START
 
     def note(source: str, seconds: str):
         return input_diagnostic("TL014", f"read 3 argument definitions in {seconds} s", FILE_START,
@@ -339,8 +339,8 @@ def test_project_config_names_a_checkout_or_a_release(tmp_path):
 
 
 def test_project_config_in_pyproject(tmp_path):
-    from trainlint.config import discover
-    from trainlint.config_files import ConfigError
+    from trainlint.project.config import discover
+    from trainlint.files.config_files import ConfigError
 
     (tmp_path / "pyproject.toml").write_text('[tool.trainlint]\nframework = {megatron = "core_v0.4.0"}\n')
     project = discover(tmp_path)
@@ -502,10 +502,10 @@ def test_save_interval_is_an_error_only_for_a_neox_known_to_lack_it(tmp_path):
     """TL187 (save without checkpoint_factor) on a config that gives the old name save_interval: an
     error against a NeoX whose source lacks save_interval, a warning when the version is assumed
     (before gpt-neox #737 save_interval did the job)."""
-    from trainlint.engine import LintSettings, lint
-    from trainlint.results import FileResult
-    from trainlint.registry import build_registry
-    from trainlint.plugins import create_host
+    from trainlint.project.engine import LintSettings, lint
+    from trainlint.core.results import FileResult
+    from trainlint.project.registry import build_registry
+    from trainlint.project.plugins import create_host
 
     registry = build_registry(create_host(entry_points=False))
     text = NEOX_BASE + "train_micro_batch_size_per_gpu: 1\nsave-interval: 100\nsave: checkpoints\n"

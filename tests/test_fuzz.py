@@ -174,7 +174,7 @@ def test_arbitrary_text(name, text):
 @FUZZ
 @given(st.binary(max_size=400))
 def test_arbitrary_bytes_through_decoding(data):
-    from trainlint.sources import UnreadableSource, decode
+    from trainlint.files.sources import UnreadableSource, decode
 
     try:
         text = decode(data, "x.json")

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from trainlint.estimator.context import resolve_model
-from trainlint.hf_cache import cache_dirs, cached_file, is_repo_id
-from trainlint.provenance import Origin
+from trainlint.presets.hf_cache import cache_dirs, cached_file, is_repo_id
+from trainlint.core.provenance import Origin
 from trainlint.adapters.hf.tokenizer_vocab import from_preset
 from conftest import estimate_run
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from trainlint.models import read_hf_config
+from trainlint.presets.models import read_hf_config
 
 BLOOM_560M = {"model_type": "bloom", "hidden_size": 1024, "n_head": 16, "n_layer": 24, "vocab_size": 250880,
               "layer_norm_epsilon": 1e-5}

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_paths
+from trainlint.files.checker import check_paths
 from trainlint.estimator import build_context, estimate
 
 CONFIG = {"model_type": "llama", "hidden_size": 2048, "num_hidden_layers": 16, "num_attention_heads": 16,

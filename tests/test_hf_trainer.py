@@ -86,7 +86,7 @@ def test_auto_values_the_trainer_fills_are_not_reported_unresolved(project: Path
                                       "--per_device_train_batch_size", "4"]))
     assert not [d for d in result.diagnostics if d.code == "TL007"]
     from trainlint.adapters.deepspeed.adapter import load_deepspeed_config
-    from trainlint.sources import read_source
+    from trainlint.files.sources import read_source
 
     alone = load_deepspeed_config(read_source(str(project / "ds_z3.json")))
     assert len([d for d in alone.diagnostics if d.code == "TL007"]) == 5  # checked alone, each is unresolved

@@ -12,9 +12,9 @@ import pytest
 from trainlint.adapters import builtin_adapters
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.hf.trainer_yaml import HFTrainerYamlAdapter
-from trainlint.checker import check_file
+from trainlint.files.checker import check_file
 from trainlint.estimator import build_context, estimate
-from trainlint.provenance import Origin
+from trainlint.core.provenance import Origin
 
 AUTO = {"train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
         "bf16": {"enabled": "auto"}, "zero_optimization": {"stage": 3}}

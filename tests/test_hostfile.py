@@ -13,8 +13,8 @@ import pytest
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
 from trainlint.adapters.launch.hostfile import parse_hostfile
-from trainlint.provenance import Origin
-from trainlint.sources import SourceText
+from trainlint.core.provenance import Origin
+from trainlint.files.sources import SourceText
 
 MODEL = ("pretrain_gpt.py --num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 "
          "--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 48 --deepspeed\n")

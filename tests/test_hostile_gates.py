@@ -185,7 +185,7 @@ def test_a_launch_through_a_function_or_echo_is_seen(tmp_path, capsys, text):
 
 def test_function_arguments_and_echo_follow_bash(tmp_path):
     from trainlint.adapters.megatron.shell import evaluate
-    from trainlint.sources import SourceText
+    from trainlint.files.sources import SourceText
 
     def read(path: str) -> SourceText:
         raise OSError(path)

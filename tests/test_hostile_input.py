@@ -316,7 +316,7 @@ def test_long_numbers_raises_the_limit_only_inside_and_read_int_never_relies_on_
     import sys as system
     import threading
 
-    from trainlint.numbers import HUGE, LONG_TEXT_DIGITS, long_numbers, read_int, shorten_numbers
+    from trainlint.core.numbers import HUGE, LONG_TEXT_DIGITS, long_numbers, read_int, shorten_numbers
 
     before = system.get_int_max_str_digits()
     product = HUGE * HUGE
@@ -361,7 +361,7 @@ def test_sparse_two_gigabyte_file_is_not_read_whole(tmp_path, capsys):
 
 
 def test_side_reads_go_through_the_size_limit(tmp_path):
-    from trainlint.sources import MAX_FILE_BYTES, read_text_lenient
+    from trainlint.files.sources import MAX_FILE_BYTES, read_text_lenient
 
     path = tmp_path / "big.sh"
     with open(path, "wb") as handle:

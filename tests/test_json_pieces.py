@@ -8,8 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from trainlint.results import FileResult
-from trainlint.input_codes import input_diagnostic
+from trainlint.core.results import FileResult
+from trainlint.core.input_codes import input_diagnostic
 from trainlint.output import file_entries
 from trainlint.output import json_format
 

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from trainlint.adapters.text.json_tree import MAX_DEPTH, parse
-from trainlint.positions import Span
+from trainlint.core.positions import Span
 
 
 def codes(tree):

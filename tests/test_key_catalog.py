@@ -8,7 +8,7 @@ import copy
 
 from trainlint.adapters import builtin_frameworks
 from trainlint.adapters.deepspeed.framework import DeepSpeedFramework
-from trainlint.framework import EMPTY_KEYS, Framework, KeyCatalog
+from trainlint.core.framework import EMPTY_KEYS, Framework, KeyCatalog
 from trainlint.frameworks.keys import ShippedKeyCatalog
 from trainlint.schemas import load_schema
 
@@ -66,7 +66,7 @@ class _Widened(KeyCatalog):
 
 def test_the_deepspeed_adapter_and_the_hover_ask_the_framework_catalog(tmp_path, monkeypatch):
     from trainlint.adapters.deepspeed.adapter import DeepSpeedAdapter
-    from trainlint.checker import check_paths
+    from trainlint.files.checker import check_paths
     from trainlint.lsp.hover import schema_entry
 
     config = tmp_path / "ds_config.json"

@@ -13,7 +13,7 @@ import pytest
 from trainlint.adapters.megatron.framework import MegatronFramework
 from trainlint.adapters.neox.framework import NeoXFramework
 from trainlint.cli import main
-from trainlint.framework import framework_of
+from trainlint.core.framework import framework_of
 from trainlint.frameworks.argdef import ArgDef
 from trainlint.frameworks.catalog import ArgCatalog
 from trainlint.frameworks.keys import ReleaseKeyCatalog, key_catalog_for
@@ -120,7 +120,7 @@ def test_no_consumer_reads_the_target_catalog_beside_the_key_catalog():
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 code = line.split("#", 1)[0]
                 if _SIDE_ROUTE.search(code) and "trainlint.frameworks.catalog" not in code \
-                        and "trainlint.catalog" not in code:
+                        and "trainlint.presets.catalog" not in code:
                     offenders.append(f"{rel}:{number}: {line.strip()}")
     assert offenders == []
 
@@ -128,7 +128,7 @@ def test_no_consumer_reads_the_target_catalog_beside_the_key_catalog():
 def test_a_plugin_catalog_without_the_target_parameter_still_answers() -> None:
     """A plugin framework written before ``key_catalog`` took the run's target overrides it as
     ``key_catalog(self)``; every consumer now passes the target, which must not be a TypeError."""
-    from trainlint.framework import EMPTY_KEYS, Framework
+    from trainlint.core.framework import EMPTY_KEYS, Framework
 
     class OldPlugin(Framework):
         name = "old-plugin"

@@ -14,8 +14,8 @@ from trainlint.adapters.megatron import MegatronAdapter
 from trainlint.commands.check import parse_env
 from trainlint.adapters.launch.command_line import read_command
 from trainlint.adapters.launch.command_line import parse_launch
-from trainlint.provenance import Origin
-from trainlint.sources import SourceText
+from trainlint.core.provenance import Origin
+from trainlint.files.sources import SourceText
 from conftest import estimate_run
 
 SCRIPT = ("#!/bin/bash\nTP=2\nif [ -n \"$2\" ]; then\n  TP=$2\nfi\nLAYERS=${1:-24}\n"

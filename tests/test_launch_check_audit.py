@@ -9,10 +9,10 @@ from pathlib import Path
 
 import yaml
 
-from trainlint import audit
-from trainlint.input_codes import INPUT_CODES
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
+from trainlint.project import audit
+from trainlint.core.input_codes import INPUT_CODES
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
 from trainlint.rules.startup.megatron.check_table import Check
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,8 +19,8 @@ from trainlint.adapters.megatron import MegatronAdapter
 from trainlint.adapters.megatron.slurm import sbatch_allocation
 from trainlint.estimator import build_context, estimate
 from trainlint.estimator.inputs import unjudged
-from trainlint.provenance import Origin
-from trainlint.sources import SourceText
+from trainlint.core.provenance import Origin
+from trainlint.files.sources import SourceText
 from conftest import estimate_run
 
 ARGS = ("--num-layers 32 --hidden-size 4096 --num-attention-heads 32 --seq-length 4096 "

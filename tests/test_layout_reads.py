@@ -10,10 +10,10 @@ import copy
 from pathlib import Path
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_source
+from trainlint.files.checker import check_source
 from trainlint.layout.reads import ReadLog, matches, paused, traced
-from trainlint.session import SessionOptions, open_session
-from trainlint.sources import SourceText
+from trainlint.project.session import SessionOptions, open_session
+from trainlint.files.sources import SourceText
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SCRIPT = (EXAMPLES / "megatron_gpt_2.7b_network_bound.sh").read_text()  # TL301 with a whole-layout hint

@@ -13,11 +13,11 @@ import textwrap
 from pathlib import Path
 
 from trainlint import hookimpl
-from trainlint.checker import check_file
-from trainlint.config import ProjectConfig
-from trainlint.engine import lint, settings_from
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
+from trainlint.files.checker import check_file
+from trainlint.project.config import ProjectConfig
+from trainlint.project.engine import lint, settings_from
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
 from trainlint.rules import DeferredRule
 from trainlint.rules.codes import CODES, FAMILIES
 
@@ -26,7 +26,7 @@ DS_JSON = REPO / "examples" / "deepspeed_zero3_offload.json"
 
 RULE_MODULE = textwrap.dedent('''\
     from trainlint.rules import Finding, Rule
-    from trainlint.diagnostics import Severity
+    from trainlint.core.diagnostics import Severity
 
     class Everything(Rule):
         code = "ZZ001"
@@ -51,7 +51,7 @@ def _imported_after_check(*argv: str) -> dict:
 
 def test_a_deepspeed_json_check_imports_only_the_rules_that_apply_to_it():
     from trainlint.adapters.deepspeed.framework import DeepSpeedFramework
-    from trainlint.spec import TrainingSpec
+    from trainlint.core.spec import TrainingSpec
 
     found = _imported_after_check(str(DS_JSON))
     assert found["status"] == 0

@@ -7,7 +7,7 @@ import json
 import re
 
 from trainlint.cli import main
-from trainlint.numbers import shorten_numbers
+from trainlint.core.numbers import shorten_numbers
 
 
 def test_shorten_numbers_names_long_runs_only():

@@ -25,7 +25,7 @@ from pytest_lsp import ClientServerConfig, LanguageClient  # noqa: E402
 
 from trainlint.lsp import convert, hover  # noqa: E402
 from trainlint.lsp.workspace import Linter  # noqa: E402
-from trainlint.positions import Span  # noqa: E402
+from trainlint.core.positions import Span  # noqa: E402
 from conftest import estimate_run  # noqa: E402 - after the importorskip checks above
 
 e2e = pytest.mark.asyncio(loop_scope="module")
@@ -483,12 +483,12 @@ def test_buffer_linter_contains_failures_and_limits(monkeypatch, tmp_path: Path)
     linted = linter.lint(str(tmp_path / "notes.txt"), "\x00\x01", 1)
     assert not linted.claimed and linted.by_path == {}
 
-    import trainlint.checker
+    import trainlint.files.checker
 
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(trainlint.checker, "check_source", explode)
+    monkeypatch.setattr(trainlint.files.checker, "check_source", explode)
     linted = linter.lint(path, BAD_JSON, 2)
     assert [d.code for d in linted.by_path[path]] == ["TL999"] and "boom" in linted.by_path[path][0].message
 

@@ -39,7 +39,7 @@ def test_two_workspace_folders_keep_their_own_framework_target(tmp_path):
 
 
 def test_two_sessions_in_one_process(tmp_path):
-    from trainlint.session import SessionOptions, open_session
+    from trainlint.project.session import SessionOptions, open_session
 
     old = _project(tmp_path / "old", "core_v0.4.0")
     new = _project(tmp_path / "new", "core_v0.8.0")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import trainlint.engine as engine
+import trainlint.project.engine as engine
 from trainlint.lsp.workspace import Linter
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

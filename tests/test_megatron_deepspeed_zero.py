@@ -8,11 +8,11 @@ from __future__ import annotations
 import pytest
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_source
+from trainlint.files.checker import check_source
 from trainlint.estimator import build_context, estimate
 from trainlint.layout.search import SearchOptions, search
 from trainlint.rules.estimation.fixes import communication_candidates, memory_candidates
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 SCRIPT = """\
 #!/bin/bash

@@ -98,7 +98,7 @@ def test_the_allocator_cache_follows_one_micro_batch_not_the_micro_batches_in_fl
 
 def _megatron_ds_spec(tmp_path, *flags: str):
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_paths
+    from trainlint.files.checker import check_paths
 
     (tmp_path / "ds.json").write_text('{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1}, '
                                       '"bf16": {"enabled": true}}')
@@ -142,7 +142,7 @@ def test_deepspeed_ulysses_splits_the_sequence_and_zero_shards_over_it(tmp_path)
                           "--micro-batch-size 1 --global-batch-size 16 --bf16 --use-flash-attn-v2 --no-pipeline-parallel "
                           "--tokenizer-type GPT2BPETokenizer --deepspeed --deepspeed_config ds.json " + " ".join(flags) + "\n")
         from trainlint.adapters import builtin_adapters
-        from trainlint.checker import check_paths
+        from trainlint.files.checker import check_paths
 
         spec = next(s for r in check_paths([str(script)], builtin_adapters()) for s in r.specs)
         est = estimate(spec, build_context(spec, gpu="h100-sxm"))
@@ -159,7 +159,7 @@ def test_deepspeed_ulysses_splits_the_sequence_and_zero_shards_over_it(tmp_path)
 
 def _megatron_lm_spec(tmp_path, *flags: str):
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_paths
+    from trainlint.files.checker import check_paths
 
     script = tmp_path / "train.sh"
     script.write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 16 --hidden-size 2048 "
@@ -220,7 +220,7 @@ def test_bridge_reads_activation_offloading_and_the_fused_loss(tmp_path, switch:
     """A ConfigContainer offloads only with model.cpu_offloading true (Megatron-LM derives it from the layer
     count; TransformerConfig does not), and names the TE loss as Megatron-LM's flags do."""
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_paths
+    from trainlint.files.checker import check_paths
 
     path = tmp_path / "run_config.yaml"
     path.write_text("model:\n  num_layers: 16\n  hidden_size: 1024\n  num_attention_heads: 16\n  seq_length: 2048\n"

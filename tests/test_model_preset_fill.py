@@ -9,8 +9,8 @@ from __future__ import annotations
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
 from trainlint.estimator import build_context, fill_model
-from trainlint.provenance import Origin
-from trainlint.sources import SourceText
+from trainlint.core.provenance import Origin
+from trainlint.files.sources import SourceText
 
 BASE = "torchrun --nproc_per_node 8 pretrain_gpt.py --micro-batch-size 1 --seq-length 2048 "
 
@@ -56,10 +56,10 @@ def test_kv_channels_stated_wins():
 
 
 def test_other_heads_do_not_take_the_presets_kv_shape():
-    from trainlint.spec import TrainingSpec
+    from trainlint.core.spec import TrainingSpec
 
     spec = TrainingSpec(framework="deepspeed", path="/x/ds.json")
-    from trainlint.provenance import Provenance, Value
+    from trainlint.core.provenance import Provenance, Value
 
     spec.model.num_attention_heads = Value(16, Provenance(Origin.FILE, path="/x/ds.json"))
     m = fill_model(spec, build_context(spec, model="llama3-8b").model).model

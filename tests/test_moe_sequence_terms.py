@@ -12,7 +12,7 @@ from trainlint.adapters.megatron import MegatronAdapter
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.memory import layer_activation_bytes, moe_tokens_per_gpu
 from trainlint.estimator.performance import ep_comm_per_layer, tp_comm_per_layer, ulysses_per_layer
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 from test_estimator import make_inputs
 
@@ -151,7 +151,7 @@ def test_cpu_offloading_keeps_offloaded_layers_off_the_gpu() -> None:
 
 def test_bridge_fields_of_the_same_meaning(tmp_path: Path) -> None:
     from trainlint.adapters.bridge.adapter import BridgeAdapter
-    from trainlint.sources import read_source
+    from trainlint.files.sources import read_source
 
     path = tmp_path / "run.yaml"
     path.write_text("_target_: megatron.bridge.training.config.ConfigContainer\nmodel:\n"

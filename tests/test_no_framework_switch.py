@@ -1,7 +1,7 @@
 """No framework-name switch outside the frameworks' own folders (issue 31).
 
 The core model, the estimator, the rules, the layout search, the engine and the faces ask the run's
-:class:`trainlint.framework.Framework` (or check a capability) instead of comparing a framework or
+:class:`trainlint.core.framework.Framework` (or check a capability) instead of comparing a framework or
 format name. This test reads the package's Python sources and fails with every line that compares
 a ``framework`` / ``format`` / ``kind`` / ``family`` value with a built-in framework's name, keys a
 table by those names or lists them, outside ``adapters/<framework>/`` (and the flat adapter modules

@@ -6,11 +6,11 @@ import json
 import os
 from pathlib import Path
 
-from trainlint.results import FileResult
-from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.core.results import FileResult
+from trainlint.core.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries, severity_counts, summary_line
 from trainlint.output.json_format import render as render_json
-from trainlint.positions import Span
+from trainlint.core.positions import Span
 
 
 def _undecided(path: str, line: int) -> Diagnostic:

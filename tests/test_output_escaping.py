@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from trainlint.cli import main
-from trainlint.escape import printable
+from trainlint.core.escape import printable
 
 # every C0 control (NUL as a JSON escape), DEL, every C1 control, the bidi controls, the line and
 # paragraph separators and a lone surrogate
@@ -107,7 +107,7 @@ def test_lone_surrogate_to_a_strict_stream(tmp_path):
 def test_a_value_holding_backticks_stays_inside_its_code_span() -> None:
     """Issue 29 O2: a key that holds backticks is quoted with a longer fence, and the Markdown face
     reads that fence as CommonMark does, so nothing of the key is rendered as Markdown."""
-    from trainlint.diagnostics import code
+    from trainlint.core.diagnostics import code
     from trainlint.output.markdown import cell
 
     assert code("zero_optimization") == "`zero_optimization`"

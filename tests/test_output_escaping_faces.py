@@ -11,7 +11,7 @@ import sys
 
 import pytest
 
-from trainlint.escape import printable
+from trainlint.core.escape import printable
 
 FORGED = "\n::error file=README.md,line=1::forged\r\nREADME.md:1:1: TL000 fake\x1b[2J\x1b]0;t\x07\x9b\u202e\u2066\u2028"
 MEGATRON = """\

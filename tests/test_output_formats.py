@@ -12,9 +12,9 @@ from urllib.parse import unquote
 import pytest
 
 from trainlint.cli import main
-from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.core.diagnostics import Diagnostic, Severity
 from trainlint.output.github import annotation, escape_data, escape_property
-from trainlint.positions import Span
+from trainlint.core.positions import Span
 
 from conftest import EXAMPLES, REPO, SHARED, SHARED_ABSENT
 

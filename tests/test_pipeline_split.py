@@ -22,7 +22,7 @@ from trainlint.estimator import build_context
 from trainlint.estimator.core import estimate, estimate_inputs
 from trainlint.estimator.memory import stage_kinds, stage_layers, worst_stage_total
 from trainlint.estimator.performance import step_time, step_time_floor
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 from test_estimator import make_inputs
 

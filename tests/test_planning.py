@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from trainlint.catalog import find_gpu
+from trainlint.presets.catalog import find_gpu
 from trainlint.planning import PlanError, cost, gpu_hours, parse_count, solve, train_time_s, training_flops
 from conftest import estimate_run
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from trainlint import process_pool
-from trainlint.checker import FileTask, check_task, plan_files
-from trainlint.results import FileResult
+from trainlint.project import process_pool
+from trainlint.files.checker import FileTask, check_task, plan_files
+from trainlint.core.results import FileResult
 from trainlint.adapters import builtin_adapters
 from trainlint.cli import main
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from trainlint.config_files import find_config
+from trainlint.files.config_files import find_config
 from trainlint.frameworks import locate
 
 

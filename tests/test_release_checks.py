@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from trainlint import audit
+from trainlint.project import audit
 from trainlint.frameworks.target import FrameworkTarget, TargetOrigin
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
 from trainlint.rules.startup.megatron.release_table import ReleaseCheck, ReleaseCheckTable
 from trainlint.rules.startup.releases import release_key
 

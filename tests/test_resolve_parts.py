@@ -8,8 +8,8 @@ import pytest
 
 from trainlint.estimator import build_context
 from trainlint.estimator import inputs as I
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import MEGATRON_LM, TrainingSpec
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.core.spec import MEGATRON_LM, TrainingSpec
 
 FILE = Provenance(Origin.FILE, path="run.sh", key="--x")
 

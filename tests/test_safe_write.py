@@ -1,4 +1,4 @@
-"""``trainlint.safe_write``: a rewritten file is never lost.
+"""``trainlint.files.safe_write``: a rewritten file is never lost.
 
 The failures are simulated: a full disk (``os.write`` raising ENOSPC part-way), a kill between the
 write and the replace (a child process that SIGKILLs itself inside ``os.replace``), a concurrent
@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from trainlint import safe_write
+from trainlint.files import safe_write
 from trainlint.cli import main
-from trainlint.safe_write import (WriteBackError, WriteConflict, distinct_targets, render_like, snapshot,
+from trainlint.files.safe_write import (WriteBackError, WriteConflict, distinct_targets, render_like, snapshot,
                                   snapshot_target, text_hash, write_back)
 
 SCRIPT = "#!/bin/bash\n" + "".join(f"# line {i} of padding to pass one write buffer\n" for i in range(400)) + \

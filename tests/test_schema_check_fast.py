@@ -18,10 +18,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from trainlint import schema_check
+from trainlint.files import schema_check
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_paths
-from trainlint.document import Document, pointer
+from trainlint.files.checker import check_paths
+from trainlint.core.document import Document, pointer
 
 from conftest import CORPUS, FIXTURES, REPO
 

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_paths
+from trainlint.files.checker import check_paths
 
 LAUNCH = ("deepspeed --num_nodes 1 --num_gpus 8 pretrain_gpt2.py --num-layers 24 --hidden-size 2048 "
           "--num-attention-heads 16 --seq-length 1024 --max-position-embeddings 1024 --batch-size 4 "

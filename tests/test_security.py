@@ -79,7 +79,7 @@ def test_python_m_imports_nothing_from_the_current_directory(tmp_path: Path) -> 
 def test_trust_list_takes_only_absolute_directories(tmp_path: Path, monkeypatch) -> None:
     """A line a baseline write could leave there (``"message": "/../../..``) resolves to ``/`` against
     the current directory: it must not make every repository trusted."""
-    from trainlint import trust
+    from trainlint.files import trust
 
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("TRAINLINT_ALLOW_PLUGINS", raising=False)

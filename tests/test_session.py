@@ -1,7 +1,7 @@
-"""trainlint.session: the one way every face opens a project.
+"""trainlint.project.session: the one way every face opens a project.
 
 Structure: every face (check, run, estimate, suggest, plan, rules, the language server) calls
-:func:`trainlint.session.open_session`, and no face or rule builds its own plugin host, registry,
+:func:`trainlint.project.session.open_session`, and no face or rule builds its own plugin host, registry,
 project config or estimator context. Behaviour: what a plugin contributes (an adapter, a GPU, a
 model preset) is seen by check, estimate, suggest and plan alike.
 """
@@ -65,7 +65,7 @@ def _face_modules() -> list[Path]:
 
 @pytest.mark.parametrize("face", sorted(FACES))
 def test_every_face_opens_its_project_with_open_session(face):
-    assert "open_session" in _called(_tree(FACES[face])), f"{face} does not call trainlint.session.open_session"
+    assert "open_session" in _called(_tree(FACES[face])), f"{face} does not call trainlint.project.session.open_session"
 
 
 @pytest.mark.parametrize("path", _face_modules(), ids=lambda p: f"{p.parent.name}/{p.name}")
@@ -90,7 +90,7 @@ def test_the_language_server_passes_typed_options_not_a_namespace():
 def test_the_open_function_lives_in_one_place():
     defined = [p for p in LINTER.rglob("*.py")
                if any(isinstance(n, ast.FunctionDef) and n.name == "open_session" for n in ast.walk(_tree(p)))]
-    assert defined == [LINTER / "session.py"]
+    assert defined == [LINTER / "project" / "session.py"]
 
 
 # ------------------------------------------------------------------ what plugins contribute, seen by every face
@@ -101,7 +101,7 @@ import json
 import trainlint
 from trainlint.adapters.base import Adapter, CERTAIN, NOT_MINE
 from trainlint.adapters.deepspeed.adapter import load_deepspeed_config
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 
 class AcmeJson(Adapter):

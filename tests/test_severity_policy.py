@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import pytest
 
-from trainlint.diagnostics import Severity
-from trainlint.engine import _place
+from trainlint.core.diagnostics import Severity
+from trainlint.project.engine import _place
 from trainlint.frameworks.locate import assumed
 from trainlint.frameworks.target import FrameworkTarget, TargetOrigin
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
 from trainlint.rules import Finding
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 RULES = sorted(build_registry(create_host(entry_points=False)).rules.values(), key=lambda r: r.code)
 

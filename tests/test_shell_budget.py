@@ -9,7 +9,7 @@ import pytest
 
 from trainlint.adapters.megatron.shell import evaluate
 from trainlint.adapters.megatron.shell_budget import MAX_VALUE_CHARS
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 
 def run(text: str):

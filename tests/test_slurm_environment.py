@@ -10,8 +10,8 @@ from __future__ import annotations
 from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
 from trainlint.adapters.megatron.slurm import slurm_environment
-from trainlint.provenance import Origin
-from trainlint.sources import SourceText
+from trainlint.core.provenance import Origin
+from trainlint.files.sources import SourceText
 
 CMD = ('CMD="pretrain_gpt.py --num-layers 24 --hidden-size 2048 --num-attention-heads 16 --seq-length 2048 '
        '--max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 --tensor-model-parallel-size 2"\n')

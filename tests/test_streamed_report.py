@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from trainlint.cli import main
-from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.core.diagnostics import Diagnostic, Severity
 from trainlint.output import file_entries
 from trainlint.output.report import Report, SpoolStore
-from trainlint.positions import Span
-from trainlint.results import FileResult
+from trainlint.core.positions import Span
+from trainlint.core.results import FileResult
 
 
 def _finding(path: str | None, line: int, code: str = "TL012", severity: Severity = Severity.INFO) -> Diagnostic:
@@ -110,7 +110,7 @@ def test_check_reports_what_the_list_of_results_gives(tmp_path: Path, capsys, fm
     from argparse import Namespace
 
     from trainlint.commands.check import render_results
-    from trainlint.session import SessionOptions, open_session
+    from trainlint.project.session import SessionOptions, open_session
 
     root = _tree(tmp_path / "tree", 3)
     assert main(["check", "--isolated", "--exit-zero", "--format", fmt, "--color", "never", "--jobs", "1",
@@ -128,7 +128,7 @@ def test_check_reports_what_the_list_of_results_gives(tmp_path: Path, capsys, fm
 def test_a_comment_used_by_a_later_script_is_not_unused(tmp_path: Path) -> None:
     """A suppression comment in a file, used only by a script read after the file itself, is not
     unused: TL020 is judged at the end of the run, from what every result used."""
-    from trainlint.unused_suppressions import UnusedSuppressions, report_unused
+    from trainlint.project.unused_suppressions import UnusedSuppressions, report_unused
 
     args = tmp_path / "args.sh"
     args.write_text("if [ \"$MODE\" = big ]; then X=1; fi  # trainlint: disable=TL012\n")

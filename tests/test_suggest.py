@@ -17,23 +17,23 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_source
+from trainlint.files.checker import check_source
 from trainlint.cli import main
 from trainlint.estimator import build_context, estimate, estimate_inputs
 from trainlint.layout import SearchOptions, search
 from trainlint.layout.candidate import candidate_spec, layout_changes
 from trainlint.estimator.memory import stage_kinds, stage_layers, stage_memory, static_floor, worst_stage_total
 from trainlint.estimator.performance import stage_microbatch
-from trainlint.engine import startup_rules
+from trainlint.project.engine import startup_rules
 from trainlint.layout.startup_check import startup_findings
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
 from trainlint.layout.search import InputsFactory, prepare
 from trainlint.layout.space import build_space
 from trainlint.adapters.engine import set_engine
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.sources import SourceText
-from trainlint.spec import MEGATRON_LM, TrainingSpec
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.files.sources import SourceText
+from trainlint.core.spec import MEGATRON_LM, TrainingSpec
 
 from conftest import CALIBRATION, EXAMPLES, SHARED_ABSENT, calibration_rows
 

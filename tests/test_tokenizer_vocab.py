@@ -19,8 +19,8 @@ from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
 from trainlint.adapters.neox.detect import NeoXAdapter
 from trainlint.estimator import build_context, estimate
-from trainlint.provenance import Origin
-from trainlint.sources import SourceText
+from trainlint.core.provenance import Origin
+from trainlint.files.sources import SourceText
 from trainlint.adapters.hf.tokenizer_vocab import local_file, padded
 
 HEAD = ("#!/bin/bash\ntorchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 24 --hidden-size 2048 "

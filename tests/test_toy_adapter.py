@@ -56,11 +56,11 @@ def test_toy_format_is_read_by_its_plugin_adapter(project, capsys):
 
 
 def test_toy_format_is_estimated(project, capsys):
-    from trainlint.checker import check_paths
-    from trainlint.config import discover
+    from trainlint.files.checker import check_paths
+    from trainlint.project.config import discover
     from trainlint.estimator import build_context, estimate
-    from trainlint.plugins import project_host
-    from trainlint.registry import build_registry
+    from trainlint.project.plugins import project_host
+    from trainlint.project.registry import build_registry
 
     registry = build_registry(project_host(discover(project / "run.toytrain", None, False)))
     (result,) = check_paths([str(project / "run.toytrain")], registry.adapters)
@@ -97,11 +97,11 @@ def test_toy_format_is_suggested_for_and_written_back(project, capsys):
 
 
 def test_toy_writer_refuses_what_the_format_cannot_write(project):
-    from trainlint.checker import check_paths
-    from trainlint.config import discover
+    from trainlint.files.checker import check_paths
+    from trainlint.project.config import discover
     from trainlint.layout.writeback import WritebackError, rewrite
-    from trainlint.plugins import project_host
-    from trainlint.registry import build_registry
+    from trainlint.project.plugins import project_host
+    from trainlint.project.registry import build_registry
 
     registry = build_registry(project_host(discover(project / "run.toytrain", None, False)))
     (result,) = check_paths([str(project / "run.toytrain")], registry.adapters)

@@ -1,4 +1,4 @@
-"""Local plugins named by a project config run only when trusted (issue 20, trainlint.trust).
+"""Local plugins named by a project config run only when trusted (issue 20, trainlint.files.trust).
 
 Each plugin here writes a marker file when imported: the marker shows whether code from the
 checkout ran, independently of what trainlint reports."""
@@ -113,8 +113,8 @@ def test_rules_and_explain_do_not_import_untrusted_plugins(tmp_path, capsys, mon
 
 
 def test_installed_entry_point_plugins_still_load(tmp_path, monkeypatch):
-    from trainlint import plugins
-    from trainlint.config import ProjectConfig
+    from trainlint.project import plugins
+    from trainlint.project.config import ProjectConfig
 
     calls = []
     monkeypatch.setattr(plugins, "_load_entry_points", lambda host: calls.append(host))

@@ -4,7 +4,7 @@ reads left are about the file's text (which key was written where, for a finding
 framework's own start-up check of the keys as written): each is named here with why.
 
 A new read of ``spec.settings`` in ``linter/rules`` or ``linter/estimator`` fails this test: give the
-fact a field in ``linter/spec.py`` and set it in the adapters (as ``EngineSpec`` is), or, when it
+fact a field in ``linter/core/spec.py`` and set it in the adapters (as ``EngineSpec`` is), or, when it
 really is about the text, add it below with its reason."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 
 from trainlint.adapters import builtin_adapters
 from trainlint.adapters.base import LoadContext
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 LINTER = Path(__file__).resolve().parent.parent / "linter"
 
@@ -83,7 +83,7 @@ def test_rules_and_estimator_read_framework_settings_only_through_typed_fields()
     reads = _settings_reads()
     unexpected = sorted(reads - set(FILE_TEXT_USES))
     assert not unexpected, ("spec.settings read by a framework key outside the file-text allow-list; give the fact a "
-                            f"typed field in linter/spec.py set by the adapters: {unexpected}")
+                            f"typed field in linter/core/spec.py set by the adapters: {unexpected}")
     stale = sorted(set(FILE_TEXT_USES) - reads)
     assert not stale, f"allow-list entries no longer used (remove them): {stale}"
 

@@ -7,7 +7,7 @@ import json
 
 
 from trainlint.cli import main
-from trainlint.suppressions import parse_suppressions
+from trainlint.project.suppressions import parse_suppressions
 
 NEOX = """num_layers: 2
 hidden_size: 64

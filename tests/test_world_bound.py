@@ -13,7 +13,7 @@ from trainlint.rules.estimation.estimate_unavailable import EstimateUnavailable
 from trainlint.rules.estimation.oom_risk import OomRisk
 from trainlint.rules.estimation.scope import usable_estimate
 from trainlint.rules.estimation.world_bound import memory_verdict
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 # GPT-NeoX without a hostfile or num_gpus: one node of as many GPUs as the machine has
 # (neox_arguments/arguments.py, calculate_derived), which nothing in the file says.
@@ -72,7 +72,7 @@ def test_zero1_that_cannot_fit_at_any_dp_is_reported_with_the_least_memory():
 
 def test_a_megatron_argument_list_without_a_launch_is_not_judged(tmp_path):
     from trainlint.adapters import builtin_adapters
-    from trainlint.checker import check_paths
+    from trainlint.files.checker import check_paths
 
     path = tmp_path / "model.sh"  # sourced by another script that chooses TP/PP and the optimizer
     path.write_text("#!/bin/bash\nMODEL_ARGS=(\n  --num-layers 80 --hidden-size 8192 --num-attention-heads 64\n"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from trainlint import safe_write
+from trainlint.files import safe_write
 from trainlint.cli import main
 
 CONFIG = (b'{\n  "train_batch_size": 8,\n  "train_micro_batch_size_per_gpu": 1,\n'

@@ -19,11 +19,11 @@ import pytest
 
 from trainlint.adapters import builtin_adapters
 from trainlint.adapters.base import LoadContext
-from trainlint.checker import check_paths, check_source
-from trainlint.results import FileResult
+from trainlint.files.checker import check_paths, check_source
+from trainlint.core.results import FileResult
 from trainlint.layout.writeback import WritebackError, rewrite, rewrite_files
-from trainlint.safe_write import write_back
-from trainlint.sources import SourceText, read_source
+from trainlint.files.safe_write import write_back
+from trainlint.files.sources import SourceText, read_source
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

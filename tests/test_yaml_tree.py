@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from trainlint.adapters.text.yaml_tree import MAX_DEPTH, MAX_NODES, SciString, parse_yaml
-from trainlint.diagnostics import Severity
-from trainlint.positions import Span
+from trainlint.core.diagnostics import Severity
+from trainlint.core.positions import Span
 
 
 def codes(tree):

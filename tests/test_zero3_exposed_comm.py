@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 
 from trainlint.adapters import builtin_adapters
-from trainlint.checker import check_paths
+from trainlint.files.checker import check_paths
 from trainlint.estimator import build_context, estimate
 from trainlint.estimator import coefficients as C
 

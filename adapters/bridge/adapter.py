@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from trainlint.document import Document
-from trainlint.framework import KeyCatalog, framework_of
-from trainlint.positions import FILE_START, Span
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.sources import SourceText
+from trainlint.core.document import Document
+from trainlint.core.framework import KeyCatalog, framework_of
+from trainlint.core.positions import FILE_START, Span
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.files.sources import SourceText
 
 from trainlint.adapters.base import BY_CONTENT, CERTAIN, NOT_MINE, Adapter, LoadContext, LoadResult, looks_like_shell
 from trainlint.adapters.bridge.names import ENGINE, FORMAT
@@ -116,7 +116,7 @@ def _load_yaml(source: SourceText, context: LoadContext) -> LoadResult:
 
 
 def _load_launch(source: SourceText, context: LoadContext) -> LoadResult:
-    from trainlint.input_codes import input_diagnostic
+    from trainlint.core.input_codes import input_diagnostic
 
     from trainlint.adapters.bridge.container import Container, Entry
     from trainlint.adapters.bridge.launch import find_launches
@@ -153,7 +153,7 @@ def _load_launch(source: SourceText, context: LoadContext) -> LoadResult:
         gpn = _launch_value(launch.nproc_per_node, source.path, "--nproc_per_node")
         nodes = _launch_value(launch.nnodes, source.path, "--nnodes")
         if gpn is not None and nodes is None:
-            from trainlint.provenance import default
+            from trainlint.core.provenance import default
 
             nodes = default(1, "torchrun default (--nnodes 1)")
         target = _target(source, context, result, launch.anchor)
@@ -173,7 +173,7 @@ def _load_launch(source: SourceText, context: LoadContext) -> LoadResult:
 
 
 def _position(text: str, offset: int) -> tuple[int, int]:
-    from trainlint.positions import LineIndex
+    from trainlint.core.positions import LineIndex
 
     return LineIndex(text).position(offset)
 

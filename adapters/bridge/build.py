@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from trainlint.framework import KeyCatalog
-from trainlint.positions import Span
-from trainlint.provenance import Origin, Provenance, Value, derived
-from trainlint.spec import TrainingSpec
+from trainlint.core.framework import KeyCatalog
+from trainlint.core.positions import Span
+from trainlint.core.provenance import Origin, Provenance, Value, derived
+from trainlint.core.spec import TrainingSpec
 
 from trainlint.adapters.bridge.container import Container, Entry
 from trainlint.adapters.bridge.keys import EITHER_TRUE, KEYS, as_list
@@ -213,8 +213,8 @@ def build_spec(container: Container, path: str, label: str, anchor: Span | None,
     builder = BridgeSpecBuilder(container, path, label, anchor, world, keys)
     spec = builder.build()
     for entry, expected in builder.problems:
-        from trainlint.input_codes import input_diagnostic
-        from trainlint.positions import FILE_START
+        from trainlint.core.input_codes import input_diagnostic
+        from trainlint.core.positions import FILE_START
 
         problems.append(input_diagnostic(
             "TL005", f"`{entry.path}` is {entry.value!r}: Megatron-Core takes {expected} here; the value is not used",

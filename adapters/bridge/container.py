@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainlint.positions import Span
+from trainlint.core.positions import Span
 
 from trainlint.adapters.bridge.names import BAD_ENV_NAME, TARGET_KEY  # not .keys: the field map is read only by a Bridge run's build
 

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-from trainlint.positions import LineIndex, Span
+from trainlint.core.positions import LineIndex, Span
 
 RUNNER = re.compile(r"(^|/)run_recipe\.py$")
 _PLAIN = re.compile(r"[^ \t\r\n;|'\"\\$`]+")

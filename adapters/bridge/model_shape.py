@@ -10,7 +10,7 @@ from trainlint.adapters.bridge.container import Container, Entry
 def preset_entries(hf_model: str, container: Container, why: str) -> str | None:
     """Add the preset's shape to ``container`` under ``model.*`` where nothing set the field; returns the
     preset id used (None: no preset for ``hf_model``)."""
-    from trainlint.models import CatalogError, find_model_preset
+    from trainlint.presets.models import CatalogError, find_model_preset
 
     try:
         p = find_model_preset(hf_model)

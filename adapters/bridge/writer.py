@@ -11,7 +11,7 @@
 
 The round trip (the file read again gives the asked values, nothing else changed) is checked by
 :mod:`trainlint.layout.writeback`, as for every format; the write itself goes through
-:mod:`trainlint.safe_write`.
+:mod:`trainlint.files.safe_write`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from trainlint.results import FileResult
-from trainlint.spec import TrainingSpec
-from trainlint.writing import Buffer, Texts, TextMapping, Writer, WritebackError, yaml_value
+from trainlint.core.results import FileResult
+from trainlint.core.spec import TrainingSpec
+from trainlint.files.writing import Buffer, Texts, TextMapping, Writer, WritebackError, yaml_value
 
 from trainlint.adapters.bridge.keys import KEYS
 from trainlint.adapters.bridge.spelling import FIELDS, override_text

@@ -18,15 +18,15 @@ from typing import TYPE_CHECKING, Any, Iterator
 
 from trainlint.adapters.base import BY_CONTENT, BY_NAME, CERTAIN, NOT_MINE, Adapter, LoadContext, LoadResult
 from trainlint.adapters.text.json_tree import parse
-from trainlint.diagnostics import Applicability, Diagnostic, Related, Severity, code
-from trainlint.document import Document, pointer_parts
-from trainlint.input_codes import input_diagnostic
-from trainlint.positions import FILE_START
-from trainlint.provenance import Origin, Provenance, Value, default, derived, from_file
-from trainlint.schema_check import check_document
-from trainlint.sources import SourceText
-from trainlint.spec import EngineSpec, TrainingSpec
-from trainlint.values import integral
+from trainlint.core.diagnostics import Applicability, Diagnostic, Related, Severity, code
+from trainlint.core.document import Document, pointer_parts
+from trainlint.core.input_codes import input_diagnostic
+from trainlint.core.positions import FILE_START
+from trainlint.core.provenance import Origin, Provenance, Value, default, derived, from_file
+from trainlint.files.schema_check import check_document
+from trainlint.files.sources import SourceText
+from trainlint.core.spec import EngineSpec, TrainingSpec
+from trainlint.core.values import integral
 
 if TYPE_CHECKING:
     from trainlint.frameworks.locate import FrameworkSettings
@@ -385,7 +385,7 @@ def merge_auto_notes(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
         return diagnostics
     from dataclasses import replace
 
-    from trainlint.diagnostics import Related
+    from trainlint.core.diagnostics import Related
 
     first = autos[0]
     keys = [d.message.split("`")[1] for d in autos]
@@ -443,8 +443,8 @@ def _deprecations(doc: Document, schema: dict) -> list[Diagnostic]:
         if ptr in RENAMED_TO and not related:
             from dataclasses import replace
 
-            from trainlint.diagnostics import Applicability
-            from trainlint.key_edits import rename_key
+            from trainlint.core.diagnostics import Applicability
+            from trainlint.files.key_edits import rename_key
 
             edits = rename_key(doc, ptr, RENAMED_TO[ptr])
             if edits:
@@ -855,6 +855,6 @@ def set_engine(spec: TrainingSpec) -> None:
 def _key_catalog(target=None):
     """The DeepSpeed framework's one key catalog (schema, shipped releases, removed keys; with
     ``target``, the names the checked release reads)."""
-    from trainlint.framework import framework_of
+    from trainlint.core.framework import framework_of
 
     return framework_of("deepspeed").key_catalog(target)

@@ -1,4 +1,4 @@
-"""DeepSpeed as a :class:`trainlint.framework.Framework`: a DeepSpeed JSON on its own, and the
+"""DeepSpeed as a :class:`trainlint.core.framework.Framework`: a DeepSpeed JSON on its own, and the
 formats that hand one to DeepSpeed's engine (the HF Trainer's YAML and launch lines, accelerate's
 config). The HF Trainer and accelerate are not frameworks of their own: the step they run is
 DeepSpeed's engine with DeepSpeed's config keys, so their runs are DeepSpeed runs
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from trainlint.framework import (
+from trainlint.core.framework import (
     KeyCatalog,
     CAP_STARTUP_CHECKS,
     CAP_DEEPSPEED_CONFIG,
@@ -18,8 +18,8 @@ from trainlint.framework import (
     SearchPolicy,
     written,
 )
-from trainlint.spec import TrainingSpec
-from trainlint.values import as_bool, as_int
+from trainlint.core.spec import TrainingSpec
+from trainlint.core.values import as_bool, as_int
 
 _CAPABILITIES = frozenset({CAP_DEEPSPEED_ENGINE, CAP_DEEPSPEED_CONFIG, CAP_STARTUP_CHECKS})
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainlint.results import FileResult
-from trainlint.document import Document, pointer
-from trainlint.spec import TrainingSpec
-from trainlint.writing import (
+from trainlint.core.results import FileResult
+from trainlint.core.document import Document, pointer
+from trainlint.core.spec import TrainingSpec
+from trainlint.files.writing import (
     Texts,
     TextMapping,
     Writer,

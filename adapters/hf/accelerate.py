@@ -22,8 +22,8 @@ from typing import Any
 
 import yaml
 
-from trainlint.positions import Span
-from trainlint.provenance import Origin, Provenance, Value
+from trainlint.core.positions import Span
+from trainlint.core.provenance import Origin, Provenance, Value
 
 MAX_CONFIG_BYTES = 256 * 1024
 
@@ -65,7 +65,7 @@ def _span(node: yaml.Node) -> Span:
 def find_config(written: str, base: str | None = None) -> str | None:
     """The file ``written`` names, relative to the current directory (or ``base``'s folder, a launch
     script's), inside the project; None otherwise."""
-    from trainlint.containment import contained, roots_for
+    from trainlint.files.containment import contained, roots_for
 
     anchor = base or os.path.join(os.getcwd(), "x")
     roots = roots_for(anchor)
@@ -250,8 +250,8 @@ def load_inline(config: AccelerateConfig | None, options: dict[str, Value], path
     TL006 for a value accelerate would not take (an unknown offload device, a ZeRO stage above 3)."""
     from trainlint.adapters.base import LoadResult
     from trainlint.adapters.deepspeed.adapter import FORMAT, build_spec, set_engine
-    from trainlint.document import Document
-    from trainlint.input_codes import input_diagnostic
+    from trainlint.core.document import Document
+    from trainlint.core.input_codes import input_diagnostic
 
     inline = inline_deepspeed(config or AccelerateConfig(path), options)
     doc_path = config.path if config is not None else path
@@ -288,6 +288,6 @@ def load_inline(config: AccelerateConfig | None, options: dict[str, Value], path
 
 
 def _nowhere() -> Span:
-    from trainlint.positions import FILE_START
+    from trainlint.core.positions import FILE_START
 
     return FILE_START

@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 FORMAT = "hf-trainer"
 _SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch")
@@ -86,8 +86,8 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
     from trainlint.adapters.hf.trainer_yaml import _find_json
     from trainlint.adapters.megatron.adapter import _Spans
     from trainlint.adapters.launch.command_line import parse_launch
-    from trainlint.input_codes import FILE_START, input_diagnostic
-    from trainlint.sources import UnreadableSource
+    from trainlint.core.input_codes import FILE_START, input_diagnostic
+    from trainlint.files.sources import UnreadableSource
 
     words = [f.text if f.text is not None else "" for f in command.fields]
     launch = parse_launch(words, base=source.path)
@@ -119,7 +119,7 @@ def _one_run(result: LoadResult, source: SourceText, context: LoadContext, shell
     if json_path is None:
         import os
 
-        from trainlint.containment import outside_message, roots_for
+        from trainlint.files.containment import outside_message, roots_for
 
         beside = os.path.join(os.path.dirname(os.path.abspath(source.path)), ref.written)
         if os.path.isfile(beside):  # there, but outside the project: not read (as the Megatron adapter says)

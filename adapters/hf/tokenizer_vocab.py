@@ -78,9 +78,9 @@ def known_file(name: str) -> Vocab | None:
 def from_preset(name: str) -> Vocab | None:
     """The embedding rows of the model preset a Hugging Face tokenizer name matches, if any
     (``meta-llama/Meta-Llama-3-8B``; ``-Instruct``/``-hf``/``-chat`` variants share the tokenizer, as
-    :func:`trainlint.models.find_model_preset` resolves them), else of its config.json in the local cache."""
-    from trainlint.catalog import CatalogError
-    from trainlint.models import find_model_preset
+    :func:`trainlint.presets.models.find_model_preset` resolves them), else of its config.json in the local cache."""
+    from trainlint.presets.catalog import CatalogError
+    from trainlint.presets.models import find_model_preset
 
     written = name.strip().strip("/")
     if not written:
@@ -98,7 +98,7 @@ def _from_hub_cache(name: str) -> Vocab | None:
     """The embedding rows the model's config.json in the local Hugging Face cache gives (no download)."""
     import json
 
-    from trainlint.hf_cache import cached_file, is_repo_id
+    from trainlint.presets.hf_cache import cached_file, is_repo_id
 
     if "/" not in name or not is_repo_id(name):
         return None
@@ -106,7 +106,7 @@ def _from_hub_cache(name: str) -> Vocab | None:
     if path is None:
         return None
     try:
-        from trainlint.sources import read_bounded
+        from trainlint.files.sources import read_bounded
 
         size = json.loads(read_bounded(path, MAX_TOKENIZER_FILE).decode("utf-8")).get("vocab_size")
     except (OSError, ValueError, AttributeError):
@@ -151,7 +151,7 @@ def local_file(reference: str, config_path: str) -> Vocab | None:
 
 
 def _read_size(path: Path) -> Vocab | None:
-    from trainlint.sources import read_bounded
+    from trainlint.files.sources import read_bounded
 
     name = path.name.lower()
     if not name.endswith((".txt", ".json")):

@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from trainlint.positions import Span
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import TrainingSpec
+from trainlint.core.positions import Span
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.core.spec import TrainingSpec
 
 DEFAULTS = {"per_device_train_batch_size": 8, "gradient_accumulation_steps": 1}
 """TrainingArguments defaults (transformers/training_args.py)."""
@@ -252,8 +252,8 @@ def _read_arguments(path: str) -> list[tuple[str, str, Span]] | None:
 def _fill_model(spec: TrainingSpec, name: str, given: Callable[[str, object], Value], cwd: Path) -> None:
     """The model --model_name_or_path names: a local directory's config.json, or a model preset; only
     fields the spec lacks (as --model does)."""
-    from trainlint.catalog import CatalogError
-    from trainlint.models import fill_model, preset_or_cached, read_hf_config
+    from trainlint.presets.catalog import CatalogError
+    from trainlint.presets.models import fill_model, preset_or_cached, read_hf_config
 
     local = Path(name) if Path(name).is_absolute() else cwd / name
     note = f"--model_name_or_path {name}"

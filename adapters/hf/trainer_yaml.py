@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult, looks_like_shell
-from trainlint.positions import Span
-from trainlint.sources import SourceText
+from trainlint.core.positions import Span
+from trainlint.files.sources import SourceText
 
 if TYPE_CHECKING:  # pragma: no cover
     import yaml
@@ -126,8 +126,8 @@ class HFTrainerYamlAdapter(Adapter):
         from trainlint.adapters.deepspeed.adapter import load_deepspeed_config
         from trainlint.adapters.engine import set_engine
         from trainlint.adapters.hf.trainer_args import FILLED_POINTERS, fill_from_trainer
-        from trainlint.input_codes import FILE_START, input_diagnostic
-        from trainlint.sources import UnreadableSource
+        from trainlint.core.input_codes import FILE_START, input_diagnostic
+        from trainlint.files.sources import UnreadableSource
 
         result = LoadResult(FORMAT)
         pairs = _top_level(source.text) or []
@@ -177,7 +177,7 @@ def _span(node: yaml.Node) -> Span:
 
 
 def _find_json(written: str, yaml_path: str) -> str | None:
-    from trainlint.containment import contained, roots_for
+    from trainlint.files.containment import contained, roots_for
 
     if not written:
         return None

@@ -28,7 +28,7 @@ import os
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from trainlint.positions import LineIndex, Span
+from trainlint.core.positions import LineIndex, Span
 
 COMMAND_LINE = "<command line>"
 """The path diagnostics about the command line itself carry."""
@@ -121,7 +121,7 @@ def span_function(argv: list[str], path: str = COMMAND_LINE) -> Callable:
 def parse_launch(argv: list[str], base: str | None = None, frameworks: Sequence[Any] = ()) -> LaunchCommand:
     """Classify a command line; never raises on odd input. ``base``: the launch script the words are
     in (an accelerate config is looked for beside it too). ``frameworks``: the session's
-    (:class:`trainlint.framework.Framework`); a Python command the shipped launch forms do not
+    (:class:`trainlint.core.framework.Framework`); a Python command the shipped launch forms do not
     recognise is offered to each (``Framework.claim_launch``), so a plugin framework's command
     goes through ``trainlint run``'s gate too."""
     found = _classify(argv, base)
@@ -206,7 +206,7 @@ def accelerate_options(inv, spans: Callable) -> dict:
     """The ``accelerate launch`` options that set the DeepSpeedPlugin (``--zero_stage 3``,
     ``--mixed_precision bf16``...), as text located with ``spans`` (Loc -> (path, Span))."""
     from trainlint.adapters.hf.accelerate import INLINE_KEYS
-    from trainlint.provenance import Origin, Provenance, Value
+    from trainlint.core.provenance import Origin, Provenance, Value
 
     out = {}
     for name in (*INLINE_KEYS, "mixed_precision"):
@@ -386,10 +386,10 @@ def read_command(launch: LaunchCommand, adapters: Sequence, environment: dict[st
     with the launcher's world size, the NeoX YAMLs), or the launch script, read with ``adapters``,
     the launch-script ``environment`` and the session's ``frameworks`` settings."""
     from trainlint.adapters.base import LoadContext
-    from trainlint.checker import check_file
+    from trainlint.files.checker import check_file
 
     if registered is None:
-        from trainlint.framework import known_frameworks
+        from trainlint.core.framework import known_frameworks
 
         registered = known_frameworks()
     owner = next((f for f in registered if launch.kind in f.launch_kinds), None)
@@ -409,7 +409,7 @@ def read_argument_list(launch: LaunchCommand, load: Callable, environment: dict[
     """A command line that is itself the config (Megatron's argv): ``load(argv, path, context)`` reads it
     as the framework's adapter does, located in :func:`command_text`."""
     from trainlint.adapters.base import LoadContext
-    from trainlint.results import FileResult
+    from trainlint.core.results import FileResult
 
     loaded = load(launch.argv, COMMAND_LINE, LoadContext(environment=environment, frameworks=frameworks))
     diagnostics = [_fatal_if_missing(d if d.path else replace(d, path=COMMAND_LINE)) for d in loaded.diagnostics]
@@ -419,7 +419,7 @@ def read_argument_list(launch: LaunchCommand, load: Callable, environment: dict[
 def _fatal_if_missing(diagnostic):
     """A file named on a command line about to run must exist now (a script may still write it
     before its launch line, a command line cannot): TL013 there is an error."""
-    from trainlint.diagnostics import Severity
+    from trainlint.core.diagnostics import Severity
 
     if diagnostic.code == "TL013" and diagnostic.path == COMMAND_LINE:
         return replace(diagnostic, severity=Severity.ERROR)
@@ -427,8 +427,8 @@ def _fatal_if_missing(diagnostic):
 
 
 def _missing(ref, what: str):
-    from trainlint.diagnostics import Severity
-    from trainlint.input_codes import input_diagnostic
+    from trainlint.core.diagnostics import Severity
+    from trainlint.core.input_codes import input_diagnostic
 
     shown = f"`{ref.written}`" + (f" (read as `{ref.path}`)" if ref.path != ref.written else "")
     return input_diagnostic("TL013", f"{what} {shown} not found (relative to {os.getcwd()}); the command would "
@@ -437,7 +437,7 @@ def _missing(ref, what: str):
 
 def _read(ref, what: str):
     """(SourceText, None) or (None, diagnostic)."""
-    from trainlint.sources import UnreadableSource, read_source
+    from trainlint.files.sources import UnreadableSource, read_source
 
     if not os.path.exists(ref.path):
         return None, _missing(ref, what)
@@ -450,7 +450,7 @@ def _read(ref, what: str):
 def read_deepspeed_launch(launch, frameworks: Any = None):
     """The DeepSpeed JSON, with GPUs per node, nodes and world size from the launcher's words."""
     from trainlint.adapters.deepspeed.adapter import FORMAT, load_deepspeed_config
-    from trainlint.results import FileResult
+    from trainlint.core.results import FileResult
 
     ref = launch.deepspeed_config
     options = accelerate_options(launch.invocation, span_function(launch.argv)) \
@@ -492,7 +492,7 @@ def read_deepspeed_launch(launch, frameworks: Any = None):
 def _accelerate_world(cluster, config) -> None:
     """Nodes and world size from the accelerate config YAML where the command line gives none
     (its --num_processes / --num_machines win, as accelerate merges them)."""
-    from trainlint.provenance import default, derived
+    from trainlint.core.provenance import default, derived
 
     if config is not None and cluster.nodes is None and config.num_machines is not None:
         cluster.nodes = config.num_machines
@@ -519,8 +519,8 @@ def _entry_index(launch) -> int | None:
 def read_neox_launch(launch: LaunchCommand, adapters: Sequence, environment: dict[str, str], frameworks: Any = None):
     """deepy.py's YAML files, merged in order as one run (NeoX's own order: later files win)."""
     from trainlint.adapters.base import LoadContext
-    from trainlint.checker import check_source
-    from trainlint.results import FileResult
+    from trainlint.files.checker import check_source
+    from trainlint.core.results import FileResult
 
     refs = launch.neox_configs
     if not refs:

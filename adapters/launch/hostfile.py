@@ -3,7 +3,7 @@
 The DeepSpeed launcher reads one host per line, ``hostname slots=N``; blank lines and ``#``
 comments are skipped (deepspeed/launcher/runner.py, ``fetch_hostfile``). ``--num_nodes N`` keeps the
 first N hosts, ``--num_gpus G`` uses G GPUs on each kept host. The file is only read (bounded), never
-run, and only when it lies in the linted project (see :mod:`trainlint.containment`).
+run, and only when it lies in the linted project (see :mod:`trainlint.files.containment`).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def find_hostfile(written: str, script_path: str | None) -> str | None:
     """The hostfile's path when it exists inside the project of ``script_path`` (the current
     directory for a command line): relative names are tried against the current directory, the
     script's directory and the project root. None otherwise."""
-    from trainlint.containment import contained, roots_for
+    from trainlint.files.containment import contained, roots_for
 
     anchor = script_path if script_path and os.path.isfile(script_path) else os.path.join(os.getcwd(), "x")
     roots = roots_for(anchor)
@@ -59,7 +59,7 @@ def find_hostfile(written: str, script_path: str | None) -> str | None:
 
 def read_hostfile(path: str) -> list[Host] | None:
     """The hosts of the file at ``path`` (read at most MAX_HOSTFILE_BYTES); None when unreadable or malformed."""
-    from trainlint.sources import UnreadableSource, read_source
+    from trainlint.files.sources import UnreadableSource, read_source
 
     try:
         return parse_hostfile(read_source(path, max_bytes=MAX_HOSTFILE_BYTES).text)

@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from trainlint.adapters.base import LoadContext, LoadResult
-from trainlint.diagnostics import Diagnostic
-from trainlint.document import Document, escape_key
-from trainlint.input_codes import input_diagnostic
-from trainlint.positions import FILE_START, LineIndex, Span
-from trainlint.provenance import Origin, Provenance, Value, from_file
-from trainlint.sources import SourceText, Unreadable, UnreadableSource
-from trainlint.spec import TrainingSpec
+from trainlint.core.diagnostics import Diagnostic
+from trainlint.core.document import Document, escape_key
+from trainlint.core.input_codes import input_diagnostic
+from trainlint.core.positions import FILE_START, LineIndex, Span
+from trainlint.core.provenance import Origin, Provenance, Value, from_file
+from trainlint.files.sources import SourceText, Unreadable, UnreadableSource
+from trainlint.core.spec import TrainingSpec
 
 from trainlint.adapters.megatron.slurm import sbatch_allocation
 from trainlint.adapters.megatron.flags import (
@@ -364,7 +364,7 @@ def _merge_deepspeed(result: LoadResult, spec: TrainingSpec, parsed: ParsedArgs,
             if not os.path.isabs(written):
                 candidates.append(os.path.normpath(os.path.join(d, written)))
             d = os.path.dirname(d) if d else d
-        from trainlint.containment import contained, outside_message, roots_for
+        from trainlint.files.containment import contained, outside_message, roots_for
 
         roots = roots_for(source.path)
         for cand in candidates:

@@ -25,9 +25,9 @@ from functools import lru_cache
 from typing import Any
 
 from trainlint.adapters.megatron.entry_points import trains
-from trainlint.framework import CAP_MEGATRON_ARGUMENTS, framework_of, known_frameworks
-from trainlint.provenance import Value, default
-from trainlint.spec import MEGATRON_LM, TrainingSpec
+from trainlint.core.framework import CAP_MEGATRON_ARGUMENTS, framework_of, known_frameworks
+from trainlint.core.provenance import Value, default
+from trainlint.core.spec import MEGATRON_LM, TrainingSpec
 
 
 DEFAULT_NOTE = "Megatron-LM default (megatron/training/arguments.py)"
@@ -36,7 +36,7 @@ COMMIT = "d98e8a6"
 
 @lru_cache(maxsize=1)
 def _properties() -> dict[str, dict]:
-    from trainlint.framework import framework_of
+    from trainlint.core.framework import framework_of
 
     return framework_of("megatron").key_catalog().properties()  # the framework's one key catalog
 

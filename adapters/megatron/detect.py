@@ -12,7 +12,7 @@ from functools import cache
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
 from trainlint.adapters.megatron.markers import FORMAT, YAML_FLAG_KEY, model_args_yaml
-from trainlint.sources import SourceText
+from trainlint.files.sources import SourceText
 
 # The patterns of a launch script's content are compiled on first use (functools.cache): a check of
 # JSON and YAML files never sniffs a script, and compiling them costs ~1 ms of every start.

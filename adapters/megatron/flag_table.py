@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Iterator, Mapping
 
-from trainlint.framework import framework_of
+from trainlint.core.framework import framework_of
 
 
 @dataclass(frozen=True)

@@ -11,15 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, TypeGuard
 
-from trainlint.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
-from trainlint.input_codes import input_diagnostic
-from trainlint.numbers import read_int
-from trainlint.positions import Span
-from trainlint.framework import framework_of
-from trainlint.spec import MEGATRON_DEEPSPEED as DEEPSPEED  # noqa: F401 - the dialect names, re-exported
-from trainlint.spec import MEGATRON_LEGACY as LEGACY  # noqa: F401
-from trainlint.spec import MEGATRON_LM as CURRENT
-from trainlint.did_you_mean import did_you_mean
+from trainlint.core.diagnostics import Applicability, Diagnostic, Edit, Related, Severity
+from trainlint.core.input_codes import input_diagnostic
+from trainlint.core.numbers import read_int
+from trainlint.core.positions import Span
+from trainlint.core.framework import framework_of
+from trainlint.core.spec import MEGATRON_DEEPSPEED as DEEPSPEED  # noqa: F401 - the dialect names, re-exported
+from trainlint.core.spec import MEGATRON_LEGACY as LEGACY  # noqa: F401
+from trainlint.core.spec import MEGATRON_LM as CURRENT
+from trainlint.files.did_you_mean import did_you_mean
 
 from trainlint.adapters.megatron.flag_table import FlagInfo, FlagTable, flag_table
 from trainlint.adapters.megatron.words import Field, Loc, Seg
@@ -768,7 +768,7 @@ def other_release_flags(flags: tuple[str, ...]) -> tuple[str, str]:
 def _typo(written: str, known: str) -> bool:
     """At most two letters added, dropped, changed or swapped, and not only a dash/underscore/case
     difference (forks such as Megatron-LLM accept `--num_layers`)."""
-    from trainlint.key_edits import is_misspelling
+    from trainlint.files.key_edits import is_misspelling
 
     def norm(name: str) -> str:
         return name.replace("_", "-").lower()

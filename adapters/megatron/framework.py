@@ -1,5 +1,5 @@
 """Megatron-LM (and the Megatron-DeepSpeed fork, and old DeepSpeed-integrated copies) as a
-:class:`trainlint.framework.Framework`: its engine semantics, its layout search space and how a
+:class:`trainlint.core.framework.Framework`: its engine semantics, its layout search space and how a
 layout change is written in its flags, its ``trainlint run`` launch form and its own start-up rules."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import Any, Sequence
 
-from trainlint.framework import (
+from trainlint.core.framework import (
     KeyCatalog,
     CAP_STARTUP_CHECKS,
     CAP_MEGATRON_ARGUMENTS,
@@ -19,8 +19,8 @@ from trainlint.framework import (
     SearchPolicy,
     written,
 )
-from trainlint.spec import MEGATRON_LM, TrainingSpec
-from trainlint.values import as_bool, as_int, as_str
+from trainlint.core.spec import MEGATRON_LM, TrainingSpec
+from trainlint.core.values import as_bool, as_int, as_str
 
 _CAPABILITIES = frozenset({CAP_MEGATRON_MODEL, CAP_MEGATRON_CORE, CAP_MEGATRON_ARGUMENTS, CAP_STARTUP_CHECKS})
 

@@ -34,11 +34,11 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from trainlint import cancel
-from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.input_codes import input_diagnostic
-from trainlint.positions import Span
-from trainlint.sources import SourceText, UnreadableSource
+from trainlint.core import cancel
+from trainlint.core.diagnostics import Diagnostic, Severity
+from trainlint.core.input_codes import input_diagnostic
+from trainlint.core.positions import Span
+from trainlint.files.sources import SourceText, UnreadableSource
 
 from trainlint.adapters.megatron.shell_arithmetic import Arithmetic
 from trainlint.adapters.megatron.shell_budget import ShellBudget
@@ -843,7 +843,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             return
         if not self._may_follow("`source`", loc):
             return
-        from trainlint.containment import contained, outside_message, roots_for
+        from trainlint.files.containment import contained, outside_message, roots_for
 
         roots = roots_for(self.root_path)
         for cand in candidates:

@@ -8,7 +8,7 @@ from itertools import accumulate
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from trainlint.positions import LineIndex
+from trainlint.core.positions import LineIndex
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.adapters.megatron.shell_budget import ShellBudget

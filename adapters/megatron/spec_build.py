@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from trainlint.diagnostics import Diagnostic
-from trainlint.positions import Span
-from trainlint.provenance import Origin, Provenance, Value, default, derived
-from trainlint.spec import EngineSpec, TrainingSpec
+from trainlint.core.diagnostics import Diagnostic
+from trainlint.core.positions import Span
+from trainlint.core.provenance import Origin, Provenance, Value, default, derived
+from trainlint.core.spec import EngineSpec, TrainingSpec
 
 from trainlint.adapters.megatron.pipeline_split import pipeline_split
 from trainlint.adapters.megatron.flags import CURRENT, DEEPSPEED, LEGACY, ParsedArgs, Setting, is_core_entry
@@ -282,8 +282,8 @@ class SpecBuilder:
         if n < 1:
             # no launcher starts -8 processes per node (torchrun, the DeepSpeed runner): the run fails
             # at launch; the value is not used (the estimate never sees a negative GPU count)
-            from trainlint.input_codes import input_diagnostic
-            from trainlint.positions import FILE_START
+            from trainlint.core.input_codes import input_diagnostic
+            from trainlint.core.positions import FILE_START
 
             self.diagnostics.append(input_diagnostic(
                 "TL006", f"the launcher's {what} must be at least 1, got {n}: the job cannot start",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from trainlint.spec import MEGATRON_LM, TrainingSpec
+from trainlint.core.spec import MEGATRON_LM, TrainingSpec
 
 
 def megatron_flag(spec: TrainingSpec, dest: str) -> str:
@@ -126,7 +126,7 @@ def defines(spec: TrainingSpec, dest: str) -> bool:
     Megatron-DeepSpeed or old copy of unknown version is taken to lack it, so that a hint never
     spells a flag the version may not have (Megatron-DeepSpeed gained ``--recompute-granularity``
     in its sync with Megatron-LM; bigscience's copy and Megatron-LM v1.1.5 have none)."""
-    from trainlint.framework import framework_of
+    from trainlint.core.framework import framework_of
 
     released = framework_of(spec).key_catalog(spec.target).defines_dest(dest)  # the checked release's catalog
     if released is not None:

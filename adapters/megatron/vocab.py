@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from trainlint.provenance import Value, derived
+from trainlint.core.provenance import Value, derived
 from trainlint.adapters.hf.tokenizer_vocab import GPT2_BPE, Vocab, from_preset, known_file, local_file
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from trainlint.adapters.deepspeed.writer import DS_BATCH_KEYS, DeepSpeedJson
-from trainlint.results import FileResult
-from trainlint.document import pointer, pointer_parts
-from trainlint.provenance import Origin
-from trainlint.sources import SourceText
-from trainlint.spec import MEGATRON_LM, TrainingSpec
-from trainlint.writing import (
+from trainlint.core.results import FileResult
+from trainlint.core.document import pointer, pointer_parts
+from trainlint.core.provenance import Origin
+from trainlint.files.sources import SourceText
+from trainlint.core.spec import MEGATRON_LM, TrainingSpec
+from trainlint.files.writing import (
     BATCH_KEYS,
     BufferEdit,
     Texts,

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult, looks_like_shell
 from trainlint.adapters.neox.parsing import parse_sniffed, schema
-from trainlint.sources import SourceText
-from trainlint.spec import TrainingSpec
+from trainlint.files.sources import SourceText
+from trainlint.core.spec import TrainingSpec
 
 if TYPE_CHECKING:  # pragma: no cover - yaml_tree (and PyYAML) is imported when a YAML is read
     pass

@@ -1,4 +1,4 @@
-"""GPT-NeoX as a :class:`trainlint.framework.Framework`: a Megatron front end on DeepSpeed's engine
+"""GPT-NeoX as a :class:`trainlint.core.framework.Framework`: a Megatron front end on DeepSpeed's engine
 (NeoX's own model code, DeepSpeed's optimizer and pipeline engine), read from its YAML files."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from trainlint.adapters.deepspeed.framework import bf16_accum_guard, deepspeed_batch_changes
-from trainlint.framework import (
+from trainlint.core.framework import (
     KeyCatalog,
     CAP_STARTUP_CHECKS,
     CAP_DEEPSPEED_ENGINE,
@@ -17,9 +17,9 @@ from trainlint.framework import (
     PipelineEngine,
     SearchPolicy,
 )
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import TrainingSpec
-from trainlint.values import as_bool, as_int
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.core.spec import TrainingSpec
+from trainlint.core.values import as_bool, as_int
 
 _CAPABILITIES = frozenset({CAP_MEGATRON_MODEL, CAP_DEEPSPEED_ENGINE, CAP_NEOX_ARGUMENTS, CAP_STARTUP_CHECKS})
 

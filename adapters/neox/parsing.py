@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover - yaml_tree (and PyYAML) is imported when 
 @lru_cache(maxsize=1)
 def schema() -> dict:
     """trainlint's table of NeoX's arguments (``neox.schema.json``)."""
-    from trainlint.framework import framework_of
+    from trainlint.core.framework import framework_of
 
     found = framework_of("neox").key_catalog().schema()  # the framework's one key catalog
     assert found is not None

@@ -25,13 +25,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterator
 
 from trainlint.adapters.base import LoadContext, LoadResult
-from trainlint.diagnostics import Applicability, Diagnostic, Related, Severity, code
-from trainlint.document import Document, pointer_parts
-from trainlint.input_codes import input_diagnostic
-from trainlint.positions import FILE_START, Span
-from trainlint.provenance import Value, default, derived, from_file
-from trainlint.sources import SourceText, UnreadableSource
-from trainlint.spec import EngineSpec, TrainingSpec
+from trainlint.core.diagnostics import Applicability, Diagnostic, Related, Severity, code
+from trainlint.core.document import Document, pointer_parts
+from trainlint.core.input_codes import input_diagnostic
+from trainlint.core.positions import FILE_START, Span
+from trainlint.core.provenance import Value, default, derived, from_file
+from trainlint.files.sources import SourceText, UnreadableSource
+from trainlint.core.spec import EngineSpec, TrainingSpec
 
 from trainlint.adapters.neox.parsing import parse_once, schema as _schema
 
@@ -66,13 +66,13 @@ def _against(target) -> str:
 def _keys(target):
     """The NeoX framework's key catalog for a run checked against ``target`` (the release's own keys
     when the target carries its catalog)."""
-    from trainlint.framework import framework_of
+    from trainlint.core.framework import framework_of
 
     return framework_of("neox").key_catalog(target)
 
 
 def _elsewhere(key: str) -> str:
-    from trainlint.framework import framework_of
+    from trainlint.core.framework import framework_of
 
     where = framework_of("neox").key_catalog().defined_by(key)
     return f" ({where})" if where else ""
@@ -168,7 +168,7 @@ def _likely_misspelling(key: str, d: Diagnostic) -> bool:
     """A did-you-mean two letters away at most (`num_atention_heads`): it keeps a finding of its own."""
     import re
 
-    from trainlint.key_edits import is_misspelling
+    from trainlint.files.key_edits import is_misspelling
 
     hint = re.search(r"did you mean `([^`]+)`", d.message)
     return hint is not None and is_misspelling(key.replace("-", "_"), hint.group(1).replace("-", "_"))
@@ -182,7 +182,7 @@ def _unlisted_summary(unlisted: list[tuple[Diagnostic, str]], target) -> list[Di
         return []
     from dataclasses import replace
 
-    from trainlint.diagnostics import Related
+    from trainlint.core.diagnostics import Related
     from trainlint.frameworks.target import how_to_point
 
     first = unlisted[0][0]
@@ -340,7 +340,7 @@ class NeoXReader:
     # -- checks -----------------------------------------------------------------------------
     def _check_file(self, doc: Document, tree: YamlTree, path: str, autotuning: bool,
                     target=None) -> list[Diagnostic]:
-        from trainlint.schema_check import check_document
+        from trainlint.files.schema_check import check_document
 
         props = _schema()["properties"]
         keys = _keys(target)  # the framework's one key catalog, with the checked release's keys
@@ -450,8 +450,8 @@ def _number_written(diag: Diagnostic, sci, text: str, applicability: Applicabili
     alias, or a token that is not exactly the text read, keeps the hint only."""
     from dataclasses import replace
 
-    from trainlint.diagnostics import Edit
-    from trainlint.key_edits import span_text
+    from trainlint.core.diagnostics import Edit
+    from trainlint.files.key_edits import span_text
 
     if span_text(text, sci.span) != sci.text:
         return replace(diag, applicability=Applicability.DISPLAY)

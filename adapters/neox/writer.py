@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from trainlint.adapters.deepspeed.writer import DS_BATCH_KEYS
-from trainlint.results import FileResult
-from trainlint.document import pointer, pointer_parts
-from trainlint.spec import TrainingSpec
-from trainlint.writing import Texts, TextMapping, Writer, WritebackError, as_int, fill_batch
+from trainlint.core.results import FileResult
+from trainlint.core.document import pointer, pointer_parts
+from trainlint.core.spec import TrainingSpec
+from trainlint.files.writing import Texts, TextMapping, Writer, WritebackError, as_int, fill_batch
 
 # GPT-NeoX's zero_optimization when the config gives none (ZERO_DEFAULTS in
 # megatron/neox_arguments/arguments.py, EleutherAI/gpt-neox @ ea7aefd). A zero_optimization dict

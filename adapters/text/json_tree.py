@@ -23,8 +23,8 @@ the last duplicate; PyYAML reads ``1e-5`` as a string and rejects tabs (research
 
 from __future__ import annotations
 
-from trainlint import cancel
-from trainlint.numbers import read_int
+from trainlint.core import cancel
+from trainlint.core.numbers import read_int
 
 import json
 import math
@@ -32,9 +32,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from trainlint.diagnostics import Diagnostic, Related, Severity
-from trainlint.input_codes import input_diagnostic
-from trainlint.positions import LineIndex, Span
+from trainlint.core.diagnostics import Diagnostic, Related, Severity
+from trainlint.core.input_codes import input_diagnostic
+from trainlint.core.positions import LineIndex, Span
 
 MAX_DUPLICATES_LISTED = 100
 """Duplicate keys reported one by one; the rest are one TL003 (200,000 of them were 200,000 findings)."""

@@ -30,11 +30,11 @@ from typing import Any
 
 import yaml
 
-from trainlint.diagnostics import Diagnostic, Related, Severity
-from trainlint.input_codes import input_diagnostic
-from trainlint import cancel
-from trainlint.numbers import read_int
-from trainlint.positions import FILE_START, LineIndex, Span
+from trainlint.core.diagnostics import Diagnostic, Related, Severity
+from trainlint.core.input_codes import input_diagnostic
+from trainlint.core import cancel
+from trainlint.core.numbers import read_int
+from trainlint.core.positions import FILE_START, LineIndex, Span
 
 try:  # libyaml: ~10x faster; same events and marks (code-point columns)
     _LOADER: type = yaml.CSafeLoader
@@ -150,7 +150,7 @@ def compose_mapping_file(path: str, max_bytes: int) -> Any | None:
     is a mapping; None when the file cannot be read or parsed, or holds something else."""
     import yaml
 
-    from trainlint.sources import UnreadableSource, read_source
+    from trainlint.files.sources import UnreadableSource, read_source
 
     try:
         root = yaml.compose(read_source(path, max_bytes=max_bytes).text, Loader=yaml.SafeLoader)

@@ -10,10 +10,10 @@ from itertools import groupby
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-from trainlint.exit_codes import EXIT_ERROR
+from trainlint.core.exit_codes import EXIT_ERROR
 from trainlint.output.style import COLOR_CHOICES
 from trainlint.commands.check_report import at_least, baseline_file  # noqa: F401 - also check's API
-from trainlint.session import Session, SessionOptions, open_session
+from trainlint.project.session import Session, SessionOptions, open_session
 
 
 TEXT_FORMATS = ("full", "concise", "grouped", "text")
@@ -184,9 +184,9 @@ def parse_runs(items: list[str] | None) -> list[list[str]]:
 
 def session_options(args: argparse.Namespace) -> SessionOptions:
     """What the flags of :func:`add_input_arguments`, :func:`add_context_arguments` and
-    :func:`add_selection_arguments` say, as the typed options of :func:`trainlint.session.open_session`
+    :func:`add_selection_arguments` say, as the typed options of :func:`trainlint.project.session.open_session`
     (a face without some of the flags gets the defaults). Raises ValueError on a malformed --env."""
-    from trainlint.session import EstimateOptions, SessionOptions
+    from trainlint.project.session import EstimateOptions, SessionOptions
 
     def given(name: str):
         return getattr(args, name, None)
@@ -287,8 +287,8 @@ def render_pieces(results: Any, args: argparse.Namespace, session: Session, base
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainlint.config_files import ConfigError
-    from trainlint.process_pool import run_tasks
+    from trainlint.files.config_files import ConfigError
+    from trainlint.project.process_pool import run_tasks
 
     conflict = statistics_conflict(args)
     if conflict:
@@ -306,7 +306,7 @@ def run(args: argparse.Namespace) -> int:
     if missing:
         print(f"trainlint: error: no such file or directory: {', '.join(missing)}", file=sys.stderr)
         return EXIT_ERROR
-    from trainlint import config_groups
+    from trainlint.project import config_groups
 
     try:
         # each file with the nearest project config above it (one session per config), as ruff
@@ -374,7 +374,7 @@ def run(args: argparse.Namespace) -> int:
         """Each file checked, linted and handed to the report as it is done (on the workers, in
         check order): no file's result is kept (memory flat in the number of files)."""
         from trainlint.commands.check_report import CheckReport
-        from trainlint.process_pool import iter_results
+        from trainlint.project.process_pool import iter_results
 
         reporter = CheckReport(args, session, plan.owners, once_per_run=True)
         sarif = args.format == "sarif"
@@ -421,9 +421,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _baseline_error() -> type[Exception]:
-    """:class:`trainlint.baseline.BaselineError`. An ``except`` clause evaluates its class only when
+    """:class:`trainlint.project.baseline.BaselineError`. An ``except`` clause evaluates its class only when
     something was raised, so a check that uses no baseline never imports the baseline module
     (with hashlib, ~4 ms of a one-file check)."""
-    from trainlint.baseline import BaselineError
+    from trainlint.project.baseline import BaselineError
 
     return BaselineError

@@ -4,12 +4,12 @@
 when anything would change (0 when nothing would; 2 when a file cannot be read back).
 
 Before anything is shown or written, each file's fixes are checked by reading the fixed text again
-with the file's adapter (:mod:`trainlint.fix_check`): every setting no fix names must keep its value,
+with the file's adapter (:mod:`trainlint.project.fix_check`): every setting no fix names must keep its value,
 spelling and place. When the fixes of a file together change something else, each is checked alone;
 those that change something else alone are refused (said on stderr, with what they would change) and
 the rest are checked together again; if they still change something else, the file gets no fix.
 
-``--fix`` writes each file once through :mod:`trainlint.safe_write`, then checks everything
+``--fix`` writes each file once through :mod:`trainlint.files.safe_write`, then checks everything
 again: a fix whose finding is still reported is reverted (the file is written back without it),
 and the report shows what remains. Messages about the fixing go to stderr, so that
 ``--format json`` / ``sarif`` output stays one document.
@@ -22,7 +22,7 @@ import sys
 from dataclasses import dataclass
 from typing import Callable
 
-from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from trainlint.core.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
 
 @dataclass
@@ -38,7 +38,7 @@ class _Change:
 
 def fix_then_report(args: argparse.Namespace, session, lint_all: Callable[[], list], report) -> int:
     """``lint_all()`` checks every task; ``report(results)`` renders and returns the exit code."""
-    from trainlint import fixes as fixing
+    from trainlint.project import fixes as fixing
 
     linted = lint_all()
     plans = fixing.collect(linted, getattr(args, "unsafe_fixes", False))
@@ -74,8 +74,8 @@ def fix_then_report(args: argparse.Namespace, session, lint_all: Callable[[], li
 def _verified(path: str, text: str, fixes: list, linted: list, session) -> tuple[list, list[str]]:
     """The fixes of ``path`` that change only the settings they name (see the module's docstring),
     and a message for each one refused."""
-    from trainlint import fix_check
-    from trainlint import fixes as fixing
+    from trainlint.project import fix_check
+    from trainlint.project import fixes as fixing
 
     def refusal(chosen: list):
         edits = [edit for fix in chosen for edit in fix.edits]
@@ -101,8 +101,8 @@ def _verified(path: str, text: str, fixes: list, linted: list, session) -> tuple
 
 
 def _changes(plans: dict, read_as: dict[str, str], verify=None) -> tuple[list[_Change], list[str]]:
-    from trainlint import fixes as fixing
-    from trainlint.safe_write import WriteBackError, snapshot, text_hash
+    from trainlint.project import fixes as fixing
+    from trainlint.files.safe_write import WriteBackError, snapshot, text_hash
 
     changes, failures = [], []
     for path, file_plan in plans.items():
@@ -133,8 +133,8 @@ def _changes(plans: dict, read_as: dict[str, str], verify=None) -> tuple[list[_C
 
 
 def _show_diff(changes: list[_Change], plans: dict, failures: list[str]) -> int:
-    from trainlint import fixes as fixing
-    from trainlint.safe_write import WriteBackError, check_writable, texts_as_written
+    from trainlint.project import fixes as fixing
+    from trainlint.files.safe_write import WriteBackError, check_writable, texts_as_written
 
     shown = []
     for change in changes:  # not a file behind a symlink out of the checkout: --fix refuses it, and says so
@@ -158,7 +158,7 @@ def _show_diff(changes: list[_Change], plans: dict, failures: list[str]) -> int:
 
 
 def _write(changes: list[_Change]) -> tuple[list[_Change], list[str]]:
-    from trainlint.safe_write import WriteBackError, write_back
+    from trainlint.files.safe_write import WriteBackError, write_back
 
     written, failures = [], []
     for change in changes:
@@ -175,7 +175,7 @@ def _revert_persisting(written: list[_Change], before: list, after: list, lint_a
     """Write each file again from its original text with only the fixes whose finding went
     away; when one of those then still leaves its finding (fixes that only worked together),
     the file gets its original text back. Returns the final results and the reverted fixes."""
-    from trainlint import fixes as fixing
+    from trainlint.project import fixes as fixing
 
     reverted: list = []
     bad = fixing.persisting([f for c in written for f in c.fixes], before, after)
@@ -200,7 +200,7 @@ def _revert_persisting(written: list[_Change], before: list, after: list, lint_a
 
 
 def _rewrite(change: _Change, text: str) -> bool:
-    from trainlint.safe_write import WriteBackError, text_hash, write_back
+    from trainlint.files.safe_write import WriteBackError, text_hash, write_back
 
     try:
         write_back(change.path, text, text_hash(change.new))
@@ -220,9 +220,9 @@ def honest_marks(linted: list, session) -> list:
     the reason appended and loses its edits, so no face offers it."""
     from dataclasses import replace
 
-    from trainlint import fix_check
-    from trainlint import fixes as fixing
-    from trainlint.diagnostics import Applicability
+    from trainlint.project import fix_check
+    from trainlint.project import fixes as fixing
+    from trainlint.core.diagnostics import Applicability
 
     read_as = {doc.path: doc.text for result in linted for doc in result.documents}
     refused: dict[int, str] = {}

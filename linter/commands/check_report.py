@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Sequence
 
-from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from trainlint.core.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.results import FileResult
-    from trainlint.session import Session
+    from trainlint.core.results import FileResult
+    from trainlint.project.session import Session
 
 
 @dataclass
@@ -60,7 +60,7 @@ class CheckReport:
     _kept: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        from trainlint.unused_suppressions import UnusedSuppressions
+        from trainlint.project.unused_suppressions import UnusedSuppressions
 
         if self.report is None:
             from trainlint.output.report import Report, spooled
@@ -156,7 +156,7 @@ class CheckReport:
         return self._results(), code
 
     def _end_of_run(self) -> None:
-        from trainlint import baseline as baselines
+        from trainlint.project import baseline as baselines
 
         extra = 0
         for owner in self._owners:
@@ -202,19 +202,19 @@ class CheckReport:
         return None
 
     def _baselined_findings(self, path: str, found: list, owner: _Owner) -> list:
-        from trainlint.results import FileResult
+        from trainlint.core.results import FileResult
 
         return self._baselined(FileResult(path, None, list(found)), owner).diagnostics
 
     def _shown_findings(self, found: list) -> list:
-        from trainlint.results import FileResult
+        from trainlint.core.results import FileResult
 
         return self._shown(FileResult("", None, list(found))).diagnostics
 
     def _write_baseline(self) -> None:
         """--write-baseline: every finding recorded (the unused suppressions with them), then the
         baseline just written applied as any other (it leaves out everything it recorded)."""
-        from trainlint import baseline as baselines
+        from trainlint.project import baseline as baselines
 
         results: list = [result for _, _, result in self._kept]
         indexes = [index for index, _, _ in self._kept]
@@ -291,7 +291,7 @@ def at_least(results: list, level: str) -> list:
         return results
     from dataclasses import replace
 
-    from trainlint.diagnostics import Severity
+    from trainlint.core.diagnostics import Severity
 
     rank = Severity(level).rank
     return [replace(r, diagnostics=[d for d in r.diagnostics if d.severity.rank >= rank]) for r in results]
@@ -310,7 +310,7 @@ def baseline_file(args: argparse.Namespace, session: Session) -> str | None:
 def _matcher(path: str | None) -> Any:
     if not path:
         return None  # no baseline in play: the module (and hashlib) is never imported
-    from trainlint import baseline as baselines
+    from trainlint.project import baseline as baselines
 
     return baselines.Matcher(baselines.load(path))
 

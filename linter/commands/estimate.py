@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.escape import printable, printable_lines
+from trainlint.core.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from trainlint.core.escape import printable, printable_lines
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -78,7 +78,7 @@ def render_run(totals: dict) -> str:
 
 def run(args: argparse.Namespace) -> int:
     from trainlint.commands.check import session_options
-    from trainlint.config_files import ConfigError
+    from trainlint.files.config_files import ConfigError
     from trainlint.estimator import ContextError, InvariantError
     from trainlint.estimator.render import render_text
     from trainlint.estimator.core import MissingInputs
@@ -86,8 +86,8 @@ def run(args: argparse.Namespace) -> int:
     from trainlint.estimator.sensitivity import with_sensitivity
     from trainlint.planning.compare import RunLength, compare_gpus, run_tokens, run_totals_for
     from trainlint.rules.estimation.scope import unmodelled
-    from trainlint import config_groups
-    from trainlint.session import open_session
+    from trainlint.project import config_groups
+    from trainlint.project.session import open_session
 
     runs = [[p.strip() for p in spec.split(",") if p.strip()] for spec in args.run]
     missing = [p for p in args.paths if not Path(p).exists()] + [p for r in runs for p in r if not Path(p).is_file()]

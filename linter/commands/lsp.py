@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from trainlint.exit_codes import EXIT_ERROR
+from trainlint.core.exit_codes import EXIT_ERROR
 
 INSTALL_HINT = "pip install 'trainlint[lsp]'"
 

@@ -21,12 +21,12 @@ from typing import TYPE_CHECKING, Any
 from trainlint.commands.estimate import positive_count
 from trainlint.planning.gpu_plan import (Model, PlanInputError, PlanRequest, Solved, by_cost, model_from_count,
                                          model_from_preset, model_from_shape, si as _si, solve_on_gpu, target_days)
-from trainlint.session import Session, SessionOptions, open_session
-from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.escape import printable, printable_lines
+from trainlint.project.session import Session, SessionOptions, open_session
+from trainlint.core.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from trainlint.core.escape import printable, printable_lines
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.catalog import GPU
+    from trainlint.presets.catalog import GPU
 
 
 def _mfu(text: str) -> float:
@@ -122,8 +122,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from trainlint.catalog import CatalogError
-    from trainlint.config_files import ConfigError
+    from trainlint.presets.catalog import CatalogError
+    from trainlint.files.config_files import ConfigError
     from trainlint.estimator.context import ContextError
     from trainlint.planning import PlanError, parse_count
     from trainlint.planning.sizing import compute_optimal_tokens
@@ -186,14 +186,14 @@ def _run_layout(args: argparse.Namespace) -> int:
     """``trainlint plan CONFIG``: the run as ``trainlint estimate`` reads and estimates it (same session,
     same context, same estimator), planned over its tokens: the days, GPU-hours and cost follow from the
     estimated step time, the memory verdict from the estimated memory per GPU."""
-    from trainlint.catalog import CatalogError
-    from trainlint.config_files import ConfigError
+    from trainlint.presets.catalog import CatalogError
+    from trainlint.files.config_files import ConfigError
     from trainlint.estimator import ContextError, InvariantError
     from trainlint.planning import PlanError
     from trainlint.planning.compare import RunLength, run_tokens
     from trainlint.planning.gpu_plan import solve_from_estimate
     from trainlint.planning.inputs import price_for
-    from trainlint.session import EstimateOptions, SessionOptions
+    from trainlint.project.session import EstimateOptions, SessionOptions
 
     if args.params or args.layers is not None or args.compare_gpus:
         print("trainlint plan: with a CONFIG the model and layout come from it (--params, --layers and "

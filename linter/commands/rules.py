@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR
-from trainlint.escape import printable
+from trainlint.core.exit_codes import EXIT_CLEAN, EXIT_ERROR
+from trainlint.core.escape import printable
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,7 +31,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _registry(args: argparse.Namespace):
     """The project's registry (its plugins under the trust rule); its rule settings are not
     checked here: listing the rules is how a user finds the name a setting should use."""
-    from trainlint.session import SessionOptions, open_session
+    from trainlint.project.session import SessionOptions, open_session
 
     options = SessionOptions(config=args.config, isolated=args.isolated,
                              allow_plugins=bool(getattr(args, "allow_plugins", False)))
@@ -39,8 +39,8 @@ def _registry(args: argparse.Namespace):
 
 
 def run_rules(args: argparse.Namespace) -> int:
-    from trainlint.config_files import ConfigError
-    from trainlint.input_codes import INPUT_CODES
+    from trainlint.files.config_files import ConfigError
+    from trainlint.core.input_codes import INPUT_CODES
     from trainlint.rules.docs import render_markdown
 
     try:
@@ -71,10 +71,10 @@ def run_rules(args: argparse.Namespace) -> int:
 
 
 def run_explain(args: argparse.Namespace) -> int:
-    from trainlint.config_files import ConfigError
-    from trainlint.input_codes import INPUT_CODES
+    from trainlint.files.config_files import ConfigError
+    from trainlint.core.input_codes import INPUT_CODES
     from trainlint.rules.docs import explain, explain_input_code
-    from trainlint.did_you_mean import hint
+    from trainlint.files.did_you_mean import hint
 
     try:
         registry = _registry(args)

@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Iterator
 
 from trainlint.commands.check import TEXT_FORMATS, add_context_arguments, add_output_arguments, add_selection_arguments
-from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.escape import printable
+from trainlint.core.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from trainlint.core.escape import printable
 
 EXIT_CANNOT_EXECUTE = 126
 EXIT_NOT_FOUND = 127
@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from trainlint.config_files import ConfigError
+    from trainlint.files.config_files import ConfigError
 
     argv = list(args.command)
     if argv and argv[0] == "--":
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     try:
         from trainlint.commands.check import session_options
-        from trainlint.session import open_session
+        from trainlint.project.session import open_session
 
         session = open_session(session_options(args), Path.cwd())
     except (ValueError, ConfigError) as exc:
@@ -137,8 +137,8 @@ def lint_command(argv: list[str], args: argparse.Namespace, session) -> tuple[li
         launch = parse_launch(argv, frameworks=list(session.registry.frameworks))
         results = session.check_command(launch)
     except Exception as exc:  # noqa: BLE001 - a trainlint bug is reported, and blocks the command
-        from trainlint.results import FileResult
-        from trainlint.input_codes import input_diagnostic
+        from trainlint.core.results import FileResult
+        from trainlint.core.input_codes import input_diagnostic
 
         results = [FileResult(COMMAND_LINE, None, [input_diagnostic(
             "TL999", f"internal error: {type(exc).__name__}: {exc}", path=COMMAND_LINE)])]

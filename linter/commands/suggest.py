@@ -8,8 +8,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from trainlint.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
-from trainlint.escape import printable
+from trainlint.core.exit_codes import EXIT_CLEAN, EXIT_ERROR, EXIT_FINDINGS
+from trainlint.core.escape import printable
 
 DIMENSION_NAMES = ("tp", "pp", "vpp", "cp", "micro", "batch", "recompute", "zero", "dist-opt")
 
@@ -80,12 +80,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from trainlint.commands.check import session_options
-    from trainlint.config_files import ConfigError
+    from trainlint.files.config_files import ConfigError
     from trainlint.estimator import ContextError
     from trainlint.layout import SearchError, SearchOptions, search
     from trainlint.layout.render import render_json, render_text
-    from trainlint.safe_write import WriteBackError
-    from trainlint.session import open_session
+    from trainlint.files.safe_write import WriteBackError
+    from trainlint.project.session import open_session
 
     if args.top < 1 or args.pick < 1 or args.max_micro < 1:
         print("trainlint: error: --top, --pick and --max-micro must be at least 1", file=sys.stderr)
@@ -178,7 +178,7 @@ def _trim(found, top: int):
 def _target_before(write_to: str | None):
     """``--write-to FILE``'s state now (None for no file, ``-`` or a directory: a directory's
     files are known only once the layout is rewritten, and are looked at before any is written)."""
-    from trainlint.safe_write import snapshot_target
+    from trainlint.files.safe_write import snapshot_target
 
     if not write_to or write_to == "-" or Path(write_to).is_dir():
         return None
@@ -196,7 +196,7 @@ def _write_back(args: argparse.Namespace, outputs, sources, environment: dict[st
         return EXIT_FINDINGS
     chosen = found.suggestions[args.pick - 1]
     from trainlint.layout.writeback import rewrite_files
-    from trainlint.safe_write import WriteBackError, distinct_targets, render_like, snapshot_target, write_back
+    from trainlint.files.safe_write import WriteBackError, distinct_targets, render_like, snapshot_target, write_back
 
     try:
         files = rewrite_files(result, found.spec, dict(chosen.changes), environment=environment, adapters=adapters)

@@ -17,12 +17,12 @@ if TYPE_CHECKING:  # pragma: no cover
     from trainlint.estimator.context import ContextError, EstimateContext, build_context
     from trainlint.estimator.core import Estimate, InvariantError, MissingInputs, estimate, estimate_inputs
     from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
-    from trainlint.models import fill_model  # the estimator package's API, as before (defined with the model presets)
+    from trainlint.presets.models import fill_model  # the estimator package's API, as before (defined with the model presets)
 
 _EXPORTS = {
     "ContextError": "trainlint.estimator.context", "EstimateContext": "trainlint.estimator.context",
     "build_context": "trainlint.estimator.context",
-    "fill_model": "trainlint.models",
+    "fill_model": "trainlint.presets.models",
     "Estimate": "trainlint.estimator.core", "InvariantError": "trainlint.estimator.core",
     "MissingInputs": "trainlint.estimator.core", "estimate": "trainlint.estimator.core",
     "estimate_inputs": "trainlint.estimator.core",

@@ -3,7 +3,7 @@
 Sources, first wins: CLI flags > project config (``[tool.trainlint]``: ``gpu``, ``nodes``,
 ``gpus-per-node``, ``model``, custom GPUs in ``[tool.trainlint.gpus.<id>]``) > the spec (cluster
 fields a launcher gave) > built-in defaults (``h100-sxm``, 8 GPUs per node), always reported as
-assumed. Every value carries a :class:`~trainlint.provenance.Provenance`.
+assumed. Every value carries a :class:`~trainlint.core.provenance.Provenance`.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping
 
-from trainlint.catalog import GPU, CatalogError, find_gpu, gpu_from_dict, load_gpus
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import TrainingSpec
+from trainlint.presets.catalog import GPU, CatalogError, find_gpu, gpu_from_dict, load_gpus
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.core.spec import TrainingSpec
 
 if TYPE_CHECKING:
-    from trainlint.config import ProjectConfig
-    from trainlint.models import ModelPreset  # the model half is imported only when a model is named
+    from trainlint.project.config import ProjectConfig
+    from trainlint.presets.models import ModelPreset  # the model half is imported only when a model is named
 
 DEFAULT_GPU = "h100-sxm"
 DEFAULT_GPUS_PER_NODE = 8
@@ -108,7 +108,7 @@ def resolve_model(name: str, origin: Origin, where: str | None = None,
                   presets: Mapping[str, ModelPreset] | None = None) -> Value:
     """A preset id (of ``presets``, default the shipped ones) or a local HF config.json (file or
     directory), as a Value[ModelPreset]."""
-    from trainlint.models import read_hf_config
+    from trainlint.presets.models import read_hf_config
 
     path = Path(name)
     try:
@@ -124,7 +124,7 @@ def resolve_model(name: str, origin: Origin, where: str | None = None,
 
 def _preset_or_cached(name: str, presets: Mapping[str, ModelPreset] | None) -> tuple[ModelPreset, str]:
     """A preset, else the config.json the local Hugging Face cache holds for the Hub id ``name``."""
-    from trainlint.models import preset_or_cached
+    from trainlint.presets.models import preset_or_cached
 
     preset, cached = preset_or_cached(name, presets)
     if cached is None:
@@ -140,7 +140,7 @@ def build_context(spec: TrainingSpec | None = None, *, gpu: str | None = None, n
     """Combine CLI flags, the project config (its typed ``estimation`` settings), the spec and defaults
     (in that order). ``gpus``: the GPU table in force (a session's: catalog, plugins and the project's ``gpus``),
     else the catalog with the project's ``gpus``; ``presets``: the model presets, else the shipped ones."""
-    from trainlint.project_settings import EstimationSettings
+    from trainlint.core.project_settings import EstimationSettings
 
     declared = project.estimation if project is not None else EstimationSettings()
     project_path = project.path if project is not None else None

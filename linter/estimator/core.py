@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.context import EstimateContext, fill_run, fill_vocab
-from trainlint.models import fill_model
+from trainlint.presets.models import fill_model
 from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
-from trainlint.provenance import Origin
-from trainlint.spec import TrainingSpec
-from trainlint.numbers import long_numbers
+from trainlint.core.provenance import Origin
+from trainlint.core.spec import TrainingSpec
+from trainlint.core.numbers import long_numbers
 
 if TYPE_CHECKING:  # pragma: no cover - memory and performance load with the first full estimate
     from trainlint.estimator.memory import StageMemory

@@ -8,16 +8,16 @@ nothing gives are returned as :class:`MissingInput` items saying how to supply t
 
 from __future__ import annotations
 
-from trainlint.numbers import short
+from trainlint.core.numbers import short
 
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from trainlint.catalog import GPU
+from trainlint.presets.catalog import GPU
 from trainlint.estimator.context import EstimateContext
-from trainlint.framework import data_parallel_size
-from trainlint.provenance import Origin, Provenance, Value, first_span
-from trainlint.spec import MEGATRON_LEGACY, TrainingSpec
+from trainlint.core.framework import data_parallel_size
+from trainlint.core.provenance import Origin, Provenance, Value, first_span
+from trainlint.core.spec import MEGATRON_LEGACY, TrainingSpec
 
 MODEL_HOW = "give --model PRESET (e.g. --model llama2-7b) or --model path/to/config.json, or `model = ...` in [tool.trainlint]"
 
@@ -530,7 +530,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         r.assumptions.append(Assumption("cluster.world_size", world, Origin.ASSUMED.value, ASSUMED_WORLD_NOTE.format(
             world=world, per_node=int(ctx.gpus_per_node.value), model_par=model_par)))
     if dp is None:
-        dp = data_parallel_size(world, model_par)  # the one DP computation (trainlint.framework)
+        dp = data_parallel_size(world, model_par)  # the one DP computation (trainlint.core.framework)
         if dp is None:
             r.missing.append(MissingInput("parallel.data", f"world size {world} is not a multiple of TP x PP x CP = {model_par}",
                                           "fix --nodes / --gpus-per-node or the parallel sizes"))

@@ -7,7 +7,7 @@ from typing import Any, Sequence
 
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.core import Estimate, MissingInputs
-from trainlint.escape import printable_lines
+from trainlint.core.escape import printable_lines
 
 BAR = 30
 

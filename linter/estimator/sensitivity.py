@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.inputs import Assumption, Inputs
-from trainlint.provenance import Origin
+from trainlint.core.provenance import Origin
 from trainlint.adapters.hf.tokenizer_vocab import VOCAB_RANGE
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -102,7 +102,7 @@ def _keeps_refused(family: str) -> bool:
 
 def _read(path: Path) -> str | None:
     try:
-        from trainlint.sources import read_bounded
+        from trainlint.files.sources import read_bounded
 
         return read_bounded(path, MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
     except OSError:

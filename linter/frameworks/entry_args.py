@@ -103,7 +103,7 @@ def entry_arguments(entry: str | None, script: str | None, root: str | None) -> 
     result = None
     if st.st_size <= MAX_SOURCE_BYTES:
         try:
-            from trainlint.sources import read_bounded
+            from trainlint.files.sources import read_bounded
 
             text = read_bounded(path, MAX_SOURCE_BYTES).decode("utf-8", errors="replace")
         except OSError:

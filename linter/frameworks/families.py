@@ -1,5 +1,5 @@
 """The framework families trainlint reads argument catalogs of: the registered frameworks
-(:class:`trainlint.framework.Framework`) with a ``catalog_family``, each holding its own facts
+(:class:`trainlint.core.framework.Framework`) with a ``catalog_family``, each holding its own facts
 (where its checkout keeps its arguments, how it is installed, its version file, its reader)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import Any
 
 
 def _known() -> list[Any]:
-    from trainlint.framework import known_frameworks
+    from trainlint.core.framework import known_frameworks
 
     return sorted((f for f in known_frameworks() if f.catalog_family), key=lambda f: (f.source_rank, f.catalog_family))
 

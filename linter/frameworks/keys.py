@@ -1,6 +1,6 @@
 """The shipped key catalog of a framework: one object answering "which keys exist" from the data files.
 
-A framework's ``key_catalog(target)`` (:class:`trainlint.framework.KeyCatalog`) is the one API every
+A framework's ``key_catalog(target)`` (:class:`trainlint.core.framework.KeyCatalog`) is the one API every
 consumer asks: the adapters' schema validation and unknown-key findings (TL004, its did-you-mean, the
 releases that define a key), the language server's hovers, and, given the run's target, what the
 checked release defines (:class:`ReleaseKeyCatalog`: a located checkout's arguments read statically, a
@@ -22,7 +22,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from trainlint.framework import KeyCatalog
+from trainlint.core.framework import KeyCatalog
 
 
 class ShippedKeyCatalog(KeyCatalog):
@@ -49,7 +49,7 @@ class ShippedKeyCatalog(KeyCatalog):
         return props if isinstance(props, dict) else {}
 
     def entry(self, key: str) -> dict | None:
-        from trainlint.document import pointer_parts
+        from trainlint.core.document import pointer_parts
 
         if not key:
             return None
@@ -62,7 +62,7 @@ class ShippedKeyCatalog(KeyCatalog):
         return node if isinstance(node, dict) else None
 
     def suggest(self, name: str, section: str = "") -> list[str]:
-        from trainlint.did_you_mean import did_you_mean
+        from trainlint.files.did_you_mean import did_you_mean
 
         return did_you_mean(name, list(self.properties(section)))
 

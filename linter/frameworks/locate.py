@@ -28,9 +28,9 @@ from trainlint.frameworks.target import FrameworkTarget, TargetOrigin
 # frameworks.catalog (catalogs, the shipped index, the disk cache) is imported where a checkout or a
 # configured release is read: a config with neither (the usual case) never needs it.
 if TYPE_CHECKING:
-    from trainlint.diagnostics import Diagnostic
+    from trainlint.core.diagnostics import Diagnostic
     from trainlint.frameworks.catalog import ArgCatalog
-    from trainlint.positions import Span
+    from trainlint.core.positions import Span
 
 MAX_LEVELS = 40
 
@@ -394,7 +394,7 @@ def _git_root(start: Path) -> Path | None:
 def _config_root(start: Path) -> Path | None:
     """The folder of the project config found above ``start`` (``find_config``), walked once per folder."""
     try:
-        from trainlint.config_files import config_in
+        from trainlint.files.config_files import config_in
 
         start = start.resolve()
         directory = start if start.is_dir() else start.parent
@@ -433,7 +433,7 @@ def _vendored(folder: Path) -> list[Path]:
     modules = folder / ".gitmodules"
     if modules.is_file():
         try:
-            from trainlint.sources import read_bounded
+            from trainlint.files.sources import read_bounded
 
             for line in read_bounded(modules, 1024 * 1024).decode("utf-8", errors="replace").splitlines()[:2000]:
                 key, _, value = line.strip().partition("=")
@@ -499,9 +499,9 @@ def _find_installed(family: str) -> Path | None:
 def read_note(target: FrameworkTarget, span: Span, path: str | None) -> Diagnostic | None:
     """The TL014 note of :func:`first_read_note` at ``span`` of the config, its related location
     the argument module that was read (what :func:`once_per_run` tells sources apart by)."""
-    from trainlint.diagnostics import Related
-    from trainlint.input_codes import input_diagnostic
-    from trainlint.positions import FILE_START
+    from trainlint.core.diagnostics import Related
+    from trainlint.core.input_codes import input_diagnostic
+    from trainlint.core.positions import FILE_START
 
     note = first_read_note(target)
     if note is None:

@@ -1,6 +1,6 @@
 """Which framework variant and version a config is checked against, and how trainlint knows.
 
-Kept free of heavy imports: :mod:`trainlint.spec` refers to it.
+Kept free of heavy imports: :mod:`trainlint.core.spec` refers to it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.results import FileResult
+    from trainlint.core.results import FileResult
 
 
 class TargetOrigin(str, Enum):

@@ -15,10 +15,10 @@ from typing import Any, Sequence
 from trainlint.estimator.inputs import Inputs
 from trainlint.layout.changes import adapter_of
 from trainlint.layout.space import Layout
-from trainlint.framework import framework_of
+from trainlint.core.framework import framework_of
 from trainlint.adapters.engine import set_engine
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import TrainingSpec
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.core.spec import TrainingSpec
 
 NOTE = "trainlint suggest"
 

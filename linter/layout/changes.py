@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.adapters.base import Adapter
-    from trainlint.spec import TrainingSpec
+    from trainlint.core.spec import TrainingSpec
 
 CHANGE_KEYS = frozenset({
     "parallel.tensor", "parallel.pipeline", "parallel.virtual_pipeline", "parallel.context", "parallel.data",

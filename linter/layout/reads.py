@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
 
-from trainlint.spec import SECTIONS, TrainingSpec, field_names
+from trainlint.core.spec import SECTIONS, TrainingSpec, field_names
 
 WHOLE = "*"
 """The name of a whole section's (or the whole settings') read."""

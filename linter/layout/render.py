@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any, Sequence
 
-from trainlint.framework import framework_of
+from trainlint.core.framework import framework_of
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.core import Estimate
 from trainlint.layout.search import SearchResult, Suggestion
 from trainlint.layout.space import Layout
-from trainlint.escape import printable_lines
-from trainlint.spec import TrainingSpec
+from trainlint.core.escape import printable_lines
+from trainlint.core.spec import TrainingSpec
 
 
 def _layout_of(e: Estimate) -> Layout:

@@ -36,8 +36,8 @@ from trainlint.estimator.performance import (floor_from, floor_of, layer_costs, 
                                              step_time, step_time_floor)
 from trainlint.layout.startup_check import StartupRules, startup_findings
 from trainlint.layout.space import Layout, Space, build_space
-from trainlint.framework import framework_of
-from trainlint.spec import TrainingSpec
+from trainlint.core.framework import framework_of
+from trainlint.core.spec import TrainingSpec
 
 
 @dataclass
@@ -287,7 +287,7 @@ def _neutral(spec: TrainingSpec, current: Any) -> tuple[TrainingSpec | None, Lay
     at TP = PP = CP = 1 (DP = the world) to search from, and the layout the file writes."""
     import copy
 
-    from trainlint.provenance import Origin, Provenance, Value
+    from trainlint.core.provenance import Origin, Provenance, Value
     from trainlint.rules.startup.derive import as_int
 
     missing = getattr(current, "missing", None) or []

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from typing import AbstractSet, Any, Iterator, Sequence
 
 from trainlint.estimator.inputs import Inputs
-from trainlint.provenance import Origin
-from trainlint.framework import framework_of
-from trainlint.framework import raw_sequence_parallel
-from trainlint.framework import data_parallel_size
-from trainlint.spec import TrainingSpec
+from trainlint.core.provenance import Origin
+from trainlint.core.framework import framework_of
+from trainlint.core.framework import raw_sequence_parallel
+from trainlint.core.framework import data_parallel_size
+from trainlint.core.spec import TrainingSpec
 
 DIMENSIONS = ("tp", "pp", "vpp", "cp", "micro", "recompute", "zero", "dist-opt")
 """Names accepted by --fix / --vary (``batch`` is an alias of ``micro``)."""
@@ -114,7 +114,7 @@ class Space:
     etp: int = 1
     max_micro: int = 64
     pipeline_engine: str = ""
-    """Which DeepSpeed pipeline-engine rule bounds ZeRO (:attr:`trainlint.framework.SearchPolicy.pipeline_engine`)."""
+    """Which DeepSpeed pipeline-engine rule bounds ZeRO (:attr:`trainlint.core.framework.SearchPolicy.pipeline_engine`)."""
     ds_pipeline_engine: bool = False
     """"wrapped" (Megatron-DeepSpeed): DeepSpeed's pipeline engine is engaged (no --no-pipeline-parallel)."""
     expert_grid: bool = False

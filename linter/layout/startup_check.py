@@ -4,8 +4,8 @@ A candidate is refused when a TL1xx rule reports something on it that the config
 does not already get: the suggestion must not introduce a start-up failure, but a finding that
 has nothing to do with the layout (a missing data path) must not refuse every layout either.
 
-The rules come from the caller: the session's (:meth:`trainlint.session.Session.startup_rules`,
-made by :func:`trainlint.engine.startup_rules` from its registry and rule options).
+The rules come from the caller: the session's (:meth:`trainlint.project.session.Session.startup_rules`,
+made by :func:`trainlint.project.engine.startup_rules` from its registry and rule options).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from trainlint.rules import Rule, RuleContext, applies, capabilities
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 StartupRules = Sequence[tuple[type[Rule], dict[str, Any]]]
 

@@ -9,7 +9,7 @@ to related ones, in the file's own style; nothing is re-serialised.
 Each format's writer belongs to its adapter (the write-back half of the adapter protocol,
 :meth:`trainlint.adapters.base.Adapter.writer`): :mod:`trainlint.adapters.deepspeed.writer`,
 :mod:`trainlint.adapters.neox.writer`, :mod:`trainlint.adapters.megatron.writer`, or a plugin
-adapter's own. They plan text edits with the kit in :mod:`trainlint.writing`; this module picks the
+adapter's own. They plan text edits with the kit in :mod:`trainlint.files.writing`; this module picks the
 run's adapter, drives its writer and checks the round trip.
 
 A change that cannot be written faithfully (a value from ``$1``, computed by ``$((...))``, taken
@@ -24,12 +24,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
-from trainlint.results import FileResult
-from trainlint.provenance import Origin, Value
-from trainlint.sources import SourceText
-from trainlint.spec import TrainingSpec
+from trainlint.core.results import FileResult
+from trainlint.core.provenance import Origin, Value
+from trainlint.files.sources import SourceText
+from trainlint.core.spec import TrainingSpec
 from trainlint.layout.changes import CHANGE_KEYS, adapter_for
-from trainlint.writing import Texts, WritebackError, same_file, where
+from trainlint.files.writing import Texts, WritebackError, same_file, where
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.adapters.base import Adapter
@@ -50,7 +50,7 @@ class FileRewrite:
     path: str
     text: str
     """The new text, normalised as the readers give it (``\n`` line ends, no BOM):
-    :func:`trainlint.safe_write.write_back` puts the file's encoding and line ends back."""
+    :func:`trainlint.files.safe_write.write_back` puts the file's encoding and line ends back."""
     original_hash: str
     """``safe_write.text_hash`` of the text the change was made from: the write refuses when the
     file no longer has it."""
@@ -68,7 +68,7 @@ def rewrite_files(result: FileResult, spec: TrainingSpec, changes: Mapping[str, 
                   environment: Mapping[str, str] | None = None, verify: bool = True,
                   adapters: Sequence[Adapter] | None = None) -> list[FileRewrite]:
     """Every file that must change to apply ``changes`` to ``spec``'s run: its new text and the
-    hash of the text it was made from (write them with ``trainlint.safe_write.write_back``).
+    hash of the text it was made from (write them with ``trainlint.files.safe_write.write_back``).
 
     ``environment``: the shell variables the file was checked with (``--env`` / the project
     config), so that a launch script is read again the same way. ``verify``: re-read the new
@@ -90,7 +90,7 @@ def rewrite_files(result: FileResult, spec: TrainingSpec, changes: Mapping[str, 
         checked = {k: v for k, v in {**writer.implied, **wanted}.items()
                    if k not in writer.noop and k not in writer.unverified}
         _verify(adapter, result, index, checked, texts, new_texts, writer.touched, env, writer.reading)
-    from trainlint.safe_write import text_hash
+    from trainlint.files.safe_write import text_hash
 
     return [FileRewrite(path, text, text_hash(texts.original(path))) for path, text in new_texts.items()]
 
@@ -156,7 +156,7 @@ def _verify(adapter: Adapter, result: FileResult, index: int, changes: dict[str,
 
 
 def _reading(adapter: Adapter, result: FileResult, loaded: Any) -> FileResult:
-    """The FileResult :func:`trainlint.checker.check_source` makes of the adapter's ``loaded`` reading."""
+    """The FileResult :func:`trainlint.files.checker.check_source` makes of the adapter's ``loaded`` reading."""
     from dataclasses import replace
 
     return FileResult(result.path, adapter.name, [d if d.path else replace(d, path=result.path) for d in loaded.diagnostics],
@@ -166,7 +166,7 @@ def _reading(adapter: Adapter, result: FileResult, loaded: Any) -> FileResult:
 def _reload(adapter: Adapter, result: FileResult, texts: Texts, overrides: dict[str, str],
             environment: dict[str, str]) -> FileResult:
     from trainlint.adapters.base import LoadContext
-    from trainlint.checker import check_source
+    from trainlint.files.checker import check_source
 
     main = next((t for p, t in overrides.items() if same_file(p, result.path)), None)
     if main is None:

@@ -5,7 +5,7 @@ baseline", applied by the editor as workspace edits.
   ``check --fix`` applies), an unsafe one as ``refactor.rewrite`` titled "(unsafe)", so that an
   editor's "fix all" never applies it. Display-only fixes stay in the message. As under
   ``check --fix``, a fix of the buffer is offered only when the buffer, read again by its adapter
-  with the fix applied, changes no setting the fix does not name (:mod:`trainlint.fix_check`).
+  with the fix applied, changes no setting the fix does not name (:mod:`trainlint.project.fix_check`).
 * "Disable CODE for this line": a ``# trainlint: disable=CODE`` comment at the end of the
   finding's line (added to the codes of one already there). Not offered in JSON (no comments), nor
   on a shell line continued with ``\\`` or inside such a command, where a comment would end the
@@ -28,8 +28,8 @@ from typing import Any
 
 from lsprotocol import types as lsp
 
-from trainlint.framework import framework_of
-from trainlint.diagnostics import Applicability, Diagnostic
+from trainlint.core.framework import framework_of
+from trainlint.core.diagnostics import Applicability, Diagnostic
 from trainlint.lsp import convert
 
 UNSAFE_KIND = lsp.CodeActionKind.RefactorRewrite
@@ -100,8 +100,8 @@ def _fix_action(diag: Diagnostic, linted, uri: str, uri_for, shown: lsp.Diagnost
 def _refused(diag: Diagnostic, linted) -> bool:
     """Whether the fix, applied to the buffer, changes a setting it does not name (the check of
     ``check --fix``). Fixes with edits in other files are checked by ``check --fix`` only."""
-    from trainlint import fix_check
-    from trainlint.fixes import EditOutsideText, Fix, apply
+    from trainlint.project import fix_check
+    from trainlint.project.fixes import EditOutsideText, Fix, apply
 
     path = linted.path
     if any(os.path.abspath(edit.path or diag.path or path) != os.path.abspath(path) for edit in diag.edits):
@@ -117,7 +117,7 @@ def _refused(diag: Diagnostic, linted) -> bool:
 
 
 def _disable_action(diag: Diagnostic, linted, uri: str, lines: list[str], shown: lsp.Diagnostic) -> lsp.CodeAction | None:
-    from trainlint.selection import UNSUPPRESSIBLE
+    from trainlint.project.selection import UNSUPPRESSIBLE
 
     path = linted.path
     if diag.code in UNSUPPRESSIBLE or path.lower().endswith((".json", ".jsonc")) or diag.code == "TL020":
@@ -202,7 +202,7 @@ def _layout_fix_unwritten(linted) -> bool:
 
 
 def _baseline_action(diag: Diagnostic, linted, shown: lsp.Diagnostic, uri_for) -> lsp.CodeAction | None:
-    from trainlint.selection import UNSUPPRESSIBLE
+    from trainlint.project.selection import UNSUPPRESSIBLE
 
     session = linted.session
     project = getattr(session, "project", None)
@@ -210,7 +210,7 @@ def _baseline_action(diag: Diagnostic, linted, shown: lsp.Diagnostic, uri_for) -
     if project is None or not configured or diag.code in UNSUPPRESSIBLE:
         return None
     baseline_path = str(Path(project.root or ".") / configured)
-    from trainlint.containment import contained, project_root
+    from trainlint.files.containment import contained, project_root
 
     if project.path and not contained(baseline_path, (str(project_root(project.path)),)):
         return None  # never a write outside the checkout (the session refuses such a config already)
@@ -235,7 +235,7 @@ def _baseline_action(diag: Diagnostic, linted, shown: lsp.Diagnostic, uri_for) -
 
 def _baseline_text(diag: Diagnostic, linted, baseline_path: str) -> tuple[str | None, bool, str]:
     """The baseline file's text with ``diag`` recorded (None when it cannot be read as one)."""
-    from trainlint import baseline as baselines
+    from trainlint.project import baseline as baselines
 
     root = Path(os.path.abspath(baseline_path)).parent
     ((entry, _, _),) = baselines.entries([replace(linted.result, diagnostics=[diag])], root)
@@ -244,7 +244,7 @@ def _baseline_text(diag: Diagnostic, linted, baseline_path: str) -> tuple[str | 
     rows: list[Any] = []
     if existed:
         try:
-            from trainlint.sources import read_bounded
+            from trainlint.files.sources import read_bounded
 
             old_text = read_bounded(baseline_path, baselines.MAX_BASELINE_BYTES).decode("utf-8")
             data = json.loads(old_text)

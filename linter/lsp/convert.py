@@ -1,7 +1,7 @@
 """Positions between trainlint and LSP.
 
 trainlint spans are 1-based lines and columns counted in code points, end exclusive, over the
-text as :func:`trainlint.sources.decode` leaves it (no BOM, every line break turned into
+text as :func:`trainlint.files.sources.decode` leaves it (no BOM, every line break turned into
 ``\\n``). LSP positions are 0-based lines and characters counted in UTF-16 code units over the
 text as the editor holds it, where ``\\n``, ``\\r\\n`` and ``\\r`` each end a line (and nothing
 else does: not ``\\x0b``, ``\\x85`` or ``\\u2028``, which :meth:`str.splitlines` would split on).
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import os
 
-from trainlint.positions import Span
+from trainlint.core.positions import Span
 
 BOM = "\ufeff"
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from trainlint.framework import framework_of
+from trainlint.core.framework import framework_of
 from trainlint.lsp.convert import same_file, span_contains
-from trainlint.positions import Span
-from trainlint.provenance import Origin, Value
+from trainlint.core.positions import Span
+from trainlint.core.provenance import Origin, Value
 
 GIB = float(1 << 30)
 

@@ -33,13 +33,14 @@ from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import from_fs_path, to_fs_path
 
-from trainlint import __version__, cancel
-from trainlint.diagnostics import Diagnostic, Severity
+from trainlint import __version__
+from trainlint.core import cancel
+from trainlint.core.diagnostics import Diagnostic, Severity
 from trainlint.lsp import convert, hover
 from trainlint.lsp.convert import same_file
 from trainlint.lsp.workspace import Linted, Linter, internal_error, session_options
-from trainlint.numbers import long_numbers, shorten_numbers
-from trainlint.escape import printable
+from trainlint.core.numbers import long_numbers, shorten_numbers
+from trainlint.core.escape import printable
 
 log = logging.getLogger("trainlint.lsp")
 
@@ -218,7 +219,7 @@ class TrainlintServer(LanguageServer):
         """In the worker thread: lint, and convert every diagnostic to its file's LSP positions.
 
         None when ``token`` was cancelled (superseded by a newer change, over budget, shutdown):
-        the lint stops at its next safe point (see :mod:`trainlint.cancel`) and frees the worker."""
+        the lint stops at its next safe point (see :mod:`trainlint.core.cancel`) and frees the worker."""
         token = token or cancel.Token()
         self.running_uri = uri
         try:
@@ -477,7 +478,7 @@ def cancel_delay(token: cancel.Token) -> float:
 
 
 def over_budget(path: str, budget: float) -> Diagnostic:
-    from trainlint.input_codes import input_diagnostic
+    from trainlint.core.input_codes import input_diagnostic
 
     return input_diagnostic(
         "TL012", f"this document took longer than {budget:g} s to lint, so the editor shows no findings for it "

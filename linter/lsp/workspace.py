@@ -1,7 +1,7 @@
 """What the language server lints with, and the lint of one editor buffer. No LSP here: this
 module is plain trainlint, so it is tested (and timed) without a client.
 
-A :class:`Linter` keeps one :class:`~trainlint.session.Session` per project config,
+A :class:`Linter` keeps one :class:`~trainlint.project.session.Session` per project config,
 found from the document's folder upwards exactly as ``trainlint check`` finds it. The config
 lookup is cached per folder and re-done when any candidate file on the way up
 (``.trainlint.toml``, ``pyproject.toml``) appears, disappears or changes; a session is rebuilt
@@ -18,14 +18,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from trainlint.diagnostics import Diagnostic
-from trainlint.input_codes import input_diagnostic
+from trainlint.core.diagnostics import Diagnostic
+from trainlint.core.input_codes import input_diagnostic
 from trainlint.lsp import convert
 from trainlint.lsp.convert import same_file
-from trainlint.sources import MAX_FILE_BYTES, SourceText
+from trainlint.files.sources import MAX_FILE_BYTES, SourceText
 
 if TYPE_CHECKING:  # pragma: no cover
-    from trainlint.session import SessionOptions
+    from trainlint.project.session import SessionOptions
 
 CONFIG_NAMES = (".trainlint.toml", "trainlint.toml", "pyproject.toml")
 
@@ -34,7 +34,7 @@ def session_options(options: Mapping[str, Any] | None = None) -> SessionOptions:
     """What ``trainlint check`` has when no flags are given (the project config decides), plus
     the context the editor's initialization options give (gpu, nodes, gpusPerNode, model,
     vocabSize) and the editor's trust (allowPlugins, workspaceTrusted)."""
-    from trainlint.session import EstimateOptions, SessionOptions
+    from trainlint.project.session import EstimateOptions, SessionOptions
 
     options = options or {}
     trusted = options.get("workspaceTrusted")
@@ -42,7 +42,7 @@ def session_options(options: Mapping[str, Any] | None = None) -> SessionOptions:
         estimate=EstimateOptions(gpu=options.get("gpu"), nodes=options.get("nodes"),
                                  gpus_per_node=options.get("gpusPerNode"), model=options.get("model"),
                                  vocab_size=options.get("vocabSize")),
-        # local plugins: the same trust rule as the CLI (trainlint.trust), with the editor's
+        # local plugins: the same trust rule as the CLI (trainlint.files.trust), with the editor's
         # workspace trust on top and the workspace folder in place of the current directory
         allow_plugins=options.get("allowPlugins") is True,
         editor_trusted=trusted if isinstance(trusted, bool) else None)
@@ -120,7 +120,7 @@ class Linter:
 
     def invalidate(self) -> None:
         """Forget every cached lookup and session (a config file changed on disk)."""
-        from trainlint import containment
+        from trainlint.files import containment
 
         self._configs.clear()
         self._sessions.clear()
@@ -137,7 +137,7 @@ class Linter:
                 forget()
 
     def config_for(self, directory: Path) -> Path | None:
-        from trainlint.config_files import find_config
+        from trainlint.files.config_files import find_config
 
         signature = _signature(directory)
         key = str(directory)
@@ -164,14 +164,14 @@ class Linter:
 
     def _open(self, config: str | None, mtime: int | None, start: Path | None,
               folder: str | None = None) -> SessionEntry:
-        from trainlint.config_files import ConfigError
-        from trainlint.session import open_session
+        from trainlint.files.config_files import ConfigError
+        from trainlint.project.session import open_session
 
         # no workspace folder: nothing is trusted (the server's own directory is not a choice the
         # user made, and an editor may start it in the cloned repository)
         options = replace(self.options, config=config, config_is_users=False, isolated=config is None,
                           trust_roots=(folder,) if folder else ())
-        from trainlint import containment
+        from trainlint.files import containment
 
         containment.configure_trust(containment.TrustGiven(options.allow_plugins, options.trust_roots,
                                                            options.editor_trusted))
@@ -227,8 +227,8 @@ class Linter:
     def _lint(self, path: str, text: str, version: int | None, folder: str | None,
               open_texts: Mapping[str, str], write_fixes: bool = False) -> Linted:
         from trainlint.adapters.base import LoadContext
-        from trainlint.checker import check_source
-        from trainlint.results import FileResult
+        from trainlint.files.checker import check_source
+        from trainlint.core.results import FileResult
 
         entry = self.session_for(path, folder)
         session = entry.session
@@ -307,7 +307,7 @@ def _unreadable(path: str, text: str) -> Diagnostic | None:
 
 def _reader(buffers: Mapping[str, str]) -> Callable[[str], SourceText]:
     """How the adapters read a referenced file: the editor's buffer when it is open, else the disk."""
-    from trainlint.sources import read_source
+    from trainlint.files.sources import read_source
 
     def read(name: str) -> SourceText:
         text = buffers.get(_key(str(name)))
@@ -323,7 +323,7 @@ def _text_of(path: str, buffers: Mapping[str, str]) -> str:
     if text is not None:
         return convert.normalize(text)[0]
     try:
-        from trainlint.sources import read_source
+        from trainlint.files.sources import read_source
 
         return read_source(path).text
     except Exception:  # noqa: BLE001 - unreadable: columns are then taken as they are
@@ -358,8 +358,8 @@ def _signature(directory: Path) -> tuple:
 def as_check_reports(checked: list, session) -> list:
     """What ``trainlint check`` adds after the rules, for the editor too: TL020 for the buffer's
     unused disables, and the project's baseline left out."""
-    from trainlint import baseline as baselines
-    from trainlint.unused_suppressions import report_unused
+    from trainlint.project import baseline as baselines
+    from trainlint.project.unused_suppressions import report_unused
 
     checked = report_unused(checked, session.settings.selection, session.project)
     configured = session.project.baseline

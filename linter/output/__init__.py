@@ -6,11 +6,11 @@ import os
 from collections import Counter
 from typing import TYPE_CHECKING, Sequence
 
-from trainlint.diagnostics import Diagnostic, Severity  # noqa: F401 - re-exported
+from trainlint.core.diagnostics import Diagnostic, Severity  # noqa: F401 - re-exported
 from trainlint.output.entries import FileEntry, FixableCount, _identity, _same_file, summary_text  # noqa: F401 - re-exported
 
 if TYPE_CHECKING:  # pragma: no cover - the reading half (adapters, spec) is not needed to escape or render text
-    from trainlint.results import FileResult
+    from trainlint.core.results import FileResult
 
 
 def file_entries(results: Sequence[FileResult]) -> list[FileEntry]:

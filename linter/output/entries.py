@@ -7,7 +7,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass
 
-from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.core.diagnostics import Diagnostic, Severity
 
 
 @dataclass(frozen=True)

@@ -13,12 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Sequence
 
-from trainlint.results import FileResult
-from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.core.results import FileResult
+from trainlint.core.diagnostics import Diagnostic, Severity
 from trainlint.output.report import as_report
-from trainlint.escape import printable
+from trainlint.core.escape import printable
 from trainlint.output.sarif import is_pseudo_path, relative_path, source_root
-from trainlint.positions import Span
+from trainlint.core.positions import Span
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.output.report import Report

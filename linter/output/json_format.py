@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Iterator, Sequence
 
-from trainlint.results import FileResult
+from trainlint.core.results import FileResult
 from trainlint.output.report import as_report
 
 if TYPE_CHECKING:  # pragma: no cover

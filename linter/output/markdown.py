@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any, Sequence
 
-from trainlint.results import FileResult
-from trainlint.diagnostics import Diagnostic, Severity
-from trainlint.escape import printable
+from trainlint.core.results import FileResult
+from trainlint.core.diagnostics import Diagnostic, Severity
+from trainlint.core.escape import printable
 from trainlint.output.report import as_report
 from trainlint.output.statistics import code_counts
 
@@ -23,7 +23,7 @@ MAX_ROWS = 500
 ORDER = (Severity.ERROR, Severity.WARNING, Severity.INFO)
 CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)(.*?[^`])\1(?!`)", re.S)
 """A code span as CommonMark reads it: a run of N backticks, text, and the next run of exactly N
-(a value holding backticks is quoted with a longer fence: :func:`trainlint.diagnostics.code`)."""
+(a value holding backticks is quoted with a longer fence: :func:`trainlint.core.diagnostics.code`)."""
 
 
 def _spans(text: str) -> list[str]:
@@ -76,7 +76,7 @@ def literal(text: str) -> str:
 
 def rule_link(code: str, name: str, registry: Any) -> str:
     """``[TL201](docs/rules.md#tl201-oom-risk) oom-risk`` for trainlint's own codes."""
-    from trainlint.input_codes import INPUT_CODES
+    from trainlint.core.input_codes import INPUT_CODES
     from trainlint.rules.docs import help_uri
 
     rule = registry.rules.get(code) if registry is not None else None

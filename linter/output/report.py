@@ -28,11 +28,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol, Sequence
 
-from trainlint.diagnostics import Diagnostic
+from trainlint.core.diagnostics import Diagnostic
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.output.entries import FileEntry, FixableCount
-    from trainlint.results import FileResult
+    from trainlint.core.results import FileResult
 
 SPOOL_BYTES = 256 * 1024
 """Findings of a check kept in memory before they go to a temporary file: a few hundred files'

@@ -20,10 +20,10 @@ from urllib.parse import quote
 
 from trainlint import __version__
 from trainlint.rules import frameworks_of
-from trainlint.results import FileResult
-from trainlint.diagnostics import Diagnostic, Severity
+from trainlint.core.results import FileResult
+from trainlint.core.diagnostics import Diagnostic, Severity
 from trainlint.output.report import as_report
-from trainlint.positions import Span
+from trainlint.core.positions import Span
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.output.report import Report
@@ -102,7 +102,7 @@ def _builtin(rule: Any) -> bool:
 def rule_descriptor(code: str, name: str, registry: Any) -> dict[str, Any]:
     """A reportingDescriptor: summary, the docstring's "What it does" as full description, the
     whole documentation (as ``trainlint explain`` prints it) as help, a link to docs/rules.md."""
-    from trainlint.input_codes import INPUT_CODES
+    from trainlint.core.input_codes import INPUT_CODES
     from trainlint.rules.docs import explain, explain_input_code, help_uri
 
     rule = registry.rules.get(code) if registry is not None else None
@@ -190,7 +190,7 @@ class _Artifacts:
 
 
 def _read_lines(path: str) -> list[str]:
-    from trainlint.sources import read_text_lenient
+    from trainlint.files.sources import read_text_lenient
 
     text = read_text_lenient(path)
     return text.split("\n") if text is not None else []
@@ -238,7 +238,7 @@ def _result(d: Diagnostic, path: str, rule_index: int, artifacts: _Artifacts, se
 def _fixes(d: Diagnostic, path: str, artifacts: _Artifacts) -> list[dict[str, Any]]:
     """SARIF ``fixes`` for a safe fix (what ``check --fix`` applies): its edits as replacements,
     grouped by file. Unsafe and display-only fixes stay in the message text."""
-    from trainlint.diagnostics import Applicability
+    from trainlint.core.diagnostics import Applicability
 
     if d.applicability is not Applicability.SAFE or not d.edits:
         return []

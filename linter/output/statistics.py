@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
-from trainlint.results import FileResult
-from trainlint.diagnostics import Severity
+from trainlint.core.results import FileResult
+from trainlint.core.diagnostics import Severity
 from trainlint.output import fixable_line
 from trainlint.output.report import as_report
 

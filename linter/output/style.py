@@ -5,7 +5,7 @@ Colour is for a person at a terminal: it is used when the stream is a TTY, or wh
 (https://no-color.org) unless ``--color always`` says so. Machine formats (json, sarif, github,
 markdown) are never coloured.
 
-Escape sequences are added around text that :func:`trainlint.escape.printable` has already
+Escape sequences are added around text that :func:`trainlint.core.escape.printable` has already
 made safe: a config's own ``\\x1b`` is still shown as ``\\e``, and only trainlint's sequences reach
 the terminal.
 """
@@ -16,7 +16,7 @@ import os
 from dataclasses import dataclass
 from typing import Mapping, TextIO
 
-from trainlint.diagnostics import Severity
+from trainlint.core.diagnostics import Severity
 
 COLOR_CHOICES = ("auto", "always", "never")
 

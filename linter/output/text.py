@@ -26,11 +26,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Iterator, Sequence
 
-from trainlint.results import FileResult
-from trainlint.diagnostics import Diagnostic
+from trainlint.core.results import FileResult
+from trainlint.core.diagnostics import Diagnostic
 from trainlint.output import display_path, fixable_line
 from trainlint.output.report import as_report
-from trainlint.escape import printable
+from trainlint.core.escape import printable
 from trainlint.output.style import PLAIN, Style
 
 if TYPE_CHECKING:  # pragma: no cover

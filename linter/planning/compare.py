@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover - imported where used (start-up time)
-    from trainlint.config import ProjectConfig
+    from trainlint.project.config import ProjectConfig
     from trainlint.estimator.core import Estimate
-    from trainlint.session import Session
-    from trainlint.spec import TrainingSpec
+    from trainlint.project.session import Session
+    from trainlint.core.spec import TrainingSpec
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def size_for_throughput(est: Estimate, target_tokens_per_s: float) -> tuple[Esti
     G = ceil(R_target / r_gpu), but every candidate size is re-estimated, communication included).
     Returns the estimate and a sentence saying how the size was chosen."""
     from trainlint.estimator.core import estimate_inputs
-    from trainlint.framework import data_parallel_size
+    from trainlint.core.framework import data_parallel_size
     from trainlint.planning.sizing import valid_world_sizes
 
     i = est.inputs

@@ -15,8 +15,8 @@ from trainlint.planning.budget import SECONDS_PER_DAY, Plan, PlanError, solve
 from trainlint.planning.sizing import min_gpus_for_static_memory, mfu_verdict, per_gpu_tokens_per_s, usd_per_tbps_hour
 
 if TYPE_CHECKING:  # pragma: no cover - the catalog loads with the command
-    from trainlint.catalog import GPU
-    from trainlint.models import ModelPreset
+    from trainlint.presets.catalog import GPU
+    from trainlint.presets.models import ModelPreset
 
 
 class PlanInputError(ValueError):

@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Mapping
 
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 if TYPE_CHECKING:
-    from trainlint.config import ProjectConfig
+    from trainlint.project.config import ProjectConfig
 
 PLANNING_KEYS = ("max-days", "max-cost", "price-per-gpu-hour", "prices")
 
@@ -76,7 +76,7 @@ def price_for(gpu_id: str, flag: float | None, project: ProjectConfig | None) ->
 
 def _gpu_id(name: str, custom: Any) -> str | None:
     """The catalog (or project custom GPU) id a price key names, aliases included ("h100" -> h100-sxm)."""
-    from trainlint.catalog import CatalogError, find_gpu, load_gpus
+    from trainlint.presets.catalog import CatalogError, find_gpu, load_gpus
 
     table = load_gpus()
     if isinstance(custom, Mapping) and name in custom:
@@ -106,8 +106,8 @@ def planning_key_problems(raw: Mapping[str, Any]) -> list[str]:
             problems.extend(f"`prices.{k}` must be a positive number, got {v!r}" for k, v in prices.items() if not positive(v))
             for key in prices:
                 if _gpu_id(str(key), raw.get("gpus")) is None:
-                    from trainlint.catalog import load_gpus
-                    from trainlint.did_you_mean import hint
+                    from trainlint.presets.catalog import load_gpus
+                    from trainlint.files.did_you_mean import hint
 
                     problems.append(f"`prices.{key}`: no GPU {key!r} in the catalog or the project's `gpus`"
                                     f"{hint(str(key), list(load_gpus()))}")

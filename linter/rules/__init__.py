@@ -14,9 +14,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, Iterator, Mapping, Sequence
 
-from trainlint.diagnostics import Applicability, Edit, Severity
-from trainlint.provenance import Value
-from trainlint.spec import TrainingSpec
+from trainlint.core.diagnostics import Applicability, Edit, Severity
+from trainlint.core.provenance import Value
+from trainlint.core.spec import TrainingSpec
 
 CODE_PATTERN = re.compile(r"^[A-Z]{1,3}[0-9]{3}$")
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9]*(-[a-z0-9]+)*$")
@@ -49,7 +49,7 @@ class Finding:
     applicability: Applicability | None = None
     """How the fix may be applied (safe / unsafe / display); None: no machine-applicable fix."""
     edits: tuple[Edit, ...] = ()
-    """The fix as text edits in the file's own format (see :class:`trainlint.diagnostics.Edit`)."""
+    """The fix as text edits in the file's own format (see :class:`trainlint.core.diagnostics.Edit`)."""
     changes: Mapping[str, Any] | None = None
     """The fix as layout changes (keys of :data:`trainlint.layout.changes.CHANGE_KEYS`, e.g.
     ``{"batch.micro_batch": 2}``) when it has no ``edits``: for ``check --fix`` the engine asks the
@@ -83,7 +83,7 @@ class RuleContext:
 
 def capabilities(spec: TrainingSpec) -> frozenset[str]:
     """The capabilities of ``spec``'s run, as its framework declares them."""
-    from trainlint.framework import framework_of
+    from trainlint.core.framework import framework_of
 
     return framework_of(spec).capabilities(spec)
 
@@ -115,7 +115,7 @@ class Rule:
     default_severity: ClassVar[Severity] = Severity.ERROR
     summary: ClassVar[str]
     requires: ClassVar[frozenset[str]] = frozenset()
-    """The capabilities (:data:`trainlint.framework.CAPABILITIES`) a run's framework must have for the
+    """The capabilities (:data:`trainlint.core.framework.CAPABILITIES`) a run's framework must have for the
     rule to run on it (``Framework.capabilities``); empty: every run. A rule names what it needs,
     never a framework, so a new framework gets every rule its runs support."""
     frameworks: ClassVar[tuple[str, ...]] = ()

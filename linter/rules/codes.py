@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING
 
-from trainlint.framework import (
+from trainlint.core.framework import (
     CAP_DEEPSPEED_CONFIG,
     CAP_DEEPSPEED_ENGINE,
     CAP_MEGATRON_ARGUMENTS,
@@ -64,7 +64,7 @@ FAMILIES: dict[str, str] = {
 SHARED_FAMILIES = ("startup", "estimation", "planning")
 """The families no framework owns (the plugin host registers them itself). Every other family is a
 framework's own start-up checks, registered through its Framework object (``Framework.rules()``
-names the family package; :func:`trainlint.plugins.register_framework_rules`)."""
+names the family package; :func:`trainlint.project.plugins.register_framework_rules`)."""
 
 
 _MODEL, _CORE, _STARTUP = frozenset({CAP_MEGATRON_MODEL}), frozenset({CAP_MEGATRON_CORE}), frozenset({CAP_STARTUP_CHECKS})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from trainlint.input_codes import INPUT_CODES
+from trainlint.core.input_codes import INPUT_CODES
 from trainlint.rules import Rule, frameworks_of
 
 DOCS_URL = "https://github.com/trainlint/trainlint/blob/main/docs/rules.md"

@@ -15,12 +15,12 @@ from typing import Any
 
 import trainlint
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
-from trainlint.input_codes import input_diagnostic
-from trainlint.positions import Span
-from trainlint.provenance import from_file
-from trainlint.sources import SourceText
-from trainlint.spec import TrainingSpec
-from trainlint.writing import Texts, Writer, WritebackError
+from trainlint.core.input_codes import input_diagnostic
+from trainlint.core.positions import Span
+from trainlint.core.provenance import from_file
+from trainlint.files.sources import SourceText
+from trainlint.core.spec import TrainingSpec
+from trainlint.files.writing import Texts, Writer, WritebackError
 
 FORMAT = "toytrain"
 _LINE = re.compile(r"^(?P<key>[a-z_]+\.[a-z_]+)[ \t]*=[ \t]*(?P<value>[^#\n]*?)[ \t]*(?:#.*)?$")

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from trainlint.config import ProjectConfig
-from trainlint.engine import LintSettings, lint, settings_from
-from trainlint.plugins import BUILTIN_PLUGINS, create_host
-from trainlint.registry import build_registry
+from trainlint.project.config import ProjectConfig
+from trainlint.project.engine import LintSettings, lint, settings_from
+from trainlint.project.plugins import BUILTIN_PLUGINS, create_host
+from trainlint.project.registry import build_registry
 from trainlint.rules import codes
 from trainlint.rules.codes import CODES, FAMILIES, PREVIEW, REMOVED, Code
 
@@ -57,7 +57,7 @@ def test_a_registry_imports_no_rule_until_one_is_needed():
     import subprocess
     import sys
 
-    code = ("import sys\nfrom trainlint.plugins import create_host\nfrom trainlint.registry import build_registry\n"
+    code = ("import sys\nfrom trainlint.project.plugins import create_host\nfrom trainlint.project.registry import build_registry\n"
             "from trainlint.rules.codes import CODES\n"
             "registry = build_registry(create_host(entry_points=False))\n"
             "modules = {row.module for row in CODES if row.module}\n"
@@ -126,7 +126,7 @@ torchrun --nproc_per_node 8 pretrain_gpt.py \\
 
 
 def _codes_found(tmp_path: Path, registry, settings: LintSettings) -> set[str]:
-    from trainlint.checker import check_file
+    from trainlint.files.checker import check_file
 
     path = tmp_path / "train.sh"
     path.write_text(SCRIPT)

@@ -35,10 +35,10 @@ import pytest
 import yaml
 
 from trainlint.rules import applies
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.cli import main
-from trainlint.plugins import create_host
-from trainlint.registry import build_registry
+from trainlint.project.plugins import create_host
+from trainlint.project.registry import build_registry
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 

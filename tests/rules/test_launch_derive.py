@@ -4,17 +4,17 @@ that an --isolated golden run cannot give yet."""
 
 from __future__ import annotations
 
-from trainlint.config import ProjectConfig
-from trainlint.project_settings import EstimationSettings
-from trainlint.provenance import Origin, Provenance, Value, default, from_file
+from trainlint.project.config import ProjectConfig
+from trainlint.core.project_settings import EstimationSettings
+from trainlint.core.provenance import Origin, Provenance, Value, default, from_file
 from trainlint.rules import RuleContext
 from trainlint.rules.startup.precision_unsupported_gpu import PrecisionUnsupportedGPU
 from trainlint.rules.startup.derive import data_parallel, pipeline_engine
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 def _v(value, line=1):
-    from trainlint.positions import Span
+    from trainlint.core.positions import Span
 
     return from_file(value, "x", Span(line, 1, line, 2), "k")
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_DEEPSPEED_ENGINE
-from trainlint.diagnostics import Applicability, Severity
+from trainlint.core.framework import CAP_DEEPSPEED_ENGINE
+from trainlint.core.diagnostics import Applicability, Severity
 from trainlint.estimator.core import InvariantError
-from trainlint.provenance import Origin, Provenance, Value
+from trainlint.core.provenance import Origin, Provenance, Value
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.world_bound import memory_verdict
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.estimation.memory_helpers import _gib
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.diagnostics import Severity
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.estimator.inputs import UNJUDGED, unjudged
 from trainlint.rules.estimation.scope import unmodelled
 from trainlint.rules.estimation.world_bound import memory_verdict
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 _WHAT = {"cluster.world_size": "how many GPUs the run uses", "batch.micro_batch": "the micro-batch size",

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-from trainlint.framework import framework_of
-from trainlint.framework import data_parallel_size
+from trainlint.core.framework import framework_of
+from trainlint.core.framework import data_parallel_size
 from trainlint.adapters.engine import set_engine
 from trainlint.estimator.core import InvariantError
-from trainlint.provenance import Origin, Provenance, Value
-from trainlint.spec import TrainingSpec
+from trainlint.core.provenance import Origin, Provenance, Value
+from trainlint.core.spec import TrainingSpec
 
 
 @dataclass(frozen=True)
@@ -300,7 +300,7 @@ def communication_candidates(spec: TrainingSpec, adapters: Sequence[Any] = ()) -
 
 def point_at(spec: TrainingSpec, *targets: str) -> str | None:
     """The first of ``targets`` whose value is written in a file (a finding belongs there)."""
-    from trainlint.provenance import first_span
+    from trainlint.core.provenance import first_span
 
     for target in targets:
         if first_span(spec.get(target))[1] is not None:
@@ -309,7 +309,7 @@ def point_at(spec: TrainingSpec, *targets: str) -> str | None:
 
 
 def _written(spec: TrainingSpec, dotted: str) -> bool:
-    from trainlint.provenance import first_span
+    from trainlint.core.provenance import first_span
 
     return first_span(spec.get(dotted))[1] is not None
 
@@ -375,7 +375,7 @@ class LayoutAdvice:
     """The fastest whole layout ``trainlint suggest`` finds for a spec (TP, PP, VP, CP, micro
     batch, recompute, ZeRO / distributed optimizer together; under a headroom; no new start-up
     finding), or None: for findings that no single change resolves. One per session
-    (:func:`trainlint.session.open_session`), with the session's estimator and TL1xx rules
+    (:func:`trainlint.project.session.open_session`), with the session's estimator and TL1xx rules
     (plugins' and the project's rule options included).
 
     Memoised on exactly the fields the search reads (:mod:`trainlint.layout.reads`: the search runs on

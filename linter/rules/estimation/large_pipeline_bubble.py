@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_MEGATRON_MODEL
-from trainlint.diagnostics import Severity
+from trainlint.core.framework import CAP_MEGATRON_MODEL
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.scope import usable_estimate
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 class PipelineBubble(Rule):

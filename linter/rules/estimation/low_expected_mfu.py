@@ -5,10 +5,10 @@ from __future__ import annotations
 import itertools
 from typing import Iterator
 
-from trainlint.diagnostics import Applicability, Severity
+from trainlint.core.diagnostics import Applicability, Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.scope import usable_estimate
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 def losses(est) -> dict[str, float]:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.diagnostics import Severity
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.scope import usable_estimate
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 class MemoryBound(Rule):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 
 from trainlint.estimator import coefficients as C
-from trainlint.provenance import Origin
+from trainlint.core.provenance import Origin
 
 
 def _gib(x: float) -> str:

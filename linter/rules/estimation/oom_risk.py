@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.diagnostics import Severity
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.world_bound import memory_verdict
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.estimation.memory_helpers import _gib, _gpu_assumed
 
 

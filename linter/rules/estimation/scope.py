@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from trainlint.adapters.megatron.entry_points import trains
-from trainlint.framework import framework_of
-from trainlint.spec import TrainingSpec
+from trainlint.core.framework import framework_of
+from trainlint.core.spec import TrainingSpec
 
 
 @dataclass(frozen=True)

@@ -24,11 +24,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from trainlint.framework import framework_of
+from trainlint.core.framework import framework_of
 from trainlint.estimator.inputs import unjudged
-from trainlint.provenance import Origin, Provenance, Value
+from trainlint.core.provenance import Origin, Provenance, Value
 from trainlint.rules.estimation.scope import unmodelled, usable_estimate
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 MAX_DP = 2 ** 17
 """The largest data-parallel size tried: 131,072 replicas, more GPUs than any run the corpus states."""

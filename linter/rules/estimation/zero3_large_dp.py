@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_DEEPSPEED_ENGINE
-from trainlint.diagnostics import Severity
+from trainlint.core.framework import CAP_DEEPSPEED_ENGINE
+from trainlint.core.diagnostics import Severity
 from trainlint.estimator.core import InvariantError
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.scope import usable_estimate
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 class Zero3AtLargeDp(Rule):

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from trainlint.rules import RuleContext
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 def _length_setting(spec: TrainingSpec) -> Any:

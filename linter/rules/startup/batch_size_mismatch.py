@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_DEEPSPEED_CONFIG, CAP_MEGATRON_ARGUMENTS, CAP_STARTUP_CHECKS
-from trainlint.diagnostics import Severity
-from trainlint.provenance import Origin, Value
+from trainlint.core.framework import CAP_DEEPSPEED_CONFIG, CAP_MEGATRON_ARGUMENTS, CAP_STARTUP_CHECKS
+from trainlint.core.diagnostics import Severity
+from trainlint.core.provenance import Origin, Value
 from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_int,
     data_parallel,
     ds,
 )
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.helpers import _also
 
 
@@ -22,7 +22,7 @@ def _value_fix(value: Value | None, new_text: str) -> dict:
     ``train_batch_size`` beside a Megatron-DeepSpeed script -> the one derivable from the other
     two and DP). Unsafe: it changes the batch the run trains with, and picking that key rather
     than the micro batch or accumulation is a choice."""
-    from trainlint.diagnostics import Applicability, Edit
+    from trainlint.core.diagnostics import Applicability, Edit
 
     prov = value.provenance if value is not None else None
     if prov is None or prov.origin is not Origin.FILE or prov.span is None or prov.path is None or prov.inputs \
@@ -36,7 +36,7 @@ def _global_batch_fix(spec: TrainingSpec, value: Value | None, size: int) -> dic
     (``Finding.changes``: under ``--fix`` / ``--diff`` and in the editor, ``Adapter.writer`` with
     the round trip verified; a value from a variable is written where the variable is set), a
     plugin format's too. Unsafe, as :func:`_value_fix`."""
-    from trainlint.diagnostics import Applicability
+    from trainlint.core.diagnostics import Applicability
 
     if value is None or value.provenance.origin is not Origin.FILE:
         return {}

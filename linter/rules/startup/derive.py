@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from trainlint.framework import framework_of
-from trainlint.framework import PipelineEngine
-from trainlint.provenance import Origin, Value
-from trainlint.spec import TrainingSpec
-from trainlint.values import as_bool, as_int, as_number, as_str, uncertain
+from trainlint.core.framework import framework_of
+from trainlint.core.framework import PipelineEngine
+from trainlint.core.provenance import Origin, Value
+from trainlint.core.spec import TrainingSpec
+from trainlint.core.values import as_bool, as_int, as_number, as_str, uncertain
 
 __all__ = ["PipelineEngine", "as_bool", "as_int", "as_number", "as_str", "uncertain"]
 
@@ -27,7 +27,7 @@ NX_COMMIT = "ea7aefd"
 
 
 # ------------------------------------------------------------------------------ plain values
-# (the value readers are the core model's: trainlint.values; imported here for the rule modules)
+# (the value readers are the core model's: trainlint.core.values; imported here for the rule modules)
 
 def field_int(spec: TrainingSpec, dotted: str) -> int | None:
     return as_int(spec.get(dotted))
@@ -104,9 +104,9 @@ def zero_stage(spec: TrainingSpec) -> Value | None:
 
 
 # --------------------------------------------------------------------------- data parallel
-# The data-parallel size is the core model's (trainlint.framework: one function for the rules, the
+# The data-parallel size is the core model's (trainlint.core.framework: one function for the rules, the
 # estimator and the layout search); re-exported here for the rule modules that import it from derive.
-from trainlint.framework import DataParallel, data_parallel, model_parallel_product  # noqa: E402,F401
+from trainlint.core.framework import DataParallel, data_parallel, model_parallel_product  # noqa: E402,F401
 
 
 # ----------------------------------------------------------------------- pipeline engine

@@ -4,12 +4,12 @@ a value or global-batch fix, the GPU a run declares."""
 from __future__ import annotations
 
 
-from trainlint.provenance import Value
+from trainlint.core.provenance import Value
 from trainlint.rules.startup.derive import (
     as_int,
     as_str,
 )
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_DEEPSPEED_CONFIG
-from trainlint.diagnostics import Severity
+from trainlint.core.framework import CAP_DEEPSPEED_CONFIG
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 class TrainerDeepSpeedMismatch(Rule):

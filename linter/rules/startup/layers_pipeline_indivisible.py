@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_MEGATRON_CORE
-from trainlint.diagnostics import Severity
+from trainlint.core.framework import CAP_MEGATRON_CORE
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.rules.startup.derive import (
     as_bool,
@@ -13,7 +13,7 @@ from trainlint.rules.startup.derive import (
     from_checkpoint,
     pipeline_engine,
 )
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.helpers import _also, _mamba
 
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL, CAP_NEOX_ARGUMENTS
-from trainlint.diagnostics import Severity
+from trainlint.core.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL, CAP_NEOX_ARGUMENTS
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_bool,
     as_int,
     zero_stage,
 )
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.helpers import _also, _experts
 
 

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_STARTUP_CHECKS
-from trainlint.catalog import CatalogError, find_gpu
-from trainlint.diagnostics import Severity
-from trainlint.provenance import Origin, Value
+from trainlint.core.framework import CAP_STARTUP_CHECKS
+from trainlint.presets.catalog import CatalogError, find_gpu
+from trainlint.core.diagnostics import Severity
+from trainlint.core.provenance import Origin, Value
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.rules.startup.derive import (
     as_bool,
     as_str,
 )
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.helpers import _also
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator
 
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 _NUMBERS = re.compile(r"(\d+(?:\.\d+)*)")
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_MEGATRON_MODEL
-from trainlint.diagnostics import Severity
+from trainlint.core.framework import CAP_MEGATRON_MODEL
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.rules.startup.derive import (
     as_int,
     from_checkpoint,
 )
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.helpers import _also
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL
-from trainlint.diagnostics import Severity
-from trainlint.provenance import Origin
+from trainlint.core.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL
+from trainlint.core.diagnostics import Severity
+from trainlint.core.provenance import Origin
 from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_bool,
@@ -14,7 +14,7 @@ from trainlint.rules.startup.derive import (
     defaulted_in_partial,
     from_checkpoint,
 )
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.helpers import _also
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL, CAP_NEOX_ARGUMENTS
-from trainlint.diagnostics import Severity
+from trainlint.core.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL, CAP_NEOX_ARGUMENTS
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.adapters.megatron.entry_points import rewrites_checkpoints
 from trainlint.rules.startup.derive import (
@@ -13,7 +13,7 @@ from trainlint.rules.startup.derive import (
     from_checkpoint,
     model_parallel_product,
 )
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.helpers import _also
 
 

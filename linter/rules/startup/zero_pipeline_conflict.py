@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_MEGATRON_ARGUMENTS, CAP_NEOX_ARGUMENTS, CAP_STARTUP_CHECKS
-from trainlint.diagnostics import Severity
+from trainlint.core.framework import CAP_MEGATRON_ARGUMENTS, CAP_NEOX_ARGUMENTS, CAP_STARTUP_CHECKS
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_int,
     pipeline_engine,
     zero_stage,
 )
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.helpers import _also
 
 

@@ -3,10 +3,10 @@ defaults), the rule base class, and the GPU architecture a run is declared on.""
 
 from __future__ import annotations
 from typing import Any, Iterator
-from trainlint.provenance import Value
-from trainlint.framework import CAP_MEGATRON_CORE
+from trainlint.core.provenance import Value
+from trainlint.core.framework import CAP_MEGATRON_CORE
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.adapters.bridge.names import FORMAT, SETTING_PREFIX
 
 CONFIG_PY = "src/megatron/bridge/training/config.py"
@@ -81,8 +81,8 @@ PRE_BLACKWELL = frozenset({"volta", "turing", "ampere", "ada", "hopper"})
 def architecture(spec: TrainingSpec, ctx: RuleContext) -> str | None:
     """The architecture of the GPU the run is declared on (the spec's, from the launcher or --gpu, else the
     project config's); None when no GPU is declared or it is not in the session's table."""
-    from trainlint.catalog import CatalogError, find_gpu
-    from trainlint.provenance import Origin
+    from trainlint.presets.catalog import CatalogError, find_gpu
+    from trainlint.core.provenance import Origin
 
     gpu = spec.cluster.gpu
     name = gpu.value if gpu is not None and gpu.provenance.origin is not Origin.ASSUMED else None

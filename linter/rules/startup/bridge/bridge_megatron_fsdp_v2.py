@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterator
 
-from trainlint.diagnostics import Severity
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding
 from trainlint.rules.startup.bridge.base import BridgeRule, Fields, number, stops
 

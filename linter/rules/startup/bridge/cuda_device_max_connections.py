@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.diagnostics import Severity
-from trainlint.framework import CAP_MEGATRON_CORE
+from trainlint.core.diagnostics import Severity
+from trainlint.core.framework import CAP_MEGATRON_CORE
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.spec import MEGATRON_LM, TrainingSpec
+from trainlint.core.spec import MEGATRON_LM, TrainingSpec
 from trainlint.adapters.bridge.names import FORMAT
 from trainlint.rules.startup.bridge.base import PRE_BLACKWELL, architecture
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.diagnostics import Severity
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.derive import (
     as_bool,
@@ -13,7 +13,7 @@ from trainlint.rules.startup.derive import (
     zero_stage,
 )
 from trainlint.rules.startup.releases import ReleaseBoundRule, Releases
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.deepspeed.launch_helpers import DS
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_DEEPSPEED_CONFIG, CAP_DEEPSPEED_ENGINE
-from trainlint.diagnostics import Severity
+from trainlint.core.framework import CAP_DEEPSPEED_CONFIG, CAP_DEEPSPEED_ENGINE
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext, capabilities
 from trainlint.rules.startup.derive import (
     as_bool,
@@ -14,7 +14,7 @@ from trainlint.rules.startup.derive import (
     ds_enabled,
     pipeline_engine,
 )
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.deepspeed.helpers import _also, _stage
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.diagnostics import Severity
-from trainlint.provenance import Value
+from trainlint.core.diagnostics import Severity
+from trainlint.core.provenance import Value
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.derive import (
     as_bool,
@@ -16,7 +16,7 @@ from trainlint.rules.startup.derive import (
     pipeline_engine,
 )
 from trainlint.rules.startup.releases import ReleaseBoundRule, Releases
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.deepspeed.launch_helpers import DS, _number
 
 

@@ -8,13 +8,13 @@ import math
 from functools import reduce
 from typing import Iterator
 
-from trainlint.diagnostics import Severity
-from trainlint.provenance import Origin, Value
+from trainlint.core.diagnostics import Severity
+from trainlint.core.provenance import Origin, Value
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.deepspeed.launch_helpers import DS, _number
 from trainlint.rules.startup.derive import as_bool, as_int, ds, ds_target
 from trainlint.rules.startup.releases import UNRELEASED, ReleaseBoundRule, Releases, release_key
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 HCN_LIST = (1, 2, 4, 6, 12, 24, 36, 48, 60, 120, 180, 240, 360, 720, 840, 1260, 1680, 2520, 5040, 7560, 10080, 15120,
             20160, 25200, 27720, 45360, 50400, 55440, 83160, 110880, 166320, 221760, 277200, 332640, 498960, 554400,

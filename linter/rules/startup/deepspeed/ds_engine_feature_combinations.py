@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from trainlint.diagnostics import Severity
-from trainlint.framework import CAP_DEEPSPEED_CONFIG
+from trainlint.core.diagnostics import Severity
+from trainlint.core.framework import CAP_DEEPSPEED_CONFIG
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.rules.startup.derive import as_bool, as_int, ds, ds_has_auto, ds_target, zero_stage
 from trainlint.rules.startup.releases import Releases, release_key
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 AUTOTP = Releases("deepspeed", first="0.17.0", last="0.19.0")
 MUON = Releases("deepspeed", first="0.18.0", last="0.18.0")

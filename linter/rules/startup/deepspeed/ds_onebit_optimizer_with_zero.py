@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.diagnostics import Severity
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.deepspeed.helpers import DS, ONEBIT, _also, _optimizer, _stage
 
 

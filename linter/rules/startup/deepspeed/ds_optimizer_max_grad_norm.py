@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.diagnostics import Severity
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.derive import (
     ds,
     ds_present,
 )
 from trainlint.rules.startup.releases import ReleaseBoundRule, Releases
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 from trainlint.rules.startup.deepspeed.launch_helpers import DS
 
 

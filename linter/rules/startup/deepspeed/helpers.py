@@ -4,8 +4,8 @@ and the optimizer names DeepSpeed knows."""
 from __future__ import annotations
 
 
-from trainlint.framework import CAP_DEEPSPEED_CONFIG
-from trainlint.provenance import Value
+from trainlint.core.framework import CAP_DEEPSPEED_CONFIG
+from trainlint.core.provenance import Value
 from trainlint.rules.startup.derive import (
     as_bool,
     as_int,
@@ -13,7 +13,7 @@ from trainlint.rules.startup.derive import (
     ds,
     zero_stage,
 )
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 DS = frozenset({CAP_DEEPSPEED_CONFIG})  # the run's settings are a DeepSpeed config

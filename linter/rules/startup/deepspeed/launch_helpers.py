@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 
-from trainlint.framework import CAP_DEEPSPEED_CONFIG
-from trainlint.provenance import Value
+from trainlint.core.framework import CAP_DEEPSPEED_CONFIG
+from trainlint.core.provenance import Value
 from trainlint.rules.startup.derive import (
     as_number,
 )

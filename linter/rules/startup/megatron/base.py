@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_MEGATRON_ARGUMENTS
+from trainlint.core.framework import CAP_MEGATRON_ARGUMENTS
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.adapters.megatron.arguments import MegatronArgs, is_current
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 ARGS = "megatron/training/arguments.py"
 TCFG = "megatron/core/transformer/transformer_config.py"

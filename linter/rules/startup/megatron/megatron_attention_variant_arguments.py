@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.diagnostics import Severity
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, RuleContext
 from trainlint.adapters.megatron.arguments import MegatronArgs
 from trainlint.rules.startup.megatron.base import MegatronRule

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.provenance import Origin
+from trainlint.core.provenance import Origin
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.megatron.base import MegatronRule
 from trainlint.rules.startup.megatron.check_table import release_stated

@@ -28,7 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Iterator
 
-from trainlint.framework import framework_of
+from trainlint.core.framework import framework_of
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.derive import from_checkpoint
 from trainlint.rules.startup.megatron.base import MegatronRule

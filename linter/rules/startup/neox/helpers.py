@@ -13,10 +13,10 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, Iterator
 
-from trainlint.framework import CAP_NEOX_ARGUMENTS
-from trainlint.provenance import Value, default
+from trainlint.core.framework import CAP_NEOX_ARGUMENTS
+from trainlint.core.provenance import Value, default
 from trainlint.rules import Finding, Rule, RuleContext
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 ARGS = "megatron/neox_arguments/arguments.py"
@@ -27,7 +27,7 @@ COMMIT = "ea7aefd"
 
 @lru_cache(maxsize=1)
 def _properties() -> dict[str, dict]:
-    from trainlint.framework import framework_of
+    from trainlint.core.framework import framework_of
 
     return framework_of("neox").key_catalog().properties()  # the framework's one key catalog
 

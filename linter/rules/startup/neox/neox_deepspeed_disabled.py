@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from trainlint.framework import CAP_NEOX_ARGUMENTS
-from trainlint.diagnostics import Severity
+from trainlint.core.framework import CAP_NEOX_ARGUMENTS
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, RuleContext
 from trainlint.rules.startup.neox.helpers import NeoXArgs
 from trainlint.rules.startup.releases import ReleaseBoundRule, Releases
-from trainlint.spec import TrainingSpec
+from trainlint.core.spec import TrainingSpec
 
 
 class DeepSpeedDisabled(ReleaseBoundRule):

@@ -39,7 +39,7 @@ class Fp16LmCrossEntropy(_NeoXRule):
         dtype = a.spec.get("precision.dtype")
         if dtype is None or dtype.value == "fp16":
             return
-        from trainlint.provenance import Origin
+        from trainlint.core.provenance import Origin
 
         if dtype.provenance.origin is Origin.DEFAULT and not a.whole_run():
             return

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import trainlint
-from trainlint.diagnostics import Severity
+from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule
 
 
