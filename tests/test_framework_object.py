@@ -138,9 +138,7 @@ def test_neox_full_recompute_keeps_its_default_layers_per_checkpoint():
 
 
 _TOY_FRAMEWORK = '''\
-import trainlint
-from trainlint.core.framework import Framework
-from trainlint.rules import Finding, Rule
+from trainlint.plugin import Finding, Framework, Rule, hookimpl
 
 
 class WideTensor(Rule):
@@ -166,7 +164,7 @@ class ToyFramework(Framework):
         return [WideTensor]
 
 
-@trainlint.hookimpl
+@hookimpl
 def trainlint_frameworks():
     return [ToyFramework()]
 '''

@@ -58,6 +58,26 @@ def test_no_import_is_excused_from_the_layers():
     assert "ignore_imports" not in _contract()
 
 
+ENTRY_MODULES = {"cli", "__main__", "builtin", "plugin"}
+"""The top-level modules that are not in a layer package, each named from outside the package (the
+console script trainlint.cli:main, ``python -m trainlint``, the built-in plugin's name as ``trainlint
+rules`` shows it, the plugin API); pyproject's contract comment says why each is there."""
+
+
+def test_the_layers_are_packages():
+    """Issue 31: each layer is packages in the existing top-level folders, not a list of loose
+    modules (46 of them were named one by one before; now the contract names packages): every
+    top-level ``linter/*.py`` is an entry module, and every name in the contract is a package or an
+    entry module."""
+    loose = {p.stem for p in (ROOT / "linter").glob("*.py")} - {"__init__"}
+    assert sorted(loose - ENTRY_MODULES) == [], "a loose top-level module: put it in its layer's package"
+    (layers,) = [c["layers"] for c in _contract()["contracts"] if c["type"] == "layers"]
+    named = [name.strip().removeprefix("trainlint.") for layer in layers for name in layer.split(":")]
+    folders = {"adapters": ROOT / "adapters", "schemas": ROOT / "schemas"}
+    not_packages = [n for n in named if n not in ENTRY_MODULES and not (folders.get(n, ROOT / "linter" / n) / "__init__.py").is_file()]
+    assert not_packages == []
+
+
 def test_every_top_level_module_is_in_a_layer():
     """A module left out of the contract would be free to import anything: each top-level module
     and package of trainlint (linter/, adapters/, schemas/) is named in one layer."""

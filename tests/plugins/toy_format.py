@@ -13,14 +13,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import trainlint
-from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
-from trainlint.core.input_codes import input_diagnostic
-from trainlint.core.positions import Span
-from trainlint.core.provenance import from_file
-from trainlint.files.sources import SourceText
-from trainlint.core.spec import TrainingSpec
-from trainlint.files.writing import Texts, Writer, WritebackError
+from trainlint.plugin import (BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult, SourceText, Span, Texts, TrainingSpec,
+                              WritebackError, Writer, from_file, hookimpl, input_diagnostic)
 
 FORMAT = "toytrain"
 _LINE = re.compile(r"^(?P<key>[a-z_]+\.[a-z_]+)[ \t]*=[ \t]*(?P<value>[^#\n]*?)[ \t]*(?:#.*)?$")
@@ -110,6 +104,6 @@ class ToyWriter(Writer):
                 self.buffer.insert(at, f"{sep}{key} = {_spelled(value)}\n")
 
 
-@trainlint.hookimpl
+@hookimpl
 def trainlint_adapters():
     return [ToyAdapter()]

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import trainlint
-from trainlint.core.diagnostics import Severity
-from trainlint.rules import Finding, Option, Rule
+from trainlint.plugin import Finding, Option, Rule, Severity, hookimpl
 
 
 class RequireBf16(Rule):
@@ -39,6 +37,6 @@ class RequireBf16(Rule):
                           at="precision.dtype", fix="enable bf16 and disable fp16")
 
 
-@trainlint.hookimpl
+@hookimpl
 def trainlint_rules():
     return [RequireBf16]
