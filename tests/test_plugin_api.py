@@ -63,3 +63,21 @@ def test_a_plugin_importing_an_old_path_gets_the_same_classes():
 def test_an_unknown_module_still_fails():
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("trainlint.no_such_module")
+
+
+def test_no_code_of_the_repository_uses_an_old_path():
+    """The old paths are for published plugins only: trainlint's own code, tests, benchmarks and
+    scripts use the packages (an old path would work, with a warning, and hide the layer it reads)."""
+    import re
+
+    from conftest import REPO
+
+    names = "|".join(sorted((path.rsplit(".", 1)[1] for path in trainlint._NEW_PATH), key=len, reverse=True))
+    dotted = re.compile(rf"(?<![\w.])trainlint\.({names})(?!\w)")
+    from_import = re.compile(rf"^\s*from trainlint import [^#\n]*\b({names})\b", re.MULTILINE)
+    found = []
+    for folder in ("linter", "adapters", "schemas", "tests", "benchmarks", "scripts", "fuzz"):
+        for path in sorted((REPO / folder).rglob("*.py")):
+            text = path.read_text(encoding="utf-8")
+            found += [f"{path.relative_to(REPO)}: {m.group(0).strip()}" for m in (*dotted.finditer(text), *from_import.finditer(text))]
+    assert found == []
