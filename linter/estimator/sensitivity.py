@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Callable
 
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.inputs import Assumption, Inputs
+from trainlint.core.framework import data_parallel_size
 from trainlint.core.provenance import Origin
 from trainlint.adapters.hf.tokenizer_vocab import VOCAB_RANGE
 
@@ -43,7 +44,9 @@ def _world(inputs: Inputs) -> list[tuple[str, dict]]:
     model_parallel = max(1, inputs.tp * inputs.pp * inputs.cp)
     out = []
     for world in (model_parallel, max(model_parallel, MAX_NODES * inputs.gpus_per_node // model_parallel * model_parallel)):
-        dp = world // model_parallel
+        dp = data_parallel_size(world, model_parallel)
+        if dp is None:  # cannot happen: both sizes are multiples of the model-parallel product
+            continue
         out.append((f"{world:,} GPU{'s' if world != 1 else ''}",
                     {"world": world, "dp": dp, "global_batch": inputs.micro * inputs.grad_accum * dp}))
     return out
