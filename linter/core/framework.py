@@ -221,7 +221,8 @@ class Framework:
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         own = cls.__dict__.get("key_catalog")
-        if own is not None and own.__code__.co_argcount < 2:
+        code = getattr(own, "__code__", None)  # a plain function; anything else is left as written
+        if code is not None and code.co_argcount < 2:
             # A plugin written before ``key_catalog`` took the run's target (``def key_catalog(self)``)
             # keeps working: it answers for its shipped keys whatever the target.
             def key_catalog(self: Any, target: Any = None, _own: Any = own) -> KeyCatalog:

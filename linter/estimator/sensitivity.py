@@ -44,9 +44,7 @@ def _world(inputs: Inputs) -> list[tuple[str, dict]]:
     model_parallel = max(1, inputs.tp * inputs.pp * inputs.cp)
     out = []
     for world in (model_parallel, max(model_parallel, MAX_NODES * inputs.gpus_per_node // model_parallel * model_parallel)):
-        dp = data_parallel_size(world, model_parallel)
-        if dp is None:  # cannot happen: both sizes are multiples of the model-parallel product
-            continue
+        dp = data_parallel_size(world, model_parallel) or 1  # world is a multiple of the product: never None
         out.append((f"{world:,} GPU{'s' if world != 1 else ''}",
                     {"world": world, "dp": dp, "global_batch": inputs.micro * inputs.grad_accum * dp}))
     return out

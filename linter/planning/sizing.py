@@ -18,8 +18,6 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from trainlint.core.framework import data_parallel_size
-
 COMPUTE_OPTIMAL_TOKENS_PER_PARAM = 20.0
 """Seed 001: D = 20 P."""
 MIN_PRETRAINING_TOKENS = 200e9
@@ -97,10 +95,9 @@ def valid_world_sizes(min_gpus: float, *, gpus_per_node: int, model_parallel: in
         step = math.lcm(per_node, mp)
         world = max(step, math.ceil(min_gpus / step - 1e-9) * step)
         for k in range(world // step, world // step + 64):
-            if data_parallel_size(k * step, mp) is not None:  # the one data-parallel arithmetic
-                yield k * step
+            yield k * step
         return
     for dp in _divisors(max(1, int(batch_units))):
         world = dp * mp
-        if world >= min_gpus - 1e-9 and world % per_node == 0 and data_parallel_size(world, mp) == dp:
+        if world >= min_gpus - 1e-9 and world % per_node == 0:
             yield world
