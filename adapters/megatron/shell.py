@@ -41,7 +41,8 @@ from trainlint.core.positions import Span
 from trainlint.files.sources import SourceText, UnreadableSource
 
 from trainlint.adapters.megatron.shell_arithmetic import Arithmetic
-from trainlint.adapters.megatron.shell_budget import ShellBudget
+from trainlint.adapters.megatron import shell_memo
+from trainlint.adapters.megatron.shell_budget import MAX_MATCH_WORK, MAX_TOTAL_CHARS, MAX_TOTAL_PIECES, ShellBudget
 from trainlint.adapters.megatron.shell_conditions import Conditions
 from trainlint.adapters.megatron.shell_expansion import WordExpansion, split_at_dollar
 from trainlint.adapters.megatron.shell_text import MAX_NESTING, FileText, _parser
@@ -180,6 +181,14 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         self.budget = ShellBudget()
         """What the evaluation has built and matched: repeated values and pattern matches stop there."""
         self._budget_reported = False
+        self._memo = shell_memo.active()
+        """Where the language server keeps the root script's statements between reads (:mod:`.shell_memo`)."""
+        self._reads: set[str] | None = None
+        """While a top-level statement is recorded for the memo: the variables it read..."""
+        self._writes: set[str] | None = None
+        """... and the ones it set or unset (None: nothing is recorded)."""
+        self._impure = False
+        """The statement being recorded did something a replay cannot repeat (a call, `source`, a function definition)."""
 
     # ----------------------------------------------------------------- entry
 
@@ -225,22 +234,34 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         self.files[source.path] = ft
         if "\x00" in source.text:
             self._report_nul(ft)
-        tree = _parser().parse(ft.data)
+        memo = None
+        if self._memo is not None and at is None and source.path == self.root_path:
+            memo = self._memo.file(source.path, self._memo_context())
+            tree = memo.parse(_parser(), ft.data)
+        else:
+            tree = _parser().parse(ft.data)
         root = tree.root_node
         if root.has_error:
             self._report_errors(root, ft)
         self._source_stack.append(os.path.abspath(source.path))
+        entries = memo.entries if memo is not None else {}
+        kept: dict[tuple, shell_memo.Entry] = {}
         try:
             for node in root.children:
                 if len(self.commands) > MAX_COMMANDS:
                     break
                 try:
-                    self._stmt(node, ft)
+                    if memo is None:
+                        self._stmt(node, ft)
+                    else:
+                        self._memo_stmt(node, ft, entries, kept)
                 except _TooDeep as exc:
                     self.diagnostics.append(input_diagnostic(
                         "TL002", f"shell syntax: nesting too deep (more than {MAX_NESTING} levels of groups, "
                         "subshells, expansions or arithmetic); this command is not read", self._span(exc.loc),
                         path=exc.loc.path))
+            if memo is not None:
+                memo.entries = kept  # the entries of this text (an earlier text's are not needed again)
         finally:
             self._source_stack.pop()
 
@@ -286,6 +307,104 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         if self._depth > MAX_NESTING:
             self._depth -= 1
             raise _TooDeep(self._loc(node, ft))
+
+    # ------------------------------------------------------------- the memo
+
+    def _memo_context(self) -> tuple:
+        """What any statement may read without naming it in the script: a change forgets the memo."""
+        return (self.root_path, tuple(sorted(self.environment.items())), self.arguments,
+                tuple(sorted(self.slurm.items())))
+
+    def _memo_stmt(self, node, ft: FileText, entries: dict[tuple, shell_memo.Entry],
+                   kept: dict[tuple, shell_memo.Entry]) -> None:
+        """A top-level statement of the root script, replayed from the memo when it may be (see
+        :mod:`.shell_memo`), else evaluated and, when it can be replayed later, recorded."""
+        if not node.is_named or node.type in ("comment", "function_definition"):
+            self._stmt(node, ft)
+            return
+        start, end = node.start_byte, node.end_byte
+        first, last = ft.char(start), ft.char(end)
+        line, column = ft.index.position(first)
+        key = (start, first, line, column, ft.text[first:last],
+               _within(ft.placeholders, first, last), _within(ft.quoted_placeholders, first, last))
+        entry = entries.get(key)
+        if entry is not None and self._replayable(entry):
+            self._replay(entry)
+            kept[key] = entry
+            return
+        recorded = self._record(node, ft, line, line + ft.text.count("\n", first, last))
+        if recorded is not None:
+            kept[key] = recorded
+
+    def _record(self, node, ft: FileText, first_line: int, last_line: int) -> shell_memo.Entry | None:
+        values = self.env.values
+        incoming = dict(values)
+        functions = tuple(self.functions)
+        commands, assignments, diagnostics = len(self.commands), len(self.assignments), len(self.diagnostics)
+        steps, budget = self._steps, self.budget
+        chars, pieces, work, refused = budget.chars, budget.pieces, budget.match_work, budget.refused
+        reported, not_followed = self._budget_reported, self._not_followed
+        virtual = dict(self.virtual_files)
+        self._reads, self._writes, self._impure = set(), set(), False
+        try:
+            self._stmt(node, ft)
+        finally:
+            reads, writes, impure = self._reads, self._writes, self._impure
+            self._reads = self._writes = None
+        values = self.env.values
+        if (impure or refused is not None or budget.refused is not None or self._budget_reported != reported
+                or self._not_followed is not not_followed or self._steps > FOLLOW_STEPS
+                or len(self.commands) >= MAX_COMMANDS):
+            return None
+        added = self.diagnostics[diagnostics:]
+        for diag in added:  # a location outside the statement may move while the statement stays
+            if diag.path != ft.path or not (first_line <= diag.span.line and diag.span.end_line <= last_line):
+                return None
+        missing = shell_memo.MISSING
+        changed = []
+        for name in writes:
+            after = values.get(name, missing)
+            if after is not incoming.get(name, missing):
+                changed.append((name, after))
+        return shell_memo.Entry(
+            reads=tuple((name, incoming.get(name, missing)) for name in reads), functions=functions,
+            writes=tuple(changed), commands=tuple(self.commands[commands:]),
+            assignments=tuple(self.assignments[assignments:]), diagnostics=tuple(added),
+            virtual_files=tuple((k, v) for k, v in self.virtual_files.items() if virtual.get(k) is not v),
+            steps=self._steps - steps, chars=budget.chars - chars, pieces=budget.pieces - pieces,
+            match_work=budget.match_work - work)
+
+    def _replayable(self, entry: shell_memo.Entry) -> bool:
+        """Whether evaluating the statement now would do exactly what ``entry`` recorded."""
+        values = self.env.values
+        missing = shell_memo.MISSING
+        for name, before in entry.reads:
+            now = values.get(name, missing)
+            if now is not before and (now is missing or before is missing or now != before):
+                return False
+        budget = self.budget
+        return (entry.functions == tuple(self.functions) and budget.refused is None
+                and self._steps + entry.steps <= FOLLOW_STEPS
+                and len(self.commands) + len(entry.commands) < MAX_COMMANDS
+                and budget.chars + entry.chars <= MAX_TOTAL_CHARS and budget.pieces + entry.pieces <= MAX_TOTAL_PIECES
+                and budget.match_work + entry.match_work <= MAX_MATCH_WORK)
+
+    def _replay(self, entry: shell_memo.Entry) -> None:
+        values = self.env.values
+        for name, after in entry.writes:
+            if after is shell_memo.MISSING:
+                values.pop(name, None)
+            else:
+                values[name] = after
+        self.commands.extend(entry.commands)
+        self.assignments.extend(entry.assignments)
+        self.diagnostics.extend(entry.diagnostics)
+        self.virtual_files.update(entry.virtual_files)
+        self._steps += entry.steps
+        budget = self.budget
+        budget.chars += entry.chars
+        budget.pieces += entry.pieces
+        budget.match_work += entry.match_work
 
     # ----------------------------------------------------------- diagnostics
 
@@ -459,6 +578,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         name = node.child_by_field_name("name")
         body = node.child_by_field_name("body")
         if name is not None and body is not None:
+            self._impure = True  # the memo keeps no syntax node: a statement that defines one is evaluated each time
             self.functions[name.text.decode("utf-8", "replace")] = (body, ft)
 
     def _assignments(self, node, ft: FileText) -> None:
@@ -483,6 +603,9 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                 self._assign(child, ft)
             elif child.type == "variable_name" and keyword in ("local", "declare", "typeset"):
                 name = child.text.decode("utf-8", "replace")
+                if self._reads is not None and self._writes is not None:
+                    self._reads.add(name)
+                    self._writes.add(name)
                 if name not in self.env.values:
                     self.env.values[name] = VarValue(scalar=(), assigned_at=self._loc(child, ft))
 
@@ -658,9 +781,21 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             if value.scalar is not None:
                 value.scalar = tuple([g.as_uncertain() for g in value.scalar])
         value.assigned_at = value.assigned_at or loc
+        if self._writes is not None:
+            self._writes.add(name)
         self.env.values[name] = value
         if record and not self._quiet:
             self.assignments.append(Assignment(name, value, loc))
+
+    def _unset_command(self, node, ft: FileText) -> None:
+        for c in node.named_children:
+            if c.type in ("variable_name", "word"):
+                self._unset(c.text.decode("utf-8", "replace"))
+
+    def _unset(self, name: str) -> None:
+        if self._writes is not None:
+            self._writes.add(name)
+        self.env.values.pop(name, None)
 
     def _assign(self, node, ft: FileText, apply: bool = True) -> tuple[str, VarValue] | None:
         name_node = node.child_by_field_name("name")
@@ -688,6 +823,8 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                 return None
         else:
             name = name_node.text.decode("utf-8", "replace")
+        if self._reads is not None:
+            self._reads.add(name)
         old = self.env.values.get(name)
         if value_node is None:
             new = VarValue(scalar=())
@@ -791,7 +928,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         if head == "unset":
             for a in args:
                 if a.text and not a.text.startswith("-"):
-                    self.env.values.pop(a.text, None)
+                    self._unset(a.text)
             return
         if head == "read":
             for a in args:
@@ -803,6 +940,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             # deeper calls (recursion) are not followed, and are not programs either
             if self._call_depth >= MAX_CALL_DEPTH or not self._may_follow("call", loc):
                 return
+            self._impure = True  # a call evaluates a syntax node of its own: not replayed
             self.called.add(head)
             body, fft = self.functions[head]
             self._call_depth += 1
@@ -822,6 +960,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         self.commands.append(Command(fields, loc, prefix, self._loop, via_eval, bool(self._uncertain)))
 
     def _source(self, target: Field, loc: Loc) -> None:
+        self._impure = True  # another file, read again each time: not replayed
         base = os.path.dirname(self.root_path)
         here = os.path.dirname(loc.path)
         candidates: list[str] = []
@@ -927,8 +1066,7 @@ _STATEMENTS: dict[str, Callable[[ShellEvaluator, Any, FileText], object]] = {
     "variable_assignment": lambda self, node, ft: self._assign(node, ft),
     "variable_assignments": ShellEvaluator._assignments,
     "declaration_command": ShellEvaluator._declaration,
-    "unset_command": lambda self, node, ft: [self.env.values.pop(c.text.decode("utf-8", "replace"), None)
-                                             for c in node.named_children if c.type in ("variable_name", "word")],
+    "unset_command": ShellEvaluator._unset_command,
     "if_statement": ShellEvaluator._if,
     "case_statement": ShellEvaluator._case,
     "for_statement": ShellEvaluator._loop_stmt,
@@ -942,6 +1080,13 @@ _STATEMENTS: dict[str, Callable[[ShellEvaluator, Any, FileText], object]] = {
     "redirected_statement": ShellEvaluator._redirected,
     "function_definition": ShellEvaluator._function_def,
 }
+
+
+def _within(places: dict[int, int], start: int, end: int) -> tuple[tuple[int, int], ...]:
+    """The placeholders (start -> end offsets) inside ``start:end`` (none in most scripts)."""
+    if not places:
+        return ()
+    return tuple((a, b) for a, b in places.items() if start <= a and b <= end)
 
 
 def _positional(environment: dict[str, str]) -> tuple[str, ...] | None:

@@ -332,6 +332,8 @@ class WordExpansion(EvaluatorParts):
         return Seg("", loc, False, f"{what} ({reason}; trainlint does not build it)")
 
     def _lookup(self, name: str, loc: Loc) -> VarValue | Seg:
+        if self._reads is not None:
+            self._reads.add(name)  # a dependency of the statement the memo records (shell_memo)
         if self.call_arguments and (name in ("@", "*", "#") or (name.isdigit() and name != "0")):
             return _call_argument(self.call_arguments[-1], name)
         if self.arguments is not None and ((name.isdigit() and name != "0") or name == "#"):
@@ -359,6 +361,8 @@ class WordExpansion(EvaluatorParts):
         return Seg("", loc, False, f"${name} (not set in the script)")
 
     def _is_set(self, name: str) -> bool | None:
+        if self._reads is not None:
+            self._reads.add(name)
         if self.call_arguments and name.isdigit() and name != "0":
             return int(name) <= len(self.call_arguments[-1])
         if self.arguments is not None and name.isdigit() and name != "0":

@@ -201,6 +201,7 @@ class EvaluatorParts:
     arguments: tuple[str, ...] | None
     _depth: int
     _uncertain: int
+    _reads: set[str] | None
     budget: ShellBudget
     call_arguments: list[list[Field]]
     functions: dict[str, Any]

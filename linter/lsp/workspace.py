@@ -115,6 +115,10 @@ class Linter:
         self._sessions: dict[str | None, SessionEntry] = {}
         self._seen: set[str] = set()
         """Documents linted once: after a document's first lint the heap is frozen (see :meth:`lint`)."""
+        self._scripts: Any = None
+        """What the launch-script reader keeps of each buffer between lints (its syntax tree, and each
+        top-level statement's evaluation with what it read), so that an edit re-reads only the
+        statements it changes (trainlint.adapters.megatron.shell_memo); made on the first lint."""
 
     # ------------------------------------------------------------------ project config
 
@@ -125,6 +129,8 @@ class Linter:
         self._configs.clear()
         self._sessions.clear()
         containment.forget()  # its source-roots may have changed
+        if self._scripts is not None:
+            self._scripts.forget()  # a sourced file or the containment roots may read differently now
 
     def forget_memoised(self) -> None:
         """Forget what is kept across lints for runs that stay the same: the rules' findings per
@@ -197,10 +203,15 @@ class Linter:
         write the rules' layout fixes (Finding.changes) as edits, as ``check --diff`` does; the
         code actions ask for it, the lint on every keystroke does not (it costs a writer run and
         two re-reads per such finding)."""
+        from trainlint.adapters.megatron import shell_memo
+
         started = time.perf_counter()
         normalized, bom = convert.normalize(text)
+        if self._scripts is None:
+            self._scripts = shell_memo.StatementMemo()
         try:
-            linted = self._lint(path, normalized, version, folder, open_texts or {}, write_fixes)
+            with shell_memo.remembering(self._scripts):
+                linted = self._lint(path, normalized, version, folder, open_texts or {}, write_fixes)
         except Exception as exc:  # noqa: BLE001 - contained: the server must answer the next request
             linted = Linted(path, version, normalized, None, None, by_path={path: [internal_error(path, exc)]})
         linted.bom = bom
