@@ -186,7 +186,10 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         self._reads: set[str] | None = None
         """While a top-level statement is recorded for the memo: the variables it read..."""
         self._writes: set[str] | None = None
-        """... and the ones it set or unset (None: nothing is recorded)."""
+        """... the ones it set or unset (None: nothing is recorded) ..."""
+        self._before: dict[str, Any] = {}
+        """... and the value each of them had before it (shell_memo.MISSING: unset), taken when the
+        statement first read or set it (until then every copy of the variables has it as it came in)."""
         self._impure = False
         """The statement being recorded did something a replay cannot repeat (a call, `source`, a function definition)."""
 
@@ -311,9 +314,23 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
     # ------------------------------------------------------------- the memo
 
     def _memo_context(self) -> tuple:
-        """What any statement may read without naming it in the script: a change forgets the memo."""
-        return (self.root_path, tuple(sorted(self.environment.items())), self.arguments,
-                tuple(sorted(self.slurm.items())))
+        """What any statement may read without naming it in the script: a change forgets the memo
+        (the ``#SBATCH`` allocation is compared per variable read, as the script's own are)."""
+        return (self.root_path, tuple(sorted(self.environment.items())), self.arguments)
+
+    def _note_read(self, name: str) -> None:
+        """A variable the statement being recorded reads (see :meth:`_record`)."""
+        assert self._reads is not None
+        self._reads.add(name)
+        if name not in self._before:
+            self._before[name] = self.env.values.get(name, shell_memo.MISSING)
+
+    def _note_write(self, name: str) -> None:
+        """A variable the statement being recorded sets or unsets, before it does."""
+        assert self._writes is not None
+        self._writes.add(name)
+        if name not in self._before:
+            self._before[name] = self.env.values.get(name, shell_memo.MISSING)
 
     def _memo_stmt(self, node, ft: FileText, entries: dict[tuple, shell_memo.Entry],
                    kept: dict[tuple, shell_memo.Entry]) -> None:
@@ -337,19 +354,17 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             kept[key] = recorded
 
     def _record(self, node, ft: FileText, first_line: int, last_line: int) -> shell_memo.Entry | None:
-        values = self.env.values
-        incoming = dict(values)
         functions = tuple(self.functions)
         commands, assignments, diagnostics = len(self.commands), len(self.assignments), len(self.diagnostics)
         steps, budget = self._steps, self.budget
         chars, pieces, work, refused = budget.chars, budget.pieces, budget.match_work, budget.refused
         reported, not_followed = self._budget_reported, self._not_followed
-        virtual = dict(self.virtual_files)
-        self._reads, self._writes, self._impure = set(), set(), False
+        virtual = dict(self.virtual_files) if self.virtual_files else None
+        self._reads, self._writes, self._before, self._impure = set(), set(), {}, False
         try:
             self._stmt(node, ft)
         finally:
-            reads, writes, impure = self._reads, self._writes, self._impure
+            reads, writes, before, impure = self._reads, self._writes, self._before, self._impure
             self._reads = self._writes = None
         values = self.env.values
         if (impure or refused is not None or budget.refused is not None or self._budget_reported != reported
@@ -364,13 +379,14 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         changed = []
         for name in writes:
             after = values.get(name, missing)
-            if after is not incoming.get(name, missing):
+            if after is not before[name]:
                 changed.append((name, after))
+        slurm = self.slurm
         return shell_memo.Entry(
-            reads=tuple((name, incoming.get(name, missing)) for name in reads), functions=functions,
+            reads=tuple((name, before[name], slurm.get(name)) for name in reads), functions=functions,
             writes=tuple(changed), commands=tuple(self.commands[commands:]),
             assignments=tuple(self.assignments[assignments:]), diagnostics=tuple(added),
-            virtual_files=tuple((k, v) for k, v in self.virtual_files.items() if virtual.get(k) is not v),
+            virtual_files=tuple((k, v) for k, v in self.virtual_files.items() if virtual is None or virtual.get(k) is not v),
             steps=self._steps - steps, chars=budget.chars - chars, pieces=budget.pieces - pieces,
             match_work=budget.match_work - work)
 
@@ -378,10 +394,13 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         """Whether evaluating the statement now would do exactly what ``entry`` recorded."""
         values = self.env.values
         missing = shell_memo.MISSING
-        for name, before in entry.reads:
+        slurm = self.slurm
+        for name, before, allocated in entry.reads:
             now = values.get(name, missing)
             if now is not before and (now is missing or before is missing or now != before):
                 return False
+            if (allocated is not None or slurm) and slurm.get(name) != allocated:
+                return False  # an #SBATCH line the variable's value comes from changed
         budget = self.budget
         return (entry.functions == tuple(self.functions) and budget.refused is None
                 and self._steps + entry.steps <= FOLLOW_STEPS
@@ -409,9 +428,11 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
     # ----------------------------------------------------------- diagnostics
 
     def _loc(self, node, ft: FileText) -> Loc:
-        if ft.bytes_are_chars:  # ASCII text (most scripts): no byte -> character lookup
+        table = ft._char_of_byte
+        if table is None:  # ASCII text (most scripts): no byte -> character lookup
             return Loc(ft.path, node.start_byte, node.end_byte)
-        return Loc(ft.path, ft.char(node.start_byte), ft.char(node.end_byte))
+        # the table has an entry for every byte offset of the parsed data, its end included
+        return Loc(ft.path, table[node.start_byte], table[node.end_byte])
 
     def _span(self, loc: Loc) -> Span:
         return self.files[loc.path].index.span(loc.start, loc.end)
@@ -603,9 +624,9 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                 self._assign(child, ft)
             elif child.type == "variable_name" and keyword in ("local", "declare", "typeset"):
                 name = child.text.decode("utf-8", "replace")
-                if self._reads is not None and self._writes is not None:
-                    self._reads.add(name)
-                    self._writes.add(name)
+                if self._reads is not None:
+                    self._note_read(name)
+                    self._note_write(name)
                 if name not in self.env.values:
                     self.env.values[name] = VarValue(scalar=(), assigned_at=self._loc(child, ft))
 
@@ -782,7 +803,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                 value.scalar = tuple([g.as_uncertain() for g in value.scalar])
         value.assigned_at = value.assigned_at or loc
         if self._writes is not None:
-            self._writes.add(name)
+            self._note_write(name)
         self.env.values[name] = value
         if record and not self._quiet:
             self.assignments.append(Assignment(name, value, loc))
@@ -794,7 +815,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
 
     def _unset(self, name: str) -> None:
         if self._writes is not None:
-            self._writes.add(name)
+            self._note_write(name)
         self.env.values.pop(name, None)
 
     def _assign(self, node, ft: FileText, apply: bool = True) -> tuple[str, VarValue] | None:
@@ -824,7 +845,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         else:
             name = name_node.text.decode("utf-8", "replace")
         if self._reads is not None:
-            self._reads.add(name)
+            self._note_read(name)
         old = self.env.values.get(name)
         if value_node is None:
             new = VarValue(scalar=())

@@ -333,7 +333,7 @@ class WordExpansion(EvaluatorParts):
 
     def _lookup(self, name: str, loc: Loc) -> VarValue | Seg:
         if self._reads is not None:
-            self._reads.add(name)  # a dependency of the statement the memo records (shell_memo)
+            self._note_read(name)  # a dependency of the statement the memo records (shell_memo)
         if self.call_arguments and (name in ("@", "*", "#") or (name.isdigit() and name != "0")):
             return _call_argument(self.call_arguments[-1], name)
         if self.arguments is not None and ((name.isdigit() and name != "0") or name == "#"):
@@ -362,7 +362,7 @@ class WordExpansion(EvaluatorParts):
 
     def _is_set(self, name: str) -> bool | None:
         if self._reads is not None:
-            self._reads.add(name)
+            self._note_read(name)
         if self.call_arguments and name.isdigit() and name != "0":
             return int(name) <= len(self.call_arguments[-1])
         if self.arguments is not None and name.isdigit() and name != "0":

@@ -19,9 +19,10 @@ A statement is replayed from its entry instead of evaluated when
 What cannot be replayed is never recorded: a statement that calls a function, defines one, sources
 a file, reaches a bound (steps, commands, budget, nesting) or reports a diagnostic outside its own
 lines is evaluated every time. The whole memo of a file is forgotten when what every statement may
-read without naming it changes: the user's environment, the script's arguments, the ``#SBATCH``
-allocation. The result is the one a full read gives (tests/test_shell_memo.py compares them over
-the corpus's scripts with random edits); the batch ``check`` never uses this.
+read without naming it changes: the user's environment or the script's arguments (an ``#SBATCH``
+value is compared for each variable read, as the script's own values). The result is the one a full
+read gives (tests/test_shell_memo.py compares them over the corpus's scripts with random edits);
+the batch ``check`` never uses this.
 """
 
 from __future__ import annotations
@@ -48,8 +49,9 @@ MAX_FILES = 32
 class Entry:
     """One top-level statement's evaluation: its dependencies and its effects."""
 
-    reads: tuple[tuple[str, Any], ...]
-    """Each variable the statement read and the value it had before the statement (MISSING: unset)."""
+    reads: tuple[tuple[str, Any, Field | None], ...]
+    """Each variable the statement read, the value it had before the statement (MISSING: unset) and
+    the value an ``#SBATCH`` line gives it (None: none; read when the script does not set it)."""
     functions: tuple[str, ...]
     """The functions defined before the statement (a command name is looked up among them)."""
     writes: tuple[tuple[str, Any], ...]

@@ -174,9 +174,13 @@ class FileText:
         return ft
 
     def char(self, byte_offset: int) -> int:
-        if self._char_of_byte is None:
+        table = self._char_of_byte
+        if table is None:
             return byte_offset
-        return self._char_of_byte[min(byte_offset, len(self._char_of_byte) - 1)]
+        try:
+            return table[byte_offset]
+        except IndexError:  # past the end: the end
+            return table[-1]
 
 
 MAX_NESTING = 64
@@ -210,6 +214,7 @@ class EvaluatorParts:
         def _step(self, node: Any, ft: FileText) -> None: ...
         def _enter(self, node: Any, ft: FileText) -> None: ...
         def _loc(self, node: Any, ft: FileText) -> Loc: ...
+        def _note_read(self, name: str) -> None: ...
         def _set(self, name: str, value: VarValue, loc: Loc, record: bool = True) -> None: ...
         def _arith(self, node: Any, ft: FileText) -> int: ...
         def _string_of(self, node: Any, ft: FileText) -> str | None: ...
