@@ -823,11 +823,9 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         value_node = node.child_by_field_name("value")
         if name_node is None:
             return None
-        append = False
-        for c in node.children:  # a loop, not any(generator): every assignment of a script comes here
-            if c.type == "+=":
-                append = True
-                break
+        # `+=` right after the name (the grammar: name, `=` or `+=`, value): read from the bytes, not
+        # by making a node of every child
+        append = ft.data.startswith(b"+=", name_node.end_byte)
         loc = self._loc(node, ft)
         index: int | None = None
         if name_node.type == "subscript":
@@ -843,7 +841,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                 self._set(name, VarValue(scalar=(Seg("", loc, False, f"${name} (an array element with an unknown index)"),)), loc)
                 return None
         else:
-            name = name_node.text.decode("utf-8", "replace")
+            name = ft.data[name_node.start_byte:name_node.end_byte].decode("utf-8", "replace")  # node.text, without a node call
         if self._reads is not None:
             self._note_read(name)
         old = self.env.values.get(name)
@@ -895,26 +893,25 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
     # --------------------------------------------------------------- command
 
     def _command(self, node, ft: FileText) -> None:
-        prefix: dict[str, Field] = {}
-        words = []
         name_node = node.child_by_field_name("name")
-        for i, child in enumerate(node.children):
-            fname = node.field_name_for_child(i)
-            if child.type == "variable_assignment" and name_node is not None and child.start_byte < name_node.start_byte:
-                result = self._assign(child, ft, apply=False)
-                if result is not None:
-                    nm, value = result
-                    prefix[nm] = Field(value.as_scalar(), self._loc(child, ft))
-            elif fname in ("name", "argument"):
-                words.append(child)
-            elif child.type in ("herestring_redirect", "file_redirect"):
-                continue
         if name_node is None:
             # Only assignments: they apply to the shell itself.
             for child in node.children:
                 if child.type == "variable_assignment":
                     self._assign(child, ft)
             return
+        prefix: dict[str, Field] = {}
+        name_start = name_node.start_byte
+        for child in node.children:  # assignments written before the command name (redirections are skipped)
+            if child.start_byte >= name_start:
+                break
+            if child.type == "variable_assignment":
+                result = self._assign(child, ft, apply=False)
+                if result is not None:
+                    nm, value = result
+                    prefix[nm] = Field(value.as_scalar(), self._loc(child, ft))
+        # the name, then the arguments in order (asked by field: no field name looked up per child)
+        words = [name_node, *node.children_by_field_name("argument")]
         if len(words) > MAX_WORDS:
             self._diag("TL012", f"the command has {len(words)} words; only the first {MAX_WORDS} are read "
                        "(a real launch command has a few hundred)", self._loc(words[MAX_WORDS], ft))

@@ -124,8 +124,10 @@ class WordExpansion(EvaluatorParts):
                 elif child.is_named:
                     # tree-sitter-bash may start an expansion node with the text before its `$`
                     # (`" \<newline>    ${B}"`): keep that text.
-                    raw = child.text
-                    lead = raw.find(b"$") if child_kind in ("expansion", "simple_expansion") else 0
+                    lead = 0
+                    if child_kind == "expansion" or child_kind == "simple_expansion":
+                        at = child.start_byte  # the `$` searched in the file's bytes: no copy of the node's text
+                        lead = ft.data.find(b"$", at, child.end_byte) - at
                     if lead > 0:
                         start = ft.char(child.start_byte)
                         gap = Loc(ft.path, start, ft.char(child.start_byte + lead))
@@ -211,7 +213,7 @@ class WordExpansion(EvaluatorParts):
             name_node = node.named_children[0] if node.named_children else None
             if name_node is None:
                 return [Piece([Seg("$", loc, True)], split=False)]
-            name = name_node.text.decode("utf-8", "replace")
+            name = ft.data[name_node.start_byte:name_node.end_byte].decode("utf-8", "replace")  # node.text, without a node call
             return self._var_pieces(name, None, loc, quoted)
         # ${...}
         return self._braced(node, ft, loc, quoted)
