@@ -43,6 +43,12 @@ class WordExpansion(EvaluatorParts):
 
     def _word_fields(self, node, ft: FileText) -> list[Field]:
         self._step(node, ft)
+        kind = node.type
+        if (kind == "word" or kind == "number") and self._depth < MAX_NESTING:
+            # a literal (most words): the one field split_pieces makes of its one piece, made here
+            # with one location for both (no Piece, no second node lookup)
+            loc = self._loc(node, ft)
+            return [Field((self._literal_at(loc, ft),), loc, bool(self._uncertain))]
         pieces = self._pieces(node, ft, quoted=False)
         return split_pieces(pieces, self._loc(node, ft), bool(self._uncertain))
 
@@ -103,10 +109,11 @@ class WordExpansion(EvaluatorParts):
                 value = raw
             return [Piece([Seg(value, loc, value == raw)], split=False)]
         if kind in ("string", "translated_string"):
-            loc = self._loc(node, ft)
-            if ft.placeholders.get(loc.start) == loc.end:
-                text = ft.text[loc.start:loc.end]
-                return [Piece([Seg("", loc, False, f"`{text}` (a placeholder to fill in)")], split=False)]
+            if ft.placeholders:  # `<Specify path>` parsed as a quoted string (none in most scripts)
+                loc = self._loc(node, ft)
+                if ft.placeholders.get(loc.start) == loc.end:
+                    text = ft.text[loc.start:loc.end]
+                    return [Piece([Seg("", loc, False, f"`{text}` (a placeholder to fill in)")], split=False)]
             out: list[Piece] = []
             prev_end = None
             for child in node.children:
@@ -152,7 +159,9 @@ class WordExpansion(EvaluatorParts):
         return [Piece([Seg(ft.text[loc.start:loc.end], loc, True)], split=False)]
 
     def _literal(self, node, ft: FileText, unquoted: bool) -> Seg:
-        loc = self._loc(node, ft)
+        return self._literal_at(self._loc(node, ft), ft)
+
+    def _literal_at(self, loc: Loc, ft: FileText) -> Seg:
         raw = ft.text[loc.start:loc.end]
         if "\\" not in raw:
             return Seg(raw, loc, True)
