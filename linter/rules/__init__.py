@@ -124,7 +124,7 @@ class Rule:
     options: ClassVar[dict[str, Option]] = {}
     needs_estimate: ClassVar[bool] = False
     """Set on rules that read ``ctx.estimate``; the engine then estimates the spec once."""
-    gate: ClassVar[Callable[[TrainingSpec], bool] | None] = None
+    gate: ClassVar[Callable[..., bool] | None] = None
     """A test of the run that a family of rules shares, false only where :meth:`check` yields nothing
     (the Megatron-LM start-up rules: a current Megatron-LM run; Bridge's: a Bridge run). The engine asks
     it once per run and passes by every rule of the family when it is false: a legacy Megatron-DeepSpeed
