@@ -94,3 +94,41 @@ def test_a_memoised_answer_asks_the_launch_rules_again(tmp_path, monkeypatch):
     monkeypatch.setattr(LayoutAdvice, "_refused", lambda self, spec, make, before: True)
     assert advice(_spec_of(SCRIPT.replace("--train-iters 100000", "--train-iters 5")), 0.9) is None
     assert advice.searches == 2
+
+
+def _spec_at(path: str, text: str):
+    result = check_source(SourceText(path, text), builtin_adapters())
+    assert result.specs, result.diagnostics
+    return result.specs[0]
+
+
+def test_the_same_question_in_another_folder_answers_from_the_memo(tmp_path):
+    """A folder is nothing the search reads: the same script in two folders is searched once, with the
+    answer a fresh search gives. A file's name may be (a fix hint names the DeepSpeed JSON that writes
+    the ZeRO stage): another name searches again."""
+    advice = _advice(tmp_path)
+    first = advice(_spec_at(str(tmp_path / "a" / "run.sh"), SCRIPT), 0.9)
+    assert first is not None and advice.searches == 1
+    other = _spec_at(str(tmp_path / "b" / "run.sh"), SCRIPT)
+    again = advice(other, 0.9)
+    assert advice.searches == 1
+    fresh = _advice(tmp_path)(other, 0.9)
+    assert (again.layout, again.changes, again.spelled) == (fresh.layout, fresh.changes, fresh.spelled)
+    assert again.spec.path == other.path  # the layout applied to the asking spec
+    advice(_spec_at(str(tmp_path / "a" / "other.sh"), SCRIPT), 0.9)
+    assert advice.searches == 2
+
+
+def test_the_key_holds_the_name_of_the_file_a_value_is_written_in():
+    from dataclasses import replace
+
+    spec = _spec_at("/x/run.sh", SCRIPT)
+    log = ReadLog()
+    with log.recording():
+        traced(spec).value("batch.micro_batch")
+    key = log.key(spec)
+    moved = _spec_at("/y/run.sh", SCRIPT)
+    assert matches(key, moved)
+    value = moved.batch.micro_batch
+    moved.batch.micro_batch = replace(value, provenance=replace(value.provenance, path="/y/ds_config.json"))
+    assert not matches(key, moved)

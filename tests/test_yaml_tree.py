@@ -161,3 +161,15 @@ def test_non_string_keys_are_recorded():
 def test_garbage_never_raises(text):
     tree = parse_yaml(text)
     assert not tree.ok
+
+
+def test_the_same_text_quoted_or_plain_reads_as_pyyaml_reads_it_every_time():
+    """The resolver's tag and the constructed scalar are remembered by text: how a scalar is written
+    (plain or quoted) is part of what is remembered, so `true` and `"true"`, `1` and `'1'` stay apart."""
+    text = ("a: true\nb: \"true\"\nc: 1\nd: '1'\ne: 0x10\nf: 1e3\ng: 1.0e3\nh: null\ni: ~\nj: 'null'\n"
+            "k: [true, 'true', 1, '1', 1_000]\nl: .inf\nm: yes\n")
+    expected = yaml.safe_load(text)
+    for _ in range(3):  # remembered from the first read on
+        tree = parse_yaml(text)
+        assert tree.ok and tree.data == expected
+        assert [type(v) for v in tree.data.values()] == [type(v) for v in expected.values()]

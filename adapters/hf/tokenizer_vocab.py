@@ -23,8 +23,10 @@ Facts (each a documented framework behaviour):
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 GPT2_BPE = 50257
 NEOX_20B = 50277
@@ -79,19 +81,27 @@ def from_preset(name: str) -> Vocab | None:
     """The embedding rows of the model preset a Hugging Face tokenizer name matches, if any
     (``meta-llama/Meta-Llama-3-8B``; ``-Instruct``/``-hf``/``-chat`` variants share the tokenizer, as
     :func:`trainlint.presets.models.find_model_preset` resolves them), else of its config.json in the local cache."""
-    from trainlint.presets.catalog import CatalogError
-    from trainlint.presets.models import find_model_preset
-
     written = name.strip().strip("/")
     if not written:
         return None
-    try:
-        preset = find_model_preset(written)
-    except (CatalogError, KeyError, ValueError):
-        preset = None
+    preset = _shipped_preset(written)
     if preset is not None and preset.vocab_size:
         return Vocab(int(preset.vocab_size), f"the vocabulary of model preset {preset.id} (tokenizer {name})")
     return _from_hub_cache(written)
+
+
+@lru_cache(maxsize=256)
+def _shipped_preset(written: str) -> Any:
+    """The shipped model preset ``written`` names, or None. Remembered: the presets ship with trainlint,
+    and a name that matches none costs a "did you mean" over every preset (~1 ms), asked again by every
+    script of a repository that names the same tokenizer."""
+    from trainlint.presets.catalog import CatalogError
+    from trainlint.presets.models import find_model_preset
+
+    try:
+        return find_model_preset(written)
+    except (CatalogError, KeyError, ValueError):
+        return None
 
 
 def _from_hub_cache(name: str) -> Vocab | None:

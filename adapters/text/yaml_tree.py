@@ -220,6 +220,17 @@ class _Frame:
 _NO_KEY = object()
 
 
+_MEMO_SIZE = 4096
+_RESOLVED: dict[tuple[str, Any], str] = {}
+"""(text, implicit) -> the tag PyYAML's resolver gives a plain scalar: the same text resolves the same way
+in every file (``true``, ``0.1``, ``null``), and the resolver tries its patterns in Python each time."""
+_MADE: dict[tuple[str, str], Any] = {}
+"""(tag, text) -> the value SafeConstructor made of it, for the immutable ones (null, bool, int, float):
+built once, not through a node and the constructor's machinery for every scalar."""
+_IMMUTABLE = (bool, int, float, type(None))
+_MISSING = object()
+
+
 class _Composer:
     def __init__(self, text: str, tree: YamlTree, max_nodes: int, max_depth: int) -> None:
         self.text = text
@@ -317,13 +328,22 @@ class _Composer:
         span = _span(event.start_mark, event.end_mark)
         tag = event.tag
         if tag is None or tag == "!":
-            tag = self.loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+            written = (event.value, event.implicit)
+            tag = _RESOLVED.get(written)
+            if tag is None:
+                tag = self.loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                if len(_RESOLVED) >= _MEMO_SIZE:
+                    _RESOLVED.clear()
+                _RESOLVED[written] = tag
         if tag not in _SAFE_SCALAR_TAGS:
             raise _Problem(_tag_message(event.tag or tag), span)
+        made = _MADE.get((tag, event.value), _MISSING)
         if tag == _MERGE_TAG:
             value: Any = "<<"
         elif tag == _STR_TAG:
             value = event.value  # what SafeConstructor.construct_yaml_str returns, without the per-node machinery
+        elif made is not _MISSING:
+            value = made
         else:
             node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
             try:
@@ -336,6 +356,10 @@ class _Composer:
             except yaml.YAMLError as exc:
                 raise _Problem(f"cannot read the value {event.value!r}: {getattr(exc, 'problem', exc)}", span) from None
             self.loader.constructed_objects.clear()
+            if type(value) in _IMMUTABLE:
+                if len(_MADE) >= _MEMO_SIZE:
+                    _MADE.clear()
+                _MADE[(tag, event.value)] = value
         if self.expecting_key():
             self.set_key(self.stack[-1], value, span, event.value, tag == _MERGE_TAG)
             return

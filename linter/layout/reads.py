@@ -16,6 +16,7 @@ of every field of it, so nothing read goes unrecorded; reading more than needed 
 from __future__ import annotations
 
 import contextvars
+import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Iterator
@@ -66,11 +67,16 @@ def _note(name: str) -> None:
 
 def _entry(value: Any) -> Any:
     """A Value as the key compares it: the value with its type (1, 1.0 and True are equal in Python but
-    read and print differently) and its text, where it came from (origin and spelling), not its position."""
+    read and print differently) and its text, where it came from (origin, spelling and the name of the
+    file that writes it: a fix hint may name that file, e.g. the DeepSpeed JSON of a ZeRO stage), not its
+    position nor its folder (two configs in two folders that ask the same question get the same answer)."""
     if value is None:
         return None
     inner = value.value
-    return (type(inner).__name__, repr(inner), value.provenance.origin.value, value.provenance.key)
+    provenance = value.provenance
+    path = provenance.path
+    return (type(inner).__name__, repr(inner), provenance.origin.value, provenance.key,
+            os.path.basename(path) if path else None)
 
 
 def snapshot(spec: TrainingSpec, name: str) -> Any:

@@ -52,15 +52,18 @@ class _Sessions:
         self.opener = opener
         self.by_config: dict[str | None, Session] = {}
         self.config_of_folder: dict[str, str | None] = {}
+        self.resolved: dict[str, str] = {}
+        """Each folder resolved once (``_key``'s memo; a walk meets each folder for many files)."""
 
     def config_for(self, path: str) -> str | None:
+        from trainlint.files.checker import _key
         from trainlint.files.config_files import find_config
 
         p = Path(path)
         folder = p if p.is_dir() else p.parent
         try:
-            key = str(folder.resolve())
-        except (OSError, RuntimeError, ValueError):
+            key = _key(str(folder), self.resolved)
+        except (RuntimeError, ValueError):
             key = str(folder)
         if key not in self.config_of_folder:
             found = find_config(Path(key))
@@ -112,13 +115,14 @@ def plan(options: SessionOptions, paths: Sequence[str], runs: Sequence[Sequence[
     if not governing:
         govern(first)
     out, done = Plan(first=governing[0]), set[str]()
+    folders = sessions.resolved
     for task, session in run_tasks:
-        if _key(task.path) in done:
+        if _key(task.path, folders) in done:
             continue
-        done.update(_key(p) for p in (task.path, *task.extra_paths))
+        done.update(_key(p, folders) for p in (task.path, *task.extra_paths))
         out.add(task, session)
     for task, session in files:
-        key = _key(task.path)
+        key = _key(task.path, folders)
         if key in done:
             continue
         done.add(key)

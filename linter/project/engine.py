@@ -308,11 +308,24 @@ def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict
     # what every rule's context holds but its options; each rule gets a copy of its own (~50 rules a run)
     base = RuleContext(estimate=result, estimator=estimator, project=settings.project, gpus=settings.gpus,
                        layout_advice=settings.layout_advice, adapters=settings.adapters, shared=shared)
+    token = cancel.current()  # the language server's lint token; None in the CLI (no safe point to pass)
+    gates: dict[Any, bool] = {}  # each family's gate (Rule.gate), asked once for this run
     for rule, options in chosen:
+        gate = getattr(rule, "gate", None)
+        if gate is not None:
+            open_ = gates.get(gate)
+            if open_ is None:
+                try:
+                    open_ = gates[gate] = bool(gate(spec))
+                except Exception:  # noqa: BLE001 - a failing gate decides nothing: the rules run (and report)
+                    open_ = gates[gate] = True
+            if not open_:
+                continue  # the rule's check would yield nothing
         needs_estimate = getattr(rule, "needs_estimate", False)
         if needs_estimate and not estimate:
             continue
-        cancel.check()  # between rules (and before the estimate)
+        if token is not None:
+            token.check()  # between rules (and before the estimate)
         if needs_estimate and not estimate_made:
             estimate_made = True
             try:

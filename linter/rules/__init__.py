@@ -124,6 +124,12 @@ class Rule:
     options: ClassVar[dict[str, Option]] = {}
     needs_estimate: ClassVar[bool] = False
     """Set on rules that read ``ctx.estimate``; the engine then estimates the spec once."""
+    gate: ClassVar[Callable[..., bool] | None] = None
+    """A test of the run that a family of rules shares, false only where :meth:`check` yields nothing
+    (the Megatron-LM start-up rules: a current Megatron-LM run; Bridge's: a Bridge run). The engine asks
+    it once per run and passes by every rule of the family when it is false: a legacy Megatron-DeepSpeed
+    script meets ~70 rules that each return at once. A subclass that overrides ``check`` so that it may
+    yield where the gate is false sets its own (None: no gate)."""
     lifecycle: ClassVar[str] = "stable"
     """``stable``, or ``preview``: runs only in preview mode (``--preview``, ``preview = true``). A
     built-in rule's is its row in :mod:`trainlint.rules.codes`; a plugin's rule may declare it."""

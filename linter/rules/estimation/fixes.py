@@ -6,6 +6,7 @@ re-estimated in the same GPU and model context, and the hint quotes the resultin
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
@@ -515,9 +516,15 @@ class _Answer:
 
 
 def _fixed(spec: TrainingSpec) -> tuple:
-    """The spec's own attributes (not traced): compared whole, the file and its run included."""
-    return (spec.framework, spec.format, spec.dialect, spec.entry_point, spec.core_configs_only, spec.path, spec.named,
-            tuple(spec.sources), spec.target, framework_of(spec).key_catalog(spec.target))
+    """The spec's own attributes (not traced), compared whole: the file and the files its run was read
+    from by name, not by folder. Nothing the search computes reads a folder (the estimate and the
+    spelling read the traced fields; a spelling names a file by its base name, recorded with each
+    value read, :func:`trainlint.layout.reads.snapshot`), so the same question asked by configs in
+    two folders (a sweep's copies, a repository's runs of one model) is searched once; the launch
+    checks are asked again on every memoised answer."""
+    return (spec.framework, spec.format, spec.dialect, spec.entry_point, spec.core_configs_only,
+            os.path.basename(spec.path), spec.named, tuple(os.path.basename(s) for s in spec.sources), spec.target,
+            framework_of(spec).key_catalog(spec.target))
 
 
 def _same_fixed(a: tuple, b: tuple) -> bool:

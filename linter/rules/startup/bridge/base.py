@@ -47,13 +47,20 @@ class Fields:
         return next((e for e in (self.entry(p) for p in paths) if e is not None), None)
 
 
+def is_bridge(spec: TrainingSpec) -> bool:
+    """The run is read from a Megatron-Bridge ConfigContainer (its fields are in the settings)."""
+    return spec.format == FORMAT
+
+
 class BridgeRule(Rule):
     requires = frozenset({CAP_MEGATRON_CORE})  # a Megatron-Core run, whatever builds its configs
     release_dependent = True
     """Quoted from Megatron-Bridge's config.py at one commit; another release may check differently."""
+    gate = staticmethod(is_bridge)
+    """Not a Bridge run (a Megatron-LM script): :meth:`check` yields nothing."""
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        if spec.format != FORMAT:
+        if not is_bridge(spec):
             return iter(())
         return self.findings(Fields(spec))
 

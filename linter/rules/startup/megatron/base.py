@@ -23,6 +23,9 @@ class MegatronRule(Rule):
     """Each quotes ``validate_args`` / Megatron-Core's config checks at trainlint's commit; an older
     release or a fork may not make it (the engine lowers it to a warning when the release is assumed)."""
 
+    gate = staticmethod(is_current)
+    """Not a current Megatron-LM run (a Megatron-DeepSpeed script, an old copy): :meth:`check` yields nothing."""
+
     core_config_check: bool = False
     """The check is Megatron-Core's own (``TransformerConfig`` / ``ModelParallelConfig`` / the
     schedules), made whatever builds the configs; False: Megatron-LM's ``validate_args``, which a run
