@@ -10,6 +10,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 __version__ = "0.1.0"
 
+# Before any module of trainlint defines a dataclass: the methods the decorator generates come from a
+# table of compiled code kept beside the bytecode (half a cold check's instructions otherwise, issue 33).
+from trainlint.core import dataclass_code as _dataclass_code
+
+_dataclass_code.install()
+
 if TYPE_CHECKING:  # pragma: no cover
     from collections.abc import Sequence
     from importlib.abc import Loader
