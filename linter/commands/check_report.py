@@ -40,6 +40,8 @@ class _Owner:
 
 @dataclass
 class CheckReport:
+    """``check``'s report, made one result at a time (see the module's docstring)."""
+
     args: argparse.Namespace
     session: Session
     """The session that renders (the first project config's)."""

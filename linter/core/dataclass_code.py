@@ -24,7 +24,6 @@ reaches :func:`_exec` too, and is compiled here with ``dont_inherit=True`` exact
 """
 
 import builtins
-import dataclasses
 import marshal
 import os
 import sys
@@ -138,4 +137,6 @@ def _exec(source: Any, globals: Any = None, locals: Any = None, /, **options: An
 def install() -> None:
     """Give ``dataclasses`` the caching ``exec``: a global of that module, which its name lookup finds
     before the builtin (idempotent)."""
+    import dataclasses  # here: trainlint.core.deferred_stdlib defers inspect, which dataclasses imports, first
+
     vars(dataclasses)["exec"] = _exec
