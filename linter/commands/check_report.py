@@ -40,6 +40,8 @@ class _Owner:
 
 @dataclass
 class CheckReport:
+    """``check``'s report, made one result at a time (see the module's docstring)."""
+
     args: argparse.Namespace
     session: Session
     """The session that renders (the first project config's)."""
@@ -156,8 +158,6 @@ class CheckReport:
         return self._results(), code
 
     def _end_of_run(self) -> None:
-        from trainlint.project import baseline as baselines
-
         extra = 0
         for owner in self._owners:
             if not owner.has_files:
@@ -187,8 +187,12 @@ class CheckReport:
         # said on stderr as each baseline was applied: each config's own, in order, or the one named
         for owner in self._owners:
             if owner.has_files and owner.baseline is not None:
+                from trainlint.project import baseline as baselines  # only with a baseline: hashlib's import is ~3% of a cold check
+
                 print(baselines.describe(owner.baseline.outcome(), str(owner.baseline_path)), file=sys.stderr)
         if self._command_line is not None:
+            from trainlint.project import baseline as baselines
+
             print(baselines.describe(self._command_line.outcome(), str(self._command_line_path)), file=sys.stderr)
 
     def baseline(self) -> tuple | None:

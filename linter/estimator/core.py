@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.context import EstimateContext, fill_run, fill_vocab
-from trainlint.presets.models import fill_model
 from trainlint.estimator.inputs import Assumption, Inputs, MissingInput, resolve
 from trainlint.core.provenance import Origin
 from trainlint.core.spec import TrainingSpec
@@ -187,7 +186,11 @@ def estimate(spec: TrainingSpec, ctx: EstimateContext) -> Estimate | MissingInpu
     label = spec.label or spec.path
     # config values clamped at 4,300 digits, and their products, are formatted in messages
     with long_numbers():
-        filled = fill_model(fill_vocab(fill_run(spec, ctx.run_fill), ctx.vocab), ctx.model)
+        filled = fill_vocab(fill_run(spec, ctx.run_fill), ctx.vocab)
+        if ctx.model is not None:  # the model presets' module only for a named model (issue 33: cold start)
+            from trainlint.presets.models import fill_model
+
+            filled = fill_model(filled, ctx.model)
         inputs, missing, assumptions = resolve(filled, ctx)
         if inputs is None:
             return MissingInputs(label, missing, assumptions)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
+from types import FunctionType, ModuleType
 from typing import Any, Sequence
 
 import pluggy
@@ -49,18 +49,134 @@ class PluginFailure:
     """TL998 (a plugin failed) or TL015 (local plugins not loaded: not trusted)."""
 
 
-@dataclass
 class PluginHost:
-    """The pluggy manager with trainlint's hooks and plugins, and the failures met loading them."""
+    """trainlint's hooks and plugins (a pluggy manager), and the failures met loading them.
 
-    manager: pluggy.PluginManager
-    failures: list[PluginFailure] = field(default_factory=list)
-    owners: dict[str, str] = field(default_factory=dict)
-    """Rule bundle (its plugin name) -> the plugin whose framework registered it (Framework.rules())."""
+    While only trainlint's own plugin modules are registered (a check with no installed or local
+    plugin, the common case), their hook implementations are read off the modules, in the order pluggy
+    calls them (registration order: none of them is a wrapper, ``tryfirst``, ``trylast`` or renamed
+    with ``specname``, else the manager is made). The pluggy manager is made on first use of
+    :attr:`manager` (any other plugin's registration, a test), with the same modules registered in
+    the same order: pluggy needs ``inspect`` to register anything, and with it a cold one-file check
+    took ~9% more instructions (issue 33). ``tests/test_plugin_host.py`` compares the two."""
+
+    def __init__(self, manager: pluggy.PluginManager | None = None, failures: list[PluginFailure] | None = None,
+                 owners: dict[str, str] | None = None) -> None:
+        self._manager = manager
+        self.failures: list[PluginFailure] = failures if failures is not None else []
+        self.owners: dict[str, str] = owners if owners is not None else {}
+        """Rule bundle (its plugin name) -> the plugin whose framework registered it (Framework.rules())."""
+        self._own: list[tuple[str, ModuleType, dict[str, Any]]] = []
+        """(name, module, hook name -> implementation) of the own modules registered without a manager."""
+
+    @property
+    def manager(self) -> pluggy.PluginManager:
+        if self._manager is None:
+            manager = _Manager("trainlint")
+            manager.add_hookspecs(hookspecs)
+            for name, module, _ in self._own:
+                manager.register(module, name=name)
+            self._manager = manager
+            self._own = []
+        return self._manager
 
     @property
     def hook(self) -> Any:
-        return self.manager.hook
+        return self.manager.hook if self._manager is not None else _OwnHooks(self._own)
+
+    def has_plugin(self, name: str) -> bool:
+        if self._manager is not None:
+            return self._manager.has_plugin(name)
+        return any(own == name for own, _, _ in self._own)
+
+    def register(self, plugin: Any, name: str) -> None:
+        """Register ``plugin`` under ``name`` (pluggy's errors propagate)."""
+        if self._manager is None and isinstance(plugin, ModuleType) and plugin.__name__ in _OWN_MODULES:
+            impls = _own_hookimpls(plugin)
+            if impls is not None and not self.has_plugin(name):
+                self._own.append((name, plugin, impls))
+                return
+        self.manager.register(plugin, name=name)
+
+    def unknown_hooks(self, only: frozenset[str] | None = None) -> dict[str, list[str]]:
+        """Plugin -> the hooks it implements that trainlint does not specify (``optionalhook`` ones aside)."""
+        unknown: dict[str, list[str]] = {}
+        if self._manager is None:
+            specified = _specified()
+            for name, _, impls in self._own:
+                if only is None or name in only:
+                    for hook_name, function in impls.items():
+                        if hook_name not in specified and not _impl_opts(function).get("optionalhook"):
+                            unknown.setdefault(name, []).append(hook_name)
+            return unknown
+        try:
+            self._manager.check_pending()
+        except pluggy.PluginValidationError:
+            pass
+        else:
+            return unknown
+        for hook_name, caller in vars(self._manager.hook).items():
+            if hook_name.startswith("_") or caller.has_spec():
+                continue
+            for impl in caller.get_hookimpls():
+                if not impl.optionalhook and (only is None or impl.plugin_name in only):
+                    unknown.setdefault(impl.plugin_name, []).append(hook_name)
+        return unknown
+
+
+def _impl_opts(function: Any) -> dict[str, Any]:
+    opts = getattr(function, "trainlint_impl", None)
+    return opts if isinstance(opts, dict) else {}
+
+
+def _own_hookimpls(module: ModuleType) -> dict[str, Any] | None:
+    """An own module's ``trainlint_*`` hook implementations by hook name, as pluggy's
+    ``_Manager.parse_hookimpl_opts`` finds them; None when one of them changes pluggy's calling order or
+    hook (a wrapper, ``tryfirst``, ``trylast``, ``specname``): then pluggy registers the module."""
+    impls: dict[str, Any] = {}
+    for name, value in vars(module).items():
+        if not name.startswith("trainlint_") or not isinstance(value, FunctionType):
+            continue
+        opts = getattr(value, "trainlint_impl", None)
+        if not isinstance(opts, dict):
+            continue
+        if any(opts.get(key) for key in ("wrapper", "hookwrapper", "tryfirst", "trylast", "specname")):
+            return None
+        impls[name] = value
+    return impls
+
+
+def _specified() -> frozenset[str]:
+    return frozenset(name for name, value in vars(hookspecs).items()
+                     if name.startswith("trainlint_") and hasattr(value, "trainlint_spec"))
+
+
+@dataclass(frozen=True)
+class _OwnImpl:
+    """What the registry reads of a hook implementation (pluggy's ``HookImpl`` has the same two)."""
+
+    plugin_name: str
+    function: Any
+
+
+class _OwnCaller:
+    def __init__(self, impls: list[_OwnImpl]) -> None:
+        self._impls = impls
+
+    def get_hookimpls(self) -> list[_OwnImpl]:
+        return list(self._impls)
+
+
+class _OwnHooks:
+    """``manager.hook`` for the own modules registered without a manager: ``hook.<name>.get_hookimpls()``."""
+
+    def __init__(self, own: list[tuple[str, ModuleType, dict[str, Any]]]) -> None:
+        self._own = own
+
+    def __getattr__(self, hook_name: str) -> _OwnCaller:
+        if not hook_name.startswith("trainlint_"):
+            raise AttributeError(hook_name)
+        return _OwnCaller([_OwnImpl(name, impls[hook_name]) for name, _, impls in self._own if hook_name in impls])
 
 
 class _Manager(pluggy.PluginManager):
@@ -79,11 +195,9 @@ class _Manager(pluggy.PluginManager):
 
 def create_host(local_plugins: Sequence[str] = (), base_dir: Path | None = None, *,
                 entry_points: bool = True) -> PluginHost:
-    manager = _Manager("trainlint")
-    manager.add_hookspecs(hookspecs)
-    host = PluginHost(manager)
+    host = PluginHost()
     for name in BUILTIN_PLUGINS:
-        manager.register(importlib.import_module(name), name=name)
+        host.register(importlib.import_module(name), name=name)
     if entry_points:
         _load_entry_points(host)
     for item in local_plugins:
@@ -98,19 +212,7 @@ def _check_pending(host: PluginHost, only: frozenset[str] | None = None) -> None
     silently missing. The plugin's other hooks still count. ``check_pending`` is pluggy's own test
     (an implementation marked ``optionalhook=True`` is allowed); it stops at the first, so when it
     fails every unknown hook is collected, by plugin."""
-    try:
-        host.manager.check_pending()
-    except pluggy.PluginValidationError:
-        pass
-    else:
-        return
-    unknown: dict[str, list[str]] = {}
-    for name, caller in vars(host.manager.hook).items():
-        if name.startswith("_") or caller.has_spec():
-            continue
-        for impl in caller.get_hookimpls():
-            if not impl.optionalhook and (only is None or impl.plugin_name in only):
-                unknown.setdefault(impl.plugin_name, []).append(name)
+    unknown = host.unknown_hooks(only)
     for plugin, names in unknown.items():
         host.failures.append(PluginFailure(plugin, "; ".join(_unknown_hook(name) for name in sorted(names))))
 
@@ -148,7 +250,7 @@ def register_framework_rules(host: PluginHost, frameworks: Sequence[tuple[str, A
         if classes:
             bundles.append((f"{plugin_name}:{framework.name}", _RuleBundle(classes)))
         for name, plugin in bundles:
-            if name in host.owners or host.manager.has_plugin(name):
+            if name in host.owners or host.has_plugin(name):
                 continue  # registered already (by this host's earlier registry, or as a plugin of its own)
             if plugin is None:
                 try:
@@ -199,7 +301,7 @@ def _load_entry_points(host: PluginHost) -> None:
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
-        if host.manager.has_plugin(ep.name):
+        if host.has_plugin(ep.name):
             continue
         if _from_current_directory(ep):
             host.failures.append(PluginFailure(ep.name, f"entry point {ep.value} not loaded: its distribution lies in the "
@@ -257,7 +359,7 @@ def _load_local(host: PluginHost, item: str, base_dir: Path) -> None:
 
 def _register(host: PluginHost, plugin: Any, name: str) -> None:
     try:
-        host.manager.register(plugin, name=name)
+        host.register(plugin, name)
     except Exception as exc:  # noqa: BLE001 - e.g. a hookimpl with an unknown argument
         host.failures.append(PluginFailure(name, f"cannot register: {type(exc).__name__}: {exc}"))
 

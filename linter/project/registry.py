@@ -49,9 +49,9 @@ class Registry:
     gpus: dict[str, Any] = field(default_factory=dict)
     """GPUs from ``trainlint_gpus``, by id: the shipped catalog (the built-in plugin's), then the other
     plugins' (an equal id replaces a shipped GPU)."""
-    model_presets: dict[str, Any] = field(default_factory=dict)
+    model_presets: Mapping[str, Any] = field(default_factory=dict)
     """Model presets from ``trainlint_model_presets``, by id: the shipped ones, then the plugins' (an
-    equal id replaces a shipped preset)."""
+    equal id replaces a shipped preset); the shipped ones are read on first use (:class:`ModelPresets`)."""
     frameworks: Frameworks = field(default_factory=Frameworks)
     """Frameworks from ``trainlint_frameworks``, by name (built-in and plugin)."""
 
@@ -76,13 +76,79 @@ def _call_each(host: PluginHost, hook_name: str, failures: list[PluginFailure]) 
     # Any: a plugin's hook returns whatever its author wrote
     caller = getattr(host.hook, hook_name)
     for impl in caller.get_hookimpls():
-        try:
-            result = impl.function()
-        except Exception as exc:  # noqa: BLE001
-            failures.append(PluginFailure(impl.plugin_name, f"{hook_name}() failed: {type(exc).__name__}: {exc}"))
-            continue
+        result = _call(impl.plugin_name, impl.function, hook_name, failures)
         if result:
             yield impl.plugin_name, result
+
+
+def _call(plugin_name: str, function: Any, hook_name: str, failures: list[PluginFailure]) -> Any:
+    try:
+        return function()
+    except Exception as exc:  # noqa: BLE001
+        failures.append(PluginFailure(plugin_name, f"{hook_name}() failed: {type(exc).__name__}: {exc}"))
+        return None
+
+
+class ModelPresets(Mapping[str, Any]):
+    """The model presets of every ``trainlint_model_presets`` implementation, by id, in the order the
+    hooks are called (a later equal id replaces an earlier one). The other plugins' hooks are called
+    and their entries checked when the registry is built (their TL998s are reported whether or not a
+    model is named); the built-in plugin's (the shipped ``models.json``, ~2% of a cold one-file check
+    with its module) is read on first use: a check that names no model never reads it."""
+
+    HOOK = "trainlint_model_presets"
+
+    def __init__(self, failures: list[PluginFailure]) -> None:
+        self._failures = failures
+        self._parts: list[tuple[str, Any, dict[str, Any] | None]] = []
+        self._entries: dict[str, Any] | None = None
+
+    def defer(self, plugin_name: str, function: Any) -> None:
+        self._parts.append((plugin_name, function, None))
+
+    def add(self, plugin_name: str, returned: Any) -> None:
+        entries: dict[str, Any] = {}
+        if returned:
+            _add_entries(plugin_name, returned, "model preset", entries, self._failures)
+        self._parts.append((plugin_name, None, entries))
+
+    def _all(self) -> dict[str, Any]:
+        if self._entries is None:
+            merged: dict[str, Any] = {}
+            for plugin_name, function, entries in self._parts:
+                if entries is None:
+                    entries = {}
+                    returned = _call(plugin_name, function, self.HOOK, self._failures)
+                    if returned:
+                        _add_entries(plugin_name, returned, "model preset", entries, self._failures)
+                merged.update(entries)
+            self._entries = merged
+        return self._entries
+
+    def __getitem__(self, key: str) -> Any:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._all()
+
+    def __repr__(self) -> str:
+        return f"ModelPresets({self._all()!r})"
+
+
+def _model_presets(host: PluginHost, failures: list[PluginFailure]) -> ModelPresets:
+    presets = ModelPresets(failures)
+    for impl in getattr(host.hook, ModelPresets.HOOK).get_hookimpls():
+        if impl.plugin_name == BUILTIN_PLUGIN:
+            presets.defer(impl.plugin_name, impl.function)
+        else:
+            presets.add(impl.plugin_name, _call(impl.plugin_name, impl.function, ModelPresets.HOOK, failures))
+    return presets
 
 
 def build_registry(host: PluginHost) -> Registry:
@@ -120,8 +186,7 @@ def build_registry(host: PluginHost) -> Registry:
     remember_frameworks(list(registry.frameworks))
     for plugin_name, entries in _call_each(host, "trainlint_gpus", registry.failures):
         _add_entries(plugin_name, entries, "GPU", registry.gpus, registry.failures)
-    for plugin_name, entries in _call_each(host, "trainlint_model_presets", registry.failures):
-        _add_entries(plugin_name, entries, "model preset", registry.model_presets, registry.failures)
+    registry.model_presets = _model_presets(host, registry.failures)
     registry.rules = RuleTable(dict(sorted(rules.items())))
     return registry
 
@@ -163,11 +228,13 @@ def _add_entries(plugin_name: str, entries: object, kind: str, into: dict[str, A
     """Catalog entries a plugin returned (dicts with the fields of gpus.json / models.json and an
     ``id``), built as the shipped ones are, or entries already built (the built-in plugin's catalog);
     a malformed entry is one TL998 naming the plugin."""
-    from trainlint.presets.catalog import GPU, gpu_from_dict
-    from trainlint.presets.models import ModelPreset, model_preset_from_dict
+    build: Any
+    built: Any
+    if kind == "GPU":
+        from trainlint.presets.catalog import GPU as built, gpu_from_dict as build
+    else:  # the model presets' module only for them (a check that names no model never imports it)
+        from trainlint.presets.models import ModelPreset as built, model_preset_from_dict as build
 
-    build = gpu_from_dict if kind == "GPU" else model_preset_from_dict
-    built = GPU if kind == "GPU" else ModelPreset
     for entry in entries if isinstance(entries, (list, tuple)) else [entries]:
         if isinstance(entry, built):
             into[entry.id] = entry
