@@ -8,6 +8,7 @@ with the inputs they came from. Nothing that depends on the launch environment i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -137,6 +138,28 @@ class SpecBuilder:
                 self.spec.unresolved[dest] = Provenance(Origin.FILE, path=path, span=span, key=setting.flag_text,
                                                         note=str(setting.unresolved))
 
+    def _latent_dims(self) -> Value | None:
+        """MLA's projection sizes (ModelSpec.latent_dims), Megatron's defaults where not written
+        (megatron/training/arguments.py: --q-lora-rank None, --kv-lora-rank 32, --qk-head-dim 128,
+        --qk-pos-emb-head-dim 64, --v-head-dim 128); None when one is written but unresolved."""
+        dims: dict[str, int] = {}
+        used: list[Value] = []
+        for key, dest, fallback in (("q_lora_rank", "q_lora_rank", 0), ("kv_lora_rank", "kv_lora_rank", 32),
+                                    ("qk_head_dim", "qk_head_dim", 128), ("qk_rope_head_dim", "qk_pos_emb_head_dim", 64),
+                                    ("v_head_dim", "v_head_dim", 128)):
+            entry = self.get(dest) if self.given(dest) else None
+            if self.given(dest) and entry is None:
+                return None  # written, not resolved: nothing is guessed
+            value = entry.value if entry is not None else fallback
+            if value is None and key == "q_lora_rank":
+                value = 0  # --q-lora-rank None: the query is not compressed
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                return None
+            dims[key] = value
+            if entry is not None:
+                used.append(entry)
+        return derived(dims, "--multi-latent-attention's projection sizes (Megatron's defaults where not written)", *used)
+
     def _model(self) -> None:
         m = self.spec.model
         entry = (self.ctx.entry or "").rsplit("/", 1)[-1]
@@ -148,6 +171,8 @@ class SpecBuilder:
         m.hidden_size = self.get("hidden_size")
         m.num_attention_heads = self.get("num_attention_heads")
         m.latent_attention = self.spec.settings.get("multi_latent_attention")
+        if self.raw("multi_latent_attention"):
+            m.latent_dims = self._latent_dims()
         m.hidden_dropout = self.get("hidden_dropout")  # not given: Megatron's default 0.1 keeps a mask
         if self.raw("group_query_attention") and self.given("num_query_groups"):
             m.num_kv_heads = self.get("num_query_groups")
@@ -689,6 +714,28 @@ MEGATRON_ARGS_PY = "megatron/training/arguments.py"
 MDS_ARGS_PY = "megatron/arguments.py (Megatron-DeepSpeed)"
 
 
+_PATTERN_TERM = re.compile(r"^\[\s*([01](?:\s*,\s*[01])*)\s*,?\s*\](?:\s*\*\s*(\d{1,6}))?$")
+
+
+def moe_layer_pattern(text: str) -> list[int] | None:
+    """The per-layer MoE pattern of Megatron's ``--moe-layer-freq`` list form (``"([0]*3+[1]*58)"``,
+    ``"[1,0,1,0]"``: megatron/training/arguments.py moe_freq_type evaluates it as Python), read as a literal sum of
+    repeated 0/1 lists without evaluating anything; None for any other text."""
+    body = text.strip()
+    while body.startswith("(") and body.endswith(")"):
+        body = body[1:-1].strip()
+    out: list[int] = []
+    for term in body.split("+"):
+        m = _PATTERN_TERM.match(term.strip())
+        if m is None:
+            return None
+        items = [int(x) for x in m.group(1).replace(" ", "").split(",")]
+        out.extend(items * int(m.group(2) or 1))
+        if len(out) > 100_000:
+            return None
+    return out or None
+
+
 def _setting(spec: TrainingSpec, dest: str) -> Value | None:
     entry = spec.settings.get(dest)
     return entry if entry is not None and entry.value is not None else None
@@ -756,8 +803,13 @@ def set_engine(spec: TrainingSpec) -> None:
     # MoE layout
     if current:
         freq = _setting(spec, "moe_layer_freq")
+        pattern = moe_layer_pattern(freq.value) if freq is not None and isinstance(freq.value, str) else None
         if freq is not None and type(freq.value) is int and freq.value >= 1:
             e.moe_layer_interval = freq
+        elif pattern is not None:
+            e.moe_layer_pattern = derived(pattern, "--moe-layer-freq's list of MoE (1) and dense (0) layers, read as "
+                                                   "a literal (never evaluated)", freq)
+            e.moe_layer_interval = derived(1, "--moe-layer-freq lists the MoE layers (engine.moe_layer_pattern)", freq)
         else:
             e.moe_layer_interval = default(1, f"Megatron-LM default --moe-layer-freq 1: every layer is a MoE layer "
                                               f"({MEGATRON_ARGS_PY})")

@@ -60,6 +60,11 @@ class ModelSpec:
     latent_attention: Value | None = None
     """Multi-latent attention (DeepSeek-V2 MLA; Megatron ``--multi-latent-attention``), as written: the
     query/key/value head sizes are the latent projection's, not ``hidden_size / num_attention_heads``."""
+    latent_dims: Value | None = None
+    """Multi-latent attention's projection sizes, a dict of ``q_lora_rank`` (0: the query is not
+    compressed), ``kv_lora_rank``, ``qk_head_dim`` (the part of a query/key head without rotary position),
+    ``qk_rope_head_dim`` and ``v_head_dim`` (Megatron ``--q-lora-rank``, ``--kv-lora-rank``, ``--qk-head-dim``,
+    ``--qk-pos-emb-head-dim``, ``--v-head-dim``, the framework's defaults where not written); None without MLA."""
     grouped_query_attention: Value | None = None
     """Grouped-query attention switched on, as written (Megatron ``--group-query-attention``): the
     config defines its KV heads (``num_kv_heads``), a model preset's do not apply."""
@@ -197,6 +202,9 @@ class EngineSpec:
     attention) or ``unfused`` (scores materialised, with or without a fused softmax)."""
     moe_layer_interval: Value | None = None
     """Every k-th transformer layer is a MoE layer (1: every layer)."""
+    moe_layer_pattern: Value | None = None
+    """Which transformer layers are MoE layers where the config lists them, a list of 1 (MoE) and 0 (dense) per
+    layer (Megatron ``--moe-layer-freq "([0]*3+[1]*58)"``); None: every ``moe_layer_interval``-th layer."""
     dp_overlap: Value | None = None
     """The data-parallel gradient reduction runs during the backward pass."""
     tp_overlap: Value | None = None

@@ -163,7 +163,7 @@ def layer_forward(i: Inputs) -> tuple[Cost, Cost]:
     m = i.micro * i.seq / i.cp
     h = i.hidden
     fp8 = i.fp8
-    cost = gemm(i, m, h, (i.q_dim + 2 * i.kv_dim) / t, fp8=fp8) + gemm(i, m, i.q_dim / t, h, fp8=fp8)
+    cost = attention_projections(i, m, fp8)
     dense, moe = mlp_gemms(i)
     dense_elems = m * i.ffn / t
     if i.moe:
@@ -182,6 +182,23 @@ def layer_forward(i: Inputs) -> tuple[Cost, Cost]:
         elementwise += i.moe_fraction * C.MOE_PERMUTE_BYTES_PER_ELEMENT * m / rep * i.top_k * h
     cost = cost + Cost(0.0, elementwise / hbm(i))
     return cost, attention_forward(i)
+
+
+def attention_projections(i: Inputs, m: float, fp8: bool) -> Cost:
+    """The attention block's linear layers for ``m`` tokens: QKV and output projections; with multi-latent
+    attention the down projections to the latents (duplicated on every TP rank), the up projections to every
+    head's query, key and value, and the output projection (Megatron-Core multi_latent_attention.py)."""
+    t, h = i.tp, i.hidden
+    if not i.mla:
+        return gemm(i, m, h, (i.q_dim + 2 * i.kv_dim) / t, fp8=fp8) + gemm(i, m, i.q_dim / t, h, fp8=fp8)
+    n, qk = i.heads, i.mla_qk_head + i.mla_rope_head
+    cost = gemm(i, m, h, i.mla_kv_rank + i.mla_rope_head, fp8=fp8)
+    cost = cost + gemm(i, m, i.mla_kv_rank, n * (i.mla_qk_head + i.mla_v_head) / t, fp8=fp8)
+    if i.mla_q_rank:
+        cost = cost + gemm(i, m, h, i.mla_q_rank, fp8=fp8) + gemm(i, m, i.mla_q_rank, n * qk / t, fp8=fp8)
+    else:
+        cost = cost + gemm(i, m, h, n * qk / t, fp8=fp8)
+    return cost + gemm(i, m, n * i.mla_v_head / t, h, fp8=fp8)
 
 
 def mlp_gemms(i: Inputs) -> tuple[Cost, Cost]:
@@ -223,7 +240,9 @@ def attention_forward(i: Inputs) -> Cost:
     t = i.tp
     heads = i.heads / t
     sl = i.seq / i.cp
-    flops = 4 * i.micro * heads * sl * i.seq * i.head_dim
+    # scores over the query/key head size, the weighted sum over the value head size (MLA: 192 and 128)
+    head = (i.mla_qk_head + i.mla_rope_head + i.mla_v_head) / 2 if i.mla else i.head_dim
+    flops = 4 * i.micro * heads * sl * i.seq * head
     if i.flash:
         flops *= 0.5  # causal: fused kernels skip the masked half
         return Cost(flops / (peak_flops(i) * sustained_clock(i) * attention_efficiency(i)))
