@@ -123,7 +123,8 @@ def read_case(argv: list[str]) -> list[tuple[Any, Any]]:
     environment = parse_env(args.env)
     project = discover(Path(args.paths[0]), getattr(args, "config", None), getattr(args, "isolated", False))
     results = check_paths(args.paths, builtin_adapters(), runs=project.runs + runs,
-                          environment={**project.environment, **environment})
+                          environment={**project.environment, **environment},
+                          frameworks=project.framework_settings)  # the release the project config states
     out = []
     for result in results:
         for spec in result.specs:

@@ -502,7 +502,8 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         args.append(f"--num-experts {experts}")
         if m.get("moe_router_topk"):
             args.append(f"--moe-router-topk {m['moe_router_topk']}")
-        if m.get("moe_ffn_hidden"):
+        if m.get("moe_ffn_hidden") and m.get("moe_ffn_hidden") != m.get("ffn_hidden"):
+            # Megatron's default is the FFN size, in every release (core_v0.6 has no --moe-ffn-hidden-size at all)
             args.append(f"--moe-ffn-hidden-size {m['moe_ffn_hidden']}")
         if m.get("moe_shared_expert_ffn_hidden"):
             args.append(f"--moe-shared-expert-intermediate-size {m['moe_shared_expert_ffn_hidden']}")
@@ -744,10 +745,37 @@ def write_case(row: dict) -> Case:
         case.argv += ["--model", "config.json", "--nodes", str(nodes), "--gpus-per-node", str(per_node)]
     if preset:
         case.argv += ["--model", preset]
-    if custom is None:
+    release = megatron_release(row) if how == "megatron-lm" else None
+    if custom is None and release is None:
         case.argv += ["--gpu", gpu]
         case.argv += ["--isolated"]
+    elif custom is None:
+        # the Megatron-Core release the run used, as a user states it to trainlint (docs: framework = {megatron = ...})
+        case.argv += ["--gpu", gpu]
+        case.files["pyproject.toml"] = f'[tool.trainlint]\nframework = {{megatron = "{release}"}}\n'
     else:
         table = "\n".join(f"{k} = {json.dumps(v)}" for k, v in custom.items())
-        case.files["pyproject.toml"] = f'[tool.trainlint]\ngpu = "{gpu}"\n\n[tool.trainlint.gpus.{gpu}]\n{table}\n'
+        head = f'[tool.trainlint]\ngpu = "{gpu}"\n' + (f'framework = {{megatron = "{release}"}}\n' if release else "")
+        case.files["pyproject.toml"] = f'{head}\n[tool.trainlint.gpus.{gpu}]\n{table}\n'
     return case
+
+
+# -- MoE (s33-moe)
+MEGATRON_CORE_RELEASES = (("240226", "core_v0.5.0"), ("240418", "core_v0.6.0"), ("240530", "core_v0.7.0"))
+"""Megatron-Core releases by tag date (YYMMDD, NVIDIA/Megatron-LM: git log -1 of core_v0.5.0 2024-02-26, core_v0.6.0
+2024-04-18, core_v0.7.0 2024-05-30): a checkout named by its date ("Megatron-LM-240405") is judged as the release
+before it, the version whose code it had."""
+
+
+def megatron_release(row: dict) -> str | None:
+    """The Megatron-Core release a row's run used, where its source says (``core_v0.6.0``, or a dated checkout
+    ``Megatron-LM-240405`` as the last release before that date); None otherwise (judged against upstream)."""
+    text = str(row["parallel"].get("framework") or "")
+    m = re.search(r"\bcore_v(\d+\.\d+\.\d+)", text)
+    if m:
+        return f"core_v{m.group(1)}"
+    m = re.search(r"Megatron-LM-(\d{6})\b", text)
+    if m:
+        before = [name for date, name in MEGATRON_CORE_RELEASES if date <= m.group(1)]
+        return before[-1] if before else None
+    return None

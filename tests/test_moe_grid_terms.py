@@ -110,3 +110,52 @@ def test_bridge_moe_recipes_recompute_modules() -> None:
     row = _bridge_row("mbridge-2509-gb200-pretrain-deepseekv3-fp8-256gpu-tp1pp4cp1vp4ep64-mbs1-gbs2048-tokens_per_s",
                       "GB200", "FP8")
     assert bridge_recompute_modules(row) == ()
+
+
+def _launch(extra: str, tmp_path: Path, release: str | None):
+    from trainlint.adapters import builtin_adapters
+    from trainlint.files.checker import check_paths
+    from trainlint.project.config import discover
+
+    script = tmp_path / "train.sh"
+    script.write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 8 --hidden-size 1024 "
+                      "--num-attention-heads 8 --seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 "
+                      f"--global-batch-size 64 --num-experts 8 --moe-router-topk 2 --bf16 {extra}\n")
+    if release:
+        (tmp_path / "pyproject.toml").write_text(f'[tool.trainlint]\nframework = {{megatron = "{release}"}}\n')
+    project = discover(script, None, False)
+    (result,) = check_paths([str(script)], builtin_adapters(), frameworks=project.framework_settings)
+    (spec,) = result.specs
+    return spec
+
+
+def test_dispatcher_generation_follows_the_stated_release(tmp_path: Path) -> None:
+    for sub in "abcd":
+        (tmp_path / sub).mkdir()
+    old = _launch("", tmp_path / "a", "core_v0.6.0")
+    assert old.engine.moe_probs_on_output.value is True and old.engine.moe_unfused_permute.value is True
+    mid = _launch("", tmp_path / "b", "core_v0.10.0")
+    assert mid.engine.moe_probs_on_output.value is True and mid.engine.moe_unfused_permute.value is False
+    new = _launch("", tmp_path / "c", "core_v0.13.0")
+    assert new.engine.moe_probs_on_output.value is False and new.engine.moe_unfused_permute.value is False
+    # nothing stated (upstream): the newest behaviour, no fact set
+    up = _launch("", tmp_path / "d", None)
+    assert up.engine.moe_probs_on_output is None
+
+
+def test_old_dispatchers_cost_bytes_and_keep_the_expert_output() -> None:
+    from trainlint.estimator.memory import layer_activation_bytes
+    from trainlint.estimator.performance import layer_forward
+
+    new = make_inputs(experts=8, top_k=2, moe_ffn=4096, tp=8, etp=8, sp=True, dp=1, micro=2)
+    old = dataclasses.replace(new, moe_probs_on_output=True, moe_unfused_permute=True)
+    a = new.act_bytes
+    tokens = new.seq * new.micro  # gathered over TP = expert-TP
+    grown = layer_activation_bytes(old, keep_scores=False) - layer_activation_bytes(new, keep_scores=False)
+    assert grown == a * tokens * new.top_k * new.hidden
+    assert layer_forward(old)[0].bytes > layer_forward(new)[0].bytes
+    # the permute runs on the tokens gathered over expert-TP (all 8 TP shards here), not the TP sequence shard
+    extra = layer_forward(old)[0].bytes - layer_forward(new)[0].bytes
+    new1, old1 = dataclasses.replace(new, etp=1), dataclasses.replace(old, etp=1)
+    extra1 = layer_forward(old1)[0].bytes - layer_forward(new1)[0].bytes
+    assert abs(extra / extra1 - 8) < 1e-6

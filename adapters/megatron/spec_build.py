@@ -714,6 +714,36 @@ MEGATRON_ARGS_PY = "megatron/training/arguments.py"
 MDS_ARGS_PY = "megatron/arguments.py (Megatron-DeepSpeed)"
 
 
+_CORE_RELEASE = re.compile(r"^core_[vr](\d+)\.(\d+)")
+
+
+def _moe_dispatcher_generation(spec: TrainingSpec) -> None:
+    """Engine facts of the MoE token dispatcher that changed between Megatron-Core releases, set only where the run's
+    target names a release (``framework = {megatron = "core_v0.6.0"}``; an unknown checkout or upstream: the newest):
+
+    * the router's weights multiply the experts' outputs before 0.12 (core_r0.11 token_dispatcher.py: the allgather
+      dispatcher's ``hidden_states * permuted_probs`` before ``unpermute``, the alltoall one's ``unpermute(...,
+      probs=self.probs)``; core_v0.6 ``unpermuted_local_hidden * scores``), from 0.12 the experts apply them to their
+      activation (experts.py ``activation_func_with_probs``);
+    * the allgather dispatcher (Megatron's default ``--moe-token-dispatcher-type``) permutes with ``torch.gather``
+      over expanded indices and unpermutes with ``scatter`` / ``scatter_add`` into zero-filled tensors up to 0.8;
+      0.9 moved it to moe_utils.permute / unpermute."""
+    target = spec.target
+    version = getattr(target, "version", None) if target is not None else None
+    m = _CORE_RELEASE.match(str(version or ""))
+    if m is None:
+        return
+    release = (int(m.group(1)), int(m.group(2)))
+    why = f"Megatron-Core {version} (the run's target)"
+    spec.engine.moe_probs_on_output = derived(release < (0, 12), f"{why}: the router's weights multiply the experts' "
+                                                                 "outputs before 0.12, their activation from 0.12")
+    dispatcher = _setting(spec, "moe_token_dispatcher_type")
+    allgather = dispatcher is None or str(dispatcher.value) == "allgather"
+    spec.engine.moe_unfused_permute = derived(allgather and release <= (0, 8),
+                                              f"{why}: the allgather dispatcher's gather / scatter permutation up to "
+                                              "0.8, moe_utils.permute from 0.9")
+
+
 _PATTERN_TERM = re.compile(r"^\[\s*([01](?:\s*,\s*[01])*)\s*,?\s*\](?:\s*\*\s*(\d{1,6}))?$")
 
 
@@ -774,6 +804,8 @@ def set_engine(spec: TrainingSpec) -> None:
     ep_overlap = _setting(spec, "overlap_moe_expert_parallel_comm")
     e.ep_overlap = ep_overlap if ep_overlap is not None and isinstance(ep_overlap.value, bool) else \
         default(False, f"{note}: expert all-to-all not overlapped (--overlap-moe-expert-parallel-comm off)")
+    if current:
+        _moe_dispatcher_generation(spec)
     uly = _setting(spec, "ds_sequence_parallel_size") if spec.dialect == DEEPSPEED else None
     if uly is not None and type(uly.value) is int and uly.value > 1 and _setting(spec, "context_parallel_size") is None:
         # DeepSpeed-Ulysses (deepspeed/sequence/layer.py DistributedAttention): all-to-alls of Q, K, V before

@@ -202,6 +202,13 @@ class EngineSpec:
     attention) or ``unfused`` (scores materialised, with or without a fused softmax)."""
     moe_layer_interval: Value | None = None
     """Every k-th transformer layer is a MoE layer (1: every layer)."""
+    moe_probs_on_output: Value | None = None
+    """The MoE router's weights multiply the experts' outputs (top-k copies x hidden), which autograd keeps for the
+    weights' gradient (Megatron-Core before 0.12); False / None: the experts apply them to their activation, whose
+    input they keep anyway (0.12 on)."""
+    moe_unfused_permute: Value | None = None
+    """The MoE token dispatcher permutes with torch gather / scatter / scatter_add over zero-filled copies (Megatron-Core's
+    allgather dispatcher up to 0.8) rather than moe_utils.permute / unpermute (0.9 on)."""
     moe_layer_pattern: Value | None = None
     """Which transformer layers are MoE layers where the config lists them, a list of 1 (MoE) and 0 (dense) per
     layer (Megatron ``--moe-layer-freq "([0]*3+[1]*58)"``); None: every ``moe_layer_interval``-th layer."""

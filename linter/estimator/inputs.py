@@ -142,6 +142,10 @@ class Inputs:
     """PyTorch's caching allocator runs with ``expandable_segments:True`` (engine.cuda_alloc_conf)."""
     overlap_ep: bool = False
     """The expert all-to-all overlaps another micro-batch's compute (engine.ep_overlap)."""
+    moe_probs_on_output: bool = False
+    """The router's weights multiply the experts' outputs, which are kept for their gradient (engine.moe_probs_on_output)."""
+    moe_unfused_permute: bool = False
+    """The token dispatcher permutes by gather / scatter over zero-filled copies (engine.moe_unfused_permute)."""
     moe_layers: int = 0
     """MoE layers of the model where the config lists them (engine.moe_layer_pattern); 0: every
     ``moe_interval``-th layer."""
@@ -618,6 +622,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         cpu_offload_layers=min(offload_layers, layers), logits_in_place=logits_in_place,
         expandable_segments=expandable,
         moe_layers=_moe_layers(r, spec, layers),
+        moe_probs_on_output=bool(e["moe_probs_on_output"]), moe_unfused_permute=bool(e["moe_unfused_permute"]),
         mla_q_rank=mla[0], mla_kv_rank=mla[1], mla_qk_head=mla[2], mla_rope_head=mla[3], mla_v_head=mla[4],
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
@@ -836,6 +841,8 @@ _ENGINE_FALLBACK: dict[str, tuple[Any, str]] = {
     "tp_overlap": (False, ""),
     "p2p_overlap": (True, ""),
     "ep_overlap": (False, ""),
+    "moe_probs_on_output": (False, ""),
+    "moe_unfused_permute": (False, ""),
     "sequence_exchange": ("ring", ""),
     "reduce_bucket": (5e8, ""),
     "allgather_bucket": (5e8, ""),

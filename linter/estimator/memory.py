@@ -414,6 +414,10 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
         # the experts' FC1 input: the dispatched (permuted) copies of the tokens routed here, kept for the
         # weight gradient of the grouped GEMM (FP8 under TE), beside the router's input (the norm output)
         dispatched = lin * tokens * i.top_k * h
+        if i.moe_probs_on_output:
+            # the experts' output (top-k 16-bit copies, before the expert-TP reduction), kept by the router weights'
+            # multiply for their gradient (Megatron-Core before 0.12: engine.moe_probs_on_output)
+            dispatched += a * tokens * i.top_k * h
         inner = f * (per_width / sb * tokens * i.moe_ffn * i.top_k / i.etp + dispatched) + (1 - f) * dense_inner
     else:
         inner = dense_inner

@@ -17,6 +17,7 @@ from trainlint.estimator.memory import (
     active_params,
     layer_params,
     layer_params_per_gpu,
+    moe_tokens_per_gpu,
     shard_group,
     stage_kinds,
     stage_layers,
@@ -178,8 +179,9 @@ def layer_forward(i: Inputs) -> tuple[Cost, Cost]:
     elementwise = C.ELEMENTWISE_BYTES_PER_HIDDEN * m * h / rep + (3 if i.gated else 2) * i.act_bytes * act_elems
     if i.moe:
         # the token dispatcher's permute and unpermute: every routed copy of a token is gathered into
-        # its expert's block and scattered back (core/transformer/moe/moe_utils.py permute / unpermute)
-        elementwise += i.moe_fraction * C.MOE_PERMUTE_BYTES_PER_ELEMENT * m / rep * i.top_k * h
+        # its expert's block and scattered back (core/transformer/moe/moe_utils.py permute / unpermute), on the
+        # tokens this GPU's experts take: its sequence shard, gathered over the expert-TP group (moe_tokens_per_gpu)
+        elementwise += i.moe_fraction * moe_permute_bytes_per_element(i) * moe_tokens_per_gpu(i) * i.top_k * h
     cost = cost + Cost(0.0, elementwise / hbm(i))
     return cost, attention_forward(i)
 
@@ -199,6 +201,14 @@ def attention_projections(i: Inputs, m: float, fp8: bool) -> Cost:
     else:
         cost = cost + gemm(i, m, h, n * qk / t, fp8=fp8)
     return cost + gemm(i, m, n * i.mla_v_head / t, h, fp8=fp8)
+
+
+def moe_permute_bytes_per_element(i: Inputs) -> float:
+    """Forward HBM bytes per routed token copy per hidden unit of the dispatcher's permute, unpermute and the router
+    weights' multiply, by the engine's generation (MOE_PERMUTE_BYTES_PER_ELEMENT, or the gather / scatter path's
+    MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT; + MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT where the multiply is its own kernel)."""
+    permute = C.MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT if i.moe_unfused_permute else C.MOE_PERMUTE_BYTES_PER_ELEMENT
+    return permute + (C.MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT if i.moe_probs_on_output else 0.0)
 
 
 def mlp_gemms(i: Inputs) -> tuple[Cost, Cost]:
