@@ -159,3 +159,21 @@ def test_old_dispatchers_cost_bytes_and_keep_the_expert_output() -> None:
     new1, old1 = dataclasses.replace(new, etp=1), dataclasses.replace(old, etp=1)
     extra1 = layer_forward(old1)[0].bytes - layer_forward(new1)[0].bytes
     assert abs(extra / extra1 - 8) < 1e-6
+
+
+def test_shared_experts_are_a_dense_mlp_beside_the_routed_ones() -> None:
+    from trainlint.estimator.memory import layer_activation_bytes
+    from trainlint.estimator.performance import mlp_gemms
+
+    routed = _dsv3()
+    shared = dataclasses.replace(routed, moe_shared_ffn=2048)
+    # DeepSeek-V3: one shared expert of 2048 = 3 x 7168 x 2048 = 44M parameters per MoE layer, TP-split
+    assert abs((layer_params(shared)[0] - layer_params(routed)[0]) - routed.moe_fraction * 3 * 7168 * 2048) < 1
+    assert layer_params(shared)[2] == layer_params(routed)[2]
+    assert mlp_gemms(shared)[1].flops > mlp_gemms(routed)[1].flops
+    assert layer_activation_bytes(shared, keep_scores=False) > layer_activation_bytes(routed, keep_scores=False)
+    text = ("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 8 --hidden-size 1024 --num-attention-heads 8 "
+            "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 --global-batch-size 64 "
+            "--num-experts 8 --moe-shared-expert-intermediate-size 512 --bf16\n")
+    (spec,) = MegatronAdapter().load(SourceText(str(Path("inline.sh").resolve()), text), LoadContext()).specs
+    assert spec.model.moe_shared_expert_ffn.value == 512

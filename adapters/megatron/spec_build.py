@@ -231,6 +231,8 @@ class SpecBuilder:
             if m.moe_ffn_hidden_size is None and m.ffn_hidden_size is not None and not self.given("moe_ffn_hidden_size"):
                 m.moe_ffn_hidden_size = derived(m.ffn_hidden_size.value, "ffn_hidden_size (Megatron's default for MoE)",
                                                 m.ffn_hidden_size)
+            if self.ctx.dialect == CURRENT:
+                m.moe_shared_expert_ffn = self.get("moe_shared_expert_intermediate_size")
 
     def _cluster(self) -> None:
         c = self.spec.cluster

@@ -49,6 +49,9 @@ class ModelSpec:
     num_experts: Value | None = None         # None or 1: dense
     moe_top_k: Value | None = None
     moe_ffn_hidden_size: Value | None = None
+    moe_shared_expert_ffn: Value | None = None
+    """Total FFN width of the shared experts every token of a MoE layer also goes through (Megatron
+    ``--moe-shared-expert-intermediate-size``: DeepSeek-V3 and Kimi-K2 2048); None: no shared expert."""
     param_count: Value | None = None         # given by the config or derived
     hidden_dropout: Value | None = None
     """Dropout probability on the residual branches (after attention and MLP) and the embedding, as

@@ -146,6 +146,8 @@ class Inputs:
     """The router's weights multiply the experts' outputs, which are kept for their gradient (engine.moe_probs_on_output)."""
     moe_unfused_permute: bool = False
     """The token dispatcher permutes by gather / scatter over zero-filled copies (engine.moe_unfused_permute)."""
+    moe_shared_ffn: int = 0
+    """FFN width of the shared experts of a MoE layer (model.moe_shared_expert_ffn); 0: none."""
     moe_layers: int = 0
     """MoE layers of the model where the config lists them (engine.moe_layer_pattern); 0: every
     ``moe_interval``-th layer."""
@@ -622,6 +624,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         cpu_offload_layers=min(offload_layers, layers), logits_in_place=logits_in_place,
         expandable_segments=expandable,
         moe_layers=_moe_layers(r, spec, layers),
+        moe_shared_ffn=r.get("model.moe_shared_expert_ffn", fallback=0, cast=int) if experts > 1 else 0,
         moe_probs_on_output=bool(e["moe_probs_on_output"]), moe_unfused_permute=bool(e["moe_unfused_permute"]),
         mla_q_rank=mla[0], mla_kv_rank=mla[1], mla_qk_head=mla[2], mla_rope_head=mla[3], mla_v_head=mla[4],
     )

@@ -76,7 +76,7 @@ def layer_params(i: Inputs) -> tuple[float, float, float]:
     over the layers when only every k-th layer is a MoE layer (the others keep a dense MLP).
     Memoised on what it reads: a layout search asks for the same model thousands of times."""
     key = (i.hidden, i.heads, i.kv_heads, i.head_dim, i.gated, i.ffn, i.experts, i.moe_ffn, i.moe_interval, i.layers,
-           i.moe_layers, i.mla_q_rank, i.mla_kv_rank, i.mla_qk_head, i.mla_rope_head, i.mla_v_head)
+           i.moe_layers, i.moe_shared_ffn, i.mla_q_rank, i.mla_kv_rank, i.mla_qk_head, i.mla_rope_head, i.mla_v_head)
     found = _LAYER_PARAMS.get(key)
     if found is None:
         if len(_LAYER_PARAMS) > 4096:
@@ -96,7 +96,8 @@ def _layer_params(i: Inputs) -> tuple[float, float, float]:
     if i.moe:
         f = i.moe_fraction
         expert = f * i.experts * mats * h * i.moe_ffn
-        return float(attn + (1 - f) * mats * h * i.ffn), float(norms + f * h * i.experts), float(expert)
+        shared = f * mats * h * i.moe_shared_ffn  # shared experts: a TP-split MLP beside the routed ones
+        return float(attn + (1 - f) * mats * h * i.ffn + shared), float(norms + f * h * i.experts), float(expert)
     return float(attn + mats * h * i.ffn), float(norms), 0.0
 
 
@@ -418,7 +419,9 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
             # the experts' output (top-k 16-bit copies, before the expert-TP reduction), kept by the router weights'
             # multiply for their gradient (Megatron-Core before 0.12: engine.moe_probs_on_output)
             dispatched += a * tokens * i.top_k * h
-        inner = f * (per_width / sb * tokens * i.moe_ffn * i.top_k / i.etp + dispatched) + (1 - f) * dense_inner
+        # the shared experts keep what a dense MLP of their width keeps
+        shared = per_width * i.moe_shared_ffn / t
+        inner = f * (per_width / sb * tokens * i.moe_ffn * i.top_k / i.etp + dispatched + shared) + (1 - f) * dense_inner
     else:
         inner = dense_inner
     mlp = lin * sb * h / rep + inner + mask  # norm output = FC1 input, MLP dropout mask

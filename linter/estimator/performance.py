@@ -171,7 +171,7 @@ def layer_forward(i: Inputs) -> tuple[Cost, Cost]:
         # the average layer: a share f of MoE layers (top-k experts + router), the rest dense
         f = i.moe_fraction
         cost = cost + moe.scale(f) + dense.scale(1 - f)
-        act_elems = f * m * i.top_k * i.moe_ffn / i.etp + (1 - f) * dense_elems
+        act_elems = f * m * (i.top_k * i.moe_ffn / i.etp + i.moe_shared_ffn / t) + (1 - f) * dense_elems
     else:
         cost = cost + dense
         act_elems = dense_elems
@@ -226,6 +226,9 @@ def mlp_gemms(i: Inputs) -> tuple[Cost, Cost]:
     moe = gemm(i, tokens, h, mats * i.moe_ffn / i.etp, local_experts, fp8=fp8)
     moe = moe + gemm(i, tokens, i.moe_ffn / i.etp, h, local_experts, fp8=fp8)
     moe = moe + gemm(i, m, h, i.experts)  # router
+    if i.moe_shared_ffn:
+        # the shared experts: every token through a TP-split MLP of their width (Megatron SharedExpertMLP)
+        moe = moe + gemm(i, m, h, mats * i.moe_shared_ffn / t, fp8=fp8) + gemm(i, m, i.moe_shared_ffn / t, h, fp8=fp8)
     return dense, moe
 
 
