@@ -123,7 +123,8 @@ def read_case(argv: list[str]) -> list[tuple[Any, Any]]:
     environment = parse_env(args.env)
     project = discover(Path(args.paths[0]), getattr(args, "config", None), getattr(args, "isolated", False))
     results = check_paths(args.paths, builtin_adapters(), runs=project.runs + runs,
-                          environment={**project.environment, **environment})
+                          environment={**project.environment, **environment},
+                          frameworks=project.framework_settings)  # the release the project config states
     out = []
     for result in results:
         for spec in result.specs:
@@ -661,6 +662,10 @@ def dump_rows(loaded: list[Loaded], results: list[Result], path: Path) -> None:
             inputs["gpu"] = est.inputs.gpu.id
             out.write(json.dumps({"id": r.row["id"], "family": family_of(r.row), "kind": r.kind, "err": r.err(r.trainlint),
                                   "step_time": est.step_time, "breakdown": {**est.time.as_dict(), "flops_time": est.time.flops_time, "bytes_time": est.time.bytes_time, "net_time": est.time.net_time},
+                                  "memory": {"worst_total_gib": est.worst_stage.total / C.GIB, "capacity_gib": r.capacity,
+                                             "fits": r.fits, **{k: getattr(est.worst_stage, k) / C.GIB for k in
+                                                                ("params", "grads", "optimizer", "activations", "buffers", "overhead")
+                                                                if isinstance(getattr(est.worst_stage, k, None), (int, float))}},
                                   "inputs": inputs}) + "\n")
 
 

@@ -351,17 +351,73 @@ between v0.3.0 (mla_up_proj) and v0.4.0 (mlp) and is left out rather than guesse
 BRIDGE_DSV3_RECOMPUTE_RELEASES = ("mbridge-2602-", "mbridge-260201-", "mbridge-2604-", "mbridge-260401-")
 
 
+# -- MoE (s33-moe)
+BRIDGE_RELEASE_TAGS = (("mbridge-2511-", "v0.2.0"), ("mbridge-2602-", "v0.3.0"), ("mbridge-260201-", "v0.3.0"),
+                       ("mbridge-2604-", "v0.4.0"), ("mbridge-260401-", "v0.4.0"), ("mbridge-2606-", "067f987"),
+                       ("mbridge-260601-", "067f987"), ("mbridge-2608-", "067f987"))
+"""The Megatron-Bridge source a release's perf table was run from (25.11: the v0.2.0 tag's scripts/performance/
+configs, 26.02: v0.3.0, 26.04: v0.4.0, as BRIDGE_FSDP_OFFLOAD and BRIDGE_DSV3_RECOMPUTE_MODULES read them; 26.06 and
+26.08: the flat perf recipes of the snapshot the rows cite, src/megatron/bridge/perf_recipes at 067f987)."""
+
+_MLA = ("mla_up_proj",)
+BRIDGE_MOE_RECOMPUTE_MODULES: dict[tuple[str, str], dict[str, dict[str, tuple[str, ...]]]] = {
+    ("deepseekv3", "gb200"): {"v0.2.0": {"bf16": _MLA, "fp8": _MLA}, "v0.3.0": {"bf16": _MLA, "fp8": _MLA},
+                              "v0.4.0": {"bf16": _MLA, "fp8": ("mlp",)}},
+    ("deepseekv3", "b200"): {tag: {"bf16": _MLA, "fp8": _MLA} for tag in ("v0.2.0", "v0.3.0", "v0.4.0")},
+    ("deepseekv3", "h100"): {tag: {"bf16": _MLA + ("mlp",), "fp8": _MLA + ("mlp",)}
+                             for tag in ("v0.2.0", "v0.3.0", "v0.4.0")},
+    **{("gptoss120b", gpu): {tag: {"bf16": ("layernorm", "moe_act"), "fp8": ("layernorm", "moe_act")}
+                             for tag in ("v0.2.0", "v0.3.0", "v0.4.0")} for gpu in ("gb200", "b200", "h100")},
+    **{("kimi-k2", gpu): {"v0.4.0": {"bf16": _MLA, "fp8": _MLA}} for gpu in ("gb300", "gb200", "b200")},
+}
+BRIDGE_MOE_RECOMPUTE_MODULES[("deepseekv3", "gb200")]["067f987"] = {"bf16": _MLA, "fp8_cs": ("mlp",), "fp8_mx": _MLA}
+BRIDGE_MOE_RECOMPUTE_MODULES[("deepseekv3", "b200")]["067f987"] = {"bf16": _MLA, "fp8_cs": _MLA, "fp8_mx": _MLA + ("mlp",)}
+BRIDGE_MOE_RECOMPUTE_MODULES[("deepseekv3", "h100")]["067f987"] = {"bf16": _MLA + ("mlp",), "fp8": _MLA + ("mlp",)}
+BRIDGE_MOE_RECOMPUTE_MODULES[("kimi-k2", "gb300")]["067f987"] = {"bf16": _MLA, "fp8": _MLA}
+"""``recompute_modules`` (selective recompute) of Megatron-Bridge's MoE perf recipes other than DeepSeek-V3 on GB300
+(BRIDGE_DSV3_RECOMPUTE_MODULES), by model, GPU, release tag and compute precision, as the tags' presets set them:
+scripts/performance/configs/deepseek/workload_base_configs.py at v0.2.0 (DEEPSEEK_V3_GB200_BASE_CONFIG and
+DEEPSEEK_V3_B200_BASE_CONFIG ``recompute_modules=["mla_up_proj"]``, DEEPSEEK_V3_H100_BASE_CONFIG ``["mla_up_proj",
+"mlp"]``, every precision the same preset) and deepseek_workload_base_configs.py at v0.3.0 (the same, *_V1) and v0.4.0
+(DEEPSEEK_V3_PRETRAIN_CONFIG_GB200_V1 ``["mlp"]`` for FP8 CS / MX, GB200_BF16_V1 ``["mla_up_proj"]``); gpt_oss/
+workload_base_configs.py (v0.2.0) and gpt_oss_workload_base_configs.py (v0.3.0, v0.4.0: the FP8 MX presets are the
+BF16 ones): GB200, B200 and H100 ``["layernorm", "moe_act"]``, GB300 and B300 none; kimi/kimi_workload_base_configs.py
+at v0.4.0: GB300, GB200 and B200 ``["mla_up_proj"]`` (no Kimi preset before). 26.06 / 26.08: the flat recipes at
+067f987 (perf_recipes/deepseek/gb200/deepseek_v3.py: BF16 and MXFP8 ``["mla_up_proj"]``, FP8 CS ``["mlp"]``;
+deepseek/b200: BF16, FP8 CS ``["mla_up_proj"]``, MXFP8 ``["mla_up_proj", "mlp"]``; deepseek/h100 ``["mla_up_proj",
+"mlp"]``; kimi/gb300/kimi_k2.py ``["mla_up_proj"]``). FP8 keys: ``fp8_cs`` / ``fp8_mx`` where the recipes differ by
+scaling (the row id says which), ``fp8`` where they do not. B300 DeepSeek-V3 is left out (its V1 and V2 presets
+differ and the rows' layouts match neither for certain), and so is 25.09 (other recipe files)."""
+
+
 def bridge_recompute_modules(row: dict) -> tuple[str, ...]:
-    """The selective recompute modules a Megatron-Bridge DeepSeek-V3 perf recipe sets (empty: none stated)."""
+    """The selective recompute modules a Megatron-Bridge MoE perf recipe sets (empty: none stated)."""
     rid = str(row["id"]).lower()
-    if not bridge_recipe(row) or "deepseek" not in rid or not rid.startswith(BRIDGE_DSV3_RECOMPUTE_RELEASES):
+    if not bridge_recipe(row):
         return ()
     try:
         gpu, dtype = gpu_of(row)[0], precision_of(row)
     except Skip:
         return ()
-    by_dtype = BRIDGE_DSV3_RECOMPUTE_MODULES.get(gpu, {})
-    return by_dtype.get("bf16" if dtype == "bf16" else "fp8", ()) if dtype in ("bf16", "fp8") else ()
+    if dtype not in ("bf16", "fp8"):
+        return ()
+    key = "bf16" if dtype == "bf16" else "fp8"
+    if "deepseek" in rid and gpu == "gb300":
+        if not rid.startswith(BRIDGE_DSV3_RECOMPUTE_RELEASES):
+            return ()
+        return BRIDGE_DSV3_RECOMPUTE_MODULES.get(gpu, {}).get(key, ())
+    tag = next((t for prefix, t in BRIDGE_RELEASE_TAGS if rid.startswith(prefix)), None)
+    model = next((m for m in ("deepseekv3", "gptoss120b", "kimi-k2") if f"-{m}-" in rid), None)
+    if tag is None or model is None:
+        return ()
+    by_precision = BRIDGE_MOE_RECOMPUTE_MODULES.get((model, gpu), {}).get(tag, {})
+    if key == "fp8":
+        scaling = "fp8_mx" if re.search(r"mxfp8|fp8-mx", rid) else "fp8_cs" if "fp8-cs" in rid else None
+        if scaling in by_precision:
+            return by_precision[scaling]
+        if any(k in by_precision for k in ("fp8_mx", "fp8_cs")):
+            return ()  # the recipes differ by scaling and the row does not say which
+    return by_precision.get(key, ())
 
 
 def bridge_expandable_segments(row: dict) -> bool:
@@ -446,7 +502,8 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         args.append(f"--num-experts {experts}")
         if m.get("moe_router_topk"):
             args.append(f"--moe-router-topk {m['moe_router_topk']}")
-        if m.get("moe_ffn_hidden"):
+        if m.get("moe_ffn_hidden") and m.get("moe_ffn_hidden") != m.get("ffn_hidden"):
+            # Megatron's default is the FFN size, in every release (core_v0.6 has no --moe-ffn-hidden-size at all)
             args.append(f"--moe-ffn-hidden-size {m['moe_ffn_hidden']}")
         if m.get("moe_shared_expert_ffn_hidden"):
             args.append(f"--moe-shared-expert-intermediate-size {m['moe_shared_expert_ffn_hidden']}")
@@ -688,10 +745,37 @@ def write_case(row: dict) -> Case:
         case.argv += ["--model", "config.json", "--nodes", str(nodes), "--gpus-per-node", str(per_node)]
     if preset:
         case.argv += ["--model", preset]
-    if custom is None:
+    release = megatron_release(row) if how == "megatron-lm" else None
+    if custom is None and release is None:
         case.argv += ["--gpu", gpu]
         case.argv += ["--isolated"]
+    elif custom is None:
+        # the Megatron-Core release the run used, as a user states it to trainlint (docs: framework = {megatron = ...})
+        case.argv += ["--gpu", gpu]
+        case.files["pyproject.toml"] = f'[tool.trainlint]\nframework = {{megatron = "{release}"}}\n'
     else:
         table = "\n".join(f"{k} = {json.dumps(v)}" for k, v in custom.items())
-        case.files["pyproject.toml"] = f'[tool.trainlint]\ngpu = "{gpu}"\n\n[tool.trainlint.gpus.{gpu}]\n{table}\n'
+        head = f'[tool.trainlint]\ngpu = "{gpu}"\n' + (f'framework = {{megatron = "{release}"}}\n' if release else "")
+        case.files["pyproject.toml"] = f'{head}\n[tool.trainlint.gpus.{gpu}]\n{table}\n'
     return case
+
+
+# -- MoE (s33-moe)
+MEGATRON_CORE_RELEASES = (("240226", "core_v0.5.0"), ("240418", "core_v0.6.0"), ("240530", "core_v0.7.0"))
+"""Megatron-Core releases by tag date (YYMMDD, NVIDIA/Megatron-LM: git log -1 of core_v0.5.0 2024-02-26, core_v0.6.0
+2024-04-18, core_v0.7.0 2024-05-30): a checkout named by its date ("Megatron-LM-240405") is judged as the release
+before it, the version whose code it had."""
+
+
+def megatron_release(row: dict) -> str | None:
+    """The Megatron-Core release a row's run used, where its source says (``core_v0.6.0``, or a dated checkout
+    ``Megatron-LM-240405`` as the last release before that date); None otherwise (judged against upstream)."""
+    text = str(row["parallel"].get("framework") or "")
+    m = re.search(r"\bcore_v(\d+\.\d+\.\d+)", text)
+    if m:
+        return f"core_v{m.group(1)}"
+    m = re.search(r"Megatron-LM-(\d{6})\b", text)
+    if m:
+        before = [name for date, name in MEGATRON_CORE_RELEASES if date <= m.group(1)]
+        return before[-1] if before else None
+    return None

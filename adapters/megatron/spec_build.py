@@ -8,6 +8,7 @@ with the inputs they came from. Nothing that depends on the launch environment i
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -137,6 +138,28 @@ class SpecBuilder:
                 self.spec.unresolved[dest] = Provenance(Origin.FILE, path=path, span=span, key=setting.flag_text,
                                                         note=str(setting.unresolved))
 
+    def _latent_dims(self) -> Value | None:
+        """MLA's projection sizes (ModelSpec.latent_dims), Megatron's defaults where not written
+        (megatron/training/arguments.py: --q-lora-rank None, --kv-lora-rank 32, --qk-head-dim 128,
+        --qk-pos-emb-head-dim 64, --v-head-dim 128); None when one is written but unresolved."""
+        dims: dict[str, int] = {}
+        used: list[Value] = []
+        for key, dest, fallback in (("q_lora_rank", "q_lora_rank", 0), ("kv_lora_rank", "kv_lora_rank", 32),
+                                    ("qk_head_dim", "qk_head_dim", 128), ("qk_rope_head_dim", "qk_pos_emb_head_dim", 64),
+                                    ("v_head_dim", "v_head_dim", 128)):
+            entry = self.get(dest) if self.given(dest) else None
+            if self.given(dest) and entry is None:
+                return None  # written, not resolved: nothing is guessed
+            value = entry.value if entry is not None else fallback
+            if value is None and key == "q_lora_rank":
+                value = 0  # --q-lora-rank None: the query is not compressed
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                return None
+            dims[key] = value
+            if entry is not None:
+                used.append(entry)
+        return derived(dims, "--multi-latent-attention's projection sizes (Megatron's defaults where not written)", *used)
+
     def _model(self) -> None:
         m = self.spec.model
         entry = (self.ctx.entry or "").rsplit("/", 1)[-1]
@@ -148,6 +171,8 @@ class SpecBuilder:
         m.hidden_size = self.get("hidden_size")
         m.num_attention_heads = self.get("num_attention_heads")
         m.latent_attention = self.spec.settings.get("multi_latent_attention")
+        if self.raw("multi_latent_attention"):
+            m.latent_dims = self._latent_dims()
         m.hidden_dropout = self.get("hidden_dropout")  # not given: Megatron's default 0.1 keeps a mask
         if self.raw("group_query_attention") and self.given("num_query_groups"):
             m.num_kv_heads = self.get("num_query_groups")
@@ -206,6 +231,8 @@ class SpecBuilder:
             if m.moe_ffn_hidden_size is None and m.ffn_hidden_size is not None and not self.given("moe_ffn_hidden_size"):
                 m.moe_ffn_hidden_size = derived(m.ffn_hidden_size.value, "ffn_hidden_size (Megatron's default for MoE)",
                                                 m.ffn_hidden_size)
+            if self.ctx.dialect == CURRENT:
+                m.moe_shared_expert_ffn = self.get("moe_shared_expert_intermediate_size")
 
     def _cluster(self) -> None:
         c = self.spec.cluster
@@ -689,6 +716,58 @@ MEGATRON_ARGS_PY = "megatron/training/arguments.py"
 MDS_ARGS_PY = "megatron/arguments.py (Megatron-DeepSpeed)"
 
 
+_CORE_RELEASE = re.compile(r"^core_[vr](\d+)\.(\d+)")
+
+
+def _moe_dispatcher_generation(spec: TrainingSpec) -> None:
+    """Engine facts of the MoE token dispatcher that changed between Megatron-Core releases, set only where the run's
+    target names a release (``framework = {megatron = "core_v0.6.0"}``; an unknown checkout or upstream: the newest):
+
+    * the router's weights multiply the experts' outputs before 0.12 (core_r0.11 token_dispatcher.py: the allgather
+      dispatcher's ``hidden_states * permuted_probs`` before ``unpermute``, the alltoall one's ``unpermute(...,
+      probs=self.probs)``; core_v0.6 ``unpermuted_local_hidden * scores``), from 0.12 the experts apply them to their
+      activation (experts.py ``activation_func_with_probs``);
+    * the allgather dispatcher (Megatron's default ``--moe-token-dispatcher-type``) permutes with ``torch.gather``
+      over expanded indices and unpermutes with ``scatter`` / ``scatter_add`` into zero-filled tensors up to 0.8;
+      0.9 moved it to moe_utils.permute / unpermute."""
+    target = spec.target
+    version = getattr(target, "version", None) if target is not None else None
+    m = _CORE_RELEASE.match(str(version or ""))
+    if m is None:
+        return
+    release = (int(m.group(1)), int(m.group(2)))
+    why = f"Megatron-Core {version} (the run's target)"
+    spec.engine.moe_probs_on_output = derived(release < (0, 12), f"{why}: the router's weights multiply the experts' "
+                                                                 "outputs before 0.12, their activation from 0.12")
+    dispatcher = _setting(spec, "moe_token_dispatcher_type")
+    allgather = dispatcher is None or str(dispatcher.value) == "allgather"
+    spec.engine.moe_unfused_permute = derived(allgather and release <= (0, 8),
+                                              f"{why}: the allgather dispatcher's gather / scatter permutation up to "
+                                              "0.8, moe_utils.permute from 0.9")
+
+
+_PATTERN_TERM = re.compile(r"^\[\s*([01](?:\s*,\s*[01])*)\s*,?\s*\](?:\s*\*\s*(\d{1,6}))?$")
+
+
+def moe_layer_pattern(text: str) -> list[int] | None:
+    """The per-layer MoE pattern of Megatron's ``--moe-layer-freq`` list form (``"([0]*3+[1]*58)"``,
+    ``"[1,0,1,0]"``: megatron/training/arguments.py moe_freq_type evaluates it as Python), read as a literal sum of
+    repeated 0/1 lists without evaluating anything; None for any other text."""
+    body = text.strip()
+    while body.startswith("(") and body.endswith(")"):
+        body = body[1:-1].strip()
+    out: list[int] = []
+    for term in body.split("+"):
+        m = _PATTERN_TERM.match(term.strip())
+        if m is None:
+            return None
+        items = [int(x) for x in m.group(1).replace(" ", "").split(",")]
+        out.extend(items * int(m.group(2) or 1))
+        if len(out) > 100_000:
+            return None
+    return out or None
+
+
 def _setting(spec: TrainingSpec, dest: str) -> Value | None:
     entry = spec.settings.get(dest)
     return entry if entry is not None and entry.value is not None else None
@@ -727,6 +806,8 @@ def set_engine(spec: TrainingSpec) -> None:
     ep_overlap = _setting(spec, "overlap_moe_expert_parallel_comm")
     e.ep_overlap = ep_overlap if ep_overlap is not None and isinstance(ep_overlap.value, bool) else \
         default(False, f"{note}: expert all-to-all not overlapped (--overlap-moe-expert-parallel-comm off)")
+    if current:
+        _moe_dispatcher_generation(spec)
     uly = _setting(spec, "ds_sequence_parallel_size") if spec.dialect == DEEPSPEED else None
     if uly is not None and type(uly.value) is int and uly.value > 1 and _setting(spec, "context_parallel_size") is None:
         # DeepSpeed-Ulysses (deepspeed/sequence/layer.py DistributedAttention): all-to-alls of Q, K, V before
@@ -756,8 +837,13 @@ def set_engine(spec: TrainingSpec) -> None:
     # MoE layout
     if current:
         freq = _setting(spec, "moe_layer_freq")
+        pattern = moe_layer_pattern(freq.value) if freq is not None and isinstance(freq.value, str) else None
         if freq is not None and type(freq.value) is int and freq.value >= 1:
             e.moe_layer_interval = freq
+        elif pattern is not None:
+            e.moe_layer_pattern = derived(pattern, "--moe-layer-freq's list of MoE (1) and dense (0) layers, read as "
+                                                   "a literal (never evaluated)", freq)
+            e.moe_layer_interval = derived(1, "--moe-layer-freq lists the MoE layers (engine.moe_layer_pattern)", freq)
         else:
             e.moe_layer_interval = default(1, f"Megatron-LM default --moe-layer-freq 1: every layer is a MoE layer "
                                               f"({MEGATRON_ARGS_PY})")

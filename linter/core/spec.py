@@ -49,6 +49,9 @@ class ModelSpec:
     num_experts: Value | None = None         # None or 1: dense
     moe_top_k: Value | None = None
     moe_ffn_hidden_size: Value | None = None
+    moe_shared_expert_ffn: Value | None = None
+    """Total FFN width of the shared experts every token of a MoE layer also goes through (Megatron
+    ``--moe-shared-expert-intermediate-size``: DeepSeek-V3 and Kimi-K2 2048); None: no shared expert."""
     param_count: Value | None = None         # given by the config or derived
     hidden_dropout: Value | None = None
     """Dropout probability on the residual branches (after attention and MLP) and the embedding, as
@@ -60,6 +63,11 @@ class ModelSpec:
     latent_attention: Value | None = None
     """Multi-latent attention (DeepSeek-V2 MLA; Megatron ``--multi-latent-attention``), as written: the
     query/key/value head sizes are the latent projection's, not ``hidden_size / num_attention_heads``."""
+    latent_dims: Value | None = None
+    """Multi-latent attention's projection sizes, a dict of ``q_lora_rank`` (0: the query is not
+    compressed), ``kv_lora_rank``, ``qk_head_dim`` (the part of a query/key head without rotary position),
+    ``qk_rope_head_dim`` and ``v_head_dim`` (Megatron ``--q-lora-rank``, ``--kv-lora-rank``, ``--qk-head-dim``,
+    ``--qk-pos-emb-head-dim``, ``--v-head-dim``, the framework's defaults where not written); None without MLA."""
     grouped_query_attention: Value | None = None
     """Grouped-query attention switched on, as written (Megatron ``--group-query-attention``): the
     config defines its KV heads (``num_kv_heads``), a model preset's do not apply."""
@@ -197,6 +205,16 @@ class EngineSpec:
     attention) or ``unfused`` (scores materialised, with or without a fused softmax)."""
     moe_layer_interval: Value | None = None
     """Every k-th transformer layer is a MoE layer (1: every layer)."""
+    moe_probs_on_output: Value | None = None
+    """The MoE router's weights multiply the experts' outputs (top-k copies x hidden), which autograd keeps for the
+    weights' gradient (Megatron-Core before 0.12); False / None: the experts apply them to their activation, whose
+    input they keep anyway (0.12 on)."""
+    moe_unfused_permute: Value | None = None
+    """The MoE token dispatcher permutes with torch gather / scatter / scatter_add over zero-filled copies (Megatron-Core's
+    allgather dispatcher up to 0.8) rather than moe_utils.permute / unpermute (0.9 on)."""
+    moe_layer_pattern: Value | None = None
+    """Which transformer layers are MoE layers where the config lists them, a list of 1 (MoE) and 0 (dense) per
+    layer (Megatron ``--moe-layer-freq "([0]*3+[1]*58)"``); None: every ``moe_layer_interval``-th layer."""
     dp_overlap: Value | None = None
     """The data-parallel gradient reduction runs during the backward pass."""
     tp_overlap: Value | None = None

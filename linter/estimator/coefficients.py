@@ -296,6 +296,23 @@ gradient into the logits tensor itself (transformer_engine/pytorch/triton/cross_
 ``tl.store(X_ptr + X_offsets, X_block.to(grad_dtype))``), so the 16-bit logits are all (LOGITS_BYTES_PER_ELEMENT
 is the fp32 path's 6)."""
 
+# -- MoE (s33-moe)
+
+MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT = 20.0
+"""Physical, counted from the source (range 16-26; not fitted): forward HBM bytes per routed token copy per hidden
+unit of Megatron-Core's allgather token dispatcher up to 0.8 (engine.moe_unfused_permute), in place of
+MOE_PERMUTE_BYTES_PER_ELEMENT: two ``torch.gather`` passes over expanded indices (the local tokens' top-k copies, then
+their expert order: read + write 2 x 2 B each), ``zeros_like`` + ``scatter`` of the experts' output back to token order
+(2 + 2 + 2 B) and a ``scatter_add`` into a zero-filled global tensor (read 2 B, read-modify-write the destination,
+its zeros a k-th per copy) (core_v0.6.0 / core_v0.8.0 transformer/moe/token_dispatcher.py MoEAllGatherTokenDispatcher);
+the router weights' multiply is MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT. The backward, like every elementwise op here,
+moves twice as much."""
+
+MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT = 4.0
+"""Physical (range 4-6; not fitted): forward HBM bytes per routed token copy per hidden unit of the router weights'
+multiply on the experts' output where it is a kernel of its own (engine.moe_probs_on_output, Megatron-Core before
+0.12: read and write the 16-bit copy); from 0.12 the experts fuse it into their activation."""
+
 
 def __getattr__(name: str) -> Any:
     """``Bounds``, ``RANGES`` and ``FITTED`` (the coefficients' physical ranges, :mod:`.ranges`):

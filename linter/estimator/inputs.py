@@ -142,6 +142,26 @@ class Inputs:
     """PyTorch's caching allocator runs with ``expandable_segments:True`` (engine.cuda_alloc_conf)."""
     overlap_ep: bool = False
     """The expert all-to-all overlaps another micro-batch's compute (engine.ep_overlap)."""
+    moe_probs_on_output: bool = False
+    """The router's weights multiply the experts' outputs, which are kept for their gradient (engine.moe_probs_on_output)."""
+    moe_unfused_permute: bool = False
+    """The token dispatcher permutes by gather / scatter over zero-filled copies (engine.moe_unfused_permute)."""
+    moe_shared_ffn: int = 0
+    """FFN width of the shared experts of a MoE layer (model.moe_shared_expert_ffn); 0: none."""
+    moe_layers: int = 0
+    """MoE layers of the model where the config lists them (engine.moe_layer_pattern); 0: every
+    ``moe_interval``-th layer."""
+    mla_q_rank: int = 0
+    """Multi-latent attention (model.latent_dims; all five 0 without MLA): the query's compressed rank (0: the
+    query is projected from the hidden state directly)."""
+    mla_kv_rank: int = 0
+    """MLA: the compressed key/value rank (the latent the keys and values are up-projected from)."""
+    mla_qk_head: int = 0
+    """MLA: a query/key head's part without rotary position."""
+    mla_rope_head: int = 0
+    """MLA: a query/key head's rotary part (the key's is shared by the heads and projected with the latent)."""
+    mla_v_head: int = 0
+    """MLA: a value head's size."""
     cp_all_to_all: bool = False
     """The context-parallel group exchanges by all-to-all (DeepSpeed-Ulysses), not by ring (engine.sequence_exchange)."""
     stage_split: tuple[int, ...] = ()
@@ -161,11 +181,27 @@ class Inputs:
         return -(-self.vocab_tokens // multiple) * multiple
 
     @property
+    def mla(self) -> bool:
+        return self.mla_kv_rank > 0
+
+    @property
     def q_dim(self) -> int:
+        """Width of the queries (MLA: heads x (nope + rotary) head size)."""
+        if self.mla:
+            return self.heads * (self.mla_qk_head + self.mla_rope_head)
         return self.heads * self.head_dim
 
     @property
+    def o_dim(self) -> int:
+        """Width of the attention output, the output projection's input (MLA: heads x v head size)."""
+        return self.heads * self.mla_v_head if self.mla else self.q_dim
+
+    @property
     def kv_dim(self) -> int:
+        """Width of the keys and of the values, each (MLA: their mean, heads x (qk + rotary + v) / 2, so that
+        K and V together are 2 x kv_dim)."""
+        if self.mla:
+            return self.heads * (self.mla_qk_head + self.mla_rope_head + self.mla_v_head) // 2
         return self.kv_heads * self.head_dim
 
     @property
@@ -178,6 +214,8 @@ class Inputs:
         the expert interval; Megatron-LM --moe-layer-freq k likewise)."""
         if not self.moe:
             return 0.0
+        if self.moe_layers and self.layers:
+            return min(self.moe_layers, self.layers) / self.layers
         return (self.layers // max(1, self.moe_interval)) / self.layers if self.layers else 1.0
 
     @property
@@ -564,6 +602,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     logits_in_place = str(r.get("memory.cross_entropy", fallback="fp32", why="") or "fp32") == "in-place"
 
 
+    mla = _latent_dims(r, spec)
     inputs = Inputs(
         gpu=gpu, gpus_per_node=int(ctx.gpus_per_node.value),
         layers=layers, hidden=hidden, heads=heads, kv_heads=kv, head_dim=head_dim, ffn=ffn, gated=gated,
@@ -584,10 +623,46 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         stage_split=split, split_layout=(pp, max(1, vpp)) if split else (0, 0), recompute_modules=modules,
         cpu_offload_layers=min(offload_layers, layers), logits_in_place=logits_in_place,
         expandable_segments=expandable,
+        moe_layers=_moe_layers(r, spec, layers),
+        moe_shared_ffn=r.get("model.moe_shared_expert_ffn", fallback=0, cast=int) if experts > 1 else 0,
+        moe_probs_on_output=bool(e["moe_probs_on_output"]), moe_unfused_permute=bool(e["moe_unfused_permute"]),
+        mla_q_rank=mla[0], mla_kv_rank=mla[1], mla_qk_head=mla[2], mla_rope_head=mla[3], mla_v_head=mla[4],
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
         r.note("cluster.gpus_per_node", ctx.gpus_per_node)
     return inputs, [], r.assumptions
+
+
+def _moe_layers(r: _Reader, spec: TrainingSpec, layers: int) -> int:
+    """MoE layers where the config lists them per layer (engine.moe_layer_pattern) and the list has one entry
+    per layer (Megatron checks the same); 0 otherwise (every moe_layer_interval-th layer)."""
+    entry = spec.get("engine.moe_layer_pattern")
+    pattern = entry.value if entry is not None else None
+    if entry is None or not isinstance(pattern, list) or len(pattern) != layers:
+        return 0
+    r.note("engine.moe_layer_pattern", entry)
+    return sum(1 for x in pattern if x == 1)
+
+
+def _latent_dims(r: _Reader, spec: TrainingSpec) -> tuple[int, int, int, int, int]:
+    """(q rank, kv rank, qk head, rotary head, v head) of multi-latent attention (model.latent_dims); zeros
+    without MLA or when a size is unusable (then the attention is costed as multi-head attention of
+    kv_channels-sized heads)."""
+    entry = spec.get("model.latent_dims")
+    dims = entry.value if entry is not None else None
+    if not isinstance(dims, dict):
+        return (0, 0, 0, 0, 0)
+    keys = ("q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_rope_head_dim", "v_head_dim")
+    values: list[int] = []
+    for k in keys:
+        v = dims.get(k)
+        if isinstance(v, bool) or not isinstance(v, int) or not 0 <= v <= MAX_COUNT:
+            return (0, 0, 0, 0, 0)
+        values.append(v)
+    if not all(values[1:]) or entry is None:
+        return (0, 0, 0, 0, 0)
+    r.note("model.latent_dims", entry)
+    return (values[0], values[1], values[2], values[3], values[4])
 
 
 def _dropout_on(spec: TrainingSpec) -> bool:
@@ -769,6 +844,8 @@ _ENGINE_FALLBACK: dict[str, tuple[Any, str]] = {
     "tp_overlap": (False, ""),
     "p2p_overlap": (True, ""),
     "ep_overlap": (False, ""),
+    "moe_probs_on_output": (False, ""),
+    "moe_unfused_permute": (False, ""),
     "sequence_exchange": ("ring", ""),
     "reduce_bucket": (5e8, ""),
     "allgather_bucket": (5e8, ""),

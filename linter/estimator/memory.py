@@ -75,7 +75,8 @@ def layer_params(i: Inputs) -> tuple[float, float, float]:
     """(tensor-parallel-split, replicated, expert) parameters of one layer, whole model, averaged
     over the layers when only every k-th layer is a MoE layer (the others keep a dense MLP).
     Memoised on what it reads: a layout search asks for the same model thousands of times."""
-    key = (i.hidden, i.heads, i.kv_heads, i.head_dim, i.gated, i.ffn, i.experts, i.moe_ffn, i.moe_interval, i.layers)
+    key = (i.hidden, i.heads, i.kv_heads, i.head_dim, i.gated, i.ffn, i.experts, i.moe_ffn, i.moe_interval, i.layers,
+           i.moe_layers, i.moe_shared_ffn, i.mla_q_rank, i.mla_kv_rank, i.mla_qk_head, i.mla_rope_head, i.mla_v_head)
     found = _LAYER_PARAMS.get(key)
     if found is None:
         if len(_LAYER_PARAMS) > 4096:
@@ -86,14 +87,36 @@ def layer_params(i: Inputs) -> tuple[float, float, float]:
 
 def _layer_params(i: Inputs) -> tuple[float, float, float]:
     h = i.hidden
-    attn = h * (i.q_dim + 2 * i.kv_dim) + i.q_dim * h
+    attn = float(h * (i.q_dim + 2 * i.kv_dim) + i.q_dim * h)
     mats = 3 if i.gated else 2
-    norms = 2 * h
+    norms = float(2 * h)
+    if i.mla:
+        split_attn, rep_attn = mla_params(i)
+        attn, norms = split_attn, norms + rep_attn
     if i.moe:
         f = i.moe_fraction
         expert = f * i.experts * mats * h * i.moe_ffn
-        return float(attn + (1 - f) * mats * h * i.ffn), float(norms + f * h * i.experts), float(expert)
+        shared = f * mats * h * i.moe_shared_ffn  # shared experts: a TP-split MLP beside the routed ones
+        return float(attn + (1 - f) * mats * h * i.ffn + shared), float(norms + f * h * i.experts), float(expert)
     return float(attn + mats * h * i.ffn), float(norms), 0.0
+
+
+def mla_params(i: Inputs) -> tuple[float, float]:
+    """(tensor-parallel-split, replicated) parameters of one multi-latent attention block (DeepSeek-V2 Sec. 2.1;
+    Megatron-Core multi_latent_attention.py): the down projections to the compressed query and key/value
+    latents (the shared rotary key rides with the latter) and their norms are duplicated on every TP rank
+    (``parallel_mode='duplicated'``); the up projections to every head's query, key and value and the output
+    projection are split. Without a query rank the query is projected from the hidden state directly."""
+    h, n = i.hidden, i.heads
+    qk = i.mla_qk_head + i.mla_rope_head
+    rep = h * (i.mla_kv_rank + i.mla_rope_head) + i.mla_kv_rank
+    if i.mla_q_rank:
+        rep += h * i.mla_q_rank + i.mla_q_rank
+        split = i.mla_q_rank * n * qk
+    else:
+        split = h * n * qk
+    split += i.mla_kv_rank * n * (i.mla_qk_head + i.mla_v_head) + n * i.mla_v_head * h
+    return float(split), float(rep)
 
 
 def layer_params_per_gpu(i: Inputs) -> float:
@@ -232,12 +255,45 @@ def model_state_bytes(n: float, *, dtype: str = "bf16", grad_bytes: float = 2.0,
     return params, grads, opt
 
 
-def static_bytes(i: Inputs, n: float) -> tuple[float, float, float]:
-    """(params, grads, optimizer) bytes on one GPU holding ``n`` parameters, from the run's engine fields
-    (:func:`model_state_bytes`)."""
-    return model_state_bytes(n, dtype=i.dtype, grad_bytes=i.grad_bytes, optimizer=i.optimizer,
-                             shard_stage=i.shard_stage, shards=shard_group(i), offload_opt=i.offload_opt,
-                             offload_params=i.offload_params)
+def static_bytes(i: Inputs, n: float, expert: float = 0.0) -> tuple[float, float, float]:
+    """(params, grads, optimizer) bytes on one GPU holding ``n`` parameters, ``expert`` of them routed-expert
+    parameters, from the run's engine fields (:func:`model_state_bytes`): the expert ones sharded over the
+    expert data-parallel group (:func:`expert_shard_group`), the others over :func:`shard_group`."""
+    out = model_state_bytes(n - expert, dtype=i.dtype, grad_bytes=i.grad_bytes, optimizer=i.optimizer,
+                            shard_stage=i.shard_stage, shards=shard_group(i), offload_opt=i.offload_opt,
+                            offload_params=i.offload_params)
+    if expert <= 0:
+        return out
+    moe = model_state_bytes(expert, dtype=i.dtype, grad_bytes=i.grad_bytes, optimizer=i.optimizer,
+                            shard_stage=i.shard_stage, shards=expert_shard_group(i), offload_opt=i.offload_opt,
+                            offload_params=i.offload_params)
+    return out[0] + moe[0], out[1] + moe[1], out[2] + moe[2]
+
+
+# -- MoE (s33-moe)
+def expert_shard_group(i: Inputs) -> int:
+    """Ranks a routed expert's parameters are replicated on, which its optimizer owner shards them over: the
+    expert data-parallel group, not the data-parallel one. Megatron-Core lays the experts out on a grid of their
+    own over the same ranks, (TP x CP x DP) / (EP x expert-TP) per pipeline stage (core/parallel_state.py
+    initialize_model_parallel: expert_data_parallel_size = world / (PP x ETP x EP); the distributed optimizer and
+    DDP give the expert parameters' buffers the expert data-parallel group: core/distributed/
+    distributed_data_parallel.py ``expert_parallel_buffers`` with ``intra_expt_dp_group``); core_v0.6's experts,
+    TP-split over TP and EP carved from DP, give the same DP x CP / EP. DeepSpeed carves the expert-parallel
+    group out of the data-parallel ranks and ZeRO partitions the expert parameter groups over the rest
+    (deepspeed/utils/groups.py _get_expert_data_parallel_group; runtime/engine.py _configure_moe_settings):
+    DP / EP. With EP 64 on 64 data-parallel ranks nothing shards an expert's fp32 master weights and moments."""
+    if not i.moe or i.ep * i.etp <= 1:
+        return shard_group(i)
+    if i.owner == "megatron":
+        return max(1, (shard_group(i) * i.tp) // (i.ep * i.etp))
+    return max(1, shard_group(i) // i.ep)
+
+
+def stage_expert_params_per_gpu(i: Inputs, layers: int) -> float:
+    """The routed-expert parameters one GPU of a stage holding ``layers`` layers keeps."""
+    if not i.moe:
+        return 0.0
+    return layers * layer_params(i)[2] / (i.ep * i.etp)
 
 
 def planning_state_bytes_per_param(dtype: str = "bf16", optimizer: str = "adam") -> float:
@@ -280,7 +336,7 @@ def _fp32_grad_copy_bytes(i: Inputs) -> float:
     return 4.0 if i.grad_bytes < 4.0 else 0.0
 
 
-def step_grad_copy_bytes(i: Inputs, n: float) -> float:
+def step_grad_copy_bytes(i: Inputs, n: float, expert: float = 0.0) -> float:
     """The fp32 copy of a 16-bit gradient buffer (fp16 training, Megatron --grad-reduce-in-bf16,
     DeepSpeed ZeRO's 16-bit gradients) on a GPU holding ``n`` parameters: a transient of the
     optimizer step, never alive with the activations, sharded like the optimizer states.
@@ -298,7 +354,10 @@ def step_grad_copy_bytes(i: Inputs, n: float) -> float:
     peak it is not there (one_stage puts it where it outgrows the activations)."""
     if i.offload_opt in ("cpu", "nvme"):
         return 0.0  # offloaded: the step runs on the host
-    return _fp32_grad_copy_bytes(i) * n / (shard_group(i) if i.shard_stage >= 1 else 1)
+    if i.shard_stage < 1:
+        return _fp32_grad_copy_bytes(i) * n
+    # the expert parameters' share is sharded over their own data-parallel group (expert_shard_group)
+    return _fp32_grad_copy_bytes(i) * ((n - expert) / shard_group(i) + expert / expert_shard_group(i))
 
 
 # --------------------------------------------------------------------------- activations
@@ -337,10 +396,10 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
     attention = (lin * sb * h / rep          # norm output = QKV input
                  + a * sb * i.q_dim / t      # Q
                  + 2 * a * sb * i.kv_dim / t  # K and V
-                 + a * sb * i.q_dim / t      # attention output (kept by the attention kernel) = projection input
+                 + a * sb * i.o_dim / t      # attention output (kept by the attention kernel) = projection input
                  + mask)
     if lin != a:
-        attention += lin * sb * i.q_dim / t  # FP8: the projection keeps its own FP8 copy of that output
+        attention += lin * sb * i.o_dim / t  # FP8: the projection keeps its own FP8 copy of that output
     if keep_scores:
         # softmax output (2), dropout mask (1), dropout output (2) per score: 5 a s^2 b / t
         attention += 5 * (i.heads / t) * sb * i.seq * (a / 2)
@@ -356,7 +415,13 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
         # the experts' FC1 input: the dispatched (permuted) copies of the tokens routed here, kept for the
         # weight gradient of the grouped GEMM (FP8 under TE), beside the router's input (the norm output)
         dispatched = lin * tokens * i.top_k * h
-        inner = f * (per_width / sb * tokens * i.moe_ffn * i.top_k / i.etp + dispatched) + (1 - f) * dense_inner
+        if i.moe_probs_on_output:
+            # the experts' output (top-k 16-bit copies, before the expert-TP reduction), kept by the router weights'
+            # multiply for their gradient (Megatron-Core before 0.12: engine.moe_probs_on_output)
+            dispatched += a * tokens * i.top_k * h
+        # the shared experts keep what a dense MLP of their width keeps
+        shared = per_width * i.moe_shared_ffn / t
+        inner = f * (per_width / sb * tokens * i.moe_ffn * i.top_k / i.etp + dispatched + shared) + (1 - f) * dense_inner
     else:
         inner = dense_inner
     mlp = lin * sb * h / rep + inner + mask  # norm output = FC1 input, MLP dropout mask
@@ -584,10 +649,12 @@ def _stage_static(i: Inputs, stage: int, layers: int, cache: Cache | None) -> tu
     found = cache.get(key) if cache is not None else None
     if found is None:
         n = stage_params_per_gpu(i, stage, layers)
-        params, grads, opt = static_bytes(i, n)
+        # -- MoE (s33-moe): the routed experts' state is sharded over the expert data-parallel group
+        params, grads, opt = static_bytes(i, n, stage_expert_params_per_gpu(i, layers))
         params += te_fp8_weight_cache_bytes(i, layers)
         found = (n, params, grads, opt, buffer_bytes(i, n),
-                 C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i), step_grad_copy_bytes(i, n))
+                 C.NCCL_GIB_PER_COMMUNICATOR * C.GIB * communicator_count(i),
+                 step_grad_copy_bytes(i, n, stage_expert_params_per_gpu(i, layers)))
         if cache is not None:
             cache[key] = found
     return found

@@ -17,6 +17,7 @@ from trainlint.estimator.memory import (
     active_params,
     layer_params,
     layer_params_per_gpu,
+    moe_tokens_per_gpu,
     shard_group,
     stage_kinds,
     stage_layers,
@@ -163,14 +164,14 @@ def layer_forward(i: Inputs) -> tuple[Cost, Cost]:
     m = i.micro * i.seq / i.cp
     h = i.hidden
     fp8 = i.fp8
-    cost = gemm(i, m, h, (i.q_dim + 2 * i.kv_dim) / t, fp8=fp8) + gemm(i, m, i.q_dim / t, h, fp8=fp8)
+    cost = attention_projections(i, m, fp8)
     dense, moe = mlp_gemms(i)
     dense_elems = m * i.ffn / t
     if i.moe:
         # the average layer: a share f of MoE layers (top-k experts + router), the rest dense
         f = i.moe_fraction
         cost = cost + moe.scale(f) + dense.scale(1 - f)
-        act_elems = f * m * i.top_k * i.moe_ffn / i.etp + (1 - f) * dense_elems
+        act_elems = f * m * (i.top_k * i.moe_ffn / i.etp + i.moe_shared_ffn / t) + (1 - f) * dense_elems
     else:
         cost = cost + dense
         act_elems = dense_elems
@@ -178,10 +179,36 @@ def layer_forward(i: Inputs) -> tuple[Cost, Cost]:
     elementwise = C.ELEMENTWISE_BYTES_PER_HIDDEN * m * h / rep + (3 if i.gated else 2) * i.act_bytes * act_elems
     if i.moe:
         # the token dispatcher's permute and unpermute: every routed copy of a token is gathered into
-        # its expert's block and scattered back (core/transformer/moe/moe_utils.py permute / unpermute)
-        elementwise += i.moe_fraction * C.MOE_PERMUTE_BYTES_PER_ELEMENT * m / rep * i.top_k * h
+        # its expert's block and scattered back (core/transformer/moe/moe_utils.py permute / unpermute), on the
+        # tokens this GPU's experts take: its sequence shard, gathered over the expert-TP group (moe_tokens_per_gpu)
+        elementwise += i.moe_fraction * moe_permute_bytes_per_element(i) * moe_tokens_per_gpu(i) * i.top_k * h
     cost = cost + Cost(0.0, elementwise / hbm(i))
     return cost, attention_forward(i)
+
+
+def attention_projections(i: Inputs, m: float, fp8: bool) -> Cost:
+    """The attention block's linear layers for ``m`` tokens: QKV and output projections; with multi-latent
+    attention the down projections to the latents (duplicated on every TP rank), the up projections to every
+    head's query, key and value, and the output projection (Megatron-Core multi_latent_attention.py)."""
+    t, h = i.tp, i.hidden
+    if not i.mla:
+        return gemm(i, m, h, (i.q_dim + 2 * i.kv_dim) / t, fp8=fp8) + gemm(i, m, i.q_dim / t, h, fp8=fp8)
+    n, qk = i.heads, i.mla_qk_head + i.mla_rope_head
+    cost = gemm(i, m, h, i.mla_kv_rank + i.mla_rope_head, fp8=fp8)
+    cost = cost + gemm(i, m, i.mla_kv_rank, n * (i.mla_qk_head + i.mla_v_head) / t, fp8=fp8)
+    if i.mla_q_rank:
+        cost = cost + gemm(i, m, h, i.mla_q_rank, fp8=fp8) + gemm(i, m, i.mla_q_rank, n * qk / t, fp8=fp8)
+    else:
+        cost = cost + gemm(i, m, h, n * qk / t, fp8=fp8)
+    return cost + gemm(i, m, n * i.mla_v_head / t, h, fp8=fp8)
+
+
+def moe_permute_bytes_per_element(i: Inputs) -> float:
+    """Forward HBM bytes per routed token copy per hidden unit of the dispatcher's permute, unpermute and the router
+    weights' multiply, by the engine's generation (MOE_PERMUTE_BYTES_PER_ELEMENT, or the gather / scatter path's
+    MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT; + MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT where the multiply is its own kernel)."""
+    permute = C.MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT if i.moe_unfused_permute else C.MOE_PERMUTE_BYTES_PER_ELEMENT
+    return permute + (C.MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT if i.moe_probs_on_output else 0.0)
 
 
 def mlp_gemms(i: Inputs) -> tuple[Cost, Cost]:
@@ -199,6 +226,9 @@ def mlp_gemms(i: Inputs) -> tuple[Cost, Cost]:
     moe = gemm(i, tokens, h, mats * i.moe_ffn / i.etp, local_experts, fp8=fp8)
     moe = moe + gemm(i, tokens, i.moe_ffn / i.etp, h, local_experts, fp8=fp8)
     moe = moe + gemm(i, m, h, i.experts)  # router
+    if i.moe_shared_ffn:
+        # the shared experts: every token through a TP-split MLP of their width (Megatron SharedExpertMLP)
+        moe = moe + gemm(i, m, h, mats * i.moe_shared_ffn / t, fp8=fp8) + gemm(i, m, i.moe_shared_ffn / t, h, fp8=fp8)
     return dense, moe
 
 
@@ -223,7 +253,9 @@ def attention_forward(i: Inputs) -> Cost:
     t = i.tp
     heads = i.heads / t
     sl = i.seq / i.cp
-    flops = 4 * i.micro * heads * sl * i.seq * i.head_dim
+    # scores over the query/key head size, the weighted sum over the value head size (MLA: 192 and 128)
+    head = (i.mla_qk_head + i.mla_rope_head + i.mla_v_head) / 2 if i.mla else i.head_dim
+    flops = 4 * i.micro * heads * sl * i.seq * head
     if i.flash:
         flops *= 0.5  # causal: fused kernels skip the masked half
         return Cost(flops / (peak_flops(i) * sustained_clock(i) * attention_efficiency(i)))

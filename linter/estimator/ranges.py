@@ -63,6 +63,11 @@ RANGES: dict[str, Bounds] = {
     "EP_A2A_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the all-to-all", fitted=False),
     "EP_A2A_1F1B_OVERLAP_FRACTION": Bounds("throughput", 0.5, 1.0, "the all-to-all beside another micro-batch's "
                                            "compute, except the schedule's warm-up and cool-down", fitted=False),
+    # -- MoE (s33-moe)
+    "MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT": Bounds("throughput", 16.0, 26.0, "two gathers, a scatter and a "
+                                                    "scatter_add over zero-filled 16-bit copies", fitted=False),
+    "MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT": Bounds("throughput", 4.0, 6.0, "read and write each 16-bit copy",
+                                                   fitted=False),
     "ULYSSES_A2A_PASSES": Bounds("throughput", 2.0, 3.0, "one round forward, one backward, one more with full "
                                  "recompute", fitted=False),
     "ALLOCATOR_FRAGMENTATION": Bounds("memory", 0.0, 0.6, "the part of the allocator's per-step cache held in "
