@@ -47,7 +47,7 @@ def test_cpu_checkpointing_moves_the_checkpoints_off_the_gpu() -> None:
 
 
 def test_fragmentation_is_not_charged_on_static_memory() -> None:
-    small = make_inputs(layers=8, micro=1)
+    small = make_inputs(layers=8, micro=1, recompute="full")
     big_model = dataclasses.replace(small, hidden=8192, heads=64, kv_heads=64, ffn=22016)
     for i in (small, big_model):
         s = one_stage(i, 0, i.layers)
@@ -57,7 +57,7 @@ def test_fragmentation_is_not_charged_on_static_memory() -> None:
 def test_the_releasable_allocator_cache_is_shown_but_not_needed(monkeypatch) -> None:
     """The cache the allocator frees before it raises out-of-memory (ALLOCATOR_CACHE) is in what the GPU
     shows (observed, reserved) and not in what the run needs (total, the verdicts)."""
-    i = make_inputs(layers=8, micro=2)
+    i = make_inputs(layers=8, micro=2, recompute="full")
     monkeypatch.setattr(C, "ALLOCATOR_CACHE", 0.0)
     bare = one_stage(i, 0, i.layers)
     monkeypatch.setattr(C, "ALLOCATOR_CACHE", 0.4)
@@ -88,7 +88,8 @@ def test_the_allocator_cache_never_shows_more_than_the_gpu_has(monkeypatch) -> N
 
 def test_the_allocator_cache_follows_one_micro_batch_not_the_micro_batches_in_flight() -> None:
     """Micro-batches held by a pipeline stage reuse blocks of one size: more in flight, the same cache."""
-    i = make_inputs(layers=8, pp=4, dp=2, world=8, micro=1, grad_accum=16, global_batch=32)
+    i = make_inputs(layers=8, pp=4, dp=2, world=8, micro=1, grad_accum=16, global_batch=32, framework="deepspeed",
+                    zero=1)  # ZeRO 1: fragmentation pinned (lifetimes_interleave), not added to the cache
     first, last = one_stage(i, 0, 2), one_stage(i, 3, 2)
     assert first.in_flight > last.in_flight
     assert first.activations > last.activations
@@ -230,3 +231,33 @@ def test_bridge_reads_activation_offloading_and_the_fused_loss(tmp_path, switch:
     spec = next(s for r in check_paths([str(path)], builtin_adapters()) for s in r.specs)
     assert spec.memory.cpu_offload_layers.value == expected
     assert spec.memory.cross_entropy.value == "in-place"
+
+
+def test_fragmentation_is_charged_where_lifetimes_interleave() -> None:
+    """The allocator is left with split blocks it cannot give back where short- and long-lived allocations
+    interleave (ZeRO, Rajbhandari et al. 2020, Sec. 6.3): checkpointed vs discarded activations, CPU-offloaded
+    activations, gradients allocated per parameter in the backward (DeepSpeed ZeRO 0/1, BF16_Optimizer). Where
+    they do not (no recompute, gradients in one buffer allocated up front), the same reserved blocks are the
+    releasable cache: shown as before, not needed."""
+    from trainlint.estimator.memory import lifetimes_interleave
+
+    plain = make_inputs(layers=8, micro=2)  # Megatron, contiguous gradient buffer, no recompute
+    assert not lifetimes_interleave(plain)
+    for other in (dataclasses.replace(plain, recompute="full"), dataclasses.replace(plain, cpu_offload_layers=2),
+                  dataclasses.replace(plain, recompute="selective", flash=False),
+                  make_inputs(layers=8, micro=2, framework="deepspeed", zero=1),
+                  make_inputs(layers=8, micro=2, framework="deepspeed", zero=0)):
+        assert lifetimes_interleave(other), other
+    assert not lifetimes_interleave(make_inputs(layers=8, micro=2, framework="deepspeed", zero=2))
+    assert not lifetimes_interleave(dataclasses.replace(plain, recompute="selective"))  # flash: nothing discarded
+    pinned = one_stage(dataclasses.replace(plain, owner="deepspeed-zero", shard_stage=1), 0, plain.layers)
+    free = one_stage(plain, 0, plain.layers)
+    assert pinned.detail["fragmentation"] > 0
+    assert pinned.detail["fragmentation"] == pytest.approx(C.ALLOCATOR_FRAGMENTATION * (pinned.activations + pinned.buffers))
+    assert free.detail["fragmentation"] == 0.0
+    # the blocks are still reserved: what the GPU shows keeps them, what the run needs does not
+    split = C.ALLOCATOR_FRAGMENTATION * (free.activations + free.buffers)
+    churn = free.activations - (free.in_flight - 1) * free.detail["stored_per_microbatch"]
+    assert free.cache == pytest.approx(C.ALLOCATOR_CACHE * (churn + free.buffers) + split)
+    assert free.total == pytest.approx(free.params + free.grads + free.optimizer + free.activations + free.buffers
+                                       + free.detail["cuda_context"] + free.detail["nccl"])

@@ -246,7 +246,14 @@ the verdicts were set when one coefficient stood for the whole gap (every record
 applied to memory allocated once and never freed: Megatron's contiguous parameter and gradient buffers
 (core/distributed/param_and_grad_buffer.py) and the optimizer's flat fp32 state, or DeepSpeed's
 flattened ZeRO partitions, which sit in blocks of their own from the first step (applying it there cost
-13-20 GiB on recipe runs that completed)."""
+13-20 GiB on recipe runs that completed). Charged only where short- and long-lived allocations interleave
+(:func:`memory.lifetimes_interleave`; ZeRO, Rajbhandari et al. 2020, Sec. 6.3: checkpointed vs discarded
+activations, parameter gradients allocated in the backward vs activation gradients): a step without recompute whose
+gradients go into a buffer allocated up front frees its activations in the reverse order it allocated them, in the
+same sizes every step, and the same share of reserved memory is then cache the allocator releases (shown, not
+needed). Charged on every step before, it called 24 completed runs "does not fit" (llm-foundry's MPT tables
+without activation checkpointing at the largest micro batch that ran, Megatron-Bridge's GB300 MXFP8 Llama-3 70B);
+the recorded OOMs it must catch are runs with full recompute, where it still is."""
 
 ALLOCATOR_CACHE = 0.6
 """Fitted (range 0-0.6). Share of what one micro-batch allocates and frees (its activations, workspaces and

@@ -538,6 +538,36 @@ def fragmentation_bytes(per_step: float, buffers: float, *, expandable: bool = F
     return C.ALLOCATOR_FRAGMENTATION * (per_step + buffers)
 
 
+def lifetimes_interleave(i: Inputs) -> bool:
+    """Whether the step interleaves short-lived and long-lived allocations, which is what leaves the caching
+    allocator with free pieces of split blocks it cannot give back (ALLOCATOR_FRAGMENTATION). Rajbhandari et al.
+    2020 (ZeRO, Sec. 6.3 "Memory Defragmentation") name the two patterns: "with activation checkpointing, only
+    selected activations are stored for back propagation while most activations are discarded ... This creates
+    interleaving of short lived memory (discarded activations) and long lived memory (checkpointed activation)",
+    and "during the backward propagation, the parameter gradients are long lived, while activation gradients ...
+    are short lived". So:
+
+    * activations discarded and brought back while others stay: full recompute, selective recompute that
+      discards a tensor (the scores of an unfused attention, or recompute_modules beyond core_attn), and CPU
+      activation offloading (the offloaded layers' tensors leave the GPU after their forward);
+    * parameter gradients allocated tensor by tensor during the backward and kept to the step: DeepSpeed's
+      FP16_Optimizer / DDP_BFLOAT16 (ZeRO 0) and BF16_Optimizer (``param.grad`` of each 16-bit parameter), and
+      ZeRO stage 1, whose gradients stay in ``param.grad`` until the reduction at the accumulation boundary
+      (stage_1_and_2.py registers the hooks that move them into its contiguous buffer only when it partitions
+      gradients, stage 2).
+
+    Not interleaved: a step without recompute whose gradients go into one buffer allocated up front (Megatron's
+    contiguous param_and_grad_buffer and Megatron-FSDP, ZeRO 2 with contiguous_gradients, ZeRO-3 / FSDP's
+    per-unit reduce-scatter): the forward allocates the saved activations in order and the backward frees them in
+    reverse, each step in the same sizes, so the blocks split once are reused whole. The same reserved memory is
+    then the cache the allocator frees before it raises out-of-memory (:func:`one_stage`)."""
+    if i.recompute == "full" or i.cpu_offload_layers > 0:
+        return True
+    if i.recompute == "selective" and (not i.flash or recomputed_module_bytes(i) > 0):
+        return True
+    return i.owner in ("deepspeed", "deepspeed-bf16") or (i.owner == "deepspeed-zero" and i.shard_stage == 1)
+
+
 def allocator_cache_bytes(per_step: float, buffers: float) -> float:
     """The rest of what the allocator keeps reserved while the GPU has room over what one micro-batch
     allocates and frees (its activations, workspaces, logits; the transient buffers) (ALLOCATOR_CACHE): whole
@@ -562,7 +592,10 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
         detail["step_grad_copy"] = copy - acts
     ctx = C.CUDA_CONTEXT_GIB * C.GIB
     flight = in_flight(i, stage)
-    frag = fragmentation_bytes(acts, buffers, expandable=i.expandable_segments)
+    split = fragmentation_bytes(acts, buffers, expandable=i.expandable_segments)
+    # split blocks pinned by long-lived tensors where lifetimes interleave; else the same reserved blocks are whole
+    # ones the allocator frees before it raises out-of-memory: shown (observed), not needed (total)
+    frag = split if lifetimes_interleave(i) else 0.0
     detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
     # the cache grows with what one micro-batch allocates and frees: the stored activations of the other
     # micro-batches in flight are blocks of the very sizes the next micro-batch asks for again
@@ -570,7 +603,7 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
     total = params + grads + opt + acts + buffers + ctx + nccl + frag
     # the cache is what the allocator keeps while the GPU has room: it frees it and retries before a cudaMalloc
     # fails, so it never takes the device past its memory (a run that fits shows at most the whole GPU)
-    releasable = min(allocator_cache_bytes(churn, buffers), max(0.0, i.gpu.memory_bytes - total))
+    releasable = min(allocator_cache_bytes(churn, buffers) + split - frag, max(0.0, i.gpu.memory_bytes - total))
     return StageMemory(stage, layers, params, grads, opt, acts, buffers, ctx + nccl + frag, detail,
                        flight, n, releasable)
 
@@ -619,5 +652,6 @@ def static_floor(i: Inputs, cache: Cache | None = None) -> float:
     for stage, layers in ([(k[0], k[1]) for k in kinds] if uneven_split(i) is not None
                           else [(0, kinds[0][1]), (i.pp - 1, kinds[-1][1])]):
         _, params, grads, opt, buffers, _, _ = _stage_static(i, stage, layers, cache)
-        out = max(out, params + grads + opt + buffers + fragmentation_bytes(0.0, buffers, expandable=i.expandable_segments))
+        frag = fragmentation_bytes(0.0, buffers, expandable=i.expandable_segments) if lifetimes_interleave(i) else 0.0
+        out = max(out, params + grads + opt + buffers + frag)
     return out + fixed_overhead_bytes(i)
