@@ -248,12 +248,13 @@ applied to memory allocated once and never freed: Megatron's contiguous paramete
 flattened ZeRO partitions, which sit in blocks of their own from the first step (applying it there cost
 13-20 GiB on recipe runs that completed). Charged only where short- and long-lived allocations interleave
 (:func:`memory.lifetimes_interleave`; ZeRO, Rajbhandari et al. 2020, Sec. 6.3: checkpointed vs discarded
-activations, parameter gradients allocated in the backward vs activation gradients): a step without recompute whose
+activations, parameter gradients allocated in the backward vs activation gradients; and a pipeline stage's
+micro-batches in flight across another's backward): a step of one micro-batch at a time without recompute whose
 gradients go into a buffer allocated up front frees its activations in the reverse order it allocated them, in the
 same sizes every step, and the same share of reserved memory is then cache the allocator releases (shown, not
-needed). Charged on every step before, it called 24 completed runs "does not fit" (llm-foundry's MPT tables
-without activation checkpointing at the largest micro batch that ran, Megatron-Bridge's GB300 MXFP8 Llama-3 70B);
-the recorded OOMs it must catch are runs with full recompute, where it still is."""
+needed). Charged on every step before, it called 20 completed runs "does not fit" (llm-foundry's MPT tables
+without activation checkpointing at the largest micro batch that ran); the recorded OOMs it must catch are runs
+with full recompute or pipelines, where it still is."""
 
 ALLOCATOR_CACHE = 0.6
 """Fitted (range 0-0.6). Share of what one micro-batch allocates and frees (its activations, workspaces and
@@ -302,6 +303,20 @@ perf recipes): its triton kernel reads the 16-bit logits, computes the loss in f
 gradient into the logits tensor itself (transformer_engine/pytorch/triton/cross_entropy.py cross_entropy_kernel,
 ``tl.store(X_ptr + X_offsets, X_block.to(grad_dtype))``), so the 16-bit logits are all (LOGITS_BYTES_PER_ELEMENT
 is the fp32 path's 6)."""
+
+
+# -- memory (s33-mem)
+
+BF16_OPTIMIZER_LP_GRAD_BYTES = 2.0
+"""Physical, from the source (range 0-2; not fitted): bytes per parameter of the 16-bit gradients DeepSpeed's
+BF16_Optimizer leaves in each parameter's ``.grad`` beside its full fp32 gradient buffer (grad_bytes 4). Its
+backward accumulates them into the fp32 buffer and keeps them (deepspeed/runtime/bf16_optimizer.py:
+``backward_epilogue(update_hp_grads=True, clear_lp_grads=False)``, ``_update_hp_grad``: ``hp_grad.data.add_(
+lp.grad...)``); they are dropped only at the start of the next backward (``clear_lp_grads``: ``param.grad = None``
+in v0.7-v0.9, zeroed in place since) or by ``zero_grad`` after the step. So with gradient accumulation (or the
+pipeline engine's several micro-batches) the next micro-batch builds its activations beside them: they are there
+at the activation peak. Not with one micro-batch per step, whose step frees them first (zero_grad,
+set_to_none=True)."""
 
 
 def __getattr__(name: str) -> Any:

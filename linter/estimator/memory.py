@@ -235,9 +235,13 @@ def model_state_bytes(n: float, *, dtype: str = "bf16", grad_bytes: float = 2.0,
 def static_bytes(i: Inputs, n: float) -> tuple[float, float, float]:
     """(params, grads, optimizer) bytes on one GPU holding ``n`` parameters, from the run's engine fields
     (:func:`model_state_bytes`)."""
-    return model_state_bytes(n, dtype=i.dtype, grad_bytes=i.grad_bytes, optimizer=i.optimizer,
-                             shard_stage=i.shard_stage, shards=shard_group(i), offload_opt=i.offload_opt,
-                             offload_params=i.offload_params)
+    params, grads, opt = model_state_bytes(n, dtype=i.dtype, grad_bytes=i.grad_bytes, optimizer=i.optimizer,
+                                           shard_stage=i.shard_stage, shards=shard_group(i), offload_opt=i.offload_opt,
+                                           offload_params=i.offload_params)
+    if i.owner == "deepspeed-bf16" and i.grad_accum > 1:
+        # BF16_Optimizer's 16-bit .grad of every parameter, kept beside its fp32 buffer into the next micro-batch
+        grads += C.BF16_OPTIMIZER_LP_GRAD_BYTES * n
+    return params, grads, opt
 
 
 def planning_state_bytes_per_param(dtype: str = "bf16", optimizer: str = "adam") -> float:
@@ -348,7 +352,7 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
         attention += 4 * (i.heads / t) * sb  # fp32 log-sum-exp kept by fused attention
     # gated: gate and up outputs (the activation's input) and their product (the FC2 input); else
     # the activation's input and output (the FC2 input, an FP8 copy under TE FP8)
-    per_width = sb * (a * (2 if i.gated else 1) + lin)
+    per_width = mlp_bytes_per_width(i, sb)
     dense_inner = per_width * i.ffn / t
     if i.moe:
         f = i.moe_fraction  # MoE layers hold top-k expert activations, the others a dense MLP
@@ -362,6 +366,20 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
     mlp = lin * sb * h / rep + inner + mask  # norm output = FC1 input, MLP dropout mask
     norms = 2 * a * sb * h / rep
     return attention + mlp + norms
+
+
+def mlp_bytes_per_width(i: Inputs, sb: float) -> float:
+    """Bytes an MLP keeps per unit of its inner width for ``sb`` tokens: gated, the gate and up outputs (the
+    activation's input) and their product (the FC2 input; an FP8 copy under TE FP8); else the activation's input
+    and output. An unfused gated activation (``silu(gate) * up`` as separate ops: Megatron-Core's glu() without
+    bias_swiglu_fusion, nanotron's GLUActivation, Hugging Face's LlamaMLP) keeps the silu output too, for the
+    multiply's backward (Inputs.gated_unfused)."""
+    a = i.act_bytes
+    lin = 1 if i.fp8 else a
+    kept = a * (2 if i.gated else 1) + lin
+    if i.gated and i.gated_unfused:
+        kept += a
+    return sb * kept
 
 
 def recomputed_module_bytes(i: Inputs) -> float:
@@ -385,7 +403,7 @@ def recomputed_module_bytes(i: Inputs) -> float:
     sb = i.seq / i.cp * i.micro
     t = i.tp
     rep = t if i.sp else 1
-    per_width = sb * (a * (2 if i.gated else 1) + lin)
+    per_width = mlp_bytes_per_width(i, sb)
     f = i.moe_fraction if i.moe else 0.0
     saved = 0.0
     if "mlp" in modules:
@@ -435,7 +453,7 @@ costs keyed by what varies between layouts. Never shared across runs, GPUs or co
 def _layer_acts(i: Inputs, cache: Cache | None) -> tuple[float, float, float]:
     """(stored without recompute, stored with selective recompute, checkpointed input) of one layer."""
     key = ("acts", i.tp, i.cp, i.micro, i.sp, i.etp, i.recompute, i.partition_activations, i.cpu_checkpointing,
-           i.residual_dropout, i.recompute_modules)
+           i.residual_dropout, i.recompute_modules, i.gated_unfused)
     found = cache.get(key) if cache is not None else None
     if found is None:
         full = layer_activation_bytes(i, keep_scores=not i.flash)
@@ -550,18 +568,21 @@ def lifetimes_interleave(i: Inputs) -> bool:
     * activations discarded and brought back while others stay: full recompute, selective recompute that
       discards a tensor (the scores of an unfused attention, or recompute_modules beyond core_attn), and CPU
       activation offloading (the offloaded layers' tensors leave the GPU after their forward);
+    * a pipeline stage holding several micro-batches (PP > 1 with gradient accumulation): the activations the next
+      forward allocates live across the backward of another micro-batch, whose activation gradients are the
+      short-lived ones between them;
     * parameter gradients allocated tensor by tensor during the backward and kept to the step: DeepSpeed's
       FP16_Optimizer / DDP_BFLOAT16 (ZeRO 0) and BF16_Optimizer (``param.grad`` of each 16-bit parameter), and
       ZeRO stage 1, whose gradients stay in ``param.grad`` until the reduction at the accumulation boundary
       (stage_1_and_2.py registers the hooks that move them into its contiguous buffer only when it partitions
       gradients, stage 2).
 
-    Not interleaved: a step without recompute whose gradients go into one buffer allocated up front (Megatron's
-    contiguous param_and_grad_buffer and Megatron-FSDP, ZeRO 2 with contiguous_gradients, ZeRO-3 / FSDP's
-    per-unit reduce-scatter): the forward allocates the saved activations in order and the backward frees them in
+    Not interleaved: one micro-batch at a time without recompute, whose gradients go into one buffer allocated up
+    front (Megatron's contiguous param_and_grad_buffer and Megatron-FSDP, ZeRO 2 with contiguous_gradients, ZeRO-3 /
+    FSDP's per-unit reduce-scatter): the forward allocates the saved activations in order and the backward frees them in
     reverse, each step in the same sizes, so the blocks split once are reused whole. The same reserved memory is
     then the cache the allocator frees before it raises out-of-memory (:func:`one_stage`)."""
-    if i.recompute == "full" or i.cpu_offload_layers > 0:
+    if i.recompute == "full" or i.cpu_offload_layers > 0 or (i.pp > 1 and i.grad_accum > 1):
         return True
     if i.recompute == "selective" and (not i.flash or recomputed_module_bytes(i) > 0):
         return True
@@ -613,7 +634,7 @@ def _stage_static(i: Inputs, stage: int, layers: int, cache: Cache | None) -> tu
     gradient copy at the step) of a stage: what no
     micro batch or recompute mode changes (memoised per layout structure in a search)."""
     key = ("static", stage == 0, stage == i.pp - 1, layers, i.tp, i.pp, i.cp, i.dp, i.ep, i.etp, i.vocab,
-           i.owner, i.shard_stage, i.shard_cp, i.grad_bytes, i.fp8, i.fp8_params) if cache is not None else None
+           i.owner, i.shard_stage, i.shard_cp, i.grad_bytes, i.fp8, i.fp8_params, i.grad_accum > 1) if cache is not None else None
     found = cache.get(key) if cache is not None else None
     if found is None:
         n = stage_params_per_gpu(i, stage, layers)
