@@ -72,7 +72,10 @@ TRANSLATIONS = {
                 "gradients until its backward ends before adding them to the fp32 buffer (optim/gradient_accumulator.py "
                 "FP32GradientAccumulator.backward), and at ZeRO 0 wraps the model in torch DDP whose bf16 buckets sit "
                 "beside those gradients (trainer.py _init_model, helpers.py init_optimizer_and_grad_accumulator): "
-                "2 bytes per parameter more than Megatron at ZeRO 1 at the end of a backward, 4 at ZeRO 0",
+                "2 bytes per parameter more than Megatron at ZeRO 1 at the end of a backward, 4 at ZeRO 0. Its SwiGLU is "
+                "GLUActivation (src/nanotron/models/llama.py at c252843: act(gate_states) * up_states on a split of the merged "
+                "gate_up output), unfused, which keeps the SiLU output for the multiply: --no-bias-swiglu-fusion, "
+                "Megatron-Core's unfused glu() that keeps the same tensors",
     "torchtitan": "torchtitan FSDP2 (+TP/CP) written as a Megatron-DeepSpeed launch with ZeRO-3 (with PP, which ZeRO-3 "
                   "does not take: Megatron-LM with the distributed optimizer; CP as DeepSpeed-Ulysses "
                   "--ds-sequence-parallel-size, the same split of the activations with an all-to-all instead of "
@@ -596,6 +599,9 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         args.append(f"--cpu-offloading-num-layers {offload}")
     if no_dropout(row):
         args.append("--hidden-dropout 0 --attention-dropout 0")
+    if nanotron and m.get("swiglu") and not deepspeed:
+        # nanotron's GLUActivation: silu(gate) * up as separate ops (TRANSLATIONS), Megatron-Core's unfused glu()
+        args.append("--no-bias-swiglu-fusion")
     recompute = recompute_of(row)
     if recompute == "full":
         args.append("--checkpoint-activations" if deepspeed else

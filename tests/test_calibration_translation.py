@@ -5,9 +5,11 @@ activation offloading). Synthetic rows: nothing here reads ../shared."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from trainlint.estimator import estimate
+from trainlint.estimator.core import estimate_inputs
 
 
 def _row(**over) -> dict:
@@ -69,7 +71,7 @@ def test_nanotron_rows_are_written_without_dropout(accuracy, tmp_path: Path) -> 
                       "seq_len": 4096, "vocab": 131072, "tie_word_embeddings": True},
                parallel={"tp": 1, "pp": 2, "dp": 4, "cp": 1, "zero_stage": 1, "framework": "nanotron v0.5"},
                batch={"micro": 4, "global": 256}, measured={"unit": "GB (torch)", "value": 40.0})
-    case = accuracy.write_case(row)
+    case = case_nanotron = accuracy.write_case(row)
     assert "--hidden-dropout 0 --attention-dropout 0" in case.files["train.sh"]
     assert any("dropout-free" in note for note in case.notes)
     (spec, ctx), = accuracy.read_case(accuracy.materialise(case, tmp_path / "nanotron"))
@@ -82,4 +84,9 @@ def test_nanotron_rows_are_written_without_dropout(accuracy, tmp_path: Path) -> 
     (spec, ctx), = accuracy.read_case(accuracy.materialise(case, tmp_path / "megatron"))
     with_dropout = estimate(spec, ctx)
     assert with_dropout.ok and with_dropout.inputs.residual_dropout
-    assert with_dropout.stages[0].activations > est.stages[0].activations
+    # nanotron's unfused GLUActivation is written as --no-bias-swiglu-fusion (Megatron's default fuses it)
+    assert "--no-bias-swiglu-fusion" in case_nanotron.files["train.sh"]
+    assert est.inputs.gated_unfused and not with_dropout.inputs.gated_unfused
+    fused_like_megatron = estimate_inputs(dataclasses.replace(est.inputs, gated_unfused=False))
+    assert with_dropout.stages[0].activations > fused_like_megatron.stages[0].activations
+    assert est.stages[0].activations > fused_like_megatron.stages[0].activations  # the SiLU output kept

@@ -215,7 +215,7 @@ async def test_layout_fix_on_a_bridge_launch_line(client: LanguageClient, worksp
     copy.write_text(BRIDGE_LAUNCH, encoding="utf-8")
     main(["check", "--isolated", "--fix", "--unsafe-fixes", "--select", "TL201", str(copy)])
     assert fixed == copy.read_text(encoding="utf-8") != BRIDGE_LAUNCH
-    assert "'model.recompute_granularity=full'" in fixed
+    assert "'model.tensor_model_parallel_size=2'" in fixed  # an override appended in the line's quoting
 
 
 CONTINUED = """GPT_ARGS=" \\

@@ -47,7 +47,7 @@ def test_cpu_checkpointing_moves_the_checkpoints_off_the_gpu() -> None:
 
 
 def test_fragmentation_is_not_charged_on_static_memory() -> None:
-    small = make_inputs(layers=8, micro=1)
+    small = make_inputs(layers=8, micro=1, recompute="full")
     big_model = dataclasses.replace(small, hidden=8192, heads=64, kv_heads=64, ffn=22016)
     for i in (small, big_model):
         s = one_stage(i, 0, i.layers)
@@ -57,7 +57,7 @@ def test_fragmentation_is_not_charged_on_static_memory() -> None:
 def test_the_releasable_allocator_cache_is_shown_but_not_needed(monkeypatch) -> None:
     """The cache the allocator frees before it raises out-of-memory (ALLOCATOR_CACHE) is in what the GPU
     shows (observed, reserved) and not in what the run needs (total, the verdicts)."""
-    i = make_inputs(layers=8, micro=2)
+    i = make_inputs(layers=8, micro=2, recompute="full")
     monkeypatch.setattr(C, "ALLOCATOR_CACHE", 0.0)
     bare = one_stage(i, 0, i.layers)
     monkeypatch.setattr(C, "ALLOCATOR_CACHE", 0.4)
@@ -88,7 +88,8 @@ def test_the_allocator_cache_never_shows_more_than_the_gpu_has(monkeypatch) -> N
 
 def test_the_allocator_cache_follows_one_micro_batch_not_the_micro_batches_in_flight() -> None:
     """Micro-batches held by a pipeline stage reuse blocks of one size: more in flight, the same cache."""
-    i = make_inputs(layers=8, pp=4, dp=2, world=8, micro=1, grad_accum=16, global_batch=32)
+    i = make_inputs(layers=8, pp=4, dp=2, world=8, micro=1, grad_accum=16, global_batch=32, framework="deepspeed",
+                    zero=1)  # ZeRO 1: fragmentation pinned (lifetimes_interleave), not added to the cache
     first, last = one_stage(i, 0, 2), one_stage(i, 3, 2)
     assert first.in_flight > last.in_flight
     assert first.activations > last.activations
@@ -230,3 +231,102 @@ def test_bridge_reads_activation_offloading_and_the_fused_loss(tmp_path, switch:
     spec = next(s for r in check_paths([str(path)], builtin_adapters()) for s in r.specs)
     assert spec.memory.cpu_offload_layers.value == expected
     assert spec.memory.cross_entropy.value == "in-place"
+
+
+def test_fragmentation_is_charged_where_lifetimes_interleave() -> None:
+    """The allocator is left with split blocks it cannot give back where short- and long-lived allocations
+    interleave (ZeRO, Rajbhandari et al. 2020, Sec. 6.3): checkpointed vs discarded activations, CPU-offloaded
+    activations, gradients allocated per parameter in the backward (DeepSpeed ZeRO 0/1, BF16_Optimizer). Where
+    they do not (no recompute, gradients in one buffer allocated up front), the same reserved blocks are the
+    releasable cache: shown as before, not needed."""
+    from trainlint.estimator.memory import lifetimes_interleave
+
+    plain = make_inputs(layers=8, micro=2)  # Megatron, contiguous gradient buffer, no recompute
+    assert not lifetimes_interleave(plain)
+    assert not lifetimes_interleave(dataclasses.replace(plain, pp=2, grad_accum=1))  # one micro-batch in flight
+    for other in (dataclasses.replace(plain, recompute="full"), dataclasses.replace(plain, cpu_offload_layers=2),
+                  dataclasses.replace(plain, pp=2, grad_accum=8),
+                  dataclasses.replace(plain, recompute="selective", flash=False),
+                  make_inputs(layers=8, micro=2, framework="deepspeed", zero=1),
+                  make_inputs(layers=8, micro=2, framework="deepspeed", zero=0)):
+        assert lifetimes_interleave(other), other
+    assert not lifetimes_interleave(make_inputs(layers=8, micro=2, framework="deepspeed", zero=2))
+    assert not lifetimes_interleave(dataclasses.replace(plain, recompute="selective"))  # flash: nothing discarded
+    pinned = one_stage(dataclasses.replace(plain, owner="deepspeed-zero", shard_stage=1), 0, plain.layers)
+    free = one_stage(plain, 0, plain.layers)
+    assert pinned.detail["fragmentation"] > 0
+    assert pinned.detail["fragmentation"] == pytest.approx(C.ALLOCATOR_FRAGMENTATION * (pinned.activations + pinned.buffers))
+    assert free.detail["fragmentation"] == 0.0
+    # the blocks are still reserved: what the GPU shows keeps them, what the run needs does not
+    split = C.ALLOCATOR_FRAGMENTATION * (free.activations + free.buffers)
+    churn = free.activations - (free.in_flight - 1) * free.detail["stored_per_microbatch"]
+    assert free.cache == pytest.approx(C.ALLOCATOR_CACHE * (churn + free.buffers) + split)
+    assert free.total == pytest.approx(free.params + free.grads + free.optimizer + free.activations + free.buffers
+                                       + free.detail["cuda_context"] + free.detail["nccl"])
+
+
+def _megatron_launch(tmp_path, *flags: str, deepspeed: bool = False):
+    from trainlint.adapters import builtin_adapters
+    from trainlint.files.checker import check_paths
+
+    extra = ""
+    if deepspeed:
+        (tmp_path / "ds.json").write_text('{"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 1}, '
+                                          '"bf16": {"enabled": true}}')
+        extra = " --deepspeed --deepspeed_config ds.json"
+    script = tmp_path / "train.sh"
+    script.write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 8 --hidden-size 1024 "
+                      "--num-attention-heads 16 --seq-length 2048 --max-position-embeddings 2048 --swiglu "
+                      "--micro-batch-size 1 --global-batch-size 64 --bf16 " + " ".join(flags) + extra + "\n")
+    results = check_paths([str(script)], builtin_adapters())
+    return next(spec for r in results for spec in r.specs)
+
+
+def test_the_gated_activation_is_read_where_the_engine_states_it(tmp_path) -> None:
+    """Megatron-Core fuses SwiGLU by default (bias_swiglu_impl keeps only its input); --no-bias-swiglu-fusion runs
+    glu(), F.silu(x[0]) * x[1], whose multiply keeps the SiLU output too, as Megatron-DeepSpeed's only swiglu does;
+    a Hugging Face config.json's modeling code (LlamaMLP) is unfused as well and fills a run that states nothing."""
+    from trainlint.core.provenance import Origin, Provenance, Value
+    from trainlint.presets.models import fill_model, read_hf_config
+
+    assert _megatron_launch(tmp_path).memory.gated_activation.value == "fused"
+    assert _megatron_launch(tmp_path, "--no-bias-swiglu-fusion").memory.gated_activation.value == "unfused"
+    assert _megatron_launch(tmp_path, deepspeed=True).memory.gated_activation.value == "unfused"
+
+    cfg = tmp_path / "config.json"
+    cfg.write_text('{"model_type": "llama", "hidden_act": "silu", "num_hidden_layers": 4, "hidden_size": 512, '
+                   '"num_attention_heads": 8, "intermediate_size": 1376, "vocab_size": 32000}')
+    preset = read_hf_config(cfg)
+    assert preset.gated_activation == "unfused"
+    model = Value(preset, Provenance(Origin.CLI, key="--model", note="config.json"))
+    fused = _megatron_launch(tmp_path)
+    assert fill_model(fused, model).memory.gated_activation.value == "fused"  # the run's framework says
+    bare = dataclasses.replace(fused, memory=dataclasses.replace(fused.memory, gated_activation=None))
+    assert fill_model(bare, model).memory.gated_activation.value == "unfused"
+
+
+def test_an_unfused_gated_activation_keeps_its_output() -> None:
+    fused = make_inputs(layers=4, micro=2, tp=2)
+    unfused = dataclasses.replace(fused, gated_unfused=True)
+    grown = one_stage(unfused, 0, 4).detail["stored_per_microbatch"] - one_stage(fused, 0, 4).detail["stored_per_microbatch"]
+    # the SiLU output: 16-bit, ffn / TP wide, per token of the micro-batch, per layer
+    assert grown == pytest.approx(4 * 2 * fused.seq * fused.micro * fused.ffn / fused.tp)
+    gelu, gelu_flagged = dataclasses.replace(fused, gated=False), dataclasses.replace(unfused, gated=False)
+    assert one_stage(gelu_flagged, 0, 4).activations == one_stage(gelu, 0, 4).activations  # nothing to unfuse
+
+
+def test_bf16_optimizer_keeps_the_16_bit_gradients_into_the_next_micro_batch() -> None:
+    """BF16_Optimizer adds each parameter's 16-bit .grad into its fp32 buffer and keeps it until the next backward
+    (bf16_optimizer.py backward_epilogue, clear_lp_grads): with gradient accumulation it is there at the next
+    micro-batch's activation peak; with one micro-batch per step zero_grad frees it after the step."""
+    from trainlint.estimator.memory import static_bytes
+
+    accumulating = make_inputs(framework="deepspeed", zero=0, grad_accum=8)  # bf16, ZeRO 0: BF16_Optimizer
+    assert accumulating.owner == "deepspeed-bf16" and accumulating.grad_bytes == 4.0
+    n = 1e9
+    _, grads, _ = static_bytes(accumulating, n)
+    assert grads == pytest.approx((4.0 + C.BF16_OPTIMIZER_LP_GRAD_BYTES) * n)
+    _, single, _ = static_bytes(dataclasses.replace(accumulating, grad_accum=1), n)
+    assert single == pytest.approx(4.0 * n)
+    zero = make_inputs(framework="deepspeed", zero=1, grad_accum=8)  # the ZeRO optimizer: its own 16-bit buffer
+    assert static_bytes(zero, n)[1] == pytest.approx(zero.grad_bytes * n)

@@ -272,4 +272,4 @@ def _fill_model(spec: TrainingSpec, name: str, given: Callable[[str, object], Va
     where = given("model_name_or_path", name).provenance
     filled = fill_model(spec, Value(preset, Provenance(Origin.FILE, path=where.path, span=where.span,
                                                        key="--model_name_or_path", note=note)))
-    spec.model = filled.model
+    spec.model, spec.memory = filled.model, filled.memory  # the memory part: the config's modeling code (gated activation)

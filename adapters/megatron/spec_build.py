@@ -489,6 +489,20 @@ class SpecBuilder:
                                        "--deepspeed-activation-checkpointing (megatron/initialize.py)", value)
             setattr(mem, field_name, value)
 
+        # the gated activation: Megatron-Core's MLP runs bias_swiglu_impl (one fused kernel saving only its input) when
+        # bias_activation_fusion is on (--bias-swiglu-fusion, the default), else glu(): F.silu(x[0]) * x[1], whose
+        # multiply keeps the silu output for its backward (core/transformer/mlp.py)
+        gated = self.spec.model.gated_mlp
+        if gated is not None and gated.value is True and self.ctx.dialect != CURRENT:
+            # Megatron-DeepSpeed's ParallelMLP has only the unfused form: swiglu(x) = F.silu(x[0]) * x[1]
+            # (megatron/model/transformer.py), no fusion flag
+            mem.gated_activation = derived("unfused", "Megatron-DeepSpeed's swiglu: F.silu(x[0]) * x[1]", gated)
+        elif gated is not None and gated.value is True:
+            fusion = self.get_or_default("bias_swiglu_fusion", True)
+            if fusion is not None and isinstance(fusion.value, bool):
+                mem.gated_activation = derived("fused" if fusion.value else "unfused",
+                                               "bias_swiglu_impl" if fusion.value else "unfused glu: F.silu(x[0]) * x[1]",
+                                               fusion)
         # the loss: Megatron-Core's compute_language_model_loss (models/common/language_module/language_module.py)
         # calls TE's parallel_cross_entropy for cross_entropy_loss_fusion with cross_entropy_fusion_impl 'te', whose
         # triton kernel stores the gradient into the 16-bit logits in place (transformer_engine/pytorch/triton/

@@ -160,6 +160,11 @@ class MemorySpec:
     to fp32 and keeps the fp32 softmax) or ``in-place`` (Transformer Engine's fused cross entropy writes the
     gradient into the 16-bit logits: Megatron ``--cross-entropy-loss-fusion --cross-entropy-fusion-impl te``).
     None: not stated (the fp32 form is taken)."""
+    gated_activation: Value | None = None
+    """How a gated MLP computes its activation: ``fused`` (one kernel that keeps only its input, the FC1 output:
+    Megatron-Core's bias_swiglu_impl, its default ``bias_swiglu_fusion``) or ``unfused`` (``silu(gate) * up`` as
+    separate ops, which keep the activation's output for the multiply's backward as well: Megatron-Core with
+    ``--no-bias-swiglu-fusion``, core/transformer/mlp.py ``glu``). None: not stated (the fused form is taken)."""
     distribute_saved_activations: Value | None = None
     """Recomputed layers' saved inputs split over the tensor-parallel ranks (Megatron
     ``--distribute-saved-activations``): sequence parallelism is then not a free choice."""

@@ -246,7 +246,15 @@ the verdicts were set when one coefficient stood for the whole gap (every record
 applied to memory allocated once and never freed: Megatron's contiguous parameter and gradient buffers
 (core/distributed/param_and_grad_buffer.py) and the optimizer's flat fp32 state, or DeepSpeed's
 flattened ZeRO partitions, which sit in blocks of their own from the first step (applying it there cost
-13-20 GiB on recipe runs that completed)."""
+13-20 GiB on recipe runs that completed). Charged only where short- and long-lived allocations interleave
+(:func:`memory.lifetimes_interleave`; ZeRO, Rajbhandari et al. 2020, Sec. 6.3: checkpointed vs discarded
+activations, parameter gradients allocated in the backward vs activation gradients; and a pipeline stage's
+micro-batches in flight across another's backward): a step of one micro-batch at a time without recompute whose
+gradients go into a buffer allocated up front frees its activations in the reverse order it allocated them, in the
+same sizes every step, and the same share of reserved memory is then cache the allocator releases (shown, not
+needed). Charged on every step before, it called 20 completed runs "does not fit" (llm-foundry's MPT tables
+without activation checkpointing at the largest micro batch that ran); the recorded OOMs it must catch are runs
+with full recompute or pipelines, where it still is."""
 
 ALLOCATOR_CACHE = 0.6
 """Fitted (range 0-0.6). Share of what one micro-batch allocates and frees (its activations, workspaces and
@@ -312,6 +320,20 @@ MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT = 4.0
 """Physical (range 4-6; not fitted): forward HBM bytes per routed token copy per hidden unit of the router weights'
 multiply on the experts' output where it is a kernel of its own (engine.moe_probs_on_output, Megatron-Core before
 0.12: read and write the 16-bit copy); from 0.12 the experts fuse it into their activation."""
+
+
+# -- memory (s33-mem)
+
+BF16_OPTIMIZER_LP_GRAD_BYTES = 2.0
+"""Physical, from the source (range 0-2; not fitted): bytes per parameter of the 16-bit gradients DeepSpeed's
+BF16_Optimizer leaves in each parameter's ``.grad`` beside its full fp32 gradient buffer (grad_bytes 4). Its
+backward accumulates them into the fp32 buffer and keeps them (deepspeed/runtime/bf16_optimizer.py:
+``backward_epilogue(update_hp_grads=True, clear_lp_grads=False)``, ``_update_hp_grad``: ``hp_grad.data.add_(
+lp.grad...)``); they are dropped only at the start of the next backward (``clear_lp_grads``: ``param.grad = None``
+in v0.7-v0.9, zeroed in place since) or by ``zero_grad`` after the step. So with gradient accumulation (or the
+pipeline engine's several micro-batches) the next micro-batch builds its activations beside them: they are there
+at the activation peak. Not with one micro-batch per step, whose step frees them first (zero_grad,
+set_to_none=True)."""
 
 
 def __getattr__(name: str) -> Any:

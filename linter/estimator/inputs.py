@@ -169,6 +169,9 @@ class Inputs:
     a layout, first/last-stage layer counts, embedding/loss counted in the split); () = even. Valid for
     ``split_layout`` = (PP, VPP) only: a layout search changing either splits evenly."""
     split_layout: tuple[int, int] = (0, 0)
+    gated_unfused: bool = False
+    """The gated MLP's activation runs as separate ops (memory.gated_activation ``unfused``): its output is kept
+    beside its input (memory.layer_activation_bytes)."""
     residual_dropout: bool = True
     """Dropout on the residual branches and the embedding keeps a mask (and the embedding an output
     copy); False when the config sets ``hidden_dropout`` to 0, where torch's dropout is the identity."""
@@ -600,6 +603,8 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     conf = spec.engine.cuda_alloc_conf
     expandable = conf is not None and "expandable_segments:true" in str(conf.value).replace(" ", "").lower()
     logits_in_place = str(r.get("memory.cross_entropy", fallback="fp32", why="") or "fp32") == "in-place"
+    activation = spec.get("memory.gated_activation")  # a framework's default or a model's code, never assumed here
+    gated_unfused = activation is not None and activation.value == "unfused"
 
 
     mla = _latent_dims(r, spec)
@@ -622,7 +627,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt,
         stage_split=split, split_layout=(pp, max(1, vpp)) if split else (0, 0), recompute_modules=modules,
         cpu_offload_layers=min(offload_layers, layers), logits_in_place=logits_in_place,
-        expandable_segments=expandable,
+        expandable_segments=expandable, gated_unfused=gated_unfused,
         moe_layers=_moe_layers(r, spec, layers),
         moe_shared_ffn=r.get("model.moe_shared_expert_ffn", fallback=0, cast=int) if experts > 1 else 0,
         moe_probs_on_output=bool(e["moe_probs_on_output"]), moe_unfused_permute=bool(e["moe_unfused_permute"]),

@@ -259,15 +259,18 @@ def static_bytes(i: Inputs, n: float, expert: float = 0.0) -> tuple[float, float
     """(params, grads, optimizer) bytes on one GPU holding ``n`` parameters, ``expert`` of them routed-expert
     parameters, from the run's engine fields (:func:`model_state_bytes`): the expert ones sharded over the
     expert data-parallel group (:func:`expert_shard_group`), the others over :func:`shard_group`."""
-    out = model_state_bytes(n - expert, dtype=i.dtype, grad_bytes=i.grad_bytes, optimizer=i.optimizer,
-                            shard_stage=i.shard_stage, shards=shard_group(i), offload_opt=i.offload_opt,
-                            offload_params=i.offload_params)
-    if expert <= 0:
-        return out
-    moe = model_state_bytes(expert, dtype=i.dtype, grad_bytes=i.grad_bytes, optimizer=i.optimizer,
-                            shard_stage=i.shard_stage, shards=expert_shard_group(i), offload_opt=i.offload_opt,
-                            offload_params=i.offload_params)
-    return out[0] + moe[0], out[1] + moe[1], out[2] + moe[2]
+    params, grads, opt = model_state_bytes(n - expert, dtype=i.dtype, grad_bytes=i.grad_bytes, optimizer=i.optimizer,
+                                           shard_stage=i.shard_stage, shards=shard_group(i),
+                                           offload_opt=i.offload_opt, offload_params=i.offload_params)
+    if expert > 0:
+        moe = model_state_bytes(expert, dtype=i.dtype, grad_bytes=i.grad_bytes, optimizer=i.optimizer,
+                                shard_stage=i.shard_stage, shards=expert_shard_group(i), offload_opt=i.offload_opt,
+                                offload_params=i.offload_params)
+        params, grads, opt = params + moe[0], grads + moe[1], opt + moe[2]
+    if i.owner == "deepspeed-bf16" and i.grad_accum > 1:
+        # BF16_Optimizer's 16-bit .grad of every parameter, kept beside its fp32 buffer into the next micro-batch
+        grads += C.BF16_OPTIMIZER_LP_GRAD_BYTES * n
+    return params, grads, opt
 
 
 # -- MoE (s33-moe)
@@ -407,7 +410,7 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
         attention += 4 * (i.heads / t) * sb  # fp32 log-sum-exp kept by fused attention
     # gated: gate and up outputs (the activation's input) and their product (the FC2 input); else
     # the activation's input and output (the FC2 input, an FP8 copy under TE FP8)
-    per_width = sb * (a * (2 if i.gated else 1) + lin)
+    per_width = mlp_bytes_per_width(i, sb)
     dense_inner = per_width * i.ffn / t
     if i.moe:
         f = i.moe_fraction  # MoE layers hold top-k expert activations, the others a dense MLP
@@ -427,6 +430,20 @@ def layer_activation_bytes(i: Inputs, *, keep_scores: bool) -> float:
     mlp = lin * sb * h / rep + inner + mask  # norm output = FC1 input, MLP dropout mask
     norms = 2 * a * sb * h / rep
     return attention + mlp + norms
+
+
+def mlp_bytes_per_width(i: Inputs, sb: float) -> float:
+    """Bytes an MLP keeps per unit of its inner width for ``sb`` tokens: gated, the gate and up outputs (the
+    activation's input) and their product (the FC2 input; an FP8 copy under TE FP8); else the activation's input
+    and output. An unfused gated activation (``silu(gate) * up`` as separate ops: Megatron-Core's glu() without
+    bias_swiglu_fusion, nanotron's GLUActivation, Hugging Face's LlamaMLP) keeps the silu output too, for the
+    multiply's backward (Inputs.gated_unfused)."""
+    a = i.act_bytes
+    lin = 1 if i.fp8 else a
+    kept = a * (2 if i.gated else 1) + lin
+    if i.gated and i.gated_unfused:
+        kept += a
+    return sb * kept
 
 
 def recomputed_module_bytes(i: Inputs) -> float:
@@ -450,7 +467,7 @@ def recomputed_module_bytes(i: Inputs) -> float:
     sb = i.seq / i.cp * i.micro
     t = i.tp
     rep = t if i.sp else 1
-    per_width = sb * (a * (2 if i.gated else 1) + lin)
+    per_width = mlp_bytes_per_width(i, sb)
     f = i.moe_fraction if i.moe else 0.0
     saved = 0.0
     if "mlp" in modules:
@@ -500,7 +517,7 @@ costs keyed by what varies between layouts. Never shared across runs, GPUs or co
 def _layer_acts(i: Inputs, cache: Cache | None) -> tuple[float, float, float]:
     """(stored without recompute, stored with selective recompute, checkpointed input) of one layer."""
     key = ("acts", i.tp, i.cp, i.micro, i.sp, i.etp, i.recompute, i.partition_activations, i.cpu_checkpointing,
-           i.residual_dropout, i.recompute_modules)
+           i.residual_dropout, i.recompute_modules, i.gated_unfused)
     found = cache.get(key) if cache is not None else None
     if found is None:
         full = layer_activation_bytes(i, keep_scores=not i.flash)
@@ -603,6 +620,39 @@ def fragmentation_bytes(per_step: float, buffers: float, *, expandable: bool = F
     return C.ALLOCATOR_FRAGMENTATION * (per_step + buffers)
 
 
+def lifetimes_interleave(i: Inputs) -> bool:
+    """Whether the step interleaves short-lived and long-lived allocations, which is what leaves the caching
+    allocator with free pieces of split blocks it cannot give back (ALLOCATOR_FRAGMENTATION). Rajbhandari et al.
+    2020 (ZeRO, Sec. 6.3 "Memory Defragmentation") name the two patterns: "with activation checkpointing, only
+    selected activations are stored for back propagation while most activations are discarded ... This creates
+    interleaving of short lived memory (discarded activations) and long lived memory (checkpointed activation)",
+    and "during the backward propagation, the parameter gradients are long lived, while activation gradients ...
+    are short lived". So:
+
+    * activations discarded and brought back while others stay: full recompute, selective recompute that
+      discards a tensor (the scores of an unfused attention, or recompute_modules beyond core_attn), and CPU
+      activation offloading (the offloaded layers' tensors leave the GPU after their forward);
+    * a pipeline stage holding several micro-batches (PP > 1 with gradient accumulation): the activations the next
+      forward allocates live across the backward of another micro-batch, whose activation gradients are the
+      short-lived ones between them;
+    * parameter gradients allocated tensor by tensor during the backward and kept to the step: DeepSpeed's
+      FP16_Optimizer / DDP_BFLOAT16 (ZeRO 0) and BF16_Optimizer (``param.grad`` of each 16-bit parameter), and
+      ZeRO stage 1, whose gradients stay in ``param.grad`` until the reduction at the accumulation boundary
+      (stage_1_and_2.py registers the hooks that move them into its contiguous buffer only when it partitions
+      gradients, stage 2).
+
+    Not interleaved: one micro-batch at a time without recompute, whose gradients go into one buffer allocated up
+    front (Megatron's contiguous param_and_grad_buffer and Megatron-FSDP, ZeRO 2 with contiguous_gradients, ZeRO-3 /
+    FSDP's per-unit reduce-scatter): the forward allocates the saved activations in order and the backward frees them in
+    reverse, each step in the same sizes, so the blocks split once are reused whole. The same reserved memory is
+    then the cache the allocator frees before it raises out-of-memory (:func:`one_stage`)."""
+    if i.recompute == "full" or i.cpu_offload_layers > 0 or (i.pp > 1 and i.grad_accum > 1):
+        return True
+    if i.recompute == "selective" and (not i.flash or recomputed_module_bytes(i) > 0):
+        return True
+    return i.owner in ("deepspeed", "deepspeed-bf16") or (i.owner == "deepspeed-zero" and i.shard_stage == 1)
+
+
 def allocator_cache_bytes(per_step: float, buffers: float) -> float:
     """The rest of what the allocator keeps reserved while the GPU has room over what one micro-batch
     allocates and frees (its activations, workspaces, logits; the transient buffers) (ALLOCATOR_CACHE): whole
@@ -627,7 +677,10 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
         detail["step_grad_copy"] = copy - acts
     ctx = C.CUDA_CONTEXT_GIB * C.GIB
     flight = in_flight(i, stage)
-    frag = fragmentation_bytes(acts, buffers, expandable=i.expandable_segments)
+    split = fragmentation_bytes(acts, buffers, expandable=i.expandable_segments)
+    # split blocks pinned by long-lived tensors where lifetimes interleave; else the same reserved blocks are whole
+    # ones the allocator frees before it raises out-of-memory: shown (observed), not needed (total)
+    frag = split if lifetimes_interleave(i) else 0.0
     detail.update({"cuda_context": ctx, "nccl": nccl, "fragmentation": frag})
     # the cache grows with what one micro-batch allocates and frees: the stored activations of the other
     # micro-batches in flight are blocks of the very sizes the next micro-batch asks for again
@@ -635,7 +688,7 @@ def one_stage(i: Inputs, stage: int, layers: int, cache: Cache | None = None) ->
     total = params + grads + opt + acts + buffers + ctx + nccl + frag
     # the cache is what the allocator keeps while the GPU has room: it frees it and retries before a cudaMalloc
     # fails, so it never takes the device past its memory (a run that fits shows at most the whole GPU)
-    releasable = min(allocator_cache_bytes(churn, buffers), max(0.0, i.gpu.memory_bytes - total))
+    releasable = min(allocator_cache_bytes(churn, buffers) + split - frag, max(0.0, i.gpu.memory_bytes - total))
     return StageMemory(stage, layers, params, grads, opt, acts, buffers, ctx + nccl + frag, detail,
                        flight, n, releasable)
 
@@ -645,7 +698,7 @@ def _stage_static(i: Inputs, stage: int, layers: int, cache: Cache | None) -> tu
     gradient copy at the step) of a stage: what no
     micro batch or recompute mode changes (memoised per layout structure in a search)."""
     key = ("static", stage == 0, stage == i.pp - 1, layers, i.tp, i.pp, i.cp, i.dp, i.ep, i.etp, i.vocab,
-           i.owner, i.shard_stage, i.shard_cp, i.grad_bytes, i.fp8, i.fp8_params) if cache is not None else None
+           i.owner, i.shard_stage, i.shard_cp, i.grad_bytes, i.fp8, i.fp8_params, i.grad_accum > 1) if cache is not None else None
     found = cache.get(key) if cache is not None else None
     if found is None:
         n = stage_params_per_gpu(i, stage, layers)
@@ -686,5 +739,6 @@ def static_floor(i: Inputs, cache: Cache | None = None) -> float:
     for stage, layers in ([(k[0], k[1]) for k in kinds] if uneven_split(i) is not None
                           else [(0, kinds[0][1]), (i.pp - 1, kinds[-1][1])]):
         _, params, grads, opt, buffers, _, _ = _stage_static(i, stage, layers, cache)
-        out = max(out, params + grads + opt + buffers + fragmentation_bytes(0.0, buffers, expandable=i.expandable_segments))
+        frag = fragmentation_bytes(0.0, buffers, expandable=i.expandable_segments) if lifetimes_interleave(i) else 0.0
+        out = max(out, params + grads + opt + buffers + frag)
     return out + fixed_overhead_bytes(i)

@@ -84,6 +84,9 @@ RANGES: dict[str, Bounds] = {
                                             "parameters per data-parallel rank", fitted=False),
     "LOGITS_IN_PLACE_BYTES_PER_ELEMENT": Bounds("memory", 2.0, 4.0, "the 16-bit logits holding their own gradient "
                                                 "(2), at most with a separate 16-bit gradient (4)", fitted=False),
+    # -- memory (s33-mem)
+    "BF16_OPTIMIZER_LP_GRAD_BYTES": Bounds("memory", 0.0, 2.0, "the 16-bit gradients BF16_Optimizer keeps beside "
+                                           "its fp32 buffer: 2 bytes, none where an engine frees them", fitted=False),
     "FLASH_BACKWARD_FLOP_RATIO": Bounds("throughput", 2.0, 3.0, "FlashAttention-2 backward: 5 GEMMs to the "
                                         "forward's 2", fitted=False),
 }

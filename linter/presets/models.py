@@ -98,6 +98,11 @@ class ModelPreset:
     published_active_params: float | None = None
     published_params_source: str | None = None
     source: str | None = None
+    gated_activation: str | None = None
+    """How the modeling code this preset was read for computes a gated MLP's activation (the spec's
+    ``memory.gated_activation``): ``unfused`` for a Hugging Face config.json, whose transformers modeling code runs
+    ``down_proj(act_fn(gate_proj(x)) * up_proj(x))`` as separate ops (LlamaMLP, MistralMLP, Qwen2MLP ...), keeping the
+    activation's output for the multiply; None: not known (the run's framework says)."""
     aliases: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
@@ -428,6 +433,7 @@ def read_hf_config(path: str | Path) -> ModelPreset:
         num_experts=num_experts, moe_top_k=cfg.get("num_experts_per_tok") if num_experts else None,
         moe_ffn_hidden_size=(cfg.get("moe_intermediate_size") or cfg.get("intermediate_size")) if num_experts else None,
         num_shared_experts=int(cfg.get("n_shared_experts") or 0),
+        gated_activation="unfused" if gated else None,
         first_dense_layers=int(cfg.get("first_k_dense_replace") or 0),
         router_bias=model_type == "deepseek_v3", mla=mla, family=model_type or None,
         source=f"local HF config {where}",
@@ -508,4 +514,11 @@ def fill_model(spec: TrainingSpec, model: Value | None) -> TrainingSpec:
                                                                key=model.provenance.key, note=note)))
     if out.model.param_count is None:
         out.model.param_count = Value(preset.params().total, Provenance(origin, note=f"parameters counted from {model.provenance.note}"))
+    if preset.gated_activation and preset.gated_mlp and spec.memory.gated_activation is None:
+        # the run's own framework did not say how it computes the activation (a DeepSpeed JSON or an HF Trainer run,
+        # whose model is the one this config.json builds): the preset's modeling code does
+        out.memory = copy.copy(spec.memory)
+        out.memory.gated_activation = Value(preset.gated_activation, Provenance(
+            origin, path=model.provenance.path, key=model.provenance.key,
+            note=f"the gated activation of the modeling code of {model.provenance.note}"))
     return out
