@@ -68,7 +68,7 @@ def test_no_list_of_the_files_is_kept(tmp_path):
     before = alive()
     assert before <= 2
     walked = 0
-    for task, _ in made.items():
+    for _ in made.items():
         walked += 1
         if walked == made.count // 2:
             assert alive() <= before + 2
