@@ -124,6 +124,11 @@ class UnusedSuppressions:
                 self._seen.add(path)
                 self._files.append((index, path, suppressions))
 
+    def has_comments(self, index: int) -> bool:
+        """Whether the ``index``-th result read a file with a suppression comment (its TL020 findings,
+        if any, are given with that index at the end of the run)."""
+        return bool(self._files) and self._files[-1][0] == index
+
     def inline_findings(self) -> list[tuple[int, str, list[Diagnostic]]]:
         """(index of the result, file, its TL020 findings) for every file with an unused comment, in run order."""
         out = []
