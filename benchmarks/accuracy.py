@@ -31,6 +31,9 @@ apart and are not in any figure.
     .venv/bin/python benchmarks/accuracy.py --kind memory   # memory rows only (about a minute, with LOSO)
     .venv/bin/python benchmarks/accuracy.py --no-loso --only 'vTrain|Bridge'   # a subset of families (fast loop)
     .venv/bin/python benchmarks/accuracy.py --no-loso --dump rows.jsonl        # inputs + breakdown per row
+
+Exit status 2 on an internal error: a written file read with a TL999, or an estimate at the shipped
+coefficients that breaks the estimator's invariants (a refit's may: those rows are skipped).
 """
 
 from __future__ import annotations
@@ -125,6 +128,9 @@ def read_case(argv: list[str]) -> list[tuple[Any, Any]]:
     results = check_paths(args.paths, builtin_adapters(), runs=project.runs + runs,
                           environment={**project.environment, **environment},
                           frameworks=project.framework_settings)  # the release the project config states
+    broken = [d.message for result in results for d in result.diagnostics if d.code == "TL999"]
+    if broken:  # a trainlint bug on the written files: the row must not be scored as skipped
+        raise InternalError(f"internal error (TL999) reading {' '.join(argv)}: {broken[0]}")
     out = []
     for result in results:
         for spec in result.specs:
@@ -132,6 +138,10 @@ def read_case(argv: list[str]) -> list[tuple[Any, Any]]:
                                 model=args.model, project=project)
             out.append((spec, ctx))
     return out
+
+
+class InternalError(Exception):
+    """trainlint failed on a row's files (TL999): no figure stands."""
 
 
 def cli_json(argv: list[str]) -> Any:
@@ -728,12 +738,17 @@ def main(argv: list[str] | None = None) -> int:
         pattern = re.compile(args.only, re.IGNORECASE)
         rows = [r for r in rows if pattern.search(family_of(r)) or pattern.search(str(r["id"]))]
     t0 = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="trainlint-accuracy-") as tmp:
-        loaded, skipped, no_path = load_cases(rows, Path(tmp))
+    try:
+        with tempfile.TemporaryDirectory(prefix="trainlint-accuracy-") as tmp:
+            loaded, skipped, no_path = load_cases(rows, Path(tmp))
+    except InternalError as exc:
+        print(f"accuracy: error: {exc}; no figure is reported", file=sys.stderr)
+        return 2
     t_load = time.perf_counter() - t0
     disagreements = cli_agreement(loaded)
     shipped, skipped_est = evaluate(loaded)
     skipped += skipped_est
+    broken = [why for _, why in skipped_est if why.startswith("estimate broke its invariants")]
     t1 = time.perf_counter()
     insample = loso = None
     refits: dict[str, dict[str, float]] = {}
@@ -774,6 +789,10 @@ def main(argv: list[str] | None = None) -> int:
             print()
     print(f"timing: {len(rows)} rows written and read through the CLI path (+ CLI JSON check) {t_load:.1f} s; "
           f"fits ({'in-sample + ' if insample is not None else ''}{len(refits)} leave-one-out) {t_fit:.1f} s")
+    if broken:
+        print(f"accuracy: error: {len(broken)} rows broke the estimator's invariants at the shipped coefficients, "
+              f"e.g. {broken[0]}", file=sys.stderr)
+        return 2
     return 0
 
 

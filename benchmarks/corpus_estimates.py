@@ -8,6 +8,9 @@
 * the configs predicted above the GPU's capacity, listed with their numbers for judgement.
 
     python benchmarks/corpus_estimates.py [DIR] [--gpu a100-80gb] [--json]
+
+Exit status 2 on an internal error: a file read with a TL999, or an estimate that breaks the
+estimator's invariants (both are listed, with the rest of the report).
 """
 
 from __future__ import annotations
@@ -60,6 +63,10 @@ def survey(directory: Path, gpu: str) -> dict:
     internal: list[dict] = []
     ignored_zero: list[dict] = []
     for result in results:
+        for d in result.diagnostics:
+            if d.code == "TL999":
+                internal.append({"path": str(Path(result.path).relative_to(directory)), "label": "(reading)",
+                                 "error": d.message})
         for spec in result.specs:
             counts["runs"] += 1
             try:
@@ -112,9 +119,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     report = survey(Path(args.directory).resolve(), args.gpu)
+    status = 0
+    if report["internal_errors"]:
+        print(f"corpus_estimates: error: {len(report['internal_errors'])} internal errors (TL999 or a broken "
+              "invariant)", file=sys.stderr)
+        status = 2
     if args.json:
         print(json.dumps(report, indent=2))
-        return 0
+        return status
     c = report["counts"]
     print(f"{args.directory}: {c.get('runs', 0)} runs, {c.get('estimates', 0)} estimates on {args.gpu} (only --gpu given)")
     print(f"  estimates with MFU > 1: {c.get('mfu > 1', 0)}; internal errors (broken invariants): {len(report['internal_errors'])}")
@@ -131,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     for o in sorted(report["over_capacity"], key=lambda o: (bool(o["scope"]), o["path"])):
         print(f"    {o['path']} ({o['label']}): {o['total_gib']} of {o['capacity_gib']} GiB, {o['params_b']}B params, "
               f"{o['world']} GPUs [{o['layout']}] {o['parts_gib']}" + (f"\n      not judged: {o['scope']}" if o["scope"] else ""))
-    return 0
+    return status
 
 
 if __name__ == "__main__":

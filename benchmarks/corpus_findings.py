@@ -11,6 +11,8 @@ findings (TL004 warnings), and with --errors every error-level finding, one line
 
 To compare with another build, run it with that build first on PYTHONPATH (the checks run as
 ``python -m trainlint`` subprocesses and inherit the environment).
+
+Exit status 2 when trainlint fails (exit 2) or reports an internal error (TL999) on any file.
 """
 
 from __future__ import annotations
@@ -31,8 +33,15 @@ def check(cwd: Path, paths: list[str]) -> list[dict]:
     done = subprocess.run([sys.executable, "-m", "trainlint", "check", "--format", "json", "--exit-zero", "--isolated",
                            *paths], cwd=cwd, capture_output=True, text=True, timeout=1800, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"trainlint failed in {cwd}: {done.stderr[-2000:]}")
+        print(f"corpus_findings: error: trainlint exited {done.returncode} in {cwd}: {done.stderr[-2000:]}",
+              file=sys.stderr)
+        raise SystemExit(2)
     files = json.loads(done.stdout)["files"]
+    broken = [f["path"] for f in files if any(d["code"] == "TL999" for d in f["diagnostics"])]
+    if broken:
+        print(f"corpus_findings: error: internal error (TL999) in {len(broken)} files in {cwd}, e.g. {broken[0]}",
+              file=sys.stderr)
+        raise SystemExit(2)
     for f in files:
         f["path"] = str((cwd / f["path"]).resolve().relative_to(cwd.resolve().parent)) if not Path(f["path"]).is_absolute() \
             else f["path"]

@@ -5,6 +5,8 @@ labelled config that is not claimed by the right adapter, internal errors (TL999
 diagnostics by code, and for Megatron scripts which core spec fields were found.
 
     python benchmarks/corpus_report.py [--corpus ../shared/corpus] [--details]
+
+Exit status 2 when any file got an internal error (TL999): its figures would count an error path.
 """
 
 from __future__ import annotations
@@ -77,6 +79,9 @@ def main() -> int:
     print(f"error-level diagnostics: {len(errors)}")
     if args.details:
         print("\n".join(errors))
+    if internal:
+        print(f"corpus_report: error: internal errors (TL999) in {len(internal)} files", file=sys.stderr)
+        return 2
     return 0
 
 

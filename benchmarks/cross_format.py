@@ -34,6 +34,9 @@ stage. It does, in DeepSpeed as in the estimate, for small models: ZeRO-1/2 allo
 all-gather buckets (5e8 elements by default) that BF16_Optimizer at ZeRO 0 does not, and ZeRO-3's
 live-parameter and reduce buffers can exceed what sharding the 16-bit weights saves; at DP 1,
 ZeRO-1 (2 + 2 + 16 bytes per parameter) holds more than BF16_Optimizer (2 + 4 + 12).
+
+Exit status 1 when any kind disagrees; 2 on an internal error (a written run the adapters do not read
+as one run, e.g. a TL999).
 """
 
 from __future__ import annotations
@@ -124,7 +127,7 @@ def core_disagreements(run: Run, workdir: str, gpu: str = "a100-80gb") -> dict[s
     ests: dict[str, Any] = {}
     specs: dict[str, Any] = {}
     for fmt in ("megatron-lm", "bridge"):
-        spec = specs[fmt] = read_one(write(run, fmt, str(Path(workdir) / fmt)))
+        spec = specs[fmt] = _read(write(run, fmt, str(Path(workdir) / fmt)))
         world = {"nodes": run.nodes, "gpus_per_node": run.per_node} if fmt in WORLD_NOT_STATED else {}
         try:
             ests[fmt] = estimate(spec, build_context(spec, gpu=gpu, **world))
@@ -151,11 +154,19 @@ def core_disagreements(run: Run, workdir: str, gpu: str = "a100-80gb") -> dict[s
     return found
 
 
+def _read(path: str):
+    """The one run of a written file; UnreadRun when the adapters read none (a TL999 among them)."""
+    try:
+        return read_one(path)
+    except ValueError as exc:
+        raise UnreadRun(str(exc)) from None
+
+
 def estimates(run: Run, workdir: str, gpu: str) -> dict[str, object]:
     """Each format's estimate of ``run`` (an Estimate, MissingInputs, or the InvariantError)."""
     out: dict[str, object] = {}
     for fmt in FORMATS:
-        spec = read_one(write(run, fmt, str(Path(workdir) / fmt)))
+        spec = _read(write(run, fmt, str(Path(workdir) / fmt)))
         world = {"nodes": run.nodes, "gpus_per_node": run.per_node} if fmt in WORLD_NOT_STATED else {}
         try:
             out[fmt] = estimate(spec, build_context(spec, gpu=gpu, **world))
@@ -279,6 +290,24 @@ def main(argv: list[str] | None = None) -> int:
     counts: Counter[str] = Counter()
     features: Counter[str] = Counter()
     examples: dict[str, tuple[Run, str]] = {}
+    try:
+        measured = _measure(args, rng, counts, features, examples)
+    except UnreadRun as exc:
+        print(f"cross_format: error: internal error: {exc}; no figure is reported", file=sys.stderr)
+        return 2
+    core_fields = measured
+    _print(args, counts, features, examples, core_fields)
+    total = sum(counts.values())
+    print(f"total: {total}")
+    return 1 if total else 0
+
+
+class UnreadRun(Exception):
+    """A written run that trainlint's adapters do not read as one run (a TL999, or no spec)."""
+
+
+def _measure(args: argparse.Namespace, rng: random.Random, counts: Counter, features: Counter,
+             examples: dict) -> Counter:
     with tempfile.TemporaryDirectory() as tmp:
         for k in range(args.n):
             run = random_run(rng)
@@ -299,6 +328,10 @@ def main(argv: list[str] | None = None) -> int:
                 examples.setdefault(kind, (run, detail))
                 if args.verbose:
                     print(f"  {kind}: {detail}  [{run}]")
+    return core_fields
+
+
+def _print(args: argparse.Namespace, counts: Counter, features: Counter, examples: dict, core_fields: Counter) -> None:
     print(f"{args.n} layouts written as Megatron-LM, Megatron-DeepSpeed (+ JSON), NeoX and Megatron-Bridge files, read by the adapters, "
           f"estimated on {args.gpu} (seed {args.seed})")
     print("  layouts: " + ", ".join(f"{k} {v}" for k, v in sorted(features.items())))
@@ -312,9 +345,6 @@ def main(argv: list[str] | None = None) -> int:
           "(small models: ZeRO buckets / ZeRO-3 live parameters, see the module docstring)")
     for kind, (run, detail) in examples.items():
         print(f"  e.g. {kind}: {detail}\n       {run}")
-    total = sum(counts.values())
-    print(f"total: {total}")
-    return 1 if total else 0
 
 
 if __name__ == "__main__":

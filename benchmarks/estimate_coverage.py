@@ -28,7 +28,7 @@ from pathlib import Path
 
 from trainlint.adapters import builtin_adapters
 from trainlint.files.checker import check_paths
-from trainlint.estimator import ContextError, build_context, estimate
+from trainlint.estimator import ContextError, InvariantError, build_context, estimate
 from trainlint.estimator.inputs import unjudged
 from trainlint.rules.estimation.scope import unmodelled, usable_estimate
 from trainlint.rules.estimation.world_bound import memory_verdict
@@ -97,10 +97,17 @@ def classify(spec: object, gpu: str) -> tuple[str, str]:
     return "missing", f"{first.field}: {first.what}" + "".join(f" | {m.field}" for m in est.missing[1:])
 
 
+class InternalError(Exception):
+    """trainlint failed on a file (TL999) or an estimate broke the estimator's invariants."""
+
+
 def measure(directory: Path, gpu: str) -> dict:
     SANITY.clear()
     JUDGED.clear()
     results = check_paths([str(directory)], builtin_adapters())
+    broken = [r.path for r in results if any(d.code == "TL999" for d in r.diagnostics)]
+    if broken:  # a file trainlint failed on would count as "not claimed": no figure stands
+        raise InternalError(f"internal error (TL999) in {len(broken)} files, e.g. {broken[0]}")
     claimed = [r for r in results if r.format is not None]
     stating: dict[str, list[tuple[str, str]]] = {}
     judging: dict[str, list[tuple[str, str]]] = {}
@@ -174,7 +181,11 @@ def main(argv: list[str] | None = None) -> int:
     if not directory.is_dir():
         print(f"estimate_coverage: no such directory: {directory}", file=sys.stderr)
         return 2
-    m = measure(directory, args.gpu)
+    try:
+        m = measure(directory, args.gpu)
+    except (InternalError, InvariantError) as exc:
+        print(f"estimate_coverage: error: {exc}; no figure is reported", file=sys.stderr)
+        return 2
     if args.json:
         print(json.dumps(m, indent=2))
         return 0

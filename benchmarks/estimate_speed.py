@@ -4,15 +4,17 @@
 
 Builds a Megatron-style spec (Llama-2-70B shape, TP 8, PP 8 interleaved, full recompute), a
 context, and times ``estimate(spec, ctx)`` end to end (model fill, input resolution, memory for
-every stage, step time), best and median of many runs.
+every stage, step time), best and median of many runs. Exit status 2 when the estimate fails
+(missing inputs, a broken invariant): it would time an error path.
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
-from trainlint.estimator import build_context, estimate
+from trainlint.estimator import InvariantError, build_context, estimate
 from trainlint.adapters.engine import set_engine
 from trainlint.core.provenance import Origin, Provenance, Value
 from trainlint.core.spec import TrainingSpec
@@ -31,11 +33,17 @@ def spec() -> TrainingSpec:
     return s
 
 
-def main() -> None:
+def main() -> int:
     sp = spec()
     ctx = build_context(sp, gpu="h100-sxm", nodes=64, model="llama2-70b")
-    result = estimate(sp, ctx)
-    assert result.ok, result
+    try:
+        result = estimate(sp, ctx)
+    except InvariantError as exc:
+        print(f"estimate_speed: error: the estimate broke an invariant: {exc}", file=sys.stderr)
+        return 2
+    if not result.ok:
+        print(f"estimate_speed: error: no estimate ({result}): nothing to time", file=sys.stderr)
+        return 2
     runs = []
     for _ in range(50):
         t0 = time.perf_counter()
@@ -44,7 +52,8 @@ def main() -> None:
         runs.append((time.perf_counter() - t0) / 20)
     print(f"one estimate: best {min(runs) * 1e3:.3f} ms, median {statistics.median(runs) * 1e3:.3f} ms "
           f"({len(result.stages)} pipeline stages; target < 1 ms)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

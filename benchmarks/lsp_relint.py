@@ -211,6 +211,12 @@ def main() -> int:
                 return 2
             if first.result is None or first.result.format is None:
                 continue  # not a config: the server publishes nothing for it
+            # each edit timed below linted once first: an internal error on it would be timed as an error path
+            edits = [text + "\n", "\n" + text, with_train_iters(text, 1)]
+            broken = [m for edit in edits if edit is not None for m in internal_errors(linter.lint(name, edit, 1))]
+            if broken:
+                print(f"lsp_relint: error: internal error linting an edit of {path}: {broken[0]}", file=sys.stderr)
+                return 2
             version = iter(range(1, 10**6))
             ours = median_ms(lambda: linter.lint(name, text + "\n" * (next(version) % 2), 1), args.repeat)
             ours_cpu = CPU_MS[-1]

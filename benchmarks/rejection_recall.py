@@ -20,7 +20,8 @@ at all (any rule).
 
     python benchmarks/rejection_recall.py [--framework megatron] [--verbose] [--json]
 
-Exit status 1 when recall is below --min-recall (default 0.9) or an accepted config gets an error.
+Exit status 1 when recall is below --min-recall (default 0.9) or an accepted config gets an error; 2 when
+trainlint fails (exit 2) or reports an internal error (TL999) on a case.
 """
 
 from __future__ import annotations
@@ -101,9 +102,15 @@ def run(case: Case) -> Outcome:
         done = subprocess.run([sys.executable, "-m", "trainlint", "check", *config, *case.args, "--format", "json",
                                "--exit-zero", str(target)], capture_output=True, text=True, timeout=600, check=False)
     if done.returncode != 0:
-        raise SystemExit(f"trainlint failed on {case.file}: {done.stderr[-2000:]}")
+        print(f"rejection_recall: error: trainlint exited {done.returncode} on {case.file}: {done.stderr[-2000:]}",
+              file=sys.stderr)
+        raise SystemExit(2)
     outcome = Outcome(case)
-    for f in json.loads(done.stdout)["files"]:
+    files = json.loads(done.stdout)["files"]
+    if any(d["code"] == "TL999" for f in files for d in f["diagnostics"]):
+        print(f"rejection_recall: error: internal error (TL999) on {case.file}", file=sys.stderr)
+        raise SystemExit(2)
+    for f in files:
         for d in f["diagnostics"]:
             shown = f"{d['code']} {d['line']}:{d['column']} {d['message'][:160]}"
             if case.expect == "accept":

@@ -15,7 +15,12 @@ finalists, exactly as the command does.
 
 Figures are printed against baselines measured in the same run (no absolute timing is asserted
 anywhere in the tests): one full ``estimate()`` of the same config, and the brute force (one
-estimate per layout of the space, extrapolated from a timed random sample).
+estimate per layout of the space, extrapolated from a timed random sample). The three are timed in
+alternating rounds (estimate, search, sample; then the reverse order), so that a machine getting
+busier or quieter weighs on each alike; medians of the rounds, and their ratios, are printed.
+
+Exit status 2 on an internal error (the config does not estimate, the search or the estimator
+raises); 1 when the 1T search misses its target.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import random
 import statistics
 import sys
 import time
+import traceback
 
 from trainlint.estimator import build_context, estimate, estimate_inputs
 from trainlint.layout import SearchOptions, search
@@ -65,15 +71,6 @@ def preset(name: str, world: int, global_batch: int, seq: int):
     return f"{name}, {world} x H100, global batch {global_batch}", spec, build_context(spec, gpu="h100-sxm", model=name)
 
 
-def timed(fn, repeat: int) -> tuple[float, float]:
-    runs = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        runs.append(time.perf_counter() - t0)
-    return min(runs), statistics.median(runs)
-
-
 def space_of(spec, ctx):
     """(resolved inputs, space) as ``search`` builds them: from the config's own estimate, or, when its
     written layout cannot be estimated (a batch triple that does not divide the world), from the neutral
@@ -89,8 +86,24 @@ def space_of(spec, ctx):
     return base, build_space(spec, base, written=written)
 
 
-def brute_force_seconds(spec, ctx, sample: int = 300) -> tuple[float, int]:
-    """One estimate_inputs per layout of the space: extrapolated from a random sample."""
+class InternalError(Exception):
+    """The benchmark's config does not estimate: a figure would time an error path."""
+
+
+def alternated(actions: dict[str, object], rounds: int) -> dict[str, list[float]]:
+    """Seconds of each action in ``rounds`` rounds, the order reversed every other round."""
+    times: dict[str, list[float]] = {name: [] for name in actions}
+    order = list(actions)
+    for round_ in range(rounds):
+        for name in order if round_ % 2 == 0 else order[::-1]:
+            t0 = time.perf_counter()
+            actions[name]()  # type: ignore[operator]
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def brute_force_sample(spec, ctx, sample: int = 300) -> tuple[list, int]:
+    """A random sample of the space's layouts as estimator inputs, and the number of layouts."""
     base, space = space_of(spec, ctx)
     factory = InputsFactory(spec, base)
     points = []
@@ -106,11 +119,7 @@ def brute_force_seconds(spec, ctx, sample: int = 300) -> tuple[float, int]:
     for tp, pp, vpp, cp, dp, zero, dist, recompute, micro, ga, gb in chosen:
         s = factory.structure(tp, pp, vpp, cp, dp, space.sp_for(tp), zero, dist)
         inputs.append(factory.point(s, micro, ga, gb, recompute))
-    t0 = time.perf_counter()
-    for i in inputs:
-        estimate_inputs(i)
-    per = (time.perf_counter() - t0) / len(inputs)
-    return per * len(points), len(points)
+    return inputs, len(points)
 
 
 def exhaustive_best(spec, ctx, headroom: float = 0.90) -> tuple[float, int, float]:
@@ -137,18 +146,38 @@ def exhaustive_best(spec, ctx, headroom: float = 0.90) -> tuple[float, int, floa
     return best, fit, time.perf_counter() - t0
 
 
+ESTIMATES_PER_ROUND = 20
+"""One estimate takes about a millisecond: each round times this many, the figure is one's share."""
+
+
 def report(label, spec, ctx, rules, repeat: int, verify: bool = False) -> float:
-    est_best, est_median = timed(lambda: estimate(spec, ctx), 50)
+    first = estimate(spec, ctx)
+    if not first.ok:
+        raise InternalError(f"{label}: the config does not estimate ({first})")
     options = SearchOptions()
     result = search(spec, ctx, options, rules=rules)  # warm (imports, caches of the catalog)
-    best, median = timed(lambda: search(spec, ctx, options, rules=rules), repeat)
-    brute, n_points = brute_force_seconds(spec, ctx)
+    sample, n_points = brute_force_sample(spec, ctx)
+
+    def estimates() -> None:
+        for _ in range(ESTIMATES_PER_ROUND):
+            estimate(spec, ctx)
+
+    def sampled() -> None:
+        for i in sample:
+            estimate_inputs(i)
+
+    times = alternated({"estimate": estimates, "search": lambda: search(spec, ctx, options, rules=rules),
+                        "sample": sampled}, repeat)
+    est_best, est_median = min(times["estimate"]) / ESTIMATES_PER_ROUND, statistics.median(times["estimate"]) / ESTIMATES_PER_ROUND
+    best, median = min(times["search"]), statistics.median(times["search"])
+    brute = statistics.median(times["sample"]) / len(sample) * n_points
     s = result.stats
     print(label)
     print(f"  space: {s.space_points:,} layouts ({s.structures:,} TP/PP/VP/CP/DP structures); "
           f"{s.static_pruned:,} structure x optimizer branches pruned on static memory, {s.evaluated:,} layouts evaluated "
           f"(the estimator's own memory and step time), {s.memory_pruned:,} over the headroom, {s.feasible:,} fit; {s.checked} finalists estimated "
           f"for real and checked with the TL1xx rules ({s.launch_refused} refused)")
+    print(f"  timed in {repeat} alternating rounds (estimate x{ESTIMATES_PER_ROUND}, search, brute-force sample); medians:")
     print(f"  one full estimate():   best {est_best * 1e3:8.3f} ms   median {est_median * 1e3:8.3f} ms")
     print(f"  search (whole space):  best {best * 1e3:8.1f} ms   median {median * 1e3:8.1f} ms   "
           f"= {median / est_median:,.0f} x one estimate")
@@ -176,6 +205,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--verify", action="store_true",
                         help="also estimate every layout of the space and compare the best with the search's")
     args = parser.parse_args(argv)
+    try:
+        return measure(args)
+    except InternalError as exc:
+        print(f"suggest_speed: error: {exc}; no figure is reported", file=sys.stderr)
+        return 2
+    except Exception:  # noqa: BLE001 - a crash of the search or the estimator is an internal error, not a figure
+        traceback.print_exc()
+        print("suggest_speed: error: internal error (above); no figure is reported", file=sys.stderr)
+        return 2
+
+
+def measure(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     rules = startup_rules(build_registry(create_host()))
     print(f"launch rules loaded once: {len(rules)} TL1xx rules in {(time.perf_counter() - t0) * 1e3:.0f} ms (not in the timings)\n")

@@ -335,7 +335,7 @@ def run(args: argparse.Namespace) -> int:
         from trainlint.output import progress as progress_line
 
         nonlocal progress
-        progress = progress_line.Progress(len(plan.tasks), sys.stderr) if progress_line.wanted(
+        progress = progress_line.Progress(plan.count, sys.stderr) if progress_line.wanted(
             sys.stderr, args.format, args.quiet) else None
 
     def lint_all() -> list:
@@ -343,15 +343,16 @@ def run(args: argparse.Namespace) -> int:
         from trainlint.frameworks.locate import once_per_run
 
         start_progress()
-        results: list = [None] * len(plan.tasks)
+        tasks, owners = plan.tasks, plan.owners
+        results: list = [None] * len(tasks)
         try:
             for one in sessions:
-                indexes = [i for i, owner in enumerate(plan.owners) if owner is one]
+                indexes = [i for i, owner in enumerate(owners) if owner is one]
 
                 def check_and_lint(chunk, one=one):
                     return one.lint([checked(one, task) for task in chunk])
 
-                done = run_tasks([plan.tasks[i] for i in indexes], check_and_lint, args.jobs,
+                done = run_tasks([tasks[i] for i in indexes], check_and_lint, args.jobs,
                                  progress.advance if progress is not None else None)
                 for i, result in zip(indexes, done, strict=True):
                     results[i] = result
@@ -372,19 +373,29 @@ def run(args: argparse.Namespace) -> int:
 
     def check_streamed() -> int:
         """Each file checked, linted and handed to the report as it is done (on the workers, in
-        check order): no file's result is kept (memory flat in the number of files)."""
+        check order): no file's result is kept, nor a list of the files (the plan is walked as the
+        check goes): memory flat in the number of files."""
+        from collections import deque
+
         from trainlint.commands.check_report import CheckReport
         from trainlint.project.process_pool import iter_results
 
-        reporter = CheckReport(args, session, plan.owners, once_per_run=True)
+        reporter = CheckReport(args, session, sessions, once_per_run=True)
         sarif = args.format == "sarif"
+        numbers = {id(one): n for n, one in enumerate(sessions)}
+        owners: deque = deque()  # the session of each task sent and not yet reported, in order
 
-        def check_and_lint(chunk: Sequence[int]) -> list:
+        def tasks() -> Iterator[tuple[int, Any]]:
+            # (the session's number, the task): what a forked worker is sent (a session cannot be pickled)
+            for task, one in plan.items():
+                owners.append(one)
+                yield numbers[id(one)], task
+
+        def check_and_lint(chunk: Sequence[tuple[int, Any]]) -> list:
             out: list = []
-            for _, group in groupby(chunk, key=lambda i: id(plan.owners[i])):
-                indexes = list(group)
-                one = plan.owners[indexes[0]]
-                linted = one.lint([checked(one, plan.tasks[i]) for i in indexes])
+            for number, group in groupby(chunk, key=lambda item: item[0]):
+                one = sessions[number]
+                linted = one.lint([checked(one, task) for _, task in group])
                 if sarif:
                     # SARIF carries the edits themselves (`fixes`), which a code-scanning tool may
                     # apply without trainlint: each is checked as --fix checks it, by reading the
@@ -397,9 +408,9 @@ def run(args: argparse.Namespace) -> int:
 
         start_progress()
         try:
-            for index, result in enumerate(iter_results(range(len(plan.tasks)), check_and_lint, args.jobs,
-                                                        progress.advance if progress is not None else None)):
-                reporter.add(result, plan.owners[index])
+            for result in iter_results(tasks(), check_and_lint, args.jobs,
+                                       progress.advance if progress is not None else None, count=plan.count):
+                reporter.add(result, owners.popleft())
         finally:
             if progress is not None:
                 progress.finish()

@@ -60,6 +60,8 @@ class CheckReport:
     _count = 0
     _seen_notes: set = field(default_factory=set)
     _kept: list = field(default_factory=list)
+    _for_baseline: list = field(default_factory=list)
+    """--write-baseline: (index, owner, result) of each result with findings (or suppression comments)."""
 
     def __post_init__(self) -> None:
         from trainlint.project.unused_suppressions import UnusedSuppressions
@@ -97,8 +99,11 @@ class CheckReport:
         if self.once_per_run:
             result = self._once_per_run(result)
         mine.unused.add(result, index)
-        if self.writes_baseline:
-            self._kept.append((index, mine, result))  # the baseline is written from every finding first
+        if self.writes_baseline and (result.diagnostics or mine.unused.has_comments(index)):
+            # the baseline is written from every finding first (a file whose suppression comments may be
+            # unused may get TL020 findings at the end); a result with neither is reported now, as it
+            # would be after: the baseline leaves nothing out of it
+            self._for_baseline.append((index, mine, result))
             return
         self._report(self._baselined(result, mine), (1, index, 0))
 
@@ -220,9 +225,9 @@ class CheckReport:
         baseline just written applied as any other (it leaves out everything it recorded)."""
         from trainlint.project import baseline as baselines
 
-        results: list = [result for _, _, result in self._kept]
-        indexes = [index for index, _, _ in self._kept]
-        self._kept = []
+        results: list = [result for _, _, result in self._for_baseline]
+        indexes = [index for index, _, _ in self._for_baseline]
+        self._for_baseline = []
         by_index = {index: i for i, index in enumerate(indexes)}
         extra: list = []
         failures: list = []
@@ -277,6 +282,9 @@ class CheckReport:
 
 class _Nothing:
     """No unused suppressions to add (already added)."""
+
+    def has_comments(self, index: int) -> bool:
+        return False
 
     def inline_findings(self) -> list:
         return []

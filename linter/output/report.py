@@ -143,7 +143,8 @@ class Spool:
 class _Entry:
     """One file of the report while the run goes on."""
 
-    __slots__ = ("first", "format", "format_seq", "own", "own_seq", "parts", "spelling", "target", "target_seq")
+    __slots__ = ("checked", "first", "format", "format_seq", "own", "own_seq", "parts", "spelling", "target",
+                 "target_seq")
 
     def __init__(self, first: int, spelling: str) -> None:
         self.first = first
@@ -159,6 +160,9 @@ class _Entry:
         self.target_seq: int | None = None
         self.parts: list[tuple[int, Any]] | None = None
         """(seq, store handle) of each batch of this file's findings."""
+        self.checked: str | set[str] | None = None
+        """The spelling(s) under which the file was checked (read as a config, or with a finding): the
+        summary counts each spelling once, as it counted a set of them (no set per file: most have one)."""
 
 
 @dataclass
@@ -176,7 +180,6 @@ class Report:
     def __init__(self, store: Store | None = None) -> None:
         self.store: Store = store if store is not None else MemoryStore()
         self._entries: dict[str, _Entry] = {}
-        self._checked: set[str] = set()
         self._skipped = 0
         self._targets: dict[str, dict] = {}
         self._tally: Tally | None = None
@@ -202,9 +205,8 @@ class Report:
             self._next += 1
         order = _packed(seq)
         self._tally = None
-        if result.format or result.diagnostics:
-            self._checked.update(result.run or [result.path])
-        else:
+        counted = bool(result.format or result.diagnostics)
+        if not counted:
             self._skipped += 1
         members = result.run or [result.path]
         for place, member in enumerate(members):
@@ -212,6 +214,8 @@ class Report:
             if entry.own_seq is None or order < entry.own_seq:
                 entry.own, entry.own_seq = member, order
             self._format(entry, result.format, order)
+            if counted:
+                _mark_checked(entry, member)
         home = self._entries[_same_file(result.path)]
         target = target_of(result)  # kept in the result when its specs were dropped
         if target is not None and (home.target_seq is None or order < home.target_seq):
@@ -306,10 +310,22 @@ class Report:
     def summary_line(self) -> str:
         from trainlint.output.entries import summary_text
 
-        return summary_text(self.severity_counts(), len(self._checked), self._skipped)
+        checked = sum(0 if e.checked is None else 1 if isinstance(e.checked, str) else len(e.checked)
+                      for e in self._entries.values())
+        return summary_text(self.severity_counts(), checked, self._skipped)
 
     def close(self) -> None:
         self.store.close()
+
+
+def _mark_checked(entry: _Entry, spelling: str) -> None:
+    if entry.checked is None:
+        entry.checked = spelling
+    elif isinstance(entry.checked, str):
+        if entry.checked != spelling:
+            entry.checked = {entry.checked, spelling}
+    else:
+        entry.checked.add(spelling)
 
 
 def as_report(results: Report | Sequence[FileResult]) -> Report:

@@ -201,7 +201,9 @@ class Matcher:
     def __init__(self, baseline: Baseline) -> None:
         self.root = baseline.root
         self.left = Counter(baseline.recorded)
+        self.recorded_paths = {path for (_, path, _) in self.left}
         self.checked: set[str] = set()
+        """The files checked that the baseline names (the others cannot hold a stale finding: none is kept)."""
         self.suppressed = 0
 
     def filter(self, result: Any) -> Any:
@@ -210,12 +212,15 @@ class Matcher:
 
         gone: set[int] = set()
         for entry, _, diagnostic in entries([result], self.root):
-            self.checked.add(entry.path)
-            if self.left[entry.key] > 0:
+            if entry.path in self.recorded_paths:
+                self.checked.add(entry.path)
+            if self.left.get(entry.key, 0) > 0:
                 self.left[entry.key] -= 1
                 gone.add(id(diagnostic))
         for member in result.run or [result.path]:
-            self.checked.add(relative(member, self.root))
+            path = relative(member, self.root)
+            if path in self.recorded_paths:
+                self.checked.add(path)
         self.suppressed += len(gone)
         return replace(result, diagnostics=[d for d in result.diagnostics if id(d) not in gone]) if gone else result
 

@@ -11,9 +11,10 @@ flags override each) and gives every file the session of its own config. ``--con
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.files.checker import FileTask
@@ -22,26 +23,75 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass
 class Plan:
-    """Every task to check, in order, each with the session of its config."""
+    """Every task to check, in order, each with the session of its config.
 
-    tasks: list[FileTask] = field(default_factory=list)
-    owners: list[Session] = field(default_factory=list)
-    """``owners[i]`` checks, lints and reports ``tasks[i]``."""
+    A plan is kept as its paths, not as a list of its files: :func:`plan` walks the paths once to
+    open the session of every config that governs a file (a config error is a usage error before
+    anything is checked), to count the files and to note the few met twice (a symlink, overlapping
+    paths, a run's file); :meth:`items` walks them again as the check goes, so a check holds no
+    list of its files (memory flat in the number of files, issue 33)."""
+
+    runs: list[tuple[FileTask, Session]] = field(default_factory=list)
+    """The runs (``--run``, then the governing configs' ``runs``), checked first."""
     first: Session | None = None
     """The session of the first path: it reports when no task has one (an empty folder)."""
+    count: int = 0
+    """How many tasks :meth:`items` gives."""
+    governing: list[Session] = field(default_factory=list)
+    """The sessions of the configs met, in the order they were met (a path's own too)."""
+    owning: list[Session] = field(default_factory=list)
+    """The distinct sessions of the tasks, in the order of their first task."""
+    _walk: Callable[[Callable[[str, int], bool]], Iterator[tuple[str, FileTask, Session]]] | None = None
+    _twice: set[int] = field(default_factory=set)
+    """Hashes of the keys met more than once by the first walk (the others are not remembered)."""
+    _twice_in_path: set[int] = field(default_factory=set)
+    """Of those, the ones met twice under one path (skipped before their config is looked up)."""
 
     @property
     def sessions(self) -> list[Session]:
         """The distinct sessions, in the order they first govern a task (the first one when none does)."""
-        out: list[Session] = [] if self.owners or self.first is None else [self.first]
-        for session in self.owners:
-            if not any(session is s for s in out):
-                out.append(session)
-        return out
+        if self.owning or self.first is None:
+            return list(self.owning)
+        return [self.first]
 
-    def add(self, task: FileTask, session: Session) -> None:
-        self.tasks.append(task)
-        self.owners.append(session)
+    def items(self) -> Iterator[tuple[FileTask, Session]]:
+        """(task, its session) in check order, each file once (the first time it is met)."""
+        yield from self.runs
+        if self._walk is None:
+            return
+        from trainlint.files.checker import _key
+
+        done: set[str] = {_key(p) for task, _ in self.runs for p in (task.path, *task.extra_paths)}
+        in_path: set[str] = set()
+        current = [-1]
+
+        def new_in_path(key: str, index: int) -> bool:
+            if hash(key) not in self._twice_in_path:
+                return True
+            if index != current[0]:
+                current[0] = index
+                in_path.clear()
+            if key in in_path:
+                return False
+            in_path.add(key)
+            return True
+
+        for key, task, session in self._walk(new_in_path):
+            if hash(key) in self._twice:
+                if key in done:
+                    continue
+                done.add(key)
+            yield task, session
+
+    @property
+    def tasks(self) -> list[FileTask]:
+        """Every task as a list (a face that keeps every result anyway: ``estimate``, ``--fix``)."""
+        return [task for task, _ in self.items()]
+
+    @property
+    def owners(self) -> list[Session]:
+        """``owners[i]`` checks, lints and reports ``tasks[i]``."""
+        return [session for _, session in self.items()]
 
 
 class _Sessions:
@@ -82,49 +132,115 @@ def plan(options: SessionOptions, paths: Sequence[str], runs: Sequence[Sequence[
     project config above it; the runs of every config that governs a file are checked first, as a
     single project's are. Raises what :func:`trainlint.project.session.open_session` raises (a config error
     in any governing config is a usage error, exit 2)."""
-    from trainlint.files.checker import FileTask, _key, plan_files
+    from trainlint.files.checker import FileTask, _key
     from trainlint.project.session import open_session
 
     opener = opener or open_session
     first = paths[0] if paths else runs[0][0] if runs else "."
+    out = Plan()
+    folders: dict[str, str] = {}  # each folder resolved once for the plan (a walk meets a folder per file)
+    paths = list(paths)
     if options.config is not None or options.isolated:
         session = opener(options, Path(first))
-        whole = Plan(first=session)
-        for task in session.plan_files(paths):
-            whole.add(task, session)
-        return whole
-    sessions = _Sessions(replace(options, runs=()), opener)
-    files: list[tuple[FileTask, Session]] = []
-    run_tasks: list[tuple[FileTask, Session]] = []
-    governing: list[Session] = []
+        out.first = session
+        out.governing.append(session)
+        # one project: its runs and the --run ones, as Session.plan_files lists them
+        out.runs = [(FileTask(run[0], tuple(run[1:])), session) for run in session.runs]
 
-    def govern(path: str) -> Session:
-        session = sessions.session(sessions.config_for(path), path)
-        if not any(session is s for s in governing):
-            governing.append(session)
-            run_tasks.extend((FileTask(run[0], tuple(run[1:])), session) for run in session.project.runs)
-        return session
+        def walk(new_in_path: Callable[[str, int], bool]) -> Iterator[tuple[str, FileTask, Session]]:
+            # one walk over every path, as Session.plan_files lists them
+            for task in _walked(paths, session.adapters):
+                if new_in_path(key := _key(task.path, folders), 0):
+                    yield key, task, session
 
-    for run in runs:
-        owner = govern(run[0])
-        run_tasks.append((FileTask(run[0], tuple(run[1:])), owner))
-    for path in paths:
-        walker = govern(path)
-        for task in plan_files([path], walker.adapters):
-            files.append((task, govern(task.path)))
-    if not governing:
-        govern(first)
-    out, done = Plan(first=governing[0]), set[str]()
-    folders = sessions.resolved
-    for task, session in run_tasks:
-        if _key(task.path, folders) in done:
-            continue
-        done.update(_key(p, folders) for p in (task.path, *task.extra_paths))
-        out.add(task, session)
-    for task, session in files:
-        key = _key(task.path, folders)
-        if key in done:
-            continue
-        done.add(key)
-        out.add(task, session)
+        hashes, twice_in_path, walked_owners = _first_walk(walk)
+    else:
+        sessions = _Sessions(replace(options, runs=()), opener)
+        run_tasks: list[tuple[FileTask, Session]] = []
+
+        def govern(path: str) -> Session:
+            session = sessions.session(sessions.config_for(path), path)
+            if not any(session is s for s in out.governing):
+                out.governing.append(session)
+                run_tasks.extend((FileTask(run[0], tuple(run[1:])), session) for run in session.project.runs)
+            return session
+
+        for run in runs:
+            owner = govern(run[0])
+            run_tasks.append((FileTask(run[0], tuple(run[1:])), owner))
+
+        def walk(new_in_path: Callable[[str, int], bool]) -> Iterator[tuple[str, FileTask, Session]]:
+            # each path walked on its own: a file met twice under one path is dropped before its
+            # config is looked up, one met again under another path after (it governs as before)
+            for index, path in enumerate(paths):
+                walker = govern(path)
+                for task in _walked([path], walker.adapters):
+                    if new_in_path(key := _key(task.path, folders), index):
+                        yield key, task, govern(task.path)
+
+        hashes, twice_in_path, walked_owners = _first_walk(walk)  # governs every file: each config's runs are known after it
+        if not out.governing:
+            govern(first)
+        out.first = out.governing[0]
+        done: set[str] = set()
+        for task, session in run_tasks:
+            if _key(task.path, folders) in done:
+                continue
+            done.update(_key(p, folders) for p in (task.path, *task.extra_paths))
+            out.runs.append((task, session))
+    out._walk = walk
+    out._twice_in_path = twice_in_path
+    seen: set[int] = {hash(_key(p, folders)) for task, _ in out.runs for p in (task.path, *task.extra_paths)}
+    for hashed in hashes:
+        if hashed in seen:
+            out._twice.add(hashed)
+        seen.add(hashed)
+    if out._twice:  # some files are met twice: which is checked is known by walking as the check will
+        owners = [session for _, session in out.items()]
+        out.count = len(owners)
+    else:
+        owners = [session for _, session in out.runs] + walked_owners
+        out.count = len(out.runs) + len(hashes)
+    for session in owners:
+        if not any(session is s for s in out.owning):
+            out.owning.append(session)
     return out
+
+
+def _first_walk(walk: Callable[[Callable[[str, int], bool]], Iterator[tuple[str, FileTask, Session]]]
+                ) -> tuple[array, set[int], list[Session]]:
+    """The hash of each walked file's key in order (8 bytes a file, dropped once the plan is made),
+    the hashes of the keys met twice under one path (those are skipped, as the next walk will), the
+    distinct sessions of the files in order."""
+    in_path: set[str] = set()
+    current = [-1]
+    twice: set[int] = set()
+    owning: list[Session] = []
+
+    def new_in_path(key: str, index: int) -> bool:
+        if index != current[0]:
+            current[0] = index
+            in_path.clear()
+        if key in in_path:
+            twice.add(hash(key))
+            return False
+        in_path.add(key)
+        return True
+
+    hashes = array("q")
+    for key, _, session in walk(new_in_path):
+        hashes.append(hash(key))
+        if not any(session is s for s in owning):
+            owning.append(session)
+    return hashes, twice, owning
+
+
+def _walked(paths: Sequence[str], adapters: Sequence) -> Iterator[FileTask]:
+    """The files under ``paths`` as :func:`trainlint.files.checker.plan_files` finds them (without its
+    runs and without remembering them: :class:`Plan` skips a file met twice)."""
+    from trainlint.files.checker import FileTask
+    from trainlint.files.discovery import iter_files
+
+    suffixes = {s for a in adapters for s in a.extensions}
+    for path, explicit in iter_files(paths, suffixes):
+        yield FileTask(path, explicit=explicit)

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any, Callable, Iterator, Sequence, TypeVar
+from itertools import islice
+from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 from trainlint.files.checker import FileTask
 from trainlint.core.results import FileResult
@@ -81,13 +82,16 @@ def run_tasks(tasks: Sequence[FileTask], work: Callable[[Sequence[FileTask]], li
     return list(iter_results(tasks, work, jobs, on_chunk))
 
 
-def iter_results(tasks: Sequence[_T], work: Callable[[Sequence[_T]], list[FileResult]],
-                 jobs: int | None, on_chunk: Callable[[int], None] | None = None) -> Iterator[FileResult]:
+def iter_results(tasks: Iterable[_T], work: Callable[[Sequence[_T]], list[FileResult]],
+                 jobs: int | None, on_chunk: Callable[[int], None] | None = None, *,
+                 count: int | None = None) -> Iterator[FileResult]:
     """What a report needs of ``work``'s result for each task (:func:`lean`), one at a time and in
     order, as :func:`run_tasks` with ``streamed``: the caller keeps what it needs of each and
-    nothing more, so neither this process nor a worker holds more than a few chunks of results."""
-    workers = workers_for(len(tasks), jobs)
-    chunks = [tasks[i:i + CHUNK] for i in range(0, len(tasks), CHUNK)]
+    nothing more, so neither this process nor a worker holds more than a few chunks of results.
+    ``tasks`` may be an iterator (read a chunk at a time, as the workers need them; then ``count``
+    says how many it gives, which decides how many workers are worth forking)."""
+    workers = workers_for(count if count is not None else len(tasks), jobs)  # type: ignore[arg-type]
+    chunks = _chunks(iter(tasks))
     if workers <= 1:
         for chunk in chunks:
             for result in work(chunk):
@@ -101,37 +105,67 @@ def iter_results(tasks: Sequence[_T], work: Callable[[Sequence[_T]], list[FileRe
         _WORK = None
 
 
-def _iter_forked(chunks: list[Sequence[_T]], work: Callable[[Sequence[_T]], list[FileResult]],
+def _chunks(tasks: Iterator[_T]) -> Iterator[list[_T]]:
+    while chunk := list(islice(tasks, CHUNK)):
+        yield chunk
+
+
+AHEAD = 4
+"""Chunks per worker sent ahead of the one the report waits for: enough to keep every worker busy,
+few enough that the results waiting to be reported (and the tasks waiting to be sent) stay a
+handful of chunks, whatever the number of files."""
+
+
+def _iter_forked(chunks: Iterator[Sequence[_T]], work: Callable[[Sequence[_T]], list[FileResult]],
                  workers: int, on_chunk: Callable[[int], None] | None = None) -> Iterator[FileResult]:
     """The lean results of every chunk in order, as the workers send them back; a chunk whose
     worker failed (died, or sent what cannot be pickled) is checked again here."""
     import multiprocessing
+    from collections import deque
     from concurrent.futures import ProcessPoolExecutor
     from concurrent.futures.process import BrokenProcessPool
 
     try:
         pool = ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("fork"),
                                    initializer=_ignore_sigint)
-        futures: list = [pool.submit(_work_in_child, chunk) for chunk in chunks]
-    except (OSError, BrokenProcessPool):  # cannot fork (process limit)
+    except (OSError, BrokenProcessPool):  # pragma: no cover - cannot make the pool's queues
         for chunk in chunks:
             yield from (lean(r) for r in work(chunk))
         return
+    pending: deque = deque()  # (chunk, its future, or None once the pool is broken)
     broken = False
     finished = False
-    try:
-        for index, chunk in enumerate(chunks):
-            done: list[FileResult] | None = None
+
+    def send() -> None:
+        nonlocal broken
+        while len(pending) < workers * AHEAD:
+            chunk = next(chunks, None)
+            if chunk is None:
+                return
+            future = None
             if not broken:
                 try:
-                    done = futures[index].result()
+                    future = pool.submit(_work_in_child, chunk)
+                except (OSError, RuntimeError, BrokenProcessPool):  # cannot fork (process limit), or a worker died
+                    broken = True
+            pending.append((chunk, future))
+
+    try:
+        send()
+        while pending:
+            chunk, future = pending.popleft()
+            done: list[FileResult] | None = None
+            if future is not None and not broken:
+                try:
+                    done = future.result()
                     if on_chunk is not None:
                         on_chunk(len(chunk))
                 except BrokenProcessPool:
                     broken = True  # a worker died: this chunk and the rest are checked here
                 except Exception:  # noqa: BLE001 - e.g. a plugin's finding that cannot be pickled: redone here
                     pass
-            futures[index] = None  # its results are the caller's now
+            future = None  # its results are the caller's now
+            send()
             yield from (done if done is not None else (lean(r) for r in work(chunk)))
         finished = True
     except KeyboardInterrupt:

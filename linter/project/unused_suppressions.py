@@ -101,6 +101,8 @@ class UnusedSuppressions:
         self.enabled = selection is None or selection.enabled(CODE, "unused-suppression", None)
         self.used: set = set()
         self._seen: set[str] = set()
+        """The files with a suppression comment, each kept once (a file without one is not remembered:
+        reading it again, when a later run includes it, finds none again)."""
         self._files: list[tuple[int, str, Suppressions]] = []
 
     def add(self, result: FileResult, index: int) -> None:
@@ -115,12 +117,17 @@ class UnusedSuppressions:
         for path in result.run or [result.path]:
             if path in self._seen:
                 continue
-            self._seen.add(path)
             if self.selection is not None and not self.selection.enabled(CODE, "unused-suppression", path):
                 continue
             suppressions = suppressions_of(path, result, {})
             if suppressions.directives:
+                self._seen.add(path)
                 self._files.append((index, path, suppressions))
+
+    def has_comments(self, index: int) -> bool:
+        """Whether the ``index``-th result read a file with a suppression comment (its TL020 findings,
+        if any, are given with that index at the end of the run)."""
+        return bool(self._files) and self._files[-1][0] == index
 
     def inline_findings(self) -> list[tuple[int, str, list[Diagnostic]]]:
         """(index of the result, file, its TL020 findings) for every file with an unused comment, in run order."""
