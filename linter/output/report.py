@@ -76,6 +76,10 @@ class MemoryStore:
         pass
 
 
+_LENGTH_BITS = 40
+_LENGTH_MASK = (1 << _LENGTH_BITS) - 1
+
+
 class SpoolStore:
     """The findings pickled into a buffer that moves to a temporary file past ``max_size`` bytes
     (:class:`Spool`), each batch found again by its offset."""
@@ -84,10 +88,11 @@ class SpoolStore:
         self.file = Spool(max_size)
 
     def put(self, diagnostics: list[Diagnostic]) -> Any:
-        return self.file.append(pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL))
+        offset, length = self.file.append(pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL))
+        return offset << _LENGTH_BITS | length  # one int, not a tuple of two: a handle is kept per file
 
     def get(self, handle: Any) -> list[Diagnostic]:
-        found: list[Diagnostic] = pickle.loads(self.file.read_at(*handle))
+        found: list[Diagnostic] = pickle.loads(self.file.read_at(handle >> _LENGTH_BITS, handle & _LENGTH_MASK))
         return found
 
     def close(self) -> None:
@@ -158,8 +163,9 @@ class _Entry:
         self.format_seq: int | None = None
         self.target: dict | None = None
         self.target_seq: int | None = None
-        self.parts: list[tuple[int, Any]] | None = None
-        """(seq, store handle) of each batch of this file's findings."""
+        self.parts: tuple[int, Any] | list[tuple[int, Any]] | None = None
+        """(seq, store handle) of the batch of this file's findings, or a list of them when there are
+        several (most files have one: no list for them)."""
         self.checked: str | set[str] | None = None
         """The spelling(s) under which the file was checked (read as a config, or with a finding): the
         summary counts each spelling once, as it counted a set of them (no set per file: most have one)."""
@@ -239,14 +245,19 @@ class Report:
             by_file.setdefault(key, []).append(diagnostic)
         for key, found in by_file.items():
             entry = self._entries[key]
+            part = (order, self.store.put(found))
             if entry.parts is None:
-                entry.parts = []
-            entry.parts.append((order, self.store.put(found)))
+                entry.parts = part
+            elif isinstance(entry.parts, tuple):
+                entry.parts = [entry.parts, part]
+            else:
+                entry.parts.append(part)
 
     def _entry(self, key: str, spelling: str, first: int) -> _Entry:
         entry = self._entries.get(key)
         if entry is None:
-            entry = self._entries[key] = _Entry(first, spelling)
+            # an absolute spelling is its own key: one string kept for the file, not two
+            entry = self._entries[spelling if key == spelling else key] = _Entry(first, spelling)
         elif first < entry.first:  # a result placed before the others (a plugin failure): its spelling
             entry.first, entry.spelling = first, spelling
         return entry
@@ -275,7 +286,8 @@ class Report:
         for entry in sorted(self._entries.values(), key=lambda e: e.first):
             found: list[Diagnostic] = []
             seen: set[tuple] = set()
-            for _, handle in sorted(entry.parts or (), key=lambda part: part[0]):
+            parts = [entry.parts] if isinstance(entry.parts, tuple) else entry.parts or []
+            for _, handle in sorted(parts, key=lambda part: part[0]):
                 for diagnostic in self.store.get(handle):
                     identity = _identity(diagnostic)
                     if identity not in seen:
