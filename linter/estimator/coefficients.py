@@ -242,7 +242,7 @@ the bytes over the bus bandwidth. NCCL's own cost model (src/graph/tuning.cc ``h
 [NCCL_ALGO_RING]``: 1.9 us with the LL128 protocol, 3.4 us with Simple, which large messages use) prices a ring
 collective as base latency + steps x this + bytes / bus bandwidth. Applied to the tensor-parallel collectives with
 NVLINK_RING_BUS_FRACTION, the large-message bus bandwidth nccl-tests measure: a TP-8 all-reduce of 4 MB then reaches
-about a third of it, one of 64 MB (Llama-70B at 4k tokens) two thirds. One size-independent fraction
+about a third of it, one of 64 MB (Llama-70B at 4k tokens) nine tenths. One size-independent fraction
 (INTRA_NODE_LINK_FRACTION, fitted to its range's low end, 0.40, by vTrain's small layers) priced the 50-200 MB
 all-reduces of large TP-8 layers (Narayanan 2021, FlagPerf Llama-70B on H100 / H800, vTrain h >= 6144) ~1.8x slow:
 those families were predicted 15-25% slow."""
