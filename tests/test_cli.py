@@ -23,8 +23,10 @@ def run(capsys, *argv: str) -> tuple[int, str, str]:
 # Each example trips exactly these codes at error or warning level (the README shows them).
 EXPECTED_EXAMPLE_FINDINGS = {
     "deepspeed_zero3_offload.json": set(),
-    # TL301's layout advice at its 15% limit (the search finds CP 4 without recompute 1.18x faster)
-    "megatron_gpt_8b.sh": {"TL301"},
+    # no finding: the best layout the search finds (TP 2 without the pipeline and recompute, 1.16x) leaves 14% of
+    # the throughput on the table, under TL301's 15% limit (it was at the limit, 15%, before the TP all-reduces were
+    # priced at NCCL's large-message bandwidth)
+    "megatron_gpt_8b.sh": set(),
     "neox_1-3B.yml": set(),
     "megatron_llama2_70b_oom.sh": {"TL201"},
     "megatron_gpt_2.7b_network_bound.sh": {"TL301", "TL401"},

@@ -224,6 +224,29 @@ ZERO3_OVERLAP_FRACTION = 0.8
 hides ZeRO-3 / FSDP parameter all-gathers
 and gradient reduce-scatters (prefetching)."""
 
+# -- dense throughput (s33-thru)
+
+NVLINK_RING_BUS_FRACTION = 0.75
+"""Physical, from measurements (range 0.6-0.9; not fitted): share of the catalog's per-direction NVLink rate that a
+large NCCL ring all-reduce / all-gather / reduce-scatter reaches as bus bandwidth when it runs alone on the compute
+stream, as Megatron's tensor-parallel collectives without --tp-comm-overlap do (the GPU waits for them). nccl-tests
+all_reduce_perf on 8 GPUs behind NVSwitch: ~230-240 of 300 GB/s on DGX A100 (0.77-0.8), ~360-370 of 450 GB/s on
+DGX H100 without NVLink SHARP (0.8). Used with the ring's per-step latency (NCCL_RING_STEP_LATENCY_S), which is
+what a smaller message loses. INTRA_NODE_LINK_FRACTION remains the share the other exchanges get (data-parallel
+buckets and ZeRO gathers beside the backward, the expert all-to-all, pipeline sends)."""
+
+NCCL_RING_STEP_LATENCY_S = 3.4e-6
+"""Physical, from the source (range 1.9-3.4 us; not fitted): latency of one step of an NCCL ring over NVLink,
+paid 2 (n - 1) times by a ring all-reduce of n ranks and n - 1 times by a reduce-scatter or all-gather, beside
+the bytes over the bus bandwidth. NCCL's own cost model (src/graph/tuning.cc ``hwLat[NCCL_HW_NVLINK]
+[NCCL_ALGO_RING]``: 1.9 us with the LL128 protocol, 3.4 us with Simple, which large messages use) prices a ring
+collective as base latency + steps x this + bytes / bus bandwidth. Applied to the tensor-parallel collectives with
+NVLINK_RING_BUS_FRACTION, the large-message bus bandwidth nccl-tests measure: a TP-8 all-reduce of 4 MB then reaches
+about a third of it, one of 64 MB (Llama-70B at 4k tokens) nine tenths. One size-independent fraction
+(INTRA_NODE_LINK_FRACTION, fitted to its range's low end, 0.40, by vTrain's small layers) priced the 50-200 MB
+all-reduces of large TP-8 layers (Narayanan 2021, FlagPerf Llama-70B on H100 / H800, vTrain h >= 6144) ~1.8x slow:
+those families were predicted 15-25% slow."""
+
 # --------------------------------------------------------------------------- memory
 
 CUDA_CONTEXT_GIB = 0.9

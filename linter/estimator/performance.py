@@ -102,15 +102,17 @@ def nvlink_gpus(i: Inputs) -> int:
     return max(i.gpus_per_node, int(i.gpu.nvlink_domain_gpus or 0))
 
 
-def link_bw(i: Inputs, group_span: int, per_node: int = 1) -> float:
+def link_bw(i: Inputs, group_span: int, per_node: int = 1, *, ring: bool = False) -> float:
     """Achievable per-GPU bandwidth for a group whose ranks span ``group_span`` consecutive GPUs, with
-    ``per_node`` of its members on each node. Inside the NVLink domain: NVLink. Across nodes NCCL's
+    ``per_node`` of its members on each node. Inside the NVLink domain: NVLink (``ring``: the large-message bus
+    bandwidth of a blocking ring collective, NVLINK_RING_BUS_FRACTION; else INTRA_NODE_LINK_FRACTION). Across nodes NCCL's
     rings and trees leave each node through every NIC its members own (one per GPU on the reference
     systems), so a collective's inter-node bandwidth per GPU is about members-per-node x the per-GPU NIC
     share, never more than NVLink feeds (nccl-tests on DGX A100/H100: 8-GPU-per-node all-reduce bus
     bandwidth ~ 8 x NIC); a group with one member per node (DP under TP 8) gets one NIC."""
     gpu = i.gpu
-    intra = float(gpu.intra_node_bw_gbps or 16.0) * 1e9 * C.INTRA_NODE_LINK_FRACTION
+    fraction = C.NVLINK_RING_BUS_FRACTION if ring else C.INTRA_NODE_LINK_FRACTION
+    intra = float(gpu.intra_node_bw_gbps or 16.0) * 1e9 * fraction
     if group_span <= nvlink_gpus(i):
         return intra
     nic = float(gpu.inter_node_bw_gbps or 12.5) * 1e9 * C.INTER_NODE_LINK_FRACTION
@@ -122,11 +124,14 @@ def members_per_node(i: Inputs, stride: int, size: int) -> int:
     return max(1, min(size, i.gpus_per_node // max(1, stride)))
 
 
-def ring_time(volume_bytes: float, n: int, bw: float, phases: float = 2.0) -> float:
-    """All-reduce (phases 2) or reduce-scatter / all-gather (phases 1) of ``volume_bytes``."""
+def ring_time(volume_bytes: float, n: int, bw: float, phases: float = 2.0, *, step_latency: bool = False) -> float:
+    """All-reduce (phases 2) or reduce-scatter / all-gather (phases 1) of ``volume_bytes``. ``step_latency``: ``bw``
+    is the large-message bus bandwidth (NVLINK_RING_BUS_FRACTION) and each of the ring's phases x (n - 1) steps
+    pays NCCL's hop latency (NCCL_RING_STEP_LATENCY_S), so a small message reaches a smaller share of it."""
     if n <= 1 or volume_bytes <= 0:
         return 0.0
-    return phases * (n - 1) / n * volume_bytes / bw + C.COLLECTIVE_LATENCY_S
+    steps = phases * (n - 1) * C.NCCL_RING_STEP_LATENCY_S if step_latency else 0.0
+    return phases * (n - 1) / n * volume_bytes / bw + C.COLLECTIVE_LATENCY_S + steps
 
 
 def gemm(i: Inputs, m: float, k: float, n: float, count: float = 1.0, *, fp8: bool = False) -> Cost:
@@ -311,8 +316,10 @@ def tp_comm_per_layer(i: Inputs) -> float:
     total = 0.0
     if i.tp > 1:
         msg = i.act_bytes * i.micro * i.seq / i.cp * i.hidden
-        bw = link_bw(i, i.tp, i.tp)
-        total += passes * ring_time(msg, i.tp, bw, phases=2.0)
+        # one blocking all-reduce (or all-gather + reduce-scatter with SP) of the layer's activations on the
+        # compute stream: NCCL's large-message ring bandwidth, less its per-step latency
+        bw = link_bw(i, i.tp, i.tp, ring=True)
+        total += passes * ring_time(msg, i.tp, bw, phases=2.0, step_latency=True)
         if i.overlap_tp:
             total *= 1 - C.TP_COMM_OVERLAP_FRACTION
     total += ep_comm_per_layer(i)

@@ -89,6 +89,12 @@ RANGES: dict[str, Bounds] = {
                                            "its fp32 buffer: 2 bytes, none where an engine frees them", fitted=False),
     "FLASH_BACKWARD_FLOP_RATIO": Bounds("throughput", 2.0, 3.0, "FlashAttention-2 backward: 5 GEMMs to the "
                                         "forward's 2", fitted=False),
+    # -- dense throughput (s33-thru)
+    "NVLINK_RING_BUS_FRACTION": Bounds("throughput", 0.6, 0.9, "nccl-tests large-message all-reduce bus bandwidth "
+                                       "over NVSwitch: 0.77-0.8 of the per-direction NVLink rate (A100, H100)",
+                                       fitted=False),
+    "NCCL_RING_STEP_LATENCY_S": Bounds("throughput", 1.9e-6, 3.4e-6, "NCCL's NVLink ring hop latency "
+                                       "(tuning.cc hwLat: LL128 1.9 us, Simple 3.4 us)", fitted=False),
 }
 """Every coefficient with a physical range: those ``benchmarks/accuracy.py`` fits (``fitted``), and
 the ones set from sources (FP8_GEMM_SPEEDUP has no FP8 row read through a user's format to fit it;
