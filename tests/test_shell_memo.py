@@ -135,13 +135,6 @@ def test_a_statement_is_replayed_only_while_what_it_read_is_the_same():
     assert _snapshot(result) == _snapshot(evaluate(SourceText("/x/run.sh", edited), _read, {}))
 
 
-def test_changed_range_and_points():
-    assert shell_memo.changed_range(b"abcdef", b"abXYdef") == (2, 3, 4)
-    assert shell_memo.changed_range(b"aaaa", b"aaaaa") == (4, 4, 5)
-    assert shell_memo.changed_range(b"same", b"same") == (4, 4, 4)
-    assert shell_memo.point(b"ab\ncd\nef", 7) == (2, 1)
-
-
 @pytest.mark.skipif(not _scripts(), reason=f"corpus not found at {CORPUS} ({SHARED_ABSENT})")
 def test_the_language_server_publishes_what_a_fresh_server_does(tmp_path: Path):
     forks = [p for p in _scripts() if "swiss-ai" in str(p)][:4] or _scripts()[:4]

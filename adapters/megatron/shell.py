@@ -246,6 +246,9 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         root = tree.root_node
         if root.has_error:
             self._report_errors(root, ft)
+            # tree-sitter's error recovery depends on the text around a statement, not only on its own:
+            # a text with a syntax error is read in full, and its statements are not kept
+            memo = None
         self._source_stack.append(os.path.abspath(source.path))
         entries = memo.entries if memo is not None else {}
         kept: dict[tuple, shell_memo.Entry] = {}
@@ -336,13 +339,14 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                    kept: dict[tuple, shell_memo.Entry]) -> None:
         """A top-level statement of the root script, replayed from the memo when it may be (see
         :mod:`.shell_memo`), else evaluated and, when it can be replayed later, recorded."""
-        if not node.is_named or node.type in ("comment", "function_definition"):
+        kind = node.type
+        if not node.is_named or kind in ("comment", "function_definition"):
             self._stmt(node, ft)
             return
         start, end = node.start_byte, node.end_byte
         first, last = ft.char(start), ft.char(end)
         line, column = ft.index.position(first)
-        key = (start, first, line, column, ft.text[first:last],
+        key = (kind, start, first, line, column, ft.text[first:last],
                _within(ft.placeholders, first, last), _within(ft.quoted_placeholders, first, last))
         entry = entries.get(key)
         if entry is not None and self._replayable(entry):

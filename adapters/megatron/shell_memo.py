@@ -2,8 +2,8 @@
 the statements it changes, not the whole script.
 
 Inside :func:`remembering` (the language server's lint of a buffer), :func:`~.shell.evaluate` keeps,
-per script path, a :class:`FileMemo`: the syntax tree of the last text read (the next text is parsed
-incrementally from it: ``tree.edit`` + ``parser.parse(data, old_tree)``) and, for each top-level
+per script path, a :class:`FileMemo`: the syntax tree of the last text read (reused when the text is
+the same; an edited text is parsed anew, see :meth:`FileMemo.parse`) and, for each top-level
 statement, a :class:`Entry`: what evaluating it did (the variables it set or unset, the commands,
 assignments, diagnostics and here-document files it added, the steps and budget it used) and what
 that depended on (the value each variable it read had before it, the functions defined).
@@ -16,7 +16,8 @@ A statement is replayed from its entry instead of evaluated when
   re-evaluated from an unchanged assignment is equal), the same functions are defined, and the
   evaluation's bounds (steps, commands, value budget) leave room for all it used.
 
-What cannot be replayed is never recorded: a statement that calls a function, defines one, sources
+A script with a syntax error (tree-sitter's recovery depends on the text around a statement) is read
+in full and nothing of it is kept. What cannot be replayed is never recorded: a statement that calls a function, defines one, sources
 a file, reaches a bound (steps, commands, budget, nesting) or reports a diagnostic outside its own
 lines is evaluated every time. The whole memo of a file is forgotten when what every statement may
 read without naming it changes: the user's environment or the script's arguments (an ``#SBATCH``
@@ -76,49 +77,18 @@ class FileMemo:
     entries: dict[tuple, Entry] = field(default_factory=dict)
 
     def parse(self, parser: Any, data: bytes) -> Any:
-        """The syntax tree of ``data``: the last one when the bytes are the same, else parsed
-        incrementally from it (tree-sitter re-parses only around the edit)."""
-        old, tree = self.data, self.tree
-        # forgotten first: a failure between the edit below and the new tree leaves no tree that
-        # does not match its bytes
+        """The syntax tree of ``data``: the last one when the bytes are the same, else a new parse.
+
+        Not tree-sitter's incremental parse (``tree.edit`` + ``parser.parse(data, old_tree)``): it
+        recovers from a syntax error differently from a full parse (tests/test_shell_memo.py found a
+        script whose edited text got a TL002 only when parsed incrementally), and a read must give
+        what a full read gives."""
+        if self.tree is not None and self.data == data:
+            return self.tree
         self.data = self.tree = None
-        if old is None or tree is None:
-            new_tree = parser.parse(data)
-        elif old == data:
-            new_tree = tree
-        else:
-            start, old_end, new_end = changed_range(old, data)
-            tree.edit(start, old_end, new_end, point(old, start), point(old, old_end), point(data, new_end))
-            new_tree = parser.parse(data, tree)
-        self.data, self.tree = data, new_tree
-        return new_tree
-
-
-def changed_range(old: bytes, new: bytes) -> tuple[int, int, int]:
-    """(start, old end, new end) of the bytes that differ: the common prefix and suffix left out
-    (found by halving, each comparison a slice compared in C)."""
-    limit = min(len(old), len(new))
-    lo, hi = 0, limit
-    while lo < hi:  # the longest common prefix
-        mid = (lo + hi + 1) // 2
-        if old[:mid] == new[:mid]:
-            lo = mid
-        else:
-            hi = mid - 1
-    start = lo
-    lo, hi = 0, limit - start
-    while lo < hi:  # the longest common suffix that does not overlap the prefix
-        mid = (lo + hi + 1) // 2
-        if old[len(old) - mid:] == new[len(new) - mid:]:
-            lo = mid
-        else:
-            hi = mid - 1
-    return start, len(old) - lo, len(new) - lo
-
-
-def point(data: bytes, offset: int) -> tuple[int, int]:
-    """tree-sitter's (row, column) of a byte offset: rows from 0, the column in bytes."""
-    return data.count(b"\n", 0, offset), offset - (data.rfind(b"\n", 0, offset) + 1)
+        tree = parser.parse(data)
+        self.data, self.tree = data, tree
+        return tree
 
 
 class StatementMemo:
