@@ -34,7 +34,9 @@ EXPECTED_EXAMPLE_FINDINGS = {
     "llama3_8b_launch.sh": set(),
     "llama3_70b_run_config.yaml": set(),
     "qwen3_30b_a3b_moe.yaml": set(),
-    "deepseek_v3_launch.sh": {"TL301", "TL670"},
+    # TL301 no longer: with the experts' optimizer state sharded over the expert data-parallel group (EP 32 x TP 2 on
+    # 32 data-parallel ranks: 1, unsharded) no faster layout without full recompute fits (suggest: best 1.09x)
+    "deepseek_v3_launch.sh": {"TL670"},
 }
 
 

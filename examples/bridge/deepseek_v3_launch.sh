@@ -5,7 +5,7 @@
 # deepseek_v3_pretrain_256gpu_h100_bf16_32nodes_config (src/megatron/bridge/recipes/deepseek/...):
 # TP 2, PP 8, EP 32 on 32 nodes of 8 H100s, with a shorter run and a smaller global batch given on the line.
 # On purpose: a warmup in samples beside the recipe's warmup in iterations, which Bridge refuses (TL670).
-# The estimate also finds full recompute at TP 2 slow for this model (TL301, with a faster layout spelled as overrides).
+# No TL301: EP 32 x TP 2 leaves the experts' optimizer state unsharded, so no layout without full recompute fits.
 export CUDA_DEVICE_MAX_CONNECTIONS=1
 
 srun torchrun --nproc_per_node=8 --nnodes=32 scripts/training/run_recipe.py \
