@@ -279,7 +279,7 @@ needed). Charged on every step before, it called 20 completed runs "does not fit
 without activation checkpointing at the largest micro batch that ran); the recorded OOMs it must catch are runs
 with full recompute or pipelines, where it still is."""
 
-ALLOCATOR_CACHE = 0.6
+ALLOCATOR_CACHE = 0.48
 """Fitted (range 0-0.6). Share of what one micro-batch allocates and frees (its activations, workspaces and
 logits, and the transient buffers; not the other micro-batches a pipeline stage holds, whose blocks are of the
 sizes the next one asks for again) that the caching allocator keeps reserved beyond ALLOCATOR_FRAGMENTATION
