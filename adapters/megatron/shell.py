@@ -240,7 +240,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         memo = None
         if self._memo is not None and at is None and source.path == self.root_path:
             memo = self._memo.file(source.path, self._memo_context())
-            tree = memo.parse(_parser(), ft.data)
+            tree = memo.parse(_parser(), ft.data, ft.text)
         else:
             tree = _parser().parse(ft.data)
         root = tree.root_node
