@@ -12,9 +12,10 @@ A statement is replayed from its entry instead of evaluated when
 
 * it is written the same (its text, and the placeholders in it) at the same place (byte and
   character offset, line and column: every location and line number it makes is the same), or it
-  only moved: an edit before it (a digit typed, a line added) shifts the entries of the statements
-  after it by the edit's change of offsets and lines (:class:`Shift`: every location they hold,
-  their values' and those of the values they read, moved once per edit), and
+  only moved: the entry of a statement after an edit (a digit typed, a line added) is found under
+  its old place and, when replayed, moved by the edit's change of offsets and lines (:class:`Shift`:
+  every location it holds; a value read is compared with the moved value the replay of the
+  statement that set it gave), and
 * every variable it read has the same value now (the same object, or an equal one: a value
   re-evaluated from an unchanged assignment is equal), the same functions are defined, and the
   evaluation's bounds (steps, commands, value budget) leave room for all it used.
@@ -77,11 +78,14 @@ class FileMemo:
 
     context: tuple
     data: bytes | None = None
-    text: str | None = None
     tree: Any = None
     entries: dict[tuple, Entry] = field(default_factory=dict)
+    entries_text: str = ""
+    """The text the entries were recorded on (their keys' and locations' coordinates)..."""
+    entries_bytes: int = 0
+    """... and its length in bytes."""
 
-    def parse(self, parser: Any, data: bytes, text: str) -> Any:
+    def parse(self, parser: Any, data: bytes) -> Any:
         """The syntax tree of ``data``: the last one when the bytes are the same, else a new parse.
 
         Not tree-sitter's incremental parse (``tree.edit`` + ``parser.parse(data, old_tree)``): it
@@ -90,21 +94,25 @@ class FileMemo:
         what a full read gives."""
         if self.tree is not None and self.data == data:
             return self.tree
-        old, old_data = self.text, self.data
-        self.data = self.text = self.tree = None
-        if old is not None and old_data is not None and self.entries:
-            self.entries = Shift.between(self.context[0], old, text, len(data) - len(old_data)).rebase(self.entries)
+        self.data = self.tree = None
         tree = parser.parse(data)
-        self.data, self.text, self.tree = data, text, tree
+        self.data, self.tree = data, tree
         return tree
+
+    def shift_to(self, text: str, data: bytes) -> Shift | None:
+        """How the entries' text became ``text`` (None: no entries, or no offset or line changed)."""
+        if not self.entries or text == self.entries_text:
+            return None
+        shift = Shift.between(self.context[0], self.entries_text, text, len(data) - self.entries_bytes)
+        return shift if shift.chars or shift.bytes or shift.lines else None
+
+    def keep(self, entries: dict[tuple, Entry], text: str, data: bytes) -> None:
+        """The entries of a completed read of ``text`` (an earlier text's are not needed again)."""
+        self.entries, self.entries_text, self.entries_bytes = entries, text, len(data)
 
 
 class Unmappable(Exception):
     """A location the edit touched (or whose side of it is ambiguous): it has no place in the new text."""
-
-
-_UNMAPPED = object()
-"""A value read before a statement that the edit touched: equal to nothing a new read gives."""
 
 
 @dataclass
@@ -112,14 +120,16 @@ class Shift:
     """One edit between two texts of a script, as the common prefix and suffix of the two: the
     characters ``old[:start]`` stay where they are, ``old[old_end:]`` is ``new[old_end + chars:]``.
 
-    The memo's entries of statements after the edit are moved with it (:meth:`rebase`): every
-    location they hold (character offsets of a Loc, a Seg's runs), their keys (byte and character
-    offset, line) shifted; the columns stay, as only statements that start on a line after the
-    one the edit ends on are moved (that line's newline and everything up to the statement are the
-    same text, or the edit ends with a whole line). A location on the edited characters, or at the edge of an insertion (which side it
-    belongs to is not known), cannot be moved: an entry holding one is forgotten, a value read
-    holding one becomes a value nothing equals (the statement is evaluated again). An entry with
-    diagnostics is not moved (a message may name a line; related spans may point anywhere)."""
+    A statement that starts on a line after ``last_line`` (the edit's last line in the old text)
+    has the same text, columns and everything up to the end of the file as before, ``chars``
+    characters, ``bytes`` bytes and ``lines`` lines further on: its entry is found under its old key
+    (:meth:`old_key`) and, when it may be replayed, moved (:meth:`entry`): every location it holds
+    (a Loc's offsets, a Seg's runs) shifted. A location on the edited characters, or at the edge of
+    an insertion (which side it belongs to is not known), cannot be moved (:class:`Unmappable`: the
+    statement is evaluated). An entry with diagnostics is not moved (a message may name a line,
+    related spans point anywhere). Each value is moved once per edit, and the moved value of each
+    variable's value is remembered (:attr:`moved`): a later statement that read it finds it is the
+    same (an ``is``), without moving what it read."""
 
     path: str
     """The script's path: a location in another file (the environment's, a here-document's) stays."""
@@ -131,7 +141,11 @@ class Shift:
     lines: int
     last_line: int
     """The last line (1-based, old text) whose columns the edit may change: the line of ``old_end``, or
-    the one before when ``old_end`` starts a line in both texts. Statements after it keep their columns."""
+    the one before when ``old_end`` starts a line in both texts."""
+    moved: dict[int, Any] = field(default_factory=dict)
+    """id of a value of the old entries (they stay alive while the read runs) -> the value moved."""
+    _segs: dict[int, Seg] = field(default_factory=dict)
+    """The same for the pieces of values (one piece is in a variable, the strings and commands built from it)."""
 
     @classmethod
     def between(cls, path: str, old: str, new: str, byte_delta: int) -> Shift:
@@ -145,123 +159,117 @@ class Shift:
         return cls(path, start, old_end, len(new) - len(old), byte_delta, new.count("\n") - old.count("\n"),
                    last_line)
 
-    def rebase(self, entries: dict[tuple, Entry]) -> dict[tuple, Entry]:
-        """The entries whose statements may still be replayed in the new text, at their new places."""
-        if not (self.chars or self.bytes or self.lines):
-            return entries  # the same offsets and lines (a character replaced): the keys say what stays
-        out: dict[tuple, Entry] = {}
-        self._done: dict[int, Any] = {}
-        self._keep: list[Any] = []  # the objects whose ids key _done, alive while it is used
-        for key, entry in entries.items():
-            kind, byte, first, line, column, text, placeholders, quoted = key
-            if first + len(text) <= self.start:
-                out[key] = entry  # before the edit: the key (text at its place) decides
-            elif line > self.last_line and first >= self.old_end and not entry.diagnostics:
-                try:
-                    moved = self._entry(entry)
-                    out[(kind, byte + self.bytes, first + self.chars, line + self.lines, column, text,
-                         self._places(placeholders), self._places(quoted))] = moved
-                except Unmappable:
-                    pass
-        self._done, self._keep = {}, []
-        return out
+    def old_key(self, key: tuple) -> tuple | None:
+        """The key the statement written at ``key`` (new text) had in the old text, when it only moved."""
+        kind, byte, first, line, column, text, placeholders, quoted = key
+        if line - self.lines <= self.last_line:
+            return None
+        chars = self.chars
+        return (kind, byte - self.bytes, first - chars, line - self.lines, column, text,
+                tuple((a - chars, b - chars) for a, b in placeholders),
+                tuple((a - chars, b - chars) for a, b in quoted))
 
-    def _places(self, places: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-        return tuple((a + self.chars, b + self.chars) for a, b in places)
+    def same(self, now: Any, before: Any) -> bool:
+        """Whether ``now`` (a value read in the new text) is ``before`` (read in the old) moved."""
+        if now is before:
+            return True  # a value from before the edit (it was moved to itself) or from outside the script
+        moved = self.moved.get(id(before))
+        if moved is not None:
+            return moved is now or moved == now
+        if now is MISSING or before is MISSING:
+            return False
+        try:
+            return self.value(before) == now
+        except Unmappable:
+            return False
 
-    def _entry(self, entry: Entry) -> Entry:
-        reads = []
-        for name, before, allocated in entry.reads:
-            try:
-                before = self.value(before)
-            except Unmappable:
-                before = _UNMAPPED
-            reads.append((name, before, allocated))  # an #SBATCH value is read from the new text: compared as it is
-        return dataclasses.replace(
-            entry, reads=tuple(reads), writes=tuple((n, self.value(v)) for n, v in entry.writes),
-            commands=tuple(self.value(c) for c in entry.commands),
-            assignments=tuple(self.value(a) for a in entry.assignments),
-            virtual_files=tuple((n, self.value(v)) for n, v in entry.virtual_files))
+    def entry(self, entry: Entry, reads: tuple) -> Entry:
+        """``entry`` moved, with ``reads`` (the values it reads now, each ``same`` as the one it read)."""
+        return Entry(reads, entry.functions, tuple((n, self.value(v)) for n, v in entry.writes),
+                     tuple([self.command(c) for c in entry.commands]),
+                     tuple([self.assignment(a) for a in entry.assignments]), entry.diagnostics,
+                     tuple((n, (self.field(f), self.loc(at))) for n, (f, at) in entry.virtual_files),
+                     entry.steps, entry.chars, entry.pieces, entry.match_work)
+
+    # the values' kinds, each moved by its own method (a value of another kind is Unmappable)
 
     def loc(self, loc: Loc) -> Loc:
         start, end = loc.start, loc.end
-        if loc.path != self.path:
-            return loc
-        if end <= self.start and start < self.start:
+        if (end <= self.start and start < self.start) or loc.path != self.path:
             return loc
         if start > self.old_end or (start == self.old_end and end > start):
             return Loc(loc.path, start + self.chars, end + self.chars)
         raise Unmappable
 
-    def value(self, obj: Any) -> Any:
-        """``obj`` with every location moved; the same object when none moves (a value shared by a
-        write and a later read stays shared: a replay's ``is`` check holds)."""
-        if obj is None or obj is MISSING or isinstance(obj, (str, int)):
-            return obj
-        key = id(obj)
-        done = self._done.get(key)
-        if done is not None:
-            if done is _UNMAPPED:
+    def seg(self, seg: Seg) -> Seg:
+        at = seg.loc
+        if at is None:
+            if seg.runs is not None:
                 raise Unmappable
+            return seg
+        if at.path == self.path and at.end <= self.start and at.start < self.start:
+            return seg  # before the edit (most of what a statement after it reads)
+        done = self._segs.get(id(seg))  # a piece is shared by the values and commands built from it
+        if done is not None:
             return done
-        try:
-            moved = self._move(obj)
-        except Unmappable:
-            self._done[key] = _UNMAPPED
-            self._keep.append(obj)
-            raise
-        self._done[key] = moved
-        self._keep.append(obj)
+        loc = self.loc(at)
+        runs = seg.runs
+        if runs is not None and loc is not at:
+            delta = self.chars
+            runs = tuple([Run(r.text, r.source + delta, r.escaped) for r in runs])
+        moved = seg if loc is at else Seg(seg.text, loc, seg.exact, seg.unknown, seg.env, seg.uncertain, runs)
+        self._segs[id(seg)] = moved
         return moved
 
-    def _move(self, obj: Any) -> Any:
-        kind = type(obj)
-        if kind is Loc:
-            return self.loc(obj)
-        if kind is Seg:
-            if obj.loc is None:
-                if obj.runs is not None:
-                    raise Unmappable
-                return obj
-            loc = self.loc(obj.loc)
-            if loc is obj.loc:
-                return obj
-            delta = loc.start - obj.loc.start
-            runs = obj.runs if obj.runs is None else tuple(Run(r.text, r.source + delta, r.escaped) for r in obj.runs)
-            return Seg(obj.text, loc, obj.exact, obj.unknown, obj.env, obj.uncertain, runs)
-        if kind is Field:
-            segs = self._tuple(obj.segs)
-            site = self.value(obj.site)
-            if segs is obj.segs and site is obj.site:
-                return obj
-            return Field(segs, site, obj.uncertain)
-        if kind is tuple:
-            return self._tuple(obj)
-        if kind is list:
-            items = [self.value(x) for x in obj]
-            return obj if all(a is b for a, b in zip(items, obj, strict=True)) else items
-        if kind is dict:
-            moved = {k: self.value(v) for k, v in obj.items()}
-            return obj if all(moved[k] is v for k, v in obj.items()) else moved
-        if kind is VarValue or type(obj).__name__ in _RECORDS:
-            changes = {}
-            for f in dataclasses.fields(obj):
-                old = getattr(obj, f.name)
-                new = self.value(old)
-                if new is not old:
-                    changes[f.name] = new
-            return dataclasses.replace(obj, **changes) if changes else obj
-        if isinstance(obj, (bool, float)):
-            return obj
-        raise Unmappable  # a kind of value this does not know how to move: not carried over
+    def segs(self, segs: tuple[Seg, ...]) -> tuple[Seg, ...]:
+        moved = tuple([self.seg(s) for s in segs])
+        for a, b in zip(moved, segs, strict=True):
+            if a is not b:
+                return moved
+        return segs
 
-    def _tuple(self, items: tuple) -> tuple:
-        moved = tuple(self.value(x) for x in items)
-        return items if all(a is b for a, b in zip(moved, items, strict=True)) else moved
+    def field(self, f: Field) -> Field:
+        segs, site = self.segs(f.segs), f.site
+        moved_site = site if site is None else self.loc(site)
+        if segs is f.segs and moved_site is site:
+            return f
+        return Field(segs, moved_site, f.uncertain)
 
+    def value(self, value: Any) -> Any:
+        """A variable's value (a VarValue, MISSING) moved: once per edit, so it stays one object."""
+        if value is MISSING:
+            return value
+        if type(value) is not VarValue:
+            raise Unmappable
+        moved = self.moved.get(id(value))
+        if moved is not None:
+            return moved
+        scalar = value.scalar if value.scalar is None else self.segs(value.scalar)
+        array = value.array
+        if array is not None:
+            fields = [self.field(f) for f in array]
+            if any(a is not b for a, b in zip(fields, array, strict=True)):
+                array = fields
+        at = value.assigned_at if value.assigned_at is None else self.loc(value.assigned_at)
+        if scalar is value.scalar and array is value.array and at is value.assigned_at:
+            moved = value
+        else:
+            moved = VarValue(scalar, array, value.uncertain, at)
+        self.moved[id(value)] = moved
+        return moved
 
-_RECORDS = frozenset({"Command", "Assignment"})
-"""The shell reader's records (adapters/megatron/shell.py, which imports this module) moved field by field."""
+    def command(self, command: Any) -> Any:
+        if type(command).__name__ != "Command":
+            raise Unmappable
+        return dataclasses.replace(
+            command, fields=[self.field(f) for f in command.fields], loc=self.loc(command.loc),
+            prefix={k: self.field(f) for k, f in command.prefix.items()},
+            in_loop=command.in_loop if command.in_loop is None else self.loc(command.in_loop))
+
+    def assignment(self, assignment: Any) -> Any:
+        if type(assignment).__name__ != "Assignment":
+            raise Unmappable
+        return dataclasses.replace(assignment, value=self.value(assignment.value), loc=self.loc(assignment.loc))
 
 
 def _common_prefix(a: str, b: str, limit: int) -> int:
