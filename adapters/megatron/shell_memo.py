@@ -145,7 +145,9 @@ class Shift:
     moved: dict[int, Any] = field(default_factory=dict)
     """id of a value of the old entries (they stay alive while the read runs) -> the value moved."""
     _segs: dict[int, Seg] = field(default_factory=dict)
-    """The same for the pieces of values (one piece is in a variable, the strings and commands built from it)."""
+    """The same for the pieces of values (one piece is in a variable, the strings and commands built from it)..."""
+    _fields: dict[int, Field] = field(default_factory=dict)
+    """... and for fields (an array's, a command's words)."""
 
     @classmethod
     def between(cls, path: str, old: str, new: str, byte_delta: int) -> Shift:
@@ -222,18 +224,25 @@ class Shift:
         return moved
 
     def segs(self, segs: tuple[Seg, ...]) -> tuple[Seg, ...]:
-        moved = tuple([self.seg(s) for s in segs])
-        for a, b in zip(moved, segs, strict=True):
-            if a is not b:
-                return moved
-        return segs
+        seg = self.seg
+        out: list[Seg] | None = None
+        for i, s in enumerate(segs):
+            moved = seg(s)
+            if out is not None:
+                out.append(moved)
+            elif moved is not s:
+                out = [*segs[:i], moved]
+        return segs if out is None else tuple(out)
 
     def field(self, f: Field) -> Field:
+        done = self._fields.get(id(f))
+        if done is not None:
+            return done
         segs, site = self.segs(f.segs), f.site
         moved_site = site if site is None else self.loc(site)
-        if segs is f.segs and moved_site is site:
-            return f
-        return Field(segs, moved_site, f.uncertain)
+        moved = f if segs is f.segs and moved_site is site else Field(segs, moved_site, f.uncertain)
+        self._fields[id(f)] = moved
+        return moved
 
     def value(self, value: Any) -> Any:
         """A variable's value (a VarValue, MISSING) moved: once per edit, so it stays one object."""
