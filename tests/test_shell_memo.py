@@ -194,3 +194,24 @@ def test_the_language_server_publishes_what_a_fresh_server_does(tmp_path: Path):
         for version in range(1, 6):
             text = _edit(text, rng)
             assert linter.lint(name, text, version).by_path == Linter().lint(name, text, 0).by_path, path
+
+
+def test_an_edit_moves_what_follows_it_and_nothing_it_touched():
+    from trainlint.adapters.megatron.words import Loc
+
+    old, new = "A=1\nB=2\n", "A=10\nB=2\n"  # a digit typed after A=1's 1: the common prefix is "A=1"
+    shift = shell_memo.Shift.between("/x/run.sh", old, new, 1)
+    assert (shift.start, shift.old_end, shift.chars, shift.bytes, shift.lines, shift.last_line) == (3, 3, 1, 1, 0, 1)
+    assert shift.loc(Loc("/x/run.sh", 0, 3)) == Loc("/x/run.sh", 0, 3)  # A=1: before the edit
+    assert shift.loc(Loc("/x/run.sh", 4, 7)) == Loc("/x/run.sh", 5, 8)  # B=2: after it
+    assert shift.loc(Loc("/y/env", 4, 7)) == Loc("/y/env", 4, 7)  # another file's
+    for touched in (Loc("/x/run.sh", 3, 3), Loc("/x/run.sh", 2, 4)):  # at the insertion, or across it
+        with pytest.raises(shell_memo.Unmappable):
+            shift.loc(touched)
+    # B=2's key: the line after the edit's; a statement on the edited line keeps no entry
+    assert shift.old_key(("variable_assignment", 5, 5, 2, 1, "B=2", (), ())) == (
+        "variable_assignment", 4, 4, 2, 1, "B=2", (), ())
+    assert shift.old_key(("variable_assignment", 0, 0, 1, 1, "A=10", (), ())) is None
+    # a whole line inserted: the line after it starts where the unchanged text starts, columns kept
+    lines = shell_memo.Shift.between("/x/run.sh", old, "A=1\nX=é\nB=2\n", 5)
+    assert (lines.chars, lines.bytes, lines.lines, lines.last_line) == (4, 5, 1, 1)
