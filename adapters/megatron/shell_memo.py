@@ -147,7 +147,8 @@ class Shift:
     _segs: dict[int, Seg] = field(default_factory=dict)
     """The same for the pieces of values (one piece is in a variable, the strings and commands built from it)..."""
     _fields: dict[int, Field] = field(default_factory=dict)
-    """... and for fields (an array's, a command's words)."""
+    """... for fields (an array's, a command's words) and for tuples of pieces (a variable's, a field's)."""
+    _tuples: dict[int, tuple[Seg, ...]] = field(default_factory=dict)
 
     @classmethod
     def between(cls, path: str, old: str, new: str, byte_delta: int) -> Shift:
@@ -209,21 +210,27 @@ class Shift:
             if seg.runs is not None:
                 raise Unmappable
             return seg
-        if at.path == self.path and at.end <= self.start and at.start < self.start:
-            return seg  # before the edit (most of what a statement after it reads)
+        start = at.start
+        if (start < self.start and at.end <= self.start) or at.path != self.path:
+            return seg  # before the edit (most of what a statement after it reads), or another file's
         done = self._segs.get(id(seg))  # a piece is shared by the values and commands built from it
         if done is not None:
             return done
-        loc = self.loc(at)
+        if not (start > self.old_end or (start == self.old_end and at.end > start)):
+            raise Unmappable
+        delta = self.chars
         runs = seg.runs
-        if runs is not None and loc is not at:
-            delta = self.chars
+        if runs is not None:
             runs = tuple([Run(r.text, r.source + delta, r.escaped) for r in runs])
-        moved = seg if loc is at else Seg(seg.text, loc, seg.exact, seg.unknown, seg.env, seg.uncertain, runs)
+        moved = Seg(seg.text, Loc(at.path, start + delta, at.end + delta), seg.exact, seg.unknown, seg.env,
+                    seg.uncertain, runs)
         self._segs[id(seg)] = moved
         return moved
 
     def segs(self, segs: tuple[Seg, ...]) -> tuple[Seg, ...]:
+        done = self._tuples.get(id(segs))
+        if done is not None:
+            return done
         seg = self.seg
         out: list[Seg] | None = None
         for i, s in enumerate(segs):
@@ -232,7 +239,9 @@ class Shift:
                 out.append(moved)
             elif moved is not s:
                 out = [*segs[:i], moved]
-        return segs if out is None else tuple(out)
+        moved_segs = segs if out is None else tuple(out)
+        self._tuples[id(segs)] = moved_segs
+        return moved_segs
 
     def field(self, f: Field) -> Field:
         done = self._fields.get(id(f))
