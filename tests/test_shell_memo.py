@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from trainlint.adapters.megatron import shell_memo
-from trainlint.adapters.megatron.shell import ShellResult, evaluate
+from trainlint.adapters.megatron.shell import ShellEvaluator, ShellResult, evaluate
 from trainlint.files.sources import SourceText, read_source
 from trainlint.lsp.workspace import Linter
 
@@ -40,7 +40,19 @@ _NAME = re.compile(r"\b[A-Z][A-Z0-9_]{2,}\b")
 def _edit(text: str, rng: random.Random) -> str:
     """One random edit an editor could make (some of them leave invalid bash)."""
     lines = text.split("\n")
-    kind = rng.randrange(9)
+    kind = rng.randrange(12)
+    if kind >= 9:  # the file's length changed: a digit typed into or deleted from a number, a line added
+        numbers = list(_NUMBER.finditer(text))
+        if numbers and kind == 9:
+            m = rng.choice(numbers)
+            at = rng.randrange(m.start(), m.end() + 1)
+            return text[:at] + str(rng.randrange(10)) + text[at:]
+        if numbers and kind == 10 and any(len(m.group()) > 1 for m in numbers):
+            m = rng.choice([m for m in numbers if len(m.group()) > 1])
+            at = rng.randrange(m.start(), m.end())
+            return text[:at] + text[at + 1:]
+        lines.insert(rng.randrange(len(lines) + 1), rng.choice(["X=1", "export Y=$X", "# a comment", "echo $X"]))
+        return "\n".join(lines)
     if kind <= 1:  # a number changed: the same length or not
         numbers = list(_NUMBER.finditer(text))
         if numbers:
@@ -135,6 +147,41 @@ def test_a_statement_is_replayed_only_while_what_it_read_is_the_same():
     assert _snapshot(result) == _snapshot(evaluate(SourceText("/x/run.sh", edited), _read, {}))
 
 
+def test_a_statement_that_only_moved_is_replayed_at_its_new_place(monkeypatch: pytest.MonkeyPatch):
+    replays: list[shell_memo.Entry] = []
+    replay = ShellEvaluator._replay
+
+    def counted(self: ShellEvaluator, entry: shell_memo.Entry) -> None:
+        replays.append(entry)
+        replay(self, entry)
+
+    monkeypatch.setattr(ShellEvaluator, "_replay", counted)
+    text = "A=1\nB=2 # é\nC=$A\nD=\"$B x\"\npython pretrain_gpt.py --x $C --y $D --z \"$UNSET\"\n"
+    memo = shell_memo.StatementMemo()
+    replayed: list[int] = []
+
+    def read(t: str) -> ShellResult:
+        replays.clear()
+        with shell_memo.remembering(memo):
+            result = evaluate(SourceText("/x/run.sh", t), _read, {})
+        replayed.append(len(replays))
+        full = evaluate(SourceText("/x/run.sh", t), _read, {})
+        assert _snapshot(result) == _snapshot(full)
+        return result
+
+    read(text)
+    for edited in (text.replace("A=1", "A=10"), "# a new line\n\n" + text, text.replace("B=2", "B=20"),
+                   text.replace("A=1\n", "A=1; E=2\n")):
+        read(text)  # back to the original, then the edit: each step moves what follows it
+        result = read(edited)
+        assert result.commands[0].loc.start == edited.index("python")
+    # A=10 moves B, C is new (A's value changed), D=$B reads the moved B, the command a new C:
+    # B, D and nothing else replayed; two lines above: everything moves, all five replayed;
+    # B=20 changes B, D and the command (A and C replayed); a statement added after A on its line: the
+    # lines after it keep their columns, all but the new E=2 replayed
+    assert replayed[2::2] == [2, 5, 2, 5]
+
+
 @pytest.mark.skipif(not _scripts(), reason=f"corpus not found at {CORPUS} ({SHARED_ABSENT})")
 def test_the_language_server_publishes_what_a_fresh_server_does(tmp_path: Path):
     forks = [p for p in _scripts() if "swiss-ai" in str(p)][:4] or _scripts()[:4]
@@ -147,3 +194,24 @@ def test_the_language_server_publishes_what_a_fresh_server_does(tmp_path: Path):
         for version in range(1, 6):
             text = _edit(text, rng)
             assert linter.lint(name, text, version).by_path == Linter().lint(name, text, 0).by_path, path
+
+
+def test_an_edit_moves_what_follows_it_and_nothing_it_touched():
+    from trainlint.adapters.megatron.words import Loc
+
+    old, new = "A=1\nB=2\n", "A=10\nB=2\n"  # a digit typed after A=1's 1: the common prefix is "A=1"
+    shift = shell_memo.Shift.between("/x/run.sh", old, new, 1)
+    assert (shift.start, shift.old_end, shift.chars, shift.bytes, shift.lines, shift.last_line) == (3, 3, 1, 1, 0, 1)
+    assert shift.loc(Loc("/x/run.sh", 0, 3)) == Loc("/x/run.sh", 0, 3)  # A=1: before the edit
+    assert shift.loc(Loc("/x/run.sh", 4, 7)) == Loc("/x/run.sh", 5, 8)  # B=2: after it
+    assert shift.loc(Loc("/y/env", 4, 7)) == Loc("/y/env", 4, 7)  # another file's
+    for touched in (Loc("/x/run.sh", 3, 3), Loc("/x/run.sh", 2, 4)):  # at the insertion, or across it
+        with pytest.raises(shell_memo.Unmappable):
+            shift.loc(touched)
+    # B=2's key: the line after the edit's; a statement on the edited line keeps no entry
+    assert shift.old_key(("variable_assignment", 5, 5, 2, 1, "B=2", (), ())) == (
+        "variable_assignment", 4, 4, 2, 1, "B=2", (), ())
+    assert shift.old_key(("variable_assignment", 0, 0, 1, 1, "A=10", (), ())) is None
+    # a whole line inserted: the line after it starts where the unchanged text starts, columns kept
+    lines = shell_memo.Shift.between("/x/run.sh", old, "A=1\nX=é\nB=2\n", 5)
+    assert (lines.chars, lines.bytes, lines.lines, lines.last_line) == (4, 5, 1, 1)

@@ -251,6 +251,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             memo = None
         self._source_stack.append(os.path.abspath(source.path))
         entries = memo.entries if memo is not None else {}
+        shift = memo.shift_to(ft.text, ft.data) if memo is not None else None
         kept: dict[tuple, shell_memo.Entry] = {}
         try:
             for node in root.children:
@@ -260,14 +261,14 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                     if memo is None:
                         self._stmt(node, ft)
                     else:
-                        self._memo_stmt(node, ft, entries, kept)
+                        self._memo_stmt(node, ft, entries, kept, shift)
                 except _TooDeep as exc:
                     self.diagnostics.append(input_diagnostic(
                         "TL002", f"shell syntax: nesting too deep (more than {MAX_NESTING} levels of groups, "
                         "subshells, expansions or arithmetic); this command is not read", self._span(exc.loc),
                         path=exc.loc.path))
             if memo is not None:
-                memo.entries = kept  # the entries of this text (an earlier text's are not needed again)
+                memo.keep(kept, ft.text, ft.data)
         finally:
             self._source_stack.pop()
 
@@ -336,9 +337,10 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             self._before[name] = self.env.values.get(name, shell_memo.MISSING)
 
     def _memo_stmt(self, node, ft: FileText, entries: dict[tuple, shell_memo.Entry],
-                   kept: dict[tuple, shell_memo.Entry]) -> None:
+                   kept: dict[tuple, shell_memo.Entry], shift: shell_memo.Shift | None) -> None:
         """A top-level statement of the root script, replayed from the memo when it may be (see
-        :mod:`.shell_memo`), else evaluated and, when it can be replayed later, recorded."""
+        :mod:`.shell_memo`), else evaluated and, when it can be replayed later, recorded. ``shift``:
+        the edit since the entries' text (None: no offset or line changed), when there is one."""
         kind = node.type
         if not node.is_named or kind in ("comment", "function_definition"):
             self._stmt(node, ft)
@@ -348,11 +350,21 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         line, column = ft.index.position(first)
         key = (kind, start, first, line, column, ft.text[first:last],
                _within(ft.placeholders, first, last), _within(ft.quoted_placeholders, first, last))
-        entry = entries.get(key)
-        if entry is not None and self._replayable(entry):
-            self._replay(entry)
-            kept[key] = entry
-            return
+        if shift is None or last <= shift.start:  # before the edit: written at the same place
+            entry = entries.get(key)
+            if entry is not None and self._replayable(entry):
+                self._replay(entry)
+                kept[key] = entry
+                return
+        else:
+            old_key = shift.old_key(key)
+            entry = entries.get(old_key) if old_key is not None else None
+            if entry is not None and not entry.diagnostics:
+                moved = self._moved(entry, shift)
+                if moved is not None:
+                    self._replay(moved)
+                    kept[key] = moved
+                    return
         recorded = self._record(node, ft, line, line + ft.text.count("\n", first, last))
         if recorded is not None:
             kept[key] = recorded
@@ -405,12 +417,36 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                 return False
             if (allocated is not None or slurm) and slurm.get(name) != allocated:
                 return False  # an #SBATCH line the variable's value comes from changed
+        return self._within_bounds(entry)
+
+    def _within_bounds(self, entry: shell_memo.Entry) -> bool:
+        """The same functions are defined, and the evaluation's bounds leave room for all ``entry`` used."""
         budget = self.budget
         return (entry.functions == tuple(self.functions) and budget.refused is None
                 and self._steps + entry.steps <= FOLLOW_STEPS
                 and len(self.commands) + len(entry.commands) < MAX_COMMANDS
                 and budget.chars + entry.chars <= MAX_TOTAL_CHARS and budget.pieces + entry.pieces <= MAX_TOTAL_PIECES
                 and budget.match_work + entry.match_work <= MAX_MATCH_WORK)
+
+    def _moved(self, entry: shell_memo.Entry, shift: shell_memo.Shift) -> shell_memo.Entry | None:
+        """``entry`` (a statement the edit only moved) moved to its new place, when it may be replayed."""
+        values = self.env.values
+        missing = shell_memo.MISSING
+        slurm = self.slurm
+        reads = []
+        for name, before, allocated in entry.reads:
+            now = values.get(name, missing)
+            if not shift.same(now, before):
+                return None
+            if (allocated is not None or slurm) and slurm.get(name) != allocated:
+                return None  # an #SBATCH line the variable's value comes from changed (or moved)
+            reads.append((name, now, allocated))
+        if not self._within_bounds(entry):
+            return None
+        try:
+            return shift.entry(entry, tuple(reads))
+        except shell_memo.Unmappable:
+            return None  # it holds a location the edit touched: evaluated
 
     def _replay(self, entry: shell_memo.Entry) -> None:
         values = self.env.values
