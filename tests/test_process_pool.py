@@ -124,3 +124,31 @@ def test_a_streamed_serial_run_keeps_no_specs_past_a_chunk(many_configs):
     full = process_pool.run_tasks(tasks, work, 1)
     assert sizes == [len(tasks)] and any(r.specs for r in full)
     assert [r.diagnostics for r in full] == [r.diagnostics for r in streamed]
+
+
+CTRL_C_IN_FORK = """
+import os, signal, sys
+from trainlint.project import process_pool
+
+def work(chunk):
+    return []
+
+# A Ctrl-C that lands as the pool forks its workers: raised in an at-fork handler, Python drops it
+# ("Exception ignored") unless SIGINT is held back around the fork.
+os.register_at_fork(after_in_parent=lambda: os.kill(os.getpid(), signal.SIGINT))
+try:
+    for _ in process_pool.iter_results(list(range(100)), work, 2, count=100):
+        pass
+except KeyboardInterrupt:
+    print("interrupted")
+    sys.exit(130)
+print("carried on")
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="no fork here")
+def test_ctrl_c_while_the_workers_are_forked_stops_the_check():
+    # in a child process: an at-fork handler cannot be removed once registered
+    done = subprocess.run([sys.executable, "-c", CTRL_C_IN_FORK], capture_output=True, text=True, timeout=120)
+    assert (done.returncode, done.stdout.strip()) == (130, "interrupted"), done.stderr[-2000:]
+    assert "Exception ignored" not in done.stderr

@@ -145,7 +145,7 @@ def _iter_forked(chunks: Iterator[Sequence[_T]], work: Callable[[Sequence[_T]], 
             future = None
             if not broken:
                 try:
-                    future = pool.submit(_work_in_child, chunk)
+                    future = _submit_without_sigint(pool, chunk)
                 except (OSError, RuntimeError, BrokenProcessPool):  # cannot fork (process limit), or a worker died
                     broken = True
             pending.append((chunk, future))
@@ -184,11 +184,28 @@ def _iter_forked(chunks: Iterator[Sequence[_T]], work: Callable[[Sequence[_T]], 
             pass
 
 
+def _submit_without_sigint(pool: Any, chunk: Sequence[Any]) -> Any:
+    """``pool.submit`` with SIGINT held back until it returns. The first submit forks the workers, and a
+    Ctrl-C that lands inside the fork is raised in an at-fork handler (logging's), where Python prints
+    "Exception ignored" and drops it: the check would carry on and end 0. Held back, it is delivered
+    when the submit returns, where the caller stops the workers and the CLI ends with 130. The workers
+    inherit the mask and unblock it once they ignore SIGINT (:func:`_ignore_sigint`)."""
+    import signal
+
+    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return pool.submit(_work_in_child, chunk)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
 def _ignore_sigint() -> None:
-    """In a worker: Ctrl-C goes to the whole process group; the parent alone handles it."""
+    """In a worker: Ctrl-C goes to the whole process group; the parent alone handles it. A worker is
+    forked with SIGINT blocked (:func:`_submit_without_sigint`); one held back is dropped here."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _work_in_child(chunk: Sequence[Any]) -> list[FileResult]:
