@@ -97,13 +97,14 @@ class Plan:
 class _Sessions:
     """One session per project config (None: no config above the file), opened on first use."""
 
-    def __init__(self, options: SessionOptions, opener: Callable[[SessionOptions, Path], Session]) -> None:
+    def __init__(self, options: SessionOptions, opener: Callable[[SessionOptions, Path], Session],
+                 resolved: dict[str, str]) -> None:
         self.options = options
         self.opener = opener
         self.by_config: dict[str | None, Session] = {}
         self.config_of_folder: dict[str, str | None] = {}
-        self.resolved: dict[str, str] = {}
-        """Each folder resolved once (``_key``'s memo; a walk meets each folder for many files)."""
+        self.resolved = resolved
+        """Each folder resolved once (``_key``'s memo, the plan's: a walk meets each folder for many files)."""
 
     def config_for(self, path: str) -> str | None:
         from trainlint.files.checker import _key
@@ -155,7 +156,7 @@ def plan(options: SessionOptions, paths: Sequence[str], runs: Sequence[Sequence[
 
         hashes, twice_in_path, walked_owners = _first_walk(walk)
     else:
-        sessions = _Sessions(replace(options, runs=()), opener)
+        sessions = _Sessions(replace(options, runs=()), opener, folders)
         run_tasks: list[tuple[FileTask, Session]] = []
 
         def govern(path: str) -> Session:
