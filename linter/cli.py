@@ -91,12 +91,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     sys.stderr = _PrintableStream(sys.stderr)
     previous = gc.get_threshold()
     gc.set_threshold(*GC_THRESHOLD)
+    from trainlint.core import interrupt
+
     try:
-        code = _main(argv)
-        try:
-            sys.stdout.flush()  # here, not at interpreter exit, so that a closed pipe is handled below
-        except ValueError:  # already closed by the command (the language server's `exit`)
-            pass
+        with interrupt.installed():
+            code = _main(argv)
+            try:
+                sys.stdout.flush()  # here, not at interpreter exit, so that a closed pipe is handled below
+            except ValueError:  # already closed by the command (the language server's `exit`)
+                pass
+            # a Ctrl-C whose exception Python dropped (raised in a weakref callback or a __del__)
+            # still ends the command as a Ctrl-C
+            interrupt.stop_if_received()
         return code
     except BrokenPipeError:
         _silence_stdout()

@@ -20,6 +20,7 @@ from dataclasses import replace
 from itertools import islice
 from typing import Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
+from trainlint.core import interrupt
 from trainlint.files.checker import FileTask
 from trainlint.core.results import FileResult
 
@@ -107,6 +108,8 @@ def iter_results(tasks: Iterable[_T], work: Callable[[Sequence[_T]], list[FileRe
 
 def _chunks(tasks: Iterator[_T]) -> Iterator[list[_T]]:
     while chunk := list(islice(tasks, CHUNK)):
+        # a safe point of the serial and the forked path: a Ctrl-C that Python dropped stops here
+        interrupt.stop_if_received()
         yield chunk
 
 
