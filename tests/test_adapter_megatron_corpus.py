@@ -32,9 +32,9 @@ def test_every_megatron_file_loads(corpus_dir: Path, manifest):
         path = corpus_dir / row["path"]
         source = read_source(path)
         score = ADAPTER.sniff(str(path), source.text)
-        start = time.perf_counter()
+        start = time.process_time()
         result = ADAPTER.load(source, LoadContext())  # must not raise
-        if time.perf_counter() - start > 2.0:
+        if time.process_time() - start > 2.0:
             slow.append(row["path"])
         if score > 0:
             claimed.append(row["path"])

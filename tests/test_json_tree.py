@@ -163,12 +163,12 @@ def test_syntax_errors_at_exact_positions(text, line, column, message):
 
 
 def test_deep_nesting_is_a_syntax_error_not_a_recursion_error():
-    start = time.perf_counter()
+    start = time.process_time()
     tree = parse("[" * 100_000)
     assert not tree.ok
     assert "nesting too deep" in tree.error.message
     assert tree.error.span.column == MAX_DEPTH + 1
-    assert time.perf_counter() - start < 2.0
+    assert time.process_time() - start < 2.0
 
 
 def test_nesting_up_to_the_limit_is_fine():
@@ -179,9 +179,9 @@ def test_nesting_up_to_the_limit_is_fine():
 def test_time_is_linear():
     def timed(n: int) -> float:
         text = "{" + ",".join(f'"k{i}": {{"a": [1, 2.5, "x", true, null]}}' for i in range(n)) + "}"
-        start = time.perf_counter()
+        start = time.process_time()
         assert parse(text).ok
-        return time.perf_counter() - start
+        return time.process_time() - start
 
     small, large = timed(2_000), timed(20_000)
     assert large < small * 25  # 10x the input, well under quadratic

@@ -26,9 +26,9 @@ def scalar(result, name: str) -> str | None:
 
 def test_doubling_a_variable_stops_at_the_budget_with_one_tl012():
     # 24 doublings: 48 s and 555 MB before the budget (issue 29, H1)
-    start = time.perf_counter()
+    start = time.process_time()
     result = run("X=ab\n" + "X=$X$X\n" * 24 + "Y=$X\n")
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     assert scalar(result, "X") is None  # past the budget: unknown, with the reason
     reasons = [s.unknown for s in result.env.values["X"].as_scalar() if s.unknown]
     assert reasons and "trainlint does not build it" in reasons[0]
@@ -68,9 +68,9 @@ def test_small_values_keep_bash_semantics():
 def test_prefix_removal_on_a_large_value_is_linear_and_exact(size):
     # 105 s of backtracking on 300 KB before (issue 29, H2); the value is under the budget and known
     value = "a" * size + "b" + "cd"
-    start = time.perf_counter()
+    start = time.process_time()
     result = run(f"X={value}\nY=${{X##*a*b}}\nZ=${{X%%b*}}\nW=${{X#*a*b}}\nif [[ $X == *a*b*e ]]; then Q=1; fi\n")
-    assert time.perf_counter() - start < 5
+    assert time.process_time() - start < 5
     assert scalar(result, "Y") == ("cd" if size <= MAX_VALUE_CHARS else None)
     if size <= MAX_VALUE_CHARS:
         assert scalar(result, "Z") == "a" * size and scalar(result, "W") == "cd" and "Q" not in result.env.values

@@ -98,9 +98,9 @@ def test_alias_bomb_is_bounded_and_fast():
     for i in range(1, 9):
         prev, cur = chr(96 + i), chr(97 + i)
         lines.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 9) + "]")
-    start = time.perf_counter()
+    start = time.process_time()
     tree = parse_yaml("\n".join(lines) + "\n")
-    assert time.perf_counter() - start < 1.0
+    assert time.process_time() - start < 1.0
     assert not tree.ok
     [diag] = tree.diagnostics
     assert diag.code == "TL001" and f"exceeds {MAX_NODES} values" in diag.message
