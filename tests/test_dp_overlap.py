@@ -47,7 +47,7 @@ def test_overlap_off_exposes_the_whole_exchange():
     i = make_inputs(dp=64, world=64, overlap_dp=False)
     d = shard_group(i)
     n = 7e9
-    raw = ring_time(i.grad_bytes * n, d, dp_link_bw(i, d), 2.0)
+    raw = ring_time(i.grad_bytes * n, d, dp_link_bw(i, d, blocking=True), 2.0)
     assert data_parallel(i, n, 1.0, 0.7) == pytest.approx(raw)
     on = dataclasses.replace(i, overlap_dp=True)
     assert raw / dp_buckets(on, n) <= data_parallel(on, n, 1.0, 0.7) < raw
@@ -75,3 +75,24 @@ def test_step_time_dp_line_follows_the_buckets():
     off = step_time(dataclasses.replace(i, overlap_dp=False)).dp_comm
     on = step_time(i).dp_comm
     assert 0 < on < off
+
+
+def test_blocking_exchange_inside_a_node_gets_the_ring_bus_bandwidth():
+    # DeepSpeed ZeRO 0 reduces its gradients after the backward, alone on the compute stream (engine.py
+    # allreduce_gradients -> buffered_allreduce_fallback: dist.all_reduce per 500M-element bucket): a large ring
+    # all-reduce at NCCL's bus bandwidth over NVLink, not the share of buckets reduced beside the backward
+    i = make_inputs(framework="deepspeed", zero=0, dtype="fp16", dp=8, world=8, overlap_dp=False)
+    d = shard_group(i)
+    nvlink = float(i.gpu.intra_node_bw_gbps) * 1e9
+    assert dp_link_bw(i, d, blocking=True) == pytest.approx(nvlink * C.NVLINK_RING_BUS_FRACTION)
+    assert dp_link_bw(i, d) == pytest.approx(nvlink * C.INTRA_NODE_LINK_FRACTION)
+    n = 1.3e9
+    assert data_parallel(i, n, 1.0, 0.7) == pytest.approx(
+        ring_time(i.grad_bytes * n, d, nvlink * C.NVLINK_RING_BUS_FRACTION, 2.0))
+    # overlapped buckets run beside the backward's kernels: the smaller share, and never slower in total
+    on = dataclasses.replace(i, overlap_dp=True)
+    assert data_parallel(on, n, 1.0, 0.7) <= ring_time(i.grad_bytes * n, d, dp_link_bw(on, d), 2.0)
+    # across nodes the NICs bound a blocking exchange as before: the ring share of NVLink does not raise it
+    wide = make_inputs(framework="deepspeed", zero=0, dtype="fp16", tp=8, dp=8, world=64, overlap_dp=False)
+    assert dp_link_bw(wide, shard_group(wide), blocking=True) == pytest.approx(
+        dp_link_bw(wide, shard_group(wide)))

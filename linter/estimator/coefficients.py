@@ -106,11 +106,16 @@ has one, the speed-up is the ratio of the measured FP8 and 16-bit matmul through
 B200 1.97x: :func:`performance.gemm_speed`). Was fitted on the only FP8 rows (torchtitan + torchao float8,
 6 rows), which have no user's path (no torchtitan adapter): weakly determined."""
 
-MICROBATCH_OVERHEAD_S = 0.00424
+MICROBATCH_OVERHEAD_S = 0.00106
 """Fitted. Fixed host-side time per micro-batch per pipeline stage (schedule bookkeeping,
-p2p handshakes, kernel-launch gaps, Python), seconds."""
+p2p handshakes, kernel-launch gaps, Python), seconds. Was 4.24 ms, where vTrain alone held it: every other
+source's refit moved it to 1 ms or below, and vTrain's host-bound rows then ran 12% fast (its held-out median
+went from 9.0% to 12.0% on this coefficient alone). vTrain's extra time is per layer, not per micro-batch: fitted
+as time per micro-batch = a + b x micro batch on each of its single-node models (TP 1-2, PP 1), the intercept
+measured above the estimate grows with the layer count, 0.4-0.55 ms per layer at 12, 16, 20 and 24 layers
+(h 1024, TP 1: +4.8, +6.9, +9.7, +13.3 ms), which is LAYER_HOST_S's term (2.0 -> 2.5 ms), not this one."""
 
-LAYER_HOST_S = 2.0e-3
+LAYER_HOST_S = 2.5e-3
 """Fitted (range 0-5 ms). Host (CPU) time to issue one transformer layer's forward and backward
 kernels for one micro-batch: ~40 forward and ~80 backward kernels at 5-25 us of PyTorch eager
 dispatch and Python module code each (more with DeepSpeed's activation checkpointing, which saves and
@@ -121,7 +126,9 @@ added the same time to every layer whatever its size: vTrain's Megatron-DeepSpee
 to 8 and micro batch 1 to 4 alike, and device-bound times above it. vTrain is the source that measures it
 (small host-bound layers); the MoE dispatcher's sync is MOE_SYNC_HOST_S, not a share of this, and a TP
 layer's all-reduces add to it rather than hide under it (:func:`performance.host_wait_s`), so the refit
-without vTrain no longer moves it (it moved to 3.2 ms to slow the MoE rows)."""
+without vTrain no longer moves it (it moved to 3.2 ms to slow the MoE rows). 2.5 ms since the per-micro-batch
+time vTrain's rows put into MICROBATCH_OVERHEAD_S (4.24 ms) was found to grow with the layer count (see there):
+~3.3 ms per layer per micro-batch with full recompute, ~160 kernels at ~20 us each."""
 
 MOE_SYNC_HOST_S = 4.0e-4
 """Physical estimate, not fitted (range 0.1-1 ms): host time the GPU waits per MoE layer per forward (and
@@ -134,9 +141,13 @@ MOE_SYNC_HOST_SHARE x LAYER_HOST_S was), the fit raised the per-layer host time 
 lower the MoE rows' speed whenever vTrain, the one source that measures host-bound layers, was held out
 (vTrain held out: median error 20.9% with the shared term, 10.5% with this one)."""
 
-STEP_OVERHEAD_S = 0.00827
+STEP_OVERHEAD_S = 0.0005
 """Fitted. Fixed time per optimizer step outside forward/backward (data loader hand-off,
-gradient-norm reduction, loss-scale checks, logging), seconds."""
+gradient-norm reduction, loss-scale checks, logging), seconds; the optimizer's HBM traffic and the
+data-parallel exchange are terms of their own. No source pins it (the refits moved it between 0.1 and 16.5 ms
+as one source or another was held out); vTrain's short single-node steps (90-800 ms) measure the per-step
+intercept of a + b x micro batch fits below what the optimizer and DP terms already give, so it sits near 0
+(was 8.3 ms, which with the DP exchange at the backward-side NVLink share made those steps 20-30 ms long)."""
 
 OPTIMIZER_BYTES_PER_PARAM = 36.0
 """Physical: HBM traffic of a fused mixed-precision Adam step per local parameter: read fp32
@@ -233,7 +244,11 @@ stream, as Megatron's tensor-parallel collectives without --tp-comm-overlap do (
 all_reduce_perf on 8 GPUs behind NVSwitch: ~230-240 of 300 GB/s on DGX A100 (0.77-0.8), ~360-370 of 450 GB/s on
 DGX H100 without NVLink SHARP (0.8). Used with the ring's per-step latency (NCCL_RING_STEP_LATENCY_S), which is
 what a smaller message loses. INTRA_NODE_LINK_FRACTION remains the share the other exchanges get (data-parallel
-buckets and ZeRO gathers beside the backward, the expert all-to-all, pipeline sends)."""
+buckets and ZeRO gathers beside the backward, the expert all-to-all, pipeline sends). A data-parallel exchange that
+is not overlapped runs the same way, alone on the compute stream after the backward, in large buckets (DeepSpeed's
+ZeRO 0 ``allreduce_gradients`` -> ``buffered_allreduce_fallback``: one ``dist.all_reduce`` per 500M-element bucket
+at the accumulation boundary; Megatron's DDP without --overlap-grad-reduce): it gets this share inside the NVLink
+domain too (:func:`performance.dp_link_bw`, ``blocking``)."""
 
 NCCL_RING_STEP_LATENCY_S = 3.4e-6
 """Physical, from the source (range 1.9-3.4 us; not fitted): latency of one step of an NCCL ring over NVLink,

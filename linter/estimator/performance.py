@@ -429,11 +429,14 @@ def stage_microbatch(i: Inputs, stage: int, layers: int,
     return compute, tp, p2p, backward
 
 
-def dp_link_bw(i: Inputs, d: int) -> float:
+def dp_link_bw(i: Inputs, d: int, *, blocking: bool = False) -> float:
     """Per-GPU bandwidth of the data-parallel (shard) group of ``d`` ranks: DP ranks sit TP x CP apart;
     a shard group over DP x CP (Megatron's distributed optimizer) has its CP ranks TP apart, inside.
     The group spans TP x CP x DP consecutive ranks (CP counted once). ZeRO-3's per-module gathers
-    across nodes get one NIC per GPU."""
+    across nodes get one NIC per GPU. ``blocking``: the exchange runs alone on the compute stream after
+    the backward (no overlap), as one large ring collective per bucket: inside the NVLink domain it reaches
+    NCCL's large-message ring bus bandwidth (NVLINK_RING_BUS_FRACTION), not the share of an exchange that
+    runs beside the backward's kernels (INTRA_NODE_LINK_FRACTION)."""
     span = i.tp * i.cp * i.dp
     stride = i.tp if (i.shard_cp and i.cp > 1) else i.tp * i.cp
     if i.shard_stage >= 3:
@@ -441,7 +444,7 @@ def dp_link_bw(i: Inputs, d: int) -> float:
         # needed: many mid-size collectives on the critical path, each a flat ring over every rank,
         # which NCCL does not split over the node's NICs as it does the bucketed gradient reduction
         return link_bw(i, span, 1)
-    return link_bw(i, span, members_per_node(i, stride, d))
+    return link_bw(i, span, members_per_node(i, stride, d), ring=blocking)
 
 
 def layer_launch_s(i: Inputs) -> float:
@@ -522,7 +525,10 @@ def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float
     d = shard_group(i)
     if d <= 1:
         return 0.0
-    bw = dp_link_bw(i, d)
+    # without overlap the engine reduces after the backward, alone on the compute stream (DeepSpeed's
+    # allreduce_gradients at the accumulation boundary: dist.all_reduce per bucket of 500M elements;
+    # Megatron's DDP without --overlap-grad-reduce): a blocking large-message ring
+    bw = dp_link_bw(i, d, blocking=i.shard_stage < 3 and not i.overlap_dp)
     gb = _grad_bytes(i)
     if i.shard_stage >= 3:
         per_mb = (ring_time(2 * n_local, d, bw, 1.0) * 2 + ring_time(gb * n_local, d, bw, 1.0))
