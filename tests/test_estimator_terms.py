@@ -127,11 +127,33 @@ def test_unfused_softmax_backward_moves_its_own_bytes():
     bwd = attention_backward(i, fwd)
     scores = i.micro * i.heads * i.seq * i.seq
     hbm = i.gpu.hbm_bandwidth_tbps * 1e12 * C.HBM_ACHIEVABLE_FRACTION
-    softmax_fwd = C.UNFUSED_SOFTMAX_BYTES_PER_SCORE * scores / hbm
-    softmax_bwd = C.UNFUSED_SOFTMAX_BACKWARD_BYTES_PER_SCORE * scores / hbm
+    # the causal fused softmax skips the score reads above the diagonal: half of the forward's 2 bytes, of the
+    # backward's 4 (gradient and probabilities)
+    skip = C.CAUSAL_SOFTMAX_SKIPPED_SHARE
+    softmax_fwd = (C.UNFUSED_SOFTMAX_BYTES_PER_SCORE - 2 * skip) * scores / hbm
+    softmax_bwd = (C.UNFUSED_SOFTMAX_BACKWARD_BYTES_PER_SCORE - 4 * skip) * scores / hbm
     assert bwd.flops == pytest.approx(2 * fwd.flops)
     # the batched GEMMs' operand bytes double, the softmax / dropout bytes are their backward's own
     assert bwd.bytes - softmax_bwd == pytest.approx(2 * (fwd.bytes - softmax_fwd))
+
+
+def test_causal_softmax_skips_reads_only_where_the_fused_kernel_runs(monkeypatch):
+    def softmax_bytes(seq: int) -> tuple[float, float]:
+        i = make_inputs(flash=False, seq=seq)
+        fwd = attention_forward(i)
+        gemms = gemm(i, i.seq, i.head_dim, i.seq, 2 * i.micro * i.heads).bytes
+        return fwd.bytes - gemms, attention_backward(i, fwd).bytes - 2 * gemms
+    inside = softmax_bytes(C.FUSED_SOFTMAX_MAX_KEYS)
+    beyond = softmax_bytes(2 * C.FUSED_SOFTMAX_MAX_KEYS)
+    # per score (4x the scores at twice the length): the fused kernel's triangle inside its limit, whole rows beyond
+    assert inside[0] / (beyond[0] / 4) == pytest.approx((C.UNFUSED_SOFTMAX_BYTES_PER_SCORE - 1.0)
+                                                        / C.UNFUSED_SOFTMAX_BYTES_PER_SCORE)
+    assert inside[1] / (beyond[1] / 4) == pytest.approx((C.UNFUSED_SOFTMAX_BACKWARD_BYTES_PER_SCORE - 2.0)
+                                                        / C.UNFUSED_SOFTMAX_BACKWARD_BYTES_PER_SCORE)
+    # no skipped share: the full-row bytes at every length
+    monkeypatch.setattr(C, "CAUSAL_SOFTMAX_SKIPPED_SHARE", 0.0)
+    full = softmax_bytes(C.FUSED_SOFTMAX_MAX_KEYS)
+    assert full[0] > inside[0] and full[1] > inside[1]
 
 
 def test_moe_token_permutation_costs_bytes_by_top_k():

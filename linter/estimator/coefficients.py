@@ -383,3 +383,25 @@ def __getattr__(name: str) -> Any:
 
         return getattr(ranges, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# --- s34-acc-families ---
+
+CAUSAL_SOFTMAX_SKIPPED_SHARE = 0.5
+"""Physical, from the source (range 0-0.5; not fitted): share of the score reads Megatron's fused causal softmax never
+makes. ScaledUpperTriangMaskedSoftmax (megatron/fused_kernels/scaled_upper_triang_masked_softmax.h in Megatron-LM
+of 2021, e.g. 6985e58, the Narayanan et al. runs; megatron/core/fusions/fused_softmax.py today; the same kernel in
+Megatron-DeepSpeed and GPT-NeoX), which Megatron's unfused attention runs for a causal mask in 16 bit, reads in
+row r only the r + 1 scores on and below the diagonal and writes the whole row (zeros above it); its backward reads
+the gradient and the probabilities on the same triangle and writes the whole row. UNFUSED_SOFTMAX_BYTES_PER_SCORE
+(9) and UNFUSED_SOFTMAX_BACKWARD_BYTES_PER_SCORE (11) count full rows: with half of the 2-byte score reads (and of
+the backward's 4) skipped the forward moves 8 bytes per score and the backward 9
+(:func:`performance._softmax_bytes_time`). Attention dropout runs on the whole score tensor (torch dropout): its
+bytes stay."""
+
+FUSED_SOFTMAX_MAX_KEYS = 4096
+"""Physical, from the source (not fitted): the longest key range the fused softmax kernels take (FusedScaleMaskSoftmax
+.is_kernel_available: ``16 < sk <= 4096`` in Megatron-Core and Megatron-DeepSpeed; 2048 in Megatron-LM of 2021).
+Longer sequences fall back to torch's softmax over the whole masked row, and CAUSAL_SOFTMAX_SKIPPED_SHARE does not
+apply."""
+

@@ -287,13 +287,20 @@ def attention_backward(i: Inputs, fwd: Cost) -> Cost:
     forward); unfused, the two batched GEMMs twice over and the softmax / dropout backward's bytes."""
     if i.flash:
         return fwd.scale(C.FLASH_BACKWARD_FLOP_RATIO)
-    return Cost(2.0 * fwd.flops, 2.0 * fwd.bytes - _softmax_bytes_time(i) * (2.0 - C.UNFUSED_SOFTMAX_BACKWARD_BYTES_PER_SCORE
-                                                                            / C.UNFUSED_SOFTMAX_BYTES_PER_SCORE))
+    return Cost(2.0 * fwd.flops, 2.0 * (fwd.bytes - _softmax_bytes_time(i)) + _softmax_bytes_time(i, backward=True))
 
 
-def _softmax_bytes_time(i: Inputs) -> float:
-    """Seconds of the unfused forward softmax + dropout traffic of one layer for one micro-batch."""
-    return C.UNFUSED_SOFTMAX_BYTES_PER_SCORE * i.micro * (i.heads / i.tp) * (i.seq / i.cp) * i.seq / hbm(i)
+def _softmax_bytes_time(i: Inputs, *, backward: bool = False) -> float:
+    """Seconds of the unfused softmax + dropout traffic (forward, or ``backward``) of one layer for one
+    micro-batch. The causal fused softmax reads only the scores on and below the diagonal (its forward the
+    2-byte scores, its backward the 2-byte gradient and probabilities): CAUSAL_SOFTMAX_SKIPPED_SHARE of those
+    reads is never made (up to FUSED_SOFTMAX_MAX_KEYS keys, the longest the fused kernel takes)."""
+    skipped = C.CAUSAL_SOFTMAX_SKIPPED_SHARE if i.seq <= C.FUSED_SOFTMAX_MAX_KEYS else 0.0
+    if backward:
+        per_score = C.UNFUSED_SOFTMAX_BACKWARD_BYTES_PER_SCORE - 4.0 * skipped
+    else:
+        per_score = C.UNFUSED_SOFTMAX_BYTES_PER_SCORE - 2.0 * skipped
+    return per_score * i.micro * (i.heads / i.tp) * (i.seq / i.cp) * i.seq / hbm(i)
 
 
 def ep_comm_per_layer(i: Inputs) -> float:

@@ -95,6 +95,12 @@ RANGES: dict[str, Bounds] = {
                                        fitted=False),
     "NCCL_RING_STEP_LATENCY_S": Bounds("throughput", 1.9e-6, 3.4e-6, "NCCL's NVLink ring hop latency "
                                        "(tuning.cc hwLat: LL128 1.9 us, Simple 3.4 us)", fitted=False),
+    # --- s34-acc-families ---
+    "CAUSAL_SOFTMAX_SKIPPED_SHARE": Bounds("throughput", 0.0, 0.5, "the fused causal softmax reads the scores on and "
+                                           "below the diagonal only: half of a square score tensor at most",
+                                           fitted=False),
+    "FUSED_SOFTMAX_MAX_KEYS": Bounds("throughput", 2048.0, 16384.0, "the fused softmax kernels' longest key range "
+                                     "(2048 in 2021, 4096 in Megatron-Core; a fact of the source)", fitted=False),
 }
 """Every coefficient with a physical range: those ``benchmarks/accuracy.py`` fits (``fitted``), and
 the ones set from sources (FP8_GEMM_SPEEDUP has no FP8 row read through a user's format to fit it;
