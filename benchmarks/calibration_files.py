@@ -582,8 +582,13 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         # Kimi-K2's recipe sets it back to True)
         args.append("--grad-reduce-in-bf16")
     if recipe and bridge_ep_overlap(row):
-        # with the flex dispatcher the same recipe function sets (_enable_deepseek_full_iteration_mxfp8)
-        args.append("--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type flex")
+        # with the HybridEP flex dispatcher the same recipe function sets (_enable_deepseek_full_iteration_mxfp8)
+        args.append("--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type flex "
+                    "--moe-flex-dispatcher-backend hybridep")
+    elif recipe and bridge_dispatcher(row):
+        args.append(BRIDGE_DISPATCHER_FLAGS[bridge_dispatcher(row)])
+        if bridge_dsv3_ep_overlap(row):
+            args.append("--overlap-moe-expert-parallel-comm")
     if p.get("tp_comm_overlap") or (recipe and tp > 1 and p.get("tp_comm_overlap") is None):
         args.append("--tp-comm-overlap")
     dtype = precision_of(row)
@@ -785,3 +790,59 @@ def megatron_release(row: dict) -> str | None:
         before = [name for date, name in MEGATRON_CORE_RELEASES if date <= m.group(1)]
         return before[-1] if before else None
     return None
+
+
+# --- s34-acc-bridge-moe ---
+BRIDGE_DSV3_DISPATCHER: dict[str, dict[str, str]] = {
+    "v0.1.0rc4": {"h100-sxm": "deepep", "b200": "alltoall", "gb200": "alltoall"},
+    "v0.2.0": {"gb300": "hybridep", "gb200": "hybridep", "h100-sxm": "deepep", "b200": "alltoall"},
+    **{tag: dict.fromkeys(("gb300", "gb200", "b300", "b200", "h100-sxm"), "hybridep") for tag in ("v0.3.0", "v0.4.0")},
+}
+"""The MoE token dispatcher of Megatron-Bridge's DeepSeek-V3 perf runs, by release tag and GPU, as the tag selects it:
+the model provider's ``moe_token_dispatcher_type = "alltoall"`` (models/deepseek/deepseek_provider.py at v0.1.0rc4,
+v0.2.0, v0.3.0; deepseek_v3_bridge.py at v0.4.0) unless the run switches to the flex dispatcher:
+
+* 25.09 (v0.1.0rc4 scripts/performance/run_script.py): DeepEP on H100 (``enable_deepep = gpu in ["h100"]``); B200 and
+  GB200 run with token drop (``use_tokendrop``), which keeps alltoall (apply_moe_token_drop asserts it);
+* 25.11 (v0.2.0 configs/deepseek/workload_base_configs.py): ``moe_flex_dispatcher_backend="hybridep"`` on GB300 and
+  GB200, ``"deepep"`` on H100, none on B200; training/flex_dispatcher_backend.py apply_flex_dispatcher_backend takes
+  HybridEP only on "NVIDIA GB200" / "NVIDIA GB300";
+* 26.02, 26.04 (v0.3.0, v0.4.0 deepseek_workload_base_configs.py): ``"hybridep"`` on GB300, GB200, B300, B200 and H100,
+  which apply_flex_dispatcher_backend now takes on every GPU of compute capability 8-10.
+
+The Megatron-Core those tags pin (3rdparty/Megatron-LM at 0d8e071, b0cc270, d728871: 0.16.0rc0, 0.16.0, 0.17.0rc0)
+always fuses the permutation into HybridEP's kernels; today's Megatron-LM states that with
+``--moe-permute-fusion-into-hybridep`` (core_v0.18.0 on), which the launch writes. 26.06 / 26.08 rows (the flat
+recipes of 067f987, one per precision) are not written from this table."""
+
+BRIDGE_DSV3_DISPATCHER_TAGS = (("mbridge-2509-", "v0.1.0rc4"),) + BRIDGE_RELEASE_TAGS
+
+BRIDGE_DISPATCHER_FLAGS = {
+    "alltoall": "--moe-token-dispatcher-type alltoall",
+    "deepep": "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep",
+    "hybridep": "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --moe-permute-fusion-into-hybridep",
+}
+
+
+def bridge_dispatcher(row: dict) -> str:
+    """The token dispatcher (BRIDGE_DSV3_DISPATCHER) of a Megatron-Bridge DeepSeek-V3 perf row; "" where the table
+    does not say (other models, releases from 26.06)."""
+    rid = str(row["id"]).lower()
+    if not bridge_recipe(row) or "-deepseekv3-" not in rid:
+        return ""
+    tag = next((t for prefix, t in BRIDGE_DSV3_DISPATCHER_TAGS if rid.startswith(prefix)), None)
+    try:
+        gpu = gpu_of(row)[0]
+    except Skip:
+        return ""
+    return BRIDGE_DSV3_DISPATCHER.get(tag or "", {}).get(gpu, "")
+
+
+def bridge_dsv3_ep_overlap(row: dict) -> bool:
+    """The DeepSeek-V3 perf run overlaps the expert all-to-all with another micro-batch's compute
+    (comm_overlap.overlap_moe_expert_parallel_comm) on H100 in 25.09 (v0.1.0rc4 run_script.py: ``A2A_1F1B =
+    gpu in ["h100"]``) and 25.11 (v0.2.0 DEEPSEEK_V3_H100_BASE_CONFIG ``moe_a2a_overlap=True``, which
+    set_moe_a2a_overlap_overrides turns into overlap_moe_expert_parallel_comm); v0.3.0 / v0.4.0 set it False on every
+    GPU."""
+    rid = str(row["id"]).lower()
+    return bridge_dispatcher(row) == "deepep" and rid.startswith(("mbridge-2509-", "mbridge-2511-"))

@@ -211,8 +211,16 @@ def attention_projections(i: Inputs, m: float, fp8: bool) -> Cost:
 def moe_permute_bytes_per_element(i: Inputs) -> float:
     """Forward HBM bytes per routed token copy per hidden unit of the dispatcher's permute, unpermute and the router
     weights' multiply, by the engine's generation (MOE_PERMUTE_BYTES_PER_ELEMENT, or the gather / scatter path's
-    MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT; + MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT where the multiply is its own kernel)."""
+    MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT; + MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT where the multiply is its own kernel)
+    and by the dispatcher (engine.moe_dispatcher): the alltoall one's sort of the received copies into local-expert
+    order and back (+ MOE_SORT_CHUNKS_BYTES_PER_ELEMENT, with more than one expert per rank); none where HybridEP
+    permutes inside its exchange (``flex-fused``)."""
     permute = C.MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT if i.moe_unfused_permute else C.MOE_PERMUTE_BYTES_PER_ELEMENT
+    if i.moe_dispatcher == "flex-fused":
+        permute = 0.0  # HybridEP permutes inside its dispatch and combine kernels
+    elif i.moe_dispatcher == "alltoall" and i.experts / max(1, i.ep) > 1:
+        # the received copies sorted into local-expert order and back (MOE_SORT_CHUNKS_BYTES_PER_ELEMENT)
+        permute += C.MOE_SORT_CHUNKS_BYTES_PER_ELEMENT
     return permute + (C.MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT if i.moe_probs_on_output else 0.0)
 
 

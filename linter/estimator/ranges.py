@@ -95,6 +95,10 @@ RANGES: dict[str, Bounds] = {
                                        fitted=False),
     "NCCL_RING_STEP_LATENCY_S": Bounds("throughput", 1.9e-6, 3.4e-6, "NCCL's NVLink ring hop latency "
                                        "(tuning.cc hwLat: LL128 1.9 us, Simple 3.4 us)", fitted=False),
+    # --- s34-acc-bridge-moe ---
+    "MOE_SORT_CHUNKS_BYTES_PER_ELEMENT": Bounds("throughput", 4.0, 8.0, "the alltoall dispatcher's sort of each "
+                                                "16-bit copy into local-expert order (read and write: 4) and back "
+                                                "before the combine (8)", fitted=False),
 }
 """Every coefficient with a physical range: those ``benchmarks/accuracy.py`` fits (``fitted``), and
 the ones set from sources (FP8_GEMM_SPEEDUP has no FP8 row read through a user's format to fit it;
