@@ -11,6 +11,7 @@ from pathlib import Path
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.memory import moe_tokens_per_gpu
 from trainlint.estimator.performance import hbm, layer_forward, moe_permute_bytes_per_element
+from trainlint.presets.catalog import find_gpu
 
 from test_estimator import make_inputs
 
@@ -100,3 +101,29 @@ def test_bridge_deepseek_dispatcher_by_release() -> None:
     assert bridge_dispatcher(_row("mbridge-2602-b200-pretrain-qwen3-235b-a22b-mxfp8-256gpu-x", "B200")) == ""
     assert bridge_dispatcher(_row("mbridge-2606-gb200-pretrain-deepseekv3-mxfp8-256gpu-x", "GB200")) == ""
     assert "--moe-permute-fusion-into-hybridep" in BRIDGE_DISPATCHER_FLAGS["hybridep"]
+
+
+def test_expert_gradients_are_reduced_over_the_expert_data_parallel_group() -> None:
+    from trainlint.estimator.memory import expert_shard_group
+    from trainlint.estimator.performance import data_parallel, expert_exchange, link_bw, optimizer_time, ring_time
+
+    # DeepSeek-V3-like experts on 8-GPU nodes: EP 8 inside a node, 64 data-parallel ranks over 8 nodes
+    i = make_inputs(experts=256, top_k=8, moe_ffn=2048, hidden=7168, ep=8, etp=1, dp=64, dist_opt=True,
+                    gpu=find_gpu("b200"))
+    n_expert, n_dense = 4e9, 1e9
+    ranks, bw = expert_exchange(i, n_expert)
+    # (TP x CP x DP) / (EP x ETP) = 8 ranks, each on another node: one NIC per GPU, not the node's eight
+    assert ranks == expert_shard_group(i) == 8
+    assert bw == link_bw(i, 64, 1) < link_bw(i, 64, 8)
+    plain = dataclasses.replace(i, overlap_dp=False)
+    split = data_parallel(plain, n_dense + n_expert, 1.0, 0.5, n_expert)
+    want = (ring_time(2.0 * n_dense, 64, link_bw(i, 64, 8), 1.0) + ring_time(2.0 * n_expert, 8, bw, 1.0)
+            + ring_time(4.0 * n_dense, 64, link_bw(i, 64, 8), 1.0) + ring_time(4.0 * n_expert, 8, bw, 1.0))
+    assert abs(split - want) < 1e-12 * want
+    assert split > data_parallel(plain, n_dense + n_expert, 1.0, 0.5)
+    # EP equal to DP: every expert is on one rank, nothing to reduce for them
+    lone = dataclasses.replace(plain, ep=64)
+    assert expert_shard_group(lone) == 1
+    assert data_parallel(lone, n_dense + n_expert, 1.0, 0.5, n_expert) < data_parallel(lone, n_dense + n_expert, 1.0, 0.5)
+    # the optimizer steps each expert parameter on 1/8 of the ranks, not 1/64
+    assert optimizer_time(i, n_dense + n_expert, n_expert) > optimizer_time(i, n_dense + n_expert) * 4
