@@ -405,6 +405,8 @@ def bridge_recompute_modules(row: dict) -> tuple[str, ...]:
     if dtype not in ("bf16", "fp8"):
         return ()
     key = "bf16" if dtype == "bf16" else "fp8"
+    if "deepseek" in rid and rid.startswith("mbridge-2509-"):
+        return BRIDGE_DSV3_RECOMPUTE_2509.get(gpu, ())
     if "deepseek" in rid and gpu == "gb300":
         if not rid.startswith(BRIDGE_DSV3_RECOMPUTE_RELEASES):
             return ()
@@ -846,3 +848,10 @@ def bridge_dsv3_ep_overlap(row: dict) -> bool:
     GPU."""
     rid = str(row["id"]).lower()
     return bridge_dispatcher(row) == "deepep" and rid.startswith(("mbridge-2509-", "mbridge-2511-"))
+
+
+BRIDGE_DSV3_RECOMPUTE_2509 = {"h100-sxm": ("mla_up_proj", "mlp"), "b200": ("mla_up_proj",), "gb200": ("mla_up_proj",)}
+"""``recompute_modules`` of Megatron-Bridge's DeepSeek-V3 perf runs in 25.09, every precision alike: v0.1.0rc4
+scripts/performance/run_script.py (``if args.gpu.lower() in ["h100"]: recipe.model.recompute_modules = ["mla_up_proj",
+"mlp"]``; B200 ``["mla_up_proj"]``; GB200 with token drop, its default there, ``["mla_up_proj"]``), with
+``recompute_granularity: "selective"`` from configs/deepseek/deepseek_v3_llm_pretrain.yaml."""
