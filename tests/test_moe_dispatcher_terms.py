@@ -16,7 +16,7 @@ from trainlint.presets.catalog import find_gpu
 from test_estimator import make_inputs
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from calibration_files import BRIDGE_DISPATCHER_FLAGS, bridge_dispatcher, bridge_dsv3_ep_overlap
+from calibration_files import BRIDGE_DISPATCHER_FLAGS, bridge_dispatcher, bridge_moe_ep_overlap
 
 
 def _launch(extra: str, tmp_path: Path, release: str | None = None):
@@ -95,10 +95,19 @@ def test_bridge_deepseek_dispatcher_by_release() -> None:
     # 25.09: token drop keeps alltoall on B200; DeepEP with the 1F1B all-to-all overlap on H100
     assert bridge_dispatcher(_row("mbridge-2509-b200-pretrain-deepseekv3-fp8-256gpu-x", "B200")) == "alltoall"
     h100 = _row("mbridge-2509-h100-pretrain-deepseekv3-fp8-1024gpu-x", "H100 80GB")
-    assert bridge_dispatcher(h100) == "deepep" and bridge_dsv3_ep_overlap(h100)
-    assert not bridge_dsv3_ep_overlap(_row("mbridge-2602-h100-pretrain-deepseekv3-fp8-1024gpu-x", "H100 80GB"))
+    assert bridge_dispatcher(h100) == "deepep" and bridge_moe_ep_overlap(h100)
+    assert not bridge_moe_ep_overlap(_row("mbridge-2602-h100-pretrain-deepseekv3-fp8-1024gpu-x", "H100 80GB"))
+    # Qwen3 MoE: HybridEP on GB200 / GB300 from 25.11, the provider's alltoall on B200 (235B), with the preset's
+    # all-to-all overlap where it sets moe_a2a_overlap (v0.2.0 235B on B200, every tag's 235B on H100)
+    qwen = _row("mbridge-2511-b200-pretrain-qwen3-235b-a22b-fp8-mx-64gpu-x", "B200")
+    assert bridge_dispatcher(qwen) == "alltoall" and bridge_moe_ep_overlap(qwen)
+    qwen = _row("mbridge-2602-b200-pretrain-qwen3-235b-a22b-mxfp8-256gpu-x", "B200")
+    assert bridge_dispatcher(qwen) == "alltoall" and not bridge_moe_ep_overlap(qwen)
+    assert bridge_dispatcher(_row("mbridge-2511-gb300-pretrain-qwen3-30b-a3b-fp8-mx-8gpu-x", "GB300")) == "hybridep"
+    assert bridge_dispatcher(_row("mbridge-2604-b200-pretrain-qwen3-30b-a3b-mxfp8-8gpu-x", "B200")) == "hybridep"
+    assert bridge_dispatcher(_row("mbridge-2509-b200-pretrain-qwen3-30b-a3b-fp8-8gpu-x", "B200")) == "alltoall"
     # other models and the 26.06 / 26.08 flat recipes: not from this table
-    assert bridge_dispatcher(_row("mbridge-2602-b200-pretrain-qwen3-235b-a22b-mxfp8-256gpu-x", "B200")) == ""
+    assert bridge_dispatcher(_row("mbridge-2602-b200-pretrain-gptoss120b-bf16-64gpu-x", "B200")) == ""
     assert bridge_dispatcher(_row("mbridge-2606-gb200-pretrain-deepseekv3-mxfp8-256gpu-x", "GB200")) == ""
     assert "--moe-permute-fusion-into-hybridep" in BRIDGE_DISPATCHER_FLAGS["hybridep"]
 
