@@ -405,6 +405,8 @@ def bridge_recompute_modules(row: dict) -> tuple[str, ...]:
     if dtype not in ("bf16", "fp8"):
         return ()
     key = "bf16" if dtype == "bf16" else "fp8"
+    if "deepseek" in rid and rid.startswith("mbridge-2509-"):
+        return BRIDGE_DSV3_RECOMPUTE_2509.get(gpu, ())
     if "deepseek" in rid and gpu == "gb300":
         if not rid.startswith(BRIDGE_DSV3_RECOMPUTE_RELEASES):
             return ()
@@ -582,8 +584,13 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
         # Kimi-K2's recipe sets it back to True)
         args.append("--grad-reduce-in-bf16")
     if recipe and bridge_ep_overlap(row):
-        # with the flex dispatcher the same recipe function sets (_enable_deepseek_full_iteration_mxfp8)
-        args.append("--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type flex")
+        # with the HybridEP flex dispatcher the same recipe function sets (_enable_deepseek_full_iteration_mxfp8)
+        args.append("--overlap-moe-expert-parallel-comm --moe-token-dispatcher-type flex "
+                    "--moe-flex-dispatcher-backend hybridep")
+    elif recipe and bridge_dispatcher(row):
+        args.append(BRIDGE_DISPATCHER_FLAGS[bridge_dispatcher(row)])
+        if bridge_moe_ep_overlap(row):
+            args.append("--overlap-moe-expert-parallel-comm")
     if p.get("tp_comm_overlap") or (recipe and tp > 1 and p.get("tp_comm_overlap") is None):
         args.append("--tp-comm-overlap")
     dtype = precision_of(row)
@@ -785,3 +792,103 @@ def megatron_release(row: dict) -> str | None:
         before = [name for date, name in MEGATRON_CORE_RELEASES if date <= m.group(1)]
         return before[-1] if before else None
     return None
+
+
+# --- s34-acc-bridge-moe ---
+_HYBRIDEP = "hybridep"
+_A2A = "alltoall"
+BRIDGE_MOE_DISPATCHER: dict[str, dict[str, dict[str, str]]] = {
+    "deepseekv3": {
+        "v0.1.0rc4": {"h100-sxm": "deepep", "b200": _A2A, "gb200": _A2A},
+        "v0.2.0": {"gb300": _HYBRIDEP, "gb200": _HYBRIDEP, "h100-sxm": "deepep", "b200": _A2A},
+        **{tag: dict.fromkeys(("gb300", "gb200", "b300", "b200", "h100-sxm"), _HYBRIDEP) for tag in ("v0.3.0", "v0.4.0")},
+    },
+    "qwen3-235b-a22b": {
+        "v0.1.0rc4": dict.fromkeys(("gb200", "b200", "h100-sxm"), _A2A),
+        **{tag: {"gb300": _HYBRIDEP, "gb200": _HYBRIDEP, "b300": _A2A, "b200": _A2A, "h100-sxm": _A2A}
+           for tag in ("v0.2.0", "v0.3.0", "v0.4.0")},
+    },
+    "qwen3-30b-a3b": {
+        "v0.1.0rc4": dict.fromkeys(("gb200", "b200", "h100-sxm"), _A2A),
+        "v0.2.0": {"gb300": _HYBRIDEP, "gb200": _HYBRIDEP, "b200": _A2A, "h100-sxm": _A2A},
+        "v0.3.0": {"gb300": _HYBRIDEP, "gb200": _HYBRIDEP, "b300": _HYBRIDEP, "b200": _A2A, "h100-sxm": "deepep"},
+        "v0.4.0": dict.fromkeys(("gb300", "gb200", "b300", "b200", "h100-sxm"), _HYBRIDEP),
+    },
+}
+"""The MoE token dispatcher of Megatron-Bridge's DeepSeek-V3 and Qwen3 MoE perf runs, by model, release tag and GPU,
+as the tag selects it: the model provider's ``moe_token_dispatcher_type = "alltoall"`` (models/deepseek/
+deepseek_provider.py and models/qwen/qwen_provider.py at v0.1.0rc4, v0.2.0, v0.3.0; deepseek_v3_bridge.py and
+qwen3_moe_bridge.py at v0.4.0) unless the run switches to the flex dispatcher with the preset's
+``moe_flex_dispatcher_backend``:
+
+* 25.09 (v0.1.0rc4 scripts/performance/run_script.py): DeepSeek-V3 takes DeepEP on H100 (``enable_deepep = gpu in
+  ["h100"]``); its B200 and GB200 runs use token drop (``use_tokendrop``), which keeps alltoall (apply_moe_token_drop
+  asserts it), as do both Qwen3 MoE models (``recipe.model = apply_moe_token_drop(recipe.model)``);
+* 25.11 (v0.2.0 configs/deepseek/workload_base_configs.py, configs/qwen3/workload_base_configs.py): ``"hybridep"`` on
+  GB300 and GB200 for all three models, ``"deepep"`` for DeepSeek-V3 on H100; training/flex_dispatcher_backend.py
+  apply_flex_dispatcher_backend takes HybridEP only on "NVIDIA GB200" / "NVIDIA GB300";
+* 26.02 (v0.3.0 deepseek_workload_base_configs.py, qwen/qwen3_workload_base_configs.py): DeepSeek-V3 ``"hybridep"`` on
+  every GPU, Qwen3-235B on GB300 / GB200, Qwen3-30B on GB300 / GB200 / B300 and ``"deepep"`` on H100;
+  apply_flex_dispatcher_backend now takes HybridEP on every GPU of compute capability 8-10;
+* 26.04 (v0.4.0): as 26.02, and Qwen3-30B ``"hybridep"`` on B200 and H100 too.
+
+V1 and V2 presets of a tag inherit the backend of V1. The Megatron-Core those tags pin (3rdparty/Megatron-LM at
+0d8e071, b0cc270, d728871: 0.16.0rc0, 0.16.0, 0.17.0rc0) always fuses the permutation into HybridEP's kernels; today's
+Megatron-LM states that with ``--moe-permute-fusion-into-hybridep`` (core_v0.18.0 on), which the launch writes.
+26.06 / 26.08 rows (the flat recipes of 067f987, one per precision) and other models are not written from this
+table."""
+
+BRIDGE_MOE_EP_OVERLAP: dict[str, dict[str, frozenset[str]]] = {
+    "deepseekv3": {"v0.1.0rc4": frozenset({"h100-sxm"}), "v0.2.0": frozenset({"h100-sxm"})},
+    "qwen3-235b-a22b": {"v0.2.0": frozenset({"b200", "h100-sxm"}), "v0.3.0": frozenset({"b300", "h100-sxm"}),
+                        "v0.4.0": frozenset({"h100-sxm"})},
+    "qwen3-30b-a3b": {"v0.2.0": frozenset({"h100-sxm"}), "v0.3.0": frozenset({"h100-sxm"})},
+}
+"""Where those presets overlap the expert all-to-all with another micro-batch's compute (comm_overlap.
+overlap_moe_expert_parallel_comm): DeepSeek-V3 on H100 in 25.09 (run_script.py ``A2A_1F1B = gpu in ["h100"]``) and
+25.11 (DEEPSEEK_V3_H100_BASE_CONFIG ``moe_a2a_overlap=True``); the Qwen3 presets with ``moe_a2a_overlap=True``
+(v0.2.0: 235B on B200 and H100, 30B on H100; v0.3.0: 235B on B300 and H100, 30B on H100; v0.4.0: 235B on H100),
+which scripts/performance/utils/helpers.py set_moe_a2a_overlap_overrides turns into
+``overlap_moe_expert_parallel_comm = True``."""
+
+BRIDGE_DISPATCHER_TAGS = (("mbridge-2509-", "v0.1.0rc4"),) + BRIDGE_RELEASE_TAGS
+
+BRIDGE_DISPATCHER_FLAGS = {
+    "alltoall": "--moe-token-dispatcher-type alltoall",
+    "deepep": "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend deepep",
+    "hybridep": "--moe-token-dispatcher-type flex --moe-flex-dispatcher-backend hybridep --moe-permute-fusion-into-hybridep",
+}
+
+
+def _bridge_moe_key(row: dict) -> tuple[str, str, str] | None:
+    """(model, release tag, GPU) of a Megatron-Bridge MoE perf row the dispatcher tables cover, else None."""
+    rid = str(row["id"]).lower()
+    if not bridge_recipe(row):
+        return None
+    model = next((m for m in BRIDGE_MOE_DISPATCHER if f"-{m}-" in rid), None)
+    tag = next((t for prefix, t in BRIDGE_DISPATCHER_TAGS if rid.startswith(prefix)), None)
+    try:
+        gpu = gpu_of(row)[0]
+    except Skip:
+        return None
+    return (model, tag, gpu) if model and tag else None
+
+
+def bridge_dispatcher(row: dict) -> str:
+    """The token dispatcher (BRIDGE_MOE_DISPATCHER) of a Megatron-Bridge MoE perf row; "" where the table does not
+    say (other models, releases from 26.06)."""
+    key = _bridge_moe_key(row)
+    return BRIDGE_MOE_DISPATCHER[key[0]].get(key[1], {}).get(key[2], "") if key else ""
+
+
+def bridge_moe_ep_overlap(row: dict) -> bool:
+    """The row's preset overlaps the expert all-to-all (BRIDGE_MOE_EP_OVERLAP)."""
+    key = _bridge_moe_key(row)
+    return bool(key and key[2] in BRIDGE_MOE_EP_OVERLAP.get(key[0], {}).get(key[1], frozenset()))
+
+
+BRIDGE_DSV3_RECOMPUTE_2509 = {"h100-sxm": ("mla_up_proj", "mlp"), "b200": ("mla_up_proj",), "gb200": ("mla_up_proj",)}
+"""``recompute_modules`` of Megatron-Bridge's DeepSeek-V3 perf runs in 25.09, every precision alike: v0.1.0rc4
+scripts/performance/run_script.py (``if args.gpu.lower() in ["h100"]: recipe.model.recompute_modules = ["mla_up_proj",
+"mlp"]``; B200 ``["mla_up_proj"]``; GB200 with token drop, its default there, ``["mla_up_proj"]``), with
+``recompute_granularity: "selective"`` from configs/deepseek/deepseek_v3_llm_pretrain.yaml."""

@@ -106,8 +106,15 @@ def test_bridge_moe_recipes_recompute_modules() -> None:
     row = _bridge_row("mbridge-2608-gb200-pretrain-deepseekv3-mxfp8-256gpu-tp1pp4cp1vp4ep64-mbs1-gbs4096-tokens_per_s",
                       "GB200", "MXFP8")
     assert bridge_recompute_modules(row) == ("mla_up_proj",)
-    # no preset of that release: nothing is written
+    # 25.09: the run script's per-GPU modules (v0.1.0rc4 scripts/performance/run_script.py)
     row = _bridge_row("mbridge-2509-gb200-pretrain-deepseekv3-fp8-256gpu-tp1pp4cp1vp4ep64-mbs1-gbs2048-tokens_per_s",
+                      "GB200", "FP8")
+    assert bridge_recompute_modules(row) == ("mla_up_proj",)
+    row = _bridge_row("mbridge-2509-h100-pretrain-deepseekv3-fp8-1024gpu-tp2pp8cp1vp4ep64-mbs1-gbs8192-tokens_per_s",
+                      "H100 80GB", "FP8")
+    assert bridge_recompute_modules(row) == ("mla_up_proj", "mlp")
+    # no preset of that release for other models: nothing is written
+    row = _bridge_row("mbridge-2509-gb200-pretrain-qwen3-30b-a3b-fp8-8gpu-tp1pp1cp1vp1ep8-mbs4-gbs512-tokens_per_s",
                       "GB200", "FP8")
     assert bridge_recompute_modules(row) == ()
 

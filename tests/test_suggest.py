@@ -148,7 +148,7 @@ CASES = cases()
 def per_stage_step_time(i) -> float:
     """The step time walking every pipeline stage (a reference for the estimator's per-kind walk)."""
     from trainlint.estimator import coefficients as C
-    from trainlint.estimator.memory import stage_params_per_gpu
+    from trainlint.estimator.memory import stage_expert_params_per_gpu, stage_params_per_gpu
     from trainlint.estimator.performance import data_parallel, host_wait_s, layer_costs, optimizer_time
 
     stages = [stage_microbatch(i, s, layers) for s, layers in enumerate(stage_layers(i))]
@@ -157,11 +157,12 @@ def per_stage_step_time(i) -> float:
     totals = [c.total + tp + p2p + C.MICROBATCH_OVERHEAD_S + launch[k] for k, (c, tp, p2p, _) in enumerate(stages)]
     w = max(range(len(stages)), key=lambda k: totals[k])
     compute, tp, p2p, bwd = stages[w]
-    n_max = max(stage_params_per_gpu(i, s, layers) for s, layers in enumerate(stage_layers(i)))
+    n_max, fullest = max((stage_params_per_gpu(i, s, layers), layers) for s, layers in enumerate(stage_layers(i)))
+    n_expert = stage_expert_params_per_gpu(i, fullest)  # the routed experts' share, exchanged over expert DP
     bubble = (i.pp - 1) / i.vpp * sum(totals) / len(totals) if i.pp > 1 else 0.0
     return (i.grad_accum * (compute.total + C.MICROBATCH_OVERHEAD_S + launch[w] + tp + p2p) + bubble
-            + data_parallel(i, n_max, totals[w], totals[w] * bwd.total / compute.total)  # the backward's wall time
-            + optimizer_time(i, n_max) + C.STEP_OVERHEAD_S)
+            + data_parallel(i, n_max, totals[w], totals[w] * bwd.total / compute.total, n_expert)  # backward's wall time
+            + optimizer_time(i, n_max, n_expert) + C.STEP_OVERHEAD_S)
 
 
 @pytest.mark.parametrize("name, spec, ctx", CASES, ids=[c[0] for c in CASES])

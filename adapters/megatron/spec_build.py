@@ -760,6 +760,45 @@ def _moe_dispatcher_generation(spec: TrainingSpec) -> None:
                                               "0.8, moe_utils.permute from 0.9")
 
 
+_HYBRIDEP_FUSION_FLAG_RELEASE = (0, 18)
+"""The first Megatron-Core release whose HybridEP path permutes outside the exchange unless
+``--moe-permute-fusion-into-hybridep`` is given (core_v0.18.0 transformer_config.py
+``moe_permute_fusion_into_hybridep``, default False); core_v0.16 / v0.17 always fuse it (token_dispatcher.py
+_HybridEPManager: "Permute tokens for communication, perform all-to-all communication, and permute tokens for
+experts in single step", fused_a2a.hybrid_ep_dispatch "fused dispatch for permute + dispatch a2a + permute")."""
+
+
+def _moe_dispatcher(spec: TrainingSpec) -> None:
+    """``engine.moe_dispatcher`` as the run's flags select Megatron-Core's token dispatcher
+    (``--moe-token-dispatcher-type``; not set for the default, ``allgather``; ``flex`` with ``--moe-flex-dispatcher-backend``
+    ``deepep`` (default) or ``hybridep``, or ``--moe-enable-deepep``). HybridEP with the permutation inside its
+    kernels is ``flex-fused``: always in the releases before 0.18, from 0.18 with
+    ``--moe-permute-fusion-into-hybridep`` (an unknown checkout or upstream: the newest)."""
+    chosen = _setting(spec, "moe_token_dispatcher_type")
+    kind = str(chosen.value).lower() if chosen is not None else ""
+    if chosen is None or kind not in ("allgather", "alltoall", "flex"):
+        return  # Megatron's default, allgather: the estimator's own default
+    if kind != "flex":
+        spec.engine.moe_dispatcher = derived(kind, f"--moe-token-dispatcher-type {kind}", chosen)
+        return
+    backend = _setting(spec, "moe_flex_dispatcher_backend")
+    if backend is None or str(backend.value).lower() != "hybridep":
+        spec.engine.moe_dispatcher = derived("flex", "--moe-token-dispatcher-type flex with DeepEP: its dispatch, then "
+                                                     "one permute of the received tokens into expert order", chosen)
+        return
+    m = _CORE_RELEASE.match(str(getattr(spec.target, "version", None) or "") if spec.target is not None else "")
+    release = (int(m.group(1)), int(m.group(2))) if m else None
+    flag = _on(spec, "moe_permute_fusion_into_hybridep")
+    if flag is not None or (release is not None and release < _HYBRIDEP_FUSION_FLAG_RELEASE):
+        why = ("--moe-permute-fusion-into-hybridep" if flag is not None else
+               f"Megatron-Core {release[0]}.{release[1]} (the run's target) always fuses it" if release else "")
+        spec.engine.moe_dispatcher = derived("flex-fused", "HybridEP flex dispatcher with the permutation fused into its "
+                                                           f"dispatch and combine kernels ({why})", flag or backend)
+        return
+    spec.engine.moe_dispatcher = derived("flex", "HybridEP flex dispatcher with the permutation as kernels of their "
+                                                 "own (--moe-permute-fusion-into-hybridep not given)", backend)
+
+
 _PATTERN_TERM = re.compile(r"^\[\s*([01](?:\s*,\s*[01])*)\s*,?\s*\](?:\s*\*\s*(\d{1,6}))?$")
 
 
@@ -822,6 +861,7 @@ def set_engine(spec: TrainingSpec) -> None:
         default(False, f"{note}: expert all-to-all not overlapped (--overlap-moe-expert-parallel-comm off)")
     if current:
         _moe_dispatcher_generation(spec)
+        _moe_dispatcher(spec)
     uly = _setting(spec, "ds_sequence_parallel_size") if spec.dialect == DEEPSPEED else None
     if uly is not None and type(uly.value) is int and uly.value > 1 and _setting(spec, "context_parallel_size") is None:
         # DeepSpeed-Ulysses (deepspeed/sequence/layer.py DistributedAttention): all-to-alls of Q, K, V before

@@ -217,6 +217,11 @@ class EngineSpec:
     moe_unfused_permute: Value | None = None
     """The MoE token dispatcher permutes with torch gather / scatter / scatter_add over zero-filled copies (Megatron-Core's
     allgather dispatcher up to 0.8) rather than moe_utils.permute / unpermute (0.9 on)."""
+    moe_dispatcher: Value | None = None
+    """How the MoE token dispatcher moves and orders the routed token copies: ``allgather`` (Megatron's default
+    dispatcher), ``alltoall`` (NCCL all-to-all between a permute into rank order and a sort into local-expert order),
+    ``flex`` (the flex dispatcher's DeepEP or HybridEP exchange, then one permute into expert order) or
+    ``flex-fused`` (HybridEP with the permutation fused into its dispatch and combine kernels)."""
     moe_layer_pattern: Value | None = None
     """Which transformer layers are MoE layers where the config lists them, a list of 1 (MoE) and 0 (dense) per
     layer (Megatron ``--moe-layer-freq "([0]*3+[1]*58)"``); None: every ``moe_layer_interval``-th layer."""

@@ -405,3 +405,20 @@ FUSED_SOFTMAX_MAX_KEYS = 4096
 Longer sequences fall back to torch's softmax over the whole masked row, and CAUSAL_SOFTMAX_SKIPPED_SHARE does not
 apply."""
 
+# --- s34-acc-bridge-moe ---
+
+MOE_SORT_CHUNKS_BYTES_PER_ELEMENT = 8.0
+"""Physical, from the source (not fitted): forward HBM bytes per routed token copy per hidden unit that Megatron-Core's
+alltoall token dispatcher moves beyond the permute and unpermute (MOE_PERMUTE_BYTES_PER_ELEMENT) when a rank holds more
+than one expert: after the all-to-all the received copies are ordered by source rank, and "Permutation 2: Sort tokens
+by local expert" copies them into expert order (token_dispatcher.py MoEAlltoAllTokenDispatcher.dispatch_postprocess,
+``sort_chunks_by_idxs``, fused with --moe-permute-fusion: read and write each 16-bit copy, 4 B), and combine_preprocess
+sorts them back before the return all-to-all (4 B); the backward, like every elementwise op here, moves twice as much.
+The flex dispatcher has no such sort: DeepEP's dispatch delivers the copies grouped by expert and one permute follows
+(_DeepepManager.get_permuted_hidden_states_by_experts), and HybridEP permutes inside its dispatch and combine kernels
+("Permute tokens for communication, perform all-to-all communication, and permute tokens for experts in single step",
+_HybridEPManager; core_v0.16 fused_a2a.hybrid_ep_dispatch), which leaves no permute kernel at all
+(engine.moe_dispatcher ``flex-fused``). Megatron-Bridge's DeepSeek-V3 perf runs on B200 changed from the alltoall
+dispatcher (25.09, 25.11: apply_flex_dispatcher_backend of v0.2.0 took HybridEP only on GB200 / GB300) to HybridEP
+(26.02 on: v0.3.0 takes it on every GPU of compute capability 8-10) with the same layout and measured ~19% more tokens
+per second per GPU at twice the global batch."""

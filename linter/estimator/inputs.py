@@ -146,6 +146,8 @@ class Inputs:
     """The router's weights multiply the experts' outputs, which are kept for their gradient (engine.moe_probs_on_output)."""
     moe_unfused_permute: bool = False
     """The token dispatcher permutes by gather / scatter over zero-filled copies (engine.moe_unfused_permute)."""
+    moe_dispatcher: str = "allgather"
+    """The MoE token dispatcher (engine.moe_dispatcher): allgather, alltoall, flex or flex-fused."""
     moe_shared_ffn: int = 0
     """FFN width of the shared experts of a MoE layer (model.moe_shared_expert_ffn); 0: none."""
     moe_layers: int = 0
@@ -631,6 +633,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         moe_layers=_moe_layers(r, spec, layers),
         moe_shared_ffn=r.get("model.moe_shared_expert_ffn", fallback=0, cast=int) if experts > 1 else 0,
         moe_probs_on_output=bool(e["moe_probs_on_output"]), moe_unfused_permute=bool(e["moe_unfused_permute"]),
+        moe_dispatcher=e["moe_dispatcher"],
         mla_q_rank=mla[0], mla_kv_rank=mla[1], mla_qk_head=mla[2], mla_rope_head=mla[3], mla_v_head=mla[4],
     )
     if ctx.gpus_per_node.provenance.origin is not Origin.FILE:
@@ -851,6 +854,7 @@ _ENGINE_FALLBACK: dict[str, tuple[Any, str]] = {
     "ep_overlap": (False, ""),
     "moe_probs_on_output": (False, ""),
     "moe_unfused_permute": (False, ""),
+    "moe_dispatcher": ("allgather", ""),
     "sequence_exchange": ("ring", ""),
     "reduce_bucket": (5e8, ""),
     "allgather_bucket": (5e8, ""),
@@ -866,6 +870,7 @@ _ENGINE_CHOICES = {
     "grad_dtype": tuple(_DTYPE_BYTES),
     "attention": ("flash", "unfused"),
     "sequence_exchange": ("ring", "all-to-all"),
+    "moe_dispatcher": ("allgather", "alltoall", "flex", "flex-fused"),
 }
 
 

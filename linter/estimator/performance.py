@@ -15,12 +15,14 @@ from trainlint.estimator import coefficients as C
 from trainlint.estimator.inputs import Inputs
 from trainlint.estimator.memory import (
     active_params,
+    expert_shard_group,
     layer_params,
     layer_params_per_gpu,
     moe_tokens_per_gpu,
     shard_group,
     stage_kinds,
     stage_layers,
+    stage_expert_params_per_gpu,
     stage_params_per_gpu,
 )
 
@@ -211,8 +213,16 @@ def attention_projections(i: Inputs, m: float, fp8: bool) -> Cost:
 def moe_permute_bytes_per_element(i: Inputs) -> float:
     """Forward HBM bytes per routed token copy per hidden unit of the dispatcher's permute, unpermute and the router
     weights' multiply, by the engine's generation (MOE_PERMUTE_BYTES_PER_ELEMENT, or the gather / scatter path's
-    MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT; + MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT where the multiply is its own kernel)."""
+    MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT; + MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT where the multiply is its own kernel)
+    and by the dispatcher (engine.moe_dispatcher): the alltoall one's sort of the received copies into local-expert
+    order and back (+ MOE_SORT_CHUNKS_BYTES_PER_ELEMENT, with more than one expert per rank); none where HybridEP
+    permutes inside its exchange (``flex-fused``)."""
     permute = C.MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT if i.moe_unfused_permute else C.MOE_PERMUTE_BYTES_PER_ELEMENT
+    if i.moe_dispatcher == "flex-fused":
+        permute = 0.0  # HybridEP permutes inside its dispatch and combine kernels
+    elif i.moe_dispatcher == "alltoall" and i.experts / max(1, i.ep) > 1:
+        # the received copies sorted into local-expert order and back (MOE_SORT_CHUNKS_BYTES_PER_ELEMENT)
+        permute += C.MOE_SORT_CHUNKS_BYTES_PER_ELEMENT
     return permute + (C.MOE_PROBS_MULTIPLY_BYTES_PER_ELEMENT if i.moe_probs_on_output else 0.0)
 
 
@@ -454,6 +464,22 @@ def dp_link_bw(i: Inputs, d: int, *, blocking: bool = False) -> float:
     return link_bw(i, span, members_per_node(i, stride, d), ring=blocking)
 
 
+def expert_exchange(i: Inputs, n_expert: float) -> tuple[int, float] | None:
+    """(ranks, per-GPU bandwidth) of the routed experts' gradient reduction and weight gather, or None where the
+    experts' parameters go with the rest: Megatron-Core keeps them in buffers of their own reduced over the expert
+    data-parallel group (core/distributed/distributed_data_parallel.py ``expert_parallel_buffers``,
+    ``intra_expt_dp_group``; :func:`~trainlint.estimator.memory.expert_shard_group`: (TP x CP x DP) / (EP x ETP)
+    ranks), whose members sit EP x ETP ranks apart on the expert grid (core/parallel_state.py, expert order
+    tp-ep-dp-pp); DeepSpeed reduces an expert's gradients over DP / EP ranks, EP apart. With EP 8 on 8-GPU nodes
+    every member is on another node and the exchange gets one NIC per GPU, where the dense parameters' DP group has
+    every NIC of the node."""
+    if n_expert <= 0.0 or not i.moe or i.ep * i.etp <= 1:
+        return None
+    d_e = expert_shard_group(i)
+    stride = i.ep * i.etp if i.owner == "megatron" else i.tp * i.cp * i.ep
+    return d_e, link_bw(i, stride * d_e, members_per_node(i, stride, d_e))
+
+
 def layer_launch_s(i: Inputs) -> float:
     """Host (CPU) time to issue one layer's forward and backward kernels for one micro-batch
     (LAYER_HOST_S), a third more with full recompute (one more forward)."""
@@ -521,14 +547,18 @@ def dp_buckets(i: Inputs, n_local: float) -> int:
     return max(1, math.ceil(n_local / max(1.0, size)))
 
 
-def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float:
+def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float, n_expert: float = 0.0) -> float:
     """Exposed data-parallel / ZeRO communication per step. ``t_mb``: one micro-batch on the slowest
     stage; ``t_bwd``: its backward (with recompute). With the exchange overlapped, its buckets run
     behind the backward of the micro-batch that produces them (:func:`exposed_behind`): only the last
     micro-batch's for Megatron's DDP and DeepSpeed's ZeRO 0/1 (gradients accumulate locally until the
     accumulation boundary: Megatron's no_sync on the other micro-batches), every micro-batch's for ZeRO-2
     (it reduces each micro-batch's gradients into the partitions). Megatron's --overlap-param-gather
-    gathers the updated parameters bucket by bucket behind the next step's first forward."""
+    gathers the updated parameters bucket by bucket behind the next step's first forward.
+
+    ``n_expert`` of the ``n_local`` parameters are routed experts' (ZeRO 0-2 and the distributed optimizer): their
+    gradients are reduced, and the updated weights gathered, over the expert data-parallel group, not DP
+    (:func:`expert_exchange`)."""
     d = shard_group(i)
     if d <= 1:
         return 0.0
@@ -537,6 +567,9 @@ def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float
     # Megatron's DDP without --overlap-grad-reduce): a blocking large-message ring
     bw = dp_link_bw(i, d, blocking=i.shard_stage < 3 and not i.overlap_dp)
     gb = _grad_bytes(i)
+    expert = expert_exchange(i, n_expert) if i.shard_stage < 3 else None
+    if expert is not None:
+        n_local -= n_expert
     if i.shard_stage >= 3:
         per_mb = (ring_time(2 * n_local, d, bw, 1.0) * 2 + ring_time(gb * n_local, d, bw, 1.0))
         # Prefetching hides the rest, never all of it: the first module's parameters are gathered
@@ -547,19 +580,23 @@ def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float
         layers = max(1, i.layers)
         unhidden = ring_time(2 * n_local / layers, d, bw, 1.0) + ring_time(gb * n_local / layers, d, bw, 1.0)
         return i.grad_accum * max(unhidden, per_mb - C.ZERO3_OVERLAP_FRACTION * t_mb)
-    buckets = dp_buckets(i, n_local)
+    buckets = dp_buckets(i, n_local + (n_expert if expert is not None else 0.0))
+    reduce_phases = 2.0 if i.shard_stage == 0 or (i.shard_stage == 1 and i.owner == "deepspeed-bf16") else 1.0
+
+    def both(nbytes: float, phases: float) -> float:
+        """The dense parameters' exchange over DP, then the experts' over the expert data-parallel group."""
+        dense = ring_time(nbytes * n_local, d, bw, phases)
+        return dense if expert is None else dense + ring_time(nbytes * n_expert, expert[0], expert[1], phases)
+
     if i.shard_stage == 2:
-        reduce = ring_time(gb * n_local, d, bw, 1.0)
-        gather = ring_time(2 * n_local, d, bw, 1.0)
+        reduce = both(gb, 1.0)
+        gather = both(2.0, 1.0)
         per_mb = exposed_behind(reduce, t_bwd, buckets) if i.overlap_dp else reduce
         return i.grad_accum * per_mb + gather
-    if i.shard_stage == 1:
-        # BF16_Optimizer all-reduces its whole fp32 gradient buffer, then all-gathers the updated
-        # 16-bit weights; the distributed optimizer and ZeRO-1 reduce-scatter instead.
-        reduce = ring_time(gb * n_local, d, bw, 2.0 if i.owner == "deepspeed-bf16" else 1.0)
-        gather = ring_time(2 * n_local, d, bw, 1.0)
-    else:
-        reduce, gather = ring_time(gb * n_local, d, bw, 2.0), 0.0
+    # BF16_Optimizer all-reduces its whole fp32 gradient buffer, then all-gathers the updated 16-bit weights; the
+    # distributed optimizer and ZeRO-1 reduce-scatter instead; ZeRO 0 / DDP all-reduce and gather nothing
+    reduce = both(gb, reduce_phases)
+    gather = both(2.0, 1.0) if i.shard_stage == 1 else 0.0
     exposed = exposed_behind(reduce, t_bwd, buckets) if i.overlap_dp else reduce
     if i.overlap_dp and i.owner == "megatron":
         # --overlap-param-gather goes with the distributed optimizer: the same buckets, behind the forward
@@ -567,9 +604,14 @@ def data_parallel(i: Inputs, n_local: float, t_mb: float, t_bwd: float) -> float
     return exposed + gather
 
 
-def optimizer_time(i: Inputs, n_local: float) -> float:
+def optimizer_time(i: Inputs, n_local: float, n_expert: float = 0.0) -> float:
+    """The optimizer step over this GPU's shard; ``n_expert`` of the ``n_local`` parameters are routed experts',
+    sharded over the expert data-parallel group (:func:`~trainlint.estimator.memory.expert_shard_group`)."""
     d = shard_group(i)
-    sharded = n_local / d if i.shard_stage >= 1 else n_local
+    if i.shard_stage >= 1 and 0.0 < n_expert <= n_local:
+        sharded = (n_local - n_expert) / d + n_expert / expert_shard_group(i)
+    else:
+        sharded = n_local / d if i.shard_stage >= 1 else n_local
     if i.offload_opt in ("cpu", "nvme"):
         return sharded * (6.0 / C.PCIE_BYTES_PER_S + C.CPU_OPTIMIZER_S_PER_PARAM)
     return sharded * C.OPTIMIZER_BYTES_PER_PARAM / hbm(i)
@@ -593,12 +635,14 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
     m = i.grad_accum
     mean_mb = sum(t * k[5] for t, k in zip(totals, per_kind, strict=True)) / i.pp
     bubble = (i.pp - 1) / i.vpp * mean_mb if i.pp > 1 else 0.0
-    n_max = max(k[4] for k in per_kind)
+    fullest = max(range(len(per_kind)), key=lambda k: per_kind[k][4])
+    n_max = per_kind[fullest][4]
+    n_expert = stage_expert_params_per_gpu(i, kinds[fullest][1])
     # the backward's share of the slowest stage's micro-batch as the GPU runs it (its exposed TP time and
     # host waits included): the window the gradient buckets are reduced behind
     bwd_wall = totals[worst] * bwd.total / compute.total if compute.total else 0.0
-    dp = data_parallel(i, n_max, totals[worst], bwd_wall)
-    opt = optimizer_time(i, n_max)
+    dp = data_parallel(i, n_max, totals[worst], bwd_wall, n_expert)
+    opt = optimizer_time(i, n_max, n_expert)
     bubble_cost = compute.scale(bubble / totals[worst]) if totals[worst] else Cost()
     ep = m * kinds[worst][1] * ep_comm_per_layer(i) if i.moe and i.ep > 1 else 0.0
     return TimeBreakdown(

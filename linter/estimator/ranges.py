@@ -101,6 +101,10 @@ RANGES: dict[str, Bounds] = {
                                            fitted=False),
     "FUSED_SOFTMAX_MAX_KEYS": Bounds("throughput", 2048.0, 16384.0, "the fused softmax kernels' longest key range "
                                      "(2048 in 2021, 4096 in Megatron-Core; a fact of the source)", fitted=False),
+    # --- s34-acc-bridge-moe ---
+    "MOE_SORT_CHUNKS_BYTES_PER_ELEMENT": Bounds("throughput", 4.0, 8.0, "the alltoall dispatcher's sort of each "
+                                                "16-bit copy into local-expert order (read and write: 4) and back "
+                                                "before the combine (8)", fitted=False),
 }
 """Every coefficient with a physical range: those ``benchmarks/accuracy.py`` fits (``fitted``), and
 the ones set from sources (FP8_GEMM_SPEEDUP has no FP8 row read through a user's format to fit it;
