@@ -279,7 +279,7 @@ def _variables_spec(result: LoadResult, source: SourceText, context: LoadContext
         if a.loc.path != source.path or a.name in seen:
             continue
         value = shell.env.values.get(a.name)
-        if value is None:
+        if value is None or not _may_hold_flags(value):
             continue
         fields = _fields_of(value)
         flags = [f for f in fields if f.text and f.text.startswith("--")]
@@ -327,6 +327,18 @@ def _variables_spec(result: LoadResult, source: SourceText, context: LoadContext
         args = args[at + 1:]
     build = BuildContext(source.path, label, _dialect(args, script, source.path, []), script, spans)
     _one_spec(result, source, context, shell, spans, args, build, collect)
+
+
+def _may_hold_flags(value) -> bool:
+    """False when no word of the variable can be two known flags: its known characters, joined,
+    hold ``--`` at most once (a word is a stretch of known pieces, so each flag's ``--`` is in
+    that string). Most variables (paths, sizes, names) are passed by here without being split."""
+    if value.is_array:
+        joined = "".join([s.text for f in value.array for s in f.segs if s.unknown is None])
+    else:
+        joined = "".join([s.text for s in value.as_scalar() if s.unknown is None])
+    first = joined.find("--")
+    return first >= 0 and joined.find("--", first + 2) >= 0
 
 
 def _fields_of(value) -> list[Field]:
