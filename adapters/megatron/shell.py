@@ -276,6 +276,12 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
 
     def _step(self, node, ft: FileText) -> None:
         self._steps += 1
+        if not self._steps & 63 or self._steps > MAX_STEPS:
+            self._step_checks(node, ft)
+
+    def _step_checks(self, node, ft: FileText) -> None:
+        """What :meth:`_step` does every 64 steps and past MAX_STEPS (callers that count a step
+        inline, on the hot path, call this at the same steps)."""
         if not self._steps & 63:
             cancel.check()  # a lint the language server no longer wants stops here (every 64 steps: cheap)
         if self._steps > MAX_STEPS:
@@ -537,8 +543,13 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         kind = node.type
         if kind in ("comment", ";", "&", ";;", "\n") or not node.is_named:
             return
-        self._step(node, ft)
-        self._enter(node, ft)
+        # _step and _enter written out: this runs for every statement
+        steps = self._steps = self._steps + 1
+        if not steps & 63 or steps > MAX_STEPS:
+            self._step_checks(node, ft)
+        if self._depth >= MAX_NESTING:
+            raise _TooDeep(self._loc(node, ft))
+        self._depth += 1
         try:
             handler = _STATEMENTS.get(kind)
             if handler is not None:

@@ -334,7 +334,11 @@ class WordExpansion(EvaluatorParts):
             i = int(index) if index.isdigit() else -1
             chars, pieces = size_of((s.text for s in elements[i].segs), split) if 0 <= i < len(elements) else (0, 0)
         else:
-            chars, pieces = size_of((s.text for s in value.as_scalar()), split)
+            segs = value.as_scalar()
+            if split:
+                chars, pieces = size_of([s.text for s in segs], split)
+            else:  # quoted (most expansions): size_of's count without its per-piece blank counting
+                chars, pieces = sum([len(s.text) for s in segs]), len(segs)
         return self.budget.charge(chars, pieces)
 
     def _refused_seg(self, what: str, reason: str, loc: Loc) -> Seg:
