@@ -221,7 +221,7 @@ def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shel
                                                               source.path)
         spec.engine.cuda_alloc_conf = _launch_variable(shell, "PYTORCH_CUDA_ALLOC_CONF", build.anchor, source.path)
     result.specs.append(spec)
-    result.documents.append(_document(source, parsed, spans))
+    result.documents.append(_document(source, parsed, spans, builder.places))
     if collect is not None:
         collect.append(ParsedRun(spec, parsed, list(args), shell))
     return spec
@@ -247,21 +247,28 @@ def _launch_variable(shell: ShellResult, name: str, anchor: Span | None, path: s
     return found
 
 
-def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans) -> Document:
+def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans,
+              places: dict[int, tuple[Any, str | None, Span | None, str | None, Span | None]] | None = None) -> Document:
+    """``places``: the spans the spec builder turned already (:attr:`SpecBuilder.places`), by id(setting)."""
     data: dict[str, Any] = {}
     key_spans: dict[str, Span] = {}
     value_spans: dict[str, Span] = {}
     unresolved: dict[str, str] = {}
     here = source.path
+    places = places or {}
     for dest, s in parsed.settings.items():
         ptr = "/" + escape_key(dest)  # pointer([dest])
         data[dest] = s.value
-        flag_loc = s.flag_field.value_loc
-        path, span = spans(flag_loc)
+        known = places.get(id(s))
+        if known is not None and known[0] is s:
+            _, path, span, vpath, vspan = known
+        else:
+            flag_loc = s.flag_field.value_loc
+            path, span = spans(flag_loc)
+            # a switch's value is its flag: the same place, turned once
+            vpath, vspan = (path, span) if s.value_loc is flag_loc else spans(s.value_loc)
         if span is not None and path == here:
             key_spans[ptr] = span
-        # a switch's value is its flag: the same place, turned once
-        vpath, vspan = (path, span) if s.value_loc is flag_loc else spans(s.value_loc)
         if vspan is not None and vpath == here:
             value_spans[ptr] = vspan
         if s.unresolved:
