@@ -86,7 +86,7 @@ class SpecBuilder:
         if setting.value_loc is not None:
             self.places[id(setting)] = (setting, fpath, fspan, path, span)
         note = ""
-        apart = fspan is not None and (path != fpath or span != fspan)
+        apart = fspan is not None and (path != fpath or (span is not fspan and span != fspan))  # `is`: a switch, no __eq__ call
         if apart and fspan is not None:
             where = f"{fpath}:{fspan}" if fpath and fpath != path else f"line {fspan.line}, column {fspan.column}"
             note = f"value of {setting.flag_text} given at {where}"
