@@ -221,7 +221,7 @@ def _one_spec(result: LoadResult, source: SourceText, context: LoadContext, shel
                                                               source.path)
         spec.engine.cuda_alloc_conf = _launch_variable(shell, "PYTORCH_CUDA_ALLOC_CONF", build.anchor, source.path)
     result.specs.append(spec)
-    result.documents.append(_document(source, parsed, spans))
+    result.documents.append(_document(source, parsed, spans, builder.places))
     if collect is not None:
         collect.append(ParsedRun(spec, parsed, list(args), shell))
     return spec
@@ -247,21 +247,28 @@ def _launch_variable(shell: ShellResult, name: str, anchor: Span | None, path: s
     return found
 
 
-def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans) -> Document:
+def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans,
+              places: dict[int, tuple[Any, str | None, Span | None, str | None, Span | None]] | None = None) -> Document:
+    """``places``: the spans the spec builder turned already (:attr:`SpecBuilder.places`), by id(setting)."""
     data: dict[str, Any] = {}
     key_spans: dict[str, Span] = {}
     value_spans: dict[str, Span] = {}
     unresolved: dict[str, str] = {}
     here = source.path
+    places = places or {}
     for dest, s in parsed.settings.items():
         ptr = "/" + escape_key(dest)  # pointer([dest])
         data[dest] = s.value
-        flag_loc = s.flag_field.value_loc
-        path, span = spans(flag_loc)
+        known = places.get(id(s))
+        if known is not None and known[0] is s:
+            _, path, span, vpath, vspan = known
+        else:
+            flag_loc = s.flag_field.value_loc
+            path, span = spans(flag_loc)
+            # a switch's value is its flag: the same place, turned once
+            vpath, vspan = (path, span) if s.value_loc is flag_loc else spans(s.value_loc)
         if span is not None and path == here:
             key_spans[ptr] = span
-        # a switch's value is its flag: the same place, turned once
-        vpath, vspan = (path, span) if s.value_loc is flag_loc else spans(s.value_loc)
         if vspan is not None and vpath == here:
             value_spans[ptr] = vspan
         if s.unresolved:
@@ -279,7 +286,7 @@ def _variables_spec(result: LoadResult, source: SourceText, context: LoadContext
         if a.loc.path != source.path or a.name in seen:
             continue
         value = shell.env.values.get(a.name)
-        if value is None:
+        if value is None or not _may_hold_flags(value):
             continue
         fields = _fields_of(value)
         flags = [f for f in fields if f.text and f.text.startswith("--")]
@@ -327,6 +334,18 @@ def _variables_spec(result: LoadResult, source: SourceText, context: LoadContext
         args = args[at + 1:]
     build = BuildContext(source.path, label, _dialect(args, script, source.path, []), script, spans)
     _one_spec(result, source, context, shell, spans, args, build, collect)
+
+
+def _may_hold_flags(value) -> bool:
+    """False when no word of the variable can be two known flags: its known characters, joined,
+    hold ``--`` at most once (a word is a stretch of known pieces, so each flag's ``--`` is in
+    that string). Most variables (paths, sizes, names) are passed by here without being split."""
+    if value.is_array:
+        joined = "".join([s.text for f in value.array for s in f.segs if s.unknown is None])
+    else:
+        joined = "".join([s.text for s in value.as_scalar() if s.unknown is None])
+    first = joined.find("--")
+    return first >= 0 and joined.find("--", first + 2) >= 0
 
 
 def _fields_of(value) -> list[Field]:

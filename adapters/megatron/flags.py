@@ -340,7 +340,8 @@ class ArgReader:
                 i += 1
                 self._unknown_word(f)
                 continue
-            if not _looks_like_flag(text):
+            # "--x" (most words here) is a flag without the call; _looks_like_flag decides the rest
+            if not (len(text) > 2 and text.startswith("--")) and not _looks_like_flag(text):
                 j = i
                 while j < n and fields[j].text is not None and not _looks_like_flag(fields[j].text):
                     j += 1
@@ -354,7 +355,9 @@ class ArgReader:
                 n = len(fields)
                 continue
             name, eq, inline = text.partition("=") if text.startswith("--") else (text, "", "")
-            info = self._choose(name)
+            info = self.table.only.get(name)  # _choose's first answer, without the call (most flags)
+            if info is None:
+                info = self._choose(name)
             spelled = name
             if info is None:
                 alt = [a for a in self.table.normalised(name) if a != name]
@@ -557,7 +560,8 @@ class ArgReader:
             if inline is not None:
                 value_fields = [_inline_field(f, len(spelled) + 1)]
             elif nargs in (None, "?", 1):
-                if i < len(fields) and (fields[i].text is None or _is_value_field(fields[i])):
+                # _is_value_field of a known word written out: not a flag
+                if i < len(fields) and ((following := fields[i].text) is None or not _looks_like_flag(following)):
                     value_fields = [fields[i]]
                     i += 1
                 elif nargs != "?":

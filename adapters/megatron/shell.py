@@ -41,7 +41,7 @@ from trainlint.core.positions import Span
 from trainlint.files.sources import SourceText, UnreadableSource
 
 from trainlint.adapters.megatron.shell_arithmetic import Arithmetic
-from trainlint.adapters.megatron import shell_memo
+from trainlint.adapters.megatron import shell_memo, shell_text
 from trainlint.adapters.megatron.shell_budget import MAX_MATCH_WORK, MAX_TOTAL_CHARS, MAX_TOTAL_PIECES, ShellBudget
 from trainlint.adapters.megatron.shell_conditions import Conditions
 from trainlint.adapters.megatron.shell_expansion import WordExpansion, split_at_dollar
@@ -276,6 +276,12 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
 
     def _step(self, node, ft: FileText) -> None:
         self._steps += 1
+        if not self._steps & 63 or self._steps > MAX_STEPS:
+            self._step_checks(node, ft)
+
+    def _step_checks(self, node, ft: FileText) -> None:
+        """What :meth:`_step` does every 64 steps and past MAX_STEPS (callers that count a step
+        inline, on the hot path, call this at the same steps)."""
         if not self._steps & 63:
             cancel.check()  # a lint the language server no longer wants stops here (every 64 steps: cheap)
         if self._steps > MAX_STEPS:
@@ -537,8 +543,13 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         kind = node.type
         if kind in ("comment", ";", "&", ";;", "\n") or not node.is_named:
             return
-        self._step(node, ft)
-        self._enter(node, ft)
+        # _step and _enter written out: this runs for every statement
+        steps = self._steps = self._steps + 1
+        if not steps & 63 or steps > MAX_STEPS:
+            self._step_checks(node, ft)
+        if self._depth >= MAX_NESTING:
+            raise _TooDeep(self._loc(node, ft))
+        self._depth += 1
         try:
             handler = _STATEMENTS.get(kind)
             if handler is not None:
@@ -859,8 +870,8 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         self.env.values.pop(name, None)
 
     def _assign(self, node, ft: FileText, apply: bool = True) -> tuple[str, VarValue] | None:
-        name_node = node.child_by_field_name("name")
-        value_node = node.child_by_field_name("value")
+        name_node = node.child_by_field_id(shell_text.NAME_FIELD)
+        value_node = node.child_by_field_id(shell_text.VALUE_FIELD)
         if name_node is None:
             return None
         # `+=` right after the name (the grammar: name, `=` or `+=`, value): read from the bytes, not
@@ -885,9 +896,10 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         if self._reads is not None:
             self._note_read(name)
         old = self.env.values.get(name)
+        value_kind = value_node.type if value_node is not None else None  # read once (each read makes a new str)
         if value_node is None:
             new = VarValue(scalar=())
-        elif value_node.type == "array":
+        elif value_kind == "array":
             elements: list[Field] = []
             for child in value_node.named_children:
                 if child.type == "comment":
@@ -899,14 +911,20 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             else:
                 new = VarValue(array=elements)
         else:
-            pieces = self._pieces(value_node, ft, quoted=True)
-            # An assignment is one word: bash joins the elements of "${A[@]}" in it with spaces.
-            joined: list[Seg] = []
-            for p in pieces:
-                if p.field_break_before and joined:
-                    joined.append(Seg(" ", None, False))
-                joined.extend(p.segs)
-            segs = tuple(join_segs(joined))
+            if (value_kind == "word" or value_kind == "number") and self._depth < MAX_NESTING:
+                # a literal (`A=8`, `A=/path`): its one piece, as _pieces makes it (a literal has no
+                # nesting to count), without the pieces and the joining
+                seg = self._literal_at(self._loc(value_node, ft), ft)
+                segs: tuple[Seg, ...] = (seg,) if seg.text or seg.unknown is not None else ()
+            else:
+                pieces = self._pieces(value_node, ft, quoted=True, kind=value_kind)
+                # An assignment is one word: bash joins the elements of "${A[@]}" in it with spaces.
+                joined: list[Seg] = []
+                for p in pieces:
+                    if p.field_break_before and joined:
+                        joined.append(Seg(" ", None, False))
+                    joined.extend(p.segs)
+                segs = tuple(join_segs(joined))
             if index is not None:
                 arr = old.as_fields() if old is not None and old.is_array else (
                     [Field(old.scalar or (), old.assigned_at)] if old is not None and old.scalar else [])
@@ -933,7 +951,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
     # --------------------------------------------------------------- command
 
     def _command(self, node, ft: FileText) -> None:
-        name_node = node.child_by_field_name("name")
+        name_node = node.child_by_field_id(shell_text.NAME_FIELD)
         if name_node is None:
             # Only assignments: they apply to the shell itself.
             for child in node.children:
@@ -942,14 +960,15 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             return
         prefix: dict[str, Field] = {}
         name_start = name_node.start_byte
-        for child in node.children:  # assignments written before the command name (redirections are skipped)
-            if child.start_byte >= name_start:
-                break
-            if child.type == "variable_assignment":
-                result = self._assign(child, ft, apply=False)
-                if result is not None:
-                    nm, value = result
-                    prefix[nm] = Field(value.as_scalar(), self._loc(child, ft))
+        if node.child(0).start_byte < name_start:  # the name first (most commands): no prefix to look at
+            for child in node.children:  # assignments written before the command name (redirections are skipped)
+                if child.start_byte >= name_start:
+                    break
+                if child.type == "variable_assignment":
+                    result = self._assign(child, ft, apply=False)
+                    if result is not None:
+                        nm, value = result
+                        prefix[nm] = Field(value.as_scalar(), self._loc(child, ft))
         # the name, then the arguments in order (asked by field: no field name looked up per child)
         words = [name_node, *node.children_by_field_name("argument")]
         if len(words) > MAX_WORDS:
@@ -958,12 +977,16 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             words = words[:MAX_WORDS]
         fields: list[Field] = []
         i = 0
-        while i < len(words):
-            if i + 1 < len(words) and split_at_dollar(words[i], words[i + 1]):
-                fields.extend(self._rejoined_fields(words[i], words[i + 1], ft))
+        count = len(words)
+        while i < count:
+            word = words[i]
+            kind = word.type  # read once here, handed on (each read makes a new str)
+            # split_at_dollar's first test (a concatenation) made here: most words are not one
+            if kind == "concatenation" and i + 1 < count and split_at_dollar(word, words[i + 1]):
+                fields.extend(self._rejoined_fields(word, words[i + 1], ft))
                 i += 2
                 continue
-            fields.extend(self._word_fields(words[i], ft))
+            fields.extend(self._word_fields(word, ft, kind))
             i += 1
         if not fields:
             return

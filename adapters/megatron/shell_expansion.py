@@ -41,14 +41,24 @@ class WordExpansion(EvaluatorParts):
     """The word-expansion half of the evaluator."""
 
 
-    def _word_fields(self, node, ft: FileText) -> list[Field]:
+    def _word_fields(self, node, ft: FileText, kind: str | None = None) -> list[Field]:
+        """``kind``: the node's type when the caller has read it already (each read makes a new str)."""
         self._step(node, ft)
-        kind = node.type
+        if kind is None:
+            kind = node.type
         if (kind == "word" or kind == "number") and self._depth < MAX_NESTING:
             # a literal (most words): the one field split_pieces makes of its one piece, made here
             # with one location for both (no Piece, no second node lookup)
             loc = self._loc(node, ft)
             return [Field((self._literal_at(loc, ft),), loc, bool(self._uncertain))]
+        if kind == "command_name" and self._depth < MAX_NESTING - 1 and node.child_count == 1:
+            # a command's name written as one literal (`torchrun`, `mkdir`): the field _pieces_of and
+            # split_pieces make of it (the literal's piece, at the name's place), without them; deeper
+            # than that, the long way reports the nesting as before
+            child = node.child(0)
+            child_kind = child.type
+            if child_kind == "word" or child_kind == "number":
+                return [Field((self._literal_at(self._loc(child, ft), ft),), self._loc(node, ft), bool(self._uncertain))]
         pieces = self._pieces(node, ft, quoted=False)
         return split_pieces(pieces, self._loc(node, ft), bool(self._uncertain))
 
@@ -78,8 +88,10 @@ class WordExpansion(EvaluatorParts):
         return split_pieces(pieces, whole, bool(self._uncertain))
 
 
-    def _pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
-        kind = node.type
+    def _pieces(self, node, ft: FileText, quoted: bool, kind: str | None = None) -> list[Piece]:
+        """``kind``: the node's type when the caller has read it already."""
+        if kind is None:
+            kind = node.type
         if (kind == "word" or kind == "number") and self._depth < MAX_NESTING:
             # a literal (most parts of words): nothing below it, so no nesting to count, only the
             # bound to respect (at it, _enter below reports it as for any other node)
@@ -334,7 +346,11 @@ class WordExpansion(EvaluatorParts):
             i = int(index) if index.isdigit() else -1
             chars, pieces = size_of((s.text for s in elements[i].segs), split) if 0 <= i < len(elements) else (0, 0)
         else:
-            chars, pieces = size_of((s.text for s in value.as_scalar()), split)
+            segs = value.as_scalar()
+            if split:
+                chars, pieces = size_of([s.text for s in segs], split)
+            else:  # quoted (most expansions): size_of's count without its per-piece blank counting
+                chars, pieces = sum([len(s.text) for s in segs]), len(segs)
         return self.budget.charge(chars, pieces)
 
     def _refused_seg(self, what: str, reason: str, loc: Loc) -> Seg:

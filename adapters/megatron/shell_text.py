@@ -18,12 +18,22 @@ _PARSER = None
 
 
 def _parser():
-    global _PARSER
+    global _PARSER, NAME_FIELD, VALUE_FIELD
     if _PARSER is None:
         from tree_sitter import Language, Parser
 
-        _PARSER = Parser(Language(bash_language()))
+        language = Language(bash_language())
+        NAME_FIELD = language.field_id_for_name("name")
+        VALUE_FIELD = language.field_id_for_name("value")
+        _PARSER = Parser(language)
     return _PARSER
+
+
+NAME_FIELD: Any = None
+VALUE_FIELD: Any = None
+"""The grammar's ids of the ``name`` and ``value`` fields (set with the parser): ``child_by_field_id``
+takes half the time of ``child_by_field_name``, which looks the name up in the grammar on every call,
+and the evaluator asks for these two on every assignment and command."""
 
 
 def bash_language() -> Any:
@@ -218,7 +228,7 @@ class EvaluatorParts:
         def _set(self, name: str, value: VarValue, loc: Loc, record: bool = True) -> None: ...
         def _arith(self, node: Any, ft: FileText) -> int: ...
         def _string_of(self, node: Any, ft: FileText) -> str | None: ...
-        def _pieces(self, node: Any, ft: FileText, quoted: bool) -> list[Piece]: ...
+        def _pieces(self, node: Any, ft: FileText, quoted: bool, kind: str | None = None) -> list[Piece]: ...
         def _expansion_pieces(self, node: Any, ft: FileText, quoted: bool) -> list[Piece]: ...
         def _lookup(self, name: str, loc: Loc) -> VarValue | Seg: ...
         def _budget_refused(self, reason: str, loc: Loc) -> None: ...

@@ -60,6 +60,10 @@ class SpecBuilder:
         """What building the spec found wrong with a launcher's value (``--nproc_per_node -8``)."""
         self._made: dict[str, Value | None] = {}
         """The Value of each setting as :meth:`_settings` made it: :meth:`get` gives the same one."""
+        self.places: dict[int, tuple[Setting, str | None, Span | None, str | None, Span | None]] = {}
+        """id(setting) -> (the setting, its flag's path and span, its value's path and span), for each
+        setting with a value place that :meth:`value_of` turned into spans: the document's key and value
+        spans are the same ones (the adapter's ``_document`` takes them from here)."""
 
     # ------------------------------------------------------------- values
 
@@ -79,8 +83,10 @@ class SpecBuilder:
         fpath, fspan = self.ctx.span_of(flag_loc)
         # a switch's value is its flag: one place, turned once
         path, span = (fpath, fspan) if value_loc is flag_loc else self.ctx.span_of(value_loc)
+        if setting.value_loc is not None:
+            self.places[id(setting)] = (setting, fpath, fspan, path, span)
         note = ""
-        apart = fspan is not None and (path != fpath or span != fspan)
+        apart = fspan is not None and (path != fpath or (span is not fspan and span != fspan))  # `is`: a switch, no __eq__ call
         if apart and fspan is not None:
             where = f"{fpath}:{fspan}" if fpath and fpath != path else f"line {fspan.line}, column {fspan.column}"
             note = f"value of {setting.flag_text} given at {where}"

@@ -145,6 +145,40 @@ def _mapped_piece(seg: Seg, loc: Loc, start: int, end: int) -> Seg:
     return Seg(text, Loc(loc.path, source_start, source_end), False, seg.unknown, seg.env, seg.uncertain, inner)
 
 
+def _mapped_words(seg: Seg, spans: list[tuple[int, int]]) -> list[Seg]:
+    """``seg.piece(start, end)`` for each of ``spans`` (non-empty, in text order, not overlapping)
+    of a Seg mapped through its runs (a string with continued lines: the words of
+    ``"--a 1 \\<newline> --b 2"``): the Segs :func:`_mapped_piece` makes, with the run of each
+    word found by walking the runs once instead of two binary searches per word."""
+    runs = seg.runs
+    loc = seg.loc
+    assert runs is not None and loc is not None
+    text, path, unknown, env, uncertain = seg.text, loc.path, seg.unknown, seg.env, seg.uncertain
+    last_run = len(runs) - 1
+    out: list[Seg] = []
+    k = 0  # the run holding the current offset: the last whose text offset is at or before it
+    for start, end in spans:
+        while k < last_run and runs[k + 1].text <= start:
+            k += 1
+        first = k
+        head = runs[first]
+        source_start = head.source + start - head.text
+        while k < last_run and runs[k + 1].text < end:
+            k += 1
+        tail = runs[k]
+        source_end = tail.source + end - tail.text
+        lead_escape = head.escaped and start == head.text
+        if lead_escape:
+            source_start -= 1  # the backslash written before the first character belongs to it
+        if first == k and not lead_escape:
+            out.append(Seg(text[start:end], Loc(path, source_start, source_end), True, unknown, env, uncertain))
+            continue
+        inner = (Run(0, head.source + start - head.text, lead_escape),
+                 *(Run(r.text - start, r.source, r.escaped) for r in runs[first + 1:k + 1]))
+        out.append(Seg(text[start:end], Loc(path, source_start, source_end), False, unknown, env, uncertain, inner))
+    return out
+
+
 def without_chars(seg: Seg, drop: str) -> Seg:
     """``seg`` with the characters of ``drop`` removed (the quotes of an eval'd string), each
     remaining character keeping its place when ``seg`` knows it (exact, or through its runs)."""
@@ -341,12 +375,16 @@ def split_pieces(pieces: list[Piece], site: Loc | None, uncertain: bool = False)
                 continue
             # each run of IFS whitespace ends the field; each run of other characters is a piece
             pos = 0
-            for match in _IFS_WORD.finditer(text):
-                start, end = match.span()
+            spans = [match.span() for match in _IFS_WORD.finditer(text)]
+            if seg.loc is not None and not seg.exact and seg.runs is not None:
+                words = _mapped_words(seg, spans)  # a string with continued lines: its runs walked once
+            else:
+                words = [seg.piece(start, end) for start, end in spans]
+            for (start, end), word in zip(spans, words, strict=True):
                 if start > pos and (current or has_content):
                     fields.append(current)
                     current, has_content = [], False
-                current.append(seg.piece(start, end))
+                current.append(word)
                 pos = end
             if pos < len(text) and (current or has_content):
                 fields.append(current)
