@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterator
 from trainlint.core.framework import framework_of
 from trainlint.estimator.inputs import unjudged
 from trainlint.core.provenance import Origin, Provenance, Value
-from trainlint.rules.estimation.scope import unmodelled, usable_estimate
+from trainlint.rules.estimation.scope import unmodelled, usable_in
 from trainlint.core.spec import TrainingSpec
 
 MAX_DP = 2 ** 17
@@ -72,7 +72,7 @@ def verdict_of(spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSpec],
         return LazyVerdict(spec, est, estimator)
     kept = shared.get("memory_verdict")
     if kept is None:
-        kept = shared["memory_verdict"] = LazyVerdict(spec, est, estimator)
+        kept = shared["memory_verdict"] = LazyVerdict(spec, est, estimator, shared)
     return kept
 
 
@@ -83,14 +83,15 @@ class LazyVerdict:
     memory within the headroom?) and TL900 (is there a verdict?) need no other (~3 estimates a run
     saved); a finding or a tight run takes the whole verdict, as before."""
 
-    def __init__(self, spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSpec], Any] | None) -> None:
+    def __init__(self, spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSpec], Any] | None,
+                 shared: dict[str, Any] | None = None) -> None:
         self.spec, self.est, self.estimator = spec, est, estimator
         self.samples: list[tuple[float, int, Any, TrainingSpec]] = []
         """The estimates made so far over the data-parallel sizes tried, in order."""
         self._whole: MemoryVerdict | None = None
         self._final = True
         self._sizes: Iterator[None] | None = None
-        if usable_estimate(spec, est) is not None:
+        if usable_in(spec, est, shared) is not None:
             self._whole = MemoryVerdict(est, spec)
         elif _judged_at_sizes(spec, est, estimator):
             self._final = False
