@@ -189,10 +189,10 @@ class CheckTable(MegatronRule):
     _by_first_made: ClassVar[tuple | None] = None
 
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
-        # most rows' first option is not written: only the rows whose first option is (a.given, asked
-        # of the settings at once), in their order
+        # most rows' first option is not written: only the rows whose first option is (a.given_among:
+        # all the first options at once), in their order
         heads, places = self._by_first()
-        written = heads.intersection(a.spec.settings)
+        written = a.given_among(heads)
         if not written:
             return
         rows = self._rows()

@@ -385,11 +385,11 @@ class ReleaseCheckTable(MegatronRule):
     _by_trigger_made: ClassVar[tuple | None] = None
 
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
-        # the first condition's option first (a.given, asked of the settings at once): most rows' is
+        # the first condition's option first (a.given_among, all at once): most rows' is
         # not written (nor an option it derives from); the release range (check.applies) only for the
         # rows it leaves, in their order
         triggers, places = self._by_trigger()
-        written = triggers.intersection(a.spec.settings)
+        written = a.given_among(triggers)
         if not written:
             return
         checks = self.checks
