@@ -196,8 +196,13 @@ def _options(rule: type[Rule], settings: LintSettings, rules_key: tuple | None) 
         by_rule = settings.options_memo[rules_key] = {}
     options = by_rule.get(rule)
     if options is None:
-        options = by_rule[rule] = resolve_options(rule, settings.rule_options)
+        options = by_rule[rule] = resolve_options(rule, settings.rule_options) if rule.options else _NO_OPTIONS
     return options
+
+
+_NO_OPTIONS: dict[str, Any] = {}
+"""The options of every rule that declares none (most of them): one dict, so that the rules of a run
+share one context (see :func:`_run_rules_unlimited`). No rule writes to its options."""
 
 
 def _rules_for(spec: TrainingSpec, rules: list[RuleEntry], settings: LintSettings,
@@ -305,13 +310,14 @@ def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict
     shared: dict = {}  # the rules of this spec share what they compute once (RuleContext.shared)
     # the rules' fix searches estimate the same candidate specs: each distinct spec once, in this lint only
     estimator = EstimateMemo(settings.estimate) if settings.estimate else None
-    # what every rule's context holds but its options; each rule gets a copy of its own (~50 rules a run)
+    # what every rule's context holds but its options; the rules with the same options (most have
+    # none: _NO_OPTIONS) share one copy of it (~50 rules a run, ~10 distinct options)
     base = RuleContext(estimate=result, estimator=estimator, project=settings.project, gpus=settings.gpus,
                        layout_advice=settings.layout_advice, adapters=settings.adapters, shared=shared)
+    contexts: dict[int, RuleContext] = {}
     token = cancel.current()  # the language server's lint token; None in the CLI (no safe point to pass)
     gates: dict[Any, bool] = {}  # each family's gate (Rule.gate), asked once for this run
-    for rule, options in chosen:
-        gate = getattr(rule, "gate", None)
+    for rule, options, gate, needs_estimate in _plan(chosen):
         if gate is not None:
             open_ = gates.get(gate)
             if open_ is None:
@@ -321,7 +327,6 @@ def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict
                     open_ = gates[gate] = True
             if not open_:
                 continue  # the rule's check would yield nothing
-        needs_estimate = getattr(rule, "needs_estimate", False)
         if needs_estimate and not estimate:
             continue
         if token is not None:
@@ -334,7 +339,11 @@ def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict
                 out.append(input_diagnostic("TL999", f"the estimate failed: {type(exc).__name__}: {exc}",
                                             spec.anchor or FILE_START, path=spec.path))
             base.estimate = result
-        ctx = _context(base, options)
+            for made in contexts.values():  # the contexts made before the estimate: as a new one would be
+                made.estimate = result
+        ctx = contexts.get(id(options))
+        if ctx is None:
+            ctx = contexts[id(options)] = _context(base, options)
         try:
             for finding in rule().check(spec, ctx):
                 if finding.changes and not finding.edits and finding.fix and settings.write_fixes \
@@ -347,6 +356,23 @@ def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict
                 "TL998", f"rule {rule.code} ({rule.name}) from plugin `{rule.plugin}` failed: {type(exc).__name__}: {exc}",
                 span, path=path))
     return out
+
+
+_PLANS: dict[int, tuple[list, list[tuple[type[Rule], dict, Any, bool]]]] = {}
+
+
+def _plan(chosen: list[tuple[type[Rule], dict]]) -> list[tuple[type[Rule], dict, Any, bool]]:
+    """``chosen`` with each rule's gate and whether it needs the estimate, read once per list of
+    chosen rules (the memoised lists of :func:`_rules_for` are the same object on every run)."""
+    kept = _PLANS.get(id(chosen))
+    if kept is not None and kept[0] is chosen:
+        return kept[1]
+    plan = [(rule, options, getattr(rule, "gate", None), bool(getattr(rule, "needs_estimate", False)))
+            for rule, options in chosen]
+    if len(_PLANS) > 64:
+        _PLANS.clear()
+    _PLANS[id(chosen)] = (chosen, plan)  # the list itself is kept: its id is not reused while here
+    return plan
 
 
 def _context(base: RuleContext, options: dict[str, Any]) -> RuleContext:

@@ -93,6 +93,8 @@ class Session:
     gpus: dict[str, GPU]
     """The GPUs of the ``trainlint_gpus`` hooks (the shipped catalog, then the plugins'), plus the project's ``gpus`` tables."""
     _startup_rules: StartupRules | None = field(default=None, repr=False)
+    _context_kept: tuple[tuple, EstimateContext] | None = field(default=None, repr=False, compare=False)
+    """The last context :meth:`estimate` made for a spec, with what it was made from (see :meth:`_spec_context`)."""
 
     @property
     def model_presets(self) -> Mapping[str, ModelPreset]:
@@ -209,7 +211,28 @@ class Session:
         in :meth:`context` with ``overrides``. Raises ContextError, InvariantError (a bug)."""
         from trainlint.estimator import estimate
 
-        return estimate(spec, context if context is not None else self.context(spec, **overrides))
+        if context is None:
+            context = self._spec_context(spec) if not overrides else self.context(spec, **overrides)
+        return estimate(spec, context)
+
+    def _spec_context(self, spec: TrainingSpec) -> EstimateContext:
+        """:meth:`context` of ``spec``, made again only when what it reads changed: of the spec, the
+        cluster's GPU, GPUs per node and nodes (immutable Values, compared by identity: the variants a
+        rule estimates, other world sizes or a fix, keep them); the session's options, project and GPU
+        table. The rules of one run estimate ~2-20 variants of it, each of which built the context
+        again. The estimator does not change its context. With a model named (``--model``, ``model =``)
+        it is made every time, as before: it reads the preset or Hugging Face config from disk, which
+        a language server's session must see change."""
+        if self.options.estimate.model is not None or self.project.estimation.model is not None:
+            return self.context(spec)
+        cluster = spec.cluster
+        key = (cluster.gpu, cluster.gpus_per_node, cluster.nodes, self.options.estimate, self.project, self.gpus)
+        kept = self._context_kept
+        if kept is not None and all(a is b for a, b in zip(kept[0], key, strict=True)):
+            return kept[1]
+        context = self.context(spec)
+        self._context_kept = (key, context)
+        return context
 
     def find_gpu(self, name: str) -> GPU:
         """A GPU of this session's table by id or alias; raises ContextError."""

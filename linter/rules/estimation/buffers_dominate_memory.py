@@ -9,7 +9,7 @@ from trainlint.core.diagnostics import Applicability, Severity
 from trainlint.estimator.core import InvariantError
 from trainlint.core.provenance import Origin, Provenance, Value
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.world_bound import memory_verdict
+from trainlint.rules.estimation.world_bound import verdict_of
 from trainlint.core.spec import TrainingSpec
 from trainlint.rules.estimation.memory_helpers import _gib
 
@@ -57,15 +57,20 @@ class BuffersDominateMemory(Rule):
                                         "(buffers matter when memory is tight)")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        verdict = memory_verdict(spec, ctx.estimate, ctx.estimator, ctx.shared)
-        if verdict is None:
+        lazy = verdict_of(spec, ctx.estimate, ctx.estimator, ctx.shared)
+        if not lazy.exists():
             return
         threshold, headroom = float(ctx.options["threshold"]), float(ctx.options["headroom"])
         # With the world size unstated: only when the buffers are over the share and the run is
-        # tight at every data-parallel size tried (the least-memory one is quoted).
-        for sample in verdict.samples or (verdict.estimate,):
+        # tight at every data-parallel size tried (the least-memory one is quoted); the sizes are
+        # estimated as they are asked for, so the first that is not tight ends it.
+        for sample in lazy.iter_samples():
             if not _buffers_tight(sample, threshold, headroom):
                 return
+        verdict = lazy.verdict()
+        assert verdict is not None  # lazy.exists()
+        if not verdict.samples and not _buffers_tight(verdict.estimate, threshold, headroom):
+            return  # the world size stated: its own estimate
         est, spec = verdict.estimate, verdict.spec
         worst = est.worst_stage
         share = worst.buffers / worst.total if worst.total else 0.0

@@ -8,7 +8,7 @@ from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.estimator.inputs import UNJUDGED, unjudged
 from trainlint.rules.estimation.scope import unmodelled
-from trainlint.rules.estimation.world_bound import memory_verdict
+from trainlint.rules.estimation.world_bound import verdict_of
 from trainlint.core.spec import TrainingSpec
 
 
@@ -64,7 +64,7 @@ class EstimateUnavailable(Rule):
                               + "; ".join(f"{g.setting} ({g.why})" for g in gaps))
             elif unjudged(est):
                 said = "; ".join(_unstated(spec, a.field, a.value) for a in unjudged(est))
-                if memory_verdict(spec, est, ctx.estimator, ctx.shared) is not None:
+                if verdict_of(spec, est, ctx.estimator, ctx.shared).exists():
                     yield Finding(f"speed and communication not judged: {said}; memory per GPU is judged at the "
                                   "least it takes over every data-parallel size the config allows")
                 else:

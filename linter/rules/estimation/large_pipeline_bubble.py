@@ -7,7 +7,7 @@ from typing import Iterator
 from trainlint.core.framework import CAP_MEGATRON_MODEL
 from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.scope import usable_estimate
+from trainlint.rules.estimation.scope import usable
 from trainlint.core.spec import TrainingSpec
 
 
@@ -42,7 +42,7 @@ class PipelineBubble(Rule):
                "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = usable_estimate(spec, ctx.estimate)
+        est = usable(spec, ctx)
         if est is None or not est.fits or est.inputs.pp <= 1:
             return
         from trainlint.rules.estimation.fixes import (final_changes, fits, point_at, search_closest,

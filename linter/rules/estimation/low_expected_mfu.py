@@ -7,7 +7,7 @@ from typing import Iterator
 
 from trainlint.core.diagnostics import Applicability, Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.scope import usable_estimate
+from trainlint.rules.estimation.scope import usable
 from trainlint.core.spec import TrainingSpec
 
 
@@ -72,7 +72,7 @@ class LowExpectedMfu(Rule):
                "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = usable_estimate(spec, ctx.estimate)
+        est = usable(spec, ctx)
         if est is None or not est.fits:
             return  # an OOM is TL201's; its MFU means nothing
         from trainlint.rules.estimation.fixes import (communication_candidates, final_changes, fits, layout_sentence,

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.scope import usable_estimate
+from trainlint.rules.estimation.scope import usable
 from trainlint.core.spec import TrainingSpec
 
 
@@ -38,7 +38,7 @@ class MemoryBound(Rule):
     options = {"headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = usable_estimate(spec, ctx.estimate)
+        est = usable(spec, ctx)
         if est is None or not est.fits or est.bound != "memory":
             return
         from trainlint.rules.estimation.fixes import (final_changes, fits, point_at, search_closest,

@@ -7,7 +7,7 @@ from typing import Iterator
 from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
 from trainlint.rules.estimation.memory_helpers import _gpu_assumed
-from trainlint.rules.estimation.scope import usable_estimate
+from trainlint.rules.estimation.scope import usable
 from trainlint.core.spec import TrainingSpec
 
 
@@ -42,7 +42,7 @@ class NetworkBoundDp(Rule):
                "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = usable_estimate(spec, ctx.estimate)
+        est = usable(spec, ctx)
         if est is None or not est.fits:
             return
         from trainlint.estimator.performance import data_parallel_traffic  # loaded by the estimate already

@@ -6,7 +6,7 @@ from typing import Iterator
 
 from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.world_bound import memory_verdict
+from trainlint.rules.estimation.world_bound import verdict_of
 from trainlint.core.spec import TrainingSpec
 from trainlint.rules.estimation.memory_helpers import _gib, _gpu_assumed
 
@@ -59,13 +59,16 @@ class OomRisk(Rule):
     options = {"headroom": Option(0.90, "warn above this fraction of the GPU's memory")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        verdict = memory_verdict(spec, ctx.estimate, ctx.estimator, ctx.shared)
+        headroom = float(ctx.options["headroom"])
+        lazy = verdict_of(spec, ctx.estimate, ctx.estimator, ctx.shared)
+        if lazy.least_within(headroom):
+            return  # within the headroom (told by the first data-parallel size that is, when one is tried)
+        verdict = lazy.verdict()
         if verdict is None:
             return
         # With the world size unstated, the least memory over every data-parallel size the config
         # allows is judged, and the fix is searched at that size: both hold whatever the world.
         est, spec = verdict.estimate, verdict.spec
-        headroom = float(ctx.options["headroom"])
         worst = est.worst_stage
         capacity = est.capacity_bytes
         if worst.total <= headroom * capacity:

@@ -70,6 +70,28 @@ def unmodelled(spec: TrainingSpec) -> list[Unmodelled]:
     return out
 
 
+def usable(spec: TrainingSpec, ctx: Any) -> Any:
+    """:func:`usable_estimate` of the run's own estimate (``ctx.estimate``), asked once for the rules of
+    one run (~12 of them ask): kept in ``ctx.shared``, the engine's dict for the rules of one spec."""
+    return usable_in(spec, ctx.estimate, ctx.shared)
+
+
+def usable_in(spec: TrainingSpec, estimate: Any, shared: dict[str, Any] | None) -> Any:
+    """:func:`usable_estimate`, kept in ``shared`` (a rule's ``ctx.shared``; None: not kept) for the
+    same spec and estimate (compared by identity)."""
+    if shared is None:
+        return usable_estimate(spec, estimate)
+    kept = shared.get(_USABLE)
+    if kept is not None and kept[0] is spec and kept[1] is estimate:
+        return kept[2]
+    found = usable_estimate(spec, estimate)
+    shared[_USABLE] = (spec, estimate, found)
+    return found
+
+
+_USABLE = "scope.usable"
+
+
 def usable_estimate(spec: TrainingSpec, estimate: Any) -> Any:
     """``estimate`` when a rule may act on it: made (not MissingInputs) and for a spec the
     estimator models; None otherwise."""

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from trainlint.core.framework import framework_of
 from trainlint.estimator.inputs import unjudged
 from trainlint.core.provenance import Origin, Provenance, Value
-from trainlint.rules.estimation.scope import unmodelled, usable_estimate
+from trainlint.rules.estimation.scope import unmodelled, usable_in
 from trainlint.core.spec import TrainingSpec
 
 MAX_DP = 2 ** 17
@@ -62,49 +62,130 @@ def memory_verdict(spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSp
     The world size assumed (and nothing else the rules refuse to judge): re-estimated at every
     data-parallel size tried; the verdict holds the one with the least memory per GPU. ``shared``
     (a rule's ``ctx.shared``) keeps the verdict for the other rules of the same spec's run."""
+    return verdict_of(spec, est, estimator, shared).verdict()
+
+
+def verdict_of(spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSpec], Any] | None,
+               shared: dict[str, Any] | None = None) -> LazyVerdict:
+    """The run's :class:`LazyVerdict` (one per run: kept in ``shared``, a rule's ``ctx.shared``)."""
     if shared is None:
-        return _verdict(spec, est, estimator)
-    if "memory_verdict" not in shared:
-        shared["memory_verdict"] = _verdict(spec, est, estimator)
-    return shared["memory_verdict"]
+        return LazyVerdict(spec, est, estimator)
+    kept = shared.get("memory_verdict")
+    if kept is None:
+        kept = shared["memory_verdict"] = LazyVerdict(spec, est, estimator, shared)
+    return kept
 
 
-def _verdict(spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSpec], Any] | None) -> MemoryVerdict | None:
-    if usable_estimate(spec, est) is not None:
-        return MemoryVerdict(est, spec)
-    if estimator is None or not getattr(est, "ok", False) or unmodelled(spec):
-        return None
-    if {a.field for a in unjudged(est)} != {"cluster.world_size"}:
-        return None  # an assumed micro batch or sequence length moves memory itself: no verdict
-    if _layout_elsewhere(spec):
-        return None
-    i = est.inputs
-    model_par = i.tp * i.pp * i.cp
-    samples: list[tuple[float, int, Any, TrainingSpec]] = []
+class LazyVerdict:
+    """:func:`memory_verdict`, made only as far as a question needs: the data-parallel sizes are
+    estimated one by one, in the order the whole verdict tries them, and a question that one of
+    them answers stops there. Most runs fit at the first size tried, and then TL201 (is the least
+    memory within the headroom?) and TL900 (is there a verdict?) need no other (~3 estimates a run
+    saved); a finding or a tight run takes the whole verdict, as before."""
 
-    def tried(dp: int) -> bool:
-        variant = _with_world(spec, dp * model_par)
+    def __init__(self, spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSpec], Any] | None,
+                 shared: dict[str, Any] | None = None) -> None:
+        self.spec, self.est, self.estimator = spec, est, estimator
+        self.samples: list[tuple[float, int, Any, TrainingSpec]] = []
+        """The estimates made so far over the data-parallel sizes tried, in order."""
+        self._whole: MemoryVerdict | None = None
+        self._final = True
+        self._sizes: Iterator[None] | None = None
+        if usable_in(spec, est, shared) is not None:
+            self._whole = MemoryVerdict(est, spec)
+        elif _judged_at_sizes(spec, est, estimator):
+            self._final = False
+            self._sizes = self._try_sizes()
+
+    def verdict(self) -> MemoryVerdict | None:
+        """The whole verdict (every size estimated)."""
+        while self._advance():
+            pass
+        return self._whole
+
+    def exists(self) -> bool:
+        """Whether :meth:`verdict` is not None (the first size the config allows answers it)."""
+        if self._final:
+            return self._whole is not None
+        return bool(self.samples) or self._advance()
+
+    def least_within(self, fraction: float) -> bool:
+        """Whether there is a verdict and its estimate (the least memory) is within ``fraction`` of
+        the GPU: ``worst.total <= fraction * capacity``, answered by the first size that is (the GPU,
+        and so the capacity, is the same at every size: the world size does not choose it)."""
+        if not self._final:
+            for sample in self.iter_samples():
+                if sample.worst_stage.total <= fraction * sample.capacity_bytes:
+                    return True
+        whole = self._whole  # every size tried
+        return whole is not None and whole.estimate.worst_stage.total <= fraction * whole.estimate.capacity_bytes
+
+    def iter_samples(self) -> Iterator[Any]:
+        """Each estimate over the data-parallel sizes tried (those made first, then the rest as they
+        are made); with the world size stated, none."""
+        n = 0
+        while True:
+            while n < len(self.samples):
+                yield self.samples[n][2]
+                n += 1
+            if not self._advance():
+                return
+
+    def _advance(self) -> bool:
+        """Estimates the next sizes until the config allows one more (True); False when none is left
+        (the verdict is then whole)."""
+        if self._sizes is not None:
+            for _ in self._sizes:
+                return True
+            self._sizes = None
+        if not self._final:
+            self._final = True
+            self._whole = _summed(self.samples) if self.samples else None
+        return False
+
+    def _tried(self, dp: int, model_par: int) -> bool:
+        variant = _with_world(self.spec, dp * model_par)
         try:
-            result = estimator(variant)
+            result = self.estimator(variant)  # type: ignore[misc]  # _judged_at_sizes: not None
         except Exception:  # noqa: BLE001 - a size the estimator cannot take is not one the config allows
             return False
         if getattr(result, "ok", False) and result.inputs.world == dp * model_par:
-            samples.append((result.worst_stage.total, dp, result, variant))
+            self.samples.append((result.worst_stage.total, dp, result, variant))
             return True
         return False
 
-    # DP 1 (no DP communicator, no ZeRO buckets), 2 and the assumed size; then, from the largest size
-    # down, the first the config allows: from DP 2 on the memory only falls as DP grows (1/DP shards,
-    # fewer micro-batches in flight), so that one holds the least. A refused size costs little: the
-    # estimator stops at the batch check.
-    small = sorted({1, 2, i.dp})
-    for dp in small:
-        tried(dp)
-    for dp in reversed(_dp_sizes(i)):
-        if dp <= small[-1] or tried(dp):
-            break
-    if not samples:
-        return None
+    def _try_sizes(self) -> Iterator[None]:
+        """Yields after each size the config allows, in the verdict's order: DP 1 (no DP communicator,
+        no ZeRO buckets), 2 and the assumed size; then, from the largest size down, the first the config
+        allows: from DP 2 on the memory only falls as DP grows (1/DP shards, fewer micro-batches in
+        flight), so that one holds the least. A refused size costs little: the estimator stops at the
+        batch check."""
+        i = self.est.inputs
+        model_par = i.tp * i.pp * i.cp
+        small = sorted({1, 2, i.dp})
+        for dp in small:
+            if self._tried(dp, model_par):
+                yield None
+        for dp in reversed(_dp_sizes(i)):
+            if dp <= small[-1]:
+                break
+            if self._tried(dp, model_par):
+                yield None
+                break
+
+
+def _judged_at_sizes(spec: TrainingSpec, est: Any, estimator: Callable[[TrainingSpec], Any] | None) -> bool:
+    """Whether the verdict is the least over data-parallel sizes (the world size is all that is
+    assumed, and the run is one the rules judge); False: no verdict (unless the estimate is usable)."""
+    if estimator is None or not getattr(est, "ok", False) or unmodelled(spec):
+        return False
+    if {a.field for a in unjudged(est)} != {"cluster.world_size"}:
+        return False  # an assumed micro batch or sequence length moves memory itself: no verdict
+    return not _layout_elsewhere(spec)
+
+
+def _summed(samples: list[tuple[float, int, Any, TrainingSpec]]) -> MemoryVerdict:
+    """The verdict of the sizes tried: the least memory, and the note that says so."""
     least, dp_least, best, variant = min(samples, key=lambda s: (s[0], s[1]))
     most = max(s[0] for s in samples)
     dps = sorted(s[1] for s in samples)

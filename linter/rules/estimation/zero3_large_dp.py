@@ -8,7 +8,7 @@ from trainlint.core.framework import CAP_DEEPSPEED_ENGINE
 from trainlint.core.diagnostics import Severity
 from trainlint.estimator.core import InvariantError
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.scope import usable_estimate
+from trainlint.rules.estimation.scope import usable
 from trainlint.core.spec import TrainingSpec
 
 
@@ -46,7 +46,7 @@ class Zero3AtLargeDp(Rule):
                "headroom": Option(0.90, "a fix must keep memory below this fraction of the GPU")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = usable_estimate(spec, ctx.estimate)
+        est = usable(spec, ctx)
         if est is None or not est.fits:
             return
         from trainlint.rules.estimation.fixes import communication_candidates, fits

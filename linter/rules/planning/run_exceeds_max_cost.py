@@ -7,7 +7,7 @@ from typing import Iterator
 from trainlint.core.framework import CAP_MEGATRON_MODEL
 from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.scope import usable_estimate
+from trainlint.rules.estimation.scope import usable
 from trainlint.core.spec import TrainingSpec
 from trainlint.rules.planning.helpers import _length_setting, _limit, _num, config_tokens
 
@@ -52,7 +52,7 @@ class RunTooExpensive(Rule):
                "price_per_gpu_hour": Option(None, "price (default: prices.<gpu> or price-per-gpu-hour in [tool.trainlint])")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = usable_estimate(spec, ctx.estimate)
+        est = usable(spec, ctx)
         limit = _limit(ctx, "max_cost", "max-cost")
         if est is None or limit is None:
             return

@@ -7,7 +7,7 @@ from typing import Iterator
 from trainlint.core.framework import CAP_MEGATRON_MODEL
 from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext
-from trainlint.rules.estimation.scope import usable_estimate
+from trainlint.rules.estimation.scope import usable
 from trainlint.core.spec import TrainingSpec
 from trainlint.rules.planning.helpers import _length_setting, _limit, config_tokens
 
@@ -44,7 +44,7 @@ class RunTooLong(Rule):
     options = {"max_days": Option(None, "limit in days (default: max-days in [tool.trainlint]; none: no check)")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = usable_estimate(spec, ctx.estimate)
+        est = usable(spec, ctx)
         limit = _limit(ctx, "max_days", "max-days")
         if est is None or limit is None:
             return

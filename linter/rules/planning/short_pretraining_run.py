@@ -7,7 +7,7 @@ from typing import Iterator
 from trainlint.core.framework import CAP_MEGATRON_ARGUMENTS, CAP_MEGATRON_MODEL
 from trainlint.core.diagnostics import Severity
 from trainlint.rules import Finding, Option, Rule, RuleContext, capabilities
-from trainlint.rules.estimation.scope import usable_estimate
+from trainlint.rules.estimation.scope import usable
 from trainlint.core.spec import TrainingSpec
 from trainlint.rules.planning.helpers import _length_setting, _pretraining_scope, config_tokens
 
@@ -55,7 +55,7 @@ class ShortPretraining(Rule):
                "min_steps": Option(1000, "runs with fewer optimizer steps are smoke tests: not reported")}
 
     def check(self, spec: TrainingSpec, ctx: RuleContext) -> Iterator[Finding]:
-        est = usable_estimate(spec, ctx.estimate)
+        est = usable(spec, ctx)
         tokens = config_tokens(spec, est)
         minimum = float(ctx.options["min_tokens"])
         if not tokens or tokens >= minimum or not _pretraining_scope(spec, tokens, est, float(ctx.options["min_steps"])):

@@ -174,17 +174,36 @@ class CheckTable(MegatronRule):
 
     _rows_made: ClassVar[tuple | None] = None
 
+    @classmethod
+    def _by_first(cls) -> tuple[frozenset[str], dict[str, tuple[int, ...]]]:
+        """The rows' first options, and the rows (their places in :meth:`_rows`) of each, made once per class."""
+        index = cls.__dict__.get("_by_first_made")
+        if index is None:
+            places: dict[str, list[int]] = {}
+            for n, row in enumerate(cls._rows()):
+                places.setdefault(row[2][0], []).append(n)
+            index = (frozenset(places), {dest: tuple(ns) for dest, ns in places.items()})
+            cls._by_first_made = index
+        return index
+
+    _by_first_made: ClassVar[tuple | None] = None
+
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
+        # most rows' first option is not written: only the rows whose first option is (a.given_among:
+        # all the first options at once), in their order
+        heads, places = self._by_first()
+        written = a.given_among(heads)
+        if not written:
+            return
+        rows = self._rows()
         target = a.spec.target
         # --use-checkpoint-args: the checkpoint's arguments replace the defaults (and most flags), so a
         # row is judged only on options the script writes
         loaded = from_checkpoint(a.spec)
         said: set[tuple[str, int]] = set()
         core_only = a.spec.core_configs_only
-        given = a.given
-        for check, head, dests, releases in self._rows():
-            if not given(dests[0]):  # most rows' first option is not written: the cheapest test first
-                continue
+        for n in sorted(n for dest in written for n in places[dest]):
+            check, head, dests, releases = rows[n]
             if (check.path, check.line) in said or (core_only and check.path not in CORE_CONFIGS):
                 continue  # one finding per source check (several rows spell one `or`)
             if not a.known(*dests) or (loaded and not all(a.given(d) for d in dests)):

@@ -367,17 +367,37 @@ class ReleaseCheckTable(MegatronRule):
 
     checks: ClassVar[tuple[ReleaseCheck, ...]] = ()
 
+    @classmethod
+    def _by_trigger(cls) -> tuple[frozenset[str], dict[str, tuple[int, ...]]]:
+        """The options that make a row worth judging (its first condition's option, or an option that
+        one is derived from), and the rows (places in :attr:`checks`) of each, made once per class."""
+        index = cls.__dict__.get("_by_trigger_made")
+        if index is None:
+            places: dict[str, list[int]] = {}
+            for n, check in enumerate(cls.checks):
+                head = check.when[0][0]
+                for dest in dict.fromkeys((head, *(DERIVED[head][0] if head in DERIVED else ()))):
+                    places.setdefault(dest, []).append(n)
+            index = (frozenset(places), {dest: tuple(ns) for dest, ns in places.items()})
+            cls._by_trigger_made = index
+        return index
+
+    _by_trigger_made: ClassVar[tuple | None] = None
+
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
+        # the first condition's option first (a.given_among, all at once): most rows' is
+        # not written (nor an option it derives from); the release range (check.applies) only for the
+        # rows it leaves, in their order
+        triggers, places = self._by_trigger()
+        written = a.given_among(triggers)
+        if not written:
+            return
+        checks = self.checks
         target = a.spec.target
         look: ReleaseValues | None = None
         said: set[tuple[str, int, str | None]] = set()
-        given = a.given
-        for check in self.checks:
-            # the first condition's option first (a.given): most rows' is not written, and it is the
-            # cheapest test; the release range (check.applies) only for the rows it leaves
-            head = check.when[0][0]
-            if not given(head) and not (head in DERIVED and any(given(d) for d in DERIVED[head][0])):
-                continue
+        for n in sorted({n for dest in written for n in places[dest]}):
+            check = checks[n]
             if (check.path, check.line, check.last) in said or not check.applies(target):
                 continue
             look = look or ReleaseValues(a)
