@@ -10,15 +10,16 @@ from typing import TYPE_CHECKING, cast
 
 __version__ = "0.1.0"
 
-# Start-up (issue 33). Before anything imports inspect (dataclasses, pluggy): it is loaded on first use,
-# which a check with trainlint's own plugins never makes. Before any module of trainlint defines a
+# Start-up (issue 33). Before anything imports inspect (dataclasses, pluggy) or ipaddress (pathlib,
+# through urllib.parse): each is loaded on first use, which a check with trainlint's own plugins never
+# makes. Before any module of trainlint defines a
 # dataclass: the methods the decorator generates come from a table of compiled code kept beside the
 # bytecode (their compilation was close to half a cold check's instructions).
 from trainlint.core import dataclass_code as _dataclass_code
 from trainlint.core import deferred_stdlib as _deferred_stdlib
 from trainlint.core.hook_markers import HookimplMarker as _HookimplMarker
 
-_deferred_stdlib.defer_inspect()
+_deferred_stdlib.defer_stdlib()
 _dataclass_code.install()
 
 if TYPE_CHECKING:  # pragma: no cover
