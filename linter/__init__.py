@@ -1,23 +1,25 @@
 """trainlint: lint large-model training configs before the job is launched.
 
-This module holds the pluggy marker, as pluggy's own example does (plugins import
+This module holds the hook implementation marker, as pluggy's own example does (plugins import
 ``trainlint.hookimpl``, or everything they need from :mod:`trainlint.plugin`), and keeps the module
 paths of before the layer packages importable (issue 31, see ``_MOVED``).
 """
 
 import sys
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 __version__ = "0.1.0"
 
-# Start-up (issue 33). Before anything imports inspect (dataclasses, pluggy): it is loaded on first use,
-# which a check with trainlint's own plugins never makes. Before any module of trainlint defines a
+# Start-up (issue 33). Before anything imports inspect (dataclasses, pluggy) or ipaddress (pathlib,
+# through urllib.parse): each is loaded on first use, which a check with trainlint's own plugins never
+# makes. Before any module of trainlint defines a
 # dataclass: the methods the decorator generates come from a table of compiled code kept beside the
 # bytecode (their compilation was close to half a cold check's instructions).
 from trainlint.core import dataclass_code as _dataclass_code
 from trainlint.core import deferred_stdlib as _deferred_stdlib
+from trainlint.core.hook_markers import HookimplMarker as _HookimplMarker
 
-_deferred_stdlib.defer_inspect()
+_deferred_stdlib.defer_stdlib()
 _dataclass_code.install()
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -26,22 +28,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from importlib.machinery import ModuleSpec
     from types import ModuleType
 
-    import pluggy
-
-    hookimpl: pluggy.HookimplMarker
-    """Marker for trainlint hook implementations (built-ins use it too)."""
-
-
-def __getattr__(name: str) -> Any:
-    # ``hookimpl`` is made on first use, so that ``import trainlint.cli`` does not import pluggy
-    # (and inspect) before the CLI has set up: the commands that need plugins import it then.
-    if name == "hookimpl":
-        import pluggy
-
-        marker = pluggy.HookimplMarker("trainlint")
-        globals()["hookimpl"] = marker
-        return marker
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+hookimpl = _HookimplMarker("trainlint")
+"""Marker for trainlint hook implementations (built-ins use it too). It writes what
+``pluggy.HookimplMarker("trainlint")`` writes (either marks a plugin's hooks), without importing pluggy:
+a check with trainlint's own plugins never makes pluggy's manager (:mod:`trainlint.core.hook_markers`)."""
 
 
 # The modules that were top-level modules of trainlint until the layers became packages (issue 31),

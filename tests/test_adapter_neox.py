@@ -308,3 +308,22 @@ def test_keys_found_before_colons_are_the_key_patterns_matches():
     for text in texts:
         expected = [(m.start(), m.end(), m.group(1)) for m in _KEY_WORD.finditer(text)]
         assert _keys_before_colons(text) == expected, repr(text)
+
+
+def test_the_strong_key_test_is_the_pre_checks_verdict(corpus_dir):
+    """The sniff's first test (distinct key words) says what ``bool(_precheck_matches(text))`` says: on
+    every text of the corpus, on NeoX keys in both spellings among other words, and on random texts."""
+    import random
+
+    from trainlint.adapters.neox.detect import _has_strong_key, _precheck_matches
+
+    texts = [p.read_text(encoding="utf-8", errors="replace") for p in sorted(corpus_dir.rglob("*"))
+             if p.is_file() and p.stat().st_size < 2_000_000]
+    texts += ["pipe-parallel-size: 1\n", '{"pipe_parallel_size": 1}', "x pipe_parallel_size : 1", "pipe_parallel_size1: 1",
+              "#pipe-parallel-size: 2", "'pipe-parallel-size'\u00a0:", "gpt_j_residual:" + "x" * 200, "a: b\n" * 50]
+    rnd = random.Random(7)
+    words = ["pipe-parallel-size", "gpt_j_residual", "num_layers", "zero_optimization", "x", "-", "_"]
+    texts += ["".join(rnd.choice([*words, " ", ":", "\n", "{", ",", "\"", "'", "\u00a0", "\t", "a" * 150])
+                      for _ in range(rnd.randint(0, 30))) for _ in range(5_000)]
+    for text in texts:
+        assert _has_strong_key(text) == bool(_precheck_matches(text)), repr(text[:200])

@@ -103,14 +103,14 @@ def _run(code: str) -> dict:
     return json.loads(done.stdout.splitlines()[-1])
 
 
-def test_a_check_with_trainlints_own_plugins_loads_neither_inspect_nor_a_plugin_manager():
+def test_a_check_with_trainlints_own_plugins_loads_neither_inspect_nor_pluggy():
     found = _run("import io, json, sys, contextlib\nfrom trainlint.cli import main\n"
                  "from trainlint.core.deferred_stdlib import is_loaded\n"
                  "with contextlib.redirect_stdout(io.StringIO()):\n"
                  f"    status = main(['check', '--isolated', '--exit-zero', {str(DS_JSON)!r}])\n"
                  "print(json.dumps({'status': status, 'inspect': is_loaded('inspect'), "
                  "'imported': 'inspect' in sys.modules, 'pluggy': 'pluggy' in sys.modules}))")
-    assert found == {"status": 0, "inspect": False, "imported": True, "pluggy": True}
+    assert found == {"status": 0, "inspect": False, "imported": True, "pluggy": False}
 
 
 def test_the_deferred_inspect_is_inspect_once_used():

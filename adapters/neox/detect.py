@@ -77,6 +77,18 @@ def _strong_keys() -> frozenset[str]:
 _KEY_WORD = re.compile(r"""(?:^|[\s{,"'])([A-Za-z0-9_-]+)["']?\s*:""", re.MULTILINE)
 
 
+def _has_strong_key(head: str) -> bool:
+    """Whether ``head`` writes a NeoX-only key as a key: ``bool(_precheck_matches(head))``, from the
+    distinct words matched (``findall`` of the word alone, at C speed) rather than a Python step per
+    match (a config writes hundreds of keys; this was most of the NeoX sniff's time over the corpus)."""
+    strong = _strong_keys()
+    if head.count(":") * 100 < len(head):
+        words = {word for _, _, word in _keys_before_colons(head)}
+    else:
+        words = set(_KEY_WORD.findall(head))
+    return any(word.replace("-", "_") in strong for word in words)
+
+
 def _precheck_matches(head: str) -> list[str]:
     """Every NeoX-only key of ``head`` written as a key, as matched (with what precedes and follows)."""
     strong = _strong_keys()
@@ -167,15 +179,14 @@ class NeoXAdapter(Adapter):
             return NOT_MINE
         # the whole text, not a head: a config after 700 KB of comments is still a config (the
         # pre-check is linear, and the read limit bounds the text)
-        matches = _precheck_matches(text)
-        if not matches:
+        if not _has_strong_key(text):
             return NOT_MINE
         data = _strict_json(text)
         if data is _NOT_JSON:
             tree = parse_sniffed(text, path)
             if not tree.ok:
                 # A NeoX config with a syntax error is still NeoX's: decide on the text alone.
-                found = {m.strip(" \t\n{,\"':").replace("-", "_") for m in matches}
+                found = {m.strip(" \t\n{,\"':").replace("-", "_") for m in _precheck_matches(text)}
                 return BY_CONTENT if len(found) >= 2 else NOT_MINE
             data = tree.data
         # (strict JSON is judged by its top-level keys as PyYAML would read them: a DeepSpeed JSON

@@ -30,6 +30,7 @@ import json
 import math
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from trainlint.core.diagnostics import Diagnostic, Related, Severity
@@ -49,26 +50,48 @@ rest of trainlint recurse over the tree, so the limit keeps them far from Python
 
 # Token patterns. Strings allow raw control characters (hjson does; reported separately).
 _STRING_DQ = re.compile(r'"(?:[^"\\\n]|\\.)*"', re.DOTALL)
-_STRING_SQ = re.compile(r"'(?:[^'\\\n]|\\.)*'", re.DOTALL)
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _NUMBERISH = re.compile(r"[-+]?[0-9.][0-9A-Za-z.+\-]*")
 _WS = re.compile(r"[ \t\r\n\ufeff]+")
 _SKIP_START = frozenset(" \t\r\n\ufeff#/")
 _LITERALS = {"true": True, "false": False, "null": None}
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
-_PLACEHOLDER = re.compile(
-    r"_*[A-Z][A-Z0-9_]*"                 # GB_SIZE, LTD_ENABLED, CONFIG_CL_MIN (upper case, as sed targets)
-    r"|[A-Za-z0-9]*[A-Z][A-Za-z0-9]*_[A-Za-z0-9_]*"  # CL_1st_MIN, QuantW_FORWARD
-    r"|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?"   # $MB or ${MB}
-    # the shell's other expansions, left as written in a here-document whose values are only
-    # known at launch: $2, ${MB:-4}, $((MB * GAS)), $(nproc)
-    r"|\$(?:[0-9@*#?]|\{[^{}]+\}|\(\(.+\)\)|\([^()]+\))"
-    r"|\{\{.*\}\}|<[^<>\s]+>"           # {{ mb }}, <MB>
-)
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
-_KEY_BARE = re.compile(r"[^\s,:\[\]{}\"']+")
-_QUOTELESS_END = re.compile(r"[,\]}\n]")
 _CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+# The patterns of hjson's extensions (single-quoted strings, unquoted keys, quoteless values and their
+# placeholders) are compiled the first time a file uses one (functools.cache): a strict JSON file never
+# does, and compiling them cost ~0.7 ms of every start (issue 33).
+
+
+@cache
+def _string_sq() -> re.Pattern[str]:
+    return re.compile(r"'(?:[^'\\\n]|\\.)*'", re.DOTALL)
+
+
+@cache
+def _key_bare() -> re.Pattern[str]:
+    return re.compile(r"[^\s,:\[\]{}\"']+")
+
+
+@cache
+def _quoteless_end() -> re.Pattern[str]:
+    return re.compile(r"[,\]}\n]")
+
+
+@cache
+def _placeholder() -> re.Pattern[str]:
+    return re.compile(
+        r"_*[A-Z][A-Z0-9_]*"                 # GB_SIZE, LTD_ENABLED, CONFIG_CL_MIN (upper case, as sed targets)
+        r"|[A-Za-z0-9]*[A-Z][A-Za-z0-9]*_[A-Za-z0-9_]*"  # CL_1st_MIN, QuantW_FORWARD
+        r"|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?"   # $MB or ${MB}
+        # the shell's other expansions, left as written in a here-document whose values are only
+        # known at launch: $2, ${MB:-4}, $((MB * GAS)), $(nproc)
+        r"|\$(?:[0-9@*#?]|\{[^{}]+\}|\(\(.+\)\)|\([^()]+\))"
+        r"|\{\{.*\}\}|<[^<>\s]+>"           # {{ mb }}, <MB>
+    )
+
 
 # Kinds of non-portable (hjson-only) syntax, with how the message names them.
 EXTENSION_LABELS = {
@@ -468,7 +491,7 @@ class _Parser:
                 raise _SyntaxError("unterminated ''' string", i, i + 3)
             self.ext("multiline-string", i, end + 3)
             return text[i + 3:end].strip("\n"), end + 3
-        m = _STRING_SQ.match(text, i)
+        m = _string_sq().match(text, i)
         if m is None:
             raise _SyntaxError("unterminated string (no closing ' on this line)", i, i + 1)
         self.ext("single-quoted-string", i, m.end())
@@ -486,7 +509,7 @@ class _Parser:
 
     def quoteless(self, i: int, ptr: str) -> int:
         """A bare word: hjson reads it as a string (to the end of the line)."""
-        m = _QUOTELESS_END.search(self.text, i)
+        m = _quoteless_end().search(self.text, i)
         end = self.n if m is None else m.start()
         # Stop before a comment that follows the word on the same line.
         for marker in ("//", "#", "/*"):
@@ -498,7 +521,7 @@ class _Parser:
         if token in _NONFINITE:
             return self.nonfinite(i, token, ptr)
         self.put(token, ptr, i, end)
-        if _PLACEHOLDER.fullmatch(token) and token not in _PYTHON_WORDS:
+        if _placeholder().fullmatch(token) and token not in _PYTHON_WORDS:
             self.placeholders_at[ptr] = Placeholder(ptr, token, self.span(i, end))
             return end
         eol = self.text.find("\n", i)
@@ -517,7 +540,7 @@ class _Parser:
         elif c == "'":
             k, end = self.single_quoted(i)
         else:
-            m = _KEY_BARE.match(text, i)
+            m = _key_bare().match(text, i)
             if m is None:
                 raise _SyntaxError(f"expected a key in double quotes or '}}', found {_show(c)}", i)
             k, end = m.group(), m.end()

@@ -380,7 +380,7 @@ def run(args: argparse.Namespace) -> int:
         from trainlint.commands.check_report import CheckReport
         from trainlint.project.process_pool import iter_results
 
-        reporter = CheckReport(args, session, sessions, once_per_run=True)
+        reporter = CheckReport(args, session, sessions, once_per_run=True, files=plan.count)
         sarif = args.format == "sarif"
         numbers = {id(one): n for n, one in enumerate(sessions)}
         owners: deque = deque()  # the session of each task sent and not yet reported, in order

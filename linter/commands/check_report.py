@@ -51,6 +51,9 @@ class CheckReport:
     """Keep the results (as the list form returns them); a check keeps none."""
     once_per_run: bool = False
     """Say the framework-source note (TL014) once over the run (``check``: each worker says it once)."""
+    files: int | None = None
+    """How many files the check reads (its plan's count), when known: a report of a few keeps their findings
+    in memory (``output.report.spooled``)."""
     report: Any = None
     _owners: list[_Owner] = field(default_factory=list)
     _command_line: Any = None
@@ -69,7 +72,7 @@ class CheckReport:
         if self.report is None:
             from trainlint.output.report import Report, spooled
 
-            self.report = Report() if self.keep else spooled()
+            self.report = Report() if self.keep else spooled(self.files)
         args = self.args
         command_line = bool(getattr(args, "baseline", None) or getattr(args, "write_baseline", None))
         for one in _distinct([self.session, *self.sessions]):

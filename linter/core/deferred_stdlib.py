@@ -1,4 +1,4 @@
-"""``inspect`` imported on first use rather than at start-up (issue 33).
+"""``inspect`` and ``ipaddress`` imported on first use rather than at start-up (issue 33).
 
 ``dataclasses`` and pluggy import ``inspect`` (with ``ast``, ``dis``, ``tokenize``, ``linecache``) when
 they are imported, and use it only later: ``dataclasses`` for the ``__doc__`` of a class that has none,
@@ -10,6 +10,10 @@ without pluggy's manager, :class:`trainlint.project.plugins.PluginHost`), and th
 system reads of a module it finds there: ``importlib.util.LazyLoader`` loads on that too, before
 Python 3.12, so it cannot serve here); the module is then the same, whole, ``inspect``. Only when
 nobody has imported ``inspect`` yet.
+
+``ipaddress`` likewise: ``urllib.parse`` imports it (and ``pathlib`` imports ``urllib.parse``) for one
+check of a bracketed host name (``_check_bracketed_host``), which no check of a config makes; its
+16 classes were ~1 ms of every start.
 """
 
 import sys
@@ -39,19 +43,30 @@ class _OnFirstUse(types.ModuleType):
         delattr(self, attr)
 
 
-def defer_inspect() -> None:
-    if "inspect" in sys.modules:
+DEFERRED = ("inspect", "ipaddress")
+"""The standard modules :func:`defer_stdlib` defers."""
+
+
+def defer_stdlib() -> None:
+    for name in DEFERRED:
+        defer(name)
+
+
+def defer(name: str) -> None:
+    """Put a module object for the top-level module ``name`` in ``sys.modules`` whose code runs on first use
+    (unless it is imported already, or is not a module of source or bytecode the path finder finds)."""
+    if name in sys.modules:
         return
     from importlib.machinery import PathFinder
 
-    spec = PathFinder.find_spec("inspect")
+    spec = PathFinder.find_spec(name)
     if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
         return
-    module = _OnFirstUse("inspect")
-    for name, value in (("__spec__", spec), ("__loader__", spec.loader), ("__file__", spec.origin),
+    module = _OnFirstUse(name)
+    for attr, value in (("__spec__", spec), ("__loader__", spec.loader), ("__file__", spec.origin),
                         ("__cached__", spec.cached), ("__package__", "")):
-        object.__setattr__(module, name, value)
-    sys.modules["inspect"] = module
+        object.__setattr__(module, attr, value)
+    sys.modules[name] = module
 
 
 def is_loaded(name: str) -> bool:

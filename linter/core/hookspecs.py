@@ -20,13 +20,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pluggy
+from trainlint.core.hook_markers import HookspecMarker
 
 if TYPE_CHECKING:  # pragma: no cover
     from trainlint.adapters.base import Adapter
     from trainlint.core.framework import Framework
 
-hookspec = pluggy.HookspecMarker("trainlint")
+hookspec = HookspecMarker("trainlint")
+"""As ``pluggy.HookspecMarker("trainlint")`` (pluggy is imported only when a manager is made)."""
 
 
 # -- what a plugin contributes ---------------------------------------------------------------

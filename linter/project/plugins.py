@@ -15,13 +15,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 from types import FunctionType, ModuleType
-from typing import Any, Sequence
-
-import pluggy
+from typing import TYPE_CHECKING, Any, Sequence
 
 from trainlint import hookimpl
 from trainlint.core import hookspecs
 from trainlint.rules.codes import FAMILIES, SHARED_FAMILIES
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pluggy
 
 ENTRY_POINT_GROUP = "trainlint"
 BUILTIN_PLUGIN = "trainlint.builtin"
@@ -58,7 +59,9 @@ class PluginHost:
     with ``specname``, else the manager is made). The pluggy manager is made on first use of
     :attr:`manager` (any other plugin's registration, a test), with the same modules registered in
     the same order: pluggy needs ``inspect`` to register anything, and with it a cold one-file check
-    took ~9% more instructions (issue 33). ``tests/test_plugin_host.py`` compares the two."""
+    took ~9% more instructions (issue 33); pluggy itself is imported only then (its import was ~6% of
+    that check's instructions; trainlint's markers are :mod:`trainlint.core.hook_markers`).
+    ``tests/test_plugin_host.py`` compares the two."""
 
     def __init__(self, manager: pluggy.PluginManager | None = None, failures: list[PluginFailure] | None = None,
                  owners: dict[str, str] | None = None) -> None:
@@ -72,7 +75,7 @@ class PluginHost:
     @property
     def manager(self) -> pluggy.PluginManager:
         if self._manager is None:
-            manager = _Manager("trainlint")
+            manager = _manager_class()("trainlint")
             manager.add_hookspecs(hookspecs)
             for name, module, _ in self._own:
                 manager.register(module, name=name)
@@ -109,6 +112,8 @@ class PluginHost:
                         if hook_name not in specified and not _impl_opts(function).get("optionalhook"):
                             unknown.setdefault(name, []).append(hook_name)
             return unknown
+        import pluggy
+
         try:
             self._manager.check_pending()
         except pluggy.PluginValidationError:
@@ -179,18 +184,30 @@ class _OwnHooks:
         return _OwnCaller([_OwnImpl(name, impls[hook_name]) for name, _, impls in self._own if hook_name in impls])
 
 
-class _Manager(pluggy.PluginManager):
-    """pluggy's manager, which scans trainlint's own plugin modules for their ``trainlint_*`` names only.
+def _manager_class() -> type[pluggy.PluginManager]:
+    """pluggy's manager, which scans trainlint's own plugin modules for their ``trainlint_*`` names only
+    (a class made on first use: pluggy is imported only when a manager is needed).
 
     pluggy looks at every name of a plugin statically (``inspect.getattr_static``, ~0.1 ms a module of
     rules) and trainlint registers seven modules of its own at every start (the built-ins and the
     rule families), whose hook implementations all carry their hook's name. Any other
     plugin is scanned as pluggy does: its implementations may carry any name (``specname=``)."""
+    global _MANAGER
+    if _MANAGER is None:
+        import pluggy
 
-    def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
-        if not name.startswith("trainlint_") and isinstance(plugin, ModuleType) and plugin.__name__ in _OWN_MODULES:
-            return None
-        return super().parse_hookimpl_opts(plugin, name)
+        class _Manager(pluggy.PluginManager):
+            def parse_hookimpl_opts(self, plugin: Any, name: str) -> Any:
+                if (not name.startswith("trainlint_") and isinstance(plugin, ModuleType)
+                        and plugin.__name__ in _OWN_MODULES):
+                    return None
+                return super().parse_hookimpl_opts(plugin, name)
+
+        _MANAGER = _Manager
+    return _MANAGER
+
+
+_MANAGER: type[pluggy.PluginManager] | None = None
 
 
 def create_host(local_plugins: Sequence[str] = (), base_dir: Path | None = None, *,
