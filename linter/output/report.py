@@ -25,6 +25,7 @@ import io
 import json
 from array import array
 from collections import Counter
+from itertools import pairwise
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol, Sequence
 
@@ -326,6 +327,15 @@ class Report:
 
     # ------------------------------------------------------------------ reading
 
+    def _in_order(self) -> Iterable[int]:
+        """The rows by first mention: as they are when the results came in run order (a check with
+        ``--jobs 1``: no list of an int object per file at the end), else sorted (stable: ties in
+        the order they came)."""
+        first = self._first
+        if all(a <= b for a, b in pairwise(first)):
+            return range(len(first))
+        return sorted(range(len(first)), key=first.__getitem__)
+
     def entries(self) -> Iterator[FileEntry]:
         """One entry per file in order of first mention, each with its findings sorted, a finding
         several results report alike shown once (see :func:`trainlint.output.file_entries`)."""
@@ -333,7 +343,7 @@ class Report:
 
         severities: Counter = Counter()
         fixable = {False: [0, 0], True: [0, 0]}
-        for row in sorted(range(len(self._spelling)), key=self._first.__getitem__):
+        for row in self._in_order():
             found: list[Diagnostic] = []
             seen: set[tuple] = set()
             for _, handle in self._parts(row):
