@@ -89,3 +89,27 @@ def test_each_file_with_its_own_config(tmp_path):
         assert Path(session.project.path).parent.name == folder
     assert [t.path for t, _ in items] == _listed([str(tmp_path / "two"), str(tmp_path / "one")], [])
     assert json.dumps(made.count) == json.dumps(len(items))
+
+
+def test_the_plans_folder_memo_is_bounded(tmp_path, monkeypatch) -> None:
+    """The memo of resolved folders forgets past FOLDERS_KEPT (memory flat in the folders, issue 33)
+    and every key is still the resolved path (a folder reached through a link included)."""
+    import os
+
+    from trainlint.files import checker
+
+    monkeypatch.setattr(checker, "FOLDERS_KEPT", 2)
+    real = tmp_path / "real"
+    paths = []
+    for n in range(5):
+        (real / f"d{n}").mkdir(parents=True)
+        (real / f"d{n}" / "a.json").write_text("{}")
+        paths.append(str(real / f"d{n}" / "a.json"))
+    os.symlink(real, tmp_path / "link")
+    paths += [str(tmp_path / "link" / "d3" / "a.json"), str(real / "d0" / "a.json")]
+    folders: dict[str, str] = {}
+    keys = []
+    for p in paths:
+        keys.append(checker._key(p, folders))
+        assert len(folders) <= 2
+    assert keys == [str(os.path.realpath(p)) for p in paths]

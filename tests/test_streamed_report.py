@@ -70,6 +70,32 @@ def test_a_result_placed_first_names_its_file_first(tmp_path: Path) -> None:
     assert list(report.entries()) == file_entries([failure, *results])
 
 
+def test_a_file_spelled_differently_by_a_result_placed_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report keeps a file's first spelling and the spelling of the result that is the file apart
+    (the latter sparsely, only where they differ): a plugin failure placed first that names a checked
+    file by another spelling changes the first, not the name the entry shows; a file checked under
+    two spellings counts twice in the summary, as the list form counts it."""
+    monkeypatch.chdir(tmp_path)
+    absolute = str(tmp_path / "x.json")
+    results = [
+        FileResult("x.json", "deepspeed", [_finding(None, 2)]),
+        FileResult("./x.json", "deepspeed", [_finding(None, 4)]),
+        FileResult("y.json", "deepspeed", []),
+    ]
+    failure = FileResult("pyproject.toml", None, [_finding(absolute, 1, code="TL998"), _finding("y.json", 3)])
+    report = Report(SpoolStore(max_size=0))
+    for index, result in enumerate(results):
+        report.add(result, (1, index, 0))
+    report.add(failure, (0, 0, 0))
+    expected = file_entries([failure, *results])
+    entries = list(report.entries())
+    assert entries == expected
+    assert [e.path for e in entries] == ["pyproject.toml", "x.json", "y.json"]
+    assert sorted(d.line for d in entries[1].diagnostics) == [1, 2, 4]  # the three results' findings, one entry
+    assert "in 4 files" in report.summary_line()  # pyproject.toml, x.json twice (two spellings), y.json
+    report.close()
+
+
 def test_the_report_keeps_no_result(tmp_path: Path) -> None:
     """Neither a result nor its findings outlive ``add``: what the report keeps is its own record."""
     report = Report(SpoolStore())

@@ -196,6 +196,11 @@ def check_paths(
     return [check_task(task, adapters, environment, frameworks) for task in plan_files(paths, adapters, runs)]
 
 
+FOLDERS_KEPT = 1024
+"""Resolved folders a plan remembers (:func:`_key`) before it forgets them all: two strings per folder
+kept for the whole check made its memory grow with the folders (issue 33)."""
+
+
 def _key(path: str, folders: dict[str, str] | None = None) -> str:
     """The path with every link resolved: what says two paths name one file. ``folders`` (a dict kept
     for one plan) holds each folder resolved once: a file that is not a link, written without ``..``,
@@ -206,6 +211,8 @@ def _key(path: str, folders: dict[str, str] | None = None) -> str:
             if name and not os.path.islink(path):
                 folder = folders.get(parent)
                 if folder is None:
+                    if len(folders) >= FOLDERS_KEPT:
+                        folders.clear()  # a memo: a walk is depth first, the folders met again are recent ones
                     folder = folders[parent] = str(Path(parent).resolve())
                 return os.path.join(folder, name)
         return str(Path(path).resolve())

@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import io
 import json
+from array import array
 from collections import Counter
+from itertools import pairwise
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Protocol, Sequence
 
@@ -43,21 +45,24 @@ first), 1: the checked files in check order, 2: run-level findings after them; `
 findings added to a file's result at the end of the run (its unused suppressions)."""
 
 
-_PLACES = 1 << 28
+_PLACE_BITS = 20
+_INDEX_BITS = 40
+_PLACES = 1 << _PLACE_BITS
 """Mentions of files within one result told apart in the packed order (more are ordered as the last)."""
 
 
 def _packed(seq: Seq) -> int:
-    """``seq`` as one int ordered as the tuple (a record per file: one int, not two tuples), with
-    room for the place of a mention within the result."""
+    """``seq`` as one int ordered as the tuple, with room for the place of a mention within the
+    result: 2 bits of part, 40 of index, 1 of order, 20 of place (63 bits: it fits the report's
+    ``array('q')`` columns, 8 bytes a file instead of an int object each)."""
     part, index, order = seq
-    return ((part << 40 | index) << 1 | order) * _PLACES
+    return ((part << _INDEX_BITS | index) << 1 | order) << _PLACE_BITS
 
 
 class Store(Protocol):
-    def put(self, diagnostics: list[Diagnostic]) -> Any: ...
+    def put(self, diagnostics: list[Diagnostic]) -> int: ...
 
-    def get(self, handle: Any) -> list[Diagnostic]: ...
+    def get(self, handle: int) -> list[Diagnostic]: ...
 
     def close(self) -> None: ...
 
@@ -65,37 +70,42 @@ class Store(Protocol):
 class MemoryStore:
     """The findings as they are (a report of a list of results, which is in memory anyway)."""
 
-    def put(self, diagnostics: list[Diagnostic]) -> Any:
-        return diagnostics
+    def __init__(self) -> None:
+        self.batches: list[list[Diagnostic]] = []
 
-    def get(self, handle: Any) -> list[Diagnostic]:
-        return list(handle)
+    def put(self, diagnostics: list[Diagnostic]) -> int:
+        self.batches.append(diagnostics)
+        return len(self.batches) - 1
+
+    def get(self, handle: int) -> list[Diagnostic]:
+        return list(self.batches[handle])
 
     def close(self) -> None:
         pass
 
 
-_LENGTH_BITS = 40
-_LENGTH_MASK = (1 << _LENGTH_BITS) - 1
-
-
 class SpoolStore:
     """The findings pickled into a buffer that moves to a temporary file past ``max_size`` bytes
-    (:class:`Spool`), each batch found again by its offset."""
+    (:class:`Spool`), each batch found again by its number (its offset in an ``array('q')``: 8 bytes
+    a batch, the handle a small int)."""
 
     def __init__(self, max_size: int = SPOOL_BYTES) -> None:
         self.file = Spool(max_size)
+        self.offsets = array("q")
 
-    def put(self, diagnostics: list[Diagnostic]) -> Any:
+    def put(self, diagnostics: list[Diagnostic]) -> int:
         import pickle  # here: a check of a few files keeps its findings in a MemoryStore (spooled())
 
-        offset, length = self.file.append(pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL))
-        return offset << _LENGTH_BITS | length  # one int, not a tuple of two: a handle is kept per file
+        offset, _ = self.file.append(pickle.dumps(diagnostics, protocol=pickle.HIGHEST_PROTOCOL))
+        self.offsets.append(offset)
+        return len(self.offsets) - 1
 
-    def get(self, handle: Any) -> list[Diagnostic]:
+    def get(self, handle: int) -> list[Diagnostic]:
         import pickle
 
-        found: list[Diagnostic] = pickle.loads(self.file.read_at(handle >> _LENGTH_BITS, handle & _LENGTH_MASK))
+        start = self.offsets[handle]
+        stop = self.offsets[handle + 1] if handle + 1 < len(self.offsets) else self.file.end
+        found: list[Diagnostic] = pickle.loads(self.file.read_at(start, stop - start))
         return found
 
     def close(self) -> None:
@@ -148,32 +158,6 @@ class Spool:
         self.memory = None
 
 
-class _Entry:
-    """One file of the report while the run goes on."""
-
-    __slots__ = ("checked", "first", "format", "format_seq", "own", "own_seq", "parts", "spelling", "target",
-                 "target_seq")
-
-    def __init__(self, first: int, spelling: str) -> None:
-        self.first = first
-        """The first mention: its result's seq and its place among that result's mentions, packed."""
-        self.spelling = spelling
-        """The first spelling met (a finding's path), when no result names the file itself."""
-        self.own: str | None = None
-        """The spelling of the first result that is this file (or a member of its run)."""
-        self.own_seq: int | None = None
-        self.format: str | None = None
-        self.format_seq: int | None = None
-        self.target: dict | None = None
-        self.target_seq: int | None = None
-        self.parts: tuple[int, Any] | list[tuple[int, Any]] | None = None
-        """(seq, store handle) of the batch of this file's findings, or a list of them when there are
-        several (most files have one: no list for them)."""
-        self.checked: str | set[str] | None = None
-        """The spelling(s) under which the file was checked (read as a config, or with a finding): the
-        summary counts each spelling once, as it counted a set of them (no set per file: most have one)."""
-
-
 @dataclass
 class Tally:
     """What the summary and the footers count, over the findings as the entries show them."""
@@ -183,12 +167,40 @@ class Tally:
     """unsafe -> (fixable, fixable only with --unsafe-fixes)."""
 
 
+_NONE = -1
+"""No seq (packed seqs are >= 0) in the report's ``array('q')`` columns."""
+
+
 class Report:
-    """The files of a report and their findings, fed one result at a time (:meth:`add`)."""
+    """The files of a report and their findings, fed one result at a time (:meth:`add`).
+
+    A file's record is a row of columns, not an object: a long run keeps a few hundred thousand of
+    them alive beside each file's short-lived garbage, and many small objects per file cost their
+    size about twice over in a fragmented heap (issue 33). Per row: ``_first``, the first mention
+    (its result's seq and its place among that result's mentions, packed); ``_spelling``, the first
+    spelling met (a finding's path); ``_own_seq``, the seq of the first result that is this file (or
+    a member of its run), whose spelling is in the sparse ``_own`` only where it differs from
+    ``_spelling``; the first format any mention gives and its seq; the framework target and its seq;
+    the (seq, store handle) of the first batch of the file's findings, the others (rare) in the
+    sparse ``_more_parts``; ``_checked``: the spelling(s) under which the file was checked (read as
+    a config, or with a finding), a string, or a set for the rare file checked under several: the
+    summary counts each spelling once."""
 
     def __init__(self, store: Store | None = None) -> None:
         self.store: Store = store if store is not None else MemoryStore()
-        self._entries: dict[str, _Entry] = {}
+        self._rows: dict[str, int] = {}
+        self._first = array("q")
+        self._spelling: list[str] = []
+        self._own_seq = array("q")
+        self._own: dict[int, str] = {}
+        self._format: list[str | None] = []
+        self._format_seq = array("q")
+        self._target: list[dict | None] = []
+        self._target_seq = array("q")
+        self._part_seq = array("q")
+        self._part = array("q")
+        self._more_parts: dict[int, list[tuple[int, int]]] = {}
+        self._checked: list[str | set[str] | None] = []
         self._skipped = 0
         self._targets: dict[str, dict] = {}
         self._tally: Tally | None = None
@@ -219,16 +231,23 @@ class Report:
             self._skipped += 1
         members = result.run or [result.path]
         for place, member in enumerate(members):
-            entry = self._entry(_same_file(member), member, order + min(place, _PLACES - 1))
-            if entry.own_seq is None or order < entry.own_seq:
-                entry.own, entry.own_seq = member, order
-            self._format(entry, result.format, order)
+            row = self._row(_same_file(member), member, order + min(place, _PLACES - 1))
+            own_seq = self._own_seq[row]
+            if own_seq == _NONE or order < own_seq:
+                self._own_seq[row] = order
+                if member == self._spelling[row]:
+                    self._own.pop(row, None)
+                else:
+                    self._own[row] = member
+            self._set_format(row, result.format, order)
             if counted:
-                _mark_checked(entry, member)
-        home = self._entries[_same_file(result.path)]
+                self._mark_checked(row, member)
+        home = self._rows[_same_file(result.path)]
         target = target_of(result)  # kept in the result when its specs were dropped
-        if target is not None and (home.target_seq is None or order < home.target_seq):
-            home.target, home.target_seq = self._shared(target), order
+        if target is not None:
+            target_seq = self._target_seq[home]
+            if target_seq == _NONE or order < target_seq:
+                self._target[home], self._target_seq[home] = self._shared(target), order
         self.add_findings(result.path, result.diagnostics, seq, result.format, first_place=len(members))
 
     def add_findings(self, path: str, diagnostics: Sequence[Diagnostic], seq: Seq, fmt: str | None = None, *,
@@ -239,45 +258,83 @@ class Report:
 
         self._tally = None
         order = _packed(seq)
-        by_file: dict[str, list[Diagnostic]] = {}
+        by_row: dict[int, list[Diagnostic]] = {}
         for place, diagnostic in enumerate(diagnostics, start=first_place):
             where = diagnostic.path or path
-            key = _same_file(where)
-            entry = self._entry(key, where, order + min(place, _PLACES - 1))
-            self._format(entry, fmt, order)
-            by_file.setdefault(key, []).append(diagnostic)
-        for key, found in by_file.items():
-            entry = self._entries[key]
-            part = (order, self.store.put(found))
-            if entry.parts is None:
-                entry.parts = part
-            elif isinstance(entry.parts, tuple):
-                entry.parts = [entry.parts, part]
+            row = self._row(_same_file(where), where, order + min(place, _PLACES - 1))
+            self._set_format(row, fmt, order)
+            by_row.setdefault(row, []).append(diagnostic)
+        for row, found in by_row.items():
+            handle = self.store.put(found)
+            if self._part_seq[row] == _NONE:
+                self._part_seq[row], self._part[row] = order, handle
             else:
-                entry.parts.append(part)
+                self._more_parts.setdefault(row, []).append((order, handle))
 
-    def _entry(self, key: str, spelling: str, first: int) -> _Entry:
-        entry = self._entries.get(key)
-        if entry is None:
+    def _row(self, key: str, spelling: str, first: int) -> int:
+        row = self._rows.get(key)
+        if row is None:
+            row = len(self._spelling)
             # an absolute spelling is its own key: one string kept for the file, not two
-            entry = self._entries[spelling if key == spelling else key] = _Entry(first, spelling)
-        elif first < entry.first:  # a result placed before the others (a plugin failure): its spelling
-            entry.first, entry.spelling = first, spelling
-        return entry
+            self._rows[spelling if key == spelling else key] = row
+            self._first.append(first)
+            self._spelling.append(spelling)
+            self._own_seq.append(_NONE)
+            self._format.append(None)
+            self._format_seq.append(_NONE)
+            self._target.append(None)
+            self._target_seq.append(_NONE)
+            self._part_seq.append(_NONE)
+            self._part.append(0)
+            self._checked.append(None)
+        elif first < self._first[row]:  # a result placed before the others (a plugin failure): its spelling
+            if self._own_seq[row] != _NONE and row not in self._own:
+                self._own[row] = self._spelling[row]  # the own spelling was the one replaced
+            self._first[row], self._spelling[row] = first, spelling
+            if self._own.get(row) == spelling:
+                del self._own[row]
+        return row
 
-    @staticmethod
-    def _format(entry: _Entry, fmt: str | None, seq: int) -> None:
+    def _set_format(self, row: int, fmt: str | None, seq: int) -> None:
         # the first format any mention gives, in run order (a file read on its own as no config
         # is still what the runs that read it say)
-        if fmt and (entry.format_seq is None or seq < entry.format_seq):
-            entry.format, entry.format_seq = fmt, seq
+        if fmt:
+            format_seq = self._format_seq[row]
+            if format_seq == _NONE or seq < format_seq:
+                self._format[row], self._format_seq[row] = fmt, seq
+
+    def _mark_checked(self, row: int, spelling: str) -> None:
+        checked = self._checked[row]
+        if checked is None:
+            self._checked[row] = spelling
+        elif isinstance(checked, str):
+            if checked != spelling:
+                self._checked[row] = {checked, spelling}
+        else:
+            checked.add(spelling)
 
     def _shared(self, target: dict) -> dict:
         """One dict for equal targets: thousands of files judged against one release share it."""
         key = json.dumps(target, sort_keys=True, default=str)
         return self._targets.setdefault(key, target)
 
+    def _parts(self, row: int) -> list[tuple[int, int]]:
+        """(seq, store handle) of each batch of the row's findings, in run order."""
+        if self._part_seq[row] == _NONE:
+            return []
+        parts = [(self._part_seq[row], self._part[row]), *self._more_parts.get(row, ())]
+        return sorted(parts, key=lambda part: part[0]) if len(parts) > 1 else parts
+
     # ------------------------------------------------------------------ reading
+
+    def _in_order(self) -> Iterable[int]:
+        """The rows by first mention: as they are when the results came in run order (a check with
+        ``--jobs 1``: no list of an int object per file at the end), else sorted (stable: ties in
+        the order they came)."""
+        first = self._first
+        if all(a <= b for a, b in pairwise(first)):
+            return range(len(first))
+        return sorted(range(len(first)), key=first.__getitem__)
 
     def entries(self) -> Iterator[FileEntry]:
         """One entry per file in order of first mention, each with its findings sorted, a finding
@@ -286,11 +343,10 @@ class Report:
 
         severities: Counter = Counter()
         fixable = {False: [0, 0], True: [0, 0]}
-        for entry in sorted(self._entries.values(), key=lambda e: e.first):
+        for row in self._in_order():
             found: list[Diagnostic] = []
             seen: set[tuple] = set()
-            parts = [entry.parts] if isinstance(entry.parts, tuple) else entry.parts or []
-            for _, handle in sorted(parts, key=lambda part: part[0]):
+            for _, handle in self._parts(row):
                 for diagnostic in self.store.get(handle):
                     identity = _identity(diagnostic)
                     if identity not in seen:
@@ -304,7 +360,9 @@ class Report:
                         counts[0] += 1
                     elif d.applies(True):
                         counts[1] += 1
-            yield FileEntry(entry.own or entry.spelling, entry.format, found, entry.target)
+            spelling = self._spelling[row]
+            own = None if self._own_seq[row] == _NONE else self._own.get(row, spelling)
+            yield FileEntry(own or spelling, self._format[row], found, self._target[row])
         self._tally = Tally(severities, {k: (v[0], v[1]) for k, v in fixable.items()})
 
     def tally(self) -> Tally:
@@ -325,22 +383,11 @@ class Report:
     def summary_line(self) -> str:
         from trainlint.output.entries import summary_text
 
-        checked = sum(0 if e.checked is None else 1 if isinstance(e.checked, str) else len(e.checked)
-                      for e in self._entries.values())
+        checked = sum(0 if c is None else 1 if isinstance(c, str) else len(c) for c in self._checked)
         return summary_text(self.severity_counts(), checked, self._skipped)
 
     def close(self) -> None:
         self.store.close()
-
-
-def _mark_checked(entry: _Entry, spelling: str) -> None:
-    if entry.checked is None:
-        entry.checked = spelling
-    elif isinstance(entry.checked, str):
-        if entry.checked != spelling:
-            entry.checked = {entry.checked, spelling}
-    else:
-        entry.checked.add(spelling)
 
 
 def as_report(results: Report | Sequence[FileResult]) -> Report:
