@@ -14,27 +14,15 @@ from trainlint.estimator.performance import hbm, layer_forward, moe_permute_byte
 from trainlint.presets.catalog import find_gpu
 
 from test_estimator import make_inputs
+from test_moe_grid_terms import _launch as moe_launch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 from calibration_files import BRIDGE_DISPATCHER_FLAGS, bridge_dispatcher, bridge_moe_ep_overlap
 
 
 def _launch(extra: str, tmp_path: Path, release: str | None = None):
-    from trainlint.adapters import builtin_adapters
-    from trainlint.files.checker import check_paths
-    from trainlint.project.config import discover
-
-    script = tmp_path / "train.sh"
-    script.write_text("torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 8 --hidden-size 1024 "
-                      "--num-attention-heads 8 --seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 "
-                      f"--global-batch-size 64 --num-experts 8 --moe-router-topk 2 --expert-model-parallel-size 4 "
-                      f"--bf16 {extra}\n")
-    if release:
-        (tmp_path / "pyproject.toml").write_text(f'[tool.trainlint]\nframework = {{megatron = "{release}"}}\n')
-    project = discover(script, None, False)
-    (result,) = check_paths([str(script)], builtin_adapters(), frameworks=project.framework_settings)
-    (spec,) = result.specs
-    return spec
+    """test_moe_grid_terms's launch (8 experts, top-2) with four expert-parallel ranks."""
+    return moe_launch(f"--expert-model-parallel-size 4 {extra}", tmp_path, release)
 
 
 def _dispatcher(extra: str, tmp_path: Path, sub: str, release: str | None = None):
