@@ -422,3 +422,21 @@ _HybridEPManager; core_v0.16 fused_a2a.hybrid_ep_dispatch), which leaves no perm
 dispatcher (25.09, 25.11: apply_flex_dispatcher_backend of v0.2.0 took HybridEP only on GB200 / GB300) to HybridEP
 (26.02 on: v0.3.0 takes it on every GPU of compute capability 8-10) with the same layout and measured ~19% more tokens
 per second per GPU at twice the global batch."""
+
+# --- s35-moe ---
+
+WGRAD_ACCUMULATE_READ_WRITES = 2.0
+"""Physical, from the source (range 1-2; not fitted): passes over the weight-gradient buffer (``main_grad``, of the
+engine's gradient dtype: ``Inputs.grad_bytes``) that each weight-gradient GEMM makes per micro-batch. Megatron-Core
+builds its linear layers, the routed experts' grouped ones included, with ``fuse_wgrad_accumulation=
+config.gradient_accumulation_fusion`` (core/extensions/transformer_engine.py TEGroupedLinear; Megatron-LM's
+``--no-gradient-accumulation-fusion`` turns it off, Bridge's perf recipes keep it on): the wgrad GEMM accumulates
+into the buffer in its epilogue (``accumulate_into_main_grad``: D = A x B + C, C read, D written, 2 passes); without
+the fusion PyTorch writes the 16-bit gradient and adds it (more). The forward x 2 that prices a backward
+(:func:`performance._layer_costs`) counts the weight once per pass as an operand read, so the wgrad's buffer
+traffic is short by (this x grad bytes - operand bytes) per weight element per micro-batch. It is a fixed cost per
+weight and micro-batch, so it weighs by 1 / M against the GEMM's FLOPs: negligible for a dense layer's M of 4-16k
+tokens per micro-batch (its weights are read once per M rows), but the routed experts of a fine-grained MoE hold
+most of the layer's weights and see M = tokens x top-k x EP / experts per micro-batch, ~1k for DeepSeek-V3 at EP 8
+(32 experts of 7168 x 6144 per GPU, ~4 GB of fp8 + bf16 traffic per layer and micro-batch on a B200: 0.7 ms against
+~3 ms of their GEMMs). Charged on the routed experts' weights (:func:`performance.expert_wgrad_accumulation`)."""

@@ -247,6 +247,23 @@ def mlp_gemms(i: Inputs) -> tuple[Cost, Cost]:
     return dense, moe
 
 
+def expert_wgrad_accumulation(i: Inputs) -> Cost:
+    """HBM traffic of the routed experts' weight-gradient accumulation per layer and micro-batch beyond what the
+    forward x 2 of the backward counts: each local expert's wgrad GEMM reads and writes its gradient buffer
+    (WGRAD_ACCUMULATE_READ_WRITES passes of the engine's gradient bytes per weight) where the forward's copy counts
+    one operand read of the weight. A fixed cost per expert and micro-batch, so it grows against the experts' FLOPs
+    as the tokens each expert takes per micro-batch fall."""
+    if not i.moe:
+        return Cost()
+    operand = 1 if i.fp8 else i.act_bytes
+    extra = C.WGRAD_ACCUMULATE_READ_WRITES * _grad_bytes(i) - operand
+    if extra <= 0.0:
+        return Cost()
+    mats = 2 if i.gated else 1
+    weights = max(1.0, i.experts / i.ep) * (mats + 1) * i.moe_ffn / i.etp * i.hidden
+    return Cost(0.0, i.moe_fraction * weights * extra / hbm(i))
+
+
 def recomputed_modules_forward(i: Inputs, attn: Cost) -> Cost:
     """The forward selective recompute runs again for one layer and micro-batch (Megatron-Core
     recompute_modules): the attention core (core_attn), the dense MLP (mlp), the MoE layer's experts (moe);
@@ -387,7 +404,7 @@ def layer_costs_key(i: Inputs, micro: int, recompute: str) -> tuple:
 def _layer_costs(i: Inputs) -> tuple[Cost, Cost, float]:
     lin, attn = layer_forward(i)
     fwd = lin + attn
-    bwd = lin.scale(2.0) + attention_backward(i, attn)
+    bwd = lin.scale(2.0) + attention_backward(i, attn) + expert_wgrad_accumulation(i)
     if i.recompute == "full":
         extra = fwd
     elif i.recompute == "selective":

@@ -105,6 +105,10 @@ RANGES: dict[str, Bounds] = {
     "MOE_SORT_CHUNKS_BYTES_PER_ELEMENT": Bounds("throughput", 4.0, 8.0, "the alltoall dispatcher's sort of each "
                                                 "16-bit copy into local-expert order (read and write: 4) and back "
                                                 "before the combine (8)", fitted=False),
+    # --- s35-moe ---
+    "WGRAD_ACCUMULATE_READ_WRITES": Bounds("throughput", 1.0, 2.0, "the wgrad GEMM's epilogue reads and writes the "
+                                           "gradient buffer it accumulates into (2); 1 if it only wrote it",
+                                           fitted=False),
 }
 """Every coefficient with a physical range: those ``benchmarks/accuracy.py`` fits (``fitted``), and
 the ones set from sources (FP8_GEMM_SPEEDUP has no FP8 row read through a user's format to fit it;

@@ -1,0 +1,56 @@
+"""The compute side of a MoE layer (s35-moe): the routed experts' weight-gradient accumulation, a fixed HBM cost
+per expert and micro-batch that weighs more as the tokens each expert takes per micro-batch fall."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from trainlint.estimator import coefficients as C
+from trainlint.estimator.performance import _layer_costs, expert_wgrad_accumulation, hbm, layer_forward
+
+from test_estimator import make_inputs
+
+
+def _moe(**over):
+    base = {"experts": 64, "top_k": 4, "moe_ffn": 1024, "ep": 8, "dp": 8, "world": 8}
+    return make_inputs(**{**base, **over})
+
+
+def test_expert_wgrad_accumulation_counts_the_gradient_buffer_per_local_expert() -> None:
+    i = _moe()
+    mats = 2 if i.gated else 1
+    weights = (i.experts / i.ep) * (mats + 1) * i.moe_ffn * i.hidden
+    operand = i.act_bytes
+    grad = 4.0 if i.dtype == "fp32" else i.grad_bytes
+    expected = i.moe_fraction * weights * (C.WGRAD_ACCUMULATE_READ_WRITES * grad - operand) / hbm(i)
+    assert expert_wgrad_accumulation(i).bytes == pytest.approx(expected)
+    assert expert_wgrad_accumulation(i).flops == 0.0
+    # twice the experts per GPU (EP 4): twice the buffer; an FP8 operand read leaves more of it uncounted
+    assert expert_wgrad_accumulation(dataclasses.replace(i, ep=4)).bytes == pytest.approx(2 * expected)
+    fp8 = dataclasses.replace(i, fp8=True)
+    assert expert_wgrad_accumulation(fp8).bytes > expected
+    # a dense model has no routed experts
+    assert expert_wgrad_accumulation(make_inputs()).bytes == 0.0
+
+
+def test_expert_wgrad_accumulation_is_in_the_backward_and_fixed_per_micro_batch(monkeypatch) -> None:
+    i = _moe()
+    total, bwd, _ = _layer_costs(i)
+    extra = expert_wgrad_accumulation(i)
+    assert extra.bytes > 0
+    # the backward holds it once, beside the forward x 2 and the attention backward; the forward does not
+    monkeypatch.setattr(C, "WGRAD_ACCUMULATE_READ_WRITES", 0.0)
+    total0, bwd0, _ = _layer_costs(i)
+    monkeypatch.undo()
+    assert bwd.bytes == pytest.approx(bwd0.bytes + extra.bytes)
+    assert total.bytes == pytest.approx(total0.bytes + extra.bytes)
+    assert layer_forward(i)[0].bytes == pytest.approx(total0.bytes - bwd0.bytes)
+    # it does not grow with the micro batch (tokens per expert), while the experts' GEMM FLOPs do: its share of
+    # the layer falls as the tokens per expert per micro-batch rise
+    big = dataclasses.replace(i, micro=8)
+    assert expert_wgrad_accumulation(big).bytes == pytest.approx(extra.bytes)
+    share_small = extra.bytes / _layer_costs(i)[0].total
+    share_big = extra.bytes / _layer_costs(big)[0].total
+    assert share_big < share_small / 4
