@@ -1,5 +1,6 @@
 """The compute side of a MoE layer (s35-moe): the routed experts' weight-gradient accumulation, a fixed HBM cost
-per expert and micro-batch that weighs more as the tokens each expert takes per micro-batch fall."""
+per expert and micro-batch that weighs more as the tokens each expert takes per micro-batch fall, and the FP8
+quantisation of the experts' GEMM operands, per routed copy."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ import dataclasses
 import pytest
 
 from trainlint.estimator import coefficients as C
-from trainlint.estimator.performance import _layer_costs, expert_wgrad_accumulation, hbm, layer_forward
+from trainlint.estimator.memory import moe_tokens_per_gpu
+from trainlint.estimator.performance import (Cost, _layer_costs, expert_quantize, expert_wgrad_accumulation, hbm,
+                                             layer_forward)
 
 from test_estimator import make_inputs
 
@@ -54,3 +57,22 @@ def test_expert_wgrad_accumulation_is_in_the_backward_and_fixed_per_micro_batch(
     share_small = extra.bytes / _layer_costs(i)[0].total
     share_big = extra.bytes / _layer_costs(big)[0].total
     assert share_big < share_small / 4
+
+
+def test_fp8_experts_pay_the_quantisation_of_their_operands() -> None:
+    bf16 = _moe()
+    assert expert_quantize(bf16) == (Cost(), Cost())  # no FP8 GEMM, nothing quantised
+    i = dataclasses.replace(bf16, fp8=True)
+    fwd, bwd = expert_quantize(i)
+    copies = i.moe_fraction * moe_tokens_per_gpu(i) * i.top_k
+    mats = 2 if i.gated else 1
+    per = C.FP8_QUANTIZE_BYTES_PER_ELEMENT / hbm(i)
+    # forward: FC1's input (hidden) and FC2's (the expert width); backward: the gradients of their outputs
+    assert fwd.bytes == pytest.approx(copies * (i.hidden + i.moe_ffn) * per)
+    assert bwd.bytes == pytest.approx(copies * (mats * i.moe_ffn + i.hidden) * per)
+    # per routed copy: top-k doubles it
+    fwd2, _ = expert_quantize(dataclasses.replace(i, top_k=2 * i.top_k))
+    assert fwd2.bytes == pytest.approx(2 * fwd.bytes)
+    # and it is in the layer's passes: forward once, backward once
+    total, back, _ = _layer_costs(i)
+    assert total.bytes - back.bytes == pytest.approx(layer_forward(i)[0].bytes + layer_forward(i)[1].bytes + fwd.bytes)

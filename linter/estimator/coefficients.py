@@ -440,3 +440,12 @@ tokens per micro-batch (its weights are read once per M rows), but the routed ex
 most of the layer's weights and see M = tokens x top-k x EP / experts per micro-batch, ~1k for DeepSeek-V3 at EP 8
 (32 experts of 7168 x 6144 per GPU, ~4 GB of fp8 + bf16 traffic per layer and micro-batch on a B200: 0.7 ms against
 ~3 ms of their GEMMs). Charged on the routed experts' weights (:func:`performance.expert_wgrad_accumulation`)."""
+
+FP8_QUANTIZE_BYTES_PER_ELEMENT = 4.0
+"""Physical, from the source (range 4-6; not fitted): HBM bytes per element of Transformer Engine's quantisation of a
+16-bit GEMM operand for an FP8 GEMM: read the 2-byte tensor, write the 1-byte row-wise copy (the forward or dgrad GEMM
+reads it) and the 1-byte column-wise copy (the other backward GEMM reads it); MXFP8's block scales add 1/32 byte per
+copy, per-tensor current scaling an amax pass (+2, the range's top). The routed experts' GroupedLinear quantises its
+inputs in the forward and the gradients of its outputs in the backward (transformer_engine/pytorch/module/
+grouped_linear.py, ``tex.fused_multi_quantize``), on every routed copy: :func:`performance.expert_quantize`. The dense
+layers' casts (fused into LayerNormLinear's norm for QKV and FC1) stay within ELEMENTWISE_BYTES_PER_HIDDEN."""

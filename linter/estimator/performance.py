@@ -264,6 +264,24 @@ def expert_wgrad_accumulation(i: Inputs) -> Cost:
     return Cost(0.0, i.moe_fraction * weights * extra / hbm(i))
 
 
+def expert_quantize(i: Inputs) -> tuple[Cost, Cost]:
+    """(forward, backward) HBM traffic of Transformer Engine's FP8 quantisation of the routed experts' GEMM operands
+    per layer and micro-batch: GroupedLinear quantises each 16-bit input it is given (forward: the dispatched copies
+    into FC1, the activation into FC2; backward: the gradients of FC2's and FC1's outputs) into the row-wise copy the
+    GEMM reads and the column-wise one the other backward GEMM reads, FP8_QUANTIZE_BYTES_PER_ELEMENT per element
+    (transformer_engine/pytorch/module/grouped_linear.py: ``tex.fused_multi_quantize`` of ``inputmats`` with
+    ``set_usage(rowwise=True, columnwise=...)`` and of ``grad_output_mats``). The copies arrive 16-bit from the
+    dispatcher and the activation, so nothing fuses the cast as a dense layer's LayerNormLinear does."""
+    if not (i.moe and i.fp8):
+        return Cost(), Cost()
+    mats = 2 if i.gated else 1
+    copies = i.moe_fraction * moe_tokens_per_gpu(i) * i.top_k
+    width = i.moe_ffn / i.etp
+    per_element = C.FP8_QUANTIZE_BYTES_PER_ELEMENT / hbm(i)
+    return (Cost(0.0, copies * (i.hidden + width) * per_element),
+            Cost(0.0, copies * (mats * width + i.hidden) * per_element))
+
+
 def recomputed_modules_forward(i: Inputs, attn: Cost) -> Cost:
     """The forward selective recompute runs again for one layer and micro-batch (Megatron-Core
     recompute_modules): the attention core (core_attn), the dense MLP (mlp), the MoE layer's experts (moe);
@@ -403,8 +421,9 @@ def layer_costs_key(i: Inputs, micro: int, recompute: str) -> tuple:
 
 def _layer_costs(i: Inputs) -> tuple[Cost, Cost, float]:
     lin, attn = layer_forward(i)
-    fwd = lin + attn
-    bwd = lin.scale(2.0) + attention_backward(i, attn) + expert_wgrad_accumulation(i)
+    quant_fwd, quant_bwd = expert_quantize(i)
+    fwd = lin + attn + quant_fwd
+    bwd = lin.scale(2.0) + attention_backward(i, attn) + expert_wgrad_accumulation(i) + quant_bwd
     if i.recompute == "full":
         extra = fwd
     elif i.recompute == "selective":

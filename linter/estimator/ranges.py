@@ -109,6 +109,9 @@ RANGES: dict[str, Bounds] = {
     "WGRAD_ACCUMULATE_READ_WRITES": Bounds("throughput", 1.0, 2.0, "the wgrad GEMM's epilogue reads and writes the "
                                            "gradient buffer it accumulates into (2); 1 if it only wrote it",
                                            fitted=False),
+    "FP8_QUANTIZE_BYTES_PER_ELEMENT": Bounds("throughput", 4.0, 6.0, "read 2 bytes, write the 1-byte row-wise and "
+                                             "column-wise copies (4); current scaling's amax pass reads again (6)",
+                                             fitted=False),
 }
 """Every coefficient with a physical range: those ``benchmarks/accuracy.py`` fits (``fitted``), and
 the ones set from sources (FP8_GEMM_SPEEDUP has no FP8 row read through a user's format to fit it;
