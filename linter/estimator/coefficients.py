@@ -431,7 +431,9 @@ engine's gradient dtype: ``Inputs.grad_bytes``) that each weight-gradient GEMM m
 builds its linear layers, the routed experts' grouped ones included, with ``fuse_wgrad_accumulation=
 config.gradient_accumulation_fusion`` (core/extensions/transformer_engine.py TEGroupedLinear; Megatron-LM's
 ``--no-gradient-accumulation-fusion`` turns it off, Bridge's perf recipes keep it on): the wgrad GEMM accumulates
-into the buffer in its epilogue (``accumulate_into_main_grad``: D = A x B + C, C read, D written, 2 passes); without
+into the buffer in its epilogue (``accumulate_into_main_grad``: D = A x B + C, C read, D written, 2 passes; TE's
+GroupedLinear only writes it on a step's first micro-batch, ``accumulate=fuse_wgrad_accumulation and not
+is_first_microbatch``, 1 pass, the range's bottom); without
 the fusion PyTorch writes the 16-bit gradient and adds it (more). The forward x 2 that prices a backward
 (:func:`performance._layer_costs`) counts the weight once per pass as an operand read, so the wgrad's buffer
 traffic is short by (this x grad bytes - operand bytes) per weight element per micro-batch. It is a fixed cost per
