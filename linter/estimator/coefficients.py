@@ -422,3 +422,43 @@ _HybridEPManager; core_v0.16 fused_a2a.hybrid_ep_dispatch), which leaves no perm
 dispatcher (25.09, 25.11: apply_flex_dispatcher_backend of v0.2.0 took HybridEP only on GB200 / GB300) to HybridEP
 (26.02 on: v0.3.0 takes it on every GPU of compute capability 8-10) with the same layout and measured ~19% more tokens
 per second per GPU at twice the global batch."""
+
+# --- s35-attn ---
+# The fused attention kernel's share of the peak by kernel and architecture (:func:`performance.attention_kernel_factor`):
+# ratios of published kernel benchmarks over the share on Hopper-class parts, which FLASH_ATTENTION_PEAK_FRACTION (fitted,
+# 0.327: FlashAttention-2 on H100 SXM keeps 0.33 of the peak over forward + backward, below) stands for. Not fitted: with
+# one fraction for every part the fit traded attention against GEMM_PEAK_FRACTION (a blanket 2x on Ampere, refitted,
+# moved GEMM_PEAK_FRACTION to 0.72), because llm-foundry's MPT tables, which ran the slower Triton kernel, pinned the
+# fraction at its lower bound on H100 and were the Ampere rows a 2x made too fast.
+
+FLASH2_AMPERE_FORWARD_GAIN = 2.15
+"""Physical, from kernel benchmarks (range 1.8-2.3; not fitted): FlashAttention-2's forward share of the dense peak on
+Ampere over its share on Hopper. Its CUDA kernels are written for Ampere's mma.sync tensor-core instructions: on A100 the
+forward reaches up to 73% of 312 TFLOP/s (Dao 2023, FlashAttention-2, arXiv:2307.08691, Sec. 4.1), on H100 SXM, which
+it runs without wgmma / TMA, 335 of 989 TFLOP/s at 8k-16k tokens, head dim 128, causal (Shah et al. 2024,
+FlashAttention-3, arXiv:2407.08608, Fig. 5; "only 35% utilization" in its abstract): 0.73 / 0.339 = 2.15.
+Transformer Engine runs the same kernels on Ampere: with both flash-attn and cuDNN's fused attention available it drops
+flash-attn only from compute capability 9.0 on ("Disabling FlashAttention to give FusedAttention preference on Hopper+",
+transformer_engine/pytorch/attention/dot_product_attention/utils.py get_attention_backend), so the gain applies to every
+fused-attention run on an Ampere part."""
+
+FLASH2_AMPERE_BACKWARD_GAIN = 1.93
+"""Physical, from kernel benchmarks (range 1.6-2.2; not fitted): the same ratio for the backward: up to 63% of the A100
+peak (Dao 2023, Sec. 4.1) against 322 of 989 TFLOP/s on H100 SXM (Shah et al. 2024, Fig. 6): 0.63 / 0.326 = 1.93. With
+the backward's 2.5x FLOPs the forward + backward share on Ampere is 1.99x the Hopper one (0.656 against 0.329)."""
+
+FLASH2_GAIN_ARCHITECTURES = ("ampere",)
+"""Physical: the catalog architectures FLASH2_AMPERE_*_GAIN applies to (the parts whose tensor cores mma.sync
+saturates: A100, A800). Hopper and Blackwell need wgmma / tcgen05 and asynchronous copies that FlashAttention-2 lacks."""
+
+FLASH_TRITON_FORWARD_SLOWDOWN = 1.4
+"""Physical, from kernel benchmarks (range 1.3-1.5; not fitted): the Triton FlashAttention kernel (flash-attn 1.x's
+flash_attn/flash_attn_triton.py, triton 2.0.0.dev20221202; Megatron-DeepSpeed's --use-flash-attn-triton; llm-foundry's
+``attn_impl: triton``, llmfoundry/models/layers/flash_attn_triton.py, a copy of it on triton-pre-mlir) runs its forward
+this much slower than FlashAttention-2 on the same part: "FlashAttention-2 is around 1.3-1.5x faster than FlashAttention
+in Triton in the forward pass and around 2x faster in the backward pass" (Dao 2023, Sec. 4.1, A100). On A100 that puts
+the Triton kernel at 0.355 of the peak over forward + backward, on H100 at 0.18 (the same code, no Hopper instructions)."""
+
+FLASH_TRITON_BACKWARD_SLOWDOWN = 2.0
+"""Physical, from kernel benchmarks (range 1.7-2.3; not fitted): the same for the backward (Dao 2023, Sec. 4.1: "around
+2x faster in the backward pass")."""
