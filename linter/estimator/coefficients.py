@@ -49,9 +49,11 @@ Used for the bytes term of every kernel: GEMM operands, elementwise ops, the opt
 
 FLASH_ATTENTION_PEAK_FRACTION = 0.327
 """Fitted (range 0.3-0.75). Fraction of the dense tensor-core peak a fused (flash / cuDNN) attention
-kernel sustains over its executed FLOPs (causal half only) at long sequences and head dim 128: the
-kernel benchmarks reach 50-73% forward and 35-50% backward (FlashAttention-2, Dao 2023, Fig. 4-7;
-FlashAttention-3 on H100 75% forward). Scaled down for short sequences and small heads by
+kernel sustains over its executed FLOPs (causal half only) at long sequences and head dim 128 on Hopper and
+later parts (FlashAttention-2 on H100 SXM: 0.33 over forward + backward, Shah et al. 2024; FlashAttention-3
+75% forward); on Ampere, and for flash-attn's Triton kernel, it is multiplied by the published ratios of the
+``# --- s35-attn ---`` block (:func:`performance.attention_kernel_factor`: FlashAttention-2 keeps 73% / 63% of
+an A100's peak, Dao 2023). Scaled down for short sequences and small heads by
 :func:`performance.attention_efficiency` (FLASH_ATTENTION_HALF_SEQ, FLASH_ATTENTION_HEAD_DIM_EXPONENT).
 Replaces the single ATTENTION_PEAK_FRACTION (0.19), which was fitted on 500 W power-capped H100 rows
 mapped to the 700 W peak and absorbed the power cap and the context-parallel ring exchange; both are
