@@ -64,7 +64,9 @@ class Case:
 TRANSLATIONS = {
     "llm-foundry": "Composer FSDP FULL_SHARD written as the nearest user path, a Megatron-DeepSpeed launch with DeepSpeed "
                    "ZeRO-3 (parameters, gradients and optimizer states sharded over DP); MPT's ALiBi and low-precision "
-                   "LayerNorm are not Megatron flags (the positions cost nothing in the estimate)",
+                   "LayerNorm are not Megatron flags (the positions cost nothing in the estimate); its attn_impl triton "
+                   "(a copy of flash-attn 1.x's Triton kernel) as Megatron-DeepSpeed's --use-flash-attn-triton, which "
+                   "runs that kernel",
     "nanotron": "nanotron TP/PP/DP layout written as Megatron-LM flags (ZeRO-1 = --use-distributed-optimizer, TP mode "
                 "REDUCE_SCATTER = --sequence-parallel, its dropout-free Llama = --hidden-dropout 0 --attention-dropout 0); "
                 "nanotron's own kernels and its 1F1B engine are Megatron's in the estimate. Not carried by any Megatron "
@@ -98,6 +100,14 @@ def translation_of(row: dict) -> tuple[str, str] | None:
 
 OP_LEVEL_SAC = ("torchtitan op-level selective activation checkpointing (matmul outputs saved, the rest recomputed): "
                 "no format trainlint reads states it; the launch's selective recompute keeps what no recompute keeps")
+
+
+def triton_attention(row: dict) -> bool:
+    """An llm-foundry row that ran ``attn_impl: triton``: its scripts/train/benchmarking/submit_benchmarks.py defaults
+    ``--attn_impl`` to ``triton`` and sweep.sh passes none (commit 5e85bd6, the tables' source), as the row's source
+    states."""
+    text = f"{row.get('source') or ''} {row.get('notes') or ''}"
+    return "attn_impl default 'triton'" in text or "attn_impl: triton" in text
 
 
 def op_level_sac(row: dict) -> bool:
@@ -622,8 +632,12 @@ def _megatron_args(row: dict, vocab: int | None, *, deepspeed: bool) -> list[str
     if "narayanan" in row["id"]:
         # 2021 Megatron-LM: Megatron's own attention with a fused softmax, no flash kernel
         args.append("--attention-backend unfused")
-    if deepspeed and translated is not None:
-        # llm-foundry (triton / flash attn_impl) and torchtitan (SDPA flash) use fused attention
+    if deepspeed and translated is not None and translated[0] == "llm-foundry" and triton_attention(row):
+        # llm-foundry's attn_impl triton (its flash_attn_triton.py, a copy of flash-attn 1.x's Triton kernel): the
+        # same kernel Megatron-DeepSpeed runs with --use-flash-attn-triton (flash_attn.flash_attn_triton)
+        args.append("--use-flash-attn-triton")
+    elif deepspeed and translated is not None:
+        # llm-foundry's attn_impl flash and torchtitan (SDPA's flash backend): FlashAttention-2's CUDA kernels
         args.append("--use-flash-attn-v2")
     if deepspeed:
         if zero_unknown(row):

@@ -875,12 +875,18 @@ def set_engine(spec: TrainingSpec) -> None:
         e.sequence_exchange = derived("all-to-all", "DeepSpeed-Ulysses sequence parallelism (--ds-sequence-parallel-size): "
                                                     "all-to-all of Q, K, V and the attention output", uly)
     # attention kernel
-    flash_flag = next((v for v in (_on(spec, d) for d in ("use_flash_attn", "use_flash_attn_v2", "use_flash_attn_triton",
-                                                          "use_flash_attn_builder")) if v is not None), None)
+    flash_flags = [(d, _on(spec, d)) for d in ("use_flash_attn", "use_flash_attn_v2", "use_flash_attn_triton",
+                                               "use_flash_attn_builder")]
+    flash_flag = next(((d, v) for d, v in flash_flags if v is not None), None)
     backend = _setting(spec, "attention_backend")
     impl = _setting(spec, "transformer_impl")
     if flash_flag is not None:
-        e.attention = Value("flash", flash_flag.provenance)
+        # Megatron-DeepSpeed's --use-flash-attn-triton runs flash_attn.flash_attn_triton, the Triton kernel, whatever
+        # else is given (megatron/model/transformer.py ParallelAttention: ``if self.use_flash_attn_triton:
+        # FlashSelfAttentionTriton``); the other flags flash-attn's CUDA kernels
+        triton = _on(spec, "use_flash_attn_triton")
+        e.attention = Value("flash-triton", triton.provenance) if triton is not None else \
+            Value("flash", flash_flag[1].provenance)
     elif current and backend is not None and str(backend.value) in ("unfused", "local"):
         e.attention = Value("unfused", backend.provenance)
     elif current and backend is not None and str(backend.value) in ("flash", "fused"):

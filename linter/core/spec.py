@@ -207,7 +207,9 @@ class EngineSpec:
     offload_params: Value | None = None      # none | cpu | nvme
     attention: Value | None = None
     """``flash`` (a fused kernel that keeps no s x s scores: FlashAttention, cuDNN / TE fused
-    attention) or ``unfused`` (scores materialised, with or without a fused softmax)."""
+    attention), ``flash-triton`` (the same algorithm as the Triton kernel of flash-attn 1.x,
+    ``flash_attn.flash_attn_triton``: Megatron-DeepSpeed's ``--use-flash-attn-triton``; slower than
+    FlashAttention-2's CUDA kernels) or ``unfused`` (scores materialised, with or without a fused softmax)."""
     moe_layer_interval: Value | None = None
     """Every k-th transformer layer is a MoE layer (1: every layer)."""
     moe_probs_on_output: Value | None = None

@@ -49,9 +49,11 @@ Used for the bytes term of every kernel: GEMM operands, elementwise ops, the opt
 
 FLASH_ATTENTION_PEAK_FRACTION = 0.327
 """Fitted (range 0.3-0.75). Fraction of the dense tensor-core peak a fused (flash / cuDNN) attention
-kernel sustains over its executed FLOPs (causal half only) at long sequences and head dim 128: the
-kernel benchmarks reach 50-73% forward and 35-50% backward (FlashAttention-2, Dao 2023, Fig. 4-7;
-FlashAttention-3 on H100 75% forward). Scaled down for short sequences and small heads by
+kernel sustains over its executed FLOPs (causal half only) at long sequences and head dim 128 on Hopper and
+later parts (FlashAttention-2 on H100 SXM: 0.33 over forward + backward, Shah et al. 2024; FlashAttention-3
+75% forward); on Ampere, and for flash-attn's Triton kernel, it is multiplied by the published ratios of the
+``# --- s35-attn ---`` block (:func:`performance.attention_kernel_factor`: FlashAttention-2 keeps 73% / 63% of
+an A100's peak, Dao 2023). Scaled down for short sequences and small heads by
 :func:`performance.attention_efficiency` (FLASH_ATTENTION_HALF_SEQ, FLASH_ATTENTION_HEAD_DIM_EXPONENT).
 Replaces the single ATTENTION_PEAK_FRACTION (0.19), which was fitted on 500 W power-capped H100 rows
 mapped to the 700 W peak and absorbed the power cap and the context-parallel ring exchange; both are
@@ -451,3 +453,42 @@ copy, per-tensor current scaling an amax pass (+2, the range's top). The routed 
 inputs in the forward and the gradients of its outputs in the backward (transformer_engine/pytorch/module/
 grouped_linear.py, ``tex.fused_multi_quantize``), on every routed copy: :func:`performance.expert_quantize`. The dense
 layers' casts (fused into LayerNormLinear's norm for QKV and FC1) stay within ELEMENTWISE_BYTES_PER_HIDDEN."""
+# --- s35-attn ---
+# The fused attention kernel's share of the peak by kernel and architecture (:func:`performance.attention_kernel_factor`):
+# ratios of published kernel benchmarks over the share on Hopper-class parts, which FLASH_ATTENTION_PEAK_FRACTION (fitted,
+# 0.327: FlashAttention-2 on H100 SXM keeps 0.33 of the peak over forward + backward, below) stands for. Not fitted: with
+# one fraction for every part the fit traded attention against GEMM_PEAK_FRACTION (a blanket 2x on Ampere, refitted,
+# moved GEMM_PEAK_FRACTION to 0.72), because llm-foundry's MPT tables, which ran the slower Triton kernel, pinned the
+# fraction at its lower bound on H100 and were the Ampere rows a 2x made too fast.
+
+FLASH2_AMPERE_FORWARD_GAIN = 2.15
+"""Physical, from kernel benchmarks (range 1.8-2.3; not fitted): FlashAttention-2's forward share of the dense peak on
+Ampere over its share on Hopper. Its CUDA kernels are written for Ampere's mma.sync tensor-core instructions: on A100 the
+forward reaches up to 73% of 312 TFLOP/s (Dao 2023, FlashAttention-2, arXiv:2307.08691, Sec. 4.1), on H100 SXM, which
+it runs without wgmma / TMA, 335 of 989 TFLOP/s at 8k-16k tokens, head dim 128, causal (Shah et al. 2024,
+FlashAttention-3, arXiv:2407.08608, Fig. 5; "only 35% utilization" in its abstract): 0.73 / 0.339 = 2.15.
+Transformer Engine runs the same kernels on Ampere: with both flash-attn and cuDNN's fused attention available it drops
+flash-attn only from compute capability 9.0 on ("Disabling FlashAttention to give FusedAttention preference on Hopper+",
+transformer_engine/pytorch/attention/dot_product_attention/utils.py get_attention_backend), so the gain applies to every
+fused-attention run on an Ampere part."""
+
+FLASH2_AMPERE_BACKWARD_GAIN = 1.93
+"""Physical, from kernel benchmarks (range 1.6-2.2; not fitted): the same ratio for the backward: up to 63% of the A100
+peak (Dao 2023, Sec. 4.1) against 322 of 989 TFLOP/s on H100 SXM (Shah et al. 2024, Fig. 6): 0.63 / 0.326 = 1.93. With
+the backward's 2.5x FLOPs the forward + backward share on Ampere is 1.99x the Hopper one (0.656 against 0.329)."""
+
+FLASH2_GAIN_ARCHITECTURES = ("ampere",)
+"""Physical: the catalog architectures FLASH2_AMPERE_*_GAIN applies to (the parts whose tensor cores mma.sync
+saturates: A100, A800). Hopper and Blackwell need wgmma / tcgen05 and asynchronous copies that FlashAttention-2 lacks."""
+
+FLASH_TRITON_FORWARD_SLOWDOWN = 1.4
+"""Physical, from kernel benchmarks (range 1.3-1.5; not fitted): the Triton FlashAttention kernel (flash-attn 1.x's
+flash_attn/flash_attn_triton.py, triton 2.0.0.dev20221202; Megatron-DeepSpeed's --use-flash-attn-triton; llm-foundry's
+``attn_impl: triton``, llmfoundry/models/layers/flash_attn_triton.py, a copy of it on triton-pre-mlir) runs its forward
+this much slower than FlashAttention-2 on the same part: "FlashAttention-2 is around 1.3-1.5x faster than FlashAttention
+in Triton in the forward pass and around 2x faster in the backward pass" (Dao 2023, Sec. 4.1, A100). On A100 that puts
+the Triton kernel at 0.355 of the peak over forward + backward, on H100 at 0.18 (the same code, no Hopper instructions)."""
+
+FLASH_TRITON_BACKWARD_SLOWDOWN = 2.0
+"""Physical, from kernel benchmarks (range 1.7-2.3; not fitted): the same for the backward (Dao 2023, Sec. 4.1: "around
+2x faster in the backward pass")."""

@@ -177,6 +177,9 @@ class Inputs:
     residual_dropout: bool = True
     """Dropout on the residual branches and the embedding keeps a mask (and the embedding an output
     copy); False when the config sets ``hidden_dropout`` to 0, where torch's dropout is the identity."""
+    flash_triton: bool = False
+    """The fused attention is the Triton kernel of flash-attn 1.x (engine.attention ``flash-triton``), not
+    FlashAttention-2's CUDA kernels or cuDNN's (:func:`performance.attention_efficiency`)."""
 
     def repadded(self, tp: int) -> int:
         """The embedding rows with tensor-parallel size ``tp`` (a layout search changing TP)."""
@@ -594,7 +597,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
     recompute = _norm_mode(r.get("memory.recompute", fallback="none", why="no activation recompute"))
     method = str(r.get("memory.recompute_method", fallback="uniform", why="recompute method uniform") if recompute == "full" else "uniform")
     rlayers = int(r.get("memory.recompute_num_layers", fallback=1, why="one layer per checkpoint", cast=int) if recompute == "full" else 0)
-    flash = e["attention"] == "flash"
+    flash = e["attention"] in ("flash", "flash-triton")
     part_act = _bool(r.get("memory.partition_activations", fallback=False, why="activations not partitioned"))
     cpu_ckpt = recompute == "full" and _bool(r.get("memory.cpu_checkpointing", fallback=False,
                                                    why="checkpointed activations kept on the GPU"))
@@ -626,7 +629,7 @@ def resolve(spec: TrainingSpec, ctx: EstimateContext) -> tuple[Inputs | None, li
         cp_all_to_all=e["sequence_exchange"] == "all-to-all",
         assumptions=r.assumptions,
         vocab_tokens=vocab_tokens if vocab_multiple else 0, vocab_multiple=max(1, vocab_multiple),
-        residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt,
+        residual_dropout=residual_dropout, cpu_checkpointing=cpu_ckpt, flash_triton=e["attention"] == "flash-triton",
         stage_split=split, split_layout=(pp, max(1, vpp)) if split else (0, 0), recompute_modules=modules,
         cpu_offload_layers=min(offload_layers, layers), logits_in_place=logits_in_place,
         expandable_segments=expandable, gated_unfused=gated_unfused,
@@ -868,7 +871,7 @@ _ENGINE_CHOICES = {
     "optimizer_owner": ("megatron", "deepspeed", "deepspeed-zero", "deepspeed-bf16"),
     "shard_group": ("dp", "dp_cp"),
     "grad_dtype": tuple(_DTYPE_BYTES),
-    "attention": ("flash", "unfused"),
+    "attention": ("flash", "flash-triton", "unfused"),
     "sequence_exchange": ("ring", "all-to-all"),
     "moe_dispatcher": ("allgather", "alltoall", "flex", "flex-fused"),
 }

@@ -317,25 +317,44 @@ def attention_forward(i: Inputs) -> Cost:
     return batched + Cost(0.0, _softmax_bytes_time(i))
 
 
-def attention_efficiency(i: Inputs) -> float:
-    """Fraction of the dense peak a fused (flash) attention kernel sustains over its executed FLOPs:
-    FLASH_ATTENTION_PEAK_FRACTION at long sequences and head dim 128, lower for short key blocks
-    (seq / (seq + FLASH_ATTENTION_HALF_SEQ): per-tile softmax and launch overheads) and for small heads
-    (FlashAttention-2 Fig. 4-7: head dim 64 runs ~15-20% below 128 at the same length); x the GPU's
-    catalog ``attention_kernel_speedup`` (Blackwell Ultra's doubled softmax exponential rate)."""
+def attention_efficiency(i: Inputs, *, backward: bool = False) -> float:
+    """Fraction of the dense peak a fused (flash) attention kernel sustains over its executed FLOPs, in the
+    forward (or the ``backward``): FLASH_ATTENTION_PEAK_FRACTION at long sequences and head dim 128, lower for
+    short key blocks (seq / (seq + FLASH_ATTENTION_HALF_SEQ): per-tile softmax and launch overheads) and for
+    small heads (FlashAttention-2 Fig. 4-7: head dim 64 runs ~15-20% below 128 at the same length); x the GPU's
+    catalog ``attention_kernel_speedup`` (Blackwell Ultra's doubled softmax exponential rate); x the kernel's
+    share on its architecture (:func:`attention_kernel_factor`)."""
     keys = i.seq  # each query block walks the whole (causal) key range of the sequence
     length = keys / (keys + C.FLASH_ATTENTION_HALF_SEQ)
     head = min(1.0, i.head_dim / 128.0) ** C.FLASH_ATTENTION_HEAD_DIM_EXPONENT
     # a part whose softmax exponentials run faster at the same tensor peak (Blackwell Ultra: catalog
     # attention_kernel_speedup) keeps its tensor cores busier inside the kernel
-    return C.FLASH_ATTENTION_PEAK_FRACTION * length * head * float(i.gpu.attention_kernel_speedup or 1.0)
+    return (C.FLASH_ATTENTION_PEAK_FRACTION * length * head * float(i.gpu.attention_kernel_speedup or 1.0)
+            * attention_kernel_factor(i, backward=backward))
+
+
+def attention_kernel_factor(i: Inputs, *, backward: bool = False) -> float:
+    """The fused kernel's share of the peak on the run's architecture over FLASH_ATTENTION_PEAK_FRACTION (the share
+    on Hopper and later parts), a ratio of published kernel benchmarks, not fitted: FlashAttention-2's CUDA kernels
+    (and Transformer Engine, which runs them on Ampere) keep about twice the share of the peak on Ampere that they
+    keep on Hopper (FLASH2_AMPERE_FORWARD_GAIN, FLASH2_AMPERE_BACKWARD_GAIN); the Triton kernel of flash-attn 1.x
+    (engine.attention ``flash-triton``) runs FLASH_TRITON_FORWARD_SLOWDOWN / FLASH_TRITON_BACKWARD_SLOWDOWN slower
+    than FlashAttention-2 on the same part."""
+    factor = 1.0
+    if i.gpu.architecture in C.FLASH2_GAIN_ARCHITECTURES:
+        factor = C.FLASH2_AMPERE_BACKWARD_GAIN if backward else C.FLASH2_AMPERE_FORWARD_GAIN
+    if i.flash_triton:
+        factor /= C.FLASH_TRITON_BACKWARD_SLOWDOWN if backward else C.FLASH_TRITON_FORWARD_SLOWDOWN
+    return factor
 
 
 def attention_backward(i: Inputs, fwd: Cost) -> Cost:
     """The attention core's backward: flash recomputes the scores (FLASH_BACKWARD_FLOP_RATIO x the
-    forward); unfused, the two batched GEMMs twice over and the softmax / dropout backward's bytes."""
+    forward's FLOPs, at the kernel's backward share of the peak); unfused, the two batched GEMMs twice over
+    and the softmax / dropout backward's bytes."""
     if i.flash:
-        return fwd.scale(C.FLASH_BACKWARD_FLOP_RATIO)
+        slower = attention_kernel_factor(i) / attention_kernel_factor(i, backward=True)
+        return fwd.scale(C.FLASH_BACKWARD_FLOP_RATIO * slower)
     return Cost(2.0 * fwd.flops, 2.0 * (fwd.bytes - _softmax_bytes_time(i)) + _softmax_bytes_time(i, backward=True))
 
 

@@ -112,6 +112,15 @@ RANGES: dict[str, Bounds] = {
     "FP8_QUANTIZE_BYTES_PER_ELEMENT": Bounds("throughput", 4.0, 6.0, "read 2 bytes, write the 1-byte row-wise and "
                                              "column-wise copies (4); current scaling's amax pass reads again (6)",
                                              fitted=False),
+    # --- s35-attn ---
+    "FLASH2_AMPERE_FORWARD_GAIN": Bounds("throughput", 1.8, 2.3, "FlashAttention-2's forward share of the peak on A100 "
+                                         "(73%) over H100 (33-35%)", fitted=False),
+    "FLASH2_AMPERE_BACKWARD_GAIN": Bounds("throughput", 1.6, 2.2, "FlashAttention-2's backward share of the peak on A100 "
+                                          "(63%) over H100 (30-35%)", fitted=False),
+    "FLASH_TRITON_FORWARD_SLOWDOWN": Bounds("throughput", 1.3, 1.5, "FlashAttention-2 is 1.3-1.5x faster than the Triton "
+                                            "kernel in the forward (Dao 2023)", fitted=False),
+    "FLASH_TRITON_BACKWARD_SLOWDOWN": Bounds("throughput", 1.7, 2.3, "FlashAttention-2 is about 2x faster than the Triton "
+                                             "kernel in the backward (Dao 2023)", fitted=False),
 }
 """Every coefficient with a physical range: those ``benchmarks/accuracy.py`` fits (``fitted``), and
 the ones set from sources (FP8_GEMM_SPEEDUP has no FP8 row read through a user's format to fit it;
