@@ -906,3 +906,58 @@ BRIDGE_DSV3_RECOMPUTE_2509 = {"h100-sxm": ("mla_up_proj", "mlp"), "b200": ("mla_
 scripts/performance/run_script.py (``if args.gpu.lower() in ["h100"]: recipe.model.recompute_modules = ["mla_up_proj",
 "mlp"]``; B200 ``["mla_up_proj"]``; GB200 with token drop, its default there, ``["mla_up_proj"]``), with
 ``recompute_granularity: "selective"`` from configs/deepseek/deepseek_v3_llm_pretrain.yaml."""
+
+
+# --- s35-a2a ---
+BRIDGE_DISPATCHER_TAGS = (("mbridge-2606-", "v0.5.0"), ("mbridge-260601-", "v0.5.0")) + BRIDGE_DISPATCHER_TAGS
+"""The 26.06 and 26.06.01 rows' dispatcher is read at v0.5.0, the Megatron-Bridge of the NeMo 26.06 container
+(docs/releases/software-versions.md at 067f987: "NeMo Framework 26.06 ... Megatron-Bridge 0.5.0"), whose
+scripts/performance/configs presets they were run with; 26.08 stays at the flat perf recipes of 067f987 (v0.6.0 moved
+the presets there)."""
+
+_HYB = "hybridep"
+_BLACKWELL = ("gb300", "gb200", "b300")
+BRIDGE_MOE_DISPATCHER["deepseekv3"]["v0.5.0"] = dict.fromkeys(_BLACKWELL, _HYB)
+BRIDGE_MOE_DISPATCHER["qwen3-235b-a22b"]["v0.5.0"] = dict.fromkeys(("gb300", "gb200"), _HYB)
+BRIDGE_MOE_DISPATCHER["qwen3-235b-a22b"]["067f987"] = dict.fromkeys(("gb300", "gb200"), _HYB)
+BRIDGE_MOE_DISPATCHER["qwen3-30b-a3b"]["v0.5.0"] = dict.fromkeys(_BLACKWELL + ("h100-sxm",), _HYB)
+BRIDGE_MOE_DISPATCHER["qwen3-30b-a3b"]["067f987"] = dict.fromkeys(("gb300", "gb200"), _HYB)
+BRIDGE_MOE_DISPATCHER["gptoss120b"] = {
+    "v0.2.0": dict.fromkeys(("gb300", "gb200", "b200", "h100-sxm"), _A2A),
+    "v0.3.0": dict.fromkeys(("gb300", "gb200", "b300", "b200", "h100-sxm"), _A2A),
+    "v0.4.0": {"gb300": _A2A, "gb200": _HYB, "b300": _HYB, "b200": _HYB, "h100-sxm": _A2A},
+    "v0.5.0": dict.fromkeys(_BLACKWELL, _HYB),
+    "067f987": dict.fromkeys(("gb300", "gb200"), _HYB),
+}
+BRIDGE_MOE_DISPATCHER["kimi-k2"] = {tag: {"gb300": _HYB} for tag in ("v0.4.0", "v0.5.0")}
+"""The dispatcher of the rows the s34 table left to Megatron's default (allgather), as each tag's presets choose it for
+the layout and precision the row states (the 26.06 rows are MXFP8 on Blackwell and FP8 current scaling on H100; the
+presets matched by their parallel layout, global and micro batch):
+
+* 26.06 / 26.06.01 (v0.5.0 scripts/performance/configs/*_workload_base_configs.py, ``moe_flex_dispatcher_backend``, which
+  the llm_pretrain functions apply with apply_flex_dispatcher_backend on compute capability 8-10): ``"hybridep"`` for
+  DeepSeek-V3 (GB300 FP8_MX_V2 and GBS15360, GB200 FP8_MX_V2, B300 FP8_MX_V2), Qwen3-235B (GB300 / GB200 FP8_MX_V2),
+  Qwen3-30B (GB300 / GB200 / B300 FP8_MX_V1, H100 FP8_CS_V1), GPT-OSS 120B (B300 / GB200 / GB300 FP8_MX_V2) and Kimi-K2
+  (KIMI_K2_PRETRAIN_CONFIG_GB300_FP8_MX);
+* 26.08 (067f987 src/megatron/bridge/perf_recipes): Qwen3 ``*_fp8mx_config`` on GB300 / GB200 set ``"hybridep"`` with
+  ``moe_token_dispatcher_type = "flex"``; GPT-OSS 120B's GB300 / GB200 fp8mx configs through gpt_oss/common.py
+  _apply_gpt_oss_120b_full_iter_fp8mx_configs;
+* GPT-OSS 120B before: the model's own ``moe_token_dispatcher_type = "alltoall"`` (gpt_oss_provider.py at v0.2.0 and
+  v0.3.0, gpt_oss_bridge.py and recipes/gpt_oss/gpt_oss.py at v0.4.0), whose presets set no backend (v0.2.0
+  configs/gpt_oss/workload_base_configs.py, v0.3.0 gpt_oss_workload_base_configs.py), except v0.4.0's V2 presets
+  (global batch 1280, the rows' 26.04 layouts): ``"hybridep"`` on GB200, B300, B200;
+* Kimi-K2 on GB300 at v0.4.0 and v0.5.0: KIMI_K2_PRETRAIN_CONFIG_GB300 ``"hybridep"`` (kimi_llm_pretrain.py applies
+  it). The 26.02.01 Kimi row is left alone: v0.3.0 has no Kimi perf preset to read."""
+
+BRIDGE_MOE_EP_OVERLAP["deepseekv3"]["v0.5.0"] = frozenset({"gb300", "gb200"})
+BRIDGE_MOE_EP_OVERLAP["qwen3-235b-a22b"]["v0.5.0"] = frozenset({"gb300", "gb200"})
+BRIDGE_MOE_EP_OVERLAP["qwen3-235b-a22b"]["067f987"] = frozenset({"gb300", "gb200"})
+BRIDGE_MOE_EP_OVERLAP["qwen3-30b-a3b"]["v0.5.0"] = frozenset(_BLACKWELL)
+BRIDGE_MOE_EP_OVERLAP["qwen3-30b-a3b"]["067f987"] = frozenset({"gb300", "gb200"})
+BRIDGE_MOE_EP_OVERLAP["gptoss120b"] = {"v0.4.0": frozenset({"gb200"}), "v0.5.0": frozenset({"gb300", "gb200"}),
+                                       "067f987": frozenset({"gb300", "gb200"})}
+"""Where those presets overlap the expert all-to-all (``moe_a2a_overlap=True``, or the 26.08 recipes'
+``comm_overlap.overlap_moe_expert_parallel_comm = True``): v0.5.0 DeepSeek-V3 GB300 / GB200 FP8_MX (not B300), Qwen3-235B
+GB300 / GB200 FP8_MX_V2, Qwen3-30B GB300 / GB200 / B300 FP8_MX_V1 (not H100 FP8_CS_V1), GPT-OSS 120B GB300 / GB200
+FP8_MX_V2 and v0.4.0 GB200 BF16_V2; 067f987 qwen/common.py _enable_hybridep_full_iteration_mxfp8 (Qwen3 fp8mx on GB300 /
+GB200) and gpt_oss/common.py _apply_gpt_oss_120b_full_iter_fp8mx_configs."""

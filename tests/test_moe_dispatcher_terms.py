@@ -94,10 +94,29 @@ def test_bridge_deepseek_dispatcher_by_release() -> None:
     assert bridge_dispatcher(_row("mbridge-2511-gb300-pretrain-qwen3-30b-a3b-fp8-mx-8gpu-x", "GB300")) == "hybridep"
     assert bridge_dispatcher(_row("mbridge-2604-b200-pretrain-qwen3-30b-a3b-mxfp8-8gpu-x", "B200")) == "hybridep"
     assert bridge_dispatcher(_row("mbridge-2509-b200-pretrain-qwen3-30b-a3b-fp8-8gpu-x", "B200")) == "alltoall"
-    # other models and the 26.06 / 26.08 flat recipes: not from this table
-    assert bridge_dispatcher(_row("mbridge-2602-b200-pretrain-gptoss120b-bf16-64gpu-x", "B200")) == ""
-    assert bridge_dispatcher(_row("mbridge-2606-gb200-pretrain-deepseekv3-mxfp8-256gpu-x", "GB200")) == ""
+    # a model no table covers: nothing written (Megatron's default)
+    assert bridge_dispatcher(_row("mbridge-2602-b200-pretrain-mixtral-8x22b-bf16-64gpu-x", "B200")) == ""
     assert "--moe-permute-fusion-into-hybridep" in BRIDGE_DISPATCHER_FLAGS["hybridep"]
+
+
+def test_bridge_dispatcher_of_the_later_releases_and_models() -> None:
+    """26.06 reads the v0.5.0 presets (the Bridge of the NeMo 26.06 container), 26.08 the flat recipes of 067f987;
+    GPT-OSS keeps its model's alltoall where the presets set no backend, Kimi-K2 takes HybridEP on GB300."""
+    dsv3 = _row("mbridge-2606-gb200-pretrain-deepseekv3-mxfp8-256gpu-x", "GB200")
+    assert bridge_dispatcher(dsv3) == "hybridep" and bridge_moe_ep_overlap(dsv3)
+    b300 = _row("mbridge-2606-b300-pretrain-deepseekv3-mxfp8-256gpu-x", "B300")
+    assert bridge_dispatcher(b300) == "hybridep" and not bridge_moe_ep_overlap(b300)
+    h100 = _row("mbridge-260601-h100-pretrain-qwen3-30b-a3b-fp8-16gpu-x", "H100 80GB")
+    assert bridge_dispatcher(h100) == "hybridep" and not bridge_moe_ep_overlap(h100)
+    qwen = _row("mbridge-2608-gb300-pretrain-qwen3-235b-a22b-mxfp8-256gpu-x", "GB300")
+    assert bridge_dispatcher(qwen) == "hybridep" and bridge_moe_ep_overlap(qwen)
+    assert bridge_dispatcher(_row("mbridge-2602-b200-pretrain-gptoss120b-bf16-64gpu-x", "B200")) == "alltoall"
+    assert bridge_dispatcher(_row("mbridge-2604-gb300-pretrain-gptoss120b-bf16-64gpu-x", "GB300")) == "alltoall"
+    gb200 = _row("mbridge-2604-gb200-pretrain-gptoss120b-bf16-64gpu-x", "GB200")
+    assert bridge_dispatcher(gb200) == "hybridep" and bridge_moe_ep_overlap(gb200)
+    assert bridge_dispatcher(_row("mbridge-2606-gb300-pretrain-kimi-k2-mxfp8-256gpu-x", "GB300")) == "hybridep"
+    # 26.02.01 Kimi-K2: v0.3.0 has no Kimi preset to read
+    assert bridge_dispatcher(_row("mbridge-260201-gb300-pretrain-kimi-k2-mxfp8-256gpu-x", "GB300")) == ""
 
 
 def test_expert_gradients_are_reduced_over_the_expert_data_parallel_group() -> None:

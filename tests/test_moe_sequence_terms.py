@@ -13,7 +13,16 @@ from trainlint.adapters.base import LoadContext
 from trainlint.adapters.megatron import MegatronAdapter
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.memory import layer_activation_bytes, moe_tokens_per_gpu
-from trainlint.estimator.performance import ep_comm_per_layer, tp_comm_per_layer, ulysses_per_layer
+from trainlint.estimator.performance import (
+    ep_1f1b_exposed,
+    ep_1f1b_unpaired,
+    ep_a2a_time,
+    ep_comm_per_layer,
+    ep_off_node_copies,
+    ep_unpaired_s,
+    tp_comm_per_layer,
+    ulysses_per_layer,
+)
 from trainlint.files.sources import SourceText
 
 from test_estimator import make_inputs
@@ -30,9 +39,47 @@ def test_expert_overlap_hides_a_share_of_the_all_to_all() -> None:
     i = _moe()
     exposed = ep_comm_per_layer(i)
     assert exposed > 0
+    assert exposed == 4 * i.moe_fraction * ep_a2a_time(i) * (1 - C.EP_A2A_OVERLAP_FRACTION)
     overlapped = ep_comm_per_layer(dataclasses.replace(i, overlap_ep=True))
-    assert overlapped == exposed * (1 - C.EP_A2A_1F1B_OVERLAP_FRACTION) / (1 - C.EP_A2A_OVERLAP_FRACTION)
-    assert 0 < overlapped < exposed
+    assert 0 <= overlapped < exposed
+
+
+def test_expert_overlap_hides_at_most_the_compute_beside_it() -> None:
+    """The combined 1F1B schedule hides each exchange behind the other micro-batch's compute: an exchange much longer
+    than the layer's compute (a slow network) shows all but that compute; one much shorter is hidden."""
+    i = dataclasses.replace(_moe(), overlap_ep=True)
+    one = ep_a2a_time(i)
+    assert ep_1f1b_exposed(i, 0.0) == 0.0
+    assert ep_1f1b_exposed(i, 1e-9) == 0.0
+    slow = 1000.0 * one
+    shown = ep_1f1b_exposed(i, slow)
+    assert 3 * slow < shown < 4 * slow  # the compute it hides behind is far shorter than the exchange
+    assert ep_1f1b_exposed(i, 2 * slow) - shown == pytest.approx(4 * slow)
+
+
+def test_unpaired_chunks_follow_the_schedule() -> None:
+    i = dataclasses.replace(_moe(), overlap_ep=True, grad_accum=16)
+    assert ep_1f1b_unpaired(i) == 1  # the first forward and the last backward, no pipeline
+    piped = dataclasses.replace(i, pp=4, vpp=2)
+    assert ep_1f1b_unpaired(piped) == (2 - 1) * 4 + 1  # the last stage's warm-up forwards, interleaved
+    assert ep_unpaired_s(i, 8) > 0
+    assert ep_unpaired_s(dataclasses.replace(i, overlap_ep=False), 8) == 0.0
+
+
+def test_expert_all_to_all_leaves_the_node_through_one_nic() -> None:
+    """Across nodes each GPU's off-node copies go through its own NIC (not every NIC of the node, as a ring's do);
+    the flex dispatchers send a token once per remote node (DeepEP's NVLink forwarding), the alltoall one per copy."""
+    inside = _moe(ep=8)
+    across = _moe(ep=32, dp=32)
+    assert ep_a2a_time(across) > 4 * ep_a2a_time(inside)
+    flex = dataclasses.replace(across, moe_dispatcher="flex")
+    a2a = dataclasses.replace(across, moe_dispatcher="alltoall")
+    assert ep_off_node_copies(a2a, 8) == pytest.approx(8 * 3 / 4)
+    assert ep_off_node_copies(flex, 8) == pytest.approx(3 * (1 - 0.75 ** 8))
+    assert ep_a2a_time(flex) < ep_a2a_time(a2a)
+    # sequence parallelism: each TP rank dispatches its own shard of the sequence
+    sp = _moe(ep=8, tp=2, dp=8, sp=True)
+    assert ep_a2a_time(sp) < ep_a2a_time(dataclasses.replace(sp, sp=False))
 
 
 def test_megatron_flag_sets_the_engine_fact() -> None:

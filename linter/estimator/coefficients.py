@@ -207,16 +207,9 @@ step k+1 runs beside the attention block of step k; short blocks (small seq / CP
 EP_A2A_OVERLAP_FRACTION = 0.0
 """Physical, not fitted (range 0-1): share of the expert all-to-all hidden behind compute without
 --overlap-moe-expert-parallel-comm: Megatron's alltoall and DeepEP dispatchers run it on the critical
-path, 0 (with the flag: EP_A2A_1F1B_OVERLAP_FRACTION)."""
-
-EP_A2A_1F1B_OVERLAP_FRACTION = 0.8
-"""Physical estimate, not fitted (range 0.5-1). Share of the expert all-to-all hidden with Megatron-Core's
---overlap-moe-expert-parallel-comm (0.14+; Bridge comm_overlap.overlap_moe_expert_parallel_comm): the
-dispatch and combine of one micro-batch run on their own stream beside the attention and expert compute of
-another ("Overlap EP A2A communications with independent computations of different micro-batches in 1f1b
-phase", core/model_parallel_config.py; core/pipeline_parallel/combined_1f1b.py). The warm-up and cool-down
-micro-batches of the schedule have no partner and stay exposed, and a layer whose exchange outlasts the
-other micro-batch's compute shows the rest: below 1."""
+path, 0. With the flag the hidden share is no constant: :func:`performance.ep_1f1b_exposed` replays the combined 1F1B
+schedule's two streams (each exchange beside the other micro-batch's compute) and :func:`performance.ep_unpaired_s`
+charges the partnerless warm-up and cool-down chunks (s35-a2a; replaces EP_A2A_1F1B_OVERLAP_FRACTION, a flat 0.8)."""
 
 MEGATRON_BUCKET_MIN_PARAMS = 40e6
 """Physical, from the source (range: a fact of the engine, not fitted): Megatron-Core's DDP cuts its gradient

@@ -377,11 +377,98 @@ def ep_comm_per_layer(i: Inputs) -> float:
     if not (i.moe and i.ep > 1):
         return 0.0
     passes = 4 + (2 if i.recompute == "full" else 0)
-    msg = i.act_bytes * i.micro * i.seq / i.cp * i.hidden * i.top_k
-    # EP ranks sit ETP apart inside the data x context group (Megatron's expert grid)
-    bw = link_bw(i, i.etp * i.ep, members_per_node(i, i.etp, i.ep))
-    hidden = C.EP_A2A_1F1B_OVERLAP_FRACTION if i.overlap_ep else C.EP_A2A_OVERLAP_FRACTION
-    return i.moe_fraction * passes * ring_time(msg, i.ep, bw, phases=1.0) * (1 - hidden)
+    one = ep_a2a_time(i)
+    if i.overlap_ep:
+        # the combined 1F1B schedule: each exchange beside the other micro-batch's compute, min(comm, compute)
+        return i.moe_fraction * ep_1f1b_exposed(i, one)
+    return i.moe_fraction * passes * one * (1 - C.EP_A2A_OVERLAP_FRACTION)
+
+
+def ep_a2a_time(i: Inputs) -> float:
+    """One dispatch or combine of the expert all-to-all (top-k copies of each token of the micro-batch): each GPU
+    sends (ep - 1) / ep of its copies to the other EP ranks at once. EP ranks sit ETP apart inside the data x context
+    group (Megatron's expert grid); the g of them that share the GPU's NVLink domain are reached over NVLink, the
+    ep - g others only through this GPU's own NIC: unlike a ring collective, whose rings leave the node through every
+    NIC of its members (:func:`link_bw`), an all-to-all sends every GPU's off-node share through its own rail (NCCL
+    alltoall: one send / recv per peer; DeepEP's internode kernels measure 43-58 GB/s of RDMA bandwidth per H800 GPU
+    with one 400 Gb/s CX7 NIC, EP 16-64, README "Normal kernels with NVLink and RDMA forwarding"). The two parts run
+    side by side: the longer one is the time."""
+    shard = i.tp if (i.sp and i.tp > 1) else 1  # sequence parallelism: each TP rank dispatches its own shard
+    msg = i.act_bytes * i.micro * i.seq / i.cp / shard * i.hidden * i.top_k
+    span = i.etp * i.ep
+    if span <= nvlink_gpus(i):
+        return ring_time(msg, i.ep, link_bw(i, span), phases=1.0)
+    g = members_per_node(i, i.etp, i.ep) if nvlink_gpus(i) <= i.gpus_per_node else max(1, nvlink_gpus(i) // i.etp)
+    intra = (g - 1) / i.ep * msg / link_bw(i, 1)
+    nic = float(i.gpu.inter_node_bw_gbps or 12.5) * 1e9 * C.INTER_NODE_LINK_FRACTION
+    return max(intra, ep_off_node_copies(i, g) / i.top_k * msg / nic) + C.COLLECTIVE_LATENCY_S
+
+
+def ep_off_node_copies(i: Inputs, g: int) -> float:
+    """Copies of one token that leave its NVLink domain in a dispatch (the combine returns as many), with the
+    EP group over n = ep / g domains and each of the top-k experts on any rank alike: k (n - 1) / n for Megatron's
+    alltoall and allgather dispatchers (one copy per routed expert); with the flex dispatchers (DeepEP, HybridEP)
+    one copy per remote domain that holds any of the token's experts, (n - 1) (1 - (1 - 1/n) ** k): DeepEP's
+    internode dispatch sends a token once over RDMA to each node it needs, with the bits of that node's NVLink
+    ranks that take it, and forwards it there over NVLink (csrc/kernels/internode.cu SourceMeta
+    ``is_token_in_nvl_rank_bits``; README "NVLink and RDMA forwarding"); HybridEP is built the same way
+    (hierarchical: RDMA between domains, NVLink inside)."""
+    n = max(1.0, i.ep / max(1, g))
+    if i.moe_dispatcher in ("flex", "flex-fused"):
+        return (n - 1.0) * (1.0 - (1.0 - 1.0 / n) ** i.top_k)
+    return i.top_k * (n - 1.0) / n
+
+
+def ep_1f1b_exposed(i: Inputs, a2a: float) -> float:
+    """Exposed expert all-to-all of one MoE layer per micro-batch under --overlap-moe-expert-parallel-comm, in the
+    steady state where the forward of one micro-batch runs beside the backward of another (Megatron-Core
+    combined_1f1b.py; models/common/model_chunk_schedule_plan.py TransformerLayerSchedulePlan.run). ``a2a``: one
+    dispatch or combine. The two streams of one layer, replayed event by event:
+
+    comm stream: combine_bwd(b) | dispatch_fwd(f) after attn_fwd(f) | dispatch_bwd(b) after mlp_bwd(b) |
+                 combine_fwd(f) after mlp_fwd(f)
+    comp stream: attn_fwd(f) | mlp_bwd(b) after combine_bwd(b) | mlp_fwd(f) after dispatch_fwd(f) |
+                 attn_bwd(b) after dispatch_bwd(b)
+
+    attn: the attention block with the router and the shared experts (fine_grained_callables.py computes the
+    shared experts in the pre-dispatch node); mlp: the routed experts' GEMMs, whose backward (data and weight
+    gradients; --delay-wgrad-compute is not read) is twice their forward. An exchange shorter than the compute
+    beside it is hidden, a longer one shows the rest: across nodes, where the exchange goes over the NICs, little
+    is hidden. The warm-up forwards and cool-down backwards that have no partner are :func:`ep_1f1b_unpaired`'s."""
+    m = i.micro * i.seq / i.cp
+    h = i.hidden
+    mats = 2 if i.gated else 1
+    moe = mlp_gemms(i)[1]
+    router = gemm(i, m, h, i.experts)
+    shared = Cost()
+    if i.moe_shared_ffn:
+        shared = gemm(i, m, h, mats * i.moe_shared_ffn / i.tp, fp8=i.fp8) + gemm(i, m, i.moe_shared_ffn / i.tp, h,
+                                                                                 fp8=i.fp8)
+    experts = max(0.0, moe.total - router.total - shared.total)
+    core = attention_forward(i)
+    side = attention_projections(i, m, i.fp8).total + router.total + shared.total
+    attn_f = side + core.total
+    attn_b = 2.0 * side + attention_backward(i, core).total
+    combine_bwd = a2a
+    mlp_bwd = max(attn_f, combine_bwd) + 2.0 * experts
+    dispatch_fwd = max(combine_bwd, attn_f) + a2a
+    dispatch_bwd = max(dispatch_fwd, mlp_bwd) + a2a
+    mlp_fwd = max(mlp_bwd, dispatch_fwd) + experts
+    combine_fwd = max(dispatch_bwd, mlp_fwd) + a2a
+    attn_bwd = max(mlp_fwd, dispatch_bwd) + attn_b
+    return max(0.0, max(attn_bwd, combine_fwd) - (attn_f + 3.0 * experts + attn_b))
+
+
+def ep_1f1b_unpaired(i: Inputs) -> float:
+    """Micro-batch chunks per stage whose forward (and, as many, whose backward) runs without a partner under
+    --overlap-moe-expert-parallel-comm, so all four of their exchanges show: the first forward and the last
+    backward without pipelining (combined_1f1b_schedule_for_no_pipelining); with the interleaved pipeline Megatron
+    requires for it, the warm-up forwards of the last stage, (vpp - 1) x pp (microbatch_group_size_per_vp_stage,
+    default pp) + 1 (schedules.py: "we schedule one extra micro-batch forward step before the 1f1b stages"); the
+    earlier stages' extra warm-up forwards run in the pipeline fill that the bubble counts."""
+    chunks = i.grad_accum * i.vpp
+    lone = 1 if i.pp <= 1 else (i.vpp - 1) * i.pp + 1
+    return float(min(chunks, lone))
 
 
 def tp_comm_per_layer(i: Inputs) -> float:
@@ -704,16 +791,28 @@ def step_time(i: Inputs, cache: dict | None = None) -> TimeBreakdown:
     opt = optimizer_time(i, n_max, n_expert)
     bubble_cost = compute.scale(bubble / totals[worst]) if totals[worst] else Cost()
     ep = m * kinds[worst][1] * ep_comm_per_layer(i) if i.moe and i.ep > 1 else 0.0
+    lone = ep_unpaired_s(i, kinds[worst][1])
     return TimeBreakdown(
         compute=m * (compute.total + C.MICROBATCH_OVERHEAD_S + kinds[worst][1] * launch), tp_comm=m * tp - ep,
-        ep_comm=ep, pp_bubble=bubble,
+        ep_comm=ep + lone, pp_bubble=bubble,
         pp_comm=m * p2p,
         dp_comm=dp, optimizer=opt, overhead=C.STEP_OVERHEAD_S,
         flops_time=m * compute.flops + bubble_cost.flops,
         bytes_time=m * compute.bytes + bubble_cost.bytes + opt,
-        net_time=m * (tp + p2p) + dp,
+        net_time=m * (tp + p2p) + dp + lone,
         stage_microbatch_s=[t for t, k in zip(totals, per_kind, strict=True) for _ in range(k[5])],
     )
+
+
+def ep_unpaired_s(i: Inputs, layers: int) -> float:
+    """Seconds the partnerless micro-batch chunks of the combined 1F1B schedule add (:func:`ep_1f1b_unpaired`):
+    their exchanges fully exposed instead of the steady state's :func:`ep_1f1b_exposed`, on ``layers`` layers of
+    the stage (a chunk holds layers / vpp of them). 0 without --overlap-moe-expert-parallel-comm."""
+    if not (i.moe and i.ep > 1 and i.overlap_ep):
+        return 0.0
+    one = ep_a2a_time(i)
+    extra = max(0.0, 4.0 * one - ep_1f1b_exposed(i, one))
+    return i.moe_fraction * ep_1f1b_unpaired(i) * layers / max(1, i.vpp) * extra
 
 
 def step_time_floor(i: Inputs, cache: dict | None = None) -> float:

@@ -61,8 +61,6 @@ RANGES: dict[str, Bounds] = {
     "P2P_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the interleaved pipeline's sends", fitted=False),
     "CP_RING_EXPOSED_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of each ring step", fitted=False),
     "EP_A2A_OVERLAP_FRACTION": Bounds("throughput", 0.0, 1.0, "a share of the all-to-all", fitted=False),
-    "EP_A2A_1F1B_OVERLAP_FRACTION": Bounds("throughput", 0.5, 1.0, "the all-to-all beside another micro-batch's "
-                                           "compute, except the schedule's warm-up and cool-down", fitted=False),
     # -- MoE (s33-moe)
     "MOE_UNFUSED_PERMUTE_BYTES_PER_ELEMENT": Bounds("throughput", 16.0, 26.0, "two gathers, a scatter and a "
                                                     "scatter_add over zero-filled 16-bit copies", fitted=False),
