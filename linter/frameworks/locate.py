@@ -100,7 +100,7 @@ def clear_caches() -> None:
     _roots.clear()
     _git_roots.clear()
     _config_roots.clear()
-    _folders.clear()
+    _real.clear()
     _installed.clear()
 
 
@@ -171,25 +171,46 @@ def _folder(config_path: str | None) -> str:
     if not config_path or config_path.startswith("<"):
         return os.getcwd()
     try:
-        # The folder of a file that is not itself a link, written without `..`, is its resolved
-        # parent folder: resolved once per folder (a walk of every path component), not once per
-        # config. A linked file, or `..` (which resolves after the links before it), the long way.
-        parent, name = os.path.split(os.path.abspath(config_path))
-        if ".." not in config_path.replace("\\", "/").split("/") and name and not os.path.islink(config_path):
-            hit = _folders.get(parent)
-            if hit is None:
-                if len(_folders) > 4096:
-                    _folders.clear()
-                hit = _folders[parent] = str(Path(parent).resolve())
-            return hit
-        return str(Path(config_path).resolve().parent)
+        return os.path.dirname(real_path(config_path))
     except OSError:
         return os.getcwd()
 
 
-_folders: dict[str, str] = {}
-"""Absolute folder -> resolved folder (as :data:`_roots`, this assumes the folders do not change while
-trainlint runs; :func:`clear_caches` forgets them)."""
+def real_path(path: str) -> str:
+    """``str(Path(path).resolve())``, one component at a time, each resolved prefix remembered: a
+    config's folder is resolved with one ``lstat`` (its own name) once its parent is known, instead of
+    one per component of the whole path (``os.path.realpath``), so the configs of sibling folders walk
+    the shared part once. A link is resolved the long way (its target may lie anywhere). ``..`` takes
+    the parent of what precedes it, resolved, as realpath does. As :data:`_roots`, this assumes the
+    folders do not change while trainlint runs; :func:`clear_caches` forgets them."""
+    if os.name != "posix" or "\0" in path:
+        return str(Path(path).resolve())
+    if not path.startswith("/"):
+        path = os.getcwd() + "/" + path
+    real = "/"
+    key = ""
+    memo = _real
+    for name in path.split("/"):
+        if not name or name == ".":
+            continue
+        key += "/" + name
+        hit = memo.get(key)
+        if hit is not None:
+            real = hit
+            continue
+        if name == "..":
+            real = os.path.dirname(real)
+        else:
+            candidate = real + name if real == "/" else real + "/" + name
+            real = str(Path(candidate).resolve()) if os.path.islink(candidate) else candidate
+        if len(memo) >= 4 * MEMO_FOLDERS:
+            memo.clear()
+        memo[key] = real
+    return real
+
+
+_real: dict[str, str] = {}
+"""Absolute path as written (``.`` and empty components left out) -> the path it resolves to."""
 
 
 def _resolve(family: str, folder: str, settings: FrameworkSettings) -> FrameworkTarget:
@@ -396,7 +417,7 @@ def _config_root(start: Path) -> Path | None:
     try:
         from trainlint.files.config_files import config_in
 
-        start = start.resolve()
+        start = Path(real_path(str(start)))
         directory = start if start.is_dir() else start.parent
         walked: list[str] = []
         root: Path | None = None
