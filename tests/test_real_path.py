@@ -69,3 +69,4 @@ def test_config_folder_matches_resolved_parent(tmp_path: Path, monkeypatch) -> N
     locate.clear_caches()
     for spelled in ("../a/b/c/run.sh", "../a/b/c/linked.sh", "../a/to_deep/file.sh", "deep/file.sh"):
         assert locate._folder(spelled) == str(Path(spelled).resolve().parent), spelled
+

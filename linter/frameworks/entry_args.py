@@ -55,10 +55,10 @@ def _reach(here: Path, root: str | None) -> tuple[list[Path], list[Path]]:
     checkout ``root`` (else the script's folder's parent) and the script's project (a patch project
     such as Pai-Megatron-Patch keeps its entry points and argument extensions beside a Megatron
     submodule); the script's folder and those above it, up to the farthest of them."""
-    from trainlint.frameworks.locate import project_root, real_path
+    from trainlint.frameworks.locate import inside, project_root, real_path
 
     limits = [Path(real_path(root)) if root else here.parent, project_root(here)]
-    above = [lim for lim in limits if lim == here or lim in here.parents]
+    above = [lim for lim in limits if inside(here, lim)]
     stop = min(above, key=lambda p: len(p.parts)) if above else None  # the farthest limit above the script
     bases: list[Path] = []
     folder = here
@@ -72,6 +72,8 @@ def _reach(here: Path, root: str | None) -> tuple[list[Path], list[Path]]:
 
 
 def _find(rel: str, bases: list[Path], limits: list[Path]) -> Path | None:
+    from trainlint.frameworks.locate import inside, real_path
+
     for base in bases:
         candidate = Path(rel) if os.path.isabs(rel) else base / rel
         if not os.path.exists(candidate):
@@ -79,12 +81,10 @@ def _find(rel: str, bases: list[Path], limits: list[Path]) -> Path | None:
             # that does not exist resolves to no file either
             continue
         try:
-            from trainlint.frameworks.locate import real_path
-
             real = Path(real_path(str(candidate)))
         except (OSError, RuntimeError):
             continue
-        if real.is_file() and any(real == lim or lim in real.parents for lim in limits):
+        if real.is_file() and any(inside(real, lim) for lim in limits):
             return real
     return None
 
