@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 from functools import lru_cache
 from dataclasses import dataclass
+import os
 from pathlib import Path
 from typing import Any
 
@@ -126,14 +127,6 @@ def _from_hub_cache(name: str) -> Vocab | None:
     return Vocab(size, f"vocab_size of {name}'s config.json in the local Hugging Face cache ({path})")
 
 
-def _containing_root(start: Path) -> Path:
-    """The repository the config is in (the nearest directory with .git), else its own directory."""
-    for parent in [start, *start.parents]:
-        if (parent / ".git").exists():
-            return parent
-    return start
-
-
 def local_file(reference: str, config_path: str) -> Vocab | None:
     """The size of a tokenizer file named by a config, when that file is inside the config's own
     repository: tokenizer.json (model vocabulary + added tokens), vocab.json, vocab.txt (one token a
@@ -141,10 +134,13 @@ def local_file(reference: str, config_path: str) -> Vocab | None:
     only, at most MAX_TOKENIZER_FILE bytes; anything else is None."""
     if not reference or "$" in reference or "\n" in reference:
         return None
+    from trainlint.frameworks.locate import git_root, real_path
+
     try:
-        base = Path(config_path).resolve().parent
-        root = _containing_root(base)
-        target = (base / reference).resolve()
+        # resolved and walked through locate's remembered folders: every spec naming a tokenizer asks
+        base = Path(os.path.dirname(real_path(config_path)))
+        root = git_root(base) or base
+        target = Path(real_path(str(base / reference)))
         target.relative_to(root)
     except (OSError, ValueError, RuntimeError):
         return None

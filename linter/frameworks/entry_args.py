@@ -43,7 +43,9 @@ def entry_file(entry: str | None, script: str | None, root: str | None) -> Path 
     only a file inside ``root`` (or, without one, inside the script's folder and its parent)."""
     if not entry or not script or not entry.endswith(".py") or "$" in entry or "\0" in entry:
         return None
-    here = Path(script).resolve().parent
+    from trainlint.frameworks.locate import real_path
+
+    here = Path(os.path.dirname(real_path(script)))  # Path(script).resolve().parent, its folders remembered
     limits, bases = _reach(here, root)
     return _find(entry.replace("\\", "/"), bases, limits)
 
@@ -53,10 +55,10 @@ def _reach(here: Path, root: str | None) -> tuple[list[Path], list[Path]]:
     checkout ``root`` (else the script's folder's parent) and the script's project (a patch project
     such as Pai-Megatron-Patch keeps its entry points and argument extensions beside a Megatron
     submodule); the script's folder and those above it, up to the farthest of them."""
-    from trainlint.frameworks.locate import project_root
+    from trainlint.frameworks.locate import inside, project_root, real_path
 
-    limits = [Path(root).resolve() if root else here.parent, project_root(here)]
-    above = [lim for lim in limits if lim == here or lim in here.parents]
+    limits = [Path(real_path(root)) if root else here.parent, project_root(here)]
+    above = [lim for lim in limits if inside(here, lim)]
     stop = min(above, key=lambda p: len(p.parts)) if above else None  # the farthest limit above the script
     bases: list[Path] = []
     folder = here
@@ -70,6 +72,8 @@ def _reach(here: Path, root: str | None) -> tuple[list[Path], list[Path]]:
 
 
 def _find(rel: str, bases: list[Path], limits: list[Path]) -> Path | None:
+    from trainlint.frameworks.locate import inside, real_path
+
     for base in bases:
         candidate = Path(rel) if os.path.isabs(rel) else base / rel
         if not os.path.exists(candidate):
@@ -77,10 +81,10 @@ def _find(rel: str, bases: list[Path], limits: list[Path]) -> Path | None:
             # that does not exist resolves to no file either
             continue
         try:
-            real = candidate.resolve()
+            real = Path(real_path(str(candidate)))
         except (OSError, RuntimeError):
             continue
-        if real.is_file() and any(real == lim or lim in real.parents for lim in limits):
+        if real.is_file() and any(inside(real, lim) for lim in limits):
             return real
     return None
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING, Iterable, Iterator, Mapping
 
 from trainlint.frameworks.families import families
 from trainlint.frameworks.markers import MARKERS, marker
+from trainlint.frameworks.stat_paths import path_exists, path_is_file
 from trainlint.frameworks.target import FrameworkTarget, TargetOrigin
 
 # frameworks.catalog (catalogs, the shipped index, the disk cache) is imported where a checkout or a
@@ -100,7 +101,7 @@ def clear_caches() -> None:
     _roots.clear()
     _git_roots.clear()
     _config_roots.clear()
-    _folders.clear()
+    _real.clear()
     _installed.clear()
 
 
@@ -171,25 +172,46 @@ def _folder(config_path: str | None) -> str:
     if not config_path or config_path.startswith("<"):
         return os.getcwd()
     try:
-        # The folder of a file that is not itself a link, written without `..`, is its resolved
-        # parent folder: resolved once per folder (a walk of every path component), not once per
-        # config. A linked file, or `..` (which resolves after the links before it), the long way.
-        parent, name = os.path.split(os.path.abspath(config_path))
-        if ".." not in config_path.replace("\\", "/").split("/") and name and not os.path.islink(config_path):
-            hit = _folders.get(parent)
-            if hit is None:
-                if len(_folders) > 4096:
-                    _folders.clear()
-                hit = _folders[parent] = str(Path(parent).resolve())
-            return hit
-        return str(Path(config_path).resolve().parent)
+        return os.path.dirname(real_path(config_path))
     except OSError:
         return os.getcwd()
 
 
-_folders: dict[str, str] = {}
-"""Absolute folder -> resolved folder (as :data:`_roots`, this assumes the folders do not change while
-trainlint runs; :func:`clear_caches` forgets them)."""
+def real_path(path: str) -> str:
+    """``str(Path(path).resolve())``, one component at a time, each resolved prefix remembered: a
+    config's folder is resolved with one ``lstat`` (its own name) once its parent is known, instead of
+    one per component of the whole path (``os.path.realpath``), so the configs of sibling folders walk
+    the shared part once. A link is resolved the long way (its target may lie anywhere). ``..`` takes
+    the parent of what precedes it, resolved, as realpath does. As :data:`_roots`, this assumes the
+    folders do not change while trainlint runs; :func:`clear_caches` forgets them."""
+    if os.name != "posix" or "\0" in path:
+        return str(Path(path).resolve())
+    if not path.startswith("/"):
+        path = os.getcwd() + "/" + path
+    real = "/"
+    key = ""
+    memo = _real
+    for name in path.split("/"):
+        if not name or name == ".":
+            continue
+        key += "/" + name
+        hit = memo.get(key)
+        if hit is not None:
+            real = hit
+            continue
+        if name == "..":
+            real = os.path.dirname(real)
+        else:
+            candidate = real + name if real == "/" else real + "/" + name
+            real = str(Path(candidate).resolve()) if os.path.islink(candidate) else candidate
+        if len(memo) >= 4 * MEMO_FOLDERS:
+            memo.clear()
+        memo[key] = real
+    return real
+
+
+_real: dict[str, str] = {}
+"""Absolute path as written (``.`` and empty components left out) -> the path it resolves to."""
 
 
 def _resolve(family: str, folder: str, settings: FrameworkSettings) -> FrameworkTarget:
@@ -231,7 +253,7 @@ def _pinned_target(family: str, folder: Path) -> FrameworkTarget | None:
     (:mod:`.submodule`): that release's shipped catalog when trainlint ships the commit; else the
     assumed upstream, its note naming the pinned commit (the file's statement then says it)."""
     root = project_root(folder)
-    if not (root / ".gitmodules").is_file():
+    if not path_is_file(os.path.join(str(root), ".gitmodules")):
         return None
     from trainlint.frameworks.submodule import pinned
 
@@ -327,7 +349,7 @@ def find_source_beside(family: str, start: Path) -> Path | None:
         if child is not None:
             found, ended = child, True
             break
-        if folder == root or folder.parent == folder or not _inside(folder.parent, root):
+        if folder == root or folder.parent == folder or not inside(folder.parent, root):
             ended = True
             break
         folder = folder.parent
@@ -353,7 +375,7 @@ def project_root(start: Path) -> Path:
         root = _config_root(start)
     if root is None:
         cwd = Path(os.getcwd())
-        root = cwd if _inside(start, cwd) else start
+        root = cwd if inside(start, cwd) else start
     if len(_roots) >= MEMO_FOLDERS:
         _roots.clear()
     _roots[key] = root
@@ -372,18 +394,27 @@ _config_roots: dict[str, Path | None] = {}
 """folder -> the folder of the project config above it (None: none), shared the same way."""
 
 
+def git_root(start: Path) -> Path | None:
+    """The nearest folder at or above ``start`` holding ``.git`` (None: none, or a folder that cannot
+    be searched), remembered per folder."""
+    return _git_root(start)
+
+
 def _git_root(start: Path) -> Path | None:
     walked: list[str] = []
     found: Path | None = None
-    for folder in (start, *start.parents):
-        key = str(folder)
+    # the folders above as strings, one at a time (Path.parents makes a Path of each, all of them,
+    # though the walk usually stops at the first, remembered): an absolute path's parents are its
+    # dirname chain; a relative one keeps the Path walk
+    chain: Iterable[str] = _parents(str(start)) if start.is_absolute() else map(str, (start, *start.parents))
+    for key in chain:
         if key in _git_roots:
             found = _git_roots[key]
             break
         walked.append(key)
         try:
-            if (folder / ".git").exists():
-                found = folder
+            if path_exists(os.path.join(key, ".git")):
+                found = Path(key)
                 break
         except OSError:
             return None  # not remembered: the same error next time
@@ -391,12 +422,23 @@ def _git_root(start: Path) -> Path | None:
     return found
 
 
+def _parents(folder: str) -> Iterator[str]:
+    """``folder`` (absolute) and the folders above it, as ``str(p) for p in (Path(folder), *Path(folder).parents)``."""
+    folder = str(Path(folder))  # Path's spelling (no trailing or doubled separator)
+    while True:
+        yield folder
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return
+        folder = parent
+
+
 def _config_root(start: Path) -> Path | None:
     """The folder of the project config found above ``start`` (``find_config``), walked once per folder."""
     try:
         from trainlint.files.config_files import config_in
 
-        start = start.resolve()
+        start = Path(real_path(str(start)))
         directory = start if start.is_dir() else start.parent
         walked: list[str] = []
         root: Path | None = None
@@ -423,7 +465,12 @@ def _remember(memo: dict[str, Path | None], folders: list[str], found: Path | No
         memo[folder] = found
 
 
-def _inside(path: Path, root: Path) -> bool:
+def inside(path: Path, root: Path) -> bool:
+    """``path == root or root in path.parents``: for two absolute paths, a comparison of their
+    spellings (Path.parents makes a Path of each folder above)."""
+    if os.name == "posix" and path.is_absolute() and root.is_absolute():
+        p, r = str(path), str(root)
+        return p == r or p.startswith(r if r.endswith("/") else r + "/")
     return path == root or root in path.parents
 
 
@@ -431,7 +478,7 @@ def _vendored(folder: Path) -> list[Path]:
     """Submodule paths of ``.gitmodules`` and child folders named like a framework checkout."""
     out: list[Path] = []
     modules = folder / ".gitmodules"
-    if modules.is_file():
+    if path_is_file(os.path.join(str(folder), ".gitmodules")):
         try:
             from trainlint.files.sources import read_bounded
 
@@ -441,13 +488,13 @@ def _vendored(folder: Path) -> list[Path]:
                     out.append(folder / value.strip())
         except OSError:
             pass
-    prefixes, inside = _vendor_hints()
+    prefixes, within = _vendor_hints()
     try:
         with os.scandir(folder) as entries:
             for i, entry in enumerate(entries):
                 if i > 2000:
                     break
-                if (entry.name.lower().startswith(prefixes) or any(h in entry.name.lower() for h in inside)) \
+                if (entry.name.lower().startswith(prefixes) or any(h in entry.name.lower() for h in within)) \
                         and entry.is_dir(follow_symlinks=False):
                     out.append(Path(entry.path))
     except OSError:

@@ -7,7 +7,10 @@ nothing more; the catalog module is imported when a checkout or a configured rel
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from trainlint.frameworks.stat_paths import path_is_file
 
 class _Markers:
     """family -> where it keeps its argument definitions, in the order tried (a fork keeps the
@@ -27,8 +30,9 @@ MARKERS = _Markers()
 
 def marker(root: Path, family: str) -> str | None:
     """The argument module of ``family`` under ``root`` (relative path), if there is one."""
+    folder = str(root)
     for rel in MARKERS.get(family, ()):
-        if (root / rel).is_file() and (rel not in CHECKED or _reads_like(root / rel, family)):
+        if path_is_file(os.path.join(folder, rel)) and (rel not in CHECKED or _reads_like(root / rel, family)):
             return rel
     return None
 
