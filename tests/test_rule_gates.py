@@ -51,3 +51,34 @@ def test_a_closed_gate_means_no_finding_on_the_corpus(tmp_path, corpus_dir):
     paths = sorted(p for p in corpus_dir.rglob("*.sh") if p.is_file())[::3]
     runs, closed = _closed_gates_yield_nothing(paths, gated)
     assert runs > 20 and closed["is_current"] > 0 and closed["is_bridge"] > 0
+
+
+def _rules_with_triggers(tmp_path):
+    from trainlint.rules.startup.megatron.check_table import CheckTable
+    from trainlint.rules.startup.megatron.release_table import ReleaseCheckTable
+
+    session = open_session(SessionOptions(isolated=True), tmp_path)
+    rules = [load(entry) for entry in session.registry.rules.entries.values()]
+    own = [r for r in rules if issubclass(r, (CheckTable, ReleaseCheckTable)) and "findings" in vars(r)]
+    assert own, "some tables' rules add checks of their own"
+    assert all(r.triggers() is None for r in own), "a table whose rule adds checks of its own declares no triggers"
+    return [r for r in rules if r.triggers() is not None]
+
+
+def test_unwritten_triggers_mean_no_finding_on_the_corpus(tmp_path, corpus_dir):
+    """A rule's triggers (``Rule.triggers``: the Megatron-LM check tables' first options) are a test the
+    engine makes instead of the rule: on every run that writes none of them, the rule, asked anyway,
+    says nothing; and the test does pass rules by (it is not empty on every run)."""
+    triggered = _rules_with_triggers(tmp_path)
+    assert len(triggered) >= 20, "the Megatron-LM check tables declare their first options"
+    adapters = builtin_adapters()
+    passed, asked = 0, 0
+    for path in sorted(p for p in corpus_dir.rglob("*.sh") if p.is_file())[::2]:
+        for spec in check_file(str(path), adapters).specs:
+            for rule in triggered:
+                if rule.triggers().isdisjoint(spec.settings):
+                    passed += 1
+                    assert list(rule().check(spec, RuleContext())) == [], (rule.code, str(path))
+                else:
+                    asked += 1
+    assert passed > 100 and asked > 0

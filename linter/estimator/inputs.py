@@ -284,6 +284,10 @@ def _count(r: _Reader, name: str, entry: Value) -> int | None:
     return value
 
 
+_SPLIT: dict[str, tuple[str, str]] = {}
+"""A dotted field name (``parallel.tensor``) as (section, field), split once."""
+
+
 class _Reader:
     """Reads spec fields, falling back to defaults, recording provenance and what is missing."""
 
@@ -301,7 +305,11 @@ class _Reader:
 
     def get(self, name: str, *, fallback: Any = None, why: str = "", missing: tuple[str, str] | None = None,
             cast: Any = None) -> Any:
-        entry = self.spec.get(name)
+        split = _SPLIT.get(name)
+        if split is None:  # the estimator's own field names: a few dozen
+            section, _, field_name = name.partition(".")
+            split = _SPLIT[name] = (section, field_name)
+        entry = getattr(getattr(self.spec, split[0]), split[1])  # spec.get(name), without splitting the name each time
         if entry is not None and entry.value is not None:
             try:
                 value = cast(entry.value) if cast else entry.value
@@ -412,7 +420,6 @@ class _Kept:
 
 
 _model_parts = _Kept()
-_engine_parts = _Kept()
 
 
 def _section_key(section: Any) -> tuple[tuple, tuple] | None:
@@ -878,44 +885,66 @@ _ENGINE_CHOICES = {
 
 
 def _engine(r: _Reader, spec: TrainingSpec) -> dict[str, Any]:
-    """The engine fields as plain values: what the adapter set, else a reported assumption
-    (memoised on the engine section's values, as the model part is)."""
-    key = _section_key(spec.engine)
-    found = _engine_parts.get(key)
-    if found is None:
-        before = len(r.assumptions)
-        out = _read_engine(r, spec)
-        found = (dict(out), tuple(r.assumptions[before:]))
-        _engine_parts.put(key, found)
-        return out
-    r.assumptions.extend(found[1])
-    return dict(found[0])
+    """The engine fields as plain values: what the adapter set, else a reported assumption. Read
+    each time: a table made once (:data:`_ENGINE_READ`) makes the reading cheaper than a memo's key
+    of the section's values was."""
+    return _read_engine(r, spec)
+
+
+_CHOICE, _FLAG, _COUNT, _STAGE, _INTERVAL, _OFFLOAD = range(6)
+
+
+def _engine_kind(name: str, fallback: Any) -> int:
+    """How :func:`_read_engine` accepts a written value of ``name``: one of its choices, a boolean, a
+    number >= 0 (a ZeRO stage 0-3, an interval of at least 1), or any text (the offload targets)."""
+    if name in ("offload_optimizer", "offload_params"):
+        return _OFFLOAD
+    if name in _ENGINE_CHOICES:
+        return _CHOICE
+    if isinstance(fallback, bool):
+        return _FLAG
+    return {"shard_stage": _STAGE, "moe_layer_interval": _INTERVAL}.get(name, _COUNT)
+
+
+_ENGINE_READ: tuple[tuple[str, str, Any, str, int, tuple, bool], ...] = tuple(
+    (name, f"engine.{name}", fallback, why, _engine_kind(name, fallback), _ENGINE_CHOICES.get(name, ()),
+     name in _ENGINE_REPORTED)
+    for name, (fallback, why) in _ENGINE_FALLBACK.items())
+"""Each engine field with what :func:`_read_engine` needs of it, made once (not per estimate): its
+dotted name, fallback and why, how a written value is accepted, its choices, whether it is reported."""
 
 
 def _read_engine(r: _Reader, spec: TrainingSpec) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name, (fallback, why) in _ENGINE_FALLBACK.items():
-        entry = spec.get(f"engine.{name}")
+    engine = spec.engine
+    assumed = Origin.ASSUMED.value
+    for name, dotted, fallback, why, kind, choices, reported in _ENGINE_READ:
+        entry = getattr(engine, name)
         value = entry.value if entry is not None else None
         if isinstance(value, str):
             value = value.lower()
-        ok = value is not None and (value in _ENGINE_CHOICES[name] if name in _ENGINE_CHOICES else
-                                    (isinstance(value, bool) if isinstance(fallback, bool) else
-                                     isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0))
-        if name in ("offload_optimizer", "offload_params"):
+        if kind == _OFFLOAD:
             ok = isinstance(value, str)
-        if name == "shard_stage":
-            ok = ok and value in (0, 1, 2, 3)
-        if name == "moe_layer_interval":
-            ok = ok and isinstance(value, (int, float)) and int(value) >= 1
+        elif value is None:
+            ok = False
+        elif kind == _CHOICE:
+            ok = value in choices
+        elif kind == _FLAG:
+            ok = isinstance(value, bool)
+        else:
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool) and value >= 0
+            if kind == _STAGE:
+                ok = ok and value in (0, 1, 2, 3)
+            elif kind == _INTERVAL:
+                ok = ok and int(value) >= 1
         if ok:
             assert entry is not None  # ok needs a value, and a value comes from an entry
-            if name in _ENGINE_REPORTED:
-                r.note(f"engine.{name}", entry)
+            if reported:
+                r.note(dotted, entry)
             out[name] = value
         else:
             if why:
-                r.assumptions.append(Assumption(f"engine.{name}", fallback, Origin.ASSUMED.value, why))
+                r.assumptions.append(Assumption(dotted, fallback, assumed, why))
             out[name] = fallback
     if out["offload_optimizer"] not in ("cpu", "nvme"):
         out["offload_optimizer"] = "none"

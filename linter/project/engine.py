@@ -317,7 +317,10 @@ def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict
     contexts: dict[int, RuleContext] = {}
     token = cancel.current()  # the language server's lint token; None in the CLI (no safe point to pass)
     gates: dict[Any, bool] = {}  # each family's gate (Rule.gate), asked once for this run
-    for rule, options, gate, needs_estimate in _plan(chosen):
+    written = spec.settings
+    for rule, options, gate, needs_estimate, triggers in _plan(chosen):
+        if triggers is not None and triggers.isdisjoint(written):
+            continue  # none of the settings the rule starts from is written: its check would yield nothing
         if gate is not None:
             open_ = gates.get(gate)
             if open_ is None:
@@ -358,21 +361,35 @@ def _run_rules_unlimited(spec: TrainingSpec, chosen: list[tuple[type[Rule], dict
     return out
 
 
-_PLANS: dict[int, tuple[list, list[tuple[type[Rule], dict, Any, bool]]]] = {}
+_PLANS: dict[int, tuple[list, list[tuple[type[Rule], dict, Any, bool, frozenset[str] | None]]]] = {}
 
 
-def _plan(chosen: list[tuple[type[Rule], dict]]) -> list[tuple[type[Rule], dict, Any, bool]]:
-    """``chosen`` with each rule's gate and whether it needs the estimate, read once per list of
-    chosen rules (the memoised lists of :func:`_rules_for` are the same object on every run)."""
+def _plan(chosen: list[tuple[type[Rule], dict]]) -> list[tuple[type[Rule], dict, Any, bool, frozenset[str] | None]]:
+    """``chosen`` with each rule's gate, whether it needs the estimate and its triggers
+    (:meth:`Rule.triggers`), read once per list of chosen rules (the memoised lists of
+    :func:`_rules_for` are the same object on every run)."""
     kept = _PLANS.get(id(chosen))
     if kept is not None and kept[0] is chosen:
         return kept[1]
-    plan = [(rule, options, getattr(rule, "gate", None), bool(getattr(rule, "needs_estimate", False)))
+    plan = [(rule, options, getattr(rule, "gate", None), bool(getattr(rule, "needs_estimate", False)), _triggers(rule))
             for rule, options in chosen]
     if len(_PLANS) > 64:
         _PLANS.clear()
     _PLANS[id(chosen)] = (chosen, plan)  # the list itself is kept: its id is not reused while here
     return plan
+
+
+def _triggers(rule: type[Rule]) -> frozenset[str] | None:
+    """:meth:`Rule.triggers` of ``rule``; None (no test) when the rule has none or asking fails (the
+    rule then runs, and reports its own failure)."""
+    triggers = getattr(rule, "triggers", None)
+    if triggers is None:
+        return None
+    try:
+        found = triggers()
+    except Exception:  # noqa: BLE001 - a plugin's failing declaration skips nothing
+        return None
+    return frozenset(found) if found is not None else None
 
 
 def _context(base: RuleContext, options: dict[str, Any]) -> RuleContext:

@@ -152,6 +152,14 @@ class Rule:
         raise NotImplementedError
 
     @classmethod
+    def triggers(cls) -> frozenset[str] | None:
+        """Settings (``spec.settings`` keys) of which the run must write at least one for :meth:`check` to
+        yield anything; None (the default): no such test. The engine passes by a rule none of whose
+        triggers the run writes without making it: a table of Megatron-LM's checks, ~35 rules a run,
+        each of which would only find that none of its rows' first options is written."""
+        return None
+
+    @classmethod
     def documentation(cls) -> str:
         import inspect
 

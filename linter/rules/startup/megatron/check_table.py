@@ -188,6 +188,14 @@ class CheckTable(MegatronRule):
 
     _by_first_made: ClassVar[tuple | None] = None
 
+    @classmethod
+    def triggers(cls) -> frozenset[str] | None:
+        """The rows' first options: :meth:`findings` judges no row whose first option is not written
+        (None for a table whose rule adds checks of its own: ``findings`` or ``check`` overridden)."""
+        if cls.findings is not CheckTable.findings or cls.check is not MegatronRule.check:
+            return None
+        return cls._by_first()[0]
+
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
         # most rows' first option is not written: only the rows whose first option is (a.given_among:
         # all the first options at once), in their order

@@ -384,6 +384,14 @@ class ReleaseCheckTable(MegatronRule):
 
     _by_trigger_made: ClassVar[tuple | None] = None
 
+    @classmethod
+    def triggers(cls) -> frozenset[str] | None:
+        """The options that make a row worth judging: :meth:`findings` judges no row when none is written
+        (None for a table whose rule adds checks of its own: ``findings`` or ``check`` overridden)."""
+        if cls.findings is not ReleaseCheckTable.findings or cls.check is not MegatronRule.check:
+            return None
+        return cls._by_trigger()[0]
+
     def findings(self, a: MegatronArgs, ctx: RuleContext) -> Iterator[Finding]:
         # the first condition's option first (a.given_among, all at once): most rows' is
         # not written (nor an option it derives from); the release range (check.applies) only for the
