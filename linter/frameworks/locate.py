@@ -171,11 +171,16 @@ def _folder(config_path: str | None) -> str:
     if not config_path or config_path.startswith("<"):
         return os.getcwd()
     try:
-        # The folder of a file that is not itself a link, written without `..`, is its resolved
-        # parent folder: resolved once per folder (a walk of every path component), not once per
-        # config. A linked file, or `..` (which resolves after the links before it), the long way.
+        # The folder of a file that is not itself a link is its resolved parent folder: resolved
+        # once per folder (a walk of every path component), not once per config. Written without
+        # `..`, the parent is the absolute one; with `..` (which resolves after the links before it),
+        # the parent as written, from the current directory (`../corpus/a.json`: ~1 ms a file,
+        # issue 33). A linked file the long way.
+        parts = config_path.replace("\\", "/").split("/")
         parent, name = os.path.split(os.path.abspath(config_path))
-        if ".." not in config_path.replace("\\", "/").split("/") and name and not os.path.islink(config_path):
+        if name and parts[-1] not in ("", ".", "..") and not os.path.islink(config_path):
+            if ".." in parts:
+                parent = os.path.join(os.getcwd(), os.path.dirname(config_path))
             hit = _folders.get(parent)
             if hit is None:
                 if len(_folders) > 4096:
