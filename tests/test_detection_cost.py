@@ -107,3 +107,55 @@ def test_checking_a_deepspeed_json_does_not_import_yaml(example, tmp_path):
             "print('yaml' in sys.modules, code)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path)
     assert done.stdout.split()[-2:] == ["False", "0"], done.stdout + done.stderr
+
+
+HF_TRAINER_YAML = """### model
+model_name_or_path: meta-llama/Llama-3-8B
+### method
+deepspeed: examples/deepspeed/ds_z3_config.json
+per_device_train_batch_size: 1
+gradient_accumulation_steps: 8
+cutoff_len: 2048
+bf16: true
+"""
+NEOX_WITH_DEEPSPEED_WORDS = """# deepspeed_mpi and a vocabulary .json
+{
+  "pipe_parallel_size": 1,
+  "deepspeed_mpi": false,
+  "vocab_file": "data/gpt2-vocab.json",
+  "fp16": {"enabled": true},
+}
+"""
+
+
+def _hf_examples(tmp: Path) -> list[str]:
+    corpus = [p.read_text(errors="replace") for p in sorted((REPO / "examples").glob("*.y*ml"))]
+    return [HF_TRAINER_YAML, NEOX_WITH_DEEPSPEED_WORDS, "deepspeed: &d ds.json\nbf16: true\n*d : x\n",
+            "? deepspeed\n: ds.json\nfp16: true\n", '"deep\\x73peed": "ds.js\\u006fn"\nbf16: true\n',
+            "{deepspeed: a.json, base_model: m}\n", "deepspeed: |-\n  conf.json\nfp16: 1\n", *corpus]
+
+
+def test_hf_trainer_sniff_text_shortcut_gives_the_parsed_score(monkeypatch, tmp_path):
+    """The HF trainer YAML sniff passes by a YAML whose text cannot hold ``deepspeed: *.json`` beside a
+    trainer key without reading its events; over edited texts the score is the one the events give."""
+    import trainlint.adapters.hf.trainer_yaml as hf
+
+    adapter = hf.HFTrainerYamlAdapter()
+    texts = [t for base in _hf_examples(tmp_path) for t in _variants(base, 120, seed=len(base))]
+    words = ["deepspeed", "deepspeed_mpi", "xdeepspeed", "deepspeed.json", "-deepspeed", "deep speed", ".json", ". json"]
+    rnd = random.Random(5)
+    texts += [t.replace("deepspeed", rnd.choice(words), 1).replace(".json", rnd.choice(words), 1) for t in list(texts)]
+    fast = [adapter.sniff("train.yaml", t) for t in texts]
+    monkeypatch.setattr(hf, "_may_claim", lambda text: True)
+    slow = [adapter.sniff("train.yaml", t) for t in texts]
+    assert fast == slow
+    assert sum(s >= BY_CONTENT for s in fast) > 10  # the variants include runs the sniff claims
+
+
+def test_hf_trainer_sniff_does_not_read_a_neox_config(monkeypatch):
+    import trainlint.adapters.hf.trainer_yaml as hf
+
+    read: list[str] = []
+    monkeypatch.setattr(hf, "_top_level", lambda text: read.append(text))
+    assert hf.HFTrainerYamlAdapter().sniff("neox.yml", NEOX_WITH_DEEPSPEED_WORDS) == NOT_MINE
+    assert read == []

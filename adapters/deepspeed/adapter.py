@@ -351,6 +351,19 @@ def _walk(data: Any) -> Iterator[tuple[list[str], Any]]:
             stack.extend((parts + [str(i)], v) for i, v in reversed(list(enumerate(node))))
 
 
+def _walk_parents(data: Any) -> Iterator[tuple[list[str], Any, Any]]:
+    """``_walk`` with each value's parent container (None for the root): what ``doc.get`` of the
+    parent's pointer gives, without walking down from the root again for every value."""
+    stack: list[tuple[list[str], Any, Any]] = [([], data, None)]
+    while stack:
+        parts, node, parent = stack.pop()
+        yield parts, node, parent
+        if isinstance(node, dict):
+            stack.extend((parts + [str(k)], v, node) for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((parts + [str(i)], v, node) for i, v in reversed(list(enumerate(node))))
+
+
 def _ptr(parts: list[str]) -> str:
     return "".join("/" + p.replace("~", "~0").replace("/", "~1") for p in parts)
 
@@ -417,8 +430,8 @@ def _schema_at(schema: dict, parts: list[str]) -> dict | None:
 def _deprecations(doc: Document, schema: dict) -> list[Diagnostic]:
     out: list[Diagnostic] = []
     data = doc.data
-    for parts, _node in _walk(data):
-        if not parts or not isinstance(doc.get(_ptr(parts[:-1])), dict):
+    for parts, _node, parent in _walk_parents(data):
+        if not parts or not isinstance(parent, dict):
             continue
         sub = _schema_at(schema, parts)
         if sub is None or "x-deprecated" not in sub:
@@ -648,12 +661,12 @@ def _model(spec: TrainingSpec, r: _Reader) -> None:
 
 def _settings(spec: TrainingSpec, doc: Document) -> None:
     """Every leaf by its dotted path (arrays and empty objects count as leaves)."""
-    for parts, node in _walk(doc.data):
+    for parts, node, parent in _walk_parents(doc.data):
         if not parts:
             continue
         if isinstance(node, dict) and node:
             continue
-        if isinstance(doc.get(_ptr(parts[:-1])), list):
+        if isinstance(parent, list):
             continue  # inside an array: the array itself is the leaf
         ptr = _ptr(parts)
         spec.settings[".".join(parts)] = from_file(node, doc.path, doc.locate(ptr), ".".join(parts))

@@ -13,6 +13,7 @@ inside the project (relative names: the YAML's folder, the current directory, th
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +32,21 @@ _TRAINER_KEYS = {"per_device_train_batch_size", "gradient_accumulation_steps", "
                  "micro_batch_size", "sequence_len", "base_model", "bf16", "fp16", "gradient_checkpointing",
                  "max_seq_length", "model_max_length"}
 _SNIFF_BYTES = 64 * 1024
+_DEEPSPEED_WORD = r"(?<![A-Za-z0-9_.-])deepspeed(?![A-Za-z0-9_.-])"
+"""``deepspeed`` as a whole scalar could be written: a character of a scalar's own (a letter, digit, ``_``, ``-``,
+``.``) neither before nor after it (compiled on first use, by ``re``'s cache: not at start-up)."""
+
+
+def _may_claim(text: str) -> bool:
+    """False when the YAML cannot have a top-level ``deepspeed: *.json`` beside a trainer key, from the text
+    alone (the GPT-NeoX configs name ``deepspeed_mpi`` and a ``vocab.json``; reading their events to find
+    that out cost ~0.4 ms each). Without a backslash (an escape in a double-quoted scalar), every scalar
+    without a blank in it is written whole in the text, aliases included (the anchor's scalar is): so
+    the key ``deepspeed`` is a word of the text, the value's ``.json`` and the trainer key are in it."""
+    if "\\" in text:
+        return True  # an escape can spell any of them: read the events
+    return (".json" in text and any(key in text for key in _TRAINER_KEYS)
+            and re.search(_DEEPSPEED_WORD, text) is not None)
 
 
 def _top_level(text: str) -> list[tuple[str, yaml.ScalarNode]] | None:
@@ -111,6 +127,8 @@ class HFTrainerYamlAdapter(Adapter):
     def sniff(self, path: str, text: str) -> int:
         try:
             if "deepspeed" not in text[:_SNIFF_BYTES] or not path.endswith(self.extensions) or looks_like_shell(text):
+                return NOT_MINE
+            if not _may_claim(text):
                 return NOT_MINE
             pairs = _top_level(text)
             if not pairs:

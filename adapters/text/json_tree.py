@@ -35,7 +35,7 @@ from typing import Any
 
 from trainlint.core.diagnostics import Diagnostic, Related, Severity
 from trainlint.core.input_codes import input_diagnostic
-from trainlint.core.positions import LineIndex, Span
+from trainlint.core.positions import FILE_START, LineIndex, Span
 
 MAX_DUPLICATES_LISTED = 100
 """Duplicate keys reported one by one; the rest are one TL003 (200,000 of them were 200,000 findings)."""
@@ -655,8 +655,175 @@ class _Parser:
             raise _SyntaxError(f"unexpected {_show(text[i])} after the end of the document", i)
 
 
+@cache
+def _strict_token() -> re.Pattern[str]:
+    """One token of strict JSON after its blanks: a string without raw control characters (group 1; with
+    the colon after it, group 5: a key), a number (2), a bracket, colon or comma (3), a literal (4).
+    Compiled for the first JSON file read."""
+    string = r'"(?:[^"\\\x00-\x1f]|\\[^\x00-\x1f])*"'
+    return re.compile(r'[ \t\r\n]*(?:(' + string + r')(?:[ \t\r\n]*(:))?|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?'
+                      r'(?:[eE][+-]?[0-9]+)?)|([][{}:,])|(true|false|null))')
+
+
+_CONTINUES_NUMBER = frozenset("0123456789.+-ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
+"""A character that would make a number's token longer (``_NUMBERISH``): then it is not a clean number."""
+_CONTINUES_WORD = frozenset("_$-.")
+_LITERAL_VALUES = {"true": True, "false": False, "null": None}
+
+
+def _parse_strict(text: str) -> JsonTree | None:
+    """The tree :class:`_Parser` gives, for a text that is strict JSON with an object or array at the
+    top, no duplicate key and no more than the limits; None for any other text (the full reader then
+    reads it). Most configs are strict JSON: one regular expression walks their tokens (the full
+    reader calls a handful of methods per token to allow for hjson's extensions), and every value and
+    key gets the span and pointer the full reader gives it, in the same order
+    (tests/test_json_strict_path.py compares the two over the corpus and edited texts)."""
+    tree = JsonTree(text)
+    key_spans, value_spans = tree.key_spans, tree.value_spans
+    count = text.count
+    rfind = text.rfind
+    n = len(text)
+    line, line_start, cursor = 1, 0, 0  # the position of offset `cursor`, moved forward token by token
+    values = 0
+    # a frame: [container, is object, pointer, start line, start column, state, key]; states: 0 expecting
+    # a key or the end, 2 a value, 3 a comma or the end, 4 a key (after a comma), 5 a value or the end
+    # (an array just opened)
+    stack: list[list[Any]] = []
+    frame: list[Any] | None = None
+    root_done = False
+    pos = 0
+    for m in _strict_token().finditer(text):
+        kind = m.lastindex
+        start = m.start(1 if kind == 2 else kind)  # type: ignore[arg-type]  # one group always matches
+        if m.start() != pos or root_done:
+            return None  # a character that is not strict JSON between two tokens, or text after the value
+        pos = m.end()
+        if kind == 4:
+            c = text[start]
+            if c == ",":
+                if frame is None or frame[5] != 3:
+                    return None
+                frame[5] = 4 if frame[1] else 2
+                continue
+            if c == "}" or c == "]":
+                if frame is None or frame[1] != (c == "}") or frame[5] not in (0, 3, 5):
+                    return None
+                end = pos
+                breaks = count("\n", cursor, end)
+                if breaks:
+                    line += breaks
+                    line_start = rfind("\n", cursor, end) + 1
+                cursor = end
+                value_spans[frame[2]] = Span(frame[3], frame[4], line, end - line_start + 1)
+                stack.pop()
+                if stack:
+                    frame = stack[-1]
+                else:
+                    frame = None
+                    root_done = True
+                continue
+            if c == ":":
+                return None  # a colon after anything but a key
+        # a key or a value: its span
+        breaks = count("\n", cursor, start)
+        if breaks:
+            line += breaks
+            line_start = rfind("\n", cursor, start) + 1
+        cursor = start
+        first_line, first_column = line, start - line_start + 1
+        if kind == 2:  # a key and its colon
+            if frame is None or not (frame[5] == 0 or frame[5] == 4):
+                return None
+            raw = m.group(1)
+            if "\\" in raw:
+                try:
+                    key = json.loads(raw)
+                except ValueError:
+                    return None
+            else:
+                key = raw[1:-1]
+            if key in frame[0]:
+                return None  # a duplicate key: the full reader records it
+            end = m.end(1)  # on the key's line: a strict string holds no line break
+            cursor = end
+            key_spans[frame[2] + "/" + key.replace("~", "~0").replace("/", "~1")] = Span(
+                first_line, first_column, line, end - line_start + 1)
+            frame[6] = key
+            frame[5] = 2
+            continue
+        if frame is None:
+            if kind != 4:
+                return None  # only an object or an array at the top
+            ptr = ""
+        elif frame[5] == 2 or frame[5] == 5:
+            ptr = frame[2] + "/" + (frame[6].replace("~", "~0").replace("/", "~1") if frame[1] else str(len(frame[0])))
+        else:
+            return None
+        values += 1
+        if not values & 255:
+            cancel.check()  # a lint the language server no longer wants stops here
+        if values > MAX_VALUES:
+            return None
+        if kind == 4:  # `{` or `[`
+            if len(stack) >= MAX_DEPTH:
+                return None
+            is_object = text[start] == "{"
+            container: Any = {} if is_object else []
+            value_spans[ptr] = FILE_START  # its place in the order; the span is set at its end
+            if frame is None:
+                tree.value = container
+            else:
+                if frame[1]:
+                    frame[0][frame[6]] = container
+                else:
+                    frame[0].append(container)
+                frame[5] = 3
+            frame = [container, is_object, ptr, first_line, first_column, 0 if is_object else 5, None]
+            stack.append(frame)
+            continue
+        end = pos
+        if kind == 1:
+            raw = m.group(1)
+            if "\\" in raw:
+                try:
+                    value: Any = json.loads(raw)
+                except ValueError:
+                    return None
+            else:
+                value = raw[1:-1]
+        elif kind == 3:
+            if end < n and text[end] in _CONTINUES_NUMBER:
+                return None
+            token = m.group(3)
+            value = float(token) if "." in token or "e" in token or "E" in token else read_int(token)
+        else:
+            if end < n and (text[end].isalnum() or text[end] in _CONTINUES_WORD):
+                return None
+            value = _LITERAL_VALUES[m.group(5)]
+        cursor = end  # on the value's line: no scalar of strict JSON holds a line break
+        if frame is None:
+            return None  # a scalar at the top: the full reader
+        if frame[1]:
+            frame[0][frame[6]] = value
+        else:
+            frame[0].append(value)
+        frame[5] = 3
+        value_spans[ptr] = Span(first_line, first_column, line, end - line_start + 1)
+    if not root_done or text[pos:].strip(" \t\r\n"):
+        return None
+    return tree
+
+
 def parse(text: str) -> JsonTree:
     """Parse ``text`` (already decoded, BOM stripped). Never raises on bad input."""
+    fast = _parse_strict(text)
+    if fast is not None:
+        return fast
+    return parse_full(text)
+
+
+def parse_full(text: str) -> JsonTree:
+    """:func:`parse` by the reader of everything hjson accepts, whatever the text."""
     parser = _Parser(text)
     try:
         parser.run()

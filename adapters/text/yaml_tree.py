@@ -193,15 +193,15 @@ class _Frame:
         "key_span",
         "last_end",
         "merged",
+        "nodes_before",
         "pointer",
         "sci_start",
         "seen",
-        "size",
         "start",
     )
 
     def __init__(self, container: Any, is_map: bool, pointer: str, start: Any, anchor: str | None,
-                 sci_start: int) -> None:
+                 sci_start: int, nodes_before: int) -> None:
         self.container = container
         self.is_map = is_map
         self.pointer = pointer
@@ -213,7 +213,9 @@ class _Frame:
         self.seen: dict[Any, Span] = {}
         self.merged: list[dict] = []
         self.anchor = anchor
-        self.size = 1
+        self.nodes_before = nodes_before
+        """The values counted before this one's own: its size (itself and everything in it, aliases
+        expanded) is the count at its end less this."""
         self.sci_start = sci_start
 
 
@@ -266,22 +268,25 @@ class _Composer:
                     "such as a \"billion laughs\" file); not read further", span, code="TL001")
             raise _Problem(f"more than {self.max_nodes} values: far larger than any training config; not read further",
                            span, code="TL001")
-        for frame in self.stack:
-            frame.size += n
 
     def place(self, value: Any, span: Span, end_mark: Any) -> str:
         """Put a finished value into the open container (or make it the root); return its pointer."""
-        ptr = self.child_pointer()
-        self.tree.value_spans[ptr] = span
-        if not self.stack:
+        stack = self.stack
+        if not stack:
+            self.tree.value_spans[""] = span
             self.tree.data = value
             self.has_root = True
-            return ptr
-        frame = self.stack[-1]
+            return ""
+        frame = stack[-1]  # the pointer as child_pointer() gives it, written out: this runs for every value
         frame.last_end = end_mark
         if not frame.is_map:
+            ptr = frame.pointer + "/" + str(len(frame.container))
+            self.tree.value_spans[ptr] = span
             frame.container.append(value)
             return ptr
+        key = frame.key
+        ptr = frame.pointer + "/" + _escape(key if type(key) is str else _key_string(key))
+        self.tree.value_spans[ptr] = span
         if frame.key_is_merge:
             self.merge(frame, value, span)
         else:
@@ -325,52 +330,61 @@ class _Composer:
 
     # -- events -----------------------------------------------------------------------------
     def scalar(self, event: Any) -> None:
-        span = _span(event.start_mark, event.end_mark)
+        start, end = event.start_mark, event.end_mark
+        span = Span(start.line + 1, start.column + 1, end.line + 1, end.column + 1)
         tag = event.tag
+        text = event.value
         if tag is None or tag == "!":
-            written = (event.value, event.implicit)
+            written = (text, event.implicit)
             tag = _RESOLVED.get(written)
             if tag is None:
-                tag = self.loader.resolve(yaml.ScalarNode, event.value, event.implicit)
+                tag = self.loader.resolve(yaml.ScalarNode, text, event.implicit)
                 if len(_RESOLVED) >= _MEMO_SIZE:
                     _RESOLVED.clear()
                 _RESOLVED[written] = tag
-        if tag not in _SAFE_SCALAR_TAGS:
+        if tag == _STR_TAG:
+            value: Any = text  # what SafeConstructor.construct_yaml_str returns, without the per-node machinery
+        elif tag not in _SAFE_SCALAR_TAGS:
             raise _Problem(_tag_message(event.tag or tag), span)
-        made = _MADE.get((tag, event.value), _MISSING)
-        if tag == _MERGE_TAG:
-            value: Any = "<<"
-        elif tag == _STR_TAG:
-            value = event.value  # what SafeConstructor.construct_yaml_str returns, without the per-node machinery
-        elif made is not _MISSING:
-            value = made
+        elif tag == _MERGE_TAG:
+            value = "<<"
         else:
-            node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
-            try:
-                value = self.loader.construct_object(node, deep=True)
-            except ValueError as exc:  # an int of over 4,300 digits (PyYAML's int() refuses it)
-                if tag != _INT_TAG or not re.fullmatch(r"[-+]?[0-9_]+", event.value):
-                    raise _Problem(f"cannot read the value: {exc}", span) from None
-                value = read_int(event.value)
-                self.loader.constructed_objects.clear()
-            except yaml.YAMLError as exc:
-                raise _Problem(f"cannot read the value {event.value!r}: {getattr(exc, 'problem', exc)}", span) from None
-            self.loader.constructed_objects.clear()
-            if type(value) in _IMMUTABLE:
-                if len(_MADE) >= _MEMO_SIZE:
-                    _MADE.clear()
-                _MADE[(tag, event.value)] = value
-        if self.expecting_key():
-            self.set_key(self.stack[-1], value, span, event.value, tag == _MERGE_TAG)
-            return
+            value = _MADE.get((tag, text), _MISSING)
+            if value is _MISSING:
+                value = self.construct(tag, event, span)
+        stack = self.stack
+        if stack:
+            frame = stack[-1]
+            if frame.is_map and frame.key is _NO_KEY:
+                self.set_key(frame, value, span, text, tag == _MERGE_TAG)
+                return
         self.count(1, span)
-        ptr = self.place(value, span, event.end_mark)
-        plain = event.style in (None, "")
-        if plain and tag == _STR_TAG and _SCI_NUMBER.fullmatch(event.value):
-            self.sci.append((ptr, event.value, span))
+        ptr = self.place(value, span, end)
+        if tag == _STR_TAG and event.style in (None, "") and _SCI_NUMBER.fullmatch(text):
+            self.sci.append((ptr, text, span))
         if event.anchor is not None:
-            sci = [(ptr_[len(ptr):], text) for ptr_, text, _ in self.sci if ptr_ == ptr]
+            sci = [(ptr_[len(ptr):], text_) for ptr_, text_, _ in self.sci if ptr_ == ptr]
             self.anchors[event.anchor] = _Anchor(value, ptr, 1, True, sci, open=False)
+
+    def construct(self, tag: str, event: Any, span: Span) -> Any:
+        """The value SafeConstructor makes of a scalar with a safe tag other than str and merge (null,
+        bool, int, float, timestamp, binary), remembered when immutable."""
+        node = yaml.ScalarNode(tag, event.value, event.start_mark, event.end_mark, event.style)
+        try:
+            value = self.loader.construct_object(node, deep=True)
+        except ValueError as exc:  # an int of over 4,300 digits (PyYAML's int() refuses it)
+            if tag != _INT_TAG or not re.fullmatch(r"[-+]?[0-9_]+", event.value):
+                raise _Problem(f"cannot read the value: {exc}", span) from None
+            value = read_int(event.value)
+            self.loader.constructed_objects.clear()
+        except yaml.YAMLError as exc:
+            raise _Problem(f"cannot read the value {event.value!r}: {getattr(exc, 'problem', exc)}", span) from None
+        self.loader.constructed_objects.clear()
+        if type(value) in _IMMUTABLE:
+            if len(_MADE) >= _MEMO_SIZE:
+                _MADE.clear()
+            _MADE[(tag, event.value)] = value
+        return value
 
     def alias(self, event: Any) -> None:
         span = _span(event.start_mark, event.end_mark)
@@ -398,10 +412,11 @@ class _Composer:
             raise _Problem("a mapping or sequence used as a mapping key is not supported", span)
         if len(self.stack) >= self.max_depth:
             raise _Problem(f"nesting too deep (more than {self.max_depth} levels of mappings and sequences)", span)
+        nodes_before = self.nodes
         self.count(1, span)
         container: Any = {} if is_map else []
         ptr = self.place(container, span, event.end_mark)
-        frame = _Frame(container, is_map, ptr, event.start_mark, event.anchor, len(self.sci))
+        frame = _Frame(container, is_map, ptr, event.start_mark, event.anchor, len(self.sci), nodes_before)
         if event.anchor is not None:
             self.anchors[event.anchor] = _Anchor(container, ptr, 0, False, [], open=True)
         self.stack.append(frame)
@@ -422,7 +437,7 @@ class _Composer:
             self.stack[-1].last_end = end
         if frame.anchor is not None:
             anchor = self.anchors[frame.anchor]
-            anchor.size = frame.size
+            anchor.size = self.nodes - frame.nodes_before
             anchor.open = False
             anchor.sci = [(p[len(frame.pointer):], t) for p, t, _ in self.sci[frame.sci_start:]]
 
@@ -447,24 +462,35 @@ class _Composer:
                     value_spans[frame.pointer + name] = value_spans[base + name]
 
     def run(self) -> None:
-        for event in yaml.parse(self.text, Loader=_LOADER):
-            kind = type(event)
-            if kind is yaml.ScalarEvent:
-                self.scalar(event)
-            elif kind is yaml.MappingStartEvent:
-                self.start_collection(event, True)
-            elif kind is yaml.SequenceStartEvent:
-                self.start_collection(event, False)
-            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                self.end_collection(event)
-            elif kind is yaml.AliasEvent:
-                self.alias(event)
-            elif kind is yaml.DocumentStartEvent:
-                self.documents += 1
-                if self.documents > 1:
-                    raise _Problem("a second YAML document (`---`) in the file; the framework reads exactly one "
-                                   "(yaml.load: \"expected a single document in the stream\")",
-                                   _span(event.start_mark, event.end_mark))
+        # yaml.parse's loop without its generator (a frame resumed per event), the dispatch inline
+        loader = _LOADER(self.text)
+        scalar, alias, start_collection, end_collection = self.scalar, self.alias, self.start_collection, self.end_collection
+        ScalarEvent, MappingStartEvent, SequenceStartEvent = yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent
+        MappingEndEvent, SequenceEndEvent, AliasEvent = yaml.MappingEndEvent, yaml.SequenceEndEvent, yaml.AliasEvent
+        DocumentStartEvent = yaml.DocumentStartEvent
+        try:
+            check_event, get_event = loader.check_event, loader.get_event
+            while check_event():
+                event = get_event()
+                kind = type(event)
+                if kind is ScalarEvent:
+                    scalar(event)
+                elif kind is MappingStartEvent:
+                    start_collection(event, True)
+                elif kind is SequenceStartEvent:
+                    start_collection(event, False)
+                elif kind is MappingEndEvent or kind is SequenceEndEvent:
+                    end_collection(event)
+                elif kind is AliasEvent:
+                    alias(event)
+                elif kind is DocumentStartEvent:
+                    self.documents += 1
+                    if self.documents > 1:
+                        raise _Problem("a second YAML document (`---`) in the file; the framework reads exactly one "
+                                       "(yaml.load: \"expected a single document in the stream\")",
+                                       _span(event.start_mark, event.end_mark))
+        finally:
+            loader.dispose()
         if self.tree.duplicates:
             self.drop_overwritten()
         for ptr, text, span in self.sci:
