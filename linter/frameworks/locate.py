@@ -173,23 +173,6 @@ def _folder(config_path: str | None) -> str:
         return os.getcwd()
     try:
         return os.path.dirname(real_path(config_path))
-        # The folder of a file that is not itself a link is its resolved parent folder: resolved
-        # once per folder (a walk of every path component), not once per config. Written without
-        # `..`, the parent is the absolute one; with `..` (which resolves after the links before it),
-        # the parent as written, from the current directory (`../corpus/a.json`: ~1 ms a file,
-        # issue 33). A linked file the long way.
-        parts = config_path.replace("\\", "/").split("/")
-        parent, name = os.path.split(os.path.abspath(config_path))
-        if name and parts[-1] not in ("", ".", "..") and not os.path.islink(config_path):
-            if ".." in parts:
-                parent = os.path.join(os.getcwd(), os.path.dirname(config_path))
-            hit = _folders.get(parent)
-            if hit is None:
-                if len(_folders) > 4096:
-                    _folders.clear()
-                hit = _folders[parent] = str(Path(parent).resolve())
-            return hit
-        return str(Path(config_path).resolve().parent)
     except OSError:
         return os.getcwd()
 
