@@ -168,3 +168,24 @@ def test_literal_assignments_as_the_long_way() -> None:
             compared += 1
     assert compared > 100
 
+
+
+def test_one_piece_doubt_is_the_general_answer() -> None:
+    """spec_build._doubt_of's shortcut for one value of one piece gives what _variable_and_doubt gives
+    (the variable a value came from whole, whether it is uncertain), for every mix of text, unknown,
+    declared variable and doubt, and for values of several pieces or fields."""
+    import itertools
+
+    from trainlint.adapters.megatron.spec_build import _doubt_of, _variable_and_doubt
+    from trainlint.adapters.megatron.words import Field, Loc, Seg
+
+    loc = Loc("run.sh", 0, 1)
+    segs = [Seg(text, loc, True, unknown, env, seg_doubt)
+            for text, unknown, env, seg_doubt in itertools.product(("", "8"), (None, "$X"), (None, "", "GPUS"), (False, True))
+            if not (unknown is not None and text)]
+    fields = [Field((seg,), loc, doubt) for seg in segs for doubt in (False, True)]
+    for f in fields:
+        assert _doubt_of([f]) == _variable_and_doubt([f]), f
+    for a, b in itertools.product(segs[:6], segs[-6:]):
+        assert _doubt_of([Field((a, b), loc)]) == _variable_and_doubt([Field((a, b), loc)])
+        assert _doubt_of([Field((a,), loc), Field((b,), loc)]) == _variable_and_doubt([Field((a,), loc), Field((b,), loc)])

@@ -72,7 +72,7 @@ class SpecBuilder:
         if v is None:
             return None
         values = setting.value_fields
-        env, uncertain = _variable_and_doubt(values) if values else (None, False)  # a switch: neither
+        env, uncertain = _doubt_of(values) if values else (None, False)  # a switch: neither
         if env is not None:
             if env.startswith("$"):
                 return Value(v, Provenance(Origin.CLI, key=setting.flag_text, note=f"launch argument {env}"))
@@ -709,6 +709,17 @@ def _count_include(text: str) -> int | None:
         return len([s for s in slots.split(",") if s.strip() != ""])
     except ValueError:
         return None
+
+
+def _doubt_of(fields: list[Field]) -> tuple[str | None, bool]:
+    """:func:`_variable_and_doubt`, answered without its loops for one value of one piece (most flags)."""
+    if len(fields) == 1:
+        only = fields[0]
+        segs = only.segs
+        if len(segs) == 1:
+            seg = segs[0]
+            return ((seg.env or None) if (seg.text or seg.unknown) else None), (only.uncertain or seg.uncertain)
+    return _variable_and_doubt(fields)
 
 
 def _variable_and_doubt(fields: list[Field]) -> tuple[str | None, bool]:

@@ -90,15 +90,18 @@ def roots_for(script: str) -> tuple[str, ...]:
 
 @lru_cache(maxsize=256)
 def _roots_for(script: str, scope: tuple[str, str | None], trust_given: TrustGiven) -> tuple[str, ...]:
+    from trainlint.frameworks.locate import git_root, real_path
+
     try:
-        start = Path(script).resolve().parent
+        # resolved, and the git work tree found, through locate's remembered folders (the scripts of
+        # one folder share them)
+        start = Path(os.path.dirname(real_path(script)))
     except (OSError, RuntimeError, ValueError):
         return ()
     roots: list[Path] = []
-    for folder in (start, *start.parents):
-        if (folder / ".git").exists():
-            roots.append(folder)
-            break
+    found = git_root(start)
+    if found is not None:
+        roots.append(found)
     mode, explicit = scope
     config = None if mode == "isolated" else Path(explicit) if mode == "explicit" and explicit else _project_config(start)
     if config is not None:
@@ -111,10 +114,13 @@ def _roots_for(script: str, scope: tuple[str, str | None], trust_given: TrustGiv
 
 
 def _project_config(start: Path) -> Path | None:
+    """``find_config(start)``: the folder found through locate's remembered walk, then its config."""
     try:
-        from trainlint.files.config_files import find_config
+        from trainlint.files.config_files import config_in
+        from trainlint.frameworks.locate import config_root
 
-        return find_config(start)
+        folder = config_root(start)
+        return config_in(folder) if folder is not None else None
     except Exception:  # noqa: BLE001 - an unreadable config: no extra roots
         return None
 

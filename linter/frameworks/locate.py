@@ -433,6 +433,12 @@ def _parents(folder: str) -> Iterator[str]:
         folder = parent
 
 
+def config_root(start: Path) -> Path | None:
+    """The folder of the project config found above ``start`` (``find_config(start).parent``; None:
+    none, or one that cannot be read), walked once per folder."""
+    return _config_root(start)
+
+
 def _config_root(start: Path) -> Path | None:
     """The folder of the project config found above ``start`` (``find_config``), walked once per folder."""
     try:
