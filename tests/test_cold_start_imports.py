@@ -88,3 +88,16 @@ def test_the_shipped_presets_are_read_on_first_use_and_a_plugins_entries_when_re
     assert presets[some_id].name == "replaced"
     assert {k: v for k, v in presets.items() if k != some_id} == {k: v for k, v in shipped.items() if k != some_id}
     assert calls == [1]
+
+
+def test_a_strict_json_check_compiles_none_of_the_full_json_readers_patterns(tmp_path):
+    """A strict DeepSpeed JSON is read by the strict-JSON path: the full (hjson) reader's token patterns
+    are not compiled; a JSON with a comment compiles them and is still read (its TL010 reported)."""
+    code = ("import io, sys, contextlib\nfrom trainlint.cli import main\nout = io.StringIO()\n"
+            "with contextlib.redirect_stdout(out):\n    main(['check', '--isolated', '--exit-zero', sys.argv[1]])\n"
+            "from trainlint.adapters.text import json_tree\nprint(json_tree._full_reader_compiled, 'TL010' in out.getvalue())")
+    commented = tmp_path / "ds_config.json"
+    commented.write_text("// a comment\n" + DS_JSON.read_text())
+    outputs = [subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True,
+                              cwd=REPO).stdout.split()[-2:] for path in (DS_JSON, commented)]
+    assert outputs == [["False", "False"], ["True", "True"]]

@@ -120,7 +120,14 @@ FOREIGN_KEYS = frozenset({
     "version_info", "tokenizer_class",
 })
 _NAME = re.compile(r"(^ds_config.*|.*deepspeed.*|^ds_z(ero)?.*|.*_ds_config.*)\.json$", re.IGNORECASE)
-_QUOTED_KEY = re.compile(r'"([^"\\\n]{1,100})"\s*:')
+
+
+@cache
+def _quoted_key() -> re.Pattern[str]:
+    """Every quoted key of a text the reader could not parse (or too large to): compiled on first use."""
+    return re.compile(r'"([^"\\\n]{1,100})"\s*:')
+
+
 _SNIFF_PARSE_LIMIT = 512 * 1024
 
 
@@ -186,11 +193,11 @@ def _top_level_keys(text: str) -> list[str] | None:
     search): a 12 MB vocabulary is passed by quickly, and a config padded past its first 64 KB
     (a long string, blank lines) is still read by its keys, wherever they are."""
     if len(text) > _SNIFF_PARSE_LIMIT and _any_deepspeed_key().search(text) is None:
-        return _QUOTED_KEY.findall(text[:65536])
+        return _quoted_key().findall(text[:65536])
     tree = _parse_sniffed(text)
     if tree.ok:
         return list(tree.value) if isinstance(tree.value, dict) else None
-    return _QUOTED_KEY.findall(text)
+    return _quoted_key().findall(text)
 
 
 @cache

@@ -151,7 +151,8 @@ def _by_keys(keys: list[str]) -> int:
     if any(k.startswith("--") for k in keys):
         return NOT_MINE
     normalised = [k.replace("-", "_") for k in keys]
-    strong = sum(1 for k in normalised if k in _strong_keys())
+    strong_keys = _strong_keys()
+    strong = sum(1 for k in normalised if k in strong_keys)
     if strong == 0:
         return NOT_MINE  # before the schema is loaded (~0.7 ms)
     props = schema()["properties"]

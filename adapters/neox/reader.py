@@ -321,20 +321,19 @@ class NeoXReader:
 
     @staticmethod
     def _document(src: SourceText, tree: YamlTree, data: dict, rename: dict[str, str]) -> Document:
-        def moved(ptr: str) -> str | None:
-            if not ptr:
-                return ""
-            head, sep, rest = ptr[1:].partition("/")
-            new = rename.get("/" + head)
-            return None if new is None else new + (sep + rest if sep else "")
-
         key_spans: dict[str, Span] = {}
         value_spans: dict[str, Span] = {}
         for table, target in ((tree.key_spans, key_spans), (tree.value_spans, value_spans)):
+            # each pointer under its top-level key's new name (a pointer under no renamed key is dropped);
+            # written out, not a function per pointer: every key and value of the file passes here
             for ptr, span in table.items():
-                new = moved(ptr)
+                if not ptr:
+                    target[""] = span
+                    continue
+                slash = ptr.find("/", 1)
+                new = rename.get(ptr if slash == -1 else ptr[:slash])
                 if new is not None:
-                    target[new] = span
+                    target[new if slash == -1 else new + ptr[slash:]] = span
         return Document(src.path, "neox", src.text, data, key_spans, value_spans)
 
     # -- checks -----------------------------------------------------------------------------

@@ -48,16 +48,33 @@ MAX_DEPTH = 100
 """Deeper input is refused (TL002). Real configs nest fewer than 10 levels; jsonschema and the
 rest of trainlint recurse over the tree, so the limit keeps them far from Python's stack limit."""
 
-# Token patterns. Strings allow raw control characters (hjson does; reported separately).
-_STRING_DQ = re.compile(r'"(?:[^"\\\n]|\\.)*"', re.DOTALL)
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_NUMBERISH = re.compile(r"[-+]?[0-9.][0-9A-Za-z.+\-]*")
-_WS = re.compile(r"[ \t\r\n\ufeff]+")
+# The full reader's token patterns (strings allow raw control characters: hjson does; reported
+# separately), compiled when it is first used (:func:`_compile_full_reader`): a strict JSON file is read
+# by :func:`_parse_strict` alone, and compiling them cost ~3.5M instructions of every start (issue 33).
+_STRING_DQ: re.Pattern[str]
+_NUMBER: re.Pattern[str]
+_NUMBERISH: re.Pattern[str]
+_WS: re.Pattern[str]
+_CONTROL: re.Pattern[str]
+_full_reader_compiled = False
+
+
+def _compile_full_reader() -> None:
+    global _STRING_DQ, _NUMBER, _NUMBERISH, _WS, _CONTROL, _full_reader_compiled
+    if _full_reader_compiled:
+        return
+    _STRING_DQ = re.compile(r'"(?:[^"\\\n]|\\.)*"', re.DOTALL)
+    _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+    _NUMBERISH = re.compile(r"[-+]?[0-9.][0-9A-Za-z.+\-]*")
+    _WS = re.compile(r"[ \t\r\n\ufeff]+")
+    _CONTROL = re.compile(r"[\x00-\x1f]")
+    _full_reader_compiled = True
+
+
 _SKIP_START = frozenset(" \t\r\n\ufeff#/")
 _LITERALS = {"true": True, "false": False, "null": None}
 _NONFINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _PYTHON_WORDS = {"True": "true", "False": "false", "None": "null"}
-_CONTROL = re.compile(r"[\x00-\x1f]")
 
 
 # The patterns of hjson's extensions (single-quoted strings, unquoted keys, quoteless values and their
@@ -302,6 +319,7 @@ def _show(ch: str) -> str:
 
 class _Parser:
     def __init__(self, text: str) -> None:
+        _compile_full_reader()
         self.text = text
         self.n = len(text)
         self.index = LineIndex(text)

@@ -356,7 +356,20 @@ class _Composer:
         if stack:
             frame = stack[-1]
             if frame.is_map and frame.key is _NO_KEY:
-                self.set_key(frame, value, span, text, tag == _MERGE_TAG)
+                if type(value) is not str or tag == _MERGE_TAG:
+                    self.set_key(frame, value, span, text, tag == _MERGE_TAG)
+                    return
+                # set_key for a string key (nearly every key), written out
+                frame.key = value
+                frame.key_span = span
+                frame.key_is_merge = False
+                ptr = frame.pointer + "/" + value.replace("~", "~0").replace("/", "~1")
+                seen = frame.seen
+                if value in seen:
+                    self.tree.duplicates.append(YamlDuplicate(ptr, value, seen[value], span))
+                seen[value] = span
+                self.tree.key_spans[ptr] = span
+                self.tree.key_text[ptr] = text
                 return
         self.count(1, span)
         ptr = self.place(value, span, end)
