@@ -72,7 +72,20 @@ def lean(result: FileResult) -> FileResult:
     """What a report needs of a linted result (specs and documents are big and not needed)."""
     from trainlint.frameworks.target import target_of
 
-    return replace(result, specs=[], documents=[], target=target_of(result))
+    return replace(result, specs=[], documents=[], target=target_of(result), comments=_comments(result))
+
+
+def _comments(result: FileResult) -> tuple:
+    """The suppression comments of each file of ``result`` that has any, parsed while its text is at
+    hand (the unused-suppression report reads them in the parent: without them there, it would read
+    every file a second time)."""
+    if result.format is None:
+        return ()
+    from trainlint.project.engine import suppressions_of
+
+    cache: dict = {}
+    found = ((path, suppressions_of(path, result, cache)) for path in result.run or [result.path])
+    return tuple((path, comments) for path, comments in found if comments.directives)
 
 
 def run_tasks(tasks: Sequence[FileTask], work: Callable[[Sequence[FileTask]], list[FileResult]],
