@@ -7,17 +7,10 @@ does, and sends back only what the report needs (path, format, diagnostics, run 
 specs and parsed documents stay in the worker. Results come back in the serial order, so the
 output is byte-for-byte the same with any number of jobs.
 
-The parent checks the first chunk itself, then forks the ``jobs`` workers: they start with the
-parent's plugins, settings, imported modules and the memos that chunk warmed at no cost, instead of
-each importing and warming them again. The objects alive at the fork are frozen out of the
-collector (``gc.freeze``), so a worker's collections neither walk nor copy the pages the parent
-gave it. From then on the parent only reports: a parent that also checked files while it waited
-(measured, issue 33) spent ~10% less CPU in all, but its heap grew with both the report and the
-files it read, 1.32x from 1,000 to 10,000 files against 1.2x allowed.
-
-Where ``fork`` is not available (Windows) or not worth it (a few files), checking stays serial.
-A worker that dies (killed, out of memory) does not hang the run: the files it had are checked
-again in the parent.
+Workers are forked, so they start with the parent's plugins, settings and imported modules at
+no cost. Where ``fork`` is not available (Windows) or not worth it (a few files), checking
+stays serial. A worker that dies (killed, out of memory) does not hang the run: the files it
+had are checked again in the parent.
 """
 
 from __future__ import annotations
@@ -118,13 +111,6 @@ def iter_results(tasks: Iterable[_T], work: Callable[[Sequence[_T]], list[FileRe
             for result in work(chunk):
                 yield lean(result)
         return
-    # the parent checks the first chunk before it forks: the modules and memos that chunk needed are
-    # the workers' from the fork on, not imported and warmed again in each of them
-    first = next(chunks, None)
-    if first is None:
-        return
-    for result in work(first):
-        yield lean(result)
     global _WORK
     _WORK = work
     try:
@@ -148,9 +134,8 @@ handful of chunks, whatever the number of files."""
 
 def _iter_forked(chunks: Iterator[Sequence[_T]], work: Callable[[Sequence[_T]], list[FileResult]],
                  workers: int, on_chunk: Callable[[int], None] | None = None) -> Iterator[FileResult]:
-    """The lean results of every chunk in order, as the ``workers`` forked processes send them back;
-    a chunk whose worker failed (died, or sent what cannot be pickled) is checked again here."""
-    import gc
+    """The lean results of every chunk in order, as the workers send them back; a chunk whose
+    worker failed (died, or sent what cannot be pickled) is checked again here."""
     import multiprocessing
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
@@ -163,28 +148,20 @@ def _iter_forked(chunks: Iterator[Sequence[_T]], work: Callable[[Sequence[_T]], 
         for chunk in chunks:
             yield from (lean(r) for r in work(chunk))
         return
-    pending: deque = deque()  # (chunk, its future, or None once the pool is broken), in check order
-    sent = 0  # futures in ``pending``
+    pending: deque = deque()  # (chunk, its future, or None once the pool is broken)
     broken = False
     finished = False
-    frozen = False
 
     def send() -> None:
-        nonlocal broken, sent, frozen
-        while sent < workers * AHEAD:
+        nonlocal broken
+        while len(pending) < workers * AHEAD:
             chunk = next(chunks, None)
             if chunk is None:
                 return
             future = None
             if not broken:
-                if not frozen:
-                    # what is alive now is the workers' too: out of the collector's walks, whose
-                    # reference-count writes would copy every page of it into each worker
-                    gc.freeze()
-                    frozen = True
                 try:
                     future = _submit_without_sigint(pool, chunk)
-                    sent += 1
                 except (OSError, RuntimeError, BrokenProcessPool):  # cannot fork (process limit), or a worker died
                     broken = True
             pending.append((chunk, future))
@@ -194,17 +171,15 @@ def _iter_forked(chunks: Iterator[Sequence[_T]], work: Callable[[Sequence[_T]], 
         while pending:
             chunk, future = pending.popleft()
             done: list[FileResult] | None = None
-            if future is not None:
-                sent -= 1
-                if not broken:
-                    try:
-                        done = future.result()
-                        if on_chunk is not None:
-                            on_chunk(len(chunk))
-                    except BrokenProcessPool:
-                        broken = True  # a worker died: this chunk and the rest are checked here
-                    except Exception:  # noqa: BLE001 - e.g. a plugin's finding that cannot be pickled: redone here
-                        pass
+            if future is not None and not broken:
+                try:
+                    done = future.result()
+                    if on_chunk is not None:
+                        on_chunk(len(chunk))
+                except BrokenProcessPool:
+                    broken = True  # a worker died: this chunk and the rest are checked here
+                except Exception:  # noqa: BLE001 - e.g. a plugin's finding that cannot be pickled: redone here
+                    pass
             future = None  # its results are the caller's now
             send()
             yield from (done if done is not None else (lean(r) for r in work(chunk)))
@@ -215,8 +190,6 @@ def _iter_forked(chunks: Iterator[Sequence[_T]], work: Callable[[Sequence[_T]], 
             process.terminate()
         raise
     finally:
-        if frozen:
-            gc.unfreeze()
         # wait=True: the executor's manager thread sees ended workers and closes its wake-up pipe
         # itself (with wait=False the interpreter's exit hook later writes to the closed pipe and
         # prints an OSError traceback after a quiet 130). A caller that stopped early (an error)
