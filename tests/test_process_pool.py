@@ -152,3 +152,20 @@ def test_ctrl_c_while_the_workers_are_forked_stops_the_check():
     done = subprocess.run([sys.executable, "-c", CTRL_C_IN_FORK], capture_output=True, text=True, timeout=120)
     assert (done.returncode, done.stdout.strip()) == (130, "interrupted"), done.stderr[-2000:]
     assert "Exception ignored" not in done.stderr
+
+
+def test_a_lean_result_keeps_its_files_suppression_comments(tmp_path):
+    """What the unused-suppression report needs of a file is parsed while the file's text is at hand
+    (``lean``), so the parent reads no file again; a file without a comment costs nothing."""
+    from trainlint.core.document import Document
+
+    text = "train_micro_batch_size_per_gpu: 4  # trainlint: disable=TL101\n"
+    a, b = str(tmp_path / "a.yml"), str(tmp_path / "b.yml")
+    with_comment = FileResult(a, "neox", documents=[Document(a, "neox", text, {})], run=[a, b])
+    lean = process_pool.lean(with_comment)
+    assert not lean.documents
+    assert [path for path, _ in lean.comments] == [a]  # b.yml: no document, no file, no comment
+    assert [d.codes for d in lean.comments[0][1].directives] == [("TL101",)]
+    plain = FileResult("c.yml", "neox", documents=[Document("c.yml", "neox", "a: 1\n", {})])
+    assert process_pool.lean(plain).comments == ()
+    assert process_pool.lean(FileResult("d.txt", None)).comments == ()

@@ -35,6 +35,10 @@ class FileResult:
     target: dict | None = None
     """What the runs were judged against, as reports give it (:func:`trainlint.frameworks.target.target_of`),
     kept when the specs are dropped (``check -j N`` sends results back without them)."""
+    comments: tuple | None = None
+    """Set when the documents are dropped (``process_pool.lean``): (path, its parsed suppression
+    comments) for each file of the result that has any, so that the unused-suppression report
+    need not read the files again; None: not reduced (read them from ``documents``)."""
     frameworks: Any = None
     """The session's framework settings the file was read with (``LoadContext.frameworks``): reading
     it again (write-back's round trip) resolves the same targets."""

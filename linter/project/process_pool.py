@@ -7,17 +7,10 @@ does, and sends back only what the report needs (path, format, diagnostics, run 
 specs and parsed documents stay in the worker. Results come back in the serial order, so the
 output is byte-for-byte the same with any number of jobs.
 
-The parent is one of the ``--jobs`` processes: it checks the first chunk itself, then forks the
-other ``jobs - 1`` (so they start with the parent's plugins, settings, imported modules and warmed
-memos at no cost, instead of each importing and warming them again), and from then on checks the
-next chunk itself whenever the result it must report next is not back yet, instead of waiting.
-On 2 CPUs that is 2 busy processes, not 2 workers and a parent competing for them. The objects
-alive at the fork are frozen out of the collector (``gc.freeze``), so a worker's collections
-neither walk nor copy the pages the parent gave it.
-
-Where ``fork`` is not available (Windows) or not worth it (a few files), checking stays serial.
-A worker that dies (killed, out of memory) does not hang the run: the files it had are checked
-again in the parent.
+Workers are forked, so they start with the parent's plugins, settings and imported modules at
+no cost. Where ``fork`` is not available (Windows) or not worth it (a few files), checking
+stays serial. A worker that dies (killed, out of memory) does not hang the run: the files it
+had are checked again in the parent.
 """
 
 from __future__ import annotations
@@ -72,7 +65,20 @@ def lean(result: FileResult) -> FileResult:
     """What a report needs of a linted result (specs and documents are big and not needed)."""
     from trainlint.frameworks.target import target_of
 
-    return replace(result, specs=[], documents=[], target=target_of(result))
+    return replace(result, specs=[], documents=[], target=target_of(result), comments=_comments(result))
+
+
+def _comments(result: FileResult) -> tuple:
+    """The suppression comments of each file of ``result`` that has any, parsed while its text is at
+    hand (the unused-suppression report reads them in the parent: without them there, it would read
+    every file a second time)."""
+    if result.format is None:
+        return ()
+    from trainlint.project.engine import suppressions_of
+
+    cache: dict = {}
+    found = ((path, suppressions_of(path, result, cache)) for path in result.run or [result.path])
+    return tuple((path, comments) for path, comments in found if comments.directives)
 
 
 def run_tasks(tasks: Sequence[FileTask], work: Callable[[Sequence[FileTask]], list[FileResult]],
@@ -105,17 +111,10 @@ def iter_results(tasks: Iterable[_T], work: Callable[[Sequence[_T]], list[FileRe
             for result in work(chunk):
                 yield lean(result)
         return
-    # the parent checks the first chunk before it forks: the modules and memos that chunk needed are
-    # the workers' from the fork on, not imported and warmed again in each of them
-    first = next(chunks, None)
-    if first is None:
-        return
-    for result in work(first):
-        yield lean(result)
     global _WORK
     _WORK = work
     try:
-        yield from _iter_forked(chunks, work, workers - 1, on_chunk)
+        yield from _iter_forked(chunks, work, workers, on_chunk)
     finally:
         _WORK = None
 
@@ -135,11 +134,8 @@ handful of chunks, whatever the number of files."""
 
 def _iter_forked(chunks: Iterator[Sequence[_T]], work: Callable[[Sequence[_T]], list[FileResult]],
                  workers: int, on_chunk: Callable[[int], None] | None = None) -> Iterator[FileResult]:
-    """The lean results of every chunk in order, from ``workers`` forked processes and this one: while
-    the chunk to report next is still on a worker, this process checks the next chunk not yet sent
-    (it would only wait otherwise). A chunk whose worker failed (died, or sent what cannot be
-    pickled) is checked again here."""
-    import gc
+    """The lean results of every chunk in order, as the workers send them back; a chunk whose
+    worker failed (died, or sent what cannot be pickled) is checked again here."""
     import multiprocessing
     from collections import deque
     from concurrent.futures import ProcessPoolExecutor
@@ -152,55 +148,38 @@ def _iter_forked(chunks: Iterator[Sequence[_T]], work: Callable[[Sequence[_T]], 
         for chunk in chunks:
             yield from (lean(r) for r in work(chunk))
         return
-    # (chunk, its future or None, its lean results when this process checked it): in check order
-    pending: deque = deque()
-    sent = 0  # futures in ``pending``
+    pending: deque = deque()  # (chunk, its future, or None once the pool is broken)
     broken = False
     finished = False
-    frozen = False
 
     def send() -> None:
-        nonlocal broken, sent, frozen
-        while sent < workers * AHEAD:
+        nonlocal broken
+        while len(pending) < workers * AHEAD:
             chunk = next(chunks, None)
             if chunk is None:
                 return
             future = None
             if not broken:
-                if not frozen:
-                    # what is alive now is the workers' too: out of the collector's walks, whose
-                    # reference-count writes would copy every page of it into each worker
-                    gc.freeze()
-                    frozen = True
                 try:
                     future = _submit_without_sigint(pool, chunk)
-                    sent += 1
                 except (OSError, RuntimeError, BrokenProcessPool):  # cannot fork (process limit), or a worker died
                     broken = True
-            pending.append((chunk, future, None))
+            pending.append((chunk, future))
 
     try:
         send()
         while pending:
-            chunk, future, done = pending[0]
-            if (future is not None and not broken and not future.done()
-                    and len(pending) < workers * AHEAD * LOCAL_AHEAD):
-                mine = next(chunks, None)
-                if mine is not None:  # the next result is not back: check a chunk here meanwhile
-                    pending.append((mine, None, [lean(r) for r in work(mine)]))
-                    continue
-            pending.popleft()
-            if future is not None:
-                sent -= 1
-                if not broken:
-                    try:
-                        done = future.result()
-                        if on_chunk is not None:
-                            on_chunk(len(chunk))
-                    except BrokenProcessPool:
-                        broken = True  # a worker died: this chunk and the rest are checked here
-                    except Exception:  # noqa: BLE001 - e.g. a plugin's finding that cannot be pickled: redone here
-                        pass
+            chunk, future = pending.popleft()
+            done: list[FileResult] | None = None
+            if future is not None and not broken:
+                try:
+                    done = future.result()
+                    if on_chunk is not None:
+                        on_chunk(len(chunk))
+                except BrokenProcessPool:
+                    broken = True  # a worker died: this chunk and the rest are checked here
+                except Exception:  # noqa: BLE001 - e.g. a plugin's finding that cannot be pickled: redone here
+                    pass
             future = None  # its results are the caller's now
             send()
             yield from (done if done is not None else (lean(r) for r in work(chunk)))
@@ -211,8 +190,6 @@ def _iter_forked(chunks: Iterator[Sequence[_T]], work: Callable[[Sequence[_T]], 
             process.terminate()
         raise
     finally:
-        if frozen:
-            gc.unfreeze()
         # wait=True: the executor's manager thread sees ended workers and closes its wake-up pipe
         # itself (with wait=False the interpreter's exit hook later writes to the closed pipe and
         # prints an OSError traceback after a quiet 130). A caller that stopped early (an error)
@@ -221,12 +198,6 @@ def _iter_forked(chunks: Iterator[Sequence[_T]], work: Callable[[Sequence[_T]], 
             pool.shutdown(wait=True, cancel_futures=not finished)
         except (OSError, BrokenProcessPool):
             pass
-
-
-LOCAL_AHEAD = 2
-"""How far this process may run ahead of the workers, checking chunks itself while it waits for the
-next result: up to this many times the chunks sent to them (lean results only; a bound, whatever
-the files)."""
 
 
 def _submit_without_sigint(pool: Any, chunk: Sequence[Any]) -> Any:

@@ -119,7 +119,12 @@ class UnusedSuppressions:
                 continue
             if self.selection is not None and not self.selection.enabled(CODE, "unused-suppression", path):
                 continue
-            suppressions = suppressions_of(path, result, {})
+            if result.comments is not None:  # a reduced result: its comments were parsed with its text
+                suppressions = next((found for where, found in result.comments if where == path), None)
+                if suppressions is None:
+                    continue
+            else:
+                suppressions = suppressions_of(path, result, {})
             if suppressions.directives:
                 self._seen.add(path)
                 self._files.append((index, path, suppressions))
