@@ -11,7 +11,7 @@ import pytest
 from trainlint.estimator import coefficients as C
 from trainlint.estimator.memory import moe_tokens_per_gpu
 from trainlint.estimator.performance import (Cost, _layer_costs, expert_quantize, expert_wgrad_accumulation, hbm,
-                                             layer_forward)
+                                             layer_forward, mlp_gemms)
 
 from test_estimator import make_inputs
 
@@ -76,3 +76,17 @@ def test_fp8_experts_pay_the_quantisation_of_their_operands() -> None:
     # and it is in the layer's passes: forward once, backward once
     total, back, _ = _layer_costs(i)
     assert total.bytes - back.bytes == pytest.approx(layer_forward(i)[0].bytes + layer_forward(i)[1].bytes + fwd.bytes)
+
+
+def test_routed_experts_take_the_sequence_shard_under_tensor_parallelism() -> None:
+    # TP 2 with expert-TP 1 and sequence parallelism: each GPU routes its half of the sequence (Megatron's
+    # alltoall dispatcher gathers over the expert-TP group, of size 1), so its experts take half the copies of TP 1
+    tp1 = _moe(top_k=8, world=16, dp=16)
+    tp2 = dataclasses.replace(tp1, tp=2, dp=8, sp=True, etp=1)
+    assert moe_tokens_per_gpu(tp2) == pytest.approx(moe_tokens_per_gpu(tp1) / 2)
+    routed1 = mlp_gemms(tp1)[1].flops
+    routed2 = mlp_gemms(tp2)[1].flops
+    assert routed2 == pytest.approx(routed1 / 2, rel=1e-9)
+    # with expert-TP 2 the tokens are gathered back over it and each expert's width is split instead: the same FLOPs
+    etp2 = dataclasses.replace(tp2, etp=2)
+    assert mlp_gemms(etp2)[1].flops == pytest.approx(routed1 / 2, rel=1e-9)

@@ -237,10 +237,14 @@ def mlp_gemms(i: Inputs) -> tuple[Cost, Cost]:
     if not i.moe:
         return dense, Cost()
     local_experts = max(1.0, i.experts / i.ep)
-    tokens = m * i.top_k * i.ep / i.experts
+    # the tokens each local expert takes per micro-batch: this GPU's MoE tokens (its sequence shard with SP, gathered
+    # over expert-TP: moe_tokens_per_gpu), each routed top-k times, spread over the EP group's experts. Was the whole
+    # micro-batch's m, which with TP > 1 and expert-TP 1 (sequence parallel) counted TP / expert-TP times the work.
+    tokens = moe_tokens_per_gpu(i) * i.top_k * i.ep / i.experts
     moe = gemm(i, tokens, h, mats * i.moe_ffn / i.etp, local_experts, fp8=fp8)
     moe = moe + gemm(i, tokens, i.moe_ffn / i.etp, h, local_experts, fp8=fp8)
-    moe = moe + gemm(i, m, h, i.experts)  # router
+    routed = m / t if i.sp and t > 1 else m  # the router scores the GPU's own sequence shard
+    moe = moe + gemm(i, routed, h, i.experts)  # router
     if i.moe_shared_ffn:
         # the shared experts: every token through a TP-split MLP of their width (Megatron SharedExpertMLP)
         moe = moe + gemm(i, m, h, mats * i.moe_shared_ffn / t, fp8=fp8) + gemm(i, m, i.moe_shared_ffn / t, h, fp8=fp8)
