@@ -41,7 +41,10 @@ time = FLOPs / (peak x MAMF x this) + bytes / (HBM bandwidth x HBM fraction)."""
 
 MATMUL_ACHIEVABLE_DEFAULT = 0.80
 """Physical: the MAMF share of the dense peak assumed for a GPU the catalog has no measurement for
-(the measured NVIDIA parts span 0.73-0.87, H100 0.80)."""
+(H100 PCIe / NVL, H200 NVL, H20, L4, V100; the measured NVIDIA parts span 0.73-0.87, H100 0.80). Not the
+measured SXM part of the same architecture: Bekman's table puts the power-limited A100 PCIe (81.1%) 7% below
+the A100 SXM (86.9%), so a form factor other than the measured one has no figure; parts that are the measured
+die with links cut (A800, H800) and the GB300 (the GB200's, an assumption) carry their figure in the catalog."""
 
 HBM_ACHIEVABLE_FRACTION = 0.80
 """Physical (STREAM-like measurements on A100/H100 reach 80-90% of the datasheet bandwidth).
