@@ -1,7 +1,6 @@
-"""resolve() reads the model section once per set of values (issue 17, per-file speed): a search over
-layouts estimates many specs that differ only in their layout. The part is kept by value, so a spec
-whose values print or read differently gets its own reading, never a kept one. (The engine section is
-read each time since issue 33: its reading costs less than a key of its values.)"""
+"""resolve() reads the model and engine sections once per set of values (issue 17, per-file speed):
+a search over layouts estimates many specs that differ only in their layout. The parts are kept by
+value, so a spec whose values print or read differently gets its own reading, never a kept one."""
 
 from __future__ import annotations
 
@@ -31,6 +30,7 @@ def spec(**model) -> TrainingSpec:
 def fresh(s: TrainingSpec):
     """resolve() with nothing kept: what it gives without the memo."""
     I._model_parts.entries.clear()
+    I._engine_parts.entries.clear()
     return I.resolve(s, build_context(s, gpu="h100-sxm"))
 
 
@@ -52,6 +52,7 @@ LOOKALIKES = [
 def test_a_kept_part_is_never_given_for_lookalike_values():
     expected = [shown(fresh(spec(**m))) for m in LOOKALIKES]
     I._model_parts.entries.clear()
+    I._engine_parts.entries.clear()
     for _ in range(2):  # the second round finds every part kept
         for model, want in zip(LOOKALIKES, expected, strict=True):
             s = spec(**model)

@@ -420,6 +420,7 @@ class _Kept:
 
 
 _model_parts = _Kept()
+_engine_parts = _Kept()
 
 
 def _section_key(section: Any) -> tuple[tuple, tuple] | None:
@@ -885,10 +886,18 @@ _ENGINE_CHOICES = {
 
 
 def _engine(r: _Reader, spec: TrainingSpec) -> dict[str, Any]:
-    """The engine fields as plain values: what the adapter set, else a reported assumption. Read
-    each time: a table made once (:data:`_ENGINE_READ`) makes the reading cheaper than a memo's key
-    of the section's values was."""
-    return _read_engine(r, spec)
+    """The engine fields as plain values: what the adapter set, else a reported assumption
+    (memoised on the engine section's values, as the model part is)."""
+    key = _section_key(spec.engine)
+    found = _engine_parts.get(key)
+    if found is None:
+        before = len(r.assumptions)
+        out = _read_engine(r, spec)
+        found = (dict(out), tuple(r.assumptions[before:]))
+        _engine_parts.put(key, found)
+        return out
+    r.assumptions.extend(found[1])
+    return dict(found[0])
 
 
 _CHOICE, _FLAG, _COUNT, _STAGE, _INTERVAL, _OFFLOAD = range(6)
