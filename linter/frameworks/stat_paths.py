@@ -14,26 +14,24 @@ _IGNORED = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
 other raises, as from them."""
 
 
-def path_exists(path: str) -> bool:
-    """``Path(path).exists()`` without making a Path."""
+def _stat(path: str) -> os.stat_result | None:
+    """``os.stat(path)``, or None where pathlib's ``exists`` / ``is_file`` would answer False."""
     try:
-        os.stat(path)
+        return os.stat(path)
     except OSError as e:
         if e.errno in _IGNORED or getattr(e, "winerror", None) in (21, 123, 1921):
-            return False
+            return None
         raise
     except ValueError:
-        return False
-    return True
+        return None
+
+
+def path_exists(path: str) -> bool:
+    """``Path(path).exists()`` without making a Path."""
+    return _stat(path) is not None
 
 
 def path_is_file(path: str) -> bool:
     """``Path(path).is_file()`` without making a Path."""
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except OSError as e:
-        if e.errno in _IGNORED or getattr(e, "winerror", None) in (21, 123, 1921):
-            return False
-        raise
-    except ValueError:
-        return False
+    found = _stat(path)
+    return found is not None and stat.S_ISREG(found.st_mode)
