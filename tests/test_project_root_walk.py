@@ -27,17 +27,17 @@ def test_memoised_walks_equal_plain_walks(tmp_path: Path) -> None:
         locate.clear_caches()
         for folder in order:
             config = find_config(folder)
-            assert locate._config_root(folder.resolve()) == (config.parent if config else None), folder
-            assert locate._git_root(folder.resolve()) == _plain_git_root(folder.resolve()), folder
-    assert locate._config_root((tmp_path / "proj" / "a" / "b").resolve()) == (tmp_path / "proj").resolve()
+            assert locate.config_root(folder.resolve()) == (config.parent if config else None), folder
+            assert locate.git_root(folder.resolve()) == _plain_git_root(folder.resolve()), folder
+    assert locate.config_root((tmp_path / "proj" / "a" / "b").resolve()) == (tmp_path / "proj").resolve()
 
 
 def test_clear_caches_forgets_the_walks(tmp_path: Path) -> None:
     locate.clear_caches()
     folder = (tmp_path / "w" / "x").resolve()
     folder.mkdir(parents=True)
-    before = locate._git_root(folder)
+    before = locate.git_root(folder)
     (tmp_path / "w" / ".git").mkdir()
-    assert locate._git_root(folder) == before  # remembered while trainlint runs
+    assert locate.git_root(folder) == before  # remembered while trainlint runs
     locate.clear_caches()
-    assert locate._git_root(folder) == (tmp_path / "w").resolve()
+    assert locate.git_root(folder) == (tmp_path / "w").resolve()

@@ -370,9 +370,9 @@ def project_root(start: Path) -> Path:
     hit = _roots.get(key)
     if hit is not None:
         return hit
-    root = _git_root(start)
+    root = git_root(start)
     if root is None:
-        root = _config_root(start)
+        root = config_root(start)
     if root is None:
         cwd = Path(os.getcwd())
         root = cwd if inside(start, cwd) else start
@@ -397,10 +397,6 @@ _config_roots: dict[str, Path | None] = {}
 def git_root(start: Path) -> Path | None:
     """The nearest folder at or above ``start`` holding ``.git`` (None: none, or a folder that cannot
     be searched), remembered per folder."""
-    return _git_root(start)
-
-
-def _git_root(start: Path) -> Path | None:
     walked: list[str] = []
     found: Path | None = None
     # the folders above as strings, one at a time (Path.parents makes a Path of each, all of them,
@@ -436,11 +432,6 @@ def _parents(folder: str) -> Iterator[str]:
 def config_root(start: Path) -> Path | None:
     """The folder of the project config found above ``start`` (``find_config(start).parent``; None:
     none, or one that cannot be read), walked once per folder."""
-    return _config_root(start)
-
-
-def _config_root(start: Path) -> Path | None:
-    """The folder of the project config found above ``start`` (``find_config``), walked once per folder."""
     try:
         from trainlint.files.config_files import config_in
 
