@@ -125,6 +125,24 @@ def test_a_document_over_budget_gets_one_diagnostic_and_others_are_not_blocked(t
     assert code == 0 and b"Traceback" not in err
 
 
+def test_the_session_warm_up_is_not_charged_to_the_first_document(tmp_path):
+    """A first lint loads modules, schemas and catalogs (~0.4 s idle, seconds on a busy machine): the
+    server does that once after `initialized`, in the worker, and a document's budget is its own
+    lint, timed from its start on the worker; a tiny document opened at once gets its findings,
+    not the over-budget diagnostic, under a budget well below the warm-up's cost."""
+    log = tmp_path / "server.log"
+    client = Client(tmp_path, log)
+    client.start(tmp_path, {"lintBudget": 0.5, "debounce": 0})
+    first = client.open(tmp_path / "ds_config.json", '{"train_micro_batch_size_per_gpu": 4, "bad_key": 1}\n', "json")
+    diags = client.diagnostics(first, timeout=60)
+    assert diags is not None and any("bad_key" in d["message"] for d in diags), diags
+    assert not any(d["code"] == "TL012" for d in diags)
+    warmed = client.logged("session warmed up in")
+    assert warmed is not None
+    code, err = client.stop()
+    assert code == 0 and b"Traceback" not in err
+
+
 def test_invalid_params_get_an_error_response(tmp_path):
     client = Client(tmp_path)
     client.start(tmp_path, {})

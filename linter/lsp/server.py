@@ -24,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Callable, Mapping
 
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
@@ -144,8 +145,6 @@ class TrainlintServer(LanguageServer):
         super().__init__("trainlint", __version__, text_document_sync_kind=lsp.TextDocumentSyncKind.Full,
                          protocol_cls=TrainlintProtocol)
         self.lint_budget = DEFAULT_LINT_BUDGET
-        self.running_uri: str | None = None
-        """The document the current worker is linting (set in the worker thread)."""
         self.options: dict = {}
         self.linter = Linter()
         self.debounce = DEFAULT_DEBOUNCE
@@ -163,6 +162,8 @@ class TrainlintServer(LanguageServer):
         self.hover_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainlint-hover")
         self.live: set[cancel.Token] = set()
         """The tokens of the lints running or queued (cancelled at shutdown)."""
+        self.warming: tuple[ThreadPoolExecutor, Future[None]] | None = None
+        """The worker the session's warm-up was queued on, and its future (see :meth:`warm_up`)."""
         self.shutting_down = False
         self.exit_code: int | None = None  # set by the exit notification (0 after shutdown, else 1)
         self.startup_errors: list[str] = []
@@ -215,16 +216,19 @@ class TrainlintServer(LanguageServer):
         return out
 
     def _lint_blocking(self, uri: str, path: str, text: str, version: int | None, open_texts: dict[str, str],
-                       token: cancel.Token | None = None) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]] | None:
+                       token: cancel.Token | None = None, on_start: Callable[[], None] | None = None,
+                       ) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]] | None:
         """In the worker thread: lint, and convert every diagnostic to its file's LSP positions.
 
         None when ``token`` was cancelled (superseded by a newer change, over budget, shutdown):
-        the lint stops at its next safe point (see :mod:`trainlint.core.cancel`) and frees the worker."""
+        the lint stops at its next safe point (see :mod:`trainlint.core.cancel`) and frees the worker.
+        ``on_start``: called as the lint leaves the queue (its budget starts then)."""
         token = token or cancel.Token()
-        self.running_uri = uri
         try:
             with cancel.scope(token):
                 token.check()  # cancelled while it waited in the queue
+                if on_start is not None:
+                    on_start()
                 log.debug("linting %s (version %s)", uri, version)
                 return self._lint_and_convert(uri, path, text, version, open_texts)
         except cancel.Cancelled as stop:
@@ -236,8 +240,6 @@ class TrainlintServer(LanguageServer):
             return None
         finally:
             self.live.discard(token)
-            if self.running_uri == uri:
-                self.running_uri = None
 
     def lint_for_request(self, uri: str, path: str, text: str, version: int | None,
                          open_texts: dict[str, str]) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]]:
@@ -276,26 +278,39 @@ class TrainlintServer(LanguageServer):
         loop = asyncio.get_running_loop()
         token = cancel.Token()
         try:
-            for attempt in range(3):
+            for attempt in range(QUEUED_ATTEMPTS):
                 executor = self.executor
                 token = cancel.Token()
                 self.live.add(token)
+                started: asyncio.Future[None] = loop.create_future()
                 running = loop.run_in_executor(executor, self._lint_blocking, uri, path, text, version,
-                                               self.open_texts(), token)
+                                               self.open_texts(), token, _signal(loop, started))
+                # The budget is this document's own lint, timed from its start on the worker: the
+                # time it waits behind another document (stopped at that one's budget) or behind
+                # the session's warm-up is not its cost.
+                while True:
+                    await asyncio.wait((started, running), timeout=self.lint_budget + STOP_GRACE,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                    if started.done() or running.done() or not self._warming(executor):
+                        break  # (the session's warm-up ahead of it is not a lint to leave behind)
+                if not started.done() and not running.done():
+                    # the work ahead of it neither finished nor stopped within a budget and its grace
+                    # (a superseded lint with no safe point): leave that worker, queue again on a fresh one
+                    token.cancel("queued behind a lint over budget")
+                    self._abandon(executor)
+                    if attempt < QUEUED_ATTEMPTS - 1:
+                        continue
+                    linted = Linted(path, version, text, None, None)
+                    out = {uri: [to_lsp(over_budget(path, self.lint_budget), [], uri, docs_url=self.docs_url)]}
+                    break
                 try:
                     done = await asyncio.wait_for(asyncio.shield(running), self.lint_budget)
-                except asyncio.TimeoutError:
-                    if self.running_uri == uri or attempt == 2:  # this document's own lint is over budget
-                        token.cancel(f"over the {self.lint_budget:g} s budget")
-                        await self._stop_or_abandon(executor, running)
-                        linted = Linted(path, version, text, None, None)
-                        out = {uri: [to_lsp(over_budget(path, self.lint_budget), [], uri, docs_url=self.docs_url)]}
-                        break
-                    # queued behind another document's lint that is over budget (cancelled by its
-                    # own coroutine): drop this queued copy and go on without that one
-                    token.cancel("queued behind a lint over budget")
+                except asyncio.TimeoutError:  # this document's own lint is over budget
+                    token.cancel(f"over the {self.lint_budget:g} s budget")
                     await self._stop_or_abandon(executor, running)
-                    continue
+                    linted = Linted(path, version, text, None, None)
+                    out = {uri: [to_lsp(over_budget(path, self.lint_budget), [], uri, docs_url=self.docs_url)]}
+                    break
                 if done is None:  # cancelled at shutdown
                     return
                 linted, out = done
@@ -370,6 +385,36 @@ class TrainlintServer(LanguageServer):
         self.linter = Linter(self.options)
         executor.shutdown(wait=False)
         log.warning("a lint took over %.1f s; linting continues on a fresh worker", self.lint_budget)
+
+    def warm_up(self) -> None:
+        """Queue the session's warm-up on the worker (see :data:`WARM_UP_DOCUMENTS`): what every
+        first lint pays once (imports, schemas, catalogs: ~0.4 s idle, seconds on a busy machine)
+        is then not charged to the first document's budget."""
+        token = cancel.Token()
+        self.live.add(token)
+        linter, folder = Linter(self.options), self._folder_if_known()
+
+        def warm() -> None:
+            started = time.perf_counter()
+            try:
+                with cancel.scope(token):
+                    for name, text in WARM_UP_DOCUMENTS:
+                        token.check()
+                        linter.lint(os.path.join(folder or os.getcwd(), name), text, folder=folder)
+            except cancel.Cancelled:
+                return
+            except Exception:  # a warm-up only: the first lint loads what it needs
+                log.warning("the session's warm-up failed", exc_info=True)
+                return
+            finally:
+                self.live.discard(token)
+            log.debug("session warmed up in %.1f ms", (time.perf_counter() - started) * 1e3)
+
+        self.warming = (self.executor, self.executor.submit(warm))
+
+    def _warming(self, executor: ThreadPoolExecutor) -> bool:
+        """Whether ``executor`` is still running (or about to run) the session's warm-up."""
+        return self.warming is not None and self.warming[0] is executor and not self.warming[1].done()
 
     def cancel_pending(self, uri: str) -> None:
         task = self.pending.pop(uri, None)
@@ -471,9 +516,32 @@ STOP_GRACE = 0.5
 """Seconds a cancelled lint gets to reach a safe point before its worker is abandoned."""
 
 
-def cancel_delay(token: cancel.Token) -> float:
-    import time
+QUEUED_ATTEMPTS = 3
+"""How many times a lint is queued again after the work ahead of it neither finished nor stopped."""
 
+WARM_UP_DOCUMENTS = (
+    ("trainlint-warm-up.json", '{"train_micro_batch_size_per_gpu": 1, "warm_up_key": 1}\n'),
+    ("trainlint-warm-up.yml", "num_layers: 2\nhidden_size: 64\nnum_attention_heads: 4\nseq_length: 128\n"),
+    ("trainlint-warm-up.sh", "torchrun pretrain_gpt.py --num-layers 2 --hidden-size 64 --num-attention-heads 4 \\\n"
+                             "    --seq-length 128 --max-position-embeddings 128 --micro-batch-size 1\n"),
+)
+"""What the session's warm-up lints (in memory, never written): one document of each format, a
+DeepSpeed key that does not exist among them (the did-you-mean catalog), so that the modules,
+schemas and catalogs a first lint loads are loaded before the first document's budget starts."""
+
+
+def _signal(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> Callable[[], None]:
+    """A callable for the worker thread that resolves ``future`` on the event loop."""
+    def resolve() -> None:
+        if not future.done():
+            future.set_result(None)
+
+    def signal() -> None:
+        loop.call_soon_threadsafe(resolve)
+    return signal
+
+
+def cancel_delay(token: cancel.Token) -> float:
     return time.perf_counter() - token.cancelled_at if token.cancelled_at is not None else 0.0
 
 
@@ -495,6 +563,7 @@ def create_server() -> TrainlintServer:
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: TrainlintServer, params: lsp.InitializedParams) -> None:
+        ls.warm_up()
         for message in ls.startup_errors:
             log.warning(message)
             ls.window_show_message(lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message))
