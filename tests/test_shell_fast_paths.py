@@ -18,7 +18,7 @@ import pytest
 
 from tests.conftest import CORPUS, SHARED_ABSENT
 from trainlint.adapters.megatron.adapter import _fields_of, _may_hold_flags
-from trainlint.adapters.megatron.shell import ShellEvaluator
+from trainlint.adapters.megatron.shell import MAX_STEPS, ShellEvaluator
 from trainlint.adapters.megatron.shell_expansion import _DQ_ESCAPE, _ESCAPE
 from trainlint.adapters.megatron.shell_text import MAX_NESTING, FileText, _parser
 from trainlint.adapters.megatron.words import (
@@ -189,3 +189,104 @@ def test_one_piece_doubt_is_the_general_answer() -> None:
     for a, b in itertools.product(segs[:6], segs[-6:]):
         assert _doubt_of([Field((a, b), loc)]) == _variable_and_doubt([Field((a, b), loc)])
         assert _doubt_of([Field((a,), loc), Field((b,), loc)]) == _variable_and_doubt([Field((a,), loc), Field((b,), loc)])
+
+
+def _word_lists(root):
+    """(words, rejoin) of every command (its name and arguments) and array (its elements) below ``root``."""
+    from trainlint.adapters.megatron import shell_text
+
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        stack.extend(n.children)
+        if n.type == "command":
+            name = n.child_by_field_id(shell_text.NAME_FIELD)
+            if name is not None:
+                yield [name, *n.children_by_field_name("argument")], True
+        elif n.type == "array":
+            yield n.named_children, False
+
+
+def _long_way(evaluator: ShellEvaluator, words: list, ft: FileText, rejoin: bool) -> list:
+    """The fields of ``words`` the general way: each word's pieces split as bash splits them (after its
+    step), a word cut after a ``$`` rejoined, a comment skipped."""
+    from trainlint.adapters.megatron.shell_expansion import split_at_dollar
+
+    out: list = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word.type == "comment":
+            i += 1
+            continue
+        if rejoin and i + 1 < len(words) and split_at_dollar(word, words[i + 1]):
+            out.extend(evaluator._rejoined_fields(word, words[i + 1], ft))
+            i += 2
+            continue
+        evaluator._step(word, ft)
+        out.extend(split_pieces(evaluator._pieces(word, ft, quoted=False), evaluator._loc(word, ft),
+                                bool(evaluator._uncertain)))
+        i += 1
+    return out
+
+
+def _run(evaluator: ShellEvaluator, how, *args):
+    try:
+        return how(evaluator, *args), evaluator._steps
+    except Exception as exc:  # noqa: BLE001 - the same exception is expected both ways
+        return type(exc), evaluator._steps
+
+
+def test_words_read_as_the_long_way_reads_them() -> None:
+    """Every command's and array's words of the scripts (generated ones with escapes, non-ASCII text
+    and deep nesting, and the corpus's): ``_fields_of_words`` (literal words made in its loop) against
+    each word's pieces split, with the same steps counted (MAX_STEPS is reached at the same word),
+    at the depths around MAX_NESTING, in certain and uncertain branches."""
+    extra = [
+        "torchrun --a 1 --b \\\n  2 é --c=ü $X \"q $Y\" a\\ b 'r' $A/$B.out ${Z:-3}\nA=(--x 1 # c\n --y \\$ \"é\")\n",
+        "cmd " + " ".join(f"w{i}" for i in range(200)) + "\n",  # steps past a multiple of 64 inside one command
+    ]
+    compared = 0
+    for text in _scripts() + extra:
+        ft = FileText.of("x.sh", text)
+        tree = _parser().parse(ft.data)
+        for words, rejoin in _word_lists(tree.root_node):
+            for depth, uncertain, steps in ((0, 0, 60), (0, 1, 60), (MAX_NESTING - 1, 0, 60), (MAX_NESTING, 0, 60),
+                                            (0, 0, MAX_STEPS - 2)):
+                got = []
+                for way in ("fast", "slow"):
+                    evaluator = ShellEvaluator(SourceText("x.sh", text), read_source)
+                    evaluator.files["x.sh"] = ft
+                    evaluator._depth, evaluator._uncertain, evaluator._steps = depth, uncertain, steps
+                    how = ShellEvaluator._fields_of_words if way == "fast" else _long_way
+                    result = _run(evaluator, how, words, ft, rejoin)
+                    got.append((result, [d.message for d in evaluator.diagnostics]))
+                assert got[0] == got[1], (text[:80], [w.text for w in words], depth, steps)
+                compared += 1
+    assert compared > 50  # the generated scripts alone (the corpus adds thousands)
+
+
+def test_values_hash_and_compare_by_their_fields() -> None:
+    """Loc, Seg and Field (plain dataclasses, for speed: see words.py) still behave as values: equal
+    when every field is, hashed alike, unequal when one field differs; replace() and pickling keep them."""
+    import dataclasses
+    import pickle
+
+    a, b = Loc("x.sh", 1, 4), Loc("x.sh", 1, 4)
+    assert a == b and hash(a) == hash(b) and a is not b
+    assert a != Loc("x.sh", 1, 5) and a != Loc("y.sh", 1, 4)
+    s1, s2 = Seg("abc", a, True), Seg("abc", b, True)
+    assert s1 == s2 and hash(s1) == hash(s2)
+    for change in ({"text": "abd"}, {"exact": False}, {"unknown": "$X"}, {"env": "X"}, {"uncertain": True},
+                   {"loc": None}):
+        other = dataclasses.replace(s1, **change)
+        assert other != s1 and s1 == s2
+    f1, f2 = Field((s1,), a), Field((s2,), b)
+    assert f1 == f2 and hash(f1) == hash(f2) and len({f1, f2}) == 1
+    assert f1 != Field((s1,), a, True) and f1 != Field((s1, s2), a)
+    assert f1.text == "abc" and f1.value_loc == a
+    for value in (a, s1, f1, Field((s1, Seg("", None, False, "$Y")), a)):
+        again = pickle.loads(pickle.dumps(value))
+        assert again == value and hash(again) == hash(value) and repr(again) == repr(value)
+    assert repr(a) == "Loc(path='x.sh', start=1, end=4)"
+    assert [f.name for f in dataclasses.fields(Seg)] == ["text", "loc", "exact", "unknown", "env", "uncertain", "runs"]

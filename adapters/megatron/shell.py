@@ -44,7 +44,7 @@ from trainlint.adapters.megatron.shell_arithmetic import Arithmetic
 from trainlint.adapters.megatron import shell_memo, shell_text
 from trainlint.adapters.megatron.shell_budget import MAX_MATCH_WORK, MAX_TOTAL_CHARS, MAX_TOTAL_PIECES, ShellBudget
 from trainlint.adapters.megatron.shell_conditions import Conditions
-from trainlint.adapters.megatron.shell_expansion import WordExpansion, split_at_dollar
+from trainlint.adapters.megatron.shell_expansion import _ESCAPE, WordExpansion, split_at_dollar
 from trainlint.adapters.megatron.shell_text import MAX_NESTING, FileText, _parser
 from trainlint.adapters.megatron.words import (
     EnvMap,
@@ -55,6 +55,7 @@ from trainlint.adapters.megatron.words import (
     VarValue,
     join_segs,
     split_pieces,
+    unescaped_seg,
     without_chars,
 )
 
@@ -259,7 +260,9 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                     break
                 try:
                     if memo is None:
-                        self._stmt(node, ft)
+                        kind = node.type  # read once, handed on (each read makes a new str)
+                        if kind != "comment":  # a comment does nothing (most top-level nodes of a script)
+                            self._stmt(node, ft, kind)
                     else:
                         self._memo_stmt(node, ft, entries, kept, shift)
                 except _TooDeep as exc:
@@ -534,13 +537,18 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
     # ----------------------------------------------------------- statements
 
     def _block(self, nodes: Iterable, ft: FileText) -> None:
+        commands = self.commands
         for node in nodes:
-            if len(self.commands) > MAX_COMMANDS:
+            if len(commands) > MAX_COMMANDS:
                 return
-            self._stmt(node, ft)
+            kind = node.type  # read once, handed on (each read makes a new str)
+            if kind != "comment":  # a comment does nothing: no call for it
+                self._stmt(node, ft, kind)
 
-    def _stmt(self, node, ft: FileText) -> None:
-        kind = node.type
+    def _stmt(self, node, ft: FileText, kind: str | None = None) -> None:
+        """``kind``: the node's type when the caller has read it already."""
+        if kind is None:
+            kind = node.type
         if kind in ("comment", ";", "&", ";;", "\n") or not node.is_named:
             return
         # _step and _enter written out: this runs for every statement
@@ -877,7 +885,11 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         # `+=` right after the name (the grammar: name, `=` or `+=`, value): read from the bytes, not
         # by making a node of every child
         append = ft.data.startswith(b"+=", name_node.end_byte)
-        loc = self._loc(node, ft)
+        table = ft._char_of_byte
+        if table is None:  # self._loc(node, ft), written out (every assignment)
+            loc = Loc(ft.path, node.start_byte, node.end_byte)
+        else:
+            loc = Loc(ft.path, table[node.start_byte], table[node.end_byte])
         index: int | None = None
         if name_node.type == "subscript":
             base = name_node.child_by_field_name("name")
@@ -900,11 +912,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         if value_node is None:
             new = VarValue(scalar=())
         elif value_kind == "array":
-            elements: list[Field] = []
-            for child in value_node.named_children:
-                if child.type == "comment":
-                    continue
-                elements.extend(self._word_fields(child, ft))
+            elements = self._fields_of_words(value_node.named_children, ft, rejoin=False)
             if append and old is not None:
                 base = old.as_fields() if old.is_array else ([Field(old.scalar or (), old.assigned_at)] if old.scalar else [])
                 new = VarValue(array=base + elements)
@@ -913,8 +921,13 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         else:
             if (value_kind == "word" or value_kind == "number") and self._depth < MAX_NESTING:
                 # a literal (`A=8`, `A=/path`): its one piece, as _pieces makes it (a literal has no
-                # nesting to count), without the pieces and the joining
-                seg = self._literal_at(self._loc(value_node, ft), ft)
+                # nesting to count), without the pieces and the joining (_loc and _literal_at written out)
+                start, end = value_node.start_byte, value_node.end_byte
+                if table is not None:
+                    start, end = table[start], table[end]
+                raw = ft.text[start:end]
+                value_loc = Loc(ft.path, start, end)
+                seg = Seg(raw, value_loc, True) if "\\" not in raw else unescaped_seg(raw, value_loc, _ESCAPE)
                 segs: tuple[Seg, ...] = (seg,) if seg.text or seg.unknown is not None else ()
             else:
                 pieces = self._pieces(value_node, ft, quoted=True, kind=value_kind)
@@ -960,7 +973,8 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
             return
         prefix: dict[str, Field] = {}
         name_start = name_node.start_byte
-        if node.child(0).start_byte < name_start:  # the name first (most commands): no prefix to look at
+        # a node starts where its first child does: the name first (most commands), no prefix to look at
+        if node.start_byte < name_start:
             for child in node.children:  # assignments written before the command name (redirections are skipped)
                 if child.start_byte >= name_start:
                     break
@@ -969,29 +983,58 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                     if result is not None:
                         nm, value = result
                         prefix[nm] = Field(value.as_scalar(), self._loc(child, ft))
-        # the name, then the arguments in order (asked by field: no field name looked up per child)
-        words = [name_node, *node.children_by_field_name("argument")]
+        # the name, then the arguments in order (asked by field id: no field name looked up per child)
+        words = [name_node, *node.children_by_field_id(shell_text.ARGUMENT_FIELD)]
         if len(words) > MAX_WORDS:
             self._diag("TL012", f"the command has {len(words)} words; only the first {MAX_WORDS} are read "
                        "(a real launch command has a few hundred)", self._loc(words[MAX_WORDS], ft))
             words = words[:MAX_WORDS]
+        fields = self._fields_of_words(words, ft, rejoin=True)
+        if not fields:
+            return
+        loc = self._loc(node, ft)
+        self._dispatch(fields, loc, prefix, ft, node)
+
+    def _fields_of_words(self, words: list, ft: FileText, rejoin: bool) -> list[Field]:
+        """The fields of ``words`` (a command's, an array's elements; comments skipped), each as
+        :meth:`_word_fields` gives it; ``rejoin``: a word tree-sitter-bash cut after a ``$`` is read
+        as one (:func:`split_at_dollar`, a command's words)."""
         fields: list[Field] = []
         i = 0
         count = len(words)
+        # _word_fields' literal case (most words: `--num-layers`, `24`) written out below; these do
+        # not change while the words are expanded
+        literal_ok = self._depth < MAX_NESTING
+        table, path, text = ft._char_of_byte, ft.path, ft.text
+        uncertain = bool(self._uncertain)
         while i < count:
             word = words[i]
             kind = word.type  # read once here, handed on (each read makes a new str)
+            if (kind == "word" or kind == "number") and literal_ok:
+                # = self._word_fields(word, ft, kind): its step, then the literal's one field
+                steps = self._steps = self._steps + 1
+                if not steps & 63 or steps > MAX_STEPS:
+                    self._step_checks(word, ft)
+                start, end = word.start_byte, word.end_byte
+                if table is not None:
+                    start, end = table[start], table[end]
+                loc = Loc(path, start, end)
+                raw = text[start:end]
+                fields.append(Field((Seg(raw, loc, True) if "\\" not in raw else unescaped_seg(raw, loc, _ESCAPE),),
+                                    loc, uncertain))
+                i += 1
+                continue
+            if kind == "comment":
+                i += 1
+                continue
             # split_at_dollar's first test (a concatenation) made here: most words are not one
-            if kind == "concatenation" and i + 1 < count and split_at_dollar(word, words[i + 1]):
+            if rejoin and kind == "concatenation" and i + 1 < count and split_at_dollar(word, words[i + 1]):
                 fields.extend(self._rejoined_fields(word, words[i + 1], ft))
                 i += 2
                 continue
             fields.extend(self._word_fields(word, ft, kind))
             i += 1
-        if not fields:
-            return
-        loc = self._loc(node, ft)
-        self._dispatch(fields, loc, prefix, ft, node)
+        return fields
 
     def _dispatch(self, fields: list[Field], loc: Loc, prefix: dict[str, Field], ft: FileText, node=None,
                   via_eval: bool = False) -> None:
@@ -1140,11 +1183,11 @@ def _dequote(f: Field) -> Field:
     return Field(tuple(out), f.site, f.uncertain)
 
 
-# handlers by node type; what a handler returns is not used here (_assign's result is for its other callers)
+# handlers by node type; what a handler returns is not used here
 _STATEMENTS: dict[str, Callable[[ShellEvaluator, Any, FileText], object]] = {
     "program": ShellEvaluator._program,
     "command": ShellEvaluator._command,
-    "variable_assignment": lambda self, node, ft: self._assign(node, ft),
+    "variable_assignment": ShellEvaluator._assign,  # (its result, for its other callers, is not used here)
     "variable_assignments": ShellEvaluator._assignments,
     "declaration_command": ShellEvaluator._declaration,
     "unset_command": ShellEvaluator._unset_command,

@@ -18,22 +18,24 @@ _PARSER = None
 
 
 def _parser():
-    global _PARSER, NAME_FIELD, VALUE_FIELD
+    global _PARSER, NAME_FIELD, VALUE_FIELD, ARGUMENT_FIELD
     if _PARSER is None:
         from tree_sitter import Language, Parser
 
         language = Language(bash_language())
         NAME_FIELD = language.field_id_for_name("name")
         VALUE_FIELD = language.field_id_for_name("value")
+        ARGUMENT_FIELD = language.field_id_for_name("argument")
         _PARSER = Parser(language)
     return _PARSER
 
 
 NAME_FIELD: Any = None
 VALUE_FIELD: Any = None
-"""The grammar's ids of the ``name`` and ``value`` fields (set with the parser): ``child_by_field_id``
-takes half the time of ``child_by_field_name``, which looks the name up in the grammar on every call,
-and the evaluator asks for these two on every assignment and command."""
+ARGUMENT_FIELD: Any = None
+"""The grammar's ids of the ``name``, ``value`` and ``argument`` fields (set with the parser):
+``child_by_field_id`` takes half the time of ``child_by_field_name``, which looks the name up in the
+grammar on every call, and the evaluator asks for these on every assignment and command."""
 
 
 def bash_language() -> Any:

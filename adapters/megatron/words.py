@@ -17,13 +17,18 @@ _IFS_WORD = re.compile(r"[^ \t\n]+")
 _IFS = re.compile(r"[ \t\n]")
 
 
-# Loc, Seg and Field are frozen dataclasses with their own __init__ (init=False), which writes the
-# fields into the instance dict: the generated one calls object.__setattr__ per field, three times
-# slower, and a re-lint makes ~1,000 of them. Everything else (eq, hash, repr, fields(), replace(),
-# pickling, the frozen setattr) is the dataclass's own.
+# Loc, Seg and Field are values: nothing changes one after it is made (a changed value is a new one,
+# Seg.piece, Field.with_site), and they are hashed (eq and hash over every field, as a frozen
+# dataclass's). They are not declared frozen: a frozen dataclass's __init__ must go around its own
+# __setattr__ (object.__setattr__ per field, or writing into self.__dict__, which turns the
+# instance's attribute values into a dict of its own), and the reading of one launch script makes
+# hundreds of them. Plain attribute stores keep the values inline in the instance: making, reading
+# and freeing one costs about two thirds of what it did (-10% of the instructions of the shell
+# reader over the corpus's scripts, issue 33). Everything else (eq, hash, repr, fields(), replace(),
+# pickling) is the dataclass's own; tests/test_shell_fast_paths.py checks the hash and equality.
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(unsafe_hash=True, init=False)
 class Loc:
     """Where some characters were written: a file and character offsets (end exclusive)."""
 
@@ -32,10 +37,9 @@ class Loc:
     end: int
 
     def __init__(self, path: str, start: int, end: int) -> None:
-        d = self.__dict__
-        d["path"] = path
-        d["start"] = start
-        d["end"] = end
+        self.path = path
+        self.start = start
+        self.end = end
 
 
 class _computed_once:
@@ -52,11 +56,11 @@ class _computed_once:
         if instance is None:
             return self
         value = self.compute(instance)
-        instance.__dict__[self.name] = value  # a frozen dataclass still has a __dict__; later reads skip this
+        instance.__dict__[self.name] = value  # later reads find it there and skip this
         return value
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(unsafe_hash=True, init=False)
 class Seg:
     text: str
     loc: Loc | None = None
@@ -77,14 +81,13 @@ class Seg:
 
     def __init__(self, text: str, loc: Loc | None = None, exact: bool = False, unknown: str | None = None,
                  env: str | None = None, uncertain: bool = False, runs: tuple[Run, ...] | None = None) -> None:
-        d = self.__dict__
-        d["text"] = text
-        d["loc"] = loc
-        d["exact"] = exact
-        d["unknown"] = unknown
-        d["env"] = env
-        d["uncertain"] = uncertain
-        d["runs"] = runs
+        self.text = text
+        self.loc = loc
+        self.exact = exact
+        self.unknown = unknown
+        self.env = env
+        self.uncertain = uncertain
+        self.runs = runs
 
     def piece(self, start: int, end: int) -> Seg:
         """The characters ``text[start:end]`` as a Seg with the narrowest location known: its own
@@ -241,7 +244,7 @@ def unescaped_seg(raw: str, loc: Loc, pattern: re.Pattern[str]) -> Seg:
     return Seg("".join(out), loc, False, runs=tuple(kept_runs))
 
 
-@dataclass(frozen=True, init=False)
+@dataclass(unsafe_hash=True, init=False)
 class Field:
     segs: tuple[Seg, ...]
     site: Loc | None = None
@@ -250,23 +253,22 @@ class Field:
     """Assigned inside a branch whose condition trainlint could not decide."""
 
     def __init__(self, segs: tuple[Seg, ...], site: Loc | None = None, uncertain: bool = False) -> None:
-        d = self.__dict__
-        d["segs"] = segs
-        d["site"] = site
-        d["uncertain"] = uncertain
+        self.segs = segs
+        self.site = site
+        self.uncertain = uncertain
         if len(segs) == 1:
             # most fields are one piece, and nearly every field's text and place are read (the
             # command's words, every flag and value): stored now, they are plain attribute reads
             # later instead of calls to the descriptors below (the same values they compute)
             only = segs[0]
-            d["text"] = only.text if only.unknown is None else None
-            d["value_loc"] = only.loc if only.loc is not None and (only.text or only.unknown) else site
+            self.text = only.text if only.unknown is None else None
+            self.value_loc = only.loc if only.loc is not None and (only.text or only.unknown) else site
 
-    @_computed_once  # a Field never changes (frozen, tuples)
+    @_computed_once  # a Field never changes (a value, of tuples)
     def known(self) -> bool:
         return self.text is not None
 
-    @_computed_once  # a Field never changes (frozen, tuples)
+    @_computed_once  # a Field never changes (a value, of tuples)
     def text(self) -> str | None:
         """The field's characters; None when a piece is unknown (a one-piece field has it from __init__)."""
         segs = self.segs
@@ -294,7 +296,7 @@ class Field:
     def unknowns(self) -> list[Seg]:
         return [s for s in self.segs if s.unknown is not None]
 
-    @_computed_once  # a Field never changes (frozen, tuples)
+    @_computed_once  # a Field never changes (a value, of tuples)
     def value_loc(self) -> Loc | None:
         """The literal where the value was written; for a value assembled from several places,
         the word itself."""
