@@ -1142,7 +1142,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
         # the words of the command it belongs to.
         pieces: list[Piece] = []
         for i, a in enumerate(args):
-            pieces.append(Piece(list(a.segs), split=True, field_break_before=i > 0))
+            pieces.append(Piece(list(a.segs), True, i > 0))
         fields = split_pieces(pieces, loc)
         commands: list[list[Field]] = [[]]
         redirected = False

@@ -58,8 +58,16 @@ class WordExpansion(EvaluatorParts):
             child = node.child(0)
             child_kind = child.type
             if child_kind == "word" or child_kind == "number":
-                return [Field((self._literal_at(self._loc(child, ft), ft),), self._loc(node, ft), bool(self._uncertain))]
-        pieces = self._pieces(node, ft, quoted=False)
+                table = ft._char_of_byte  # the two self._loc written out
+                start, end = child.start_byte, child.end_byte
+                name_start, name_end = node.start_byte, node.end_byte
+                if table is not None:
+                    start, end, name_start, name_end = table[start], table[end], table[name_start], table[name_end]
+                raw = ft.text[start:end]
+                loc = Loc(ft.path, start, end)
+                seg = Seg(raw, loc, True) if "\\" not in raw else unescaped_seg(raw, loc, _ESCAPE)
+                return [Field((seg,), Loc(ft.path, name_start, name_end), bool(self._uncertain))]
+        pieces = self._pieces(node, ft, False, kind)
         return split_pieces(pieces, self._loc(node, ft), bool(self._uncertain))
 
     def _rejoined_fields(self, head, tail, ft: FileText) -> list[Field]:
@@ -80,7 +88,7 @@ class WordExpansion(EvaluatorParts):
         first_end = ft.char(first.end_byte)
         if name_end < first_end:
             rest = Loc(ft.path, name_end, first_end)
-            pieces.append(Piece([Seg(ft.text[rest.start:rest.end], rest, True)], split=False))
+            pieces.append(Piece([Seg(ft.text[rest.start:rest.end], rest, True)], False))
         if first is not tail:
             for child in tail.children[1:]:
                 pieces.extend(self._pieces(child, ft, quoted=False))
@@ -92,12 +100,23 @@ class WordExpansion(EvaluatorParts):
         """``kind``: the node's type when the caller has read it already."""
         if kind is None:
             kind = node.type
-        if (kind == "word" or kind == "number") and self._depth < MAX_NESTING:
+        depth = self._depth
+        if (kind == "word" or kind == "number") and depth < MAX_NESTING:
             # a literal (most parts of words): nothing below it, so no nesting to count, only the
-            # bound to respect (at it, _enter below reports it as for any other node)
-            return [Piece([self._literal(node, ft, unquoted=not quoted)], split=False)]
-        self._enter(node, ft)
+            # bound to respect (at it, _enter below reports it as for any other node); _literal written out
+            table = ft._char_of_byte
+            start, end = node.start_byte, node.end_byte
+            if table is not None:
+                start, end = table[start], table[end]
+            raw = ft.text[start:end]
+            loc = Loc(ft.path, start, end)
+            return [Piece([Seg(raw, loc, True) if "\\" not in raw else unescaped_seg(raw, loc, _ESCAPE)], False)]
+        if depth >= MAX_NESTING:
+            self._enter(node, ft)  # reports the nesting (raises)
+        self._depth = depth + 1  # = self._enter(node, ft) below the bound
         try:
+            if kind == "simple_expansion" or kind == "expansion":  # (most nodes here) _pieces_of's branch
+                return self._expansion_pieces(node, ft, quoted, kind)
             return self._pieces_of(node, kind, ft, quoted)
         finally:
             self._depth -= 1
@@ -111,7 +130,7 @@ class WordExpansion(EvaluatorParts):
         if kind == "raw_string":
             loc = self._loc(node, ft)
             inner = Loc(ft.path, loc.start + 1, max(loc.start + 1, loc.end - 1))
-            return [Piece([Seg(ft.text[inner.start:inner.end], inner, True)], split=False)]
+            return [Piece([Seg(ft.text[inner.start:inner.end], inner, True)], False)]
         if kind == "ansi_c_string":
             loc = self._loc(node, ft)
             raw = ft.text[loc.start + 2:loc.end - 1]
@@ -119,25 +138,35 @@ class WordExpansion(EvaluatorParts):
                 value = raw.encode("latin-1", "backslashreplace").decode("unicode_escape")
             except UnicodeDecodeError:
                 value = raw
-            return [Piece([Seg(value, loc, value == raw)], split=False)]
+            return [Piece([Seg(value, loc, value == raw)], False)]
         if kind in ("string", "translated_string"):
             if ft.placeholders:  # `<Specify path>` parsed as a quoted string (none in most scripts)
                 loc = self._loc(node, ft)
                 if ft.placeholders.get(loc.start) == loc.end:
                     text = ft.text[loc.start:loc.end]
-                    return [Piece([Seg("", loc, False, f"`{text}` (a placeholder to fill in)")], split=False)]
+                    return [Piece([Seg("", loc, False, f"`{text}` (a placeholder to fill in)")], False)]
             out: list[Piece] = []
             prev_end = None
+            table = ft._char_of_byte
             for child in node.children:
                 child_start = child.start_byte
                 if prev_end is not None and child_start > prev_end:
                     # Text tree-sitter leaves between two expansions (spaces, `\` + newline).
                     gap = Loc(ft.path, ft.char(prev_end), ft.char(child_start))
-                    out.append(Piece([self._dq_text(ft, gap)], split=False))
+                    out.append(Piece([self._dq_text(ft, gap)], False))
                 prev_end = child.end_byte
                 child_kind = child.type  # read once: each read makes a new str
                 if child_kind == "string_content":
-                    out.append(Piece(self._dq_pieces(child, ft), split=False))
+                    if ft.quoted_placeholders:
+                        out.append(Piece(self._dq_pieces(child, ft), False))
+                    else:  # the common case (no placeholder in the file): _dq_pieces' one Seg, written out
+                        start, end = child_start, prev_end
+                        if table is not None:
+                            start, end = table[start], table[end]
+                        raw = ft.text[start:end]
+                        loc = Loc(ft.path, start, end)
+                        out.append(Piece([Seg(raw, loc, True) if "\\" not in raw else unescaped_seg(raw, loc, _DQ_ESCAPE)],
+                                         False))
                 elif child_kind in ('"', '$"', "$"):
                     continue
                 elif child.is_named:
@@ -150,10 +179,10 @@ class WordExpansion(EvaluatorParts):
                     if lead > 0:
                         start = ft.char(child.start_byte)
                         gap = Loc(ft.path, start, ft.char(child.start_byte + lead))
-                        out.append(Piece([self._dq_text(ft, gap)], split=False))
-                    out.extend(self._expansion_pieces(child, ft, quoted=True))
+                        out.append(Piece([self._dq_text(ft, gap)], False))
+                    out.extend(self._expansion_pieces(child, ft, True, child_kind))
             if not out:
-                out.append(Piece([], split=False))
+                out.append(Piece([], False))
             return out
         if kind == "concatenation":
             out = []
@@ -165,10 +194,10 @@ class WordExpansion(EvaluatorParts):
             return self._expansion_pieces(node, ft, quoted)
         if kind == "brace_expression":
             written = node.text.decode("utf-8", "replace")
-            return [Piece([Seg("", self._loc(node, ft), False, f"`{written}` (a brace expansion)")], split=False)]
+            return [Piece([Seg("", self._loc(node, ft), False, f"`{written}` (a brace expansion)")], False)]
         # Anything else: its text as written.
         loc = self._loc(node, ft)
-        return [Piece([Seg(ft.text[loc.start:loc.end], loc, True)], split=False)]
+        return [Piece([Seg(ft.text[loc.start:loc.end], loc, True)], False)]
 
     def _literal(self, node, ft: FileText, unquoted: bool) -> Seg:
         return self._literal_at(self._loc(node, ft), ft)
@@ -205,19 +234,33 @@ class WordExpansion(EvaluatorParts):
         # inside double quotes a backslash escapes only " \ $ ` and a line break (which it removes)
         return unescaped_seg(raw, loc, _DQ_ESCAPE)
 
-    def _expansion_pieces(self, node, ft: FileText, quoted: bool) -> list[Piece]:
-        loc = self._loc(node, ft)
-        kind = node.type
+    def _expansion_pieces(self, node, ft: FileText, quoted: bool, kind: str | None = None) -> list[Piece]:
+        """``kind``: the node's type when the caller has read it already."""
+        table = ft._char_of_byte
+        if table is None:  # self._loc(node, ft) written out (every expansion)
+            loc = Loc(ft.path, node.start_byte, node.end_byte)
+        else:
+            loc = Loc(ft.path, table[node.start_byte], table[node.end_byte])
+        if kind is None:
+            kind = node.type
+        if kind == "simple_expansion":  # (the most common, then ${...}: tested first)
+            name_node = node.named_child(0)
+            if name_node is None:
+                return [Piece([Seg("$", loc, True)], False)]
+            name = ft.data[name_node.start_byte:name_node.end_byte].decode("utf-8", "replace")  # node.text, without a node call
+            return self._var_pieces(name, None, loc, quoted)
+        if kind == "expansion":
+            return self._braced(node, ft, loc, quoted)
         split = not quoted
         if kind == "command_substitution":
             path = self._path_substitution(node, ft)
             if path is not None:
-                return [Piece([Seg(path, loc, False)], split=split)]
+                return [Piece([Seg(path, loc, False)], split)]
             text = ft.text[loc.start:loc.end].replace("\n", " ")
             short = text if len(text) <= 40 else text[:37] + "..."
-            return [Piece([Seg("", loc, False, f"`{short}` (a command substitution)")], split=False)]
+            return [Piece([Seg("", loc, False, f"`{short}` (a command substitution)")], False)]
         if kind == "process_substitution":
-            return [Piece([Seg("", loc, False, "a process substitution")], split=False)]
+            return [Piece([Seg("", loc, False, "a process substitution")], False)]
         if kind == "arithmetic_expansion":
             inner = list(node.named_children)
             try:
@@ -226,17 +269,11 @@ class WordExpansion(EvaluatorParts):
                 value = self._arith(inner[0], ft)
             except Unresolvable as exc:
                 text = ft.text[loc.start:loc.end]
-                return [Piece([Seg("", loc, False, f"`{text}` ({exc})")], split=False)]
+                return [Piece([Seg("", loc, False, f"`{text}` ({exc})")], False)]
             except ZeroDivisionError:
-                return [Piece([Seg("", loc, False, "a division by zero")], split=False)]
-            return [Piece([Seg(str(value), loc, False)], split=split)]
-        if kind == "simple_expansion":
-            name_node = node.named_children[0] if node.named_children else None
-            if name_node is None:
-                return [Piece([Seg("$", loc, True)], split=False)]
-            name = ft.data[name_node.start_byte:name_node.end_byte].decode("utf-8", "replace")  # node.text, without a node call
-            return self._var_pieces(name, None, loc, quoted)
-        # ${...}
+                return [Piece([Seg("", loc, False, "a division by zero")], False)]
+            return [Piece([Seg(str(value), loc, False)], split)]
+        # ${...} in another node type (none in the grammar)
         return self._braced(node, ft, loc, quoted)
 
     def _path_substitution(self, node, ft: FileText) -> str | None:
@@ -305,13 +342,26 @@ class WordExpansion(EvaluatorParts):
     def _var_pieces(self, name: str, index: str | None, loc: Loc, quoted: bool) -> list[Piece]:
         value = self._lookup(name, loc)
         split = not quoted
-        if isinstance(value, Seg):
-            return [Piece([value], split=split)]
+        if type(value) is Seg:  # (no subclass of Seg exists)
+            return [Piece([value], split)]
+        array = value.array
+        if index is None and (array is None or (name != "@" and name != "*")):
+            # a scalar read (`$X`, `${X}`: most expansions): _charge_value's last case and as_scalar
+            # written out
+            segs = (value.scalar or ()) if array is None else (array[0].segs if array else ())
+            if split:
+                chars, count = size_of([s.text for s in segs], split)
+            else:  # quoted: size_of's count without its per-piece blank counting
+                chars, count = sum([len(s.text) for s in segs]), len(segs)
+            refused = self.budget.charge(chars, count)
+            if refused is not None:
+                return [Piece([self._refused_seg(f"${{{name}}}", refused, loc)], False)]
+            return [Piece(list(segs), split)]
         if name in ("@", "*") and index is None and value.is_array:
             index = name  # a function's arguments ($@ inside `run() { "$@"; }`): one field each
         refused = self._charge_value(value, index, split)
         if refused is not None:
-            return [Piece([self._refused_seg(f"${{{name}}}", refused, loc)], split=False)]
+            return [Piece([self._refused_seg(f"${{{name}}}", refused, loc)], False)]
         if index in ("@", "*") and value.is_array:
             elements = value.as_fields()
             if index == "*" and quoted:
@@ -320,19 +370,19 @@ class WordExpansion(EvaluatorParts):
                     if i:
                         segs.append(Seg(" ", None, False))
                     segs.extend(el.segs)
-                return [Piece(segs, split=False)]
-            return [Piece(list(el.segs), split=split, field_break_before=i > 0) for i, el in enumerate(elements)] or [
-                Piece([], split=True)]
+                return [Piece(segs, False)]
+            return [Piece(list(el.segs), split, i > 0) for i, el in enumerate(elements)] or [
+                Piece([], True)]
         if index is not None and index not in ("@", "*"):
             try:
                 i = int(index)
             except ValueError:
-                return [Piece([Seg("", loc, False, f"${{{name}[{index}]}}")], split=False)]
+                return [Piece([Seg("", loc, False, f"${{{name}[{index}]}}")], False)]
             elements = value.as_fields()
             if 0 <= i < len(elements):
-                return [Piece(list(elements[i].segs), split=split)]
-            return [Piece([], split=split)]
-        return [Piece(list(value.as_scalar()), split=split)]
+                return [Piece(list(elements[i].segs), split)]
+            return [Piece([], split)]
+        return [Piece(list(value.as_scalar()), split)]
 
     def _charge_value(self, value: VarValue, index: str | None, split: bool) -> str | None:
         """Charge the part of ``value`` that ``${name[index]}`` copies to the budget: None when it
@@ -361,6 +411,11 @@ class WordExpansion(EvaluatorParts):
     def _lookup(self, name: str, loc: Loc) -> VarValue | Seg:
         if self._reads is not None:
             self._note_read(name)  # a dependency of the statement the memo records (shell_memo)
+        value = self.env.values.get(name)
+        if value is not None and name not in _SPECIAL_UNKNOWN and not name.isdigit():
+            # a variable the script set (most reads): every case below first asks for a special or
+            # positional name, or for one not set (BASH_SOURCE), so none of them applies
+            return value
         if self.call_arguments and (name in ("@", "*", "#") or (name.isdigit() and name != "0")):
             return _call_argument(self.call_arguments[-1], name)
         if self.arguments is not None and ((name.isdigit() and name != "0") or name == "#"):
@@ -410,19 +465,20 @@ class WordExpansion(EvaluatorParts):
         name: str | None = None
         index: str | None = None
         ops: list[tuple[str, list]] = []
+        data = ft.data  # the parsed bytes: a node's text is data[start_byte:end_byte]
         for child in node.children:
             kind = child.type  # read once: each read makes a new str
             if kind == "${" or kind == "}":
                 continue
             if name is None:
-                if kind == "#" or (not child.is_named and child.text == b"#"):
+                if kind == "variable_name" or kind == "special_variable_name":  # (first: the common case)
+                    name = data[child.start_byte:child.end_byte].decode("utf-8", "replace")  # child.text, without a node call
+                    continue
+                if kind == "#" or (not child.is_named and data[child.start_byte:child.end_byte] == b"#"):
                     length = True
                     continue
-                if not child.is_named and child.text == b"!":
+                if not child.is_named and data[child.start_byte:child.end_byte] == b"!":
                     indirect = True
-                    continue
-                if kind == "variable_name" or kind == "special_variable_name":
-                    name = child.text.decode("utf-8", "replace")
                     continue
                 if kind == "subscript":
                     base = child.child_by_field_name("name")
@@ -436,24 +492,24 @@ class WordExpansion(EvaluatorParts):
                     name = child.text.decode()
                     continue
             if not child.is_named:
-                ops.append((child.text.decode("utf-8", "replace"), []))
+                ops.append((data[child.start_byte:child.end_byte].decode("utf-8", "replace"), []))
             elif ops:
                 ops[-1][1].append(child)
             else:
                 ops.append(("?", [child]))
         if name is None or indirect:
             text = ft.text[loc.start:loc.end]
-            return [Piece([Seg("", loc, False, f"`{text}`")], split=False)]
+            return [Piece([Seg("", loc, False, f"`{text}`")], False)]
         if length:
             value = self._lookup(name, loc)
             if isinstance(value, Seg):
-                return [Piece([value], split=False)]
+                return [Piece([value], False)]
             if index in ("@", "*"):
-                return [Piece([Seg(str(len(value.as_fields())), loc, False)], split=False)]
+                return [Piece([Seg(str(len(value.as_fields())), loc, False)], False)]
             segs = value.as_scalar()
             if any(s.unknown for s in segs):
-                return [Piece([Seg("", loc, False, f"${{#{name}}}")], split=False)]
-            return [Piece([Seg(str(len("".join(s.text for s in segs))), loc, False)], split=False)]
+                return [Piece([Seg("", loc, False, f"${{#{name}}}")], False)]
+            return [Piece([Seg(str(len("".join(s.text for s in segs))), loc, False)], False)]
         base = self._var_pieces(name, index, loc, quoted)
         if not ops:
             return base
@@ -486,22 +542,22 @@ class WordExpansion(EvaluatorParts):
                 return base
             if op in (":+", "+"):
                 if is_set is None:
-                    return [Piece([Seg("", loc, False, f"${{{name}{op}...}}")], split=False)]
+                    return [Piece([Seg("", loc, False, f"${{{name}{op}...}}")], False)]
                 return default_pieces if not use_default else []
             return base
         joined = "".join(s.text for p in base for s in p.segs) if all(
             s.unknown is None for p in base for s in p.segs) else None
         if joined is None:
-            return base if op in ("^^", ",,", "^", ",") else [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
+            return base if op in ("^^", ",,", "^", ",") else [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], False)]
         result = self._string_op(op, operand, joined, ft)
         if result is None:
-            return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
+            return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], False)]
         if isinstance(result, _Refused):
-            return [Piece([self._refused_seg(f"`{ft.text[loc.start:loc.end]}`", result.reason, loc)], split=False)]
+            return [Piece([self._refused_seg(f"`{ft.text[loc.start:loc.end]}`", result.reason, loc)], False)]
         refused = self.budget.charge(*size_of((result,), not quoted))
         if refused is not None:
-            return [Piece([self._refused_seg(f"`{ft.text[loc.start:loc.end]}`", refused, loc)], split=False)]
-        return [Piece([Seg(result, loc, False)], split=not quoted)]
+            return [Piece([self._refused_seg(f"`{ft.text[loc.start:loc.end]}`", refused, loc)], False)]
+        return [Piece([Seg(result, loc, False)], not quoted)]
 
     def _argument_slice(self, operand: list, ft: FileText, loc: Loc, quoted: bool) -> list[Piece]:
         """``"${@:2}"`` / ``"${@:2:3}"`` inside a function: its arguments from the second on (bash
@@ -514,11 +570,11 @@ class WordExpansion(EvaluatorParts):
             numbers = []
         if not numbers or any(t is None for t in texts) or numbers[0] < 1 or (len(numbers) > 1 and numbers[1] < 0):
             # ${@:0} starts with $0, negative offsets count from the end: not followed
-            return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], split=False)]
+            return [Piece([Seg("", loc, False, f"`{ft.text[loc.start:loc.end]}`")], False)]
         start = numbers[0] - 1
         chosen = arguments[start:start + numbers[1]] if len(numbers) > 1 else arguments[start:]
-        return [Piece(list(f.segs), split=not quoted, field_break_before=i > 0) for i, f in enumerate(chosen)] or [
-            Piece([], split=True)]
+        return [Piece(list(f.segs), not quoted, i > 0) for i, f in enumerate(chosen)] or [
+            Piece([], True)]
 
     def _operand_pieces(self, operand: list, ft: FileText, quoted: bool) -> list[Piece]:
         out: list[Piece] = []
