@@ -342,21 +342,21 @@ class WordExpansion(EvaluatorParts):
     def _var_pieces(self, name: str, index: str | None, loc: Loc, quoted: bool) -> list[Piece]:
         value = self._lookup(name, loc)
         split = not quoted
-        if type(value) is Seg:  # (no subclass of Seg exists)
+        if isinstance(value, Seg):
             return [Piece([value], split)]
         array = value.array
         if index is None and (array is None or (name != "@" and name != "*")):
             # a scalar read (`$X`, `${X}`: most expansions): _charge_value's last case and as_scalar
             # written out
-            segs = (value.scalar or ()) if array is None else (array[0].segs if array else ())
+            scalar = (value.scalar or ()) if array is None else (array[0].segs if array else ())
             if split:
-                chars, count = size_of([s.text for s in segs], split)
+                chars, count = size_of([s.text for s in scalar], split)
             else:  # quoted: size_of's count without its per-piece blank counting
-                chars, count = sum([len(s.text) for s in segs]), len(segs)
+                chars, count = sum([len(s.text) for s in scalar]), len(scalar)
             refused = self.budget.charge(chars, count)
             if refused is not None:
                 return [Piece([self._refused_seg(f"${{{name}}}", refused, loc)], False)]
-            return [Piece(list(segs), split)]
+            return [Piece(list(scalar), split)]
         if name in ("@", "*") and index is None and value.is_array:
             index = name  # a function's arguments ($@ inside `run() { "$@"; }`): one field each
         refused = self._charge_value(value, index, split)
