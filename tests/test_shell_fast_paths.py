@@ -290,3 +290,28 @@ def test_values_hash_and_compare_by_their_fields() -> None:
         assert again == value and hash(again) == hash(value) and repr(again) == repr(value)
     assert repr(a) == "Loc(path='x.sh', start=1, end=4)"
     assert [f.name for f in dataclasses.fields(Seg)] == ["text", "loc", "exact", "unknown", "env", "uncertain", "runs"]
+
+
+def test_one_unquoted_piece_splits_as_the_long_way() -> None:
+    """split_pieces' short cut for one unquoted expansion of one piece against its general loop (an
+    empty unquoted piece first adds nothing and takes the long way): unknown pieces, texts with and
+    without blanks, places as long as the text or not, exact or not, with runs, with a field break."""
+    from trainlint.adapters.megatron.words import Piece
+
+    rng = random.Random(36)
+    segs = _continued_segs(36, 200)
+    for _ in range(3000):
+        text = "".join(rng.choice(["a", "8", "-", " ", "\t", "\n", "é"]) for _ in range(rng.randint(0, 6)))
+        start = rng.randint(0, 5)
+        loc = rng.choice([None, Loc("x.sh", start, start + len(text)), Loc("x.sh", start, start + len(text) + 2)])
+        kind = rng.random()
+        if kind < 0.15:
+            seg = Seg("", loc, False, "$X (not set in the script)")
+        elif kind < 0.3:
+            seg = rng.choice(segs)
+        else:
+            seg = Seg(text, loc, rng.random() < 0.6)
+        piece = Piece([seg], True, rng.random() < 0.3)
+        site = Loc("x.sh", 0, 40)
+        for uncertain in (False, True):
+            assert split_pieces([piece], site, uncertain) == split_pieces([Piece([], True), piece], site, uncertain), seg

@@ -956,7 +956,7 @@ class ShellEvaluator(Conditions, WordExpansion, Arithmetic):
                 else:
                     new = VarValue(scalar=tuple(old.scalar or ()) + segs)
             else:
-                new = VarValue(scalar=segs)
+                new = VarValue(segs)
         if apply:
             self._set(name, new, loc)
         return name, new

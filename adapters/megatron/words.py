@@ -337,9 +337,22 @@ def split_pieces(pieces: list[Piece], site: Loc | None, uncertain: bool = False)
     """Bash word splitting over the pieces of one word: IFS whitespace in unquoted expansions
     separates fields; quoted text never does. A word made only of empty unquoted expansions
     produces no field at all."""
-    if len(pieces) == 1 and not pieces[0].split:
-        # one literal or quoted part (most words): exactly one field, nothing to split
-        return [Field(tuple(pieces[0].segs), site, uncertain)]
+    if len(pieces) == 1:
+        only = pieces[0]
+        if not only.split:
+            # one literal or quoted part (most words): exactly one field, nothing to split
+            return [Field(tuple(only.segs), site, uncertain)]
+        if len(only.segs) == 1:
+            # one unquoted expansion of one piece (`--num-layers $LAYERS`): the loop below keeps an
+            # unknown piece, or a known one without IFS whitespace whose place is as long as its text,
+            # whole, as the one field
+            seg = only.segs[0]
+            if seg.unknown is not None:
+                return [Field((seg,), site, uncertain)]
+            text = seg.text
+            loc = seg.loc
+            if text and _IFS.search(text) is None and (loc is None or not seg.exact or loc.end - loc.start == len(text)):
+                return [Field((seg,), site, uncertain)]
     unsplit: list[Seg] = []
     for piece in pieces:
         if piece.split or piece.field_break_before:
