@@ -119,6 +119,10 @@ class Run(NamedTuple):
 
 _PAST = sys.maxsize
 
+_tuple_new = tuple.__new__
+"""``_tuple_new(Run, (text, source, escaped))`` is ``Run(text, source, escaped)`` (what the named tuple's
+own ``__new__`` does, less its Python-level call): for the Runs made per escape and per word."""
+
 
 def _run_at(runs: tuple[Run, ...], offset: int) -> int:
     """The index of the run holding text offset ``offset`` (a string of thousands of continued
@@ -176,8 +180,8 @@ def _mapped_words(seg: Seg, spans: list[tuple[int, int]]) -> list[Seg]:
         if first == k and not lead_escape:
             out.append(Seg(text[start:end], Loc(path, source_start, source_end), True, unknown, env, uncertain))
             continue
-        inner = (Run(0, head.source + start - head.text, lead_escape),
-                 *(Run(r.text - start, r.source, r.escaped) for r in runs[first + 1:k + 1]))
+        inner = (_tuple_new(Run, (0, head.source + start - head.text, lead_escape)),
+                 *[_tuple_new(Run, (r.text - start, r.source, r.escaped)) for r in runs[first + 1:k + 1]])
         out.append(Seg(text[start:end], Loc(path, source_start, source_end), False, unknown, env, uncertain, inner))
     return out
 
@@ -219,7 +223,8 @@ def unescaped_seg(raw: str, loc: Loc, pattern: re.Pattern[str]) -> Seg:
     that knows where each remaining character is written. ``pattern``'s group 1 is the escaped
     character kept (None or empty: the match is removed, a ``\\<newline>``)."""
     out: list[str] = []
-    runs: list[Run] = [Run(0, loc.start)]
+    base = loc.start
+    runs: list[Run] = [_tuple_new(Run, (0, base, False))]
     pos = 0
     length = 0
     for match in pattern.finditer(raw):
@@ -228,11 +233,11 @@ def unescaped_seg(raw: str, loc: Loc, pattern: re.Pattern[str]) -> Seg:
         length += a - pos
         kept = match.group(1)
         if kept:
-            runs.append(Run(length, loc.start + b - len(kept), True))
+            runs.append(_tuple_new(Run, (length, base + b - len(kept), True)))
             out.append(kept)
             length += len(kept)
         else:
-            runs.append(Run(length, loc.start + b))
+            runs.append(_tuple_new(Run, (length, base + b, False)))
         pos = b
     out.append(raw[pos:])
     # a run that starts where the next one does holds no character (two removals in a row): the later counts
