@@ -2,7 +2,9 @@
 
 * ``ArgReader._plain`` (the usual flag: one definition, nothing to check, given once, a switch or
   one value its type accepts) against ``ArgReader._known``;
-* the usual setting's Value made in ``SpecBuilder._settings`` against ``SpecBuilder.value_of``.
+* the usual setting's Value made in ``SpecBuilder._settings`` against ``SpecBuilder.value_of``;
+* the entry point's file looked for on path strings (``entry_args._reach_text``, ``_find_text``)
+  against the pathlib walk (``_reach``, ``_find``).
 
 Both are switched off with their class's ``fast_path`` and every result of the load compared:
 the parsed settings, the specs (every Value with its Provenance), the documents and the findings,
@@ -23,6 +25,8 @@ from trainlint.adapters.megatron.flag_table import flag_table
 from trainlint.adapters.megatron.flags import ArgReader
 from trainlint.adapters.megatron.spec_build import SpecBuilder
 from trainlint.files.sources import read_source
+from trainlint.frameworks.entry_args import _find, _find_text, _reach, _reach_text
+from trainlint.frameworks.locate import real_path
 
 
 def _both(monkeypatch: pytest.MonkeyPatch, load):  # type: ignore[no-untyped-def]
@@ -107,3 +111,53 @@ def test_generated_command_lines_read_as_the_general_path(monkeypatch: pytest.Mo
         _same(fast, slow, " ".join(argv))
         settings += sum(len(spec.settings) for spec in fast.specs)
     assert settings > 1_000
+
+
+_ENTRIES = ["pretrain_gpt.py", "./pretrain_gpt.py", "../pretrain_gpt.py", "tools/run.py", "a//b/../c.py",
+            "megatron/training/arguments.py", "../megatron/training/arguments.py", "x.py"]
+
+
+def _entry_routes(folder: str, entry: str, root: str | None) -> tuple[Path | None, Path | None]:
+    text = _find_text(entry, *reversed(_reach_text(folder, root)))
+    paths = _find(entry, *reversed(_reach(Path(folder), root)))
+    return text, paths
+
+
+def test_entry_file_walk_on_strings_is_the_path_walk(tmp_path: Path) -> None:
+    """entry_args._reach_text/_find_text (strings) against _reach/_find (pathlib): the same folders
+    tried and the same file found, in a project with files at several levels, a link and a checkout."""
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    (project / "examples" / "gpt" / "deep").mkdir(parents=True)
+    (project / "tools").mkdir()
+    (project / "megatron" / "training").mkdir(parents=True)
+    (project / "pretrain_gpt.py").write_text("")
+    (project / "tools" / "run.py").write_text("")
+    (project / "c.py").write_text("")
+    (project / "megatron" / "training" / "arguments.py").write_text("")
+    (project / "examples" / "gpt" / "x.py").write_text("")
+    (tmp_path / "outside.py").write_text("")
+    (project / "examples" / "link").symlink_to(project / "tools")
+    folders = [project / "examples" / "gpt" / "deep", project / "examples" / "gpt", project, project / "examples" / "link",
+               project / "megatron" / "training"]
+    entries = [*_ENTRIES, str(tmp_path / "outside.py"), str(project / "c.py"), "../../../outside.py"]
+    found = 0
+    for folder in folders:
+        real = real_path(str(folder))
+        for root in (None, str(project), str(project / "megatron")):
+            for entry in entries:
+                text, paths = _entry_routes(real, entry, root)
+                assert text == paths, (folder, entry, root)
+                found += text is not None
+    assert found > 20
+
+
+@pytest.mark.skipif(not (CORPUS / "MANIFEST.tsv").is_file(), reason=f"corpus not found ({SHARED_ABSENT})")
+def test_entry_file_walk_on_strings_is_the_path_walk_on_the_corpus() -> None:
+    roots = [None, str(CORPUS / "forks" / "ROCm__Megatron-LM")]
+    for path in _megatron_files(CORPUS)[::3]:
+        folder = real_path(str(path.parent))
+        for root in roots:
+            for entry in _ENTRIES:
+                text, paths = _entry_routes(folder, entry, root)
+                assert text == paths, (path, entry, root)

@@ -53,7 +53,7 @@ def is_core_entry(entry: str | None) -> TypeGuard[str]:
     return entry.replace("\\", "/").rsplit("/", 1)[-1] in CORE_ENTRY_POINTS
 
 
-@dataclass
+@dataclass(slots=True)  # one per argument of every command
 class Setting:
     """One argument as given: the flag, its value (converted) and where both are written."""
 
