@@ -248,8 +248,8 @@ def _launch_variable(shell: ShellResult, name: str, anchor: Span | None, path: s
 
 
 def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans,
-              places: dict[int, tuple[Any, str | None, Span | None, str | None, Span | None]] | None = None) -> Document:
-    """``places``: the spans the spec builder turned already (:attr:`SpecBuilder.places`), by id(setting)."""
+              places: dict[str, tuple[Any, str | None, Span | None, str | None, Span | None]] | None = None) -> Document:
+    """``places``: the spans the spec builder turned already (:attr:`SpecBuilder.places`), by dest."""
     data: dict[str, Any] = {}
     key_spans: dict[str, Span] = {}
     value_spans: dict[str, Span] = {}
@@ -257,9 +257,9 @@ def _document(source: SourceText, parsed: ParsedArgs, spans: _Spans,
     here = source.path
     places = places or {}
     for dest, s in parsed.settings.items():
-        ptr = "/" + escape_key(dest)  # pointer([dest])
+        ptr = s.info.pointer if s.info.dest == dest else "/" + escape_key(dest)  # pointer([dest])
         data[dest] = s.value
-        known = places.get(id(s))
+        known = places.get(dest)
         if known is not None and known[0] is s:
             _, path, span, vpath, vspan = known
         else:

@@ -46,6 +46,11 @@ class FlagInfo:
     def takes_value(self) -> bool:
         return self.action in ("store", "append")
 
+    @cached_property  # the same for every run that gives the flag
+    def pointer(self) -> str:
+        """The JSON Pointer of its destination in a Megatron document (``pointer([dest])``)."""
+        return "/" + self.dest.replace("~", "~0").replace("/", "~1")
+
 
 @dataclass
 class FlagTable:

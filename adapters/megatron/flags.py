@@ -53,7 +53,7 @@ def is_core_entry(entry: str | None) -> TypeGuard[str]:
     return entry.replace("\\", "/").rsplit("/", 1)[-1] in CORE_ENTRY_POINTS
 
 
-@dataclass
+@dataclass(slots=True)  # one per argument of every command
 class Setting:
     """One argument as given: the flag, its value (converted) and where both are written."""
 
@@ -128,6 +128,10 @@ def _is_value_field(f: Field) -> bool:
 
 class ArgReader:
     """Reads a Megatron argument list the way argparse would, reporting at source positions."""
+
+    fast_path = True
+    """Read the usual argument with :meth:`_plain` (False: every one with :meth:`_known`, for the
+    tests that compare the two)."""
 
     def __init__(self, table: FlagTable, span_of: Callable[[Loc | None], tuple[str | None, Span | None]],
                  dialect: str, entry: str | None, default_path: str, target: Any = None) -> None:
@@ -332,6 +336,7 @@ class ArgReader:
             fields = fields[:MAX_ARGUMENTS]
         i = 0
         n = len(fields)
+        fast = self.fast_path
         while i < n:
             f = fields[i]
             self._site = f.site
@@ -358,6 +363,11 @@ class ArgReader:
             info = self.table.only.get(name)  # _choose's first answer, without the call (most flags)
             if info is None:
                 info = self._choose(name)
+            elif fast and not eq and info.entry_points is None and info.deprecated is None:
+                after = self._plain(fields, i, info, name, f)
+                if after:
+                    i = after
+                    continue
             spelled = name
             if info is None:
                 alt = [a for a in self.table.normalised(name) if a != name]
@@ -592,6 +602,36 @@ class ArgReader:
         self.out.settings[info.dest] = setting
         self.out.order.append(setting)
         return i
+
+    def _plain(self, fields: list[Field], i: int, info: FlagInfo, spelled: str, f: Field) -> int:
+        """:meth:`_known` for the usual argument (most of every command), in one call and without its
+        lists: a flag with one definition, nothing to check about it (no entry point, not deprecated),
+        given for the first time, that is a switch or takes one written value its type accepts. The
+        index after it; 0 (nothing done) otherwise, for :meth:`_known` to read it with its findings.
+        The Setting is the one :meth:`_known` makes (tests/test_megatron_fast_paths.py compares them)."""
+        if info.dest in self.out.settings:
+            return 0  # given twice: TL011
+        if info.action == "store":
+            nargs = info.nargs
+            if (nargs is not None and nargs != 1) or i + 1 >= len(fields):
+                return 0
+            vf = fields[i + 1]
+            text = vf.text
+            if text is None or (text[:1] == "-" and _looks_like_flag(text)):
+                return 0  # known at launch only (TL007), or no value (TL005)
+            value, error = _convert_one(text, info.for_dialect(self.dialect) if info.overrides else info)
+            if error is not None:
+                return 0  # TL005 / TL006, or a minimum the entry point may not apply
+            setting = Setting(info, spelled, f, value, [vf], vf.value_loc)
+            after = i + 2
+        elif info.takes_value:
+            return 0  # append: the values gather across occurrences
+        else:
+            setting = Setting(info, spelled, f, _SWITCH_VALUE.get(info.action, True), [], f.value_loc)
+            after = i + 1
+        self.out.settings[info.dest] = setting
+        self.out.order.append(setting)
+        return after
 
     def _dialect_checks(self, info: FlagInfo, spelled: str, loc: Loc | None, word: Loc | None = None) -> None:
         """``word``: where the flag is written as exactly its characters (a rename edits it); None: no edit."""

@@ -50,6 +50,10 @@ class BuildContext:
 
 
 class SpecBuilder:
+    fast_path = True
+    """:meth:`_settings` turns the usual setting into its Value itself (False: every one through
+    :meth:`value_of`, for the tests that compare the two)."""
+
     def __init__(self, parsed: ParsedArgs, ctx: BuildContext) -> None:
         self.parsed = parsed
         self.ctx = ctx
@@ -60,10 +64,10 @@ class SpecBuilder:
         """What building the spec found wrong with a launcher's value (``--nproc_per_node -8``)."""
         self._made: dict[str, Value | None] = {}
         """The Value of each setting as :meth:`_settings` made it: :meth:`get` gives the same one."""
-        self.places: dict[int, tuple[Setting, str | None, Span | None, str | None, Span | None]] = {}
-        """id(setting) -> (the setting, its flag's path and span, its value's path and span), for each
-        setting with a value place that :meth:`value_of` turned into spans: the document's key and value
-        spans are the same ones (the adapter's ``_document`` takes them from here)."""
+        self.places: dict[str, tuple[Setting, str | None, Span | None, str | None, Span | None]] = {}
+        """dest -> (the setting, its flag's path and span, its value's path and span), for each setting
+        with a value place that :meth:`value_of` turned into spans: the document's key and value spans
+        are the same ones (the adapter's ``_document`` takes them from here, for the setting it names)."""
 
     # ------------------------------------------------------------- values
 
@@ -84,7 +88,7 @@ class SpecBuilder:
         # a switch's value is its flag: one place, turned once
         path, span = (fpath, fspan) if value_loc is flag_loc else self.ctx.span_of(value_loc)
         if setting.value_loc is not None:
-            self.places[id(setting)] = (setting, fpath, fspan, path, span)
+            self.places[setting.info.dest] = (setting, fpath, fspan, path, span)
         note = ""
         apart = fspan is not None and (path != fpath or (span is not fspan and span != fspan))  # `is`: a switch, no __eq__ call
         if apart and fspan is not None:
@@ -135,10 +139,45 @@ class SpecBuilder:
         return self.spec
 
     def _settings(self) -> None:
+        made, out, places = self._made, self.spec.settings, self.places
+        span_of, here, fast = self.ctx.span_of, self.ctx.path, self.fast_path
         for dest, setting in self.parsed.settings.items():
-            v = self._made[dest] = self.value_of(setting)
+            # value_of written out for the usual setting (tests/test_megatron_fast_paths.py compares
+            # the two): a value written in one piece or a switch, not from the declared environment
+            # or an undecided branch; its spans kept for the document
+            value, values, value_loc = setting.value, setting.value_fields, setting.value_loc
+            if fast and value is not None and value_loc is not None and len(values) < 2:
+                seg = None
+                if values:
+                    only = values[0]
+                    segs = only.segs
+                    if len(segs) == 1 and not only.uncertain:
+                        seg = segs[0]
+                        if seg.env or seg.uncertain:
+                            seg = None
+                if seg is not None or not values:
+                    flag_loc = setting.flag_field.value_loc
+                    fpath, fspan = span_of(flag_loc)
+                    path, span = (fpath, fspan) if value_loc is flag_loc else span_of(value_loc)
+                    places[dest] = (setting, fpath, fspan, path, span)
+                    if fspan is None or span is fspan:
+                        apart = False
+                    elif path != fpath or span is None:
+                        apart = True
+                    else:  # Span's __eq__, field by field
+                        apart = not (span.line == fspan.line and span.column == fspan.column and
+                                     span.end_line == fspan.end_line and span.end_column == fspan.end_column)
+                    note = ""
+                    if apart:
+                        assert fspan is not None
+                        where = f"{fpath}:{fspan}" if fpath and fpath != path else f"line {fspan.line}, column {fspan.column}"
+                        note = f"value of {setting.flag_text} given at {where}"
+                    out[dest] = made[dest] = Value(value, Provenance(Origin.FILE, path or here, span, setting.flag_text,
+                                                                     note, (), False, apart))
+                    continue
+            v = made[dest] = self.value_of(setting)
             if v is not None:
-                self.spec.settings[dest] = v
+                out[dest] = v
             elif setting.unresolved:
                 path, span = self.ctx.span_of(setting.flag_field.site)
                 self.spec.unresolved[dest] = Provenance(Origin.FILE, path=path, span=span, key=setting.flag_text,

@@ -45,9 +45,56 @@ def entry_file(entry: str | None, script: str | None, root: str | None) -> Path 
         return None
     from trainlint.frameworks.locate import real_path
 
-    here = Path(os.path.dirname(real_path(script)))  # Path(script).resolve().parent, its folders remembered
-    limits, bases = _reach(here, root)
+    folder = os.path.dirname(real_path(script))  # Path(script).resolve().parent, its folders remembered
+    if os.name == "posix":
+        # the same walk on strings (every Megatron command asks, most for a file that is not there)
+        text_limits, text_bases = _reach_text(folder, root)
+        return _find_text(entry.replace("\\", "/"), text_bases, text_limits)
+    limits, bases = _reach(Path(folder), root)
     return _find(entry.replace("\\", "/"), bases, limits)
+
+
+def _reach_text(here: str, root: str | None) -> tuple[list[str], list[str]]:
+    """:func:`_reach` of a real absolute POSIX folder, on its spelling (tests/test_megatron_fast_paths.py
+    compares the two): such a path is its own normal form, so its parent is its dirname and a folder
+    lies inside another when it is that folder or starts with it and a separator."""
+    from trainlint.frameworks.locate import project_root, real_path
+
+    limits = [real_path(root) if root else os.path.dirname(here), str(project_root(Path(here)))]
+    above = [lim for lim in limits if _inside_text(here, lim)]
+    stop = min(above, key=len) if above else None  # the farthest limit above the script: the shortest
+    bases: list[str] = []
+    folder = here
+    for _ in range(MAX_LEVELS):
+        bases.append(folder)
+        parent = os.path.dirname(folder)
+        if folder == stop or parent == folder:
+            break
+        folder = parent
+    bases.extend(lim for lim in limits if lim not in bases)
+    return limits, bases
+
+
+def _inside_text(path: str, root: str) -> bool:
+    return path == root or path.startswith(root if root.endswith("/") else root + "/")
+
+
+def _find_text(rel: str, bases: list[str], limits: list[str]) -> Path | None:
+    """:func:`_find` over the folders of :func:`_reach_text`."""
+    from trainlint.frameworks.locate import real_path
+
+    absolute = os.path.isabs(rel)
+    for base in bases:
+        candidate = rel if absolute else (base + rel if base.endswith("/") else base + "/" + rel)
+        if not os.path.exists(candidate):
+            continue  # nothing there (the usual case): one stat
+        try:
+            real = real_path(candidate)
+        except (OSError, RuntimeError):
+            continue
+        if os.path.isfile(real) and any(_inside_text(real, lim) for lim in limits):
+            return Path(real)
+    return None
 
 
 def _reach(here: Path, root: str | None) -> tuple[list[Path], list[Path]]:

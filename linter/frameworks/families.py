@@ -10,7 +10,19 @@ from typing import Any
 def _known() -> list[Any]:
     from trainlint.core.framework import known_frameworks
 
-    return sorted((f for f in known_frameworks() if f.catalog_family), key=lambda f: (f.source_rank, f.catalog_family))
+    known = known_frameworks()
+    last = _last
+    if len(last[0]) == len(known) and all(a is b for a, b in zip(last[0], known, strict=True)):
+        return last[1]  # the same frameworks as last time (every config folder asks several times)
+    found = sorted((f for f in known if f.catalog_family), key=lambda f: (f.source_rank, f.catalog_family))
+    _last[:] = [known, found]
+    return found
+
+
+_last: list[Any] = [[], []]
+"""[the known frameworks :func:`_known` was last asked with, its answer]: a framework's family and
+rank are its class's, so the answer changes only with the frameworks (a session registering a
+plugin's); callers only read it."""
 
 
 def families() -> tuple[str, ...]:
