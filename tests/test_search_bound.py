@@ -117,7 +117,8 @@ def test_a_layouts_bound_never_beats_its_real_score(name, spec, ctx):
                     mode = search_module._mode_bound((s, most, last), recompute, [(row, k, k) for k in range(len(batches))],
                                                      factory, cache, options)
                     for k in range(len(batches)):
-                        floor = search_module._layout_floor(s, recompute, row, k, most, last, factory, cache)
+                        floor = search_module._layout_floor(s, search_module.derive(s, recompute=recompute), row, k, most, last,
+                                                          factory, cache)
                         bound = search_module._layout_bound(row, k, floor, factory, options)
                         i = row.inputs(k, factory)
                         real = search_module._score(i.global_batch * i.seq / step_time(i).step_time, i.world, options)

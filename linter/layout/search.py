@@ -498,26 +498,32 @@ def _costs(s: Inputs, recompute: str, row: _Row, k: int, factory: InputsFactory,
     return per_layer, output
 
 
-def _layout_floor(s: Inputs, recompute: str, row: _Row, k: int, most: int, last: int, factory: InputsFactory,
+def _layout_floor(s: Inputs, waiter: Inputs, row: _Row, k: int, most: int, last: int, factory: InputsFactory,
                   cache: dict) -> float:
     """The step time's floor of ``row``'s ``k``-th batch split in structure ``s`` (one layer's costs
-    and host wait x the layers of the busiest stage, the output layer, the accumulation). The costs are cached per
-    structure and micro batch, so every split and every ZeRO stage of one shape shares them."""
+    and host wait x the layers of the busiest stage, the output layer, the accumulation). The costs
+    are cached per structure and micro batch, so every split and every ZeRO stage of one shape shares
+    them. ``waiter``: ``s`` in the row's recompute mode (what the host wait reads besides the costs:
+    the recompute mode and the MoE layers)."""
     _, ga, _ = row.batches[k]
-    per_layer, output = _costs(s, recompute, row, k, factory, cache)
-    launch = host_wait_s(row.inputs(k, factory), per_layer)  # the row's recompute mode and micro batch
-    return floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp, launch)
+    per_layer, output = _costs(s, row.recompute, row, k, factory, cache)
+    return floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp, host_wait_s(waiter, per_layer))
+
+
+def _floor_bound(row: _Row, k: int, floor: float, options: SearchOptions) -> float:
+    """The score of ``row``'s ``k``-th batch split at the step time ``floor``, lowered by FLOOR_MARGIN."""
+    s = row.s
+    return _score(row.batches[k][2] * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
 
 
 def _layout_bound(row: _Row, k: int, floor: float, factory: InputsFactory, options: SearchOptions) -> float:
     """The score no layout of ``row``'s ``k``-th batch split can beat: its ``floor``
     (:func:`_layout_floor`, the same for every ZeRO stage and optimizer) plus the exchange terms
     the floor leaves out (:func:`~trainlint.estimator.performance.exchange_floor`: they depend on
-    the stage and optimizer), lowered by FLOOR_MARGIN."""
-    gb = row.batches[k][2]
-    s = row.s
-    floor += exchange_floor(row.inputs(k, factory))
-    return _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
+    the stage and optimizer), lowered by FLOOR_MARGIN. A lazy search lists a layout by its floor's
+    bound (:func:`_floor_bound`, no better) and adds the exchange terms only when it comes to the top
+    (:func:`_best_first_lazy`): most layouts listed never do."""
+    return _floor_bound(row, k, floor + exchange_floor(row.inputs(k, factory)), options)
 
 
 def _structures_of(dims: tuple[int, int, int, int, int], sp: bool, zeros: list, batches: list[tuple[int, int, int]],
@@ -628,12 +634,13 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
     def _push_layouts(group: tuple) -> None:
         (s, most, last), recompute, points = group
         floors: dict[tuple[int, int, int], float] = {}  # the same for every ZeRO stage and optimizer
+        waiter = derive(s, recompute=recompute)
         for row, k, index in points:
             micro, ga, gb = row.batches[k]
             floor = floors.get((micro, ga, gb))
             if floor is None:
-                floor = floors[micro, ga, gb] = _layout_floor(s, recompute, row, k, most, last, factory, cache)
-            heapq.heappush(pending, (_layout_bound(row, k, floor, factory, options), index, row, k))
+                floor = floors[micro, ga, gb] = _layout_floor(s, waiter, row, k, most, last, factory, cache)
+            heapq.heappush(pending, (_floor_bound(row, k, floor, options), index, row, (k, floor)))
 
     return _best_first_lazy(pending, fixed_batch, factory, cache, budget, options, stats, expand)
 
@@ -694,8 +701,10 @@ def _structure_bound(dims: tuple[int, int, int, int, int], batches: list[tuple[i
     collective latency), so at m <= M they are at least m / M of their value at M; recompute only
     adds to them, and ZeRO or the distributed optimizer do not change them. The host wait per layer
     (:func:`~trainlint.estimator.performance.host_wait_s`) only falls as those costs grow, so its
-    value at M (the least over the recompute modes) is at most its value at any m <= M. The floor at
-    m / M of the costs at M, plus that wait, is therefore a floor of every layout of the structure."""
+    value at M is at most its value at any m <= M; a layer's costs with its host wait are the most of
+    its kernels' and the host's time (plus the exposed TP time and the MoE sync), each of which
+    recompute only adds to, so the least recompute's sum is the least. The floor at m / M of the
+    costs at M, plus that wait, is therefore a floor of every layout of the structure."""
     tp, pp, vpp, cp, dp = dims
     top = max(range(len(batches)), key=lambda k: batches[k][0])
     micro, ga, gb = batches[top]
@@ -708,19 +717,17 @@ def _structure_bound(dims: tuple[int, int, int, int, int], batches: list[tuple[i
         s = factory.structure(tp, pp, vpp, cp, dp, space.sp_for(tp), zeros[0][0], space.dist_opt[0])
         least = ("none",) if "none" in space.recompute else tuple(space.recompute)
         per = launch = None
-        for recompute in space.recompute:
+        for recompute in least:
             point = factory.point(s, micro, ga, gb, recompute)
             found = cache.get(layer_costs_key(s, micro, recompute))
             if found is None:
                 found = layer_costs(point, cache)
-            wait = host_wait_s(point, found)  # every mode's: a mode with more compute may wait less
-            if launch is None or wait < launch:
-                launch = wait
-            if recompute not in least:
-                continue
             total = found[0].total + found[2]
             if per is None or total < per:
                 per = total
+            wait = host_wait_s(point, found)
+            if launch is None or wait < launch:
+                launch = wait
         assert per is not None and launch is not None
         output = cache.get(output_seconds_key(s, micro))
         if output is None:
@@ -744,7 +751,7 @@ def _enumerate_lazy_flat(spec: TrainingSpec, base: Inputs, space: Space, options
     loop does."""
     budget, factory, cache, cur, fixed_batch = _setup(spec, base, space, options)
     rows: list[_Row] = []
-    pending: list[tuple[float, int, _Row, int]] = []
+    pending: list[tuple[float, int, Any, Any]] = []
     batch_cache: dict[tuple[int, int, int], list[tuple[int, int, int]]] = {}
     evaluated_bound, exact = 0, False  # what the eager search would have evaluated so far (at most)
     for tp, pp, vpp, cp, dp in space.structures():
@@ -774,9 +781,10 @@ def _enumerate_lazy_flat(spec: TrainingSpec, base: Inputs, space: Space, options
             for recompute in space.recompute:
                 row = _Row(s, (tp, pp, vpp, cp, dp), recompute, zero, engine, dist_opt, kept)
                 rows.append(row)
+                waiter = derive(s, recompute=recompute)
                 for k in range(len(kept)):
-                    floor = _layout_floor(s, recompute, row, k, most, last, factory, cache)
-                    pending.append((_layout_bound(row, k, floor, factory, options), len(pending), row, k))
+                    floor = _layout_floor(s, waiter, row, k, most, last, factory, cache)
+                    pending.append((_floor_bound(row, k, floor, options), len(pending), row, (k, floor)))
                 evaluated_bound += row.eager_count(fixed_batch, factory, cache, budget, stats) if exact else len(kept)
     return _best_first_lazy(pending, fixed_batch, factory, cache, budget, options, stats)
 
@@ -788,11 +796,23 @@ def _best_first_lazy(pending: list[tuple[float, int, Any, Any]], fixed_batch: bo
     bounds is timed only when it fits; one over the headroom is dropped, as the eager search never
     lists it. The bounds come off a heap in (bound, index) order, the order of the eager sort.
     An entry (bound, index, None, group) stands for layouts not listed yet, none with a lower
-    bound: taken from the heap, ``expand(group)`` pushes them."""
+    bound: taken from the heap, ``expand(group)`` pushes them. An entry (bound, index, row, (k,
+    floor)) is a layout listed by its floor alone (:func:`_floor_bound`): taken from the heap, it
+    goes back with its whole bound (:func:`_layout_bound`, never better)."""
     heapq.heapify(pending)
-    if expand is not None:
-        while pending and pending[0][2] is None:
-            expand(heapq.heappop(pending)[3])
+
+    def _complete(row: _Row, listed: tuple[int, float], index: int) -> None:
+        k, floor = listed
+        heapq.heappush(pending, (_layout_bound(row, k, floor, factory, options), index, row, k))
+
+    # the top made a layout with its whole bound (groups expanded, floors completed): what `worth` is compared with
+    while pending and (pending[0][2] is None or type(pending[0][3]) is tuple):
+        _, index, row, k = heapq.heappop(pending)
+        if row is None:
+            assert expand is not None
+            expand(k)
+        else:
+            _complete(row, k, index)
     if options.worth is not None and options.price_per_gpu_hour is None and pending \
             and -pending[0][0] < options.worth * (1 - WORTH_MARGIN):
         stats.below_worth = True  # the best bound (tokens/s) of any layout is below what is asked
@@ -804,6 +824,9 @@ def _best_first_lazy(pending: list[tuple[float, int, Any, Any]], fixed_batch: bo
             if row is None:
                 assert expand is not None
                 expand(k)
+                continue
+            if type(k) is tuple:
+                _complete(row, k, index)
                 continue
             if not row.fits(k, fixed_batch, factory, cache, budget, stats):
                 continue
