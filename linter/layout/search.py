@@ -11,9 +11,11 @@
    estimator's own (:func:`~trainlint.estimator.memory.worst_stage_total`,
    :func:`~trainlint.estimator.performance.step_time`): one estimator, no second assembly.
    Step times are computed lazily, best first (branch and bound): every layout under the
-   headroom gets a cheap floor on its step time (:func:`~trainlint.estimator.performance.step_time_floor`),
-   and a layout's real step time is computed only when no layout still untimed could rank
-   before the best one timed so far. The order is exactly the exhaustive one (``exhaustive=True``
+   headroom gets a cheap floor on its step time (:func:`~trainlint.estimator.performance.step_time_floor`,
+   with the host wait per layer, plus :func:`~trainlint.estimator.performance.exchange_floor`: the
+   p2p, optimizer and data-parallel terms; within ~1% of the step time, the width of a tie), and a
+   layout's real step time is computed only when no layout still untimed could rank before the best
+   one timed so far. The order is exactly the exhaustive one (``exhaustive=True``
    computes them all, for the tests that prove it); the finalists rarely need more than a few.
 4. Finalists in order of tokens/s (or cost per token): the real estimate of the modified spec
    (``trainlint.estimator.estimate``, exactly what ``trainlint estimate`` prints for the
