@@ -83,3 +83,30 @@ def test_the_provenance_is_part_of_the_key(note):
     result = I.resolve(s, build_context(s, gpu="h100-sxm"))
     assert any(a.field == "model.num_kv_heads" and note in a.source for a in result[2])
     assert shown(result) == shown(fresh(s))
+
+
+def test_a_variant_keeping_the_sections_values_finds_the_part_by_identity():
+    """A world-size variant or a fix candidate is a shallow copy holding the same Value objects: its
+    part is found without making the key, and is the one a fresh read gives; a section where one
+    Value is replaced by a lookalike (1 for True) is not found by identity."""
+    import copy
+
+    a = spec(num_kv_heads=True)
+    fresh(a)
+    variant = copy.copy(a)
+    variant.model = copy.copy(a.model)  # the same Value objects in another section object
+    calls = []
+    real = I._section_key
+    try:
+        I._section_key = lambda section: calls.append(section) or real(section)
+        kept = I._model_parts.lookup(variant.model)[1]
+        assert kept is not None and calls == []  # found by identity
+        assert shown(I.resolve(variant, build_context(variant, gpu="h100-sxm"))) == shown(fresh(spec(num_kv_heads=True)))
+        other = copy.copy(a)
+        other.model = copy.copy(a.model)
+        other.model.num_kv_heads = Value(1, FILE)  # equal to True in Python, read and printed otherwise
+        assert shown(I.resolve(other, build_context(other, gpu="h100-sxm"))) == shown(fresh(spec(num_kv_heads=1)))
+        I._model_parts.entries.clear()  # nothing kept: the identity shortcut finds nothing either
+        assert I._model_parts.lookup(variant.model)[1] is None
+    finally:
+        I._section_key = real

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from trainlint.core.numbers import short
 
+import operator
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -401,6 +402,24 @@ class _Kept:
     def __init__(self, size: int = 8) -> None:
         self.size = size
         self.entries: dict[tuple, tuple[tuple, Any]] = {}
+        self.last: tuple[type, tuple, tuple, tuple[tuple, Any]] | None = None
+        """The section type, its Values, the key and the entry of the last part found or kept: a run's
+        variants (other world sizes, a fix's candidates) are shallow copies that keep the very Value
+        objects of the sections they do not change, which are found again by identity (a frozen Value
+        is the same value with the same provenance) without making their key."""
+
+    def lookup(self, section: Any) -> tuple[tuple[tuple, tuple] | None, Any]:
+        """(the key of ``section``, the part kept for it or None)."""
+        entries = tuple(vars(section).values())
+        last = self.last
+        if last is not None and last[0] is type(section) and len(entries) == len(last[1]) \
+                and all(map(operator.is_, entries, last[1])) and self.entries.get(last[2]) is last[3]:
+            return (last[2], last[1]), last[3][1]
+        key = _section_key(section)
+        found = self.get(key)
+        if found is not None and key is not None:
+            self.last = (type(section), key[1], key[0], self.entries[key[0]])
+        return key, found
 
     def get(self, key: tuple[tuple, tuple] | None) -> Any:
         if key is None:
@@ -408,15 +427,17 @@ class _Kept:
         found = self.entries.get(key[0])
         return found[1] if found is not None and found[0] == key[1] else None
 
-    def put(self, key: tuple[tuple, tuple] | None, found: Any) -> None:
+    def put(self, key: tuple[tuple, tuple] | None, found: Any, section_type: type | None = None) -> None:
         if key is None:
             return
         entries = dict(self.entries)  # a new dict, bound at once: safe across threads
         entries.pop(key[0], None)
-        entries[key[0]] = (key[1], found)
+        entry = entries[key[0]] = (key[1], found)
         while len(entries) > self.size:
             entries.pop(next(iter(entries)))  # the oldest
         self.entries = entries
+        if section_type is not None:
+            self.last = (section_type, key[1], key[0], entry)
 
 
 _model_parts = _Kept()
@@ -452,11 +473,10 @@ def _model_part(spec: TrainingSpec) -> _ModelPart:
     """The model section read as resolve() reads it, memoised on its values: a search over layouts
     (TL301's fixes, the world sizes the memory rules try, a layout's finalists) estimates many specs
     that differ from the config only in their layout, batch or cluster, never in the model."""
-    key = _section_key(spec.model)
-    part = _model_parts.get(key)
+    key, part = _model_parts.lookup(spec.model)
     if part is None:
         part = _read_model(spec)
-        _model_parts.put(key, part)
+        _model_parts.put(key, part, type(spec.model))
     return part
 
 
@@ -888,13 +908,12 @@ _ENGINE_CHOICES = {
 def _engine(r: _Reader, spec: TrainingSpec) -> dict[str, Any]:
     """The engine fields as plain values: what the adapter set, else a reported assumption
     (memoised on the engine section's values, as the model part is)."""
-    key = _section_key(spec.engine)
-    found = _engine_parts.get(key)
+    key, found = _engine_parts.lookup(spec.engine)
     if found is None:
         before = len(r.assumptions)
         out = _read_engine(r, spec)
         found = (dict(out), tuple(r.assumptions[before:]))
-        _engine_parts.put(key, found)
+        _engine_parts.put(key, found, type(spec.engine))
         return out
     r.assumptions.extend(found[1])
     return dict(found[0])

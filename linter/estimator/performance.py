@@ -572,24 +572,30 @@ def stage_microbatch(i: Inputs, stage: int, layers: int,
     layer, layer_bwd, layer_tp = per_layer or layer_costs(i)
     compute = layer.scale(layers)
     backward = layer_bwd.scale(layers)
-    m = i.micro * i.seq / i.cp
     if stage == i.pp - 1:
         logits, ce = output_layer(i)
         compute = compute + (logits + ce)
         backward = backward + logits.scale(2 / 3)
     tp = layers * layer_tp
-    p2p = 0.0
-    if i.pp > 1:
-        split = i.tp if i.sp else 1
-        msg = i.act_bytes * m * i.hidden / split
-        span = i.tp * i.cp * i.dp * 2  # the next stage is TP x CP x DP ranks away: point to point, one NIC
-        bw = link_bw(i, span)
-        p2p = 2 * i.vpp * (msg / bw + C.COLLECTIVE_LATENCY_S)
-        if i.vpp > 1 and i.overlap_p2p:
-            # the interleaved schedule posts each send/recv beside the next chunk's compute (Megatron's
-            # default overlap_p2p_comm; --no-overlap-p2p-communication turns it off)
-            p2p *= 1 - C.P2P_OVERLAP_FRACTION
-    return compute, tp, p2p, backward
+    return compute, tp, p2p_seconds(i), backward
+
+
+def p2p_seconds(i: Inputs) -> float:
+    """Pipeline point-to-point seconds of one micro-batch on a stage (the same on every stage): the
+    activations sent forward and their gradients back, per model chunk."""
+    if i.pp <= 1:
+        return 0.0
+    m = i.micro * i.seq / i.cp
+    split = i.tp if i.sp else 1
+    msg = i.act_bytes * m * i.hidden / split
+    span = i.tp * i.cp * i.dp * 2  # the next stage is TP x CP x DP ranks away: point to point, one NIC
+    bw = link_bw(i, span)
+    p2p = 2 * i.vpp * (msg / bw + C.COLLECTIVE_LATENCY_S)
+    if i.vpp > 1 and i.overlap_p2p:
+        # the interleaved schedule posts each send/recv beside the next chunk's compute (Megatron's
+        # default overlap_p2p_comm; --no-overlap-p2p-communication turns it off)
+        p2p *= 1 - C.P2P_OVERLAP_FRACTION
+    return p2p
 
 
 def dp_link_bw(i: Inputs, d: int, *, blocking: bool = False) -> float:
@@ -819,25 +825,50 @@ def step_time_floor(i: Inputs, cache: dict | None = None) -> float:
     """A lower bound on ``step_time(i, cache).step_time`` at a fraction of its cost, for a layout
     search's branch and bound (:mod:`trainlint.layout.search`): the grad-accumulation micro-batches
     of the fullest stage, or of the last one with the output layer when that is slower (layers'
-    compute and exposed TP time, output GEMMs and cross-entropy, host overhead per micro-batch),
+    compute, exposed TP time and host wait, output GEMMs and cross-entropy, host overhead per
+    micro-batch),
     the pipeline bubble of a mean stage holding only its share of those, plus the per-step
     overhead. Every term left out (p2p, DP, the optimizer, the embedding) is >= 0, the slowest stage
     is at least as slow as either, and the mean stage at least as slow as its share, so the floor
     never exceeds the step time (up to rounding: the caller keeps a margin)."""
     kinds = stage_kinds(i)
-    return floor_of(layer_costs(i, cache), output_seconds(i, cache), max(layers for _, layers, _ in kinds), kinds[-1][1],
-                    i.grad_accum, i.layers, i.pp, i.vpp)
+    per_layer = layer_costs(i, cache)
+    return floor_of(per_layer, output_seconds(i, cache), max(layers for _, layers, _ in kinds), kinds[-1][1],
+                    i.grad_accum, i.layers, i.pp, i.vpp, host_wait_s(i, per_layer))
+
+
+_WINDOW = 1e300
+"""A compute window longer than any step's: behind it every overlapped bucket but the last is hidden."""
+
+
+def exchange_floor(i: Inputs) -> float:
+    """A lower bound on the terms of :func:`step_time` that :func:`step_time_floor` leaves out: the
+    pipeline's point-to-point time of the micro-batches, the optimizer step and the data-parallel
+    exchange as if the backward and the forward were long enough to hide every bucket they can
+    (:func:`exposed_behind` only falls as its window grows). Each is the very term step_time adds
+    (the same functions of the same inputs), and none depends on the stage chosen as the slowest
+    but through the stage holding the most parameters, which step_time picks the same way, so
+    ``step_time_floor(i) + exchange_floor(i)`` never exceeds the step time (up to rounding: a
+    search keeps a margin). A layout search adds it to its bounds: ~1.5% of a step, beyond the
+    1% within which layouts tie, so far fewer layouts are timed."""
+    kinds = stage_kinds(i)
+    fullest = max(range(len(kinds)), key=lambda k: stage_params_per_gpu(i, kinds[k][0], kinds[k][1]))
+    n_max = stage_params_per_gpu(i, kinds[fullest][0], kinds[fullest][1])
+    n_expert = stage_expert_params_per_gpu(i, kinds[fullest][1])
+    return (i.grad_accum * p2p_seconds(i) + data_parallel(i, n_max, 2 * _WINDOW, _WINDOW, n_expert)
+            + optimizer_time(i, n_max, n_expert))
 
 
 def floor_of(per_layer: tuple[Cost, Cost, float], output: float, most: int, last: int, grad_accum: int, layers: int,
-             pp: int, vpp: int) -> float:
+             pp: int, vpp: int, launch: float = 0.0) -> float:
     """:func:`step_time_floor` from its parts: one layer's costs (:func:`layer_costs`), the output
     layer's seconds (:func:`output_seconds`), the layers of the fullest and of the last stage
     (:func:`~trainlint.estimator.memory.stage_kinds`), the micro-batches per step, and the model's
     layers, stages and chunks per stage (the bubble: (p - 1) / v x the mean stage's micro-batch,
-    whose stages together hold every layer and the output layer)."""
+    whose stages together hold every layer and the output layer); ``launch``: the host wait per layer
+    (:func:`host_wait_s`, which step_time adds per layer of every stage; 0 leaves it out: a lower floor)."""
     layer, _, layer_tp = per_layer
-    return floor_from(layer.total + layer_tp, output, most, last, grad_accum, layers, pp, vpp)
+    return floor_from(layer.total + layer_tp + launch, output, most, last, grad_accum, layers, pp, vpp)
 
 
 def floor_from(per: float, output: float, most: int, last: int, grad_accum: int, layers: int, pp: int,

@@ -11,9 +11,11 @@
    estimator's own (:func:`~trainlint.estimator.memory.worst_stage_total`,
    :func:`~trainlint.estimator.performance.step_time`): one estimator, no second assembly.
    Step times are computed lazily, best first (branch and bound): every layout under the
-   headroom gets a cheap floor on its step time (:func:`~trainlint.estimator.performance.step_time_floor`),
-   and a layout's real step time is computed only when no layout still untimed could rank
-   before the best one timed so far. The order is exactly the exhaustive one (``exhaustive=True``
+   headroom gets a cheap floor on its step time (:func:`~trainlint.estimator.performance.step_time_floor`,
+   with the host wait per layer, plus :func:`~trainlint.estimator.performance.exchange_floor`: the
+   p2p, optimizer and data-parallel terms; within ~1% of the step time, the width of a tie), and a
+   layout's real step time is computed only when no layout still untimed could rank before the best
+   one timed so far. The order is exactly the exhaustive one (``exhaustive=True``
    computes them all, for the tests that prove it); the finalists rarely need more than a few.
 4. Finalists in order of tokens/s (or cost per token): the real estimate of the modified spec
    (``trainlint.estimator.estimate``, exactly what ``trainlint estimate`` prints for the
@@ -32,8 +34,8 @@ from trainlint.estimator import Estimate, EstimateContext, InvariantError, Missi
 from trainlint.estimator.inputs import Inputs
 from trainlint.layout.candidate import candidate_spec, etp_follows_tp, layout_changes, recompute_detail, spell_changes
 from trainlint.estimator.memory import stage_kinds, static_floor, worst_stage_total
-from trainlint.estimator.performance import (floor_from, floor_of, layer_costs, layer_costs_key, output_seconds, output_seconds_key,
-                                             step_time, step_time_floor)
+from trainlint.estimator.performance import (exchange_floor, floor_from, floor_of, host_wait_s, layer_costs, layer_costs_key,
+                                             output_seconds, output_seconds_key, step_time, step_time_floor)
 from trainlint.layout.startup_check import StartupRules, startup_findings
 from trainlint.layout.space import Layout, Space, build_space
 from trainlint.core.framework import framework_of
@@ -385,7 +387,8 @@ def _enumerate(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOp
                         tokens = i.global_batch * i.seq / step_time(i, cache).step_time
                         out.append((_score(tokens, i.world, options), layout))
                     else:
-                        most = i.global_batch * i.seq / (step_time_floor(i, cache) * (1 - FLOOR_MARGIN))
+                        floor = step_time_floor(i, cache) + exchange_floor(i)
+                        most = i.global_batch * i.seq / (floor * (1 - FLOOR_MARGIN))
                         pending.append((_score(most, i.world, options), len(pending), i, layout))
     if options.exhaustive:
         stats.feasible = len(out)
@@ -497,16 +500,32 @@ def _costs(s: Inputs, recompute: str, row: _Row, k: int, factory: InputsFactory,
     return per_layer, output
 
 
-def _layout_bound(s: Inputs, recompute: str, row: _Row, k: int, most: int, last: int, factory: InputsFactory,
-                  cache: dict, options: SearchOptions) -> float:
-    """The score no layout of ``row``'s ``k``-th batch split can beat: the step time's floor of
-    structure ``s`` (one layer's costs x the layers of the busiest stage, the output layer, the
-    accumulation), lowered by FLOOR_MARGIN. The costs are cached per structure and micro batch,
-    so every split and every ZeRO stage of one shape shares them."""
-    _, ga, gb = row.batches[k]
-    per_layer, output = _costs(s, recompute, row, k, factory, cache)
-    floor = floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp)
-    return _score(gb * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
+def _layout_floor(s: Inputs, waiter: Inputs, row: _Row, k: int, most: int, last: int, factory: InputsFactory,
+                  cache: dict) -> float:
+    """The step time's floor of ``row``'s ``k``-th batch split in structure ``s`` (one layer's costs
+    and host wait x the layers of the busiest stage, the output layer, the accumulation). The costs
+    are cached per structure and micro batch, so every split and every ZeRO stage of one shape shares
+    them. ``waiter``: ``s`` in the row's recompute mode (what the host wait reads besides the costs:
+    the recompute mode and the MoE layers)."""
+    _, ga, _ = row.batches[k]
+    per_layer, output = _costs(s, row.recompute, row, k, factory, cache)
+    return floor_of(per_layer, output, most, last, ga, s.layers, s.pp, s.vpp, host_wait_s(waiter, per_layer))
+
+
+def _floor_bound(row: _Row, k: int, floor: float, options: SearchOptions) -> float:
+    """The score of ``row``'s ``k``-th batch split at the step time ``floor``, lowered by FLOOR_MARGIN."""
+    s = row.s
+    return _score(row.batches[k][2] * s.seq / (floor * (1 - FLOOR_MARGIN)), s.world, options)
+
+
+def _layout_bound(row: _Row, k: int, floor: float, factory: InputsFactory, options: SearchOptions) -> float:
+    """The score no layout of ``row``'s ``k``-th batch split can beat: its ``floor``
+    (:func:`_layout_floor`, the same for every ZeRO stage and optimizer) plus the exchange terms
+    the floor leaves out (:func:`~trainlint.estimator.performance.exchange_floor`: they depend on
+    the stage and optimizer), lowered by FLOOR_MARGIN. A lazy search lists a layout by its floor's
+    bound (:func:`_floor_bound`, no better) and adds the exchange terms only when it comes to the top
+    (:func:`_best_first_lazy`): most layouts listed never do."""
+    return _floor_bound(row, k, floor + exchange_floor(row.inputs(k, factory)), options)
 
 
 def _structures_of(dims: tuple[int, int, int, int, int], sp: bool, zeros: list, batches: list[tuple[int, int, int]],
@@ -616,13 +635,14 @@ def _enumerate_lazy(spec: TrainingSpec, base: Inputs, space: Space, options: Sea
 
     def _push_layouts(group: tuple) -> None:
         (s, most, last), recompute, points = group
-        bounds: dict[tuple[int, int, int], float] = {}  # the same for every ZeRO stage and optimizer
+        floors: dict[tuple[int, int, int], float] = {}  # the same for every ZeRO stage and optimizer
+        waiter = derive(s, recompute=recompute)
         for row, k, index in points:
             micro, ga, gb = row.batches[k]
-            bound = bounds.get((micro, ga, gb))
-            if bound is None:
-                bound = bounds[micro, ga, gb] = _layout_bound(s, recompute, row, k, most, last, factory, cache, options)
-            heapq.heappush(pending, (bound, index, row, k))
+            floor = floors.get((micro, ga, gb))
+            if floor is None:
+                floor = floors[micro, ga, gb] = _layout_floor(s, waiter, row, k, most, last, factory, cache)
+            heapq.heappush(pending, (_floor_bound(row, k, floor, options), index, row, (k, floor)))
 
     return _best_first_lazy(pending, fixed_batch, factory, cache, budget, options, stats, expand)
 
@@ -645,20 +665,23 @@ def _mode_bound(shape: tuple[Inputs, int, int], recompute: str, points: list[tup
     row, k = max(((r, j) for r, j, _ in points), key=lambda rk: rk[0].batches[rk[1]][0])
     micro = row.batches[k][0]
     costs, output = _costs(s, recompute, row, k, factory, cache)
+    launch = host_wait_s(row.inputs(k, factory), costs)  # at M: at most the host wait at any smaller micro batch
     return _scaled_bound(costs[0].total + costs[2], output, micro, {r.batches[j] for r, j, _ in points}, most, last,
-                         s, s.pp, s.vpp, options)
+                         s, s.pp, s.vpp, options, launch)
 
 
 def _scaled_bound(per: float, output: float, micro: int, batches: Iterable[tuple[int, int, int]], most: int, last: int,
-                  shape: Inputs, pp: int, chunks: int, options: SearchOptions) -> float:
+                  shape: Inputs, pp: int, chunks: int, options: SearchOptions, launch: float = 0.0) -> float:
     """The best score over ``batches`` of the step-time floor from one layer's seconds ``per`` and
     the output layer's ``output`` at micro batch ``micro``, scaled to m / micro at micro m (both
     are linear in m: see :func:`_structure_bound`), lowered by GROUP_MARGIN. ``shape`` gives the
-    layers, sequence and world size."""
+    layers, sequence and world size. ``launch``: a host wait per layer no micro batch of
+    ``batches`` goes under (:func:`~trainlint.estimator.performance.host_wait_s` only grows as
+    one layer's costs fall, and they fall with the micro batch: its value at ``micro``)."""
     best = None
     for m, a, g in batches:
         share = m / micro
-        floor = floor_from(per * share, output * share, most, last, a, shape.layers, pp, chunks)
+        floor = floor_from(per * share + launch, output * share, most, last, a, shape.layers, pp, chunks)
         score = _score(g * shape.seq / (floor * (1 - GROUP_MARGIN)), shape.world, options)
         if best is None or score < best:
             best = score
@@ -678,8 +701,12 @@ def _structure_bound(dims: tuple[int, int, int, int, int], batches: list[tuple[i
     costs and the output layer's seconds at its micro batch m; both are sums of terms linear in m
     (FLOPs, activation bytes, messages) and of terms that do not depend on it (weights read,
     collective latency), so at m <= M they are at least m / M of their value at M; recompute only
-    adds to them, and ZeRO or the distributed optimizer do not change them. The floor at m / M of
-    the costs at M is therefore a floor of every layout of the structure."""
+    adds to them, and ZeRO or the distributed optimizer do not change them. The host wait per layer
+    (:func:`~trainlint.estimator.performance.host_wait_s`) only falls as those costs grow, so its
+    value at M is at most its value at any m <= M; a layer's costs with its host wait are the most of
+    its kernels' and the host's time (plus the exposed TP time and the MoE sync), each of which
+    recompute only adds to, so the least recompute's sum is the least. The floor at m / M of the
+    costs at M, plus that wait, is therefore a floor of every layout of the structure."""
     tp, pp, vpp, cp, dp = dims
     top = max(range(len(batches)), key=lambda k: batches[k][0])
     micro, ga, gb = batches[top]
@@ -691,26 +718,30 @@ def _structure_bound(dims: tuple[int, int, int, int, int], batches: list[tuple[i
     if costs is None or shape is None:
         s = factory.structure(tp, pp, vpp, cp, dp, space.sp_for(tp), zeros[0][0], space.dist_opt[0])
         least = ("none",) if "none" in space.recompute else tuple(space.recompute)
-        per = None
+        per = launch = None
         for recompute in least:
+            point = factory.point(s, micro, ga, gb, recompute)
             found = cache.get(layer_costs_key(s, micro, recompute))
             if found is None:
-                found = layer_costs(factory.point(s, micro, ga, gb, recompute), cache)
+                found = layer_costs(point, cache)
             total = found[0].total + found[2]
             if per is None or total < per:
                 per = total
-        assert per is not None
+            wait = host_wait_s(point, found)
+            if launch is None or wait < launch:
+                launch = wait
+        assert per is not None and launch is not None
         output = cache.get(output_seconds_key(s, micro))
         if output is None:
             output = output_seconds(factory.point(s, micro, ga, gb, least[0]), cache)
-        costs = (per, output)
+        costs = (per, output, launch)
         shape = (*_busiest(s), s.vpp)
         if widest is not None and shared is not None:
             shared["costs", tp, cp], shared["shape", pp] = costs, (shape[0], shape[1], None)
-    per, output = costs
+    per, output, launch = costs
     most, last, chunks = shape
     chunks = chunks if chunks is not None else (vpp if pp > 1 else 1)
-    return _scaled_bound(per, output, micro, batches, most, last, factory.base, pp, chunks, options)
+    return _scaled_bound(per, output, micro, batches, most, last, factory.base, pp, chunks, options, launch)
 
 
 def _enumerate_lazy_flat(spec: TrainingSpec, base: Inputs, space: Space, options: SearchOptions,
@@ -722,7 +753,7 @@ def _enumerate_lazy_flat(spec: TrainingSpec, base: Inputs, space: Space, options
     loop does."""
     budget, factory, cache, cur, fixed_batch = _setup(spec, base, space, options)
     rows: list[_Row] = []
-    pending: list[tuple[float, int, _Row, int]] = []
+    pending: list[tuple[float, int, Any, Any]] = []
     batch_cache: dict[tuple[int, int, int], list[tuple[int, int, int]]] = {}
     evaluated_bound, exact = 0, False  # what the eager search would have evaluated so far (at most)
     for tp, pp, vpp, cp, dp in space.structures():
@@ -752,9 +783,10 @@ def _enumerate_lazy_flat(spec: TrainingSpec, base: Inputs, space: Space, options
             for recompute in space.recompute:
                 row = _Row(s, (tp, pp, vpp, cp, dp), recompute, zero, engine, dist_opt, kept)
                 rows.append(row)
+                waiter = derive(s, recompute=recompute)
                 for k in range(len(kept)):
-                    pending.append((_layout_bound(s, recompute, row, k, most, last, factory, cache, options), len(pending),
-                                    row, k))
+                    floor = _layout_floor(s, waiter, row, k, most, last, factory, cache)
+                    pending.append((_floor_bound(row, k, floor, options), len(pending), row, (k, floor)))
                 evaluated_bound += row.eager_count(fixed_batch, factory, cache, budget, stats) if exact else len(kept)
     return _best_first_lazy(pending, fixed_batch, factory, cache, budget, options, stats)
 
@@ -766,11 +798,23 @@ def _best_first_lazy(pending: list[tuple[float, int, Any, Any]], fixed_batch: bo
     bounds is timed only when it fits; one over the headroom is dropped, as the eager search never
     lists it. The bounds come off a heap in (bound, index) order, the order of the eager sort.
     An entry (bound, index, None, group) stands for layouts not listed yet, none with a lower
-    bound: taken from the heap, ``expand(group)`` pushes them."""
+    bound: taken from the heap, ``expand(group)`` pushes them. An entry (bound, index, row, (k,
+    floor)) is a layout listed by its floor alone (:func:`_floor_bound`): taken from the heap, it
+    goes back with its whole bound (:func:`_layout_bound`, never better)."""
     heapq.heapify(pending)
-    if expand is not None:
-        while pending and pending[0][2] is None:
-            expand(heapq.heappop(pending)[3])
+
+    def _complete(row: _Row, listed: tuple[int, float], index: int) -> None:
+        k, floor = listed
+        heapq.heappush(pending, (_layout_bound(row, k, floor, factory, options), index, row, k))
+
+    # the top made a layout with its whole bound (groups expanded, floors completed): what `worth` is compared with
+    while pending and (pending[0][2] is None or type(pending[0][3]) is tuple):
+        _, index, row, k = heapq.heappop(pending)
+        if row is None:
+            assert expand is not None
+            expand(k)
+        else:
+            _complete(row, k, index)
     if options.worth is not None and options.price_per_gpu_hour is None and pending \
             and -pending[0][0] < options.worth * (1 - WORTH_MARGIN):
         stats.below_worth = True  # the best bound (tokens/s) of any layout is below what is asked
@@ -782,6 +826,9 @@ def _best_first_lazy(pending: list[tuple[float, int, Any, Any]], fixed_batch: bo
             if row is None:
                 assert expand is not None
                 expand(k)
+                continue
+            if type(k) is tuple:
+                _complete(row, k, index)
                 continue
             if not row.fits(k, fixed_batch, factory, cache, budget, stats):
                 continue
