@@ -96,6 +96,34 @@ def test_a_result_that_cannot_be_sent_back_is_redone_in_the_parent(many_configs)
     assert not any(callable(d) for r in results for d in r.diagnostics)
 
 
+def test_the_parent_checks_the_first_chunk_and_the_workers_inherit_what_it_warmed(many_configs, monkeypatch):
+    """Issue 33: the workers are forked after the parent checked the first chunk, so what that chunk
+    imported and memoised is theirs without importing it again; the parent's own objects stay
+    collectable (frozen only while it forks)."""
+    import gc
+
+    parent = os.getpid()
+    adapters = builtin_adapters()
+    tasks = _tasks(many_configs)
+    warmed: dict[str, int] = {}
+
+    def work(chunk):
+        if os.getpid() == parent and not warmed:
+            warmed["value"] = len(chunk)  # a memo filled by the first chunk
+        return [(os.getpid(), warmed.get("value"), check_task(t, adapters).path) for t in chunk]
+
+    frozen_before = gc.get_freeze_count()
+    monkeypatch.setattr(process_pool, "lean", lambda result: result)  # work gives (pid, memo, path)
+    done = list(process_pool.iter_results(tasks, work, 2, count=len(tasks)))
+    assert [path for _, _, path in done] == [t.path for t in tasks]
+    first = done[:process_pool.CHUNK]
+    assert {pid for pid, _, _ in first} == {parent}
+    rest = done[process_pool.CHUNK:]
+    assert rest and all(pid != parent for pid, _, _ in rest)
+    assert all(value == process_pool.CHUNK for _, value, _ in rest)  # inherited, not filled again
+    assert gc.get_freeze_count() == frozen_before
+
+
 @pytest.mark.parametrize("bad", ["-1", "two"])
 def test_jobs_must_be_a_count(bad, capsys):
     with pytest.raises(SystemExit) as stop:
