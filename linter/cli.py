@@ -51,9 +51,40 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
 
+def _same(message: str) -> str:
+    return message
+
+
+def _plural(singular: str, plural: str, n: int) -> str:
+    return singular if n == 1 else plural
+
+
+_catalog_checked = False
+
+
+def _argparse_without_catalog() -> None:
+    """argparse translates every message it builds with ``gettext``, which searches the locale folders
+    for a catalog on each call (a dozen calls, ~5 M instructions of a cold check, issue 33). When the
+    search finds no catalog for the current domain and languages, every translation is the message
+    itself (and the plural the English rule): argparse then gets those two functions, the same answers
+    without the search. The search runs once per process, as the first call would have run it."""
+    global _catalog_checked
+    if _catalog_checked:
+        return
+    _catalog_checked = True
+    import gettext
+
+    domain = gettext.textdomain()
+    if gettext.find(domain, gettext.bindtextdomain(domain)) is None:
+        namespace = vars(argparse)  # its module globals, which argparse's functions read at each call
+        namespace["_"] = _same
+        namespace["ngettext"] = _plural
+
+
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     """The full parser, or with ``only`` (a command name) just that command's subparser: the
     other command modules are then not imported at all, which keeps start-up fast."""
+    _argparse_without_catalog()
     parser = _Parser(
         prog="trainlint",
         description="Lint large-model training configs (DeepSpeed JSON, Megatron-LM arguments, "

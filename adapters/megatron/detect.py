@@ -11,7 +11,7 @@ import re
 from functools import cache
 
 from trainlint.adapters.base import BY_CONTENT, NOT_MINE, Adapter, LoadContext, LoadResult
-from trainlint.adapters.megatron.markers import FORMAT, YAML_FLAG_KEY, model_args_yaml
+from trainlint.adapters.megatron.markers import FORMAT, model_args_yaml, yaml_flag_key
 from trainlint.files.sources import SourceText
 
 # The patterns of a launch script's content are compiled on first use (functools.cache): a check of
@@ -74,7 +74,7 @@ class MegatronAdapter(Adapter):
         lower = path.lower()
         model_args = model_args_yaml(head)
         if lower.endswith((".yaml", ".yml")) or model_args:
-            if model_args and YAML_FLAG_KEY.search(head):
+            if model_args and yaml_flag_key().search(head):
                 return BY_CONTENT + 10
             return NOT_MINE
         if lower.endswith(".json"):

@@ -5,6 +5,7 @@ layout change is written in its flags, its ``trainlint run`` launch form and its
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any, Sequence
 
 from trainlint.core.framework import (
@@ -41,7 +42,10 @@ _DS_BATCH = {"batch.micro_batch": "train_micro_batch_size_per_gpu", "batch.grad_
              "batch.global_batch": "train_batch_size"}
 DEEPSPEED_PREFIX = "deepspeed:"
 # Entry points that train a vision encoder beside (or instead of) the language model.
-_MULTIMODAL_ENTRY = re.compile(r"(^|/)(pretrain_vlm|pretrain_mimo|multimodal/train|mimo/train|pretrain_vision_\w+)\.py$")
+@cache
+def _multimodal_entry() -> re.Pattern[str]:
+    # compiled for the first Megatron run's entry point, not when a check imports the framework
+    return re.compile(r"(^|/)(pretrain_vlm|pretrain_mimo|multimodal/train|mimo/train|pretrain_vision_\w+)\.py$")
 _PIPE_MODEL_ENTRIES = ("gpt", )
 """Megatron-DeepSpeed entry points that build a PipelineModule (GPTModelPipe) whenever
 ``--deepspeed`` is given without ``--no-pipeline-parallel`` (pretrain_gpt.py, pretrain_llama...)."""
@@ -127,7 +131,7 @@ class MegatronFramework(Framework):
         return not spec.entry_point
 
     def unmodelled_entry(self, entry: str) -> str | None:
-        if _MULTIMODAL_ENTRY.search(entry):
+        if _multimodal_entry().search(entry):
             return "the vision encoder and multimodal inputs are not modelled"
         return None
 

@@ -49,8 +49,11 @@ def short(value: object, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:limit // 2]}…{text[-8:]} ({len(text):,} characters)"
 
 
-# A run of more digits than any setting has: a clamped 4,300-digit value, or a product of them.
-_LONG_NUMBER = re.compile(rf"\d{{{MESSAGE_DIGITS + 1},}}")
+@cache
+def _long_number() -> re.Pattern[str]:
+    # A run of more digits than any setting has: a clamped 4,300-digit value, or a product of them
+    # (compiled for the first message that long, not at every start).
+    return re.compile(rf"\d{{{MESSAGE_DIGITS + 1},}}")
 
 
 def shorten_numbers(text: str) -> str:
@@ -59,7 +62,7 @@ def shorten_numbers(text: str) -> str:
     thousands of characters of a finding, a CI log line and a SARIF result."""
     if len(text) <= MESSAGE_DIGITS:
         return text
-    return _LONG_NUMBER.sub(lambda m: f"a {len(m.group()):,}-digit number", text)
+    return _long_number().sub(lambda m: f"a {len(m.group()):,}-digit number", text)
 
 
 # ============================================================ formatting numbers of any size

@@ -12,13 +12,19 @@ assumed release (see :mod:`trainlint.rules.startup.megatron.base`).
 from __future__ import annotations
 
 import re
+from functools import cache
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator
 
 from trainlint.rules import Finding, Rule, RuleContext
 from trainlint.core.spec import TrainingSpec
 
-_NUMBERS = re.compile(r"(\d+(?:\.\d+)*)")
+
+@cache
+def _numbers() -> re.Pattern[str]:
+    # compiled when a release is first compared, not when a check imports the rules
+    return re.compile(r"(\d+(?:\.\d+)*)")
+
 
 UNRELEASED = "main"
 """``first`` of a check only the upstream branch makes (after the newest release)."""
@@ -29,7 +35,7 @@ def release_key(version: str | None) -> tuple[int, ...] | None:
     names no release (``main``, a branch, a checkout of unknown version): the newest code."""
     if not version:
         return None
-    match = _NUMBERS.search(version)
+    match = _numbers().search(version)
     if match is None:
         return None
     return tuple(int(part) for part in match.group(1).split("."))
