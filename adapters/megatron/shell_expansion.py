@@ -68,7 +68,12 @@ class WordExpansion(EvaluatorParts):
                 seg = Seg(raw, loc, True) if "\\" not in raw else unescaped_seg(raw, loc, _ESCAPE)
                 return [Field((seg,), Loc(ft.path, name_start, name_end), bool(self._uncertain))]
         pieces = self._pieces(node, ft, False, kind)
-        return split_pieces(pieces, self._loc(node, ft), bool(self._uncertain))
+        table = ft._char_of_byte  # self._loc(node, ft) written out (every word that is not a literal)
+        if table is None:
+            site = Loc(ft.path, node.start_byte, node.end_byte)
+        else:
+            site = Loc(ft.path, table[node.start_byte], table[node.end_byte])
+        return split_pieces(pieces, site, bool(self._uncertain))
 
     def _rejoined_fields(self, head, tail, ft: FileText) -> list[Field]:
         """One word tree-sitter-bash cut in two (see :func:`split_at_dollar`): the head's pieces
