@@ -143,6 +143,25 @@ def test_the_session_warm_up_is_not_charged_to_the_first_document(tmp_path):
     assert code == 0 and b"Traceback" not in err
 
 
+def test_documents_opened_together_are_linted_in_turn_on_one_worker(tmp_path):
+    """An editor that restores a session opens many documents at once: they are linted one after
+    another, each within its own budget, so the last waits longer than one budget although nothing
+    is stuck. None of them may be called over budget, and the worker may not be left behind."""
+    log = tmp_path / "server.log"
+    client = Client(tmp_path, log)
+    client.start(tmp_path, {"lintBudget": 2.0, "debounce": 0})
+    # ~0.15 s each on an idle machine: 30 of them queue for longer than a budget and its grace (2.5 s)
+    text = NEOX + "train_data_paths:\n" + "".join(f"  - [{i}, {{a: {i}}}]\n" for i in range(5000))
+    uris = [client.open(tmp_path / f"neox_{k:02d}.yml", text, "yaml") for k in range(30)]
+    published = [client.diagnostics(uri, timeout=180) for uri in uris]
+    assert all(diags is not None for diags in published)
+    assert not any(d["code"] == "TL012" for diags in published for d in diags)
+    code, err = client.stop()
+    assert code == 0 and b"Traceback" not in err
+    assert b"linting continues on a fresh worker" not in err
+    assert err.count(b"linted file://") >= 30
+
+
 def test_invalid_params_get_an_error_response(tmp_path):
     client = Client(tmp_path)
     client.start(tmp_path, {})

@@ -162,6 +162,8 @@ class TrainlintServer(LanguageServer):
         self.hover_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainlint-hover")
         self.live: set[cancel.Token] = set()
         """The tokens of the lints running or queued (cancelled at shutdown)."""
+        self.last_start = float("-inf")
+        """When (event-loop time) the current worker last started a lint."""
         self.warming: tuple[ThreadPoolExecutor, Future[None]] | None = None
         """The worker the session's warm-up was queued on, and its future (see :meth:`warm_up`)."""
         self.shutting_down = False
@@ -284,15 +286,15 @@ class TrainlintServer(LanguageServer):
                 self.live.add(token)
                 started: asyncio.Future[None] = loop.create_future()
                 running = loop.run_in_executor(executor, self._lint_blocking, uri, path, text, version,
-                                               self.open_texts(), token, _signal(loop, started))
+                                               self.open_texts(), token, self._on_start(loop, started))
                 # The budget is this document's own lint, timed from its start on the worker: the
                 # time it waits behind another document (stopped at that one's budget) or behind
                 # the session's warm-up is not its cost.
                 while True:
                     await asyncio.wait((started, running), timeout=self.lint_budget + STOP_GRACE,
                                        return_when=asyncio.FIRST_COMPLETED)
-                    if started.done() or running.done() or not self._warming(executor):
-                        break  # (the session's warm-up ahead of it is not a lint to leave behind)
+                    if started.done() or running.done() or not self._moving(executor, loop.time()):
+                        break
                 if not started.done() and not running.done():
                     # the work ahead of it neither finished nor stopped within a budget and its grace
                     # (a superseded lint with no safe point): leave that worker, queue again on a fresh one
@@ -383,6 +385,7 @@ class TrainlintServer(LanguageServer):
             return
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="trainlint-lint")
         self.linter = Linter(self.options)
+        self.last_start = float("-inf")  # nothing has started on the fresh worker yet
         executor.shutdown(wait=False)
         log.warning("a lint took over %.1f s; linting continues on a fresh worker", self.lint_budget)
 
@@ -415,6 +418,27 @@ class TrainlintServer(LanguageServer):
     def _warming(self, executor: ThreadPoolExecutor) -> bool:
         """Whether ``executor`` is still running (or about to run) the session's warm-up."""
         return self.warming is not None and self.warming[0] is executor and not self.warming[1].done()
+
+    def _moving(self, executor: ThreadPoolExecutor, now: float) -> bool:
+        """Whether a lint queued on ``executor`` should go on waiting: the worker is still the
+        current one and is running the session's warm-up, or started a lint within the last budget
+        and grace (documents opened together are linted one after another, each within its own
+        budget: the last of them waits longer than one budget without anything being stuck)."""
+        if executor is not self.executor:
+            return False  # left behind by another lint: queue again on the fresh one
+        return self._warming(executor) or now - self.last_start < self.lint_budget + STOP_GRACE
+
+    def _on_start(self, loop: asyncio.AbstractEventLoop, started: asyncio.Future[None]) -> Callable[[], None]:
+        """A callable for the worker thread, called as a lint leaves the queue: resolves
+        ``started`` and notes the time on the event loop."""
+        def mark() -> None:
+            self.last_start = loop.time()
+            if not started.done():
+                started.set_result(None)
+
+        def signal() -> None:
+            loop.call_soon_threadsafe(mark)
+        return signal
 
     def cancel_pending(self, uri: str) -> None:
         task = self.pending.pop(uri, None)
@@ -528,17 +552,6 @@ WARM_UP_DOCUMENTS = (
 """What the session's warm-up lints (in memory, never written): one document of each format, a
 DeepSpeed key that does not exist among them (the did-you-mean catalog), so that the modules,
 schemas and catalogs a first lint loads are loaded before the first document's budget starts."""
-
-
-def _signal(loop: asyncio.AbstractEventLoop, future: asyncio.Future[None]) -> Callable[[], None]:
-    """A callable for the worker thread that resolves ``future`` on the event loop."""
-    def resolve() -> None:
-        if not future.done():
-            future.set_result(None)
-
-    def signal() -> None:
-        loop.call_soon_threadsafe(resolve)
-    return signal
 
 
 def cancel_delay(token: cancel.Token) -> float:
