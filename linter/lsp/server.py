@@ -164,8 +164,8 @@ class TrainlintServer(LanguageServer):
         """The tokens of the lints running or queued (cancelled at shutdown)."""
         self.last_start = float("-inf")
         """When (event-loop time) the current worker last started a lint."""
-        self.warming: tuple[ThreadPoolExecutor, Future[None]] | None = None
-        """The worker the session's warm-up was queued on, and its future (see :meth:`warm_up`)."""
+        self.warming: tuple[ThreadPoolExecutor, Future[None], float] | None = None
+        """The worker the session's warm-up was queued on, its future and when (see :meth:`warm_up`)."""
         self.shutting_down = False
         self.exit_code: int | None = None  # set by the exit notification (0 after shutdown, else 1)
         self.startup_errors: list[str] = []
@@ -302,16 +302,14 @@ class TrainlintServer(LanguageServer):
                     self._abandon(executor)
                     if attempt < QUEUED_ATTEMPTS - 1:
                         continue
-                    linted = Linted(path, version, text, None, None)
-                    out = {uri: [to_lsp(over_budget(path, self.lint_budget), [], uri, docs_url=self.docs_url)]}
+                    linted, out = self._over_budget(uri, path, text, version)
                     break
                 try:
                     done = await asyncio.wait_for(asyncio.shield(running), self.lint_budget)
                 except asyncio.TimeoutError:  # this document's own lint is over budget
                     token.cancel(f"over the {self.lint_budget:g} s budget")
                     await self._stop_or_abandon(executor, running)
-                    linted = Linted(path, version, text, None, None)
-                    out = {uri: [to_lsp(over_budget(path, self.lint_budget), [], uri, docs_url=self.docs_url)]}
+                    linted, out = self._over_budget(uri, path, text, version)
                     break
                 if done is None:  # cancelled at shutdown
                     return
@@ -389,6 +387,12 @@ class TrainlintServer(LanguageServer):
         executor.shutdown(wait=False)
         log.warning("a lint took over %.1f s; linting continues on a fresh worker", self.lint_budget)
 
+    def _over_budget(self, uri: str, path: str, text: str, version: int | None,
+                     ) -> tuple[Linted, dict[str, list[lsp.Diagnostic]]]:
+        """What a document whose lint did not finish within the budget publishes: one TL012."""
+        return (Linted(path, version, text, None, None),
+                {uri: [to_lsp(over_budget(path, self.lint_budget), [], uri, docs_url=self.docs_url)]})
+
     def warm_up(self) -> None:
         """Queue the session's warm-up on the worker (see :data:`WARM_UP_DOCUMENTS`): what every
         first lint pays once (imports, schemas, catalogs: ~0.4 s idle, seconds on a busy machine)
@@ -413,11 +417,16 @@ class TrainlintServer(LanguageServer):
                 self.live.discard(token)
             log.debug("session warmed up in %.1f ms", (time.perf_counter() - started) * 1e3)
 
-        self.warming = (self.executor, self.executor.submit(warm))
+        self.warming = (self.executor, self.executor.submit(warm), time.monotonic())
 
     def _warming(self, executor: ThreadPoolExecutor) -> bool:
-        """Whether ``executor`` is still running (or about to run) the session's warm-up."""
-        return self.warming is not None and self.warming[0] is executor and not self.warming[1].done()
+        """Whether ``executor`` is still running (or about to run) the session's warm-up, and has
+        for less than :data:`WARM_UP_LIMIT` (a warm-up that hangs, in a project's plugin say, is
+        left behind like any stuck lint)."""
+        if self.warming is None:
+            return False
+        worker, future, queued = self.warming
+        return worker is executor and not future.done() and time.monotonic() - queued < WARM_UP_LIMIT
 
     def _moving(self, executor: ThreadPoolExecutor, now: float) -> bool:
         """Whether a lint queued on ``executor`` should go on waiting: the worker is still the
@@ -539,6 +548,9 @@ WATCHERS = [lsp.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_
 STOP_GRACE = 0.5
 """Seconds a cancelled lint gets to reach a safe point before its worker is abandoned."""
 
+
+WARM_UP_LIMIT = 60.0
+"""Seconds lints queued behind the session's warm-up wait for it before they leave its worker."""
 
 QUEUED_ATTEMPTS = 3
 """How many times a lint is queued again after the work ahead of it neither finished nor stopped."""
